@@ -1,0 +1,91 @@
+// Integration test of pg_server: a second private PostgreSQL, started from
+// nothing in its own directory, the way aqsd's zero-configuration mode does.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <pqxx/pqxx>
+
+#include "store/migrations.hpp"
+#include "store/pg_server.hpp"
+
+namespace fs = std::filesystem;
+using aqs::store::pg_server;
+
+namespace {
+
+fs::path fresh_dir() {
+  std::string tmpl = (fs::temp_directory_path() / "aqs-pgtest.XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+}  // namespace
+
+TEST_CASE("a private server starts from nothing, keeps its data across a restart, and stops") {
+  const fs::path dir = fresh_dir();
+  {
+    pg_server server({.dir = dir, .durable = false});
+    server.start();
+    CHECK(server.ready());
+    {
+      pqxx::connection conn(server.connection_string());
+      aqs::store::apply_migrations(conn);
+      pqxx::work tx(conn);
+      tx.exec0("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe) VALUES ('kept', 1, '/', 1, 1)");
+      tx.commit();
+    }
+    server.stop();
+    CHECK_FALSE(server.ready());
+
+    // Second start reuses the data directory: the job is still there.
+    server.start();
+    pqxx::connection conn(server.connection_string());
+    pqxx::read_transaction tx(conn);
+    CHECK(tx.exec1("SELECT count(*) FROM jobs WHERE user_name = 'kept'")[0].as<int>() == 1);
+  }  // destructor stops the server
+  pg_server probe({.dir = dir, .stop_on_destroy = false});
+  CHECK_FALSE(probe.ready());
+  CHECK_FALSE(fs::exists(dir / "data" / "postmaster.pid"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a second pg_server on a running directory adopts the server instead of starting another") {
+  const fs::path dir = fresh_dir();
+  pg_server first({.dir = dir, .durable = false});
+  first.start();
+  {
+    pg_server second({.dir = dir, .durable = false, .stop_on_destroy = false});
+    CHECK_NOTHROW(second.start());
+    CHECK(second.ready());
+  }
+  CHECK(first.ready());
+  first.stop();
+  CHECK_FALSE(first.ready());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a server that cannot start reports why in one line") {
+  const fs::path dir = fresh_dir();
+  {
+    pg_server server({.dir = dir, .durable = false});
+    server.start();
+    server.stop();
+  }
+  // Corrupt the configuration: PostgreSQL refuses to start, and we say so.
+  {
+    std::FILE* f = std::fopen((dir / "data" / "postgresql.conf").c_str(), "a");
+    REQUIRE(f != nullptr);
+    std::fputs("\nshared_buffers = 'not a size'\n", f);
+    std::fclose(f);
+  }
+  pg_server server({.dir = dir, .durable = false, .start_timeout = std::chrono::seconds(20)});
+  CHECK_THROWS_WITH_AS(server.start(), doctest::Contains("while starting"), aqs::store::pg_server_error);
+  CHECK_FALSE(server.ready());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the connection string quotes a directory with spaces and quotes") {
+  CHECK(aqs::store::conninfo_quote("a b'c\\d") == "'a b\\'c\\\\d'");
+}
