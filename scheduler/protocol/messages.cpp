@@ -1,0 +1,669 @@
+// messages: JSON encoding and validating decoding of every protocol message.
+#include "protocol/messages.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "protocol/base64.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/json_limits.hpp"
+
+namespace aqs::protocol {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- validation helpers ------------------------------------------------
+
+std::string range_text(std::int64_t lo, std::int64_t hi) {
+  return std::to_string(lo) + ".." + std::to_string(hi);
+}
+
+// Reads the fields of one JSON object, naming them "prefix.field" in errors.
+class reader {
+public:
+  reader(const json& obj, std::string prefix) : obj_(obj), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(std::string_view key, std::string_view what) const {
+    throw protocol_error(error_code::bad_request,
+                         "field '" + prefix_ + std::string(key) + "' " + std::string(what));
+  }
+
+  // The member, or nullptr when absent or null.
+  const json* find(const char* key) const {
+    const auto it = obj_.find(key);
+    if (it == obj_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  const json& need(const char* key) const {
+    const json* v = find(key);
+    if (v == nullptr) fail(key, "is missing");
+    return *v;
+  }
+
+  std::int64_t integer_of(const char* key, const json& v, std::int64_t lo, std::int64_t hi) const {
+    if (!v.is_number_integer()) fail(key, "must be an integer in " + range_text(lo, hi));
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (hi < 0 || u > static_cast<std::uint64_t>(hi)) fail(key, "must be in " + range_text(lo, hi));
+      const auto s = static_cast<std::int64_t>(u);
+      if (s < lo) fail(key, "must be in " + range_text(lo, hi));
+      return s;
+    }
+    const auto s = v.get<std::int64_t>();
+    if (s < lo || s > hi) fail(key, "must be in " + range_text(lo, hi));
+    return s;
+  }
+  std::int64_t integer(const char* key, std::int64_t lo, std::int64_t hi) const {
+    return integer_of(key, need(key), lo, hi);
+  }
+  std::optional<std::int64_t> opt_integer(const char* key, std::int64_t lo, std::int64_t hi) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    return integer_of(key, *v, lo, hi);
+  }
+  std::int64_t integer_or(const char* key, std::int64_t lo, std::int64_t hi, std::int64_t def) const {
+    return opt_integer(key, lo, hi).value_or(def);
+  }
+
+  bool boolean(const char* key, bool def) const {
+    const json* v = find(key);
+    if (v == nullptr) return def;
+    if (!v->is_boolean()) fail(key, "must be true or false");
+    return v->get<bool>();
+  }
+
+  // String rules: no NUL ever; `line` additionally forbids control characters
+  // (names that end up in one-line displays).
+  struct str_rule {
+    std::size_t max;
+    bool nonempty = true;
+    bool line = false;
+  };
+  std::string string_of(std::string_view key, const json& v, str_rule rule) const {
+    if (!v.is_string()) fail(key, "must be a string");
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.size() > rule.max) fail(key, "is longer than " + std::to_string(rule.max) + " bytes");
+    if (rule.nonempty && s.empty()) fail(key, "must not be empty");
+    for (const char c : s) {
+      if (c == '\0') fail(key, "contains a NUL character");
+      if (rule.line && static_cast<unsigned char>(c) < 0x20) fail(key, "contains a control character");
+    }
+    return s;
+  }
+  std::string string(const char* key, str_rule rule) const {
+    return string_of(key, need(key), rule);
+  }
+  std::optional<std::string> opt_string(const char* key, str_rule rule) const {
+    const json* v = find(key);
+    if (v == nullptr) return std::nullopt;
+    return string_of(key, *v, rule);
+  }
+
+  const json* array(const char* key, std::size_t max_items, bool required) const {
+    const json* v = required ? &need(key) : find(key);
+    if (v == nullptr) return nullptr;
+    if (!v->is_array()) fail(key, "must be an array");
+    if (v->size() > max_items) fail(key, "has more than " + std::to_string(max_items) + " entries");
+    return v;
+  }
+  std::vector<std::string> strings(const char* key, std::size_t max_items, str_rule rule,
+                                   bool required = false) const {
+    std::vector<std::string> out;
+    const json* a = array(key, max_items, required);
+    if (a == nullptr) return out;
+    out.reserve(a->size());
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      out.push_back(string_of(std::string(key) + "[" + std::to_string(i) + "]", (*a)[i], rule));
+    }
+    return out;
+  }
+  std::vector<std::int64_t> integers(const char* key, std::size_t max_items, std::int64_t lo,
+                                     std::int64_t hi) const {
+    std::vector<std::int64_t> out;
+    const json* a = array(key, max_items, false);
+    if (a == nullptr) return out;
+    out.reserve(a->size());
+    const std::string k(key);
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const std::string name = k + "[" + std::to_string(i) + "]";
+      out.push_back(integer_of(name.c_str(), (*a)[i], lo, hi));
+    }
+    return out;
+  }
+
+  reader object(const char* key) const {
+    const json& v = need(key);
+    if (!v.is_object()) fail(key, "must be an object");
+    return reader(v, prefix_ + key + ".");
+  }
+
+  core::job_state state_of(std::string_view key, const json& v) const {
+    if (!v.is_string()) fail(key, "must be a job state string");
+    const auto st = core::parse_job_state(v.get_ref<const std::string&>());
+    if (!st) fail(key, "is not a job state (PENDING, RUNNING, ... NODE_FAIL)");
+    return *st;
+  }
+
+private:
+  const json& obj_;
+  std::string prefix_;
+};
+
+constexpr reader::str_rule k_name_rule{k_max_name, true, true};
+constexpr reader::str_rule k_path_rule{k_max_path, true, true};
+constexpr reader::str_rule k_arg_rule{k_max_arg, false, false};
+
+std::int64_t read_id(const reader& r) { return r.integer("id", 0, k_max_job_id); }
+std::int64_t read_job_id(const reader& r) { return r.integer("job_id", 1, k_max_job_id); }
+
+// A processor map: only '0' and '1', at least one '1' when `need_one`.
+std::string read_map(const reader& r, const char* key, bool need_one) {
+  std::string s = r.string(key, {static_cast<std::size_t>(k_max_pe), true, true});
+  std::size_t ones = 0;
+  for (const char c : s) {
+    if (c != '0' && c != '1') r.fail(key, "must contain only 0 and 1");
+    ones += c == '1' ? 1 : 0;
+  }
+  if (need_one && ones == 0) r.fail(key, "must contain at least one 1");
+  return s;
+}
+
+bool is_hex(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  });
+}
+
+// Node names appear in "node2:0-3,node3:0-1": no ':' or ',' or blanks.
+std::string read_node_name(const reader& r, const char* key) {
+  std::string s = r.string(key, k_name_rule);
+  for (const char c : s) {
+    if (c == ':' || c == ',' || c == ' ' || c == '/') {
+      r.fail(key, "must not contain ':', ',', '/' or spaces");
+    }
+  }
+  return s;
+}
+
+template <class T>
+void put_opt(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+
+// ---- job_spec ---------------------------------------------------------
+
+json job_to_json(const job_spec& s) {
+  json j = json::object();
+  j["name"] = s.name;
+  put_opt(j, "script", s.script);
+  j["argv"] = s.argv;
+  j["workdir"] = s.workdir;
+  j["environment"] = s.environment;
+  j["stdout"] = s.stdout_pattern;
+  put_opt(j, "stderr", s.stderr_pattern);
+  j["min_pe"] = s.min_pe;
+  j["max_pe"] = s.max_pe;
+  j["adaptive"] = s.adaptive;
+  put_opt(j, "walltime_s", s.walltime_s);
+  j["afterok"] = s.afterok;
+  j["requeue"] = s.requeue;
+  put_opt(j, "submit_token", s.submit_token);
+  j["interactive"] = s.interactive;
+  return j;
+}
+
+job_spec read_job(const reader& r) {
+  job_spec s;
+  s.name = r.string("name", k_name_rule);
+  s.script = r.opt_string("script", {k_max_script, true, false});
+  s.argv = r.strings("argv", k_max_argv, k_arg_rule);
+  if (!s.script && s.argv.empty()) r.fail("argv", "must not be empty when there is no script");
+  if (!s.script && s.argv.front().empty()) r.fail("argv[0]", "must not be empty");
+  s.workdir = r.string("workdir", k_path_rule);
+  if (s.workdir.front() != '/') r.fail("workdir", "must be an absolute path");
+  s.environment = r.strings("environment", k_max_env_entries, k_arg_rule);
+  for (std::size_t i = 0; i < s.environment.size(); ++i) {
+    const auto eq = s.environment[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      r.fail("environment[" + std::to_string(i) + "]", "must have the form KEY=VALUE");
+    }
+  }
+  if (auto o = r.opt_string("stdout", k_path_rule)) s.stdout_pattern = std::move(*o);
+  s.stderr_pattern = r.opt_string("stderr", k_path_rule);
+  s.min_pe = r.integer("min_pe", 1, k_max_pe);
+  s.max_pe = r.integer("max_pe", 1, k_max_pe);
+  if (s.max_pe < s.min_pe) r.fail("max_pe", "must be >= min_pe");
+  s.adaptive = r.boolean("adaptive", false);
+  if (!s.adaptive && s.min_pe != s.max_pe) {
+    r.fail("max_pe", "must equal min_pe for a rigid job (min_pe < max_pe needs adaptive)");
+  }
+  s.walltime_s = r.opt_integer("walltime_s", 1, k_max_walltime_s);
+  s.afterok = r.integers("afterok", k_max_ids, 1, k_max_job_id);
+  s.requeue = r.boolean("requeue", false);
+  s.submit_token = r.opt_string("submit_token", k_name_rule);
+  s.interactive = r.boolean("interactive", false);
+  return s;
+}
+
+// ---- per-message encoding and decoding ----------------------------------
+
+void write(json& j, const hello& m) {
+  j["id"] = m.id;
+  j["protocol"] = m.protocol;
+  j["role"] = to_string(m.role);
+  put_opt(j, "auth", m.auth);
+  put_opt(j, "job_id", m.job_id);
+}
+void read(const reader& r, hello& m) {
+  m.id = read_id(r);
+  // Any integer is accepted here: the server must be able to answer a
+  // newer client with unsupported_version naming both versions.
+  m.protocol = r.integer("protocol", 0, k_max_job_id);
+  const std::string role_text = r.string("role", k_name_rule);
+  const auto role = parse_role(role_text);
+  if (!role) r.fail("role", "must be \"client\", \"node\" or \"job\"");
+  m.role = *role;
+  m.auth = r.opt_string("auth", {128, true, true});
+  m.job_id = r.opt_integer("job_id", 1, k_max_job_id);
+  if (m.role == peer_role::job && !m.job_id) r.fail("job_id", "is required for role \"job\"");
+}
+
+void write(json& j, const challenge& m) { j["nonce"] = m.nonce; }
+void read(const reader& r, challenge& m) {
+  m.nonce = r.string("nonce", {128, true, true});
+  if (m.nonce.size() < 32 || !is_hex(m.nonce)) r.fail("nonce", "must be 32 to 128 hex digits");
+}
+
+void write(json& j, const ok& m) {
+  if (m.result.is_object()) {
+    for (const auto& [k, v] : m.result.items()) {
+      if (k != "type" && k != "id") j[k] = v;
+    }
+  }
+  j["id"] = m.id;
+}
+void read(const reader& r, ok& m, const json& whole) {
+  m.id = read_id(r);
+  m.result = json::object();
+  for (const auto& [k, v] : whole.items()) {
+    if (k != "type" && k != "id") m.result[k] = v;
+  }
+}
+
+void write(json& j, const error& m) {
+  j["id"] = m.id ? json(*m.id) : json(nullptr);
+  j["code"] = to_string(m.code);
+  j["message"] = m.message;
+}
+void read(const reader& r, error& m) {
+  m.id = r.opt_integer("id", 0, k_max_job_id);
+  const std::string code = r.string("code", k_name_rule);
+  m.code = parse_error_code(code).value_or(error_code::internal);
+  m.message = r.string("message", {k_max_text, false, false});
+}
+
+void write(json& j, const output& m) {
+  put_opt(j, "id", m.id);
+  j["job_id"] = m.job_id;
+  j["stream"] = m.stream;
+  j["data"] = base64_encode(m.data);
+}
+void read(const reader& r, output& m) {
+  m.id = r.opt_integer("id", 0, k_max_job_id);
+  m.job_id = read_job_id(r);
+  m.stream = r.string("stream", k_name_rule);
+  if (m.stream != "stdout" && m.stream != "stderr") r.fail("stream", "must be \"stdout\" or \"stderr\"");
+  const std::string b64 = r.string("data", {(k_max_output_chunk + 2) / 3 * 4, false, true});
+  auto raw = base64_decode(b64);
+  if (!raw) r.fail("data", "must be padded base64");
+  m.data = std::move(*raw);
+}
+
+void write(json& j, const submit& m) {
+  j["id"] = m.id;
+  j["job"] = job_to_json(m.job);
+}
+void read(const reader& r, submit& m) {
+  m.id = read_id(r);
+  m.job = read_job(r.object("job"));
+}
+
+void write(json& j, const cancel& m) {
+  j["id"] = m.id;
+  j["job_ids"] = m.job_ids;
+  put_opt(j, "signal", m.signal);
+  put_opt(j, "user", m.user);
+}
+void read(const reader& r, cancel& m) {
+  m.id = read_id(r);
+  m.job_ids = r.integers("job_ids", k_max_ids, 1, k_max_job_id);
+  m.signal = r.opt_integer("signal", 1, k_max_signal);
+  m.user = r.opt_string("user", k_name_rule);
+  if (m.job_ids.empty() && !m.user) r.fail("job_ids", "must not be empty when no user is given");
+}
+
+void write(json& j, const list_jobs& m) {
+  j["id"] = m.id;
+  j["all"] = m.all;
+  put_opt(j, "user", m.user);
+  json states = json::array();
+  for (const auto s : m.states) states.push_back(core::to_string(s));
+  j["states"] = std::move(states);
+  j["job_ids"] = m.job_ids;
+}
+void read(const reader& r, list_jobs& m) {
+  m.id = read_id(r);
+  m.all = r.boolean("all", false);
+  m.user = r.opt_string("user", k_name_rule);
+  if (const json* a = r.array("states", core::k_all_job_states.size() * 4, false)) {
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      m.states.push_back(r.state_of("states[" + std::to_string(i) + "]", (*a)[i]));
+    }
+  }
+  m.job_ids = r.integers("job_ids", k_max_ids, 1, k_max_job_id);
+}
+
+void write(json& j, const list_nodes& m) { j["id"] = m.id; }
+void read(const reader& r, list_nodes& m) { m.id = read_id(r); }
+
+void write(json& j, const job_history& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+}
+void read(const reader& r, job_history& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+}
+
+void write(json& j, const watch_job& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+}
+void read(const reader& r, watch_job& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+}
+
+void write(json& j, const shutdown& m) { j["id"] = m.id; }
+void read(const reader& r, shutdown& m) { m.id = read_id(r); }
+
+void write(json& j, const job_event& m) {
+  put_opt(j, "id", m.id);
+  j["job_id"] = m.job_id;
+  j["state"] = core::to_string(m.state);
+  put_opt(j, "exit_code", m.exit_code);
+  put_opt(j, "signal", m.signal);
+  put_opt(j, "procs", m.procs);
+}
+void read(const reader& r, job_event& m) {
+  m.id = r.opt_integer("id", 0, k_max_job_id);
+  m.job_id = read_job_id(r);
+  m.state = r.state_of("state", r.need("state"));
+  m.exit_code = r.opt_integer("exit_code", 0, 255);
+  m.signal = r.opt_integer("signal", 1, k_max_signal);
+  if (r.find("procs") != nullptr) m.procs = read_map(r, "procs", false);
+}
+
+void write(json& j, const register_node& m) {
+  j["id"] = m.id;
+  j["name"] = m.name;
+  j["procs"] = m.procs;
+  j["cpus"] = m.cpus;
+  j["memory_mb"] = m.memory_mb;
+  j["gpus"] = m.gpus;
+  j["running"] = m.running;
+}
+void read(const reader& r, register_node& m) {
+  m.id = read_id(r);
+  m.name = read_node_name(r, "name");
+  m.procs = r.integer("procs", 1, k_max_pe);
+  m.cpus = r.integers("cpus", k_max_cpus, 0, static_cast<std::int64_t>(k_max_cpus) - 1);
+  if (m.cpus.empty()) r.fail("cpus", "must not be empty");
+  m.memory_mb = r.integer_or("memory_mb", 0, std::int64_t{1} << 40, 0);
+  m.gpus = r.integer_or("gpus", 0, 1 << 16, 0);
+  m.running = r.integers("running", k_max_ids, 1, k_max_job_id);
+}
+
+void write(json& j, const heartbeat& m) {
+  j["id"] = m.id;
+  j["running"] = m.running;
+}
+void read(const reader& r, heartbeat& m) {
+  m.id = read_id(r);
+  m.running = r.integers("running", k_max_ids, 1, k_max_job_id);
+}
+
+void write(json& j, const job_started& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+}
+void read(const reader& r, job_started& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+}
+
+void write(json& j, const job_exited& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["state"] = core::to_string(m.state);
+  put_opt(j, "exit_code", m.exit_code);
+  put_opt(j, "signal", m.signal);
+}
+void read(const reader& r, job_exited& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.state = r.state_of("state", r.need("state"));
+  using core::job_state;
+  if (m.state != job_state::completed && m.state != job_state::failed &&
+      m.state != job_state::cancelled && m.state != job_state::timeout) {
+    r.fail("state", "must be COMPLETED, FAILED, CANCELLED or TIMEOUT");
+  }
+  m.exit_code = r.opt_integer("exit_code", 0, 255);
+  m.signal = r.opt_integer("signal", 1, k_max_signal);
+  if (m.exit_code.has_value() == m.signal.has_value()) {
+    r.fail("exit_code", "or 'signal' must be given, not both");
+  }
+}
+
+void write(json& j, const launch& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["job"] = job_to_json(m.job);
+  j["user"] = m.user;
+  j["uid"] = m.uid;
+  j["gid"] = m.gid;
+  j["procs"] = m.procs;
+  j["nprocs"] = m.nprocs;
+  j["local_cpus"] = m.local_cpus;
+  j["nodelist"] = m.nodelist;
+  put_opt(j, "job_token", m.job_token);
+}
+void read(const reader& r, launch& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.job = read_job(r.object("job"));
+  m.user = r.string("user", k_name_rule);
+  m.uid = r.integer("uid", 0, 0xfffffffe);
+  m.gid = r.integer("gid", 0, 0xfffffffe);
+  m.procs = read_map(r, "procs", true);
+  m.nprocs = r.integer("nprocs", 1, k_max_pe);
+  if (static_cast<std::int64_t>(std::count(m.procs.begin(), m.procs.end(), '1')) != m.nprocs) {
+    r.fail("nprocs", "must equal the number of 1s in 'procs'");
+  }
+  m.local_cpus = r.integers("local_cpus", k_max_cpus, 0, static_cast<std::int64_t>(k_max_cpus) - 1);
+  if (m.local_cpus.empty()) r.fail("local_cpus", "must not be empty");
+  m.nodelist = r.string("nodelist", {k_max_path, true, true});
+  m.job_token = r.opt_string("job_token", {128, true, true});
+}
+
+void write(json& j, const kill& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["signal"] = m.signal;
+  j["grace_s"] = m.grace_s;
+}
+void read(const reader& r, kill& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.signal = r.integer("signal", 1, k_max_signal);
+  m.grace_s = r.integer_or("grace_s", 0, k_max_grace_s, 10);
+}
+
+void write(json& j, const new_map& m) {
+  j["job_id"] = m.job_id;
+  j["epoch"] = m.epoch;
+  j["procs"] = m.procs;
+}
+void read(const reader& r, new_map& m) {
+  m.job_id = read_job_id(r);
+  m.epoch = r.integer("epoch", 1, k_max_job_id);
+  m.procs = read_map(r, "procs", true);
+}
+
+void write(json& j, const resize_ack& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["epoch"] = m.epoch;
+  j["procs"] = m.procs;
+}
+void read(const reader& r, resize_ack& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.epoch = r.integer("epoch", 1, k_max_job_id);
+  m.procs = read_map(r, "procs", true);
+}
+
+// Finds the alternative whose ::type is `t` and reads it.
+template <std::size_t I = 0>
+message read_by_type(std::string_view t, const reader& r, const json& whole) {
+  if constexpr (I == std::variant_size_v<message>) {
+    std::string shown(t.substr(0, 64));
+    for (char& c : shown) {
+      if (static_cast<unsigned char>(c) < 0x20) c = '?';
+    }
+    throw protocol_error(error_code::unknown_type, "unknown message type \"" + shown + "\"");
+  } else {
+    using T = std::variant_alternative_t<I, message>;
+    if (T::type == t) {
+      T m;
+      if constexpr (std::is_same_v<T, ok>) {
+        read(r, m, whole);
+      } else {
+        read(r, m);
+      }
+      return m;
+    }
+    return read_by_type<I + 1>(t, r, whole);
+  }
+}
+
+}  // namespace
+
+// ---- public API --------------------------------------------------------
+
+std::string_view to_string(peer_role r) noexcept {
+  switch (r) {
+    case peer_role::client: return "client";
+    case peer_role::node: return "node";
+    case peer_role::job: return "job";
+  }
+  return "client";
+}
+
+std::optional<peer_role> parse_role(std::string_view text) noexcept {
+  if (text == "client") return peer_role::client;
+  if (text == "node") return peer_role::node;
+  if (text == "job") return peer_role::job;
+  return std::nullopt;
+}
+
+std::string_view type_of(const message& m) noexcept {
+  return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::type; }, m);
+}
+
+std::optional<std::int64_t> id_of(const message& m) noexcept {
+  return std::visit(
+      [](const auto& x) -> std::optional<std::int64_t> {
+        if constexpr (requires { x.id; }) {
+          return x.id;
+        } else {
+          return std::nullopt;
+        }
+      },
+      m);
+}
+
+bool may_send(peer_role r, const message& m) noexcept {
+  if (std::holds_alternative<hello>(m)) return true;
+  switch (r) {
+    case peer_role::client:
+      return std::holds_alternative<submit>(m) || std::holds_alternative<cancel>(m) ||
+             std::holds_alternative<list_jobs>(m) || std::holds_alternative<list_nodes>(m) ||
+             std::holds_alternative<job_history>(m) || std::holds_alternative<watch_job>(m) ||
+             std::holds_alternative<shutdown>(m);
+    case peer_role::node:
+      return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
+             std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||
+             std::holds_alternative<output>(m) || std::holds_alternative<ok>(m) ||
+             std::holds_alternative<error>(m);
+    case peer_role::job:
+      return std::holds_alternative<resize_ack>(m);
+  }
+  return false;
+}
+
+json to_json(const message& m) {
+  json j = json::object();
+  std::visit(
+      [&j](const auto& x) {
+        j["type"] = std::decay_t<decltype(x)>::type;
+        write(j, x);
+      },
+      m);
+  return j;
+}
+
+message parse_message(const json& j) {
+  std::optional<std::int64_t> id;
+  try {
+    if (!j.is_object()) {
+      throw protocol_error(error_code::bad_request, "a message must be a JSON object");
+    }
+    const reader r(j, "");
+    id = r.opt_integer("id", 0, k_max_job_id);
+  } catch (const protocol_error&) {
+    // An unreadable id is reported by the message's own validation below,
+    // or, when j is not an object, right here without an id.
+    if (!j.is_object()) throw;
+  }
+  try {
+    const reader r(j, "");
+    const json* t = r.find("type");
+    if (t == nullptr) r.fail("type", "is missing");
+    if (!t->is_string()) r.fail("type", "must be a string");
+    return read_by_type(t->get_ref<const std::string&>(), r, j);
+  } catch (protocol_error& e) {
+    if (!e.request_id()) e.set_request_id(id);
+    throw;
+  }
+}
+
+message parse_message(std::string_view body) { return parse_message(parse_json_bounded(body)); }
+
+std::string encode_body(const message& m) { return dump_json(to_json(m)); }
+
+std::string encode(const message& m) { return encode_frame(encode_body(m)); }
+
+error make_error(const protocol_error& e) {
+  error out;
+  out.id = e.request_id();
+  out.code = e.code();
+  out.message = e.what();
+  if (out.message.size() > k_max_text) out.message.resize(k_max_text);
+  return out;
+}
+
+}  // namespace aqs::protocol

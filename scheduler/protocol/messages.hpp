@@ -1,0 +1,345 @@
+// messages: every message of the AQS wire protocol as a C++ struct, with validation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/job_state.hpp"
+#include "protocol/errors.hpp"
+
+namespace aqs::protocol {
+
+// The one version constant of the wire protocol (see docs/protocol.md). Bump it
+// for any change an old peer would misread; adding an optional field or a new
+// message type does not need a bump, because unknown fields are ignored.
+inline constexpr std::int64_t k_protocol_version = 1;
+
+// Bounds checked by parse_message. A submit with a 1 MB script and 1,000
+// environment variables is far inside all of them.
+inline constexpr std::int64_t k_max_pe = std::int64_t{1} << 20;
+inline constexpr std::int64_t k_max_walltime_s = std::int64_t{3660} * 24 * 3600;  // ~10 years
+inline constexpr std::int64_t k_max_job_id = (std::int64_t{1} << 53) - 1;  // exact in a double
+inline constexpr std::size_t k_max_name = 256;        // job, node and user names, tokens
+inline constexpr std::size_t k_max_path = 4096;       // workdir, output patterns
+inline constexpr std::size_t k_max_script = std::size_t{8} << 20;
+inline constexpr std::size_t k_max_env_entries = 16384;
+inline constexpr std::size_t k_max_argv = 16384;
+inline constexpr std::size_t k_max_arg = std::size_t{128} << 10;  // one argv/env string (Linux MAX_ARG_STRLEN)
+inline constexpr std::size_t k_max_ids = 65536;       // job id lists
+inline constexpr std::size_t k_max_cpus = 65536;      // local cpu lists
+inline constexpr std::size_t k_max_output_chunk = std::size_t{1} << 20;  // raw bytes per output message
+inline constexpr std::size_t k_max_text = 4096;       // error messages
+inline constexpr std::int64_t k_max_signal = 64;
+inline constexpr std::int64_t k_max_grace_s = 3600;
+
+// Who is at the other end, declared in hello.
+enum class peer_role : unsigned char { client, node, job };
+std::string_view to_string(peer_role r) noexcept;
+std::optional<peer_role> parse_role(std::string_view text) noexcept;
+
+// What a job asks for: the body of submit, and the job part of launch.
+// Exactly one of two shapes: a batch script (`script` set, `argv` its
+// arguments, possibly empty) or a command (`script` unset, `argv` non-empty,
+// argv[0] the program). Rigid jobs have min_pe == max_pe; min_pe < max_pe
+// needs adaptive.
+struct job_spec {
+  std::string name;                        // non-empty
+  std::optional<std::string> script;       // the script text, run by its shebang
+  std::vector<std::string> argv;
+  std::string workdir;                     // absolute
+  std::vector<std::string> environment;    // "KEY=VALUE", KEY non-empty
+  std::string stdout_pattern = "aqs-%j.out";     // wire: "stdout"
+  std::optional<std::string> stderr_pattern;     // wire: "stderr"; unset: into stdout
+  std::int64_t min_pe = 1;
+  std::int64_t max_pe = 1;
+  bool adaptive = false;
+  std::optional<std::int64_t> walltime_s;  // unset: no limit
+  std::vector<std::int64_t> afterok;       // run only after these jobs COMPLETED
+  bool requeue = false;                    // back to PENDING after NODE_FAIL
+  std::optional<std::string> submit_token; // idempotency key: a retry returns the same job
+  bool interactive = false;                // frun: output is streamed, not written to files
+  friend bool operator==(const job_spec&, const job_spec&) = default;
+};
+
+// ---- both directions ---------------------------------------------------
+
+// Peer -> server, first message on every connection. `auth` is required on
+// TCP (HMAC of the challenge nonce), ignored on the Unix socket. `job_id`
+// names the job a role=job connection speaks for.
+struct hello {
+  static constexpr std::string_view type = "hello";
+  std::int64_t id = 0;
+  std::int64_t protocol = k_protocol_version;
+  peer_role role = peer_role::client;
+  std::optional<std::string> auth;
+  std::optional<std::int64_t> job_id;
+  friend bool operator==(const hello&, const hello&) = default;
+};
+
+// Server -> peer, first message on a TCP connection, before hello.
+struct challenge {
+  static constexpr std::string_view type = "challenge";
+  std::string nonce;  // hex
+  friend bool operator==(const challenge&, const challenge&) = default;
+};
+
+// Success reply. `result` is a JSON object whose members sit beside "type"
+// and "id" on the wire (so {"type":"ok","id":3,"job_id":17}).
+struct ok {
+  static constexpr std::string_view type = "ok";
+  std::int64_t id = 0;
+  nlohmann::json result = nlohmann::json::object();
+  friend bool operator==(const ok&, const ok&) = default;
+};
+
+// Failure reply. `id` is unset when the request's id could not be read.
+// An unknown code received from a newer peer is read as internal.
+struct error {
+  static constexpr std::string_view type = "error";
+  std::optional<std::int64_t> id;
+  error_code code = error_code::internal;
+  std::string message;
+  friend bool operator==(const error&, const error&) = default;
+};
+
+// Interactive output, node -> server -> watching client. `data` holds raw
+// bytes (base64 on the wire); `id` is the watch_job request on the client
+// side, unset from the node.
+struct output {
+  static constexpr std::string_view type = "output";
+  std::optional<std::int64_t> id;
+  std::int64_t job_id = 0;
+  std::string stream = "stdout";  // "stdout" | "stderr"
+  std::string data;
+  friend bool operator==(const output&, const output&) = default;
+};
+
+// ---- client requests ---------------------------------------------------
+
+// Reply: ok {job_id}.
+struct submit {
+  static constexpr std::string_view type = "submit";
+  std::int64_t id = 0;
+  job_spec job;
+  friend bool operator==(const submit&, const submit&) = default;
+};
+
+// Cancels the listed jobs, or every job of `user` when job_ids is empty (at
+// least one of the two is required). `signal` unset: SIGTERM, grace, SIGKILL.
+// Reply: ok {cancelled: [ids]}.
+struct cancel {
+  static constexpr std::string_view type = "cancel";
+  std::int64_t id = 0;
+  std::vector<std::int64_t> job_ids;
+  std::optional<std::int64_t> signal;
+  std::optional<std::string> user;
+  friend bool operator==(const cancel&, const cancel&) = default;
+};
+
+// Reply: ok {jobs: [job objects]}. Without `all`, finished jobs are left out.
+struct list_jobs {
+  static constexpr std::string_view type = "list_jobs";
+  std::int64_t id = 0;
+  bool all = false;
+  std::optional<std::string> user;
+  std::vector<core::job_state> states;  // empty: any
+  std::vector<std::int64_t> job_ids;    // empty: any
+  friend bool operator==(const list_jobs&, const list_jobs&) = default;
+};
+
+// Reply: ok {nodes: [node objects]}.
+struct list_nodes {
+  static constexpr std::string_view type = "list_nodes";
+  std::int64_t id = 0;
+  friend bool operator==(const list_nodes&, const list_nodes&) = default;
+};
+
+// Reply: ok {job: job object, events: [event objects]}.
+struct job_history {
+  static constexpr std::string_view type = "job_history";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  friend bool operator==(const job_history&, const job_history&) = default;
+};
+
+// Reply: ok {}, then job_event and (for interactive jobs) output messages
+// carrying this request's id, until a job_event with a final state.
+struct watch_job {
+  static constexpr std::string_view type = "watch_job";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  friend bool operator==(const watch_job&, const watch_job&) = default;
+};
+
+// Root only. Reply: ok {}, then the server closes.
+struct shutdown {
+  static constexpr std::string_view type = "shutdown";
+  std::int64_t id = 0;
+  friend bool operator==(const shutdown&, const shutdown&) = default;
+};
+
+// Server -> client: a job changed state (for watch_job).
+struct job_event {
+  static constexpr std::string_view type = "job_event";
+  std::optional<std::int64_t> id;
+  std::int64_t job_id = 0;
+  core::job_state state = core::job_state::pending;
+  std::optional<std::int64_t> exit_code;  // 0..255, final states
+  std::optional<std::int64_t> signal;     // killed by this signal
+  std::optional<std::string> procs;       // map as 0/1 text while it holds processors
+  friend bool operator==(const job_event&, const job_event&) = default;
+};
+
+// ---- node agent ------------------------------------------------------------
+
+// Node -> server after hello. `cpus` are the local cpu numbers it pins to,
+// `procs` how many processors it advertises (may exceed cpus.size() with
+// --procs). `running` lists jobs it still runs, to be re-adopted. Reply: ok
+// {first_proc, kill: [job ids the server no longer wants running]}.
+struct register_node {
+  static constexpr std::string_view type = "register";
+  std::int64_t id = 0;
+  std::string name;
+  std::int64_t procs = 1;
+  std::vector<std::int64_t> cpus;
+  std::int64_t memory_mb = 0;
+  std::int64_t gpus = 0;
+  std::vector<std::int64_t> running;
+  friend bool operator==(const register_node&, const register_node&) = default;
+};
+
+// Node -> server, periodically. Reply: ok {}.
+struct heartbeat {
+  static constexpr std::string_view type = "heartbeat";
+  std::int64_t id = 0;
+  std::vector<std::int64_t> running;
+  friend bool operator==(const heartbeat&, const heartbeat&) = default;
+};
+
+// Node -> server: the job's processes are running. Reply: ok {}.
+struct job_started {
+  static constexpr std::string_view type = "job_started";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  friend bool operator==(const job_started&, const job_started&) = default;
+};
+
+// Node -> server: the job's processes are gone. `state` is final (COMPLETED,
+// FAILED, CANCELLED or TIMEOUT); exactly one of exit_code and signal is set.
+// Reply: ok {}.
+struct job_exited {
+  static constexpr std::string_view type = "job_exited";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  core::job_state state = core::job_state::completed;
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::int64_t> signal;
+  friend bool operator==(const job_exited&, const job_exited&) = default;
+};
+
+// Server -> node: start (this node's part of) a job as `user` (uid/gid).
+// `procs` is the whole job's map (0/1 text, nprocs ones), `local_cpus` the
+// cpus of this node to pin to, `nodelist` the job's nodes in the compact
+// range form. `job_token` is the secret the job's shim authenticates with.
+// Reply: ok {} once forked, or error.
+struct launch {
+  static constexpr std::string_view type = "launch";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  job_spec job;
+  std::string user;
+  std::int64_t uid = 0;
+  std::int64_t gid = 0;
+  std::string procs;
+  std::int64_t nprocs = 1;
+  std::vector<std::int64_t> local_cpus;
+  std::string nodelist;
+  std::optional<std::string> job_token;
+  friend bool operator==(const launch&, const launch&) = default;
+};
+
+// Server -> node: signal the job's process group; if it is still there after
+// grace_s seconds, SIGKILL. Reply: ok {}.
+struct kill {
+  static constexpr std::string_view type = "kill";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t signal = 15;
+  std::int64_t grace_s = 10;
+  friend bool operator==(const kill&, const kill&) = default;
+};
+
+// ---- adaptive job shim ---------------------------------------------------
+
+// Server -> job: apply this map at the next MPI_Migrate(). Epochs increase
+// per job; only the newest map matters.
+struct new_map {
+  static constexpr std::string_view type = "new_map";
+  std::int64_t job_id = 0;
+  std::int64_t epoch = 1;
+  std::string procs;
+  friend bool operator==(const new_map&, const new_map&) = default;
+};
+
+// Job -> server: the map of `epoch` is in effect now (`procs` as applied).
+// Reply: ok {}; an ack of an old epoch gets invalid_state.
+struct resize_ack {
+  static constexpr std::string_view type = "resize_ack";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t epoch = 1;
+  std::string procs;
+  friend bool operator==(const resize_ack&, const resize_ack&) = default;
+};
+
+using message = std::variant<hello, challenge, ok, error, output, submit, cancel, list_jobs,
+                             list_nodes, job_history, watch_job, shutdown, job_event,
+                             register_node, heartbeat, job_started, job_exited, launch, kill,
+                             new_map, resize_ack>;
+
+// The wire "type" of a message.
+std::string_view type_of(const message& m) noexcept;
+// The request/reply correlation id, if the message has one.
+std::optional<std::int64_t> id_of(const message& m) noexcept;
+// Whether a peer that said hello with role `r` may send `m` to the server
+// (hello itself is allowed to every role). The server answers anything else
+// with error unauthorized.
+bool may_send(peer_role r, const message& m) noexcept;
+
+// ---- JSON and frames -------------------------------------------------------
+
+// The JSON object of a message, "type" included. Optional fields that are
+// unset are left out.
+nlohmann::json to_json(const message& m);
+
+// Validates a JSON value as a message. Throws protocol_error only:
+// unknown_type when "type" is a string naming no message, bad_request for
+// everything else (not an object, "type" missing, a required field missing or
+// of the wrong JSON type, a number out of range or not an integer, a string
+// with NUL or over its bound, an array over its bound, inconsistent fields),
+// with a one-line message naming the field ("job.min_pe"). The error carries
+// the request's "id" when that could be read. Unknown fields are ignored;
+// null counts as absent.
+message parse_message(const nlohmann::json& j);
+// Parses frame body text (bounded JSON parsing, see json_limits.hpp) and
+// validates it as above.
+message parse_message(std::string_view body);
+
+// The JSON text of a message (no frame header). Throws protocol_error
+// (bad_request) if a string is not valid UTF-8.
+std::string encode_body(const message& m);
+// A complete frame (header + JSON). Throws protocol_error(bad_request) for
+// invalid UTF-8 and protocol_error(too_large) past k_max_frame.
+std::string encode(const message& m);
+
+// An error reply for a protocol_error caught while handling a request.
+error make_error(const protocol_error& e);
+
+}  // namespace aqs::protocol

@@ -1,0 +1,254 @@
+// Unit tests of the protocol messages: round trips of every type and validation of bad fields.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "protocol/errors.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
+#include "samples.hpp"
+
+using namespace aqs::protocol;
+using aqs::core::job_state;
+using nlohmann::json;
+using aqs::test::sample_job;
+using aqs::test::samples;
+
+namespace {
+
+// Parses `text` and returns the error, failing the test if it parsed.
+protocol_error parse_error(const std::string& text) {
+  try {
+    parse_message(std::string_view(text));
+  } catch (const protocol_error& e) {
+    return e;
+  }
+  FAIL("parsed without error: " << text);
+  return protocol_error(error_code::internal, "unreachable");
+}
+
+json submit_json() { return to_json(submit{21, sample_job()}); }
+
+protocol_error submit_error(const std::function<void(json&)>& mutate) {
+  json j = submit_json();
+  mutate(j);
+  return parse_error(j.dump());
+}
+
+}  // namespace
+
+TEST_CASE("every message type survives encoding, framing, decoding and parsing unchanged") {
+  const auto all = samples();
+  std::vector<std::string> types_seen;
+  for (const auto& m : all) {
+    CAPTURE(type_of(m));
+    const std::string frame = encode(m);
+    frame_decoder d;
+    const auto bodies = d.feed(frame);
+    REQUIRE(bodies.size() == 1);
+    const message back = parse_message(std::string_view(bodies[0]));
+    CHECK(back == m);
+    CHECK(json::parse(bodies[0])["type"] == std::string(type_of(m)));
+    types_seen.emplace_back(type_of(m));
+  }
+  // The sample list covers every alternative of the variant.
+  std::sort(types_seen.begin(), types_seen.end());
+  types_seen.erase(std::unique(types_seen.begin(), types_seen.end()), types_seen.end());
+  CHECK(types_seen.size() == std::variant_size_v<message>);
+}
+
+TEST_CASE("replies put the result beside type and id, as the documentation shows") {
+  const json j = to_json(ok{3, json{{"job_id", 17}}});
+  CHECK(j == json::parse(R"({"type":"ok","id":3,"job_id":17})"));
+  const json e = to_json(error{4, error_code::permission_denied, "not your job"});
+  CHECK(e == json::parse(R"({"type":"error","id":4,"code":"permission_denied","message":"not your job"})"));
+}
+
+TEST_CASE("a submit written by hand in the documented shape parses with defaults filled in") {
+  const auto m = parse_message(std::string_view(
+      R"({"type":"submit","id":1,"job":{"name":"a","argv":["/bin/true"],"workdir":"/tmp",)"
+      R"("min_pe":1,"max_pe":1,"some_future_field":{"x":[1,2]}},"also_unknown":true})"));
+  const auto& s = std::get<submit>(m);
+  CHECK(s.id == 1);
+  CHECK(s.job.stdout_pattern == "aqs-%j.out");
+  CHECK_FALSE(s.job.stderr_pattern.has_value());
+  CHECK_FALSE(s.job.walltime_s.has_value());
+  CHECK_FALSE(s.job.adaptive);
+  CHECK(s.job.environment.empty());
+}
+
+TEST_CASE("a 1 MB script with 1,000 environment variables fits in one frame and parses") {
+  job_spec s = sample_job();
+  s.script = "#!/bin/sh\n" + std::string(1 << 20, 'e');
+  s.environment.clear();
+  for (int i = 0; i < 1000; ++i) s.environment.push_back("VAR" + std::to_string(i) + "=" + std::string(200, 'v'));
+  const std::string frame = encode(submit{1, s});
+  CHECK(frame.size() < k_max_frame);
+  frame_decoder d;
+  const auto bodies = d.feed(frame);
+  REQUIRE(bodies.size() == 1);
+  CHECK(std::get<submit>(parse_message(std::string_view(bodies[0]))).job == s);
+}
+
+TEST_CASE("an unknown type is unknown_type; a missing or non-string type is bad_request") {
+  auto e = parse_error(R"({"type":"frobnicate","id":3})");
+  CHECK(e.code() == error_code::unknown_type);
+  CHECK(e.request_id() == 3);
+  CHECK(std::string(e.what()).find("frobnicate") != std::string::npos);
+  CHECK(parse_error(R"({"id":3})").code() == error_code::bad_request);
+  CHECK(parse_error(R"({"type":7})").code() == error_code::bad_request);
+  CHECK(parse_error(R"([1,2])").code() == error_code::bad_request);
+  CHECK(parse_error("").code() == error_code::bad_request);
+  CHECK(parse_error("{\"type\":\"submit\"").code() == error_code::bad_request);
+}
+
+TEST_CASE("submit validation names the field at fault and keeps the request id") {
+  struct bad_case {
+    const char* what;
+    std::function<void(json&)> mutate;
+    const char* field;
+  };
+  const std::vector<bad_case> cases = {
+      {"missing job", [](json& j) { j.erase("job"); }, "'job'"},
+      {"job not an object", [](json& j) { j["job"] = 3; }, "'job'"},
+      {"missing name", [](json& j) { j["job"].erase("name"); }, "'job.name'"},
+      {"empty name", [](json& j) { j["job"]["name"] = ""; }, "'job.name'"},
+      {"name with newline", [](json& j) { j["job"]["name"] = "a\nb"; }, "'job.name'"},
+      {"name with NUL", [](json& j) { j["job"]["name"] = std::string("a\0b", 3); }, "'job.name'"},
+      {"script with NUL", [](json& j) { j["job"]["script"] = std::string("#!\0", 3); }, "'job.script'"},
+      {"name too long", [](json& j) { j["job"]["name"] = std::string(300, 'n'); }, "'job.name'"},
+      {"min_pe zero", [](json& j) { j["job"]["min_pe"] = 0; }, "'job.min_pe'"},
+      {"min_pe negative", [](json& j) { j["job"]["min_pe"] = -4; }, "'job.min_pe'"},
+      {"min_pe a string", [](json& j) { j["job"]["min_pe"] = "4"; }, "'job.min_pe'"},
+      {"min_pe fractional", [](json& j) { j["job"]["min_pe"] = 2.5; }, "'job.min_pe'"},
+      {"min_pe a bool", [](json& j) { j["job"]["min_pe"] = true; }, "'job.min_pe'"},
+      {"max_pe below min_pe", [](json& j) { j["job"]["max_pe"] = 1; }, "'job.max_pe'"},
+      {"max_pe too big", [](json& j) { j["job"]["max_pe"] = (1 << 20) + 1; }, "'job.max_pe'"},
+      {"max_pe huge unsigned", [](json& j) { j["job"]["max_pe"] = 18446744073709551615ull; }, "'job.max_pe'"},
+      {"rigid with min < max", [](json& j) { j["job"]["adaptive"] = false; }, "'job.max_pe'"},
+      {"adaptive not a bool", [](json& j) { j["job"]["adaptive"] = 1; }, "'job.adaptive'"},
+      {"walltime zero", [](json& j) { j["job"]["walltime_s"] = 0; }, "'job.walltime_s'"},
+      {"relative workdir", [](json& j) { j["job"]["workdir"] = "run"; }, "'job.workdir'"},
+      {"env without =", [](json& j) { j["job"]["environment"] = {"PATH"}; }, "'job.environment[0]'"},
+      {"env starting with =", [](json& j) { j["job"]["environment"] = {"A=1", "=x"}; }, "'job.environment[1]'"},
+      {"env not strings", [](json& j) { j["job"]["environment"] = {1}; }, "'job.environment[0]'"},
+      {"env not an array", [](json& j) { j["job"]["environment"] = "A=1"; }, "'job.environment'"},
+      {"afterok zero", [](json& j) { j["job"]["afterok"] = {0}; }, "'job.afterok[0]'"},
+      {"no script and no argv", [](json& j) { j["job"].erase("script"); j["job"]["argv"] = json::array(); }, "'job.argv'"},
+      {"empty program", [](json& j) { j["job"].erase("script"); j["job"]["argv"] = {""}; }, "'job.argv[0]'"},
+      {"too many argv", [](json& j) { j["job"]["argv"] = json::array(); for (int i = 0; i < 16385; ++i) j["job"]["argv"].push_back("a"); }, "'job.argv'"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const auto e = submit_error(c.mutate);
+    CHECK(e.code() == error_code::bad_request);
+    CHECK(e.request_id() == 21);
+    CHECK(std::string(e.what()).find(c.field) != std::string::npos);
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("a bad or missing request id is bad_request without an id") {
+  auto e = parse_error(R"({"type":"list_nodes"})");
+  CHECK(e.code() == error_code::bad_request);
+  CHECK_FALSE(e.request_id().has_value());
+  CHECK(std::string(e.what()).find("'id'") != std::string::npos);
+  CHECK_FALSE(parse_error(R"({"type":"list_nodes","id":-1})").request_id().has_value());
+  CHECK_FALSE(parse_error(R"({"type":"list_nodes","id":"1"})").request_id().has_value());
+}
+
+TEST_CASE("hello validation: role, version as any integer, job_id for the job role") {
+  const auto m = parse_message(std::string_view(R"({"type":"hello","id":0,"protocol":99,"role":"client"})"));
+  CHECK(std::get<hello>(m).protocol == 99);  // the server, not the parser, refuses versions
+  CHECK(parse_error(R"({"type":"hello","id":0,"protocol":1,"role":"admin"})").code() == error_code::bad_request);
+  CHECK(parse_error(R"({"type":"hello","id":0,"role":"client"})").code() == error_code::bad_request);
+  const auto e = parse_error(R"({"type":"hello","id":0,"protocol":1,"role":"job"})");
+  CHECK(std::string(e.what()).find("'job_id'") != std::string::npos);
+}
+
+TEST_CASE("node and job messages validate maps, states, exit status and names") {
+  using J = std::string;
+  CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"0120"})").what()).find("'procs'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"0000"})").what()).find("'procs'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"resize_ack","id":1,"job_id":1,"epoch":0,"procs":"1"})").what()).find("'epoch'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"RUNNING","exit_code":0})").what()).find("'state'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"COMPLETED"})").what()).find("'exit_code'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":1,"signal":9})").what()).find("'exit_code'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":256})").what()).find("'exit_code'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"job_event","job_id":1,"state":"running"})").what()).find("'state'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"register","id":1,"name":"n:1","procs":4,"cpus":[0]})").what()).find("'name'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"register","id":1,"name":"n1","procs":4,"cpus":[]})").what()).find("'cpus'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"kill","id":1,"job_id":1,"signal":65})").what()).find("'signal'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"cancel","id":1})").what()).find("'job_ids'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"list_jobs","id":1,"states":["DONE"]})").what()).find("'states[0]'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"output","job_id":1,"stream":"stdout","data":"abc"})").what()).find("'data'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"output","job_id":1,"stream":"tty","data":""})").what()).find("'stream'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"challenge","nonce":"xyz"})").what()).find("'nonce'") != J::npos);
+  // launch: nprocs must match the map.
+  json l = to_json(samples()[25]);
+  REQUIRE(l["type"] == "launch");
+  l["nprocs"] = 2;
+  CHECK(std::string(parse_error(l.dump()).what()).find("'nprocs'") != J::npos);
+}
+
+TEST_CASE("an error reply with a code from a newer version reads as internal") {
+  const auto m = parse_message(std::string_view(R"({"type":"error","id":2,"code":"quota_exceeded","message":"m"})"));
+  CHECK(std::get<error>(m).code == error_code::internal);
+  CHECK(std::get<error>(m).message == "m");
+}
+
+TEST_CASE("make_error turns a protocol_error into the error reply the server sends") {
+  const auto e = parse_error(R"({"type":"job_history","id":12,"job_id":0})");
+  const error reply = make_error(e);
+  CHECK(reply.id == 12);
+  CHECK(reply.code == error_code::bad_request);
+  CHECK(reply.message.find("'job_id'") != std::string::npos);
+}
+
+TEST_CASE("each role may send only its own messages") {
+  CHECK(may_send(peer_role::client, submit{}));
+  CHECK(may_send(peer_role::client, hello{}));
+  CHECK_FALSE(may_send(peer_role::client, register_node{}));
+  CHECK_FALSE(may_send(peer_role::client, launch{}));
+  CHECK(may_send(peer_role::node, job_exited{}));
+  CHECK(may_send(peer_role::node, ok{}));
+  CHECK_FALSE(may_send(peer_role::node, shutdown{}));
+  CHECK(may_send(peer_role::job, resize_ack{}));
+  CHECK_FALSE(may_send(peer_role::job, submit{}));
+  CHECK_FALSE(may_send(peer_role::job, new_map{}));
+}
+
+TEST_CASE("id_of gives the correlation id and nothing for messages without one") {
+  CHECK(id_of(submit{41, {}}) == 41);
+  CHECK_FALSE(id_of(challenge{}).has_value());
+  CHECK_FALSE(id_of(new_map{}).has_value());
+  CHECK_FALSE(id_of(error{}).has_value());
+  CHECK(id_of(error{5, error_code::internal, ""}) == 5);
+}
+
+TEST_CASE("error codes and roles have stable wire spellings") {
+  for (const auto c : {error_code::bad_request, error_code::unknown_type, error_code::unsupported_version,
+                       error_code::unauthorized, error_code::not_found, error_code::permission_denied,
+                       error_code::invalid_state, error_code::too_large, error_code::internal}) {
+    CHECK(parse_error_code(to_string(c)) == c);
+  }
+  CHECK(to_string(error_code::unsupported_version) == "unsupported_version");
+  CHECK_FALSE(parse_error_code("BAD_REQUEST").has_value());
+  CHECK(parse_role("node") == peer_role::node);
+  CHECK_FALSE(parse_role("Node").has_value());
+}
+
+TEST_CASE("encoding a string that is not UTF-8 is a bad_request, not a crash") {
+  submit s{1, sample_job()};
+  s.job.name = "caf\xe9";
+  try {
+    encode(s);
+    FAIL("no error");
+  } catch (const protocol_error& e) {
+    CHECK(e.code() == error_code::bad_request);
+  }
+}

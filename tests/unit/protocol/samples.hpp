@@ -1,0 +1,76 @@
+// samples: one valid instance of every protocol message, shared by the protocol tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "protocol/messages.hpp"
+
+namespace aqs::test {
+
+using namespace aqs::protocol;
+using aqs::core::job_state;
+using nlohmann::json;
+
+inline job_spec sample_job() {
+  job_spec s;
+  s.name = "heat";
+  s.script = "#!/bin/sh\n#AQS -n 4\nsrun ./heat\n";
+  s.argv = {"--steps", "100"};
+  s.workdir = "/home/alice/run";
+  s.environment = {"PATH=/usr/bin:/bin", "EMPTY=", "X=a=b"};
+  s.stdout_pattern = "out-%j.txt";
+  s.stderr_pattern = "err-%x.txt";
+  s.min_pe = 2;
+  s.max_pe = 8;
+  s.adaptive = true;
+  s.walltime_s = 3600;
+  s.afterok = {3, 4};
+  s.requeue = true;
+  s.submit_token = "tok-123";
+  s.interactive = false;
+  return s;
+}
+
+// One sample of every message type, with optional fields set.
+inline std::vector<message> samples() {
+  job_spec cmd;
+  cmd.name = "hostname";
+  cmd.argv = {"hostname"};
+  cmd.workdir = "/";
+  cmd.interactive = true;
+  return {
+      hello{7, k_protocol_version, peer_role::node, std::string(64, 'a'), std::nullopt},
+      hello{8, k_protocol_version, peer_role::job, std::nullopt, 12},
+      challenge{std::string(64, 'f')},
+      ok{3, json{{"job_id", 17}, {"nested", {{"a", json::array({1, 2})}}}}},
+      ok{4, json::object()},
+      error{5, error_code::not_found, "no job 99"},
+      error{std::nullopt, error_code::bad_request, "invalid JSON"},
+      output{9, 17, "stderr", std::string("bin\0ary\xff\n", 10)},
+      output{std::nullopt, 17, "stdout", ""},
+      submit{1, sample_job()},
+      submit{2, cmd},
+      cancel{3, {1, 2, 3}, 9, std::string("alice")},
+      cancel{4, {}, std::nullopt, std::string("bob")},
+      list_jobs{5, true, std::string("alice"), {job_state::running, job_state::node_fail}, {7}},
+      list_nodes{6},
+      job_history{7, 42},
+      watch_job{8, 42},
+      shutdown{9},
+      job_event{8, 42, job_state::completed, 0, std::nullopt, std::nullopt},
+      job_event{std::nullopt, 42, job_state::running, std::nullopt, std::nullopt, std::string("0011")},
+      register_node{10, "node2", 16, {0, 1, 2, 3}, 64000, 2, {5, 6}},
+      heartbeat{11, {5}},
+      job_started{12, 5},
+      job_exited{13, 5, job_state::failed, 3, std::nullopt},
+      job_exited{14, 6, job_state::cancelled, std::nullopt, 15},
+      launch{15, 5, sample_job(), "alice", 1000, 1000, "0111", 3, {0, 1, 2}, "node2:0-2",
+             std::string("secret")},
+      kill{16, 5, 15, 30},
+      new_map{5, 2, "1100"},
+      resize_ack{17, 5, 2, "1100"},
+  };
+}
+
+}  // namespace aqs::test
