@@ -1,0 +1,179 @@
+// Integration tests of job_process with real processes: files, environment,
+// pinning, exit status, killing a whole process tree, start errors, and
+// running as another user when we are root.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "job_process.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs::node;
+
+namespace {
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::string t = (fs::temp_directory_path() / "aqs-node-test.XXXXXX").string();
+    REQUIRE(::mkdtemp(t.data()) != nullptr);
+    path = t;
+    ::chmod(path.c_str(), 0777);  // a job running as another user writes here
+  }
+  ~temp_dir() { fs::remove_all(path); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+exit_status wait_for(pid_t pid) {
+  int st = 0;
+  REQUIRE(::waitpid(pid, &st, 0) == pid);
+  return decode_wait_status(st);
+}
+
+launch_spec shell(const temp_dir& d, const std::string& cmd) {
+  launch_spec s;
+  s.argv = {"/bin/sh", "-c", cmd};
+  s.workdir = d.path.string();
+  s.env = {"PATH=/usr/bin:/bin", "AQS_JOB_ID=42"};
+  s.stdout_path = (d.path / "out.txt").string();
+  return s;
+}
+
+// Reaps every exited child, including orphans handed to us as subreaper.
+void reap_all() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a job runs in its working directory with exactly its environment and output files") {
+  temp_dir d;
+  auto spec = shell(d, "echo job=$AQS_JOB_ID; pwd; env | sort; echo oops >&2");
+  spec.stderr_path = (d.path / "err.txt").string();
+  auto st = wait_for(launch(spec));
+  CHECK(st.exit_code == 0);
+  CHECK_FALSE(st.signaled());
+  const std::string out = slurp(d.path / "out.txt");
+  CHECK(out.find("job=42\n" + d.path.string() + "\n") == 0);
+  CHECK(out.find("AQS_JOB_ID=42\n") != std::string::npos);
+  CHECK(out.find("HOME=") == std::string::npos);  // nothing of the agent's environment leaks
+  CHECK(slurp(d.path / "err.txt") == "oops\n");
+}
+
+TEST_CASE("stdout and stderr share the output file when no error file is given, appending") {
+  temp_dir d;
+  auto spec = shell(d, "echo one; echo two >&2");
+  CHECK(wait_for(launch(spec)).exit_code == 0);
+  CHECK(wait_for(launch(spec)).exit_code == 0);
+  CHECK(slurp(d.path / "out.txt") == "one\ntwo\none\ntwo\n");
+}
+
+TEST_CASE("a job is pinned to its processors") {
+  temp_dir d;
+  const unsigned ncpu = std::thread::hardware_concurrency();
+  auto spec = shell(d, "grep Cpus_allowed_list /proc/self/status");
+  spec.cpus = {0};
+  CHECK(wait_for(launch(spec)).exit_code == 0);
+  CHECK(slurp(d.path / "out.txt").find("Cpus_allowed_list:\t0\n") != std::string::npos);
+  if (ncpu >= 2) {
+    fs::remove(d.path / "out.txt");
+    spec.cpus = {1};
+    CHECK(wait_for(launch(spec)).exit_code == 0);
+    CHECK(slurp(d.path / "out.txt").find("Cpus_allowed_list:\t1\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("exit codes and killing signals are decoded the shell's way") {
+  temp_dir d;
+  auto st = wait_for(launch(shell(d, "exit 3")));
+  CHECK(st.exit_code == 3);
+  CHECK(st.shell_code() == 3);
+  st = wait_for(launch(shell(d, "kill -TERM $$")));
+  CHECK(st.term_signal == SIGTERM);
+  CHECK(st.shell_code() == 128 + SIGTERM);
+}
+
+TEST_CASE("signalling a job reaches every process of its tree, also background children") {
+  temp_dir d;
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // as aqs-node does: orphans come back to us
+  // The main process waits on two background sleeps that would outlive it.
+  auto spec = shell(d, "sleep 300 & sleep 300 & echo started; wait");
+  const pid_t pgid = launch(spec);
+  for (int i = 0; i < 200 && slurp(d.path / "out.txt").empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(job_alive(pgid));
+  CHECK(signal_job(pgid, SIGTERM));
+  auto st = wait_for(pgid);
+  CHECK(st.term_signal == SIGTERM);
+  for (int i = 0; i < 300 && job_alive(pgid); ++i) {
+    reap_all();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK_FALSE(job_alive(pgid));
+  CHECK_FALSE(signal_job(pgid, SIGKILL));
+}
+
+TEST_CASE("a job that cannot start says why in one line and leaves no process behind") {
+  temp_dir d;
+  auto spec = shell(d, "true");
+  spec.workdir = (d.path / "missing").string();
+  CHECK_THROWS_WITH_AS(launch(spec), doctest::Contains("cannot enter working directory"), launch_error);
+
+  spec = shell(d, "true");
+  spec.argv = {"no-such-program-aqs"};
+  CHECK_THROWS_WITH_AS(launch(spec), "cannot execute no-such-program-aqs: No such file or directory", launch_error);
+
+  spec = shell(d, "true");
+  spec.stdout_path = (d.path / "no-dir" / "out.txt").string();
+  CHECK_THROWS_WITH_AS(launch(spec), doctest::Contains("cannot open output file"), launch_error);
+
+  spec = shell(d, "true");
+  spec.env.push_back("NOEQUALS");
+  CHECK_THROWS_AS(launch(spec), launch_error);
+  spec = shell(d, "true");
+  spec.argv.clear();
+  CHECK_THROWS_AS(launch(spec), launch_error);
+
+  // Every failed child was reaped: no child of ours is left.
+  CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);
+}
+
+TEST_CASE("as root, a job runs as its user and its files belong to that user") {
+  if (::geteuid() != 0) {
+    MESSAGE("not root: user switching not tested");
+    return;
+  }
+  temp_dir d;
+  auto spec = shell(d, "id -u; id -g; touch made-by-job");
+  spec.uid = 65534;  // nobody
+  spec.gid = 65534;
+  CHECK(wait_for(launch(spec)).exit_code == 0);
+  CHECK(slurp(d.path / "out.txt") == "65534\n65534\n");
+  struct stat sb {};
+  REQUIRE(::stat((d.path / "made-by-job").c_str(), &sb) == 0);
+  CHECK(sb.st_uid == 65534);
+  REQUIRE(::stat((d.path / "out.txt").c_str(), &sb) == 0);
+  CHECK(sb.st_uid == 65534);
+
+  // The user's rights apply: a directory only root may enter is refused.
+  fs::create_directory(d.path / "private");
+  ::chmod((d.path / "private").c_str(), 0700);
+  spec.workdir = (d.path / "private").string();
+  CHECK_THROWS_WITH_AS(launch(spec), doctest::Contains("Permission denied"), launch_error);
+}

@@ -1,0 +1,188 @@
+// job_process: fork/exec of a job with an error pipe, as its user, pinned.
+#include "job_process.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace aqs::node {
+
+namespace {
+
+// What failed in the child, sent to the parent through the error pipe.
+struct child_failure {
+  int stage;
+  int err;
+};
+
+enum stage : int {
+  k_setpgid = 1, k_groups, k_setgid, k_setuid, k_chdir, k_stdout, k_stderr, k_stdin, k_affinity, k_exec,
+};
+
+std::string describe(const child_failure& f, const launch_spec& spec) {
+  const std::string err = std::strerror(f.err);
+  switch (f.stage) {
+    case k_setpgid: return "cannot create the job's process group: " + err;
+    case k_groups: return "cannot set the supplementary groups of uid " + std::to_string(spec.uid.value_or(0)) + ": " + err;
+    case k_setgid: return "cannot switch to gid " + std::to_string(spec.gid.value_or(0)) + ": " + err;
+    case k_setuid: return "cannot switch to uid " + std::to_string(spec.uid.value_or(0)) + ": " + err;
+    case k_chdir: return "cannot enter working directory " + spec.workdir + ": " + err;
+    case k_stdout: return "cannot open output file " + spec.stdout_path + ": " + err;
+    case k_stderr: return "cannot open error file " + spec.stderr_path + ": " + err;
+    case k_stdin: return "cannot open /dev/null: " + err;
+    case k_affinity: return "cannot pin the job to its processors: " + err;
+    case k_exec: return "cannot execute " + spec.argv[0] + ": " + err;
+    default: return "job start failed: " + err;
+  }
+}
+
+[[noreturn]] void child_fail(int fd, int stage_id) {
+  child_failure f{stage_id, errno};
+  (void)!::write(fd, &f, sizeof f);
+  ::_exit(127);
+}
+
+// PATH lookup done before fork (no allocation in the child): the first
+// executable PATH entry, or argv[0] itself if it contains a slash or nothing
+// matches (exec then reports ENOENT).
+std::string resolve(const std::string& prog, const std::vector<std::string>& env, const std::string& workdir) {
+  if (prog.find('/') != std::string::npos) return prog;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& kv : env) {
+    if (kv.rfind("PATH=", 0) == 0) path = kv.substr(5);
+  }
+  std::size_t pos = 0;
+  while (pos <= path.size()) {
+    std::size_t colon = path.find(':', pos);
+    if (colon == std::string::npos) colon = path.size();
+    std::string dir = path.substr(pos, colon - pos);
+    if (dir.empty()) dir = workdir;
+    std::string candidate = dir + "/" + prog;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    pos = colon + 1;
+  }
+  return prog;
+}
+
+}  // namespace
+
+exit_status decode_wait_status(int status) noexcept {
+  exit_status s;
+  if (WIFSIGNALED(status)) {
+    s.term_signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    s.exit_code = WEXITSTATUS(status);
+  }
+  return s;
+}
+
+pid_t launch(const launch_spec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) throw launch_error("nothing to run: empty command");
+  if (spec.stdout_path.empty()) throw launch_error("no output file given");
+  for (const auto& kv : spec.env) {
+    if (kv.find('=') == std::string::npos) throw launch_error("environment entry without '=': " + kv);
+  }
+  // Everything the child needs is prepared here: after fork in a threaded
+  // agent only async-signal-safe calls are allowed.
+  const std::string exe = resolve(spec.argv[0], spec.env, spec.workdir);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::vector<gid_t> groups;
+  if (spec.uid) {
+    if (passwd* pw = ::getpwuid(*spec.uid); pw != nullptr) {
+      int n = 32;
+      groups.resize(static_cast<std::size_t>(n));
+      gid_t primary = spec.gid.value_or(pw->pw_gid);
+      while (::getgrouplist(pw->pw_name, primary, groups.data(), &n) == -1) groups.resize(static_cast<std::size_t>(n));
+      groups.resize(static_cast<std::size_t>(n));
+    } else {
+      groups.push_back(spec.gid.value_or(*spec.uid));  // a uid with no passwd entry: just its group
+    }
+  }
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (int c : spec.cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) throw launch_error("processor " + std::to_string(c) + " is out of range");
+    CPU_SET(c, &mask);
+  }
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(pipefd[0]);
+    ::close(pipefd[1]);
+    throw launch_error(std::string("fork failed: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    const int fd = pipefd[1];
+    ::close(pipefd[0]);
+    if (::setpgid(0, 0) != 0) child_fail(fd, k_setpgid);
+    // The agent may ignore or block signals; the job starts with defaults.
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!spec.cpus.empty() && ::sched_setaffinity(0, sizeof mask, &mask) != 0) child_fail(fd, k_affinity);
+    if (spec.uid) {
+      if (::setgroups(groups.size(), groups.data()) != 0) child_fail(fd, k_groups);
+      if (::setgid(spec.gid.value_or(groups.front())) != 0) child_fail(fd, k_setgid);
+      if (::setuid(*spec.uid) != 0) child_fail(fd, k_setuid);
+    }
+    // After the user switch: files are created, and the directory entered,
+    // with the job user's rights, not the agent's.
+    if (::chdir(spec.workdir.c_str()) != 0) child_fail(fd, k_chdir);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (in < 0) child_fail(fd, k_stdin);
+    const int out = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out < 0) child_fail(fd, k_stdout);
+    int err = out;
+    if (!spec.stderr_path.empty() && spec.stderr_path != spec.stdout_path) {
+      err = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (err < 0) child_fail(fd, k_stderr);
+    }
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::umask(022);
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    child_fail(fd, k_exec);
+  }
+  ::close(pipefd[1]);
+  child_failure failure{};
+  ssize_t got;
+  do {
+    got = ::read(pipefd[0], &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  ::close(pipefd[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    throw launch_error(describe(failure, spec));
+  }
+  // EOF: exec succeeded (the pipe closed on exec), and the child made its
+  // process group before that, so the caller can signal the group at once.
+  return pid;
+}
+
+bool signal_job(pid_t pgid, int sig) noexcept {
+  return pgid > 0 && ::kill(-pgid, sig) == 0;
+}
+
+bool job_alive(pid_t pgid) noexcept {
+  return pgid > 0 && (::kill(-pgid, 0) == 0 || errno == EPERM);
+}
+
+}  // namespace aqs::node

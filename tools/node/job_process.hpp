@@ -1,0 +1,63 @@
+// job_process: starts one job's process tree the way aqs-node runs jobs (as
+// its user, in its own process group, pinned, with its files and
+// environment), signals the whole tree, and decodes how it ended.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace aqs::node {
+
+// What the agent needs to start a job. Paths are absolute or relative to
+// workdir; output patterns are already expanded (%j, %x).
+struct launch_spec {
+  std::vector<std::string> argv;         // argv[0] is looked up in PATH of env
+  std::string workdir;                   // must exist and be a directory
+  std::vector<std::string> env;          // the complete environment, KEY=VALUE
+  std::string stdout_path;               // created (0644) or appended to
+  std::string stderr_path;               // empty: stderr goes with stdout
+  std::optional<uid_t> uid;              // run as this user (needs root), else as we are
+  std::optional<gid_t> gid;              // primary group with uid
+  std::vector<int> cpus;                 // pin every process to these cores; empty: no pinning
+};
+
+// The job could not be started: the message is one line naming the step
+// (e.g. "cannot enter working directory /x: No such file or directory"), meant
+// for the job's record and the user.
+class launch_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// How a job's main process ended.
+struct exit_status {
+  int exit_code = 0;    // valid when !signaled
+  int term_signal = 0;  // the signal that killed it, 0 if it exited
+  bool signaled() const noexcept { return term_signal != 0; }
+  // 0..255 for an exit, 128 + signal for a kill (the shell's convention, and
+  // what frun exits with).
+  int shell_code() const noexcept { return signaled() ? 128 + term_signal : exit_code; }
+};
+
+// Starts the job; returns the pid of its main process, which is also the
+// process group id of the whole job. Failures anywhere before exec (user
+// switch, working directory, output files, affinity, exec itself) are
+// reported from the child through a close-on-exec pipe and thrown here as
+// launch_error, with the child already reaped. Only async-signal-safe calls
+// run in the child.
+pid_t launch(const launch_spec& spec);
+
+// Sends sig to every process of the job's group. Returns false if the group
+// no longer exists.
+bool signal_job(pid_t pgid, int sig) noexcept;
+// True while any process of the group is alive (zombies included until
+// reaped by their parent).
+bool job_alive(pid_t pgid) noexcept;
+
+// Decodes a waitpid status.
+exit_status decode_wait_status(int status) noexcept;
+
+}  // namespace aqs::node
