@@ -159,6 +159,49 @@ processor_set processor_set::lowest(std::size_t n) const {
   return out;
 }
 
+processor_set processor_set::highest(std::size_t n) const {
+  processor_set out(size_);
+  for (std::size_t w = words_.size(); w-- > 0 && n > 0;) {
+    word bits = words_[w];
+    auto c = static_cast<std::size_t>(std::popcount(bits));
+    if (c <= n) {
+      out.words_[w] = bits;
+      n -= c;
+    } else {
+      while (n > 0) {
+        word high = word{1} << (word_bits - 1 - static_cast<std::size_t>(std::countl_zero(bits)));
+        out.words_[w] |= high;
+        bits &= ~high;
+        --n;
+      }
+    }
+  }
+  return out;
+}
+
+std::size_t processor_set::find_next_unset(std::size_t from) const noexcept {
+  if (from >= size_) return npos;
+  std::size_t w = from / word_bits;
+  word holes = ~words_[w] & mask_from(from % word_bits);
+  while (true) {
+    if (holes != 0) {
+      std::size_t i = w * word_bits + static_cast<std::size_t>(std::countr_zero(holes));
+      return i < size_ ? i : npos;
+    }
+    if (++w >= words_.size()) return npos;
+    holes = ~words_[w];
+  }
+}
+
+std::size_t processor_set::last() const noexcept {
+  for (std::size_t w = words_.size(); w-- > 0;) {
+    if (words_[w] != 0) {
+      return w * word_bits + word_bits - 1 - static_cast<std::size_t>(std::countl_zero(words_[w]));
+    }
+  }
+  return npos;
+}
+
 std::size_t processor_set::count_range(std::size_t first, std::size_t last) const noexcept {
   last = std::min(last, size_);
   std::size_t n = 0;

@@ -53,8 +53,15 @@ public:
   // Lowest member >= from, or npos.
   std::size_t find_next(std::size_t from) const noexcept;
   std::size_t first() const noexcept { return find_next(0); }
+  // Lowest non-member >= from (< size()), or npos. With find_next this walks
+  // the runs of a set word by word, which placement uses to find ranges.
+  std::size_t find_next_unset(std::size_t from) const noexcept;
+  // Highest member, or npos when empty.
+  std::size_t last() const noexcept;
   // The lowest n members (fewer if the set is smaller).
   processor_set lowest(std::size_t n) const;
+  // The highest n members (fewer if the set is smaller).
+  processor_set highest(std::size_t n) const;
   // Number of members in [first, last).
   std::size_t count_range(std::size_t first, std::size_t last) const noexcept;
 

@@ -105,3 +105,20 @@ TEST_CASE("set and reset outside the universe throw and test is false") {
   CHECK_THROWS_AS(s.reset(100), std::out_of_range);
   CHECK_FALSE(s.test(1000));
 }
+
+TEST_CASE("find_next_unset, last and highest walk the set word by word") {
+  processor_set s(200);
+  s.set_range(0, 70);
+  s.set(130);
+  CHECK(s.find_next_unset(0) == 70);
+  CHECK(s.find_next_unset(70) == 70);
+  CHECK(s.find_next_unset(130) == 131);
+  CHECK(s.last() == 130);
+  CHECK(processor_set(10).last() == processor_set::npos);
+  processor_set full(128);
+  full.set_range(0, 128);
+  CHECK(full.find_next_unset(5) == processor_set::npos);
+  CHECK(s.highest(3).members() == std::vector<std::size_t>{68, 69, 130});
+  CHECK(s.highest(500).count() == s.count());
+  CHECK(s.highest(0).none());
+}

@@ -1,0 +1,130 @@
+// equipartition: minimum for all, equal extras above it, EASY for the queue.
+#include "core/equipartition.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/easy_backfill.hpp"
+#include "core/scheduler.hpp"
+
+namespace aqs::core {
+
+std::vector<std::size_t> share_equally(std::size_t leftover, const std::vector<std::size_t>& caps,
+                                       const std::vector<std::size_t>& order) {
+  const std::size_t n = caps.size();
+  std::vector<std::size_t> extra(n, 0);
+  std::vector<std::size_t> by_cap(n);
+  std::iota(by_cap.begin(), by_cap.end(), std::size_t{0});
+  std::stable_sort(by_cap.begin(), by_cap.end(), [&](std::size_t a, std::size_t b) { return caps[a] < caps[b]; });
+  std::size_t remaining = n;
+  std::size_t i = 0;
+  // Jobs whose cap is below the equal share saturate; the rest split evenly.
+  for (; i < n; ++i) {
+    std::size_t share = leftover / remaining;
+    if (caps[by_cap[i]] > share) break;
+    extra[by_cap[i]] = caps[by_cap[i]];
+    leftover -= caps[by_cap[i]];
+    --remaining;
+  }
+  if (remaining == 0) return extra;
+  std::vector<bool> unsaturated(n, false);
+  for (std::size_t k = i; k < n; ++k) unsaturated[by_cap[k]] = true;
+  std::size_t base = leftover / remaining;
+  std::size_t odd = leftover % remaining;
+  for (std::size_t idx : order) {
+    if (!unsaturated[idx]) continue;
+    extra[idx] = base + (odd > 0 ? 1 : 0);  // base + 1 <= cap: cap > share >= base
+    if (odd > 0) --odd;
+  }
+  return extra;
+}
+
+plan equipartition::schedule(const scheduler& s, double now) const {
+  plan p;
+  struct member {
+    job_id id;
+    std::size_t min, max, current;  // current: 0 for a job starting now
+    bool starting;
+  };
+  std::vector<member> members;
+  // Everything resizable adaptive jobs hold, plus free and vacated processors.
+  std::size_t pool = s.free_count() + s.reserved_count();
+  std::size_t mins = 0;
+  for (job_id id : s.adaptive_holding()) {
+    const job& j = s.get(id);
+    if (!scheduler::resizable(j)) continue;
+    std::size_t cur = scheduler::planning_size(j);
+    pool += cur;
+    mins += j.req.min_pe;
+    members.push_back({id, j.req.min_pe, j.req.max_pe, cur, false});
+  }
+  std::size_t avail = pool > mins ? pool - mins : 0;
+
+  auto released = [](const job& r) {
+    return scheduler::resizable(r) ? r.req.min_pe : scheduler::planning_size(r);
+  };
+  std::vector<std::pair<double, std::size_t>> planned;
+  bool blocked = false;
+  backfill_window w;
+  for (const queue_key& k : s.queue()) {
+    if (blocked && avail == 0) break;
+    const job& j = s.get(k.id);
+    std::size_t need = j.req.min_pe;
+    if (need > s.usable_count()) continue;
+    bool admit = false;
+    if (!blocked) {
+      if (need <= avail) {
+        admit = true;
+        planned.emplace_back(now + j.req.walltime, need);
+      } else {
+        blocked = true;
+        w = find_window(s, now, need, avail, planned, released);
+        p.reservation = plan::reservation_t{k.id, w.shadow};
+      }
+    } else {
+      admit = may_backfill(w, now, j.req.walltime, need, avail);
+    }
+    if (!admit) continue;
+    avail -= need;
+    if (j.req.adaptive) {
+      members.push_back({k.id, j.req.min_pe, j.req.max_pe, 0, true});
+    } else {
+      p.starts.push_back({k.id, need});
+    }
+  }
+
+  std::vector<std::size_t> caps(members.size()), order(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) caps[i] = members[i].max - members[i].min;
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    std::size_t ea = members[a].current > members[a].min ? members[a].current - members[a].min : 0;
+    std::size_t eb = members[b].current > members[b].min ? members[b].current - members[b].min : 0;
+    if (ea != eb) return ea > eb;
+    return members[a].id < members[b].id;
+  });
+  std::vector<std::size_t> extra = share_equally(avail, caps, order);
+
+  // Adaptive starts keep their queue position among the rigid ones: rebuild
+  // the start list in queue order.
+  std::vector<plan::sized> starts;
+  std::size_t ri = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    std::size_t size = members[i].min + extra[i];
+    if (members[i].starting) {
+      const queue_key key{-s.get(members[i].id).req.priority, s.get(members[i].id).req.submit_time, members[i].id};
+      while (ri < p.starts.size()) {
+        const job& r = s.get(p.starts[ri].job);
+        if (!(queue_key{-r.req.priority, r.req.submit_time, r.req.id} < key)) break;
+        starts.push_back(p.starts[ri++]);
+      }
+      starts.push_back({members[i].id, size});
+    } else if (size != members[i].current) {
+      p.targets.push_back({members[i].id, size});
+    }
+  }
+  while (ri < p.starts.size()) starts.push_back(p.starts[ri++]);
+  p.starts = std::move(starts);
+  return p;
+}
+
+}  // namespace aqs::core

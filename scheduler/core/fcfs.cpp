@@ -1,0 +1,28 @@
+// fcfs: in-order starts; the head blocks everything behind it.
+#include "core/fcfs.hpp"
+
+#include <algorithm>
+
+#include "core/scheduler.hpp"
+
+namespace aqs::core {
+
+std::size_t rigid_size(const job& j, std::size_t usable) {
+  return std::max(j.req.min_pe, std::min(j.req.max_pe, usable));
+}
+
+plan fcfs::schedule(const scheduler& s, double /*now*/) const {
+  plan p;
+  std::size_t free = s.free_count();
+  for (const queue_key& k : s.queue()) {
+    const job& j = s.get(k.id);
+    std::size_t need = rigid_size(j, s.usable_count());
+    if (need > s.usable_count()) continue;
+    if (need > free) break;
+    p.starts.push_back({k.id, need});
+    free -= need;
+  }
+  return p;
+}
+
+}  // namespace aqs::core

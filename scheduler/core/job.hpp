@@ -1,0 +1,66 @@
+// job: what the scheduling core knows about one job, and the decisions it makes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/job_state.hpp"
+#include "core/processor_set.hpp"
+
+namespace aqs::core {
+
+using job_id = std::uint64_t;
+
+// What a user asked for. Rigid jobs have min_pe == max_pe; adaptive jobs run
+// on any count in [min_pe, max_pe] and accept resizes.
+struct job_request {
+  job_id id = 0;
+  std::string user;
+  std::size_t min_pe = 1;
+  std::size_t max_pe = 1;
+  bool adaptive = false;
+  double walltime = 0;     // the user's run-time estimate, seconds (EASY reservations)
+  double submit_time = 0;  // seconds, the caller's clock
+  int priority = 0;        // higher first; ties by submit time, then id
+  bool requeue_on_node_fail = true;  // else a node loss fails the job
+};
+
+struct job {
+  job_request req;
+  job_state state = job_state::pending;
+  processor_set procs;       // held now (during a resize: the old map until acknowledged)
+  processor_set target;      // during a resize: the map sent to the job
+  double start_time = -1;    // latest start (after a requeue, the new one)
+  double estimated_end = 0;  // start_time + walltime: EASY's view of when it frees its processors
+  bool frozen = false;       // missed a resize deadline: kept at its size until the next arrival/completion
+  std::size_t resizes = 0;
+  std::size_t resize_timeouts = 0;
+
+  std::size_t size() const noexcept { return procs.count(); }
+  bool adaptive() const noexcept { return req.adaptive; }
+};
+
+// One thing the caller must carry out. The core has already updated its own
+// state as if the caller will; a resize is only complete when the caller
+// reports the job's acknowledgement (or its timeout).
+struct decision {
+  enum class kind : unsigned char {
+    start,    // run the job on `to`
+    resize,   // send the job the map `to` (it holds `from` until it acknowledges)
+    requeue,  // the job lost processors with a node: killed, back in the queue
+    fail,     // the job lost processors with a node and does not requeue: NODE_FAIL
+  };
+  kind what = kind::start;
+  job_id job = 0;
+  processor_set from;  // processors held before (empty for start)
+  processor_set to;    // processors held after (empty for requeue/fail)
+  // Ranks that must leave their processor: |from \ to|. Zero for starts and
+  // pure grows, the shrink amount for pure shrinks (never more).
+  std::size_t ranks_moved = 0;
+};
+
+std::string_view to_string(decision::kind k) noexcept;
+
+}  // namespace aqs::core

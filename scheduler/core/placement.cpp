@@ -1,0 +1,106 @@
+// placement: best-fit ranges for new jobs, adjacent growth, tail shrinking.
+#include "core/placement.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace aqs::core {
+
+namespace {
+
+struct run {
+  std::size_t first;
+  std::size_t length;
+};
+
+std::vector<run> runs_of(const processor_set& s) {
+  std::vector<run> out;
+  std::size_t i = s.find_next(0);
+  while (i != processor_set::npos) {
+    std::size_t end = s.find_next_unset(i);
+    if (end == processor_set::npos) end = s.size();
+    out.push_back({i, end - i});
+    i = s.find_next(end);
+  }
+  return out;
+}
+
+}  // namespace
+
+processor_set place_new(const processor_set& free, std::size_t n) {
+  processor_set out(free.size());
+  if (n == 0) return out;
+  // Best fit first: the smallest run that holds the whole job. The scan stops
+  // early at an exact fit, the common case on a busy machine.
+  std::size_t best_first = processor_set::npos, best_len = 0;
+  std::size_t total = 0;
+  std::size_t i = free.find_next(0);
+  while (i != processor_set::npos) {
+    std::size_t end = free.find_next_unset(i);
+    if (end == processor_set::npos) end = free.size();
+    std::size_t len = end - i;
+    total += len;
+    if (len >= n && (best_first == processor_set::npos || len < best_len)) {
+      best_first = i;
+      best_len = len;
+      if (len == n) break;
+    }
+    i = free.find_next(end);
+  }
+  if (best_first != processor_set::npos) {
+    out.set_range(best_first, best_first + n);
+    return out;
+  }
+  if (total < n) {
+    throw std::invalid_argument("placement: " + std::to_string(n) + " processors asked, " +
+                                std::to_string(total) + " free");
+  }
+  // No run is long enough: the longest runs first keep the job in few pieces.
+  std::vector<run> runs = runs_of(free);
+  std::stable_sort(runs.begin(), runs.end(), [](const run& a, const run& b) { return a.length > b.length; });
+  for (const run& r : runs) {
+    std::size_t take = std::min(n, r.length);
+    out.set_range(r.first, r.first + take);
+    n -= take;
+    if (n == 0) break;
+  }
+  return out;
+}
+
+processor_set place_grow(const processor_set& held, const processor_set& free, std::size_t n) {
+  if (free.intersects(held)) throw std::invalid_argument("placement: a held processor is listed as free");
+  if (free.count() < n) {
+    throw std::invalid_argument("placement: cannot grow by " + std::to_string(n) + ", " +
+                                std::to_string(free.count()) + " free");
+  }
+  processor_set out = held;
+  out.resize(std::max(held.size(), free.size()));
+  processor_set avail = free;
+  // Extend each of the job's runs upwards, then downwards, while free.
+  for (const run& r : runs_of(held)) {
+    for (std::size_t p = r.first + r.length; n > 0 && p < avail.size() && avail.test(p); ++p) {
+      out.set(p);
+      avail.reset(p);
+      --n;
+    }
+    for (std::size_t p = r.first; n > 0 && p > 0 && avail.test(p - 1); --p) {
+      out.set(p - 1);
+      avail.reset(p - 1);
+      --n;
+    }
+    if (n == 0) return out;
+  }
+  out |= place_new(avail, n);
+  return out;
+}
+
+processor_set place_shrink(const processor_set& held, std::size_t n) {
+  if (n >= held.count()) {
+    throw std::invalid_argument("placement: cannot take " + std::to_string(n) + " of " +
+                                std::to_string(held.count()) + " processors from a running job");
+  }
+  return held - held.highest(n);
+}
+
+}  // namespace aqs::core

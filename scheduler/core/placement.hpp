@@ -1,0 +1,35 @@
+// placement: which processors a job gets, keeps or gives back.
+#pragma once
+
+#include <cstddef>
+
+#include "core/processor_set.hpp"
+
+namespace aqs::core {
+
+// Policies decide how many processors; placement decides which. The rules
+// (design brief): never give a processor that is not free, keep a resized
+// job's processors, and keep free space in whole nodes and contiguous
+// ranges. Nodes own contiguous blocks of numbers, so contiguity serves both.
+// All functions are word-wise on the sets; the cost is O(words + runs).
+
+// n processors out of `free` for a new job: the smallest run of free
+// processors that holds all n (best fit, taken from the run's start so the
+// rest stays one range); failing that, the longest runs first. Throws
+// std::invalid_argument when free has fewer than n members.
+processor_set place_new(const processor_set& free, std::size_t n);
+
+// The map for a job holding `held` that grows by n processors out of `free`:
+// first the free processors right above and below its ranges (adjacent, the
+// same nodes), then place_new for the rest. The result contains `held`.
+// Throws std::invalid_argument when free has fewer than n members or
+// intersects held.
+processor_set place_grow(const processor_set& held, const processor_set& free, std::size_t n);
+
+// The map for a job holding `held` that gives back n processors: its
+// highest-numbered ones, so the job stays in its lowest ranges and what it
+// frees is contiguous with the space above it. Only the n released ranks
+// move. Throws std::invalid_argument when n >= |held| (a job keeps at least one).
+processor_set place_shrink(const processor_set& held, std::size_t n);
+
+}  // namespace aqs::core

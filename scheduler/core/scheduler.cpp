@@ -1,0 +1,294 @@
+// scheduler: applies events to the state and turns a strategy's plan into placed decisions.
+#include "core/scheduler.hpp"
+
+#include "core/placement.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace aqs::core {
+
+std::string_view to_string(decision::kind k) noexcept {
+  switch (k) {
+    case decision::kind::start: return "start";
+    case decision::kind::resize: return "resize";
+    case decision::kind::requeue: return "requeue";
+    case decision::kind::fail: return "fail";
+  }
+  return "?";
+}
+
+namespace {
+
+queue_key key_of(const job_request& r) { return {-r.priority, r.submit_time, r.id}; }
+
+[[noreturn]] void misuse(const std::string& what) { throw std::invalid_argument(what); }
+
+std::string job_name(job_id id) { return "job " + std::to_string(id); }
+
+}  // namespace
+
+scheduler::scheduler(cluster c, std::unique_ptr<strategy> policy)
+    : cluster_(std::move(c)), policy_(std::move(policy)) {
+  if (!policy_) misuse("scheduler: no strategy");
+  held_ = processor_set(cluster_.size());
+  reserved_ = processor_set(cluster_.size());
+  refresh_usable();
+}
+
+const job* scheduler::find(job_id id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const job& scheduler::get(job_id id) const {
+  const job* j = find(id);
+  if (j == nullptr) misuse(job_name(id) + " is not known");
+  return *j;
+}
+
+job& scheduler::get_mut(job_id id) { return const_cast<job&>(get(id)); }
+
+bool scheduler::resizable(const job& j) noexcept {
+  return j.req.adaptive && !j.frozen &&
+         (j.state == job_state::running || j.state == job_state::resizing);
+}
+
+std::size_t scheduler::planning_size(const job& j) noexcept {
+  return j.state == job_state::resizing ? j.target.count() : j.procs.count();
+}
+
+void scheduler::refresh_usable() {
+  usable_ = cluster_.procs_in(node_state::up);
+  refresh_counts();
+}
+
+void scheduler::refresh_counts() {
+  usable_count_ = usable_.count();
+  free_count_ = (usable_ - held_).count();
+  reserved_count_ = reserved_.count();
+}
+
+void scheduler::new_epoch() {
+  for (job_id id : adaptive_) jobs_.at(id).frozen = false;
+}
+
+void scheduler::release(job& j) {
+  processor_set all = j.procs | j.target;
+  held_ -= all;
+  reserved_ -= all;
+  j.procs = processor_set(cluster_.size());
+  j.target = processor_set(cluster_.size());
+  by_end_.erase({j.estimated_end, j.req.id});
+  adaptive_.erase(j.req.id);
+}
+
+void scheduler::apply(const event& e) {
+  using k = event::kind;
+  switch (e.what) {
+    case k::arrival: {
+      const job_request& r = e.request;
+      if (jobs_.count(r.id) != 0) misuse(job_name(r.id) + " already exists");
+      if (r.min_pe == 0 || r.max_pe < r.min_pe) misuse(job_name(r.id) + ": need 1 <= min_pe <= max_pe");
+      if (!r.adaptive && r.min_pe != r.max_pe) misuse(job_name(r.id) + ": a rigid job has min_pe == max_pe");
+      job j;
+      j.req = r;
+      j.procs = processor_set(cluster_.size());
+      j.target = processor_set(cluster_.size());
+      jobs_.emplace(r.id, std::move(j));
+      queue_.insert(key_of(r));
+      new_epoch();
+      break;
+    }
+    case k::completion: {
+      job& j = get_mut(e.job);
+      if (!is_final(e.final_state)) misuse("completion of " + job_name(e.job) + " needs a final state");
+      if (!is_legal_transition(j.state, e.final_state)) {
+        misuse(job_name(e.job) + ": " + std::string(to_string(j.state)) + " -> " +
+               std::string(to_string(e.final_state)) + " is not a legal transition");
+      }
+      if (j.state == job_state::pending) {
+        queue_.erase(key_of(j.req));
+      } else {
+        release(j);
+      }
+      jobs_.erase(e.job);
+      refresh_counts();
+      new_epoch();
+      break;
+    }
+    case k::change_request: {
+      job& j = get_mut(e.job);
+      if (e.min_pe == 0 || e.max_pe < e.min_pe) misuse(job_name(e.job) + ": need 1 <= min_pe <= max_pe");
+      if (!j.req.adaptive && (e.min_pe != e.max_pe || j.state != job_state::pending)) {
+        misuse(job_name(e.job) + " is rigid: only a pending rigid job may change its size");
+      }
+      if (is_final(j.state)) misuse(job_name(e.job) + " has finished");
+      j.req.min_pe = e.min_pe;
+      j.req.max_pe = e.max_pe;
+      j.frozen = false;
+      break;
+    }
+    case k::suspend: {
+      job& j = get_mut(e.job);
+      if (j.state != job_state::running) misuse(job_name(e.job) + " is not running");
+      j.state = job_state::suspended;
+      break;
+    }
+    case k::resume: {
+      job& j = get_mut(e.job);
+      if (j.state != job_state::suspended) misuse(job_name(e.job) + " is not suspended");
+      j.state = job_state::running;
+      break;
+    }
+    case k::resize_ack:
+    case k::resize_timeout: {
+      job& j = get_mut(e.job);
+      if (j.state != job_state::resizing) misuse(job_name(e.job) + " has no resize in progress");
+      processor_set vacated = j.procs - j.target;
+      processor_set gained = j.target - j.procs;
+      reserved_ -= vacated;
+      if (e.what == k::resize_ack) {
+        held_ -= vacated;
+        j.procs = j.target;
+      } else {
+        held_ -= gained;
+        j.frozen = true;
+        ++j.resize_timeouts;
+      }
+      j.target = processor_set(cluster_.size());
+      j.state = job_state::running;
+      refresh_counts();
+      break;
+    }
+    case k::node_down:
+    case k::node_up:
+    case k::node_drain: {
+      if (e.node >= cluster_.nodes().size()) misuse("node " + std::to_string(e.node) + " is not registered");
+      node_state s = e.what == k::node_down ? node_state::down
+                     : e.what == k::node_up ? node_state::up
+                                            : node_state::drained;
+      cluster_.set_state(e.node, s);
+      if (s == node_state::down) {
+        // MPI jobs do not survive losing ranks, adaptive or not: every job
+        // with a processor (held or promised) on the node is killed.
+        processor_set lost = cluster_.procs_of(e.node);
+        std::vector<job_id> victims;
+        for (const auto& [end, id] : by_end_) {
+          const job& j = jobs_.at(id);
+          if (j.procs.intersects(lost) || j.target.intersects(lost)) victims.push_back(id);
+        }
+        std::sort(victims.begin(), victims.end());
+        for (job_id id : victims) {
+          job& j = jobs_.at(id);
+          decision d;
+          d.job = id;
+          d.from = j.procs;
+          d.to = processor_set(cluster_.size());
+          d.ranks_moved = 0;
+          release(j);
+          j.state = job_state::node_fail;
+          if (j.req.requeue_on_node_fail) {
+            d.what = decision::kind::requeue;
+            j.state = job_state::pending;  // NODE_FAIL -> PENDING, the requeue transition
+            j.frozen = false;
+            queue_.insert(key_of(j.req));
+          } else {
+            d.what = decision::kind::fail;
+            jobs_.erase(id);
+          }
+          pending_.push_back(std::move(d));
+        }
+      }
+      refresh_usable();
+      break;
+    }
+  }
+}
+
+void scheduler::start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out) {
+  queue_.erase(key_of(j.req));
+  j.procs = procs;
+  j.state = job_state::running;
+  j.start_time = now;
+  j.estimated_end = now + j.req.walltime;
+  held_ |= procs;
+  by_end_.insert({j.estimated_end, j.req.id});
+  if (j.req.adaptive) adaptive_.insert(j.req.id);
+  decision d;
+  d.what = decision::kind::start;
+  d.job = j.req.id;
+  d.from = processor_set(cluster_.size());
+  d.to = procs;
+  out.push_back(std::move(d));
+}
+
+std::vector<decision> scheduler::decide(double now) {
+  std::vector<decision> out = std::move(pending_);
+  pending_.clear();
+  plan p = policy_->schedule(*this, now);
+  reservation_ = p.reservation;
+
+  // Shrinks first: what they vacate is reserved until the jobs acknowledge.
+  for (const plan::sized& t : p.targets) {
+    job& j = get_mut(t.job);
+    if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
+    if (t.procs < j.req.min_pe) misuse("strategy shrank " + job_name(t.job) + " below its minimum");
+    processor_set to = place_shrink(j.procs, j.size() - t.procs);
+    reserved_ |= j.procs - to;
+    j.target = to;
+    j.state = job_state::resizing;
+    ++j.resizes;
+    decision d;
+    d.what = decision::kind::resize;
+    d.job = t.job;
+    d.from = j.procs;
+    d.to = to;
+    d.ranks_moved = j.size() - t.procs;
+    out.push_back(std::move(d));
+  }
+
+  processor_set free = usable_ - held_;
+  std::size_t free_n = free.count();
+  // Starts, in the strategy's order. A start whose processors are still being
+  // vacated waits for the acknowledgements (the next decide() redoes the plan).
+  for (const plan::sized& s : p.starts) {
+    job& j = get_mut(s.job);
+    if (j.state != job_state::pending) misuse("strategy started " + job_name(s.job) + ", which is not pending");
+    if (s.procs < j.req.min_pe || s.procs > j.req.max_pe) misuse("strategy sized " + job_name(s.job) + " outside its min..max");
+    if (s.procs > free_n) continue;
+    processor_set procs = place_new(free, s.procs);
+    free -= procs;
+    free_n -= s.procs;
+    start_job(j, procs, now, out);
+  }
+
+  // Grows last, from what is free now; a grow waits until all of it is free
+  // rather than growing twice.
+  for (const plan::sized& t : p.targets) {
+    job& j = get_mut(t.job);
+    if (j.state != job_state::running || !resizable(j) || t.procs <= j.size()) continue;
+    if (t.procs > j.req.max_pe) misuse("strategy grew " + job_name(t.job) + " beyond its maximum");
+    std::size_t delta = t.procs - j.size();
+    if (delta > free_n) continue;
+    processor_set to = place_grow(j.procs, free, delta);
+    processor_set gained = to - j.procs;
+    free -= gained;
+    free_n -= delta;
+    held_ |= gained;
+    j.target = to;
+    j.state = job_state::resizing;
+    ++j.resizes;
+    decision d;
+    d.what = decision::kind::resize;
+    d.job = t.job;
+    d.from = j.procs;
+    d.to = to;
+    d.ranks_moved = 0;
+    out.push_back(std::move(d));
+  }
+  refresh_counts();
+  return out;
+}
+
+}  // namespace aqs::core

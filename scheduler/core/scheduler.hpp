@@ -1,0 +1,125 @@
+// scheduler: the incremental scheduling state that events go into and decisions come out of.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/job.hpp"
+#include "core/strategy.hpp"
+
+namespace aqs::core {
+
+// Something that happened, as the daemon or the simulator saw it.
+struct event {
+  enum class kind : unsigned char {
+    arrival,         // request: a new job enters the queue
+    completion,      // job ended (final: completed, failed, cancelled, timeout); a pending job is dequeued
+    change_request,  // job asks for new min_pe/max_pe
+    suspend,         // running job stops using its processors but keeps them
+    resume,          // suspended job runs again
+    node_down,       // node: its processors are gone, jobs on them requeue or fail
+    node_up,         // node: usable again
+    node_drain,      // node: keeps running jobs, gets no new ones
+    resize_ack,      // job applied the map it was sent: vacated processors become free
+    resize_timeout,  // job did not apply it in time: it keeps its old processors
+  };
+  kind what = kind::arrival;
+  job_request request;               // arrival
+  job_id job = 0;                    // all job events
+  std::size_t node = 0;              // node events (registration index)
+  std::size_t min_pe = 0, max_pe = 0;  // change_request
+  job_state final_state = job_state::completed;  // completion
+
+  static event arrival(job_request r) { event e; e.what = kind::arrival; e.job = r.id; e.request = std::move(r); return e; }
+  static event completion(job_id j, job_state s = job_state::completed) { event e; e.what = kind::completion; e.job = j; e.final_state = s; return e; }
+  static event change(job_id j, std::size_t min, std::size_t max) { event e; e.what = kind::change_request; e.job = j; e.min_pe = min; e.max_pe = max; return e; }
+  static event on_job(kind k, job_id j) { event e; e.what = k; e.job = j; return e; }
+  static event on_node(kind k, std::size_t n) { event e; e.what = k; e.node = n; return e; }
+};
+
+// Order of the queue: higher priority first, then earlier submission, then id.
+struct queue_key {
+  int neg_priority;
+  double submit_time;
+  job_id id;
+  friend auto operator<=>(const queue_key&, const queue_key&) = default;
+};
+
+// The scheduler owns the cluster model and every live job; it is pure (no
+// clock, no I/O, no threads): `now` comes with each call. Use:
+//   auto d = s.handle(event::arrival(req), now);   // apply + decide
+// or, for several events at one instant (completions before arrivals, as
+// CQSim orders them), apply() each and decide() once.
+//
+// Resizes are two-phase. A resize decision moves the job to RESIZING; the
+// processors it gives up stay reserved (held, not free) and those it gains
+// are held for it, until the caller reports resize_ack (the map is applied:
+// vacated processors become free) or resize_timeout (the job keeps its old
+// map, gained processors are freed, and the job is frozen at its size until
+// the next arrival or completion so it is not asked again at once).
+//
+// Finished jobs are forgotten (the caller keeps history). Misuse (unknown
+// job, duplicate id, an event illegal in the job's state, a bad node index)
+// throws std::invalid_argument and leaves the state unchanged.
+class scheduler {
+public:
+  scheduler(cluster c, std::unique_ptr<strategy> policy);
+
+  void apply(const event& e);
+  std::vector<decision> decide(double now);
+  std::vector<decision> handle(const event& e, double now) {
+    apply(e);
+    return decide(now);
+  }
+
+  // Read-only state, for strategies, the daemon's status views and tests.
+  const cluster& machine() const noexcept { return cluster_; }
+  const strategy& policy() const noexcept { return *policy_; }
+  const job* find(job_id id) const;
+  const job& get(job_id id) const;  // throws std::invalid_argument if unknown
+  const std::set<queue_key>& queue() const noexcept { return queue_; }
+  // Jobs holding processors, by estimated end (EASY's release order).
+  const std::set<std::pair<double, job_id>>& holding_by_end() const noexcept { return by_end_; }
+  // Adaptive jobs holding processors.
+  const std::set<job_id>& adaptive_holding() const noexcept { return adaptive_; }
+  const processor_set& usable() const noexcept { return usable_; }  // on UP nodes
+  const processor_set& held() const noexcept { return held_; }      // by some job (incl. reserved)
+  const processor_set& reserved() const noexcept { return reserved_; }  // vacated, awaiting ack
+  processor_set free_procs() const { return usable_ - held_; }
+  std::size_t free_count() const noexcept { return free_count_; }
+  std::size_t usable_count() const noexcept { return usable_count_; }
+  std::size_t reserved_count() const noexcept { return reserved_count_; }
+  // An adaptive job the strategy may resize now: running or resizing, not
+  // frozen, not suspended. Its planning size is its target during a resize.
+  static bool resizable(const job& j) noexcept;
+  static std::size_t planning_size(const job& j) noexcept;
+  std::optional<plan::reservation_t> reservation() const noexcept { return reservation_; }
+
+private:
+  job& get_mut(job_id id);
+  void release(job& j);  // drops all processors the job holds or was promised
+  void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
+  void refresh_counts();
+  void refresh_usable();
+  void new_epoch();  // arrival or completion: frozen jobs may be asked again
+
+  cluster cluster_;
+  std::unique_ptr<strategy> policy_;
+  std::unordered_map<job_id, job> jobs_;
+  std::set<queue_key> queue_;
+  std::set<std::pair<double, job_id>> by_end_;
+  std::set<job_id> adaptive_;
+  processor_set usable_, held_, reserved_;
+  std::size_t free_count_ = 0, usable_count_ = 0, reserved_count_ = 0;
+  std::vector<decision> pending_;  // decisions made by apply() (node loss), returned by decide()
+  std::optional<plan::reservation_t> reservation_;
+};
+
+}  // namespace aqs::core

@@ -1,0 +1,231 @@
+// Property tests: thousands of seeded random event sequences, invariants checked after every decision.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/scheduler.hpp"
+
+using namespace aqs::core;
+
+namespace {
+
+// Holds after every decide(): no processor in two jobs, the scheduler's own
+// sets agree with the jobs, sizes within bounds, decisions well-formed.
+void check_always(const scheduler& s, const std::vector<decision>& ds) {
+  processor_set seen(s.machine().size());
+  std::size_t holding = 0;
+  for (const auto& [end, id] : s.holding_by_end()) {
+    const job& j = s.get(id);
+    processor_set mine = j.procs | j.target;
+    REQUIRE_MESSAGE(!mine.intersects(seen), "job ", id, " shares a processor");
+    seen |= mine;
+    ++holding;
+    REQUIRE(holds_processors(j.state));
+    if (!j.req.adaptive) {
+      REQUIRE(j.size() == j.req.min_pe);
+      REQUIRE(j.state != job_state::resizing);
+    }
+    if (j.state == job_state::resizing) {
+      REQUIRE(j.req.adaptive);
+      // A resize only ever adds to or only removes from the held map.
+      REQUIRE((j.target.is_subset_of(j.procs) || j.procs.is_subset_of(j.target)));
+    }
+  }
+  REQUIRE(seen == s.held());
+  REQUIRE(s.reserved().is_subset_of(s.held()));
+  REQUIRE(s.free_count() == (s.usable() - s.held()).count());
+  for (const decision& d : ds) {
+    if (d.what != decision::kind::resize) REQUIRE(d.ranks_moved == 0);
+    if (d.what == decision::kind::start) {
+      const job& j = s.get(d.job);
+      REQUIRE(d.to.count() >= j.req.min_pe);
+      REQUIRE(d.to.count() <= j.req.max_pe);
+      REQUIRE(d.to.is_subset_of(s.usable()));
+    }
+    if (d.what == decision::kind::resize) {
+      const job& j = s.get(d.job);
+      REQUIRE(d.to.count() >= j.req.min_pe);
+      REQUIRE(d.to.count() <= j.req.max_pe);
+      REQUIRE(d.ranks_moved == (d.from - d.to).count());
+      // Fewest ranks moved: a shrink moves exactly the ranks it removes, a grow none.
+      REQUIRE(d.ranks_moved == (d.to.count() < d.from.count() ? d.from.count() - d.to.count() : 0));
+    }
+  }
+}
+
+// Holds once every resize has been acknowledged (the settled state).
+void check_settled(const scheduler& s) {
+  // Rigid strategies never resize, so a change request is not honoured there.
+  if (s.policy().name() != "equipartition") return;
+  std::size_t shrinkable = 0;
+  std::size_t min_extra = SIZE_MAX, max_extra = 0;
+  bool below_max = false;
+  for (job_id id : s.adaptive_holding()) {
+    const job& j = s.get(id);
+    REQUIRE(j.state != job_state::resizing);
+    if (!scheduler::resizable(j)) continue;
+    REQUIRE(j.size() >= j.req.min_pe);
+    REQUIRE(j.size() <= j.req.max_pe);
+    shrinkable += j.size() - j.req.min_pe;
+    if (j.size() < j.req.max_pe) {
+      below_max = true;
+      min_extra = std::min(min_extra, j.size() - j.req.min_pe);
+      max_extra = std::max(max_extra, j.size() - j.req.min_pe);
+    }
+  }
+  // Unsaturated adaptive jobs' extras above their minimum differ by at most one.
+  if (below_max) REQUIRE_MESSAGE(max_extra - min_extra <= 1, "extras ", min_extra, "..", max_extra);
+  // No idle processor while an adaptive job is below its maximum ...
+  if (s.free_count() > 0) REQUIRE_FALSE(below_max);
+  // ... or while the head's minimum fits (shrinking adaptive jobs if needed).
+  for (const queue_key& k : s.queue()) {
+    const job& head = s.get(k.id);
+    if (head.req.min_pe > s.usable_count()) continue;  // can never run: passed over
+    REQUIRE(head.req.min_pe > s.free_count() + shrinkable);
+    break;
+  }
+}
+
+struct random_run {
+  std::mt19937_64 rng;
+  explicit random_run(std::uint64_t seed) : rng(seed) {}
+  std::size_t uniform(std::size_t lo, std::size_t hi) { return std::uniform_int_distribution<std::size_t>(lo, hi)(rng); }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng); }
+};
+
+// One random sequence of events against one policy; acks come at once, but
+// some resizes time out instead.
+void run_sequence(std::uint64_t seed, std::string_view policy) {
+  random_run r(seed);
+  const std::size_t nodes = r.uniform(1, 4), per_node = r.uniform(1, 8);
+  scheduler s(cluster::uniform(nodes, per_node), make_strategy(policy));
+  const std::size_t total = nodes * per_node;
+  job_id next = 1;
+  double now = 0;
+  std::vector<decision> ds;
+  auto settle = [&](std::vector<decision> d) {
+    // Deliver every resize's outcome and decide again, until nothing is in flight.
+    for (int round = 0; round < 100; ++round) {
+      check_always(s, d);
+      std::vector<job_id> resizing;
+      for (const auto& [end, id] : s.holding_by_end()) {
+        if (s.get(id).state == job_state::resizing) resizing.push_back(id);
+      }
+      if (resizing.empty()) return;
+      for (job_id id : resizing) {
+        s.apply(event::on_job(r.chance(0.05) ? event::kind::resize_timeout : event::kind::resize_ack, id));
+      }
+      d = s.decide(now);
+    }
+    FAIL("resizes did not settle");
+  };
+  for (int step = 0; step < 60; ++step) {
+    now += static_cast<double>(r.uniform(0, 5));
+    std::size_t what = r.uniform(0, 99);
+    std::vector<job_id> holding, queued;
+    for (const auto& [end, id] : s.holding_by_end()) holding.push_back(id);
+    for (const auto& k : s.queue()) queued.push_back(k.id);
+    std::sort(holding.begin(), holding.end());
+    if (what < 40 || (holding.empty() && queued.empty())) {
+      job_request q;
+      q.id = next++;
+      q.user = "u" + std::to_string(r.uniform(0, 3));
+      q.adaptive = policy == "equipartition" ? r.chance(0.6) : r.chance(0.2);
+      q.min_pe = r.uniform(1, total);
+      q.max_pe = q.adaptive ? r.uniform(q.min_pe, total) : q.min_pe;
+      q.walltime = static_cast<double>(r.uniform(1, 50));
+      q.submit_time = now;
+      settle(s.handle(event::arrival(q), now));
+    } else if (what < 75 && !holding.empty()) {
+      const job& j = s.get(holding[r.uniform(0, holding.size() - 1)]);
+      // A suspended job cannot complete, but it can be cancelled.
+      job_state end = j.state == job_state::suspended ? job_state::cancelled : job_state::completed;
+      settle(s.handle(event::completion(j.req.id, end), now));
+    } else if (what < 80 && !queued.empty()) {
+      settle(s.handle(event::completion(queued[r.uniform(0, queued.size() - 1)], job_state::cancelled), now));
+    } else if (what < 88 && !holding.empty()) {
+      const job& j = s.get(holding[r.uniform(0, holding.size() - 1)]);
+      if (j.req.adaptive && j.state == job_state::running) {
+        // New bounds that the job's current size still satisfies from below,
+        // so the minimum never exceeds what is there to give.
+        std::size_t min = r.uniform(1, j.size());
+        settle(s.handle(event::change(j.req.id, min, r.uniform(min, total)), now));
+      }
+    } else if (what < 94 && !holding.empty()) {
+      const job& j = s.get(holding[r.uniform(0, holding.size() - 1)]);
+      if (j.state == job_state::running) {
+        settle(s.handle(event::on_job(event::kind::suspend, j.req.id), now));
+      } else if (j.state == job_state::suspended) {
+        settle(s.handle(event::on_job(event::kind::resume, j.req.id), now));
+      }
+    } else {
+      std::size_t n = r.uniform(0, nodes - 1);
+      bool down = s.machine().at(n).state == node_state::down;
+      settle(s.handle(event::on_node(down ? event::kind::node_up : event::kind::node_down, n), now));
+    }
+    check_settled(s);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("random event sequences keep every invariant under every policy (seeded)") {
+  for (std::string_view policy : {"fcfs", "easy", "equipartition"}) {
+    for (std::uint64_t seed = 1; seed <= 1500; ++seed) {
+      CAPTURE(policy);
+      CAPTURE(seed);
+      run_sequence(seed, policy);
+    }
+  }
+}
+
+TEST_CASE("under easy with exact estimates a backfilled job never delays the head's reservation") {
+  for (std::uint64_t seed = 1; seed <= 1500; ++seed) {
+    CAPTURE(seed);
+    random_run r(seed);
+    const std::size_t procs = r.uniform(2, 32);
+    scheduler s(cluster::uniform(1, procs), make_strategy("easy"));
+    // Arrivals at random times; each job runs exactly its estimate.
+    std::multimap<double, job_request> arrivals;
+    double t = 0;
+    const int n = static_cast<int>(r.uniform(5, 40));
+    for (int i = 1; i <= n; ++i) {
+      t += static_cast<double>(r.uniform(0, 20));
+      job_request q;
+      q.id = static_cast<job_id>(i);
+      q.min_pe = q.max_pe = r.uniform(1, procs);
+      q.walltime = static_cast<double>(r.uniform(1, 100));
+      q.submit_time = t;
+      arrivals.emplace(t, q);
+    }
+    std::multimap<double, job_id> ends;
+    std::map<job_id, double> promised;  // the first reservation each job got as head
+    std::size_t started = 0;
+    while (!arrivals.empty() || !ends.empty()) {
+      double now = std::min(arrivals.empty() ? INFINITY : arrivals.begin()->first,
+                            ends.empty() ? INFINITY : ends.begin()->first);
+      while (!ends.empty() && ends.begin()->first == now) {
+        s.apply(event::completion(ends.begin()->second));
+        ends.erase(ends.begin());
+      }
+      while (!arrivals.empty() && arrivals.begin()->first == now) {
+        s.apply(event::arrival(arrivals.begin()->second));
+        arrivals.erase(arrivals.begin());
+      }
+      for (const decision& d : s.decide(now)) {
+        REQUIRE(d.what == decision::kind::start);
+        ++started;
+        auto p = promised.find(d.job);
+        if (p != promised.end()) REQUIRE_MESSAGE(now <= p->second + 1e-9, "job ", d.job, " promised ", p->second);
+        ends.emplace(now + s.get(d.job).req.walltime, d.job);
+      }
+      if (auto res = s.reservation()) promised.emplace(res->job, res->time);
+    }
+    REQUIRE(started == static_cast<std::size_t>(n));
+  }
+}

@@ -1,0 +1,265 @@
+// Unit tests of the scheduler with each strategy on small hand-checked scenarios.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "core/equipartition.hpp"
+#include "core/scheduler.hpp"
+
+using namespace aqs::core;
+using kind = decision::kind;
+
+namespace {
+
+job_request rigid(job_id id, std::size_t n, double walltime, double submit = 0) {
+  job_request r;
+  r.id = id;
+  r.user = "u";
+  r.min_pe = r.max_pe = n;
+  r.walltime = walltime;
+  r.submit_time = submit;
+  return r;
+}
+
+job_request adaptive(job_id id, std::size_t min, std::size_t max, double walltime = 100, double submit = 0) {
+  job_request r = rigid(id, min, walltime, submit);
+  r.max_pe = max;
+  r.adaptive = true;
+  return r;
+}
+
+scheduler make(std::string_view policy, std::size_t nodes, std::size_t per_node) {
+  return scheduler(cluster::uniform(nodes, per_node), make_strategy(policy));
+}
+
+}  // namespace
+
+TEST_CASE("an unknown policy name is an error that lists the known ones") {
+  CHECK_THROWS_WITH_AS(make_strategy("lottery"), "unknown policy 'lottery' (known: easy, equipartition, fcfs)",
+                       std::invalid_argument);
+  CHECK(make_strategy("easy")->name() == "easy");
+  CHECK(strategy_names().size() >= 3);
+}
+
+TEST_CASE("Faucets example: a second adaptive job shrinks the first, its completion expands it again") {
+  auto s = make("equipartition", 4, 4);  // 16 processors
+  auto d = s.handle(event::arrival(adaptive(1, 2, 16)), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].to.to_string() == "1111111111111111");
+
+  // B arrives: A is asked to give back half; B cannot start before A acknowledges.
+  d = s.handle(event::arrival(adaptive(2, 2, 16, 100, 1)), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].job == 1);
+  CHECK(d[0].to.to_string() == "1111111100000000");
+  CHECK(d[0].ranks_moved == 8);
+  CHECK(s.get(1).state == job_state::resizing);
+  CHECK(s.free_count() == 0);
+  CHECK(s.reserved().to_string() == "0000000011111111");
+  CHECK(s.get(2).state == job_state::pending);
+
+  d = s.handle(event::on_job(event::kind::resize_ack, 1), 2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].job == 2);
+  CHECK(d[0].to.to_string() == "0000000011111111");
+  CHECK(s.get(1).procs.count() == 8);
+
+  // B completes: A grows back onto the processors next to it, moving no rank.
+  d = s.handle(event::completion(2), 50);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.to_string() == "1111111111111111");
+  CHECK(d[0].ranks_moved == 0);
+  s.handle(event::on_job(event::kind::resize_ack, 1), 51);
+  CHECK(s.get(1).size() == 16);
+}
+
+TEST_CASE("equipartition shares the leftover as equal extras above each minimum, capped at the maximum") {
+  auto s = make("equipartition", 1, 20);
+  s.apply(event::arrival(adaptive(1, 1, 4)));
+  s.apply(event::arrival(adaptive(2, 5, 20)));
+  s.apply(event::arrival(adaptive(3, 2, 20)));
+  auto d = s.decide(0);
+  REQUIRE(d.size() == 3);
+  // mins 1+5+2 = 8, leftover 12: job 1 saturates at +3, the other two get +5 and +4.
+  CHECK(s.get(1).size() == 4);
+  CHECK(s.get(2).size() + s.get(3).size() == 16);
+  std::size_t e2 = s.get(2).size() - 5, e3 = s.get(3).size() - 2;
+  CHECK((e2 == 5 || e2 == 4));
+  CHECK(e2 + e3 == 9);
+  CHECK(s.free_count() == 0);
+}
+
+TEST_CASE("share_equally water-fills and gives odd processors in the preferred order") {
+  CHECK(share_equally(10, {1, 100, 100}, {0, 1, 2}) == std::vector<std::size_t>{1, 5, 4});
+  CHECK(share_equally(10, {1, 100, 100}, {2, 1, 0}) == std::vector<std::size_t>{1, 4, 5});
+  CHECK(share_equally(3, {0, 0}, {0, 1}) == std::vector<std::size_t>{0, 0});
+  CHECK(share_equally(0, {5}, {0}) == std::vector<std::size_t>{0});
+}
+
+TEST_CASE("under equipartition a rigid head starts by shrinking adaptive jobs toward their minimum") {
+  auto s = make("equipartition", 1, 16);
+  s.handle(event::arrival(adaptive(1, 4, 16)), 0);
+  CHECK(s.get(1).size() == 16);
+  auto d = s.handle(event::arrival(rigid(2, 10, 50, 1)), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.count() == 6);
+  d = s.handle(event::on_job(event::kind::resize_ack, 1), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].to.count() == 10);
+  // A rigid job that does not fit even with the adaptive job at its minimum waits.
+  d = s.handle(event::arrival(rigid(3, 4, 50, 2)), 2);
+  CHECK(d.empty());
+  CHECK(s.get(3).state == job_state::pending);
+  REQUIRE(s.reservation().has_value());
+  CHECK(s.reservation()->job == 3);
+  CHECK(s.reservation()->time == doctest::Approx(51));
+}
+
+TEST_CASE("a resize that times out leaves the job its old processors and the scheduler carries on") {
+  auto s = make("equipartition", 2, 4);
+  s.handle(event::arrival(adaptive(1, 2, 8)), 0);
+  auto d = s.handle(event::arrival(adaptive(2, 2, 8)), 1);
+  REQUIRE(d.size() == 1);
+  d = s.handle(event::on_job(event::kind::resize_timeout, 1), 31);
+  CHECK(d.empty());  // job 1 is frozen at 8: job 2 keeps waiting
+  CHECK(s.get(1).size() == 8);
+  CHECK(s.get(1).state == job_state::running);
+  CHECK(s.get(1).resize_timeouts == 1);
+  CHECK(s.reserved().none());
+  CHECK(s.get(2).state == job_state::pending);
+  // The next arrival starts a new round: job 1 is asked again.
+  d = s.handle(event::arrival(rigid(3, 8, 10, 40)), 40);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.count() == 4);
+}
+
+TEST_CASE("fcfs starts strictly in order: a small job waits behind a big one") {
+  auto s = make("fcfs", 1, 10);
+  s.handle(event::arrival(rigid(1, 6, 100)), 0);
+  auto d = s.handle(event::arrival(rigid(2, 8, 100, 1)), 1);
+  CHECK(d.empty());
+  d = s.handle(event::arrival(rigid(3, 2, 10, 2)), 2);
+  CHECK(d.empty());
+  d = s.handle(event::completion(1), 100);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].job == 2);
+  CHECK(d[1].job == 3);
+}
+
+TEST_CASE("easy backfills a job that ends before the reservation, or fits in the extra processors") {
+  auto s = make("easy", 1, 10);
+  s.handle(event::arrival(rigid(1, 6, 100)), 0);
+  s.handle(event::arrival(rigid(2, 8, 100, 1)), 1);  // head: reserved at t = 100, extra 2
+  CHECK(s.reservation()->time == doctest::Approx(100));
+  auto d = s.handle(event::arrival(rigid(3, 3, 99, 2)), 2);  // ends at 101 > 100, 3 > extra 2
+  CHECK(d.empty());
+  d = s.handle(event::arrival(rigid(4, 4, 98, 2)), 2);  // ends at 100: fine
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 4);
+  d = s.handle(event::arrival(rigid(5, 1, 1000, 3)), 3);  // no free processors left
+  CHECK(d.empty());
+  auto t = make("easy", 1, 10);
+  t.handle(event::arrival(rigid(1, 6, 100)), 0);
+  t.handle(event::arrival(rigid(2, 8, 100, 1)), 1);
+  d = t.handle(event::arrival(rigid(3, 2, 5000, 2)), 2);  // long, but within the extra 2
+  REQUIRE(d.size() == 1);
+  d = t.handle(event::arrival(rigid(4, 1, 5000, 3)), 3);  // extra used up
+  CHECK(d.empty());
+}
+
+TEST_CASE("rigid strategies run an adaptive job rigidly at its maximum") {
+  auto s = make("easy", 1, 8);
+  auto d = s.handle(event::arrival(adaptive(1, 2, 6)), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.count() == 6);
+  d = s.handle(event::arrival(adaptive(2, 1, 4)), 0);
+  CHECK(d.empty());  // never shrunk to make room
+}
+
+TEST_CASE("a node going down requeues its jobs or fails those that asked not to be requeued") {
+  auto s = make("fcfs", 2, 4);
+  auto r2 = rigid(2, 2, 10, 1);
+  r2.requeue_on_node_fail = false;
+  s.handle(event::arrival(rigid(1, 4, 10)), 0);
+  s.handle(event::arrival(r2), 1);
+  CHECK(s.get(1).procs.to_string() == "11110000");
+  CHECK(s.get(2).procs.to_string() == "00001100");
+  auto d = s.handle(event::on_node(event::kind::node_down, 1), 2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::fail);
+  CHECK(d[0].job == 2);
+  CHECK(s.find(2) == nullptr);
+  CHECK(s.usable_count() == 4);
+  CHECK(s.get(1).state == job_state::running);
+  // Node 0 down too: job 1 back in the queue; it restarts when a node returns.
+  d = s.handle(event::on_node(event::kind::node_down, 0), 3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::requeue);
+  CHECK(s.get(1).state == job_state::pending);
+  d = s.handle(event::on_node(event::kind::node_up, 1), 4);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].to.to_string() == "00001111");
+}
+
+TEST_CASE("a drained node keeps its jobs but gets no new ones") {
+  auto s = make("fcfs", 2, 2);
+  s.handle(event::arrival(rigid(1, 2, 10)), 0);
+  s.handle(event::on_node(event::kind::node_drain, 0), 1);
+  CHECK(s.get(1).state == job_state::running);
+  s.handle(event::completion(1), 2);
+  auto d = s.handle(event::arrival(rigid(2, 2, 10, 3)), 3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.to_string() == "0011");
+  d = s.handle(event::arrival(rigid(3, 2, 10, 3)), 3);
+  CHECK(d.empty());
+}
+
+TEST_CASE("a change request resizes a running adaptive job into its new bounds") {
+  auto s = make("equipartition", 1, 8);
+  s.handle(event::arrival(adaptive(1, 1, 8)), 0);
+  auto d = s.handle(event::change(1, 1, 3), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.to_string() == "11100000");
+  s.handle(event::on_job(event::kind::resize_ack, 1), 1);
+  CHECK(s.free_count() == 5);
+  CHECK_THROWS_AS(s.apply(event::change(1, 4, 2)), std::invalid_argument);
+  s.handle(event::arrival(rigid(2, 2, 10)), 2);
+  CHECK_THROWS_AS(s.apply(event::change(2, 3, 3)), std::invalid_argument);
+}
+
+TEST_CASE("a suspended job keeps its processors and is not resized") {
+  auto s = make("equipartition", 1, 8);
+  s.handle(event::arrival(adaptive(1, 2, 8)), 0);
+  s.handle(event::on_job(event::kind::suspend, 1), 1);
+  CHECK(s.get(1).state == job_state::suspended);
+  auto d = s.handle(event::arrival(adaptive(2, 2, 8)), 2);
+  CHECK(d.empty());
+  d = s.handle(event::on_job(event::kind::resume, 1), 3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK_THROWS_AS(s.apply(event::on_job(event::kind::resume, 1)), std::invalid_argument);
+}
+
+TEST_CASE("misuse is refused with an exception and leaves the state unchanged") {
+  auto s = make("fcfs", 1, 4);
+  s.handle(event::arrival(rigid(1, 2, 10)), 0);
+  CHECK_THROWS_AS(s.apply(event::arrival(rigid(1, 2, 10))), std::invalid_argument);
+  CHECK_THROWS_AS(s.apply(event::completion(99)), std::invalid_argument);
+  CHECK_THROWS_AS(s.apply(event::on_job(event::kind::resize_ack, 1)), std::invalid_argument);
+  CHECK_THROWS_AS(s.apply(event::on_node(event::kind::node_down, 5)), std::invalid_argument);
+  CHECK_THROWS_AS(s.apply(event::completion(1, job_state::running)), std::invalid_argument);
+  auto bad = rigid(2, 2, 10);
+  bad.max_pe = 3;
+  CHECK_THROWS_AS(s.apply(event::arrival(bad)), std::invalid_argument);
+  CHECK(s.get(1).state == job_state::running);
+  CHECK(s.find(2) == nullptr);
+}
