@@ -64,8 +64,11 @@ TEST_CASE("the schema's constraints reject invalid jobs") {
   pqxx::connection conn(db.conninfo());
   auto insert = [&](int min_pe, int max_pe, bool adaptive, const char* state, const char* procs) {
     pqxx::work tx(conn);
-    tx.exec_params("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, adaptive, state, procs) "
-                   "VALUES ('u', 1000, '/tmp', $1, $2, $3, $4, $5)",
+    // Started if it holds processors, ended if final: what the store writes.
+    tx.exec_params("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, adaptive, state, procs, "
+                   "start_time, end_time) VALUES ('u', 1000, '/tmp', $1, $2, $3, $4, $5, "
+                   "CASE WHEN $4 IN ('RUNNING', 'RESIZING', 'SUSPENDED') THEN now() END, "
+                   "CASE WHEN $4 IN ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL') THEN now() END)",
                    min_pe, max_pe, adaptive, state, procs);
     tx.commit();
   };
@@ -76,6 +79,27 @@ TEST_CASE("the schema's constraints reject invalid jobs") {
   CHECK_THROWS_AS(insert(2, 4, false, "PENDING", ""), pqxx::check_violation);
   CHECK_THROWS_AS(insert(1, 1, false, "LOST", ""), pqxx::check_violation);
   CHECK_THROWS_AS(insert(1, 1, false, "RUNNING", "0012"), pqxx::check_violation);
+  CHECK_THROWS_AS(insert(1, 1, false, "PENDING", "0010"), pqxx::check_violation);    // map without processors held
+  CHECK_THROWS_AS(insert(1, 1, false, "COMPLETED", "0010"), pqxx::check_violation);  // a finished job holds nothing
+  CHECK_NOTHROW(insert(1, 1, false, "COMPLETED", ""));
+  auto raw = [&](const char* sql) {
+    pqxx::work tx(conn);
+    tx.exec0(sql);
+    tx.commit();
+  };
+  // Times ordered and tied to the state; resize map only while resizing.
+  CHECK_THROWS_AS(raw("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, state, procs) "
+                      "VALUES ('u', 1, '/', 1, 1, 'RUNNING', '1')"), pqxx::check_violation);
+  CHECK_THROWS_AS(raw("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, state) "
+                      "VALUES ('u', 1, '/', 1, 1, 'FAILED')"), pqxx::check_violation);
+  CHECK_THROWS_AS(raw("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, state, end_time) "
+                      "VALUES ('u', 1, '/', 1, 1, 'PENDING', now())"), pqxx::check_violation);
+  CHECK_THROWS_AS(raw("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, state, procs, start_time, "
+                      "resize_procs) VALUES ('u', 1, '/', 1, 1, 'RUNNING', '1', now(), '11')"),
+                  pqxx::check_violation);
+  CHECK_THROWS_AS(raw("INSERT INTO jobs (user_name, uid, workdir, min_pe, max_pe, submit_time, start_time, "
+                      "state, procs) VALUES ('u', 1, '/', 1, 1, now(), now() - interval '1 s', 'RUNNING', '1')"),
+                  pqxx::check_violation);
   pqxx::read_transaction tx(conn);
-  CHECK(tx.exec1("SELECT count(*) FROM jobs")[0].as<int>() == 2);
+  CHECK(tx.exec1("SELECT count(*) FROM jobs")[0].as<int>() == 3);
 }

@@ -1,0 +1,924 @@
+// job_store: prepared statements, the state machine, group commit and
+// reconnection. Every value reaches PostgreSQL as a bound parameter.
+#include "store/job_store.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <random>
+#include <unordered_map>
+
+#include <pqxx/pqxx>
+
+#include "store/migrations.hpp"
+#include "store/sql_text.hpp"
+
+namespace aqs::store {
+
+using core::job_state;
+using core::processor_set;
+
+// ---------------------------------------------------------------- errors --
+
+illegal_transition::illegal_transition(std::int64_t job, job_state from, job_state to)
+    : store_error("illegal transition of job " + std::to_string(job) + ": " +
+                  std::string(core::to_string(from)) + " -> " + std::string(core::to_string(to))),
+      job_(job),
+      from_(from),
+      to_(to) {}
+
+unexpected_state::unexpected_state(std::int64_t job, job_state expected, job_state actual)
+    : store_error("job " + std::to_string(job) + " is " + std::string(core::to_string(actual)) +
+                  ", not " + std::string(core::to_string(expected)) + " as expected"),
+      actual_(actual) {}
+
+std::string_view to_string(node_state s) noexcept {
+  switch (s) {
+    case node_state::up: return "UP";
+    case node_state::down: return "DOWN";
+    case node_state::drained: return "DRAINED";
+  }
+  return "UP";
+}
+
+std::optional<node_state> parse_node_state(std::string_view text) noexcept {
+  if (text == "UP") return node_state::up;
+  if (text == "DOWN") return node_state::down;
+  if (text == "DRAINED") return node_state::drained;
+  return std::nullopt;
+}
+
+namespace {
+
+// ------------------------------------------------------------ statements --
+
+#define AQS_MICROS(col) "(extract(epoch FROM " col ") * 1000000)::bigint"
+
+constexpr const char* k_live_states = "('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED')";
+
+// Columns of a job_summary, in the order read_status/read_summary expect.
+#define AQS_SUMMARY_COLUMNS                                                              \
+  "id, user_name, uid, name, min_pe, max_pe, adaptive, walltime_s, priority, requeue, " \
+  "dependencies, state, " AQS_MICROS("submit_time") ", " AQS_MICROS("start_time") ", "  \
+  AQS_MICROS("end_time") ", exit_code, term_signal, procs, resize_procs"
+
+struct statement {
+  const char* name;
+  const char* sql;
+};
+
+// One transaction inserts a whole batch, each job with its PENDING event
+// (one statement: no job without its event can ever exist). ON CONFLICT on
+// the unique submit_token makes re-running a batch harmless: jobs that exist
+// already are not inserted again and are looked up by token instead.
+const std::array k_statements = {
+    statement{"submit_batch",
+              "WITH input AS ("
+              "  SELECT * FROM jsonb_to_recordset($1::jsonb) AS x("
+              "    ord integer, token text, user_name text, uid integer, gid integer, name text,"
+              "    script text, argv jsonb, workdir text, environment jsonb, stdout_pattern text,"
+              "    stderr_pattern text, min_pe integer, max_pe integer, adaptive boolean,"
+              "    walltime_s integer, priority integer, requeue boolean, dependencies jsonb)"
+              "), ins AS ("
+              "  INSERT INTO jobs (submit_token, user_name, uid, gid, name, script, argv, workdir,"
+              "    environment, stdout_pattern, stderr_pattern, min_pe, max_pe, adaptive, walltime_s,"
+              "    priority, requeue, dependencies)"
+              "  SELECT token, user_name, uid, gid, name, script,"
+              "    ARRAY(SELECT e FROM jsonb_array_elements_text(argv) WITH ORDINALITY AS a(e, n) ORDER BY n),"
+              "    workdir,"
+              "    ARRAY(SELECT e FROM jsonb_array_elements_text(environment) WITH ORDINALITY AS a(e, n) ORDER BY n),"
+              "    stdout_pattern, stderr_pattern, min_pe, max_pe, adaptive, walltime_s, priority, requeue,"
+              "    ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(dependencies) WITH ORDINALITY AS a(e, n) ORDER BY n)"
+              "  FROM input ORDER BY ord"
+              "  ON CONFLICT (submit_token) DO NOTHING"
+              "  RETURNING id, submit_token"
+              "), events AS ("
+              "  INSERT INTO job_events (job_id, old_state, new_state, reason)"
+              "  SELECT id, NULL, 'PENDING', 'submitted' FROM ins"
+              ")"
+              "SELECT id, submit_token FROM ins"},
+    statement{"find_tokens", "SELECT id, submit_token FROM jobs WHERE submit_token = ANY($1::text[])"},
+    statement{"lock_job", "SELECT state, procs, resize_procs FROM jobs WHERE id = $1 FOR UPDATE"},
+    statement{"job_state", "SELECT state, procs FROM jobs WHERE id = $1"},
+    // $5: clear start_time (back to PENDING), $6: set it if unset (RUNNING),
+    // $7: set end_time (final state), else it is cleared.
+    statement{"apply_transition",
+              "WITH u AS ("
+              "  UPDATE jobs SET state = $2, procs = $3, resize_procs = $4,"
+              "    start_time = CASE WHEN $5 THEN NULL WHEN $6 THEN coalesce(start_time, now())"
+              "                      ELSE start_time END,"
+              "    end_time = CASE WHEN $7 THEN now() ELSE NULL END,"
+              "    exit_code = $8, term_signal = $9"
+              "  WHERE id = $1 RETURNING id"
+              ")"
+              "INSERT INTO job_events (job_id, old_state, new_state, old_procs, new_procs, reason,"
+              "  exit_code, term_signal)"
+              "SELECT id, $10, $2, $11, $12, $13, $8, $9 FROM u"
+              " RETURNING id, " AQS_MICROS("time")},
+    statement{"get_job",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              ", submit_token, gid, script, argv, workdir, environment, stdout_pattern, stderr_pattern"
+              " FROM jobs WHERE id = $1"},
+    statement{"job_history",
+              "SELECT id, job_id, " AQS_MICROS("time") ", old_state, new_state, old_procs, new_procs,"
+              " reason, exit_code, term_signal FROM job_events WHERE job_id = $1 ORDER BY id"},
+    statement{"last_event",
+              "SELECT id, job_id, " AQS_MICROS("time") ", old_state, new_state, old_procs, new_procs,"
+              " reason, exit_code, term_signal FROM job_events WHERE job_id = $1 ORDER BY id DESC LIMIT 1"},
+    // fjobs listings; LIMIT NULL is no limit. One statement per filter shape
+    // so that each gets a plan that uses its index.
+    statement{"list_all", "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs ORDER BY id LIMIT $1"},
+    statement{"list_live",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED') ORDER BY id LIMIT $1"},
+    statement{"list_user_all", "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE user_name = $1 ORDER BY id LIMIT $2"},
+    statement{"list_user_live",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE user_name = $1 AND state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED')"
+              " ORDER BY id LIMIT $2"},
+    statement{"list_states",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE state = ANY($1::text[]) ORDER BY id LIMIT $2"},
+    statement{"list_user_states",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE user_name = $1 AND state = ANY($2::text[]) ORDER BY id LIMIT $3"},
+    statement{"lock_nodes", "LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE"},
+    statement{"find_node", "SELECT nprocs FROM nodes WHERE name = $1"},
+    statement{"insert_node",
+              "INSERT INTO nodes (name, address, first_proc, nprocs, cpus, memory_mb, gpus, last_heartbeat)"
+              " SELECT $1, $2, coalesce(max(first_proc + nprocs), 0), $3, $4, $5, $6, now() FROM nodes"
+              " RETURNING id"},
+    statement{"update_node",
+              "UPDATE nodes SET address = $2, cpus = $3, memory_mb = $4, gpus = $5, state = 'UP',"
+              " last_heartbeat = now() WHERE name = $1 RETURNING id"},
+    statement{"node_heartbeat", "UPDATE nodes SET last_heartbeat = now() WHERE name = $1"},
+    statement{"node_set_state", "UPDATE nodes SET state = $2 WHERE name = $1"},
+};
+
+#define AQS_NODE_COLUMNS                                                                    \
+  "id, name, address, first_proc, nprocs, cpus, memory_mb, gpus, state, " AQS_MICROS(      \
+      "registered_at") ", " AQS_MICROS("last_heartbeat")
+
+// Not prepared: they are used once per call and only inside the recovery
+// snapshot (a cursor cannot run a prepared statement).
+constexpr const char* k_declare_live_cursor =
+    "DECLARE aqs_live NO SCROLL CURSOR FOR SELECT " AQS_SUMMARY_COLUMNS
+    " FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED') ORDER BY id";
+constexpr const char* k_fetch_live = "FETCH FORWARD 10000 FROM aqs_live";
+constexpr const char* k_list_nodes = "SELECT " AQS_NODE_COLUMNS " FROM nodes ORDER BY first_proc";
+constexpr const char* k_get_node = "SELECT " AQS_NODE_COLUMNS " FROM nodes WHERE id = $1";
+constexpr const char* k_snapshot = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+
+// ----------------------------------------------------------- conversions --
+
+time_point micros(const pqxx::field& f) { return time_point{std::chrono::microseconds{f.as<std::int64_t>()}}; }
+
+std::optional<time_point> opt_micros(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return micros(f);
+}
+
+std::optional<std::int32_t> opt_int(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<std::int32_t>();
+}
+
+job_state state_of(const pqxx::field& f) {
+  auto s = core::parse_job_state(f.c_str());
+  if (!s) throw store_error(std::string("unknown job state in the database: ") + f.c_str());
+  return *s;
+}
+
+processor_set map_of(const pqxx::field& f) {
+  if (f.is_null()) return {};
+  return processor_set::from_string(std::string_view(f.c_str(), f.size()));
+}
+
+std::vector<std::string> text_array(const pqxx::field& f) {
+  return parse_array(std::string_view(f.c_str(), f.size()));
+}
+
+std::vector<std::int64_t> bigint_array(const pqxx::field& f) {
+  std::vector<std::int64_t> out;
+  for (const std::string& value : parse_array(std::string_view(f.c_str(), f.size()))) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || p != value.data() + value.size()) throw store_error("bad bigint[] element: " + value);
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Reads AQS_SUMMARY_COLUMNS starting at column 0.
+job_status read_status(const pqxx::row& r) {
+  job_status s;
+  s.state = state_of(r[11]);
+  s.submit_time = micros(r[12]);
+  s.start_time = opt_micros(r[13]);
+  s.end_time = opt_micros(r[14]);
+  s.exit_code = opt_int(r[15]);
+  s.term_signal = opt_int(r[16]);
+  s.procs = map_of(r[17]);
+  if (!r[18].is_null()) s.resize_procs = map_of(r[18]);
+  return s;
+}
+
+job_summary read_summary(const pqxx::row& r) {
+  job_summary j;
+  j.id = r[0].as<std::int64_t>();
+  j.user_name = r[1].as<std::string>();
+  j.uid = r[2].as<std::int32_t>();
+  j.name = r[3].as<std::string>();
+  j.min_pe = r[4].as<std::int32_t>();
+  j.max_pe = r[5].as<std::int32_t>();
+  j.adaptive = r[6].as<bool>();
+  j.walltime_s = opt_int(r[7]);
+  j.priority = r[8].as<std::int32_t>();
+  j.requeue = r[9].as<bool>();
+  j.dependencies = bigint_array(r[10]);
+  j.status = read_status(r);
+  return j;
+}
+
+job_record read_record(const pqxx::row& r) {
+  job_record j;
+  const job_summary s = read_summary(r);
+  j.id = s.id;
+  j.status = s.status;
+  job_request& q = j.request;
+  q.user_name = s.user_name;
+  q.uid = s.uid;
+  q.name = s.name;
+  q.min_pe = s.min_pe;
+  q.max_pe = s.max_pe;
+  q.adaptive = s.adaptive;
+  q.walltime_s = s.walltime_s;
+  q.priority = s.priority;
+  q.requeue = s.requeue;
+  q.dependencies = s.dependencies;
+  q.submit_token = r[19].as<std::string>();
+  q.gid = r[20].as<std::int32_t>();
+  q.script = r[21].as<std::string>();
+  q.argv = text_array(r[22]);
+  q.workdir = r[23].as<std::string>();
+  q.environment = text_array(r[24]);
+  q.stdout_pattern = r[25].as<std::string>();
+  q.stderr_pattern = r[26].as<std::string>();
+  return j;
+}
+
+job_event read_event(const pqxx::row& r) {
+  job_event e;
+  e.id = r[0].as<std::int64_t>();
+  e.job_id = r[1].as<std::int64_t>();
+  e.time = micros(r[2]);
+  if (!r[3].is_null()) e.old_state = state_of(r[3]);
+  e.new_state = state_of(r[4]);
+  e.old_procs = map_of(r[5]);
+  e.new_procs = map_of(r[6]);
+  e.reason = r[7].as<std::string>();
+  e.exit_code = opt_int(r[8]);
+  e.term_signal = opt_int(r[9]);
+  return e;
+}
+
+node_record read_node(const pqxx::row& r) {
+  node_record n;
+  n.id = r[0].as<std::int32_t>();
+  n.name = r[1].as<std::string>();
+  n.address = r[2].as<std::string>();
+  n.first_proc = r[3].as<std::int32_t>();
+  n.nprocs = r[4].as<std::int32_t>();
+  n.cpus = r[5].as<std::string>();
+  n.memory_mb = r[6].as<std::int64_t>();
+  n.gpus = r[7].as<std::int32_t>();
+  auto st = parse_node_state(r[8].c_str());
+  if (!st) throw store_error(std::string("unknown node state in the database: ") + r[8].c_str());
+  n.state = *st;
+  n.registered_at = micros(r[9]);
+  n.last_heartbeat = opt_micros(r[10]);
+  return n;
+}
+
+// ------------------------------------------------------------ validation --
+
+void validate(const job_request& q) {
+  check_text("submit_token", q.submit_token);
+  check_text("user_name", q.user_name);
+  check_text("name", q.name);
+  check_text("script", q.script);
+  check_text("workdir", q.workdir);
+  check_text("stdout_pattern", q.stdout_pattern);
+  check_text("stderr_pattern", q.stderr_pattern);
+  for (const auto& a : q.argv) check_text("argv", a);
+  for (const auto& e : q.environment) check_text("environment", e);
+  if (q.user_name.empty()) throw invalid_job("user_name is empty");
+  if (q.uid < 0) throw invalid_job("uid is negative");
+  if (q.gid < 0) throw invalid_job("gid is negative");
+  if (q.min_pe < 1) throw invalid_job("min_pe must be at least 1, not " + std::to_string(q.min_pe));
+  if (q.max_pe < q.min_pe) {
+    throw invalid_job("max_pe " + std::to_string(q.max_pe) + " is less than min_pe " + std::to_string(q.min_pe));
+  }
+  if (!q.adaptive && q.max_pe != q.min_pe) throw invalid_job("a rigid (not adaptive) job needs min_pe == max_pe");
+  if (q.walltime_s && *q.walltime_s <= 0) throw invalid_job("walltime must be positive");
+  for (auto d : q.dependencies) {
+    if (d <= 0) throw invalid_job("dependency on job " + std::to_string(d) + ", which cannot exist");
+  }
+}
+
+std::string random_token() {
+  thread_local std::mt19937_64 rng{[] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seq);
+  }()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string t = "aqs-";
+  for (int w = 0; w < 2; ++w) {
+    std::uint64_t v = rng();
+    for (int i = 0; i < 16; ++i, v >>= 4) t.push_back(hex[v & 0xF]);
+  }
+  return t;
+}
+
+void append_batch_json(std::string& out, std::size_t ord, const job_request& q) {
+  out += "{\"ord\":" + std::to_string(ord) + ",\"token\":";
+  append_json_string(out, q.submit_token);
+  out += ",\"user_name\":";
+  append_json_string(out, q.user_name);
+  out += ",\"uid\":" + std::to_string(q.uid) + ",\"gid\":" + std::to_string(q.gid) + ",\"name\":";
+  append_json_string(out, q.name);
+  out += ",\"script\":";
+  append_json_string(out, q.script);
+  out += ",\"argv\":[";
+  for (std::size_t i = 0; i < q.argv.size(); ++i) {
+    if (i) out.push_back(',');
+    append_json_string(out, q.argv[i]);
+  }
+  out += "],\"workdir\":";
+  append_json_string(out, q.workdir);
+  out += ",\"environment\":[";
+  for (std::size_t i = 0; i < q.environment.size(); ++i) {
+    if (i) out.push_back(',');
+    append_json_string(out, q.environment[i]);
+  }
+  out += "],\"stdout_pattern\":";
+  append_json_string(out, q.stdout_pattern);
+  out += ",\"stderr_pattern\":";
+  append_json_string(out, q.stderr_pattern);
+  out += ",\"min_pe\":" + std::to_string(q.min_pe) + ",\"max_pe\":" + std::to_string(q.max_pe);
+  out += ",\"adaptive\":";
+  out += q.adaptive ? "true" : "false";
+  out += ",\"walltime_s\":" + (q.walltime_s ? std::to_string(*q.walltime_s) : std::string("null"));
+  out += ",\"priority\":" + std::to_string(q.priority) + ",\"requeue\":";
+  out += q.requeue ? "true" : "false";
+  out += ",\"dependencies\":[";
+  for (std::size_t i = 0; i < q.dependencies.size(); ++i) {
+    if (i) out.push_back(',');
+    out += '"' + std::to_string(q.dependencies[i]) + '"';
+  }
+  out += "]}";
+}
+
+// A COMMIT whose outcome we cannot know.
+struct commit_unknown {};
+
+bool is_connection_state(const std::string& sqlstate) {
+  return sqlstate.rfind("08", 0) == 0 || sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03";
+}
+
+// PostgreSQL notices and libpqxx's own warnings (e.g. "connection lost while
+// committing") are handled by the store itself; keep them off stderr.
+class quiet_errorhandler final : public pqxx::errorhandler {
+public:
+  using pqxx::errorhandler::errorhandler;
+  bool operator()(const char*) noexcept override { return false; }
+};
+
+}  // namespace
+
+// --------------------------------------------------------------- session --
+
+class job_store::session {
+public:
+  session(const job_store_options& options, job_store& owner) : options_(options), owner_(owner) {}
+
+  // The connection, (re)connecting with backoff until `deadline` if there is
+  // none. Throws store_unavailable at the deadline, schema_mismatch from the
+  // schema check.
+  pqxx::connection& connect(std::chrono::steady_clock::time_point deadline) {
+    if (conn_) return *conn_;
+    auto delay = options_.backoff_initial;
+    for (;;) {
+      try {
+        auto c = std::make_unique<pqxx::connection>(options_.conninfo);
+        auto handler = std::make_unique<quiet_errorhandler>(*c);
+        check_schema_version(*c);
+        for (const statement& s : k_statements) c->prepare(s.name, s.sql);
+        handler_ = std::move(handler);
+        conn_ = std::move(c);
+        if (ever_connected_) {
+          std::lock_guard lk(owner_.stats_mu_);
+          ++owner_.stats_.reconnects;
+        }
+        ever_connected_ = true;
+        return *conn_;
+      } catch (const pqxx::broken_connection& e) {
+        last_error_ = e.what();
+      } catch (const pqxx::sql_error& e) {
+        if (!is_connection_state(e.sqlstate())) throw;
+        last_error_ = e.what();
+      }
+      if (std::chrono::steady_clock::now() + delay > deadline) {
+        std::string msg = last_error_;
+        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+        throw store_unavailable("cannot reach the job database: " + msg);
+      }
+      std::this_thread::sleep_for(delay);
+      delay = std::min(delay * 2, options_.backoff_max);
+    }
+  }
+
+  void drop() noexcept {
+    handler_.reset();
+    conn_.reset();
+  }
+  bool is_open() const noexcept { return conn_ && conn_->is_open(); }
+  int backend_pid() const noexcept { return conn_ ? conn_->backendpid() : 0; }
+
+  ~session() { drop(); }
+
+private:
+  const job_store_options& options_;
+  job_store& owner_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unique_ptr<quiet_errorhandler> handler_;  // destroyed before conn_
+  bool ever_connected_ = false;
+  std::string last_error_;
+};
+
+// ------------------------------------------------------------- retrying --
+
+// Runs body(tx) in a transaction and commits it, retrying when that is safe:
+// - connection lost before COMMIT: reconnect, run again;
+// - serialization failure or deadlock: run again (bounded);
+// - COMMIT outcome unknown: reconnect, ask resolve_in_doubt(tx) whether it
+//   landed (it returns the result if so) and run again only if not. For
+//   read-only work the outcome does not matter: run again.
+template <class R, class Body, class Resolve>
+R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.reconnect_timeout;
+  int rollbacks = 0;
+  bool in_doubt = false;
+  const bool fake_doubt_hook = !read_only && options_.fake_in_doubt_after_commit != nullptr;
+  for (;;) {
+    try {
+      pqxx::connection& c = s.connect(deadline);
+      if (in_doubt) {
+        pqxx::work check(c);
+        std::optional<R> landed = resolve_in_doubt(check);
+        check.commit();
+        in_doubt = false;
+        {
+          std::lock_guard lk(stats_mu_);
+          ++stats_.in_doubt;
+        }
+        if (landed) return std::move(*landed);
+      }
+      pqxx::work tx(c);
+      R result = body(tx);
+      try {
+        tx.commit();
+      } catch (const pqxx::in_doubt_error&) {
+        throw commit_unknown{};
+      } catch (const pqxx::broken_connection&) {
+        throw commit_unknown{};
+      } catch (const pqxx::transaction_rollback&) {
+        throw;  // definitely rolled back
+      } catch (const pqxx::sql_error& e) {
+        if (!s.is_open() || is_connection_state(e.sqlstate())) throw commit_unknown{};
+        throw;
+      }
+      if (fake_doubt_hook && options_.fake_in_doubt_after_commit()) throw commit_unknown{};
+      return result;
+    } catch (const commit_unknown&) {
+      s.drop();
+      in_doubt = !read_only;
+    } catch (const pqxx::broken_connection&) {
+      s.drop();
+    } catch (const pqxx::transaction_rollback&) {
+      if (!s.is_open()) {
+        s.drop();
+      } else if (++rollbacks > 20) {
+        throw;
+      }
+    } catch (const pqxx::sql_error& e) {
+      if (s.is_open() && !is_connection_state(e.sqlstate())) throw;
+      s.drop();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw store_unavailable("the job database stayed unreachable for " +
+                              std::to_string(options_.reconnect_timeout.count()) + " ms");
+    }
+  }
+}
+
+// ------------------------------------------------------------- lifetime --
+
+job_store::job_store(job_store_options options) : options_(std::move(options)) {
+  if (options_.committers == 0) options_.committers = 1;
+  if (options_.max_batch == 0) options_.max_batch = 1;
+  control_ = std::make_unique<session>(options_, *this);
+  control_->connect(std::chrono::steady_clock::now() + options_.reconnect_timeout);
+  for (unsigned i = 0; i < options_.committers; ++i) {
+    committer_sessions_.push_back(std::make_unique<session>(options_, *this));
+  }
+  for (unsigned i = 0; i < options_.committers; ++i) {
+    committers_.emplace_back([this, i] { committer_loop(i); });
+  }
+}
+
+job_store::~job_store() {
+  {
+    std::lock_guard lk(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  for (auto& t : committers_) t.join();
+}
+
+job_store::counters job_store::stats() const {
+  std::lock_guard lk(stats_mu_);
+  return stats_;
+}
+
+// ---------------------------------------------------------- submissions --
+
+std::future<std::int64_t> job_store::submit_async(job_request request) {
+  validate(request);
+  if (request.submit_token.empty()) request.submit_token = random_token();
+  pending_submit p{std::move(request), {}};
+  auto future = p.promise.get_future();
+  {
+    std::lock_guard lk(queue_mu_);
+    if (stopping_) throw store_error("the job store is shutting down");
+    queue_.push_back(std::move(p));
+  }
+  queue_cv_.notify_one();
+  return future;
+}
+
+std::int64_t job_store::submit(job_request request) { return submit_async(std::move(request)).get(); }
+
+void job_store::committer_loop(unsigned index) {
+  session& s = *committer_sessions_[index];
+  std::vector<pending_submit> batch;
+  for (;;) {
+    {
+      std::unique_lock lk(queue_mu_);
+      queue_cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued is done
+      const std::size_t n = std::min(queue_.size(), options_.max_batch);
+      batch.clear();
+      batch.reserve(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    commit_batch(s, batch);
+  }
+}
+
+void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
+  std::string json = "[";
+  std::vector<std::string> tokens;
+  tokens.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (i) json.push_back(',');
+    append_batch_json(json, i, batch[i].request);
+    tokens.push_back(batch[i].request.submit_token);
+  }
+  json.push_back(']');
+  const std::string token_array = text_array_literal(tokens);
+
+  // Ids by token, for the batch's order.
+  auto ids_in_order = [&](const std::unordered_map<std::string, std::int64_t>& by_token)
+      -> std::optional<std::vector<std::int64_t>> {
+    std::vector<std::int64_t> ids;
+    ids.reserve(batch.size());
+    for (const auto& p : batch) {
+      auto it = by_token.find(p.request.submit_token);
+      if (it == by_token.end()) return std::nullopt;
+      ids.push_back(it->second);
+    }
+    return ids;
+  };
+  auto find_tokens = [&](pqxx::work& tx, std::unordered_map<std::string, std::int64_t>& by_token) {
+    for (const auto& row : tx.exec_prepared("find_tokens", token_array)) {
+      by_token.emplace(row[1].as<std::string>(), row[0].as<std::int64_t>());
+    }
+  };
+
+  try {
+    std::vector<std::int64_t> ids = run<std::vector<std::int64_t>>(
+        s,
+        [&](pqxx::work& tx) {
+          std::unordered_map<std::string, std::int64_t> by_token;
+          for (const auto& row : tx.exec_prepared("submit_batch", json)) {
+            by_token.emplace(row[1].as<std::string>(), row[0].as<std::int64_t>());
+          }
+          // Tokens that existed already (a client's retry): their jobs' ids.
+          if (by_token.size() < batch.size()) find_tokens(tx, by_token);
+          auto ids = ids_in_order(by_token);
+          if (!ids) throw store_error("a submitted job vanished within its transaction");
+          if (options_.before_commit) options_.before_commit(s.backend_pid());
+          return *ids;
+        },
+        [&](pqxx::work& tx) -> std::optional<std::vector<std::int64_t>> {
+          // The batch is one transaction: if it landed, every token is there.
+          // If not, running it again is safe (ON CONFLICT on the token).
+          std::unordered_map<std::string, std::int64_t> by_token;
+          find_tokens(tx, by_token);
+          return ids_in_order(by_token);
+        },
+        false);
+    {
+      std::lock_guard lk(stats_mu_);
+      ++stats_.batches;
+      stats_.submissions += batch.size();
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].promise.set_value(ids[i]);
+  } catch (const store_unavailable&) {
+    for (auto& p : batch) p.promise.set_exception(std::current_exception());
+  } catch (const std::exception& e) {
+    if (batch.size() > 1) {
+      // The database refused something in the batch (validation should have
+      // caught it): commit each job on its own so only the culprit fails.
+      for (auto& p : batch) {
+        std::vector<pending_submit> one;
+        one.push_back(std::move(p));
+        commit_batch(s, one);
+      }
+      return;
+    }
+    const std::string what = e.what();
+    try {
+      throw store_error("the database refused job " + batch[0].request.submit_token + ": " + what);
+    } catch (...) {
+      batch[0].promise.set_exception(std::current_exception());
+    }
+  }
+}
+
+// ---------------------------------------------------------- transitions --
+
+job_event job_store::transition(const job_transition& t) {
+  check_text("reason", t.reason);
+  if ((t.exit_code || t.term_signal) && !core::is_final(t.to)) {
+    throw invalid_job("exit status given for job " + std::to_string(t.job_id) + " entering " +
+                      std::string(core::to_string(t.to)) + ", which is not a final state");
+  }
+  if (t.term_signal && *t.term_signal <= 0) throw invalid_job("term_signal must be positive");
+
+  std::optional<job_state> before;  // the state the (last) attempt moved from
+  std::lock_guard lk(control_mu_);
+  return run<job_event>(
+      *control_,
+      [&](pqxx::work& tx) {
+        const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
+        if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
+        const job_state from = state_of(cur[0][0]);
+        before = from;
+        if (t.from && *t.from != from) throw unexpected_state(t.job_id, *t.from, from);
+        if (!core::is_legal_transition(from, t.to)) throw illegal_transition(t.job_id, from, t.to);
+        const std::string old_procs = cur[0][1].as<std::string>();
+        std::optional<std::string> old_resize;
+        if (!cur[0][2].is_null()) old_resize = cur[0][2].as<std::string>();
+
+        std::string procs;                        // jobs.procs afterwards
+        std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
+        std::string event_new;                    // the event's new map
+        const std::string given = t.procs ? t.procs->to_string() : std::string();
+        if (core::holds_processors(t.to)) {
+          if (t.to == job_state::resizing) {
+            if (given.find('1') == std::string::npos) {
+              throw invalid_job("resizing job " + std::to_string(t.job_id) + " needs the new map");
+            }
+            procs = old_procs;  // still held until the job acknowledges
+            resize_procs = given;
+            event_new = given;
+          } else {
+            if (t.procs) {
+              procs = given;
+            } else if (from == job_state::resizing && old_resize) {
+              procs = *old_resize;
+            } else {
+              procs = old_procs;
+            }
+            if (procs.find('1') == std::string::npos) {
+              throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
+                                std::string(core::to_string(t.to)) + " needs a non-empty processor map");
+            }
+            event_new = procs;
+          }
+        } else if (t.procs && t.procs->any()) {
+          throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
+                            std::string(core::to_string(t.to)) + " holds no processors: no map allowed");
+        }
+
+        const bool clear_start = t.to == job_state::pending;
+        const bool set_start = t.to == job_state::running;
+        const bool set_end = core::is_final(t.to);
+        const pqxx::result ev = tx.exec_prepared(
+            "apply_transition", t.job_id, std::string(core::to_string(t.to)), procs, resize_procs,
+            clear_start, set_start, set_end, t.exit_code, t.term_signal, std::string(core::to_string(from)),
+            old_procs, event_new, t.reason);
+        if (ev.size() != 1) throw store_error("job " + std::to_string(t.job_id) + " vanished during its transition");
+        job_event e;
+        e.id = ev[0][0].as<std::int64_t>();
+        e.job_id = t.job_id;
+        e.time = micros(ev[0][1]);
+        e.old_state = from;
+        e.new_state = t.to;
+        e.old_procs = processor_set::from_string(old_procs);
+        e.new_procs = processor_set::from_string(event_new);
+        e.reason = t.reason;
+        e.exit_code = t.exit_code;
+        e.term_signal = t.term_signal;
+        return e;
+      },
+      [&](pqxx::work& tx) -> std::optional<job_event> {
+        // Only this store moves jobs: the job is either still where the
+        // attempt found it (not landed: run again, which re-checks) or in
+        // the target state with our event last.
+        const pqxx::result cur = tx.exec_prepared("job_state", t.job_id);
+        if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
+        const job_state now = state_of(cur[0][0]);
+        if (before && now == *before) return std::nullopt;
+        if (now == t.to) {
+          const pqxx::result last = tx.exec_prepared("last_event", t.job_id);
+          if (!last.empty()) {
+            job_event e = read_event(last[0]);
+            if (e.new_state == t.to) return e;
+          }
+        }
+        throw store_unavailable("lost the connection while committing job " + std::to_string(t.job_id) +
+                                "'s transition and cannot tell whether it landed (job is now " +
+                                std::string(core::to_string(now)) + ")");
+      },
+      false);
+}
+
+// ------------------------------------------------------------- queries --
+
+namespace {
+template <class R>
+std::optional<R> no_resolve(pqxx::work&) {
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<job_record> job_store::get_job(std::int64_t id) {
+  std::lock_guard lk(control_mu_);
+  return run<std::optional<job_record>>(
+      *control_,
+      [&](pqxx::work& tx) -> std::optional<job_record> {
+        const pqxx::result r = tx.exec_prepared("get_job", id);
+        if (r.empty()) return std::nullopt;
+        return read_record(r[0]);
+      },
+      no_resolve<std::optional<job_record>>, true);
+}
+
+std::vector<job_event> job_store::job_history(std::int64_t id) {
+  std::lock_guard lk(control_mu_);
+  return run<std::vector<job_event>>(
+      *control_,
+      [&](pqxx::work& tx) {
+        std::vector<job_event> out;
+        for (const auto& row : tx.exec_prepared("job_history", id)) out.push_back(read_event(row));
+        return out;
+      },
+      no_resolve<std::vector<job_event>>, true);
+}
+
+std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
+  if (f.user_name) check_text("user_name", *f.user_name);
+  std::vector<std::string> states;
+  for (job_state s : f.states) {
+    if (!f.include_finished && !(core::holds_processors(s) || s == job_state::pending)) continue;
+    states.emplace_back(core::to_string(s));
+  }
+  if (!f.states.empty() && states.empty()) return {};
+  const std::string state_array = text_array_literal(states);
+  std::lock_guard lk(control_mu_);
+  return run<std::vector<job_summary>>(
+      *control_,
+      [&](pqxx::work& tx) {
+        pqxx::result r;
+        if (!states.empty()) {
+          r = f.user_name ? tx.exec_prepared("list_user_states", *f.user_name, state_array, f.limit)
+                          : tx.exec_prepared("list_states", state_array, f.limit);
+        } else if (f.user_name) {
+          r = tx.exec_prepared(f.include_finished ? "list_user_all" : "list_user_live", *f.user_name, f.limit);
+        } else {
+          r = tx.exec_prepared(f.include_finished ? "list_all" : "list_live", f.limit);
+        }
+        std::vector<job_summary> out;
+        out.reserve(r.size());
+        for (const auto& row : r) out.push_back(read_summary(row));
+        return out;
+      },
+      no_resolve<std::vector<job_summary>>, true);
+}
+
+live_state job_store::load_live_state() {
+  std::lock_guard lk(control_mu_);
+  return run<live_state>(
+      *control_,
+      [&](pqxx::work& tx) {
+        tx.exec0(k_snapshot);  // jobs and nodes from one snapshot
+        live_state st;
+        tx.exec0(k_declare_live_cursor);
+        for (;;) {
+          const pqxx::result r = tx.exec(k_fetch_live);
+          if (r.empty()) break;
+          for (const auto& row : r) st.jobs.push_back(read_summary(row));
+        }
+        for (const auto& row : tx.exec(k_list_nodes)) st.nodes.push_back(read_node(row));
+        return st;
+      },
+      no_resolve<live_state>, true);
+}
+
+// ---------------------------------------------------------------- nodes --
+
+node_record job_store::register_node(const node_request& q) {
+  check_text("node name", q.name);
+  check_text("node address", q.address);
+  check_text("node cpus", q.cpus);
+  if (q.name.empty()) throw invalid_job("node name is empty");
+  if (q.nprocs < 1) throw invalid_job("node " + q.name + " must have at least 1 processor");
+  if (q.memory_mb < 0 || q.gpus < 0) throw invalid_job("node " + q.name + ": negative memory or GPUs");
+  std::lock_guard lk(control_mu_);
+  // Idempotent (an upsert by name): after an unknown COMMIT, just run again.
+  return run<node_record>(
+      *control_,
+      [&](pqxx::work& tx) {
+        // Numbering reads the last node: one registration at a time.
+        tx.exec_prepared("lock_nodes");
+        const pqxx::result found = tx.exec_prepared("find_node", q.name);
+        pqxx::result r;
+        if (found.empty()) {
+          r = tx.exec_prepared("insert_node", q.name, q.address, q.nprocs, q.cpus, q.memory_mb, q.gpus);
+        } else {
+          const int had = found[0][0].as<int>();
+          if (had != q.nprocs) {
+            throw invalid_job("node " + q.name + " registered again with " + std::to_string(q.nprocs) +
+                              " processors, it had " + std::to_string(had) +
+                              "; renumbering would move running jobs (remove the node first)");
+          }
+          r = tx.exec_prepared("update_node", q.name, q.address, q.cpus, q.memory_mb, q.gpus);
+        }
+        return read_node(tx.exec_params1(k_get_node, r[0][0].as<std::int32_t>()));
+      },
+      no_resolve<node_record>, false);
+}
+
+void job_store::heartbeat(std::string_view name) {
+  const std::string n(name);
+  check_text("node name", n);
+  std::lock_guard lk(control_mu_);
+  const bool found = run<bool>(
+      *control_, [&](pqxx::work& tx) { return tx.exec_prepared("node_heartbeat", n).affected_rows() == 1; },
+      no_resolve<bool>, false);
+  if (!found) throw not_found("no node " + n);
+}
+
+void job_store::set_node_state(std::string_view name, node_state state) {
+  const std::string n(name);
+  check_text("node name", n);
+  std::lock_guard lk(control_mu_);
+  const bool found = run<bool>(
+      *control_,
+      [&](pqxx::work& tx) {
+        return tx.exec_prepared("node_set_state", n, std::string(to_string(state))).affected_rows() == 1;
+      },
+      no_resolve<bool>, false);
+  if (!found) throw not_found("no node " + n);
+}
+
+std::vector<node_record> job_store::list_nodes() {
+  std::lock_guard lk(control_mu_);
+  return run<std::vector<node_record>>(
+      *control_,
+      [&](pqxx::work& tx) {
+        std::vector<node_record> out;
+        for (const auto& row : tx.exec(k_list_nodes)) out.push_back(read_node(row));
+        return out;
+      },
+      no_resolve<std::vector<node_record>>, true);
+}
+
+}  // namespace aqs::store

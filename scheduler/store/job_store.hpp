@@ -1,0 +1,147 @@
+// job_store: the one class that owns AQS's SQL: jobs, their state machine
+// and history, nodes, recovery, and group-committed durable submission.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "store/records.hpp"
+#include "store/store_errors.hpp"
+
+namespace aqs::store {
+
+struct job_store_options {
+  // libpq connection string of a database migrated to this build's schema.
+  std::string conninfo;
+  // Connections that commit submission batches. With one, a batch forms
+  // while the previous one waits for its WAL flush; a second lets two
+  // batches wait at once (PostgreSQL then flushes both with one fsync).
+  unsigned committers = 2;
+  // Most submissions in one transaction.
+  std::size_t max_batch = 1000;
+  // How long one operation keeps trying to reach the database before
+  // store_unavailable; reconnects back off from backoff_initial, doubling up
+  // to backoff_max.
+  std::chrono::milliseconds reconnect_timeout{30'000};
+  std::chrono::milliseconds backoff_initial{5};
+  std::chrono::milliseconds backoff_max{500};
+
+  // Fault injection, for tests only. before_commit runs on a committer right
+  // before COMMIT with that connection's backend pid (a test may terminate
+  // it); fake_in_doubt_after_commit, when it returns true after a batch
+  // committed, makes the committer treat the outcome as unknown.
+  std::function<void(int backend_pid)> before_commit;
+  std::function<bool()> fake_in_doubt_after_commit;
+};
+
+// Thread-safe: any thread may call any method. Submissions go through a queue
+// to the committer connections; everything else runs on one control
+// connection, one call at a time.
+//
+// Connection loss: every operation reconnects with exponential backoff and
+// retries when that is safe: a transaction that failed before COMMIT is
+// retried; one whose COMMIT outcome is unknown (in_doubt_error, connection
+// lost during COMMIT) is first checked (submissions by submit_token,
+// transitions by the job's state) and only retried if it did not land. After
+// reconnect_timeout the operation throws store_unavailable.
+class job_store {
+public:
+  // Connects and checks the schema version (schema_mismatch if the database
+  // is not at latest_schema_version(); it does not migrate). Throws
+  // store_unavailable if the database cannot be reached within
+  // reconnect_timeout.
+  explicit job_store(job_store_options options);
+  // Commits what is queued, then closes the connections.
+  ~job_store();
+  job_store(const job_store&) = delete;
+  job_store& operator=(const job_store&) = delete;
+
+  // Queues a job; the future yields its id once the transaction holding it
+  // has committed (synchronous_commit on: it is on disk). A submit_token
+  // already in the database yields that job's id and adds nothing.
+  // Throws invalid_job at once for a request the database could never
+  // accept; the future throws store_unavailable if the database stays away,
+  // or store_error if the database refused the job.
+  std::future<std::int64_t> submit_async(job_request request);
+  // submit_async(request).get().
+  std::int64_t submit(job_request request);
+
+  // Moves a job to t.to and appends the event, in one transaction. Sets
+  // start_time on entering RUNNING (first time per attempt), end_time and
+  // the exit status on final states, clears the map when the job stops
+  // holding processors; RUNNING -> RESIZING keeps the old map and records
+  // the asked-for one (both reserved) until RESIZING -> RUNNING. Returns the
+  // event written. Throws not_found, unexpected_state (t.from given and
+  // different), illegal_transition (not in core::is_legal_transition),
+  // invalid_job (a map where none belongs, or missing where one is needed,
+  // or exit status on a non-final state); on any of these nothing is written.
+  job_event transition(const job_transition& t);
+
+  // The job in full, or nullopt.
+  std::optional<job_record> get_job(std::int64_t id);
+  // The job's events, oldest first (empty for an unknown job).
+  std::vector<job_event> job_history(std::int64_t id);
+  // fjobs: jobs matching the filter, by id.
+  std::vector<job_summary> list_jobs(const job_filter& filter = {});
+  // Recovery: every live job (PENDING, RUNNING, RESIZING, SUSPENDED) and
+  // every node, from one snapshot.
+  live_state load_live_state();
+
+  // Registers a node, numbering its processors after the last node's. A
+  // node registering again under its name keeps its numbers and comes back
+  // UP; with a different processor count it is invalid_job (renumbering
+  // would move running jobs' processors).
+  node_record register_node(const node_request& request);
+  // Records a heartbeat now. Throws not_found.
+  void heartbeat(std::string_view name);
+  // Throws not_found.
+  void set_node_state(std::string_view name, node_state state);
+  std::vector<node_record> list_nodes();
+
+  struct counters {
+    std::uint64_t batches = 0;      // submission transactions committed
+    std::uint64_t submissions = 0;  // submissions acknowledged
+    std::uint64_t reconnects = 0;   // connections re-established
+    std::uint64_t in_doubt = 0;     // COMMITs with unknown outcome, resolved
+  };
+  counters stats() const;
+
+  class session;  // one connection with its prepared statements (internal)
+
+private:
+  struct pending_submit {
+    job_request request;
+    std::promise<std::int64_t> promise;
+  };
+  void committer_loop(unsigned index);
+  void commit_batch(session& s, std::vector<pending_submit>& batch);
+  template <class R, class Body, class Resolve>
+  R run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only);
+
+  job_store_options options_;
+  std::unique_ptr<session> control_;
+  std::mutex control_mu_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<pending_submit> queue_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<session>> committer_sessions_;
+  std::vector<std::thread> committers_;
+
+  mutable std::mutex stats_mu_;
+  counters stats_;
+};
+
+}  // namespace aqs::store

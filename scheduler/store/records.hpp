@@ -1,0 +1,156 @@
+// records: the plain structs the job store reads and writes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job_state.hpp"
+#include "core/processor_set.hpp"
+
+namespace aqs::store {
+
+// All times are wall-clock times of the database server (its now() at the
+// commit that wrote them), microsecond resolution.
+using time_point = std::chrono::time_point<std::chrono::system_clock, std::chrono::microseconds>;
+
+// What a user submits. Every string must be valid UTF-8 without NUL bytes
+// (PostgreSQL text cannot hold NUL): job_store::submit rejects anything else
+// with invalid_job before it reaches the database.
+struct job_request {
+  // Client idempotency key: submitting the same token twice yields the same
+  // job id and one job. Empty: the store makes a random one.
+  std::string submit_token{};
+  std::string user_name{};
+  std::int32_t uid = 0;
+  std::int32_t gid = 0;
+  std::string name{};
+  std::string script{};               // batch script text, or empty for argv-only jobs
+  std::vector<std::string> argv{};    // script arguments, or the command for --wrap/frun
+  std::string workdir{};
+  std::vector<std::string> environment{};  // "NAME=value" entries, order kept
+  std::string stdout_pattern = "aqs-%j.out";
+  std::string stderr_pattern{};
+  std::int32_t min_pe = 1;
+  std::int32_t max_pe = 1;
+  bool adaptive = false;
+  std::optional<std::int32_t> walltime_s{};
+  std::int32_t priority = 0;
+  bool requeue = false;             // go back to PENDING after NODE_FAIL
+  std::vector<std::int64_t> dependencies{};  // afterok job ids
+
+  friend bool operator==(const job_request&, const job_request&) = default;
+};
+
+// Where a job is now.
+struct job_status {
+  core::job_state state = core::job_state::pending;
+  time_point submit_time{};
+  std::optional<time_point> start_time{};  // first RUNNING of the current attempt
+  std::optional<time_point> end_time{};    // set exactly in final states
+  std::optional<std::int32_t> exit_code{};
+  std::optional<std::int32_t> term_signal{};
+  core::processor_set procs{};             // processors held; empty unless RUNNING/RESIZING/SUSPENDED
+  std::optional<core::processor_set> resize_procs{};  // RESIZING only: the map asked for
+};
+
+// A job in full: what get_job returns.
+struct job_record {
+  std::int64_t id = 0;
+  job_request request{};
+  job_status status{};
+};
+
+// A job without its bulky parts (script, argv, environment, output
+// patterns): what recovery and the fjobs listing return, so that 100,000 jobs
+// load fast whatever their scripts hold. get_job has the rest.
+struct job_summary {
+  std::int64_t id = 0;
+  std::string user_name{};
+  std::int32_t uid = 0;
+  std::string name{};
+  std::int32_t min_pe = 1;
+  std::int32_t max_pe = 1;
+  bool adaptive = false;
+  std::optional<std::int32_t> walltime_s{};
+  std::int32_t priority = 0;
+  bool requeue = false;
+  std::vector<std::int64_t> dependencies{};
+  job_status status{};
+};
+
+// One line of a job's history: a state change or a resize.
+struct job_event {
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  time_point time{};
+  std::optional<core::job_state> old_state{};  // none for the submission
+  core::job_state new_state = core::job_state::pending;
+  core::processor_set old_procs{};
+  core::processor_set new_procs{};
+  std::string reason{};
+  std::optional<std::int32_t> exit_code{};
+  std::optional<std::int32_t> term_signal{};
+};
+
+// A state change asked of job_store::transition.
+struct job_transition {
+  std::int64_t job_id = 0;
+  // If set, the job must be in this state now, else unexpected_state.
+  std::optional<core::job_state> from{};
+  core::job_state to = core::job_state::running;
+  // The new map. Required to enter RUNNING from PENDING/NODE_FAIL and to
+  // enter RESIZING (the map asked for). On RESIZING -> RUNNING it is the map
+  // the job acknowledged; none means the map it was asked for. Ignored
+  // (must be none) for states that hold no processors: their map is empty.
+  std::optional<core::processor_set> procs{};
+  std::string reason{};
+  std::optional<std::int32_t> exit_code{};    // final states only
+  std::optional<std::int32_t> term_signal{};  // final states only
+};
+
+enum class node_state { up, down, drained };
+std::string_view to_string(node_state s) noexcept;
+std::optional<node_state> parse_node_state(std::string_view text) noexcept;
+
+// What a node agent registers.
+struct node_request {
+  std::string name{};
+  std::string address{};
+  std::int32_t nprocs = 1;
+  std::string cpus{};  // the machine cores advertised, e.g. "0-3"
+  std::int64_t memory_mb = 0;
+  std::int32_t gpus = 0;
+};
+
+struct node_record {
+  std::int32_t id = 0;
+  std::string name{};
+  std::string address{};
+  std::int32_t first_proc = 0;  // global number of its first processor
+  std::int32_t nprocs = 1;
+  std::string cpus{};
+  std::int64_t memory_mb = 0;
+  std::int32_t gpus = 0;
+  node_state state = node_state::up;
+  time_point registered_at{};
+  std::optional<time_point> last_heartbeat{};
+};
+
+// Everything the scheduler needs to rebuild its view after a restart.
+struct live_state {
+  std::vector<job_summary> jobs{};   // PENDING, RUNNING, RESIZING, SUSPENDED, by id
+  std::vector<node_record> nodes{};  // by first_proc (registration order)
+};
+
+// What fjobs asks for.
+struct job_filter {
+  std::optional<std::string> user_name{};
+  std::vector<core::job_state> states{};  // empty: any
+  bool include_finished = false;        // false: live states only
+  std::optional<std::int64_t> limit{};    // none: all
+};
+
+}  // namespace aqs::store

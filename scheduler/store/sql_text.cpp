@@ -1,0 +1,159 @@
+// sql_text: validation and escaping of values sent to PostgreSQL.
+#include "store/sql_text.hpp"
+
+#include <cstdint>
+
+#include "store/store_errors.hpp"
+
+namespace aqs::store {
+
+bool is_valid_utf8(std::string_view s) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      ++p;
+      continue;
+    }
+    int len = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (end - p < len) return false;
+    for (int i = 1; i < len; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    constexpr std::uint32_t min_for_len[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_for_len[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    p += len;
+  }
+  return true;
+}
+
+void check_text(std::string_view field, std::string_view value) {
+  if (value.find('\0') != std::string_view::npos) {
+    throw invalid_job(std::string(field) + " contains a NUL byte, which PostgreSQL text cannot store");
+  }
+  if (!is_valid_utf8(value)) throw invalid_job(std::string(field) + " is not valid UTF-8");
+}
+
+void append_json_string(std::string& out, std::string_view value) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out.reserve(out.size() + value.size() + 2);
+  out.push_back('"');
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(hex[c >> 4]);
+          out.push_back(hex[c & 0xF]);
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+std::string text_array_literal(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) out.push_back(',');
+    out.push_back('"');
+    for (const char c : values[i]) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+std::vector<std::string> parse_array(std::string_view text) {
+  auto bad = [&](const char* why) {
+    return store_error(std::string("malformed array from the database (") + why + "): " +
+                       std::string(text.substr(0, 80)));
+  };
+  std::size_t i = 0;
+  if (!text.empty() && text[0] == '[') {
+    i = text.find('=');
+    if (i == std::string_view::npos) throw bad("bounds without '='");
+    ++i;
+  }
+  if (i >= text.size() || text[i] != '{') throw bad("no '{'");
+  ++i;
+  std::vector<std::string> out;
+  if (i < text.size() && text[i] == '}') {
+    if (i + 1 != text.size()) throw bad("text after '}'");
+    return out;
+  }
+  for (;;) {
+    if (i >= text.size()) throw bad("unterminated");
+    std::string element;
+    if (text[i] == '"') {
+      ++i;
+      for (;;) {
+        if (i >= text.size()) throw bad("unterminated quoted element");
+        const char c = text[i++];
+        if (c == '"') break;
+        if (c == '\\') {
+          if (i >= text.size()) throw bad("backslash at the end");
+          element.push_back(text[i++]);
+        } else {
+          element.push_back(c);
+        }
+      }
+    } else {
+      if (text[i] == '{') throw bad("nested array");
+      const std::size_t start = i;
+      while (i < text.size() && text[i] != ',' && text[i] != '}') {
+        if (text[i] == '"' || text[i] == '{') throw bad("quote or brace inside an unquoted element");
+        if (text[i] == '\\') ++i;  // PostgreSQL never writes this unquoted, but it would escape
+        ++i;
+      }
+      if (i > text.size()) throw bad("backslash at the end");
+      std::string_view raw = text.substr(start, i - start);
+      if (raw.size() == 4 && (raw[0] | 0x20) == 'n' && (raw[1] | 0x20) == 'u' && (raw[2] | 0x20) == 'l' &&
+          (raw[3] | 0x20) == 'l') {
+        throw bad("NULL element");
+      }
+      for (std::size_t k = 0; k < raw.size(); ++k) {
+        if (raw[k] == '\\') ++k;
+        if (k < raw.size()) element.push_back(raw[k]);
+      }
+    }
+    out.push_back(std::move(element));
+    if (i >= text.size()) throw bad("unterminated");
+    if (text[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (text[i] == '}') {
+      if (i + 1 != text.size()) throw bad("text after '}'");
+      return out;
+    }
+    throw bad("expected ',' or '}'");
+  }
+}
+
+}  // namespace aqs::store

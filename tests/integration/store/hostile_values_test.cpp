@@ -1,0 +1,182 @@
+// Hostile values through the job store: whatever a user can type (quotes,
+// backslashes, SQL, array syntax, every Unicode plane, huge scripts and
+// environments) comes back byte for byte; what PostgreSQL cannot hold (NUL,
+// invalid UTF-8) is refused with a clear error and writes nothing.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+
+#include <pqxx/pqxx>
+
+#include "store/job_store.hpp"
+#include "store/sql_text.hpp"
+#include "store_test_util.hpp"
+#include "test_pg.hpp"
+
+using namespace aqs::store;
+using namespace std::string_literals;
+using aqs::test::options_for;
+using aqs::test::simple_request;
+using aqs::test::test_database;
+
+namespace {
+
+const std::vector<std::string> k_nasty = {
+    "",
+    " ",
+    "'",
+    "''",
+    "\"",
+    "\\",
+    "\\\\",
+    "\\'",
+    "'; DROP TABLE jobs; --",
+    "\"); DELETE FROM job_events; --",
+    "$1",
+    "$$",
+    "$q$ body $q$",
+    ";",
+    "a,b",
+    "{",
+    "}",
+    "{}",
+    "{\"a\",\"b\"}",
+    "{NULL}",
+    "NULL",
+    "null",
+    "(1,2)",
+    "[1:2]={a,b}",
+    "%s%n%j%x",
+    "line1\nline2\r\nline3\ttab",
+    "\x01\x02\x1b[31mred\x1b[0m\x7f",
+    "Gr\xC3\xBC\xC3\x9F" "e, \xC3\xA9t\xC3\xA9",
+    "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E",
+    "\xF0\x9F\x9A\x80\xF0\x9F\x94\xA5\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB",  // emoji incl. ZWJ sequence
+    "\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 \xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D",        // Arabic and Hebrew (RTL)
+    "\xE2\x80\xAE" "override\xE2\x80\xAC",                                             // RTL override
+    "\xEF\xBB\xBF" "bom",
+    "\xF4\x8F\xBF\xBF",  // U+10FFFF
+    "\\u0000 is not a NUL here",
+};
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += p + "|";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hostile strings in every text field and array round-trip exactly") {
+  test_database db;
+  job_store store(options_for(db.conninfo()));
+  std::vector<std::int64_t> ids;
+  std::vector<job_request> requests;
+  for (std::size_t i = 0; i < k_nasty.size(); ++i) {
+    const std::string& s = k_nasty[i];
+    job_request q = simple_request("user " + s);
+    q.submit_token = "tok " + s + std::to_string(i);
+    q.name = s;
+    q.script = "#!/bin/sh\necho " + s + "\n";
+    q.workdir = "/tmp/" + s;
+    q.stdout_pattern = s + "%j.out";
+    q.stderr_pattern = s;
+    q.argv = k_nasty;
+    q.environment = {"X=" + s, s, "Y=" + join(k_nasty)};
+    requests.push_back(q);
+    ids.push_back(store.submit(q));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    CAPTURE(k_nasty[i]);
+    auto rec = store.get_job(ids[i]);
+    REQUIRE(rec);
+    CHECK(rec->request == requests[i]);
+    // The listing path reads the same columns its own way.
+    auto listed = store.list_jobs({.user_name = requests[i].user_name});
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0].name == requests[i].name);
+  }
+  // Nothing was executed: both tables are still there with all rows.
+  pqxx::connection c(db.conninfo());
+  pqxx::read_transaction tx(c);
+  CHECK(tx.exec1("SELECT count(*) FROM jobs")[0].as<std::size_t>() == k_nasty.size());
+  CHECK(tx.exec1("SELECT count(*) FROM job_events")[0].as<std::size_t>() == k_nasty.size());
+}
+
+TEST_CASE("a 1 MB script and 1,000 environment variables round-trip exactly") {
+  test_database db;
+  job_store store(options_for(db.conninfo()));
+  std::mt19937 rng(42);
+  std::string script = "#!/bin/bash\n";
+  const std::string alphabet = "abc XYZ 019 '\"\\;,{}$`\t\n#%()[]<>|&*?!~";
+  while (script.size() < (1u << 20)) {
+    // Whole pieces only, so that multi-byte characters stay intact.
+    script += k_nasty[rng() % k_nasty.size()];
+    script += alphabet.substr(rng() % (alphabet.size() - 8), 1 + rng() % 8);
+    script += '\n';
+  }
+  while (!aqs::store::is_valid_utf8(script)) script.pop_back();
+  REQUIRE(script.size() > 1'000'000);
+
+  job_request q = simple_request();
+  q.submit_token = "big-one";
+  q.script = script;
+  for (int i = 0; i < 1000; ++i) {
+    q.environment.push_back("VAR_" + std::to_string(i) + "=" + k_nasty[static_cast<std::size_t>(i) % k_nasty.size()] +
+                            "," + std::to_string(i));
+  }
+  q.argv.assign(200, "arg with \"quotes\", commas and {braces}");
+  const auto id = store.submit(q);
+  auto rec = store.get_job(id);
+  REQUIRE(rec);
+  CHECK(rec->request.script.size() == script.size());
+  CHECK(rec->request.script == script);
+  CHECK(rec->request.environment == q.environment);
+  CHECK(rec->request.argv == q.argv);
+  CHECK(rec->request.name == q.name);
+  CHECK(rec->request.submit_token == q.submit_token);
+  CHECK(rec->request == q);
+}
+
+TEST_CASE("NUL bytes and invalid UTF-8 are refused naming the field, and nothing is written") {
+  test_database db;
+  job_store store(options_for(db.conninfo()));
+  auto refused = [&](auto change, const char* msg) {
+    job_request q = simple_request();
+    change(q);
+    CHECK_THROWS_WITH_AS(store.submit_async(q), doctest::Contains(msg), invalid_job);
+  };
+  refused([](job_request& q) { q.script = "echo a\0b"s; }, "script contains a NUL byte");
+  refused([](job_request& q) { q.name = "\0"s; }, "name contains a NUL byte");
+  refused([](job_request& q) { q.environment = {"OK=1", "BAD=\0"s}; }, "environment contains a NUL byte");
+  refused([](job_request& q) { q.argv = {"x\0"s}; }, "argv contains a NUL byte");
+  refused([](job_request& q) { q.workdir = "/tmp/\xFF"; }, "workdir is not valid UTF-8");
+  refused([](job_request& q) { q.user_name = "\xC0\xAF"; }, "user_name is not valid UTF-8");
+  refused([](job_request& q) { q.submit_token = "\xED\xA0\x80"; }, "submit_token is not valid UTF-8");
+  CHECK_THROWS_WITH_AS(store.register_node({.name = "n\0"s, .nprocs = 1}), doctest::Contains("NUL"), invalid_job);
+  CHECK_THROWS_WITH_AS(store.transition({.job_id = 1, .to = aqs::core::job_state::cancelled, .reason = "r\0"s}),
+                       doctest::Contains("reason contains a NUL byte"), invalid_job);
+  pqxx::connection c(db.conninfo());
+  pqxx::read_transaction tx(c);
+  CHECK(tx.exec1("SELECT count(*) FROM jobs")[0].as<int>() == 0);
+  CHECK(tx.exec1("SELECT count(*) FROM nodes")[0].as<int>() == 0);
+}
+
+TEST_CASE("hostile transition reasons and node fields round-trip exactly") {
+  test_database db;
+  job_store store(options_for(db.conninfo()));
+  for (const auto& s : k_nasty) {
+    if (s.empty()) continue;
+    auto n = store.register_node({.name = "node " + s, .address = s, .nprocs = 1, .cpus = s});
+    CHECK(n.name == "node " + s);
+    CHECK(n.address == s);
+    CHECK(n.cpus == s);
+    const auto id = store.submit(simple_request());
+    store.transition({.job_id = id, .to = aqs::core::job_state::cancelled, .reason = s});
+    auto h = store.job_history(id);
+    REQUIRE(h.size() == 2);
+    CHECK(h[1].reason == s);
+  }
+  CHECK(store.list_nodes().size() == k_nasty.size() - 1);
+}

@@ -1,0 +1,54 @@
+// store_test_util: small helpers shared by the job store's integration tests.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "store/job_store.hpp"
+
+namespace aqs::test {
+
+inline store::job_request simple_request(std::string user = "alice", int procs = 2) {
+  store::job_request q;
+  q.user_name = std::move(user);
+  q.uid = 1000;
+  q.gid = 1000;
+  q.name = "job";
+  q.script = "#!/bin/sh\nhostname\n";
+  q.workdir = "/home/" + q.user_name;
+  q.min_pe = procs;
+  q.max_pe = procs;
+  return q;
+}
+
+inline store::job_store_options options_for(std::string conninfo) {
+  store::job_store_options o;
+  o.conninfo = std::move(conninfo);
+  return o;
+}
+
+// A directory of its own under $TMPDIR, removed with everything in it when
+// the guard goes, also when the test fails.
+class temp_dir {
+public:
+  temp_dir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "aqs-store-test.XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
+
+}  // namespace aqs::test
