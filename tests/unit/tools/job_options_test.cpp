@@ -1,0 +1,281 @@
+// Unit tests of fsub/frun option parsing, #AQS/#SBATCH directives and the submit request they build.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "client/job_options.hpp"
+#include "client/usage_error.hpp"
+
+using namespace aqs::cmdline;
+using args = std::vector<std::string>;
+
+namespace {
+
+submit_context ctx() {
+  submit_context c;
+  c.cwd = "/home/alice";
+  c.environment = {"PATH=/usr/bin", "HOME=/home/alice", "broken", "=odd"};
+  return c;
+}
+
+fsub_request fsub(const args& a, const std::string& script = "#!/bin/sh\necho hi\n") {
+  const auto cmd = parse_fsub_command_line(a);
+  return build_fsub_request(cmd, script, ctx());
+}
+
+std::string fsub_error(const args& a, const std::string& script = "#!/bin/sh\necho hi\n") {
+  try {
+    fsub(a, script);
+  } catch (const usage_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find('\n') == std::string::npos);
+    return what;
+  }
+  FAIL("no usage_error");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("all Slurm option forms are accepted: --opt=value, --opt value, -nVALUE, -n VALUE") {
+  for (const args& a : {args{"--ntasks=4", "job.sh"}, args{"--ntasks", "4", "job.sh"}, args{"-n4", "job.sh"},
+                        args{"-n", "4", "job.sh"}, args{"--procs=4", "job.sh"}}) {
+    CAPTURE(a[0]);
+    const auto r = fsub(a);
+    CHECK(r.request.job.min_pe == 4);
+    CHECK(r.request.job.max_pe == 4);
+    CHECK_FALSE(r.request.job.adaptive);
+  }
+}
+
+TEST_CASE("a plain fsub builds a complete submit request with the documented defaults") {
+  const auto r = fsub({"run/job.sh", "a", "b c"});
+  const auto& j = r.request.job;
+  CHECK(j.name == "job.sh");
+  CHECK(j.script == "#!/bin/sh\necho hi\n");
+  CHECK(j.argv == args{"a", "b c"});
+  CHECK(j.workdir == "/home/alice");
+  CHECK(j.environment == args{"PATH=/usr/bin", "HOME=/home/alice"});
+  CHECK(j.stdout_pattern == "aqs-%j.out");
+  CHECK_FALSE(j.stderr_pattern.has_value());
+  CHECK(j.min_pe == 1);
+  CHECK(j.max_pe == 1);
+  CHECK_FALSE(j.walltime_s.has_value());
+  CHECK(j.afterok.empty());
+  CHECK_FALSE(j.requeue);
+  CHECK_FALSE(j.interactive);
+  CHECK_FALSE(r.parsable);
+  CHECK_FALSE(r.json);
+  CHECK(r.warnings.empty());
+}
+
+TEST_CASE("every fsub option reaches the request") {
+  const auto r = fsub({"--min=2", "--max", "8", "--adaptive", "-t", "1-00:30", "-J", "heat", "-o", "out-%j",
+                       "-e=err-%j", "-D", "runs/../data", "--dependency=afterok:5:6,afterok:7", "--requeue",
+                       "--parsable", "--json", "job.sh"});
+  const auto& j = r.request.job;
+  CHECK(j.min_pe == 2);
+  CHECK(j.max_pe == 8);
+  CHECK(j.adaptive);
+  CHECK(j.walltime_s == 24 * 3600 + 30 * 60);
+  CHECK(j.name == "heat");
+  CHECK(j.stdout_pattern == "out-%j");
+  CHECK(j.stderr_pattern == "=err-%j");  // short options take everything after the letter, as getopt does
+  CHECK(j.workdir == "/home/alice/data");
+  CHECK(j.afterok == std::vector<std::int64_t>{5, 6, 7});
+  CHECK(j.requeue);
+  CHECK(r.parsable);
+  CHECK(r.json);
+}
+
+TEST_CASE("--wrap makes a /bin/sh script named wrap") {
+  const auto cmd = parse_fsub_command_line(args{"--wrap", "echo hello; sleep 1"});
+  const auto r = build_fsub_request(cmd, std::nullopt, ctx());
+  CHECK(r.request.job.script == "#!/bin/sh\necho hello; sleep 1\n");
+  CHECK(r.request.job.name == "wrap");
+  CHECK(r.request.job.argv.empty());
+}
+
+TEST_CASE("size rules: --min alone, --max alone, adaptive defaults, and their errors") {
+  CHECK(fsub({"--min", "3", "j.sh"}).request.job.max_pe == 3);
+  CHECK(fsub({"--max", "6", "j.sh"}).request.job.min_pe == 6);
+  const auto a = fsub({"--max", "6", "--adaptive", "j.sh"}).request.job;
+  CHECK(a.min_pe == 1);
+  CHECK(a.max_pe == 6);
+  CHECK(fsub({"-n", "4", "--adaptive", "j.sh"}).request.job.adaptive);
+  CHECK(fsub_error({"--min", "2", "--max", "8", "j.sh"}).find("needs --adaptive") != std::string::npos);
+  CHECK(fsub_error({"--min", "9", "--max", "8", "--adaptive", "j.sh"}).find("greater than --max") != std::string::npos);
+  CHECK(fsub_error({"-n", "4", "--min", "2", "j.sh"}).find("not both") != std::string::npos);
+  CHECK(fsub_error({"-n", "0", "j.sh"}).find("invalid value '0' for -n") != std::string::npos);
+  CHECK(fsub_error({"-n", "x", "j.sh"}).find("-n") != std::string::npos);
+  CHECK(fsub_error({"--ntasks=2000000", "j.sh"}).find("--ntasks") != std::string::npos);
+}
+
+TEST_CASE("command-line mistakes are one-line errors") {
+  CHECK(fsub_error({"--mem=4G", "j.sh"}).find("unknown option '--mem'") != std::string::npos);
+  CHECK(fsub_error({"-x", "j.sh"}).find("unknown option '-x'") != std::string::npos);
+  CHECK(fsub_error({"-t"}).find("needs a value") != std::string::npos);
+  CHECK(fsub_error({"--adaptive=yes", "j.sh"}).find("takes no value") != std::string::npos);
+  CHECK(fsub_error({"-t", "1:2:3:4", "j.sh"}).find("invalid time limit '1:2:3:4'") != std::string::npos);
+  CHECK(fsub_error({"--dependency=afterany:3", "j.sh"}).find("'afterany' is not supported") != std::string::npos);
+  CHECK(fsub_error({"--dependency=afterok", "j.sh"}).find("names no job") != std::string::npos);
+  CHECK(fsub_error({"--dependency=afterok:x", "j.sh"}).find("invalid job id 'x'") != std::string::npos);
+  CHECK(fsub_error({"-J", "", "j.sh"}).find("empty value") != std::string::npos);
+  CHECK(fsub_error({}).find("no script") != std::string::npos);
+  CHECK(fsub_error({"--wrap", "true", "j.sh"}).find("not both") != std::string::npos);
+  CHECK(fsub_error({"j.sh"}, "echo no shebang\n").find("first line must start with #!") != std::string::npos);
+  CHECK(fsub_error({"j.sh"}, std::string("#!/bin/sh\necho \0\n", 17)).find("NUL") != std::string::npos);
+  CHECK(fsub_error({"j.sh"}, "#!/bin/sh\necho caf\xe9\n").find("not valid UTF-8") != std::string::npos);
+}
+
+TEST_CASE("--help needs nothing else, and the usage text lists every option") {
+  const auto cmd = parse_fsub_command_line(args{"--help"});
+  CHECK(cmd.options.help);
+  CHECK_FALSE(cmd.script_path.has_value());
+  CHECK_THROWS_AS(parse_fsub_command_line(args{"-h", "--bogus"}), usage_error);
+  for (const char* opt : {"--ntasks", "--procs", "--min", "--max", "--adaptive", "--time", "--job-name", "--output",
+                          "--error", "--chdir", "--dependency", "--requeue", "--wrap", "--parsable", "--json", "--help"}) {
+    CAPTURE(opt);
+    CHECK(fsub_usage().find(opt) != std::string::npos);
+  }
+  CHECK(frun_usage().find("--ntasks") != std::string::npos);
+}
+
+TEST_CASE("#AQS and #SBATCH directives at the top of the script set options") {
+  const std::string script =
+      "#!/bin/bash\n"
+      "# a comment\n"
+      "\n"
+      "#SBATCH --job-name=slurmname\n"
+      "#SBATCH -n 4 --time=10   # trailing comment\n"
+      "#AQS -o 'my out %j.txt'\n"
+      "#SBATCH --requeue\n"
+      "srun ./app\n"
+      "#SBATCH -n 99\n";  // after the first command: not a directive
+  const auto d = parse_directives(script);
+  CHECK(d.options.job_name == "slurmname");
+  CHECK(d.options.procs == 4);
+  CHECK(d.options.time_limit_s == 600);
+  CHECK(d.options.output == "my out %j.txt");
+  CHECK(d.options.requeue == true);
+  CHECK(d.warnings.empty());
+
+  const auto r = fsub({"job.sh"}, script);
+  CHECK(r.request.job.name == "slurmname");
+  CHECK(r.request.job.min_pe == 4);
+  CHECK(r.request.job.walltime_s == 600);
+  CHECK(r.request.job.stdout_pattern == "my out %j.txt");
+}
+
+TEST_CASE("command-line options override directives, the size as a whole") {
+  const std::string script = "#!/bin/sh\n#AQS -n 4 -J fromscript -t 5\n#SBATCH --dependency=afterok:1\ntrue\n";
+  const auto r = fsub({"--min", "2", "--max", "8", "--adaptive", "-J", "fromcli", "job.sh"}, script);
+  const auto& j = r.request.job;
+  CHECK(j.min_pe == 2);
+  CHECK(j.max_pe == 8);
+  CHECK(j.name == "fromcli");
+  CHECK(j.walltime_s == 300);  // not overridden: kept from the script
+  CHECK(j.afterok == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("later directive lines override earlier ones") {
+  const auto d = parse_directives("#!/bin/sh\n#SBATCH -n 2\n#AQS --min 1 --max 3 --adaptive\n#SBATCH -t 1\n#SBATCH -t 2\n");
+  CHECK_FALSE(d.options.procs.has_value());
+  CHECK(d.options.min_pe == 1);
+  CHECK(d.options.max_pe == 3);
+  CHECK(d.options.time_limit_s == 120);
+}
+
+TEST_CASE("unknown #SBATCH options are warned about once and ignored with their values") {
+  const std::string script =
+      "#!/bin/sh\n"
+      "#SBATCH --mem=4G\n"
+      "#SBATCH -N 2 -n 8\n"
+      "#SBATCH --partition debug\n"
+      "#SBATCH --mem=8G\n"
+      "#SBATCH --exclusive -J x\n"
+      "echo\n";
+  const auto d = parse_directives(script);
+  CHECK(d.options.procs == 8);
+  CHECK(d.options.job_name == "x");
+  REQUIRE(d.warnings.size() == 4);
+  CHECK(d.warnings[0] == "#SBATCH --mem has no AQS equivalent; ignored");
+  CHECK(d.warnings[1] == "#SBATCH -N has no AQS equivalent; ignored");
+  CHECK(d.warnings[2] == "#SBATCH --partition has no AQS equivalent; ignored");
+  CHECK(d.warnings[3] == "#SBATCH --exclusive has no AQS equivalent; ignored");
+  CHECK(fsub({"j.sh"}, script).warnings.size() == 4);
+}
+
+TEST_CASE("bad directives are errors naming the script line") {
+  auto err = [](const std::string& script) {
+    try {
+      parse_directives(script);
+    } catch (const usage_error& e) {
+      return std::string(e.what());
+    }
+    FAIL("no usage_error for " << script);
+    return std::string();
+  };
+  CHECK(err("#!/bin/sh\n#AQS --mem=4G\n") == "script line 2: unknown option '--mem' in #AQS directive");
+  CHECK(err("#!/bin/sh\n\n#SBATCH -t forever\n").find("script line 3: ") == 0);
+  CHECK(err("#!/bin/sh\n#SBATCH -J 'unterminated\n").find("unterminated quote") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH --wrap=true\n").find("only allowed on the command line") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#AQS -n 2 stray\n").find("unexpected argument 'stray'") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH --dependency=afternotok:4\n").find("not supported") != std::string::npos);
+}
+
+TEST_CASE("lines that only look like directives are ordinary comments") {
+  const auto d = parse_directives("#!/bin/sh\n#SBATCHX -n 4\n # SBATCH -n 5\n#AQSn 6\n  #SBATCH -n 7\necho\n");
+  CHECK_FALSE(d.options.procs.has_value());
+  CHECK(d.warnings.empty());
+  // Without a shebang line the first line can be a directive (fsub refuses such scripts anyway).
+  CHECK(parse_directives("#SBATCH -n 3\n").options.procs == 3);
+}
+
+TEST_CASE("frun parses options up to the command and builds an interactive request") {
+  const auto cmd = parse_frun_command_line(args{"-n", "2", "-t", "5", "/usr/bin/env", "-i", "X=1", "printenv"});
+  CHECK(cmd.command == args{"/usr/bin/env", "-i", "X=1", "printenv"});
+  const auto req = build_frun_request(cmd, ctx());
+  CHECK(req.job.interactive);
+  CHECK(req.job.name == "env");
+  CHECK(req.job.argv == cmd.command);
+  CHECK_FALSE(req.job.script.has_value());
+  CHECK(req.job.min_pe == 2);
+  CHECK(req.job.walltime_s == 300);
+  CHECK_THROWS_AS(parse_frun_command_line(args{"-n", "2"}), usage_error);
+  CHECK_THROWS_AS(parse_frun_command_line(args{"--wrap", "x", "ls"}), usage_error);
+  CHECK(parse_frun_command_line(args{"--", "-weird-name"}).command == args{"-weird-name"});
+}
+
+TEST_CASE("what fsub builds passes the server's own validation, or fsub refuses it first") {
+  submit_context c = ctx();
+  c.cwd = "relative/dir";  // a broken caller: the server would refuse this
+  const auto cmd = parse_fsub_command_line(args{"j.sh"});
+  try {
+    build_fsub_request(cmd, "#!/bin/sh\n", c);
+    FAIL("no error");
+  } catch (const usage_error& e) {
+    CHECK(std::string(e.what()).find("'job.workdir'") != std::string::npos);
+  }
+  c = ctx();
+  c.submit_token = "abc-123";
+  CHECK(build_fsub_request(cmd, "#!/bin/sh\n", c).request.job.submit_token == "abc-123");
+}
+
+TEST_CASE("merge keeps the base where the override is silent") {
+  job_options base;
+  base.procs = 4;
+  base.job_name = "a";
+  base.requeue = true;
+  job_options over;
+  over.requeue = false;
+  merge(base, over);
+  CHECK(base.procs == 4);
+  CHECK(base.job_name == "a");
+  CHECK(base.requeue == false);
+  over.max_pe = 9;
+  merge(base, over);
+  CHECK_FALSE(base.procs.has_value());
+  CHECK(base.max_pe == 9);
+}

@@ -1,0 +1,551 @@
+// job_options: a small Slurm-compatible option parser shared by fsub, frun and script directives.
+#include "client/job_options.hpp"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <set>
+
+#include "client/output_pattern.hpp"
+#include "client/time_limit.hpp"
+#include "client/usage_error.hpp"
+#include "protocol/errors.hpp"
+
+namespace aqs::cmdline {
+
+namespace {
+
+enum class opt_id {
+  procs, min, max, adaptive, time, name, output, error, chdir, dependency,
+  requeue, no_requeue, wrap, parsable, json, help,
+};
+
+struct opt_def {
+  opt_id id;
+  char short_name;  // 0: none
+  std::array<std::string_view, 2> long_names;
+  bool takes_value;
+  bool command_line_only;
+};
+
+constexpr std::array<opt_def, 16> k_options = {{
+    {opt_id::procs, 'n', {"ntasks", "procs"}, true, false},
+    {opt_id::min, 0, {"min", ""}, true, false},
+    {opt_id::max, 0, {"max", ""}, true, false},
+    {opt_id::adaptive, 0, {"adaptive", ""}, false, false},
+    {opt_id::time, 't', {"time", ""}, true, false},
+    {opt_id::name, 'J', {"job-name", ""}, true, false},
+    {opt_id::output, 'o', {"output", ""}, true, false},
+    {opt_id::error, 'e', {"error", ""}, true, false},
+    {opt_id::chdir, 'D', {"chdir", ""}, true, false},
+    {opt_id::dependency, 'd', {"dependency", ""}, true, false},
+    {opt_id::requeue, 0, {"requeue", ""}, false, false},
+    {opt_id::no_requeue, 0, {"no-requeue", ""}, false, false},
+    {opt_id::wrap, 0, {"wrap", ""}, true, true},
+    {opt_id::parsable, 0, {"parsable", ""}, false, false},
+    {opt_id::json, 0, {"json", ""}, false, true},
+    {opt_id::help, 'h', {"help", ""}, false, true},
+}};
+
+const opt_def* find_long(std::string_view name) {
+  for (const auto& d : k_options) {
+    for (const auto n : d.long_names) {
+      if (!n.empty() && n == name) return &d;
+    }
+  }
+  return nullptr;
+}
+
+const opt_def* find_short(char c) {
+  for (const auto& d : k_options) {
+    if (d.short_name != 0 && d.short_name == c) return &d;
+  }
+  return nullptr;
+}
+
+// Printable form of user text inside an error message.
+std::string shown(std::string_view s) {
+  std::string out(s.substr(0, 80));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  if (s.size() > 80) out += "...";
+  return out;
+}
+
+enum class source { fsub, frun, aqs_directive, sbatch_directive };
+
+struct parse_context {
+  source src;
+  std::string where;  // "" or "script line 7: "
+  std::vector<std::string>* warnings = nullptr;
+  std::set<std::string>* warned = nullptr;
+
+  bool directive() const { return src == source::aqs_directive || src == source::sbatch_directive; }
+  [[noreturn]] void fail(const std::string& msg) const { throw usage_error(where + msg); }
+};
+
+std::int64_t parse_count(const parse_context& pc, std::string_view value, std::string_view opt) {
+  std::int64_t v = 0;
+  bool ok = !value.empty() && value.size() <= 9;
+  for (const char c : value) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) v = v * 10 + (c - '0');
+  }
+  if (!ok || v < 1 || v > protocol::k_max_pe) {
+    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) +
+            ": expected a whole number from 1 to " + std::to_string(protocol::k_max_pe));
+  }
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
+    if (p == std::string_view::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+// "afterok:1:2,afterok:3" -> {1, 2, 3}.
+std::vector<std::int64_t> parse_dependency(const parse_context& pc, std::string_view value) {
+  if (value.find('?') != std::string_view::npos) {
+    pc.fail("dependency '" + shown(value) + "': alternatives with '?' are not supported (use afterok:ID)");
+  }
+  std::vector<std::int64_t> ids;
+  for (const auto part : split(value, ',')) {
+    const auto fields = split(part, ':');
+    if (fields[0] != "afterok") {
+      pc.fail("dependency type '" + shown(fields[0]) + "' is not supported (AQS supports afterok:ID[:ID...])");
+    }
+    if (fields.size() < 2) pc.fail("dependency '" + shown(part) + "' names no job (use afterok:ID)");
+    for (std::size_t i = 1; i < fields.size(); ++i) {
+      const auto f = fields[i];
+      std::int64_t v = 0;
+      bool ok = !f.empty() && f.size() <= 15;
+      for (const char c : f) {
+        if (c < '0' || c > '9') ok = false;
+        if (ok) v = v * 10 + (c - '0');
+      }
+      if (!ok || v < 1) pc.fail("invalid job id '" + shown(f) + "' in dependency (expected afterok:ID[:ID...])");
+      if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+    }
+  }
+  if (ids.size() > protocol::k_max_ids) pc.fail("too many dependencies");
+  return ids;
+}
+
+std::string nonempty(const parse_context& pc, std::string_view value, std::string_view opt) {
+  if (value.empty()) pc.fail("empty value for " + std::string(opt));
+  return std::string(value);
+}
+
+void apply(const parse_context& pc, job_options& o, const opt_def& d, std::string_view value,
+           std::string_view opt) {
+  switch (d.id) {
+    case opt_id::procs: o.procs = parse_count(pc, value, opt); break;
+    case opt_id::min: o.min_pe = parse_count(pc, value, opt); break;
+    case opt_id::max: o.max_pe = parse_count(pc, value, opt); break;
+    case opt_id::adaptive: o.adaptive = true; break;
+    case opt_id::time:
+      try {
+        o.time_limit_s = parse_time_limit(value);
+      } catch (const usage_error& e) {
+        pc.fail(std::string(opt) + ": " + e.what());
+      }
+      break;
+    case opt_id::name: o.job_name = nonempty(pc, value, opt); break;
+    case opt_id::output: o.output = nonempty(pc, value, opt); break;
+    case opt_id::error: o.error = nonempty(pc, value, opt); break;
+    case opt_id::chdir: o.chdir = nonempty(pc, value, opt); break;
+    case opt_id::dependency: o.afterok = parse_dependency(pc, value); break;
+    case opt_id::requeue: o.requeue = true; break;
+    case opt_id::no_requeue: o.requeue = false; break;
+    case opt_id::wrap: o.wrap = nonempty(pc, value, opt); break;
+    case opt_id::parsable: o.parsable = true; break;
+    case opt_id::json: o.json = true; break;
+    case opt_id::help: o.help = true; break;
+  }
+}
+
+// An option AQS does not know. On #SBATCH lines: warn once, skip its value
+// (the attached one, or the next word unless that looks like an option).
+// Elsewhere: an error. Returns how many extra words were consumed.
+std::size_t unknown_option(const parse_context& pc, std::string_view word, std::string_view name,
+                           bool has_inline_value, bool next_is_value) {
+  if (pc.src != source::sbatch_directive) {
+    const char* cmd = pc.src == source::frun ? "frun" : "fsub";
+    pc.fail("unknown option '" + shown(name) + "'" +
+            (pc.directive() ? std::string(" in #AQS directive") : " (see " + std::string(cmd) + " --help)"));
+  }
+  (void)word;
+  const std::string key(name);
+  if (pc.warned != nullptr && pc.warned->insert(key).second && pc.warnings != nullptr) {
+    pc.warnings->push_back("#SBATCH " + shown(key) + " has no AQS equivalent; ignored");
+  }
+  return (!has_inline_value && next_is_value) ? 1 : 0;
+}
+
+// Parses options from words[i..]. Returns the index of the first word that
+// is not an option (words.size() if none); "--" is consumed and ends options.
+std::size_t parse_words(const parse_context& pc, std::span<const std::string> words, job_options& o) {
+  std::size_t i = 0;
+  while (i < words.size()) {
+    const std::string& w = words[i];
+    if (w == "--") return i + 1;
+    const bool is_long = w.size() > 2 && w[0] == '-' && w[1] == '-';
+    const bool is_short = !is_long && w.size() >= 2 && w[0] == '-' && w[1] != '-';
+    if (!is_long && !is_short) return i;
+
+    std::string_view name;
+    std::optional<std::string_view> inline_value;
+    const opt_def* d = nullptr;
+    const std::string_view wv(w);
+    if (is_long) {
+      const auto eq = wv.find('=');
+      name = wv.substr(0, eq);
+      if (eq != std::string_view::npos) inline_value = wv.substr(eq + 1);
+      d = find_long(name.substr(2));
+    } else {
+      name = wv.substr(0, 2);
+      d = find_short(w[1]);
+      if (w.size() > 2) inline_value = wv.substr(2);
+    }
+    const bool next_is_value = i + 1 < words.size() && !words[i + 1].starts_with("-");
+    if (d == nullptr) {
+      i += 1 + unknown_option(pc, w, name, inline_value.has_value(), next_is_value);
+      continue;
+    }
+    if (d->command_line_only && pc.directive()) {
+      pc.fail("option '" + std::string(name) + "' is only allowed on the command line");
+    }
+    if (d->command_line_only && pc.src == source::frun && d->id == opt_id::wrap) {
+      pc.fail("option '--wrap' is for fsub; give frun the command itself");
+    }
+    std::string_view value;
+    if (d->takes_value) {
+      if (inline_value) {
+        value = *inline_value;
+      } else {
+        if (i + 1 >= words.size()) pc.fail("option '" + std::string(name) + "' needs a value");
+        value = words[++i];
+      }
+    } else if (inline_value) {
+      pc.fail("option '" + std::string(name) + "' takes no value");
+    }
+    apply(pc, o, *d, value, name);
+    ++i;
+  }
+  return i;
+}
+
+// Shell-like word splitting of one directive line.
+std::vector<std::string> split_words(const parse_context& pc, std::string_view line) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t' || c == '\r') {
+      if (in_word) words.push_back(std::move(cur));
+      cur.clear();
+      in_word = false;
+      ++i;
+    } else if (c == '#' && !in_word) {
+      break;  // comment to end of line
+    } else if (c == '\'' || c == '"') {
+      const std::size_t close = line.find(c, i + 1);
+      if (close == std::string_view::npos) pc.fail("unterminated quote");
+      cur.append(line.substr(i + 1, close - i - 1));
+      in_word = true;
+      i = close + 1;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      cur.push_back(line[i + 1]);
+      in_word = true;
+      i += 2;
+    } else {
+      cur.push_back(c);
+      in_word = true;
+      ++i;
+    }
+  }
+  if (in_word) words.push_back(std::move(cur));
+  return words;
+}
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if ((c & 0xe0) == 0xc0) { n = 1; cp = c & 0x1f; }
+    else if ((c & 0xf0) == 0xe0) { n = 2; cp = c & 0x0f; }
+    else if ((c & 0xf8) == 0xf0) { n = 3; cp = c & 0x07; }
+    else return false;
+    if (i + n >= s.size()) return false;  // truncated sequence
+    for (std::size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+void check_text(std::string_view s, const std::string& what) {
+  if (s.find('\0') != std::string_view::npos) throw usage_error(what + " contains a NUL byte");
+  if (!valid_utf8(s)) throw usage_error(what + " is not valid UTF-8");
+}
+
+std::string base_name(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// Size, name, workdir, patterns, environment: what fsub and frun share.
+protocol::job_spec common_spec(const job_options& o, const std::string& default_name,
+                               const submit_context& ctx) {
+  protocol::job_spec s;
+  const bool by_n = o.procs.has_value();
+  const bool by_range = o.min_pe.has_value() || o.max_pe.has_value();
+  if (by_n && by_range) throw usage_error("use either -n/--ntasks or --min/--max, not both");
+  const bool adaptive = o.adaptive.value_or(false);
+  if (by_n) {
+    s.min_pe = s.max_pe = *o.procs;
+  } else if (by_range) {
+    s.max_pe = o.max_pe.value_or(o.min_pe.value_or(1));
+    s.min_pe = o.min_pe.value_or(adaptive ? 1 : s.max_pe);
+    if (s.min_pe > s.max_pe) {
+      throw usage_error("--min " + std::to_string(s.min_pe) + " is greater than --max " + std::to_string(s.max_pe));
+    }
+    if (s.min_pe < s.max_pe && !adaptive) {
+      throw usage_error("--min " + std::to_string(s.min_pe) + " below --max " + std::to_string(s.max_pe) +
+                        " needs --adaptive (a rigid job runs on exactly one size)");
+    }
+  }
+  s.adaptive = adaptive;
+  if (o.time_limit_s && *o.time_limit_s > 0) s.walltime_s = *o.time_limit_s;
+  s.name = o.job_name.value_or(default_name);
+  if (s.name.empty()) s.name = "job";
+  for (const char c : s.name) {
+    if (static_cast<unsigned char>(c) < 0x20) throw usage_error("job name '" + shown(s.name) + "' contains a control character");
+  }
+  if (s.name.size() > protocol::k_max_name) {
+    throw usage_error("job name is longer than " + std::to_string(protocol::k_max_name) + " bytes");
+  }
+  std::filesystem::path wd(ctx.cwd);
+  if (o.chdir) wd /= *o.chdir;  // an absolute -D replaces cwd
+  std::string workdir = wd.lexically_normal().string();
+  while (workdir.size() > 1 && workdir.back() == '/') workdir.pop_back();
+  s.workdir = workdir;
+  s.stdout_pattern = o.output.value_or(std::string(k_default_output_pattern));
+  s.stderr_pattern = o.error;
+  for (const auto& e : ctx.environment) {
+    const auto eq = e.find('=');
+    if (eq != std::string::npos && eq > 0) s.environment.push_back(e);
+  }
+  s.afterok = o.afterok.value_or(std::vector<std::int64_t>{});
+  s.requeue = o.requeue.value_or(false);
+  s.submit_token = ctx.submit_token;
+  check_text(s.name, "the job name");
+  check_text(s.workdir, "the working directory");
+  check_text(s.stdout_pattern, "the output pattern");
+  if (s.stderr_pattern) check_text(*s.stderr_pattern, "the error pattern");
+  for (const auto& e : s.environment) check_text(e, "environment variable '" + shown(e.substr(0, e.find('='))) + "'");
+  return s;
+}
+
+// Runs the request through the server's own validation.
+void validate_like_server(const protocol::submit& req) {
+  try {
+    (void)protocol::parse_message(std::string_view(protocol::encode_body(req)));
+  } catch (const protocol::protocol_error& e) {
+    throw usage_error(std::string("the job request would be refused: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void merge(job_options& base, const job_options& over) {
+  if (over.procs || over.min_pe || over.max_pe) {
+    base.procs = over.procs;
+    base.min_pe = over.min_pe;
+    base.max_pe = over.max_pe;
+  }
+  auto take = [](auto& b, const auto& v) {
+    if (v) b = v;
+  };
+  take(base.adaptive, over.adaptive);
+  take(base.time_limit_s, over.time_limit_s);
+  take(base.job_name, over.job_name);
+  take(base.output, over.output);
+  take(base.error, over.error);
+  take(base.chdir, over.chdir);
+  take(base.afterok, over.afterok);
+  take(base.requeue, over.requeue);
+  take(base.wrap, over.wrap);
+  take(base.parsable, over.parsable);
+  base.json = base.json || over.json;
+  base.help = base.help || over.help;
+}
+
+fsub_command_line parse_fsub_command_line(std::span<const std::string> args) {
+  fsub_command_line out;
+  const parse_context pc{source::fsub, "", nullptr, nullptr};
+  const std::size_t first = parse_words(pc, args, out.options);
+  if (out.options.help) return out;
+  if (first < args.size()) {
+    out.script_path = args[first];
+    out.script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(first) + 1, args.end());
+  }
+  if (out.options.wrap && out.script_path) {
+    throw usage_error("give either a script or --wrap, not both ('" + shown(*out.script_path) + "' after --wrap)");
+  }
+  if (!out.options.wrap && !out.script_path) throw usage_error("no script given (fsub [options] script [args...] or fsub --wrap \"cmd\")");
+  if (out.script_path && out.script_path->empty()) throw usage_error("empty script path");
+  return out;
+}
+
+frun_command_line parse_frun_command_line(std::span<const std::string> args) {
+  frun_command_line out;
+  const parse_context pc{source::frun, "", nullptr, nullptr};
+  const std::size_t first = parse_words(pc, args, out.options);
+  if (out.options.help) return out;
+  out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(first), args.end());
+  if (out.command.empty() || out.command.front().empty()) throw usage_error("no command given (frun [options] command [args...])");
+  return out;
+}
+
+script_directives parse_directives(std::string_view script) {
+  script_directives out;
+  std::set<std::string> warned;
+  std::size_t pos = 0;
+  std::size_t line_no = 0;
+  while (pos < script.size()) {
+    const std::size_t nl = script.find('\n', pos);
+    std::string_view line = script.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? script.size() : nl + 1;
+    ++line_no;
+    if (line_no == 1 && line.starts_with("#!")) continue;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos) continue;  // blank
+    if (line[first] != '#') break;                  // the first command ends directives
+    source src;
+    std::string_view rest;
+    if (line.starts_with("#AQS") && (line.size() == 4 || line[4] == ' ' || line[4] == '\t')) {
+      src = source::aqs_directive;
+      rest = line.substr(4);
+    } else if (line.starts_with("#SBATCH") && (line.size() == 7 || line[7] == ' ' || line[7] == '\t')) {
+      src = source::sbatch_directive;
+      rest = line.substr(7);
+    } else {
+      continue;  // an ordinary comment
+    }
+    const parse_context pc{src, "script line " + std::to_string(line_no) + ": ", &out.warnings, &warned};
+    const auto words = split_words(pc, rest);
+    job_options line_opts;
+    const std::size_t stop = parse_words(pc, words, line_opts);
+    if (stop < words.size()) {
+      if (src == source::aqs_directive) pc.fail("unexpected argument '" + shown(words[stop]) + "' in #AQS directive");
+      out.warnings.push_back(pc.where + "#SBATCH argument '" + shown(words[stop]) + "' is not an option; ignored");
+    }
+    merge(out.options, line_opts);
+  }
+  return out;
+}
+
+fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std::string_view> script_text,
+                                const submit_context& ctx) {
+  fsub_request out;
+  job_options opts;
+  std::string script;
+  if (cmd.options.wrap) {
+    script = "#!/bin/sh\n" + *cmd.options.wrap + "\n";
+  } else {
+    if (!script_text) throw usage_error("no script text given for '" + shown(cmd.script_path.value_or("")) + "'");
+    script = std::string(*script_text);
+    if (!script.starts_with("#!")) {
+      throw usage_error("'" + shown(cmd.script_path.value_or("script")) +
+                        "' does not look like a batch script: the first line must start with #! and an interpreter");
+    }
+    check_text(script, "the script");
+    if (script.size() > protocol::k_max_script) {
+      throw usage_error("the script is larger than " + std::to_string(protocol::k_max_script) + " bytes");
+    }
+    auto d = parse_directives(script);
+    opts = std::move(d.options);
+    out.warnings = std::move(d.warnings);
+  }
+  merge(opts, cmd.options);
+  const std::string default_name = cmd.options.wrap ? std::string("wrap") : base_name(*cmd.script_path);
+  out.request.job = common_spec(opts, default_name, ctx);
+  out.request.job.script = std::move(script);
+  out.request.job.argv = cmd.script_args;
+  for (const auto& a : out.request.job.argv) check_text(a, "a script argument");
+  out.parsable = opts.parsable.value_or(false);
+  out.json = opts.json;
+  validate_like_server(out.request);
+  return out;
+}
+
+protocol::submit build_frun_request(const frun_command_line& cmd, const submit_context& ctx) {
+  protocol::submit out;
+  out.job = common_spec(cmd.options, base_name(cmd.command.front()), ctx);
+  out.job.argv = cmd.command;
+  for (const auto& a : out.job.argv) check_text(a, "a command argument");
+  out.job.interactive = true;
+  validate_like_server(out);
+  return out;
+}
+
+std::string fsub_usage() {
+  return "Usage: fsub [options] script [args...]\n"
+         "       fsub [options] --wrap \"command\"\n"
+         "Submit a batch job; prints \"Submitted job N\". Options may also be given as #AQS or\n"
+         "#SBATCH lines at the top of the script; the command line wins.\n"
+         "  -n, --ntasks, --procs N  run on exactly N processors\n"
+         "      --min N, --max M     adaptive size range (with --adaptive)\n"
+         "      --adaptive           the job uses the AQS runtime and can be resized\n"
+         "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
+         "  -J, --job-name NAME      default: the script's file name\n"
+         "  -o, --output PATTERN     stdout file; %j job id, %x name, %u user (default aqs-%j.out)\n"
+         "  -e, --error PATTERN      stderr file (default: with stdout)\n"
+         "  -D, --chdir DIR          working directory (default: the current one)\n"
+         "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
+         "      --requeue            requeue the job if its node fails\n"
+         "      --wrap CMD           run CMD with /bin/sh instead of a script\n"
+         "      --parsable           print only the job id\n"
+         "      --json               print the result as JSON\n"
+         "  -h, --help               this help\n";
+}
+
+std::string frun_usage() {
+  return "Usage: frun [options] command [args...]\n"
+         "Run an interactive job: waits for processors, streams its output, Ctrl-C cancels it,\n"
+         "and exits with the job's exit code.\n"
+         "  -n, --ntasks, --procs N  run on exactly N processors\n"
+         "      --min N, --max M     adaptive size range (with --adaptive)\n"
+         "      --adaptive           the job uses the AQS runtime and can be resized\n"
+         "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
+         "  -J, --job-name NAME      default: the command's file name\n"
+         "  -D, --chdir DIR          working directory (default: the current one)\n"
+         "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
+         "      --json               print events as JSON\n"
+         "  -h, --help               this help\n";
+}
+
+}  // namespace aqs::cmdline

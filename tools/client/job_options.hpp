@@ -1,0 +1,144 @@
+// job_options: fsub/frun options from the command line and from #AQS/#SBATCH script directives.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/messages.hpp"
+
+namespace aqs::cmdline {
+
+// The options of fsub and frun, each unset until given. One set comes from
+// the command line and one from the script's directives; merge() lets the
+// command line win.
+//
+// Accepted forms, as with sbatch: "--ntasks=4", "--ntasks 4", "-n4", "-n 4".
+// Options (short, long aliases):
+//   -n, --ntasks, --procs N      rigid size: min = max = N
+//   --min N, --max M             size range; min < max needs --adaptive
+//   --adaptive                   the job links the AQS shim and can be resized
+//   -t, --time LIMIT             Slurm time formats (see time_limit.hpp)
+//   -J, --job-name NAME
+//   -o, --output PATTERN         %j, %x, %u, %% (see output_pattern.hpp)
+//   -e, --error PATTERN          default: stderr goes into the output file
+//   -D, --chdir DIR              relative to the current directory
+//   -d, --dependency afterok:ID[:ID...][,afterok:ID...]
+//   --requeue, --no-requeue      requeue after NODE_FAIL
+//   --wrap CMD                   fsub only, command line only: sh -c CMD as the script
+//   --parsable                   fsub prints only the job id
+//   --json                       machine-readable output (command line only)
+//   -h, --help                   (command line only)
+struct job_options {
+  // -n and --min/--max form one group: a later source that sets any of the
+  // three replaces all three (a script's "-n 4" is overridden by a command
+  // line "--min 2 --max 8" as a whole).
+  std::optional<std::int64_t> procs;
+  std::optional<std::int64_t> min_pe;
+  std::optional<std::int64_t> max_pe;
+  std::optional<bool> adaptive;
+  std::optional<std::int64_t> time_limit_s;  // 0: no limit
+  std::optional<std::string> job_name;
+  std::optional<std::string> output;
+  std::optional<std::string> error;
+  std::optional<std::string> chdir;
+  std::optional<std::vector<std::int64_t>> afterok;
+  std::optional<bool> requeue;
+  std::optional<std::string> wrap;
+  std::optional<bool> parsable;
+  bool json = false;
+  bool help = false;
+  friend bool operator==(const job_options&, const job_options&) = default;
+};
+
+// Fields set in `over` replace those in `base` (the size group as a whole).
+void merge(job_options& base, const job_options& over);
+
+// The command line of fsub: options, then the script path and its arguments
+// (the first non-option word ends the options, as with sbatch; "--" also does).
+struct fsub_command_line {
+  job_options options;
+  std::optional<std::string> script_path;
+  std::vector<std::string> script_args;
+};
+
+// Parses fsub's arguments (without argv[0]). Throws usage_error for an
+// unknown option, a missing or malformed value, a value given to a flag,
+// neither a script nor --wrap, or both. With --help nothing else is checked.
+fsub_command_line parse_fsub_command_line(std::span<const std::string> args);
+
+// The command line of frun: options, then the command and its arguments.
+struct frun_command_line {
+  job_options options;
+  std::vector<std::string> command;
+};
+// Throws usage_error as above, for --wrap, or for a missing command.
+frun_command_line parse_frun_command_line(std::span<const std::string> args);
+
+// The options found in a script's directives.
+struct script_directives {
+  job_options options;
+  // One line each, for stderr: "#SBATCH --mem has no AQS equivalent; ignored".
+  std::vector<std::string> warnings;
+};
+
+// Reads "#AQS" and "#SBATCH" directive lines at the top of `script`: after
+// the "#!" line, up to the first line that is neither blank nor a comment,
+// as sbatch does. A directive is the keyword at the very start of the line
+// followed by blanks; its words are split like a shell would (single and
+// double quotes, an unquoted word starting with '#' begins a comment). Later
+// directives override earlier ones. An #SBATCH option without an AQS meaning
+// (--mem, -N, --partition, ...) is warned about once and ignored, with its
+// value if it has one, so Slurm scripts still run; the same in an #AQS line
+// is an error. Throws usage_error (with the line number) for an unknown #AQS
+// option, a bad value in either kind of line, an unsupported dependency type,
+// an unterminated quote, or an option that only makes sense on the command
+// line (--wrap, --json, --help).
+script_directives parse_directives(std::string_view script);
+
+// What the command passes in rather than the library reading it.
+struct submit_context {
+  std::string cwd;                        // absolute current directory
+  std::vector<std::string> environment;   // the caller's environ, "KEY=VALUE"
+  std::optional<std::string> submit_token;  // idempotency key for retries
+};
+
+// What fsub sends, and how it should print the answer.
+struct fsub_request {
+  protocol::submit request;  // id 0; the client library assigns ids
+  bool parsable = false;
+  bool json = false;
+  std::vector<std::string> warnings;
+};
+
+// Builds the submit request: directives of `script_text` (the file at
+// cmd.script_path, read by the caller; ignored with --wrap, whose script is
+// "#!/bin/sh\n" + CMD) merged under the command-line options, then sizes
+// resolved and everything checked:
+//   - size: -n N gives N..N; --min only gives min..min; --max only gives
+//     max..max, or 1..max with --adaptive; none gives 1; min > max, and
+//     min < max without --adaptive, are errors;
+//   - name: -J, else the script's file name, else "wrap";
+//   - workdir: -D resolved against ctx.cwd, else ctx.cwd;
+//   - stdout: -o else "aqs-%j.out"; stderr: -e else unset (into stdout);
+//   - environment: ctx.environment minus entries without a KEY=;
+//   - the script must start with "#!" (as sbatch demands), contain no NUL,
+//     and be valid UTF-8.
+// The result is finally validated exactly as aqsd will (protocol
+// parse_message), so what passes here is not refused as bad_request later.
+// Throws usage_error with a one-line message for every failure.
+fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std::string_view> script_text,
+                                const submit_context& ctx);
+
+// Builds frun's interactive submit: argv = the command, interactive = true,
+// same size/name/workdir rules (name defaults to the command's file name).
+protocol::submit build_frun_request(const frun_command_line& cmd, const submit_context& ctx);
+
+// The --help text of fsub and frun (several lines, ending in '\n').
+std::string fsub_usage();
+std::string frun_usage();
+
+}  // namespace aqs::cmdline

@@ -1,0 +1,58 @@
+// map_display: compact per-node processor map text.
+#include "client/map_display.hpp"
+
+#include <algorithm>
+
+namespace aqs::cmdline {
+
+std::string format_processor_map(std::span<const node_span> nodes, const core::processor_set& procs) {
+  std::vector<const node_span*> sorted;
+  sorted.reserve(nodes.size());
+  for (const auto& n : nodes) {
+    if (n.nprocs > 0) sorted.push_back(&n);
+  }
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const node_span* a, const node_span* b) { return a->first_proc < b->first_proc; });
+
+  // The node holding global processor p, or nullptr. Nodes are few and the
+  // walk below is in increasing p, so a moving cursor keeps this linear.
+  std::size_t cursor = 0;
+  auto owner = [&](std::size_t p) -> const node_span* {
+    while (cursor < sorted.size() && sorted[cursor]->first_proc + sorted[cursor]->nprocs <= p) ++cursor;
+    for (std::size_t k = cursor; k < sorted.size() && sorted[k]->first_proc <= p; ++k) {
+      if (p < sorted[k]->first_proc + sorted[k]->nprocs) return sorted[k];
+    }
+    return nullptr;
+  };
+
+  std::string out;
+  const node_span* run_node = nullptr;
+  bool in_run = false;
+  std::size_t run_first = 0, run_last = 0;  // global numbers
+  auto flush = [&]() {
+    if (!in_run) return;
+    const std::size_t base = run_node != nullptr ? run_node->first_proc : 0;
+    if (!out.empty()) out.push_back(',');
+    out += run_node != nullptr ? run_node->name : std::string("?");
+    out.push_back(':');
+    out += std::to_string(run_first - base);
+    if (run_last != run_first) out += "-" + std::to_string(run_last - base);
+    in_run = false;
+  };
+  // A node with several runs gets "a-b,name:c" rather than "a-b,c" (see header).
+  procs.for_each([&](std::size_t p) {
+    const node_span* n = owner(p);
+    if (in_run && n == run_node && p == run_last + 1) {
+      run_last = p;
+      return;
+    }
+    flush();
+    run_node = n;
+    run_first = run_last = p;
+    in_run = true;
+  });
+  flush();
+  return out;
+}
+
+}  // namespace aqs::cmdline
