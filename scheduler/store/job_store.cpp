@@ -470,7 +470,6 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
   const auto deadline = std::chrono::steady_clock::now() + options_.reconnect_timeout;
   int rollbacks = 0;
   bool in_doubt = false;
-  const bool fake_doubt_hook = !read_only && options_.fake_in_doubt_after_commit != nullptr;
   for (;;) {
     try {
       pqxx::connection& c = s.connect(deadline);
@@ -499,7 +498,6 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
         if (!s.is_open() || is_connection_state(e.sqlstate())) throw commit_unknown{};
         throw;
       }
-      if (fake_doubt_hook && options_.fake_in_doubt_after_commit()) throw commit_unknown{};
       return result;
     } catch (const commit_unknown&) {
       s.drop();
@@ -590,7 +588,12 @@ void job_store::committer_loop(unsigned index) {
   }
 }
 
-void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
+// The batch is one statement (jobs and their events through data-modifying
+// CTEs) run in autocommit mode: one round trip that is also the COMMIT, so a
+// batch costs one WAL flush and no BEGIN/COMMIT round trips. Any connection
+// loss while it runs leaves the outcome unknown; it is then resolved by the
+// batch's submit_tokens before anything is sent again.
+std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<pending_submit>& batch) {
   std::string json = "[";
   std::vector<std::string> tokens;
   tokens.reserve(batch.size());
@@ -602,7 +605,7 @@ void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
   json.push_back(']');
   const std::string token_array = text_array_literal(tokens);
 
-  // Ids by token, for the batch's order.
+  // Ids in the batch's order, if every token is in the map.
   auto ids_in_order = [&](const std::unordered_map<std::string, std::int64_t>& by_token)
       -> std::optional<std::vector<std::int64_t>> {
     std::vector<std::int64_t> ids;
@@ -614,35 +617,78 @@ void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
     }
     return ids;
   };
-  auto find_tokens = [&](pqxx::work& tx, std::unordered_map<std::string, std::int64_t>& by_token) {
+  auto find_tokens = [&](pqxx::nontransaction& tx, std::unordered_map<std::string, std::int64_t>& by_token) {
     for (const auto& row : tx.exec_prepared("find_tokens", token_array)) {
       by_token.emplace(row[1].as<std::string>(), row[0].as<std::int64_t>());
     }
   };
 
+  const auto deadline = std::chrono::steady_clock::now() + options_.reconnect_timeout;
+  bool in_doubt = false;
+  int rollbacks = 0;
+  for (;;) {
+    try {
+      pqxx::connection& c = s.connect(deadline);
+      pqxx::nontransaction tx(c);
+      std::unordered_map<std::string, std::int64_t> by_token;
+      if (in_doubt) {
+        // All or nothing: if the batch landed, every token is there. If not,
+        // running it again is safe anyway (ON CONFLICT on the token).
+        find_tokens(tx, by_token);
+        in_doubt = false;
+        {
+          std::lock_guard lk(stats_mu_);
+          ++stats_.in_doubt;
+        }
+        if (auto ids = ids_in_order(by_token)) return *ids;
+        by_token.clear();
+      }
+      if (options_.before_commit) options_.before_commit(s.backend_pid());
+      bool committed = false;
+      try {
+        for (const auto& row : tx.exec_prepared("submit_batch", json)) {
+          by_token.emplace(row[1].as<std::string>(), row[0].as<std::int64_t>());
+        }
+        committed = true;
+        if (options_.fake_in_doubt_after_commit && options_.fake_in_doubt_after_commit()) throw commit_unknown{};
+        // Tokens that existed already (a client's retry): their jobs' ids.
+        if (by_token.size() < batch.size()) find_tokens(tx, by_token);
+      } catch (const pqxx::broken_connection&) {
+        throw commit_unknown{};
+      } catch (const pqxx::in_doubt_error&) {
+        throw commit_unknown{};
+      } catch (const pqxx::transaction_rollback&) {
+        if (committed || !s.is_open()) throw commit_unknown{};
+        throw;
+      } catch (const pqxx::sql_error& e) {
+        if (committed || !s.is_open() || is_connection_state(e.sqlstate())) throw commit_unknown{};
+        throw;  // refused: the statement, hence the whole batch, rolled back
+      }
+      auto ids = ids_in_order(by_token);
+      if (!ids) throw store_error("a submitted job vanished after its commit");
+      return *ids;
+    } catch (const commit_unknown&) {
+      s.drop();
+      in_doubt = true;
+    } catch (const pqxx::broken_connection&) {
+      s.drop();  // lost while resolving: still in doubt if we were
+    } catch (const pqxx::transaction_rollback&) {
+      // A deadlock between two committers inserting the same token: retry.
+      if (++rollbacks > 20) throw;
+    } catch (const pqxx::sql_error& e) {
+      if (s.is_open() && !is_connection_state(e.sqlstate())) throw;
+      s.drop();
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw store_unavailable("the job database stayed unreachable for " +
+                              std::to_string(options_.reconnect_timeout.count()) + " ms");
+    }
+  }
+}
+
+void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
   try {
-    std::vector<std::int64_t> ids = run<std::vector<std::int64_t>>(
-        s,
-        [&](pqxx::work& tx) {
-          std::unordered_map<std::string, std::int64_t> by_token;
-          for (const auto& row : tx.exec_prepared("submit_batch", json)) {
-            by_token.emplace(row[1].as<std::string>(), row[0].as<std::int64_t>());
-          }
-          // Tokens that existed already (a client's retry): their jobs' ids.
-          if (by_token.size() < batch.size()) find_tokens(tx, by_token);
-          auto ids = ids_in_order(by_token);
-          if (!ids) throw store_error("a submitted job vanished within its transaction");
-          if (options_.before_commit) options_.before_commit(s.backend_pid());
-          return *ids;
-        },
-        [&](pqxx::work& tx) -> std::optional<std::vector<std::int64_t>> {
-          // The batch is one transaction: if it landed, every token is there.
-          // If not, running it again is safe (ON CONFLICT on the token).
-          std::unordered_map<std::string, std::int64_t> by_token;
-          find_tokens(tx, by_token);
-          return ids_in_order(by_token);
-        },
-        false);
+    const std::vector<std::int64_t> ids = insert_batch(s, batch);
     {
       std::lock_guard lk(stats_mu_);
       ++stats_.batches;

@@ -24,10 +24,11 @@ namespace aqs::store {
 struct job_store_options {
   // libpq connection string of a database migrated to this build's schema.
   std::string conninfo;
-  // Connections that commit submission batches. With one, a batch forms
-  // while the previous one waits for its WAL flush; a second lets two
-  // batches wait at once (PostgreSQL then flushes both with one fsync).
-  unsigned committers = 2;
+  // Connections that commit submission batches. A batch forms while the
+  // busy committers wait for their WAL flush; several waiting at once are
+  // flushed by PostgreSQL together. 4 measured best on a 2-core VM
+  // (docs/benchmarks.md).
+  unsigned committers = 4;
   // Most submissions in one transaction.
   std::size_t max_batch = 1000;
   // How long one operation keeps trying to reach the database before
@@ -38,8 +39,9 @@ struct job_store_options {
   std::chrono::milliseconds backoff_max{500};
 
   // Fault injection, for tests only. before_commit runs on a committer right
-  // before COMMIT with that connection's backend pid (a test may terminate
-  // it); fake_in_doubt_after_commit, when it returns true after a batch
+  // before it sends a batch (whose statement is its own COMMIT), with that
+  // connection's backend pid (a test may terminate it);
+  // fake_in_doubt_after_commit, when it returns true after a batch
   // committed, makes the committer treat the outcome as unknown.
   std::function<void(int backend_pid)> before_commit;
   std::function<bool()> fake_in_doubt_after_commit;
@@ -126,6 +128,7 @@ private:
   };
   void committer_loop(unsigned index);
   void commit_batch(session& s, std::vector<pending_submit>& batch);
+  std::vector<std::int64_t> insert_batch(session& s, const std::vector<pending_submit>& batch);
   template <class R, class Body, class Resolve>
   R run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only);
 
