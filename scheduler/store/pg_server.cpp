@@ -307,4 +307,30 @@ void pg_server::stop() {
   if (!stopped) throw pg_server_error("PostgreSQL (pid " + std::to_string(pid) + ") would not stop");
 }
 
+void pg_server::crash() {
+  pid_t pid = running_pid();
+  if (pid == 0) pid = child_;
+  if (pid == 0 || (pid != child_ && !process_alive(pid))) {
+    child_ = 0;
+    return;
+  }
+  auto gone = [&] { return pid == child_ ? reap(pid) : !process_alive(pid); };
+  auto wait_gone = [&](std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!gone()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  };
+  ::kill(pid, SIGQUIT);  // immediate shutdown: what a crash leaves behind
+  bool stopped = wait_gone(options_.stop_timeout);
+  if (!stopped) {
+    ::kill(pid, SIGKILL);
+    stopped = wait_gone(5s);
+  }
+  child_ = 0;
+  if (!stopped) throw pg_server_error("PostgreSQL (pid " + std::to_string(pid) + ") would not stop");
+}
+
 }  // namespace aqs::store

@@ -54,6 +54,11 @@ public:
   // not go within stop_timeout. No-op when nothing runs. Throws
   // pg_server_error only if the process cannot be stopped at all.
   void stop();
+  // Immediate shutdown (SIGQUIT, then SIGKILL): no checkpoint, sessions cut
+  // off, WAL replayed at the next start, as after a crash. For tests of what
+  // survives one. No-op when nothing runs; throws pg_server_error if the
+  // server cannot be stopped.
+  void crash();
   // A server answers on our socket.
   bool ready() const;
 

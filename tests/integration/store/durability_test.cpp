@@ -145,7 +145,7 @@ TEST_CASE("a submitting process killed with SIGKILL at random moments loses no a
   check_acknowledged(db.conninfo(), acked);
 }
 
-TEST_CASE("a PostgreSQL restart in the middle of a load run: the run carries on and loses nothing acknowledged") {
+TEST_CASE("a PostgreSQL restart and a PostgreSQL crash in the middle of a load run: the run carries on and loses nothing acknowledged") {
   temp_dir dir;  // declared first: removed after the server is stopped
   pg_server server({.dir = dir.path(), .durable = true});
   server.start();
@@ -197,13 +197,21 @@ TEST_CASE("a PostgreSQL restart in the middle of a load run: the run carries on 
   server.start();
   wait_for(at_restart + 300);
   const std::size_t after_restart = acked_count() - at_restart;
+  server.crash();  // immediate shutdown: committed work survives only through the WAL
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::size_t at_crash = acked_count();
+  server.start();  // crash recovery
+  wait_for(at_crash + 300);
+  const std::size_t after_crash = acked_count() - at_crash;
   stop = true;
   for (auto& t : load) t.join();
 
-  MESSAGE(acked.size() << " acknowledged, " << after_restart << " after the restart, "
+  MESSAGE(acked.size() << " acknowledged, " << after_restart << " after the restart, " << after_crash
+                       << " after the crash, "
                        << store.stats().reconnects << " reconnects, " << store.stats().in_doubt << " in doubt");
   CHECK(failures == 0);
   CHECK(after_restart >= 300);
+  CHECK(after_crash >= 300);
   CHECK(store.stats().reconnects >= 1);
   // The control connection reconnects too.
   store.transition({.job_id = running, .to = aqs::core::job_state::completed, .exit_code = 0});

@@ -9,22 +9,20 @@
 
 #include "store/migrations.hpp"
 #include "store/pg_server.hpp"
+#include "store_test_util.hpp"
 
 namespace fs = std::filesystem;
 using aqs::store::pg_server;
 
 namespace {
 
-fs::path fresh_dir() {
-  std::string tmpl = (fs::temp_directory_path() / "aqs-pgtest.XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-  return tmpl;
-}
+using aqs::test::temp_dir;
 
 }  // namespace
 
 TEST_CASE("a private server starts from nothing, keeps its data across a restart, and stops") {
-  const fs::path dir = fresh_dir();
+  temp_dir tmp;  // removed last, also when a check fails
+  const fs::path dir = tmp.path();
   {
     pg_server server({.dir = dir, .durable = false});
     server.start();
@@ -48,11 +46,11 @@ TEST_CASE("a private server starts from nothing, keeps its data across a restart
   pg_server probe({.dir = dir, .stop_on_destroy = false});
   CHECK_FALSE(probe.ready());
   CHECK_FALSE(fs::exists(dir / "data" / "postmaster.pid"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a second pg_server on a running directory adopts the server instead of starting another") {
-  const fs::path dir = fresh_dir();
+  temp_dir tmp;  // removed last, also when a check fails
+  const fs::path dir = tmp.path();
   pg_server first({.dir = dir, .durable = false});
   first.start();
   {
@@ -63,11 +61,11 @@ TEST_CASE("a second pg_server on a running directory adopts the server instead o
   CHECK(first.ready());
   first.stop();
   CHECK_FALSE(first.ready());
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a server that cannot start reports why in one line") {
-  const fs::path dir = fresh_dir();
+  temp_dir tmp;  // removed last, also when a check fails
+  const fs::path dir = tmp.path();
   {
     pg_server server({.dir = dir, .durable = false});
     server.start();
@@ -83,7 +81,6 @@ TEST_CASE("a server that cannot start reports why in one line") {
   pg_server server({.dir = dir, .durable = false, .start_timeout = std::chrono::seconds(20)});
   CHECK_THROWS_WITH_AS(server.start(), doctest::Contains("while starting"), aqs::store::pg_server_error);
   CHECK_FALSE(server.ready());
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the connection string quotes a directory with spaces and quotes") {
