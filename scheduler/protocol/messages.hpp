@@ -33,6 +33,7 @@ inline constexpr std::size_t k_max_env_entries = 16384;
 inline constexpr std::size_t k_max_argv = 16384;
 inline constexpr std::size_t k_max_arg = std::size_t{128} << 10;  // one argv/env string (Linux MAX_ARG_STRLEN)
 inline constexpr std::size_t k_max_ids = 65536;       // job id lists
+inline constexpr std::int64_t k_max_list = 10000;      // jobs per list_jobs reply page
 inline constexpr std::size_t k_max_cpus = 65536;      // local cpu lists
 inline constexpr std::size_t k_max_output_chunk = std::size_t{1} << 20;  // raw bytes per output message
 inline constexpr std::size_t k_max_text = 4096;       // error messages
@@ -143,7 +144,11 @@ struct cancel {
   friend bool operator==(const cancel&, const cancel&) = default;
 };
 
-// Reply: ok {jobs: [job objects]}. Without `all`, finished jobs are left out.
+// Reply: ok {jobs: [job objects, by increasing id], more: bool}. Without
+// `all`, finished jobs are left out. A long history does not fit one frame:
+// the server returns at most `limit` (or its own cap) jobs with id >
+// `after_id`, and more = true when the client should ask again with
+// after_id = the last id it got.
 struct list_jobs {
   static constexpr std::string_view type = "list_jobs";
   std::int64_t id = 0;
@@ -151,6 +156,8 @@ struct list_jobs {
   std::optional<std::string> user;
   std::vector<core::job_state> states;  // empty: any
   std::vector<std::int64_t> job_ids;    // empty: any
+  std::optional<std::int64_t> after_id;
+  std::optional<std::int64_t> limit;    // 1..k_max_list
   friend bool operator==(const list_jobs&, const list_jobs&) = default;
 };
 

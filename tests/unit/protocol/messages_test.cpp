@@ -185,11 +185,15 @@ TEST_CASE("node and job messages validate maps, states, exit status and names") 
   CHECK(std::string(parse_error(R"({"type":"kill","id":1,"job_id":1,"signal":65})").what()).find("'signal'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"cancel","id":1})").what()).find("'job_ids'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"list_jobs","id":1,"states":["DONE"]})").what()).find("'states[0]'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"list_jobs","id":1,"limit":10001})").what()).find("'limit'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"output","job_id":1,"stream":"stdout","data":"abc"})").what()).find("'data'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"output","job_id":1,"stream":"tty","data":""})").what()).find("'stream'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"challenge","nonce":"xyz"})").what()).find("'nonce'") != J::npos);
   // launch: nprocs must match the map.
-  json l = to_json(samples()[25]);
+  json l;
+  for (const auto& m : samples()) {
+    if (std::holds_alternative<launch>(m)) l = to_json(m);
+  }
   REQUIRE(l["type"] == "launch");
   l["nprocs"] = 2;
   CHECK(std::string(parse_error(l.dump()).what()).find("'nprocs'") != J::npos);

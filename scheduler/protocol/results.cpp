@@ -1,0 +1,139 @@
+// results: JSON for listed jobs and nodes, validated like every message.
+#include "protocol/results.hpp"
+
+#include <algorithm>
+
+#include "protocol/field_reader.hpp"
+#include "protocol/messages.hpp"
+
+namespace aqs::protocol {
+
+using detail::reader;
+using nlohmann::json;
+
+namespace {
+
+constexpr reader::str_rule k_name{k_max_name, true, true};
+constexpr reader::str_rule k_time{64, true, true};
+
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+reader object_reader(const json& j, const std::string& where) {
+  if (!j.is_object()) {
+    throw protocol_error(error_code::bad_request,
+                         "field '" + (where.empty() ? std::string("(top)") : where) + "' must be an object");
+  }
+  return reader(j, where.empty() ? std::string() : where + ".");
+}
+
+const json& list_of(const json& result, const char* key) {
+  const reader r = object_reader(result, "");
+  const json* a = r.array(key, k_max_ids, true);
+  return *a;
+}
+
+}  // namespace
+
+std::string_view to_string(node_state s) noexcept {
+  switch (s) {
+    case node_state::up: return "UP";
+    case node_state::down: return "DOWN";
+    case node_state::drain: return "DRAIN";
+  }
+  return "DOWN";
+}
+
+std::optional<node_state> parse_node_state(std::string_view text) noexcept {
+  if (text == "UP") return node_state::up;
+  if (text == "DOWN") return node_state::down;
+  if (text == "DRAIN") return node_state::drain;
+  return std::nullopt;
+}
+
+json to_json(const job_info& j) {
+  return json{{"id", j.id},
+              {"name", j.name},
+              {"user", j.user},
+              {"state", core::to_string(j.state)},
+              {"adaptive", j.adaptive},
+              {"min_pe", j.min_pe},
+              {"max_pe", j.max_pe},
+              {"procs", j.procs},
+              {"nprocs", j.nprocs},
+              {"nodes", j.nodes},
+              {"submit_time", opt(j.submit_time)},
+              {"start_time", opt(j.start_time)},
+              {"end_time", opt(j.end_time)},
+              {"exit_code", opt(j.exit_code)},
+              {"walltime_s", opt(j.walltime_s)}};
+}
+
+json to_json(const node_info& n) {
+  return json{{"name", n.name},   {"state", to_string(n.state)}, {"first_proc", n.first_proc},
+              {"nprocs", n.nprocs}, {"procs", n.procs},          {"jobs", n.jobs},
+              {"memory_mb", n.memory_mb}, {"gpus", n.gpus}};
+}
+
+job_info parse_job_info(const json& j, const std::string& where) {
+  const reader r = object_reader(j, where);
+  job_info out;
+  out.id = r.integer("id", 1, k_max_job_id);
+  out.name = r.string("name", k_name);
+  out.user = r.string("user", k_name);
+  out.state = r.state_of("state", r.need("state"));
+  out.adaptive = r.boolean("adaptive", false);
+  out.min_pe = r.integer("min_pe", 1, k_max_pe);
+  out.max_pe = r.integer("max_pe", 1, k_max_pe);
+  if (out.max_pe < out.min_pe) r.fail("max_pe", "must be >= min_pe");
+  out.procs = r.opt_string("procs", {static_cast<std::size_t>(k_max_pe), false, true}).value_or("");
+  if (out.procs.find_first_not_of("01") != std::string::npos) r.fail("procs", "must contain only 0 and 1");
+  out.nprocs = r.integer_or("nprocs", 0, k_max_pe, 0);
+  if (static_cast<std::int64_t>(std::count(out.procs.begin(), out.procs.end(), '1')) != out.nprocs) {
+    r.fail("nprocs", "must equal the number of 1s in 'procs'");
+  }
+  out.nodes = r.opt_string("nodes", {k_max_path * 16, false, true}).value_or("");
+  out.submit_time = r.opt_string("submit_time", k_time);
+  out.start_time = r.opt_string("start_time", k_time);
+  out.end_time = r.opt_string("end_time", k_time);
+  out.exit_code = r.opt_integer("exit_code", 0, 255);
+  out.walltime_s = r.opt_integer("walltime_s", 1, k_max_walltime_s);
+  return out;
+}
+
+node_info parse_node_info(const json& j, const std::string& where) {
+  const reader r = object_reader(j, where);
+  node_info out;
+  out.name = r.string("name", k_name);
+  const std::string state = r.string("state", k_name);
+  const auto st = parse_node_state(state);
+  if (!st) r.fail("state", "must be UP, DOWN or DRAIN");
+  out.state = *st;
+  out.first_proc = r.integer_or("first_proc", 0, k_max_pe, 0);
+  out.nprocs = r.integer_or("nprocs", 0, k_max_pe, 0);
+  out.procs = r.opt_string("procs", {k_max_path, false, true}).value_or("");
+  out.jobs = r.integers("jobs", k_max_ids, 1, k_max_job_id);
+  out.memory_mb = r.integer_or("memory_mb", 0, std::int64_t{1} << 40, 0);
+  out.gpus = r.integer_or("gpus", 0, 1 << 16, 0);
+  return out;
+}
+
+std::vector<job_info> parse_job_list(const json& result) {
+  const json& a = list_of(result, "jobs");
+  std::vector<job_info> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(parse_job_info(a[i], "jobs[" + std::to_string(i) + "]"));
+  return out;
+}
+
+std::vector<node_info> parse_node_list(const json& result) {
+  const json& a = list_of(result, "nodes");
+  std::vector<node_info> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(parse_node_info(a[i], "nodes[" + std::to_string(i) + "]"));
+  return out;
+}
+
+}  // namespace aqs::protocol

@@ -1,0 +1,92 @@
+// Unit tests of the listed job and node objects (fjobs/fnodes --json).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "protocol/errors.hpp"
+#include "protocol/results.hpp"
+
+using namespace aqs::protocol;
+using aqs::core::job_state;
+using nlohmann::json;
+
+namespace {
+job_info sample_job_info() {
+  job_info j;
+  j.id = 42;
+  j.name = "heat";
+  j.user = "alice";
+  j.state = job_state::running;
+  j.adaptive = true;
+  j.min_pe = 2;
+  j.max_pe = 8;
+  j.procs = "00111100";
+  j.nprocs = 4;
+  j.nodes = "node0:2-3,node1:0-1";
+  j.submit_time = "2026-11-21T21:00:00Z";
+  j.start_time = "2026-11-21T21:00:01Z";
+  j.walltime_s = 600;
+  return j;
+}
+
+std::string error_of(const json& j) {
+  try {
+    parse_job_list(j);
+  } catch (const protocol_error& e) {
+    CHECK(e.code() == error_code::bad_request);
+    return e.what();
+  }
+  FAIL("no error");
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a job object carries every field the fjobs --json contract names") {
+  const json j = to_json(sample_job_info());
+  for (const char* key : {"id", "name", "user", "state", "adaptive", "min_pe", "max_pe", "procs", "nprocs",
+                          "submit_time", "start_time", "end_time", "exit_code"}) {
+    CAPTURE(key);
+    CHECK(j.contains(key));
+  }
+  CHECK(j["end_time"].is_null());
+  CHECK(j["exit_code"].is_null());
+  CHECK(j["state"] == "RUNNING");
+}
+
+TEST_CASE("job and node objects round-trip through JSON") {
+  const job_info j = sample_job_info();
+  CHECK(parse_job_info(to_json(j)) == j);
+  node_info n;
+  n.name = "node1";
+  n.state = node_state::drain;
+  n.first_proc = 4;
+  n.nprocs = 4;
+  n.procs = "4-7";
+  n.jobs = {42};
+  n.memory_mb = 16000;
+  CHECK(parse_node_info(to_json(n)) == n);
+  const json reply = {{"nodes", json::array({to_json(n)})}};
+  CHECK(parse_node_list(reply) == std::vector<node_info>{n});
+}
+
+TEST_CASE("a bad job in a list reply is named by its index and field") {
+  json bad = to_json(sample_job_info());
+  bad["state"] = "SLEEPING";
+  const json reply = {{"jobs", json::array({to_json(sample_job_info()), bad})}};
+  CHECK(error_of(reply).find("'jobs[1].state'") != std::string::npos);
+  json mism = to_json(sample_job_info());
+  mism["nprocs"] = 3;
+  CHECK(error_of(json{{"jobs", json::array({mism})}}).find("'jobs[0].nprocs'") != std::string::npos);
+  CHECK(error_of(json{{"jobs", 3}}).find("'jobs'") != std::string::npos);
+  CHECK(error_of(json{{"jobs", json::array({1})}}).find("'jobs[0]'") != std::string::npos);
+  CHECK(error_of(json::object()).find("'jobs' is missing") != std::string::npos);
+}
+
+TEST_CASE("node states have the spellings fnodes shows") {
+  CHECK(to_string(node_state::up) == "UP");
+  CHECK(parse_node_state("DOWN") == node_state::down);
+  CHECK_FALSE(parse_node_state("down").has_value());
+  json n = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0});
+  n["state"] = "IDLE";
+  CHECK_THROWS_AS(parse_node_info(n), protocol_error);
+}
