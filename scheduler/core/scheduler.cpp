@@ -58,6 +58,18 @@ std::size_t scheduler::planning_size(const job& j) noexcept {
   return j.state == job_state::resizing ? j.target.count() : j.procs.count();
 }
 
+std::size_t scheduler::add_node(std::string name, std::size_t procs) {
+  std::size_t index = cluster_.add_node(std::move(name), procs);
+  held_.resize(cluster_.size());
+  reserved_.resize(cluster_.size());
+  for (auto& [id, j] : jobs_) {
+    j.procs.resize(cluster_.size());
+    j.target.resize(cluster_.size());
+  }
+  refresh_usable();
+  return index;
+}
+
 void scheduler::refresh_usable() {
   usable_ = cluster_.procs_in(node_state::up);
   refresh_counts();

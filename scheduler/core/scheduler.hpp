@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -74,6 +75,13 @@ public:
 
   void apply(const event& e);
   std::vector<decision> decide(double now);
+
+  // A node registering while the scheduler runs (the daemon's aqs-node
+  // agents): it gets the next block of processor numbers, UP. Existing maps
+  // keep their numbers. Returns the node's index; throws
+  // std::invalid_argument like cluster::add_node. Call decide() afterwards
+  // to use it.
+  std::size_t add_node(std::string name, std::size_t procs);
   std::vector<decision> handle(const event& e, double now) {
     apply(e);
     return decide(now);

@@ -263,3 +263,24 @@ TEST_CASE("misuse is refused with an exception and leaves the state unchanged") 
   CHECK(s.get(1).state == job_state::running);
   CHECK(s.find(2) == nullptr);
 }
+
+TEST_CASE("nodes registering while jobs run extend the numbering and are used at once") {
+  scheduler s(cluster{}, make_strategy("equipartition"));
+  CHECK(s.usable_count() == 0);
+  auto d = s.handle(event::arrival(adaptive(1, 2, 12)), 0);
+  CHECK(d.empty());
+  CHECK(s.add_node("a", 4) == 0);
+  d = s.decide(1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.to_string() == "1111");
+  s.add_node("b", 4);
+  CHECK_THROWS_AS(s.add_node("b", 2), std::invalid_argument);
+  d = s.decide(2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.to_string() == "11111111");
+  CHECK(d[0].ranks_moved == 0);
+  s.handle(event::on_job(event::kind::resize_ack, 1), 3);
+  CHECK(s.machine().node_of(5) == 1);
+  CHECK(s.get(1).procs.to_ranges() == "0-7");
+}
