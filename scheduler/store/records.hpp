@@ -148,8 +148,10 @@ struct live_state {
 // What fjobs asks for.
 struct job_filter {
   std::optional<std::string> user_name{};
-  std::vector<core::job_state> states{};  // empty: any
-  bool include_finished = false;        // false: live states only
+  // Only jobs in these states (finished ones too, if listed); empty: any
+  // live state, and finished ones as include_finished says.
+  std::vector<core::job_state> states{};
+  bool include_finished = false;
   std::optional<std::int64_t> limit{};    // none: all
 };
 

@@ -156,4 +156,42 @@ std::vector<std::string> parse_array(std::string_view text) {
   }
 }
 
+std::int64_t parse_utc_timestamp(std::string_view t) {
+  auto bad = [&] { return store_error("unexpected timestamp from the database: " + std::string(t.substr(0, 40))); };
+  auto digits = [&](std::size_t pos, std::size_t n) {
+    if (pos + n > t.size()) throw bad();
+    std::int64_t v = 0;
+    for (std::size_t i = pos; i < pos + n; ++i) {
+      if (t[i] < '0' || t[i] > '9') throw bad();
+      v = v * 10 + (t[i] - '0');
+    }
+    return v;
+  };
+  // YYYY-MM-DD HH:MM:SS
+  if (t.size() < 22 || t[4] != '-' || t[7] != '-' || t[10] != ' ' || t[13] != ':' || t[16] != ':') throw bad();
+  const std::int64_t y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2);
+  const std::int64_t h = digits(11, 2), mi = digits(14, 2), sec = digits(17, 2);
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) throw bad();
+  std::size_t pos = 19;
+  std::int64_t micros = 0;
+  if (t[pos] == '.') {
+    ++pos;
+    std::size_t n = 0;
+    while (pos + n < t.size() && t[pos + n] >= '0' && t[pos + n] <= '9') ++n;
+    if (n == 0 || n > 6) throw bad();
+    micros = digits(pos, n);
+    for (std::size_t k = n; k < 6; ++k) micros *= 10;
+    pos += n;
+  }
+  if (t.substr(pos) != "+00") throw bad();
+  // Days from civil (Howard Hinnant's algorithm), proleptic Gregorian.
+  const std::int64_t yy = mo <= 2 ? y - 1 : y;
+  const std::int64_t era = (yy >= 0 ? yy : yy - 399) / 400;
+  const std::int64_t yoe = yy - era * 400;
+  const std::int64_t doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const std::int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const std::int64_t days = era * 146097 + doe - 719468;
+  return ((days * 24 + h) * 60 + mi) * 60'000'000 + sec * 1'000'000 + micros;
+}
+
 }  // namespace aqs::store

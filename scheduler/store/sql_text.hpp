@@ -2,6 +2,7 @@
 // (JSON strings and text[] literals), pure functions testable without a DB.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,5 +31,12 @@ std::string text_array_literal(const std::vector<std::string>& values);
 // "[0:1]=" skipped. Throws store_error on malformed input, a NULL element or
 // a nested array. (libpqxx 6.4's array_parser asserts on some valid inputs.)
 std::vector<std::string> parse_array(std::string_view text);
+
+// Microseconds since the Unix epoch of a timestamptz as PostgreSQL prints it
+// with TimeZone UTC and DateStyle ISO: "2026-11-21 21:34:02.123456+00"
+// (fraction optional, 1-6 digits). The store sets both on every connection:
+// parsing text is faster than asking the server to compute epoch numerics.
+// Throws store_error on anything else.
+std::int64_t parse_utc_timestamp(std::string_view text);
 
 }  // namespace aqs::store

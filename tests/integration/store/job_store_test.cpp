@@ -226,8 +226,8 @@ TEST_CASE("fjobs listings filter by user and state and hide finished jobs unless
         std::vector<std::int64_t>{alice[0], alice[2], alice[3], alice[4]});
   CHECK(store.list_jobs({.user_name = "alice", .include_finished = true}).size() == 5);
   CHECK(ids(store.list_jobs({.states = {job_state::running}})) == std::vector<std::int64_t>{alice[0]});
-  CHECK(store.list_jobs({.states = {job_state::completed}}).empty());  // finished, not asked for
-  CHECK(ids(store.list_jobs({.states = {job_state::completed, job_state::cancelled}, .include_finished = true})) ==
+  // States asked for by name are listed even when finished.
+  CHECK(ids(store.list_jobs({.states = {job_state::completed, job_state::cancelled}})) ==
         std::vector<std::int64_t>{alice[1], bob[0]});
   CHECK(ids(store.list_jobs({.user_name = "bob", .states = {job_state::pending}})) ==
         std::vector<std::int64_t>{bob[1], bob[2]});
@@ -239,7 +239,7 @@ TEST_CASE("fjobs listings filter by user and state and hide finished jobs unless
   REQUIRE(running.size() == 1);
   CHECK(running[0].status.procs == processor_set::from_string("0011"));
   CHECK(running[0].status.start_time);
-  auto done = store.list_jobs({.states = {job_state::completed}, .include_finished = true});
+  auto done = store.list_jobs({.states = {job_state::completed}});
   REQUIRE(done.size() == 1);
   CHECK(done[0].status.exit_code == 0);
   CHECK(done[0].status.end_time);

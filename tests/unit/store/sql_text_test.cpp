@@ -87,3 +87,21 @@ TEST_CASE("every text[] literal we write parses back to the same strings") {
                                            "\xF0\x9F\x98\x80", "'; DROP TABLE jobs; --"};
   CHECK(parse_array(text_array_literal(values)) == values);
 }
+
+TEST_CASE("UTC timestamps as PostgreSQL prints them become exact microseconds since the epoch") {
+  CHECK(parse_utc_timestamp("1970-01-01 00:00:00+00") == 0);
+  CHECK(parse_utc_timestamp("2000-01-01 00:00:00+00") == 946'684'800'000'000);
+  CHECK(parse_utc_timestamp("2026-11-21 21:34:02.123456+00") == 1'795'296'842'123'456);
+  CHECK(parse_utc_timestamp("2024-02-29 12:00:00+00") == 1'709'208'000'000'000);
+  CHECK(parse_utc_timestamp("1999-12-31 23:59:59.5+00") == 946'684'799'500'000);
+  CHECK(parse_utc_timestamp("1969-12-31 23:59:59+00") == -1'000'000);
+}
+
+TEST_CASE("timestamps in another zone, style or shape are errors") {
+  for (const char* bad : {"", "2026-11-21", "2026-11-21 21:34:02", "2026-11-21 21:34:02+01", "2026-11-21T21:34:02+00",
+                          "2026-11-21 21:34:02.+00", "2026-11-21 21:34:02.1234567+00", "2026-13-01 00:00:00+00",
+                          "21/11/2026 21:34:02+00", "2026-11-21 21:34:02 BC+00"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_utc_timestamp(bad), store_error);
+  }
+}
