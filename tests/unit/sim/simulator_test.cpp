@@ -135,3 +135,31 @@ TEST_CASE("bad simulator options are refused") {
   w.jobs.push_back(rigid(1, 1, 1, 1));
   CHECK_THROWS_AS(simulate(w, with("easy")), std::invalid_argument);
 }
+
+TEST_CASE("random synthetic workloads finish every job under every policy, with sane metrics (seeded)") {
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    CAPTURE(seed);
+    generator_params p;
+    p.jobs = 150;
+    p.procs = std::size_t{8} << (seed % 4);
+    p.load = 0.2 + 0.15 * static_cast<double>(seed % 7);
+    p.seed = seed;
+    auto w = generate(p);
+    make_malleable(w, static_cast<double>(seed % 5) / 4.0, seed);
+    for (const char* policy : {"fcfs", "easy", "equipartition"}) {
+      sim_options o = with(policy, static_cast<double>(seed % 3));
+      o.procs_per_node = seed % 2 ? 1 : 4;
+      if (seed % 4 == 0) o.speedup = speedup_model::parse("amdahl:0.9");
+      auto r = simulate(w, o);
+      REQUIRE(r.jobs.size() == w.jobs.size());
+      for (const auto& j : r.jobs) {
+        REQUIRE(j.start >= j.submit);
+        REQUIRE(j.end > j.start);
+        REQUIRE(j.first_procs >= 1);
+      }
+      CHECK(r.utilization > 0);
+      CHECK(r.utilization <= 1.0 + 1e-9);
+      CHECK(r.mean_bsld >= 1);
+    }
+  }
+}
