@@ -20,7 +20,8 @@ set output out.'/faucets_utilization.svg'
 set title "Processor utilization, 64 processors, mean run time 64.5 s"
 set ylabel "utilization (held processor-seconds / capacity)"
 unset logscale y
-set yrange [0:1]
+set yrange [0:1.05]
+set key bottom right
 plot data using 1:3 with linespoints title "fcfs (rigid)", \
      data using 1:5 with linespoints title "easy (rigid)", \
      data using 1:7 with linespoints title "equipartition (adaptive, linear)", \
