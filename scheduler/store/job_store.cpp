@@ -493,6 +493,7 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
       }
       pqxx::work tx(c);
       R result = body(tx);
+      if (!read_only && options_.before_commit) options_.before_commit(s.backend_pid());
       try {
         tx.commit();
       } catch (const pqxx::in_doubt_error&) {
@@ -504,6 +505,9 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
       } catch (const pqxx::sql_error& e) {
         if (!s.is_open() || is_connection_state(e.sqlstate())) throw commit_unknown{};
         throw;
+      }
+      if (!read_only && options_.fake_in_doubt_after_commit && options_.fake_in_doubt_after_commit()) {
+        throw commit_unknown{};
       }
       return result;
     } catch (const commit_unknown&) {

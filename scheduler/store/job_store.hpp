@@ -38,11 +38,12 @@ struct job_store_options {
   std::chrono::milliseconds backoff_initial{5};
   std::chrono::milliseconds backoff_max{500};
 
-  // Fault injection, for tests only. before_commit runs on a committer right
-  // before it sends a batch (whose statement is its own COMMIT), with that
-  // connection's backend pid (a test may terminate it);
-  // fake_in_doubt_after_commit, when it returns true after a batch
-  // committed, makes the committer treat the outcome as unknown.
+  // Fault injection, for tests only. before_commit runs right before a
+  // write is committed (a committer sending a batch, whose statement is its
+  // own COMMIT; the control connection before COMMIT of a transition or a
+  // node update), with that connection's backend pid: a test may terminate
+  // it. fake_in_doubt_after_commit, when it returns true after a write
+  // committed, makes the store treat the outcome as unknown.
   std::function<void(int backend_pid)> before_commit;
   std::function<bool()> fake_in_doubt_after_commit;
 };

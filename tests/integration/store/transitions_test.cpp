@@ -3,6 +3,8 @@
 // agreeing with core::is_legal_transition.
 #include <doctest/doctest.h>
 
+#include <atomic>
+
 #include <pqxx/pqxx>
 
 #include "store/job_store.hpp"
@@ -245,4 +247,45 @@ TEST_CASE("the job history is append-only") {
   pqxx::connection c(db.conninfo());
   pqxx::work tx(c);
   CHECK_THROWS_WITH(tx.exec0("UPDATE job_events SET reason = 'rewritten'"), doctest::Contains("append-only"));
+}
+
+TEST_CASE("a transition whose COMMIT was cut off is checked by the job's state and run again: one event") {
+  test_database db;
+  job_store_options o = options_for(db.conninfo());
+  o.committers = 1;
+  std::atomic<bool> armed{false};
+  o.before_commit = [&](int backend) {
+    if (!armed.exchange(false)) return;
+    pqxx::connection c(db.conninfo());
+    pqxx::nontransaction tx(c);
+    tx.exec_params("SELECT pg_terminate_backend($1, 10000)", backend);
+  };
+  job_store store(o);
+  const auto id = job_in(store, job_state::pending);
+  armed = true;
+  store.transition({.job_id = id, .to = job_state::running, .procs = k_map, .reason = "start"});
+  CHECK_FALSE(armed);
+  CHECK(store.stats().in_doubt == 1);
+  CHECK(store.get_job(id)->status.state == job_state::running);
+  const auto h = store.job_history(id);
+  REQUIRE(h.size() == 2);
+  CHECK(h[1].reason == "start");
+}
+
+TEST_CASE("a transition that committed but whose answer was lost is found, not applied twice") {
+  test_database db;
+  job_store_options o = options_for(db.conninfo());
+  std::atomic<bool> armed{false};
+  o.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
+  job_store store(o);
+  const auto id = job_in(store, job_state::running);
+  armed = true;
+  const job_event e = store.transition({.job_id = id, .to = job_state::completed, .reason = "done", .exit_code = 0});
+  CHECK(store.stats().in_doubt == 1);
+  CHECK(e.new_state == job_state::completed);
+  CHECK(e.reason == "done");
+  const auto h = store.job_history(id);
+  REQUIRE(h.size() == 3);
+  CHECK(h[2].id == e.id);
+  CHECK(store.get_job(id)->status.exit_code == 0);
 }
