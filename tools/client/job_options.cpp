@@ -177,6 +177,8 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
 // Elsewhere: an error. Returns how many extra words were consumed.
 std::size_t unknown_option(const parse_context& pc, std::string_view word, std::string_view name,
                            bool has_inline_value, bool next_is_value) {
+  // Ignoring these would silently run something else than the script asks for.
+  if (name == "--array" || name == "-a") pc.fail("job arrays (" + std::string(name) + ") are not supported by AQS");
   if (pc.src != source::sbatch_directive) {
     const char* cmd = pc.src == source::frun ? "frun" : "fsub";
     pc.fail("unknown option '" + shown(name) + "'" +
@@ -526,7 +528,7 @@ std::string fsub_usage() {
          "  -e, --error PATTERN      stderr file (default: with stdout)\n"
          "  -D, --chdir DIR          working directory (default: the current one)\n"
          "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
-         "      --requeue            requeue the job if its node fails\n"
+         "      --requeue            requeue the job if its node fails (--no-requeue: don't)\n"
          "      --wrap CMD           run CMD with /bin/sh instead of a script\n"
          "      --parsable           print only the job id\n"
          "      --json               print the result as JSON\n"

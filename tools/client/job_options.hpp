@@ -95,6 +95,7 @@ struct script_directives {
 // value if it has one, so Slurm scripts still run; the same in an #AQS line
 // is an error. Throws usage_error (with the line number) for an unknown #AQS
 // option, a bad value in either kind of line, an unsupported dependency type,
+// a job array (--array/-a: ignoring it would run something else than asked),
 // an unterminated quote, or an option that only makes sense on the command
 // line (--wrap, --json, --help).
 script_directives parse_directives(std::string_view script);

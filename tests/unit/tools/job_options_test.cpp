@@ -223,6 +223,8 @@ TEST_CASE("bad directives are errors naming the script line") {
   CHECK(err("#!/bin/sh\n#SBATCH --wrap=true\n").find("only allowed on the command line") != std::string::npos);
   CHECK(err("#!/bin/sh\n#AQS -n 2 stray\n").find("unexpected argument 'stray'") != std::string::npos);
   CHECK(err("#!/bin/sh\n#SBATCH --dependency=afternotok:4\n").find("not supported") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH --array=1-10\n").find("job arrays") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH -a 1-3\n").find("job arrays") != std::string::npos);
 }
 
 TEST_CASE("lines that only look like directives are ordinary comments") {
