@@ -133,7 +133,8 @@ struct submit {
 };
 
 // Cancels the listed jobs, or every job of `user` when job_ids is empty (at
-// least one of the two is required). `signal` unset: SIGTERM, grace, SIGKILL.
+// least one of the two is required; with both, the listed jobs that `user`
+// owns). `signal` unset: SIGTERM, grace, SIGKILL.
 // Reply: ok {cancelled: [ids]}.
 struct cancel {
   static constexpr std::string_view type = "cancel";

@@ -17,7 +17,7 @@ namespace {
 
 enum class opt_id {
   procs, min, max, adaptive, time, name, output, error, chdir, dependency,
-  requeue, no_requeue, wrap, parsable, json, help,
+  requeue, no_requeue, wrap, parsable, json, help, socket,
 };
 
 struct opt_def {
@@ -28,7 +28,7 @@ struct opt_def {
   bool command_line_only;
 };
 
-constexpr std::array<opt_def, 16> k_options = {{
+constexpr std::array<opt_def, 17> k_options = {{
     {opt_id::procs, 'n', {"ntasks", "procs"}, true, false},
     {opt_id::min, 0, {"min", ""}, true, false},
     {opt_id::max, 0, {"max", ""}, true, false},
@@ -45,6 +45,7 @@ constexpr std::array<opt_def, 16> k_options = {{
     {opt_id::parsable, 0, {"parsable", ""}, false, false},
     {opt_id::json, 0, {"json", ""}, false, true},
     {opt_id::help, 'h', {"help", ""}, false, true},
+    {opt_id::socket, 0, {"socket", ""}, true, true},
 }};
 
 const opt_def* find_long(std::string_view name) {
@@ -169,6 +170,7 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
     case opt_id::parsable: o.parsable = true; break;
     case opt_id::json: o.json = true; break;
     case opt_id::help: o.help = true; break;
+    case opt_id::socket: o.socket = nonempty(pc, value, opt); break;
   }
 }
 
@@ -401,6 +403,7 @@ void merge(job_options& base, const job_options& over) {
   take(base.requeue, over.requeue);
   take(base.wrap, over.wrap);
   take(base.parsable, over.parsable);
+  take(base.socket, over.socket);
   base.json = base.json || over.json;
   base.help = base.help || over.help;
 }
@@ -532,6 +535,7 @@ std::string fsub_usage() {
          "      --wrap CMD           run CMD with /bin/sh instead of a script\n"
          "      --parsable           print only the job id\n"
          "      --json               print the result as JSON\n"
+         "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          "  -h, --help               this help\n";
 }
 
@@ -547,6 +551,7 @@ std::string frun_usage() {
          "  -D, --chdir DIR          working directory (default: the current one)\n"
          "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
          "      --json               print events as JSON\n"
+         "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          "  -h, --help               this help\n";
 }
 

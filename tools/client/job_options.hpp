@@ -31,6 +31,7 @@ namespace aqs::cmdline {
 //   --wrap CMD                   fsub only, command line only: sh -c CMD as the script
 //   --parsable                   fsub prints only the job id
 //   --json                       machine-readable output (command line only)
+//   --socket PATH                aqsd's Unix socket (command line only; see commands.hpp)
 //   -h, --help                   (command line only)
 struct job_options {
   // -n and --min/--max form one group: a later source that sets any of the
@@ -51,6 +52,7 @@ struct job_options {
   std::optional<bool> parsable;
   bool json = false;
   bool help = false;
+  std::optional<std::string> socket;
   friend bool operator==(const job_options&, const job_options&) = default;
 };
 

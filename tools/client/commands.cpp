@@ -1,0 +1,284 @@
+// commands: small option scanner for fkill, fjobs and fnodes.
+#include "client/commands.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <csignal>
+#include <utility>
+
+#include "client/usage_error.hpp"
+
+namespace aqs::cmdline {
+
+namespace {
+
+struct opt_spec {
+  char short_name;  // 0: none
+  std::string_view long_name;
+  bool takes_value;
+};
+
+constexpr std::array<opt_spec, 3> k_common = {{
+    {0, "json", false},
+    {0, "socket", true},
+    {'h', "help", false},
+}};
+
+std::string shown(std::string_view s) {
+  std::string out(s.substr(0, 80));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  return out;
+}
+
+struct scanned {
+  std::vector<std::pair<std::string, std::string>> options;  // long name, value
+  std::vector<std::string> positionals;
+};
+
+// Options anywhere; "--" makes the rest positional.
+scanned scan(std::span<const std::string> args, std::span<const opt_spec> specific, std::string_view cmd) {
+  auto find = [&](auto pred) -> const opt_spec* {
+    for (const auto& o : specific) {
+      if (pred(o)) return &o;
+    }
+    for (const auto& o : k_common) {
+      if (pred(o)) return &o;
+    }
+    return nullptr;
+  };
+  scanned out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "--") {
+      out.positionals.insert(out.positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    const bool is_long = w.size() > 2 && w.starts_with("--");
+    const bool is_short = !is_long && w.size() >= 2 && w[0] == '-' && w[1] != '-';
+    if (!is_long && !is_short) {
+      out.positionals.push_back(w);
+      continue;
+    }
+    const std::string_view wv(w);
+    std::string_view name;
+    std::optional<std::string_view> inline_value;
+    const opt_spec* o = nullptr;
+    if (is_long) {
+      const auto eq = wv.find('=');
+      name = wv.substr(0, eq);
+      if (eq != std::string_view::npos) inline_value = wv.substr(eq + 1);
+      o = find([&](const opt_spec& s) { return s.long_name == name.substr(2); });
+    } else {
+      name = wv.substr(0, 2);
+      if (w.size() > 2) inline_value = wv.substr(2);
+      o = find([&](const opt_spec& s) { return s.short_name != 0 && s.short_name == w[1]; });
+    }
+    if (o == nullptr) {
+      throw usage_error("unknown option '" + shown(name) + "' (see " + std::string(cmd) + " --help)");
+    }
+    std::string value;
+    if (o->takes_value) {
+      if (inline_value) {
+        value = std::string(*inline_value);
+      } else {
+        if (i + 1 >= args.size()) throw usage_error("option '" + std::string(name) + "' needs a value");
+        value = args[++i];
+      }
+      if (value.empty()) throw usage_error("empty value for " + std::string(name));
+    } else if (inline_value) {
+      throw usage_error("option '" + std::string(name) + "' takes no value");
+    }
+    out.options.emplace_back(std::string(o->long_name), std::move(value));
+  }
+  return out;
+}
+
+bool apply_common(common_options& c, const std::string& name, const std::string& value) {
+  if (name == "json") {
+    c.json = true;
+  } else if (name == "help") {
+    c.help = true;
+  } else if (name == "socket") {
+    c.socket = value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::int64_t parse_job_id(std::string_view text) {
+  std::int64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 15;
+  for (const char c : text) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) v = v * 10 + (c - '0');
+  }
+  if (!ok || v < 1) throw usage_error("invalid job id '" + shown(text) + "'");
+  return v;
+}
+
+std::vector<std::string_view> split_commas(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (true) {
+    const auto p = s.find(',', start);
+    out.push_back(s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
+    if (p == std::string_view::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string check_user(const std::string& u) {
+  if (u.size() > protocol::k_max_name) throw usage_error("user name is too long");
+  for (const char c : u) {
+    if (static_cast<unsigned char>(c) < 0x20) throw usage_error("user name contains a control character");
+  }
+  return u;
+}
+
+}  // namespace
+
+std::string resolve_socket_path(const std::optional<std::string>& from_option, const char* env_value,
+                                std::string_view system_default) {
+  if (from_option && !from_option->empty()) return *from_option;
+  if (env_value != nullptr && *env_value != '\0') return env_value;
+  return std::string(system_default);
+}
+
+int parse_signal(std::string_view text) {
+  static constexpr std::array<std::pair<std::string_view, int>, 12> names = {{
+      {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
+      {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM},
+      {"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+  }};
+  if (!text.empty() && text.size() <= 2 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const int v = text.size() == 1 ? text[0] - '0' : (text[0] - '0') * 10 + (text[1] - '0');
+    if (v >= 1 && v <= protocol::k_max_signal) return v;
+  }
+  std::string u = upper(text);
+  if (u.starts_with("SIG")) u.erase(0, 3);
+  for (const auto& [name, number] : names) {
+    if (name == u) return number;
+  }
+  throw usage_error("invalid signal '" + shown(text) + "' (use a name like TERM, KILL, INT, USR1 or a number 1-64)");
+}
+
+fkill_command_line parse_fkill_command_line(std::span<const std::string> args) {
+  static constexpr std::array<opt_spec, 2> specific = {{{'s', "signal", true}, {'u', "user", true}}};
+  const scanned s = scan(args, specific, "fkill");
+  fkill_command_line out;
+  for (const auto& [name, value] : s.options) {
+    if (apply_common(out.common, name, value)) continue;
+    if (name == "signal") out.signal = parse_signal(value);
+    if (name == "user") out.user = check_user(value);
+  }
+  if (out.common.help) return out;
+  for (const auto& p : s.positionals) {
+    const auto id = parse_job_id(p);
+    if (std::find(out.job_ids.begin(), out.job_ids.end(), id) == out.job_ids.end()) out.job_ids.push_back(id);
+  }
+  if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
+  if (out.job_ids.empty() && !out.user) throw usage_error("no job id given (fkill ID... or fkill --user USER)");
+  return out;
+}
+
+protocol::cancel build_cancel(const fkill_command_line& cmd) {
+  protocol::cancel c;
+  c.job_ids = cmd.job_ids;
+  if (cmd.signal) c.signal = *cmd.signal;
+  c.user = cmd.user;
+  return c;
+}
+
+fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
+  static constexpr std::array<opt_spec, 4> specific = {{
+      {'a', "all", false}, {'u', "user", true}, {'j', "jobs", true}, {'t', "states", true}}};
+  const scanned s = scan(args, specific, "fjobs");
+  fjobs_command_line out;
+  for (const auto& [name, value] : s.options) {
+    if (apply_common(out.common, name, value)) continue;
+    if (name == "all") out.all = true;
+    if (name == "user") out.user = check_user(value);
+    if (name == "jobs") {
+      for (const auto part : split_commas(value)) out.job_ids.push_back(parse_job_id(part));
+    }
+    if (name == "states") {
+      for (const auto part : split_commas(value)) {
+        const auto st = core::parse_job_state(upper(part));
+        if (!st) {
+          throw usage_error("invalid job state '" + shown(part) +
+                            "' (use PENDING, RUNNING, RESIZING, SUSPENDED, COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL)");
+        }
+        if (std::find(out.states.begin(), out.states.end(), *st) == out.states.end()) out.states.push_back(*st);
+      }
+    }
+  }
+  if (out.common.help) return out;
+  if (!s.positionals.empty()) throw usage_error("unexpected argument '" + shown(s.positionals.front()) + "' (job ids go with -j)");
+  if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
+  return out;
+}
+
+protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd) {
+  protocol::list_jobs l;
+  // Asking for finished states or for ids means the user wants them even
+  // without --all.
+  l.all = cmd.all || !cmd.states.empty() || !cmd.job_ids.empty();
+  l.user = cmd.user;
+  l.job_ids = cmd.job_ids;
+  l.states = cmd.states;
+  return l;
+}
+
+fnodes_command_line parse_fnodes_command_line(std::span<const std::string> args) {
+  const scanned s = scan(args, {}, "fnodes");
+  fnodes_command_line out;
+  for (const auto& [name, value] : s.options) apply_common(out.common, name, value);
+  if (out.common.help) return out;
+  if (!s.positionals.empty()) throw usage_error("unexpected argument '" + shown(s.positionals.front()) + "'");
+  return out;
+}
+
+std::string fkill_usage() {
+  return "Usage: fkill [options] ID...\n"
+         "       fkill [options] --user USER\n"
+         "Cancel jobs (your own only, unless you are root).\n"
+         "  -s, --signal SIG   send only this signal (TERM, KILL, INT, USR1, ... or a number)\n"
+         "                     instead of the normal cancel (SIGTERM, grace period, SIGKILL)\n"
+         "  -u, --user USER    all jobs of USER (with IDs: only those of them owned by USER)\n"
+         "      --json         print the result as JSON\n"
+         "      --socket PATH  aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
+         "  -h, --help         this help\n";
+}
+
+std::string fjobs_usage() {
+  return "Usage: fjobs [options]\n"
+         "List queued and running jobs with state, size, processor map and times.\n"
+         "  -a, --all             include finished jobs\n"
+         "  -u, --user USER       only USER's jobs\n"
+         "  -j, --jobs ID[,ID]    only these jobs\n"
+         "  -t, --states S[,S]    only jobs in these states (e.g. running,pending)\n"
+         "      --json            print one JSON array of jobs\n"
+         "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
+         "  -h, --help            this help\n";
+}
+
+std::string fnodes_usage() {
+  return "Usage: fnodes [options]\n"
+         "List nodes, their processors, which job holds each, and their state.\n"
+         "      --json            print one JSON array of nodes\n"
+         "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
+         "  -h, --help            this help\n";
+}
+
+}  // namespace aqs::cmdline

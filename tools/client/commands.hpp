@@ -1,0 +1,69 @@
+// commands: argument parsing of fkill, fjobs and fnodes, signal names, and finding aqsd's socket.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/messages.hpp"
+
+namespace aqs::cmdline {
+
+// Where the commands find aqsd (the contract in the design brief): --socket
+// PATH, else $AQS_SOCKET (pass getenv's result; empty counts as unset), else
+// `system_default`.
+std::string resolve_socket_path(const std::optional<std::string>& from_option, const char* env_value,
+                                std::string_view system_default);
+
+// "TERM", "SIGTERM", "term" or "15" -> 15. Known names: HUP INT QUIT ABRT
+// KILL USR1 USR2 ALRM TERM CONT STOP TSTP; numbers 1..64. Throws usage_error
+// naming the text otherwise.
+int parse_signal(std::string_view text);
+
+// Options common to these commands: --json, --socket PATH, -h/--help.
+// Accepted forms as for fsub ("--opt=v", "--opt v", "-xV", "-x V"), and here
+// options may come before or after the positional arguments.
+struct common_options {
+  bool json = false;
+  bool help = false;
+  std::optional<std::string> socket;
+};
+
+// fkill [-s|--signal SIG] [-u|--user USER] [--json] [ID...]
+// IDs or --user (or both) are required unless --help.
+struct fkill_command_line {
+  common_options common;
+  std::vector<std::int64_t> job_ids;
+  std::optional<int> signal;
+  std::optional<std::string> user;
+};
+fkill_command_line parse_fkill_command_line(std::span<const std::string> args);
+protocol::cancel build_cancel(const fkill_command_line& cmd);
+
+// fjobs [-a|--all] [-u|--user USER] [-j|--jobs ID[,ID...]] [-t|--states S[,S...]] [--json]
+// States are the job state names in any case (running, PENDING, node_fail).
+struct fjobs_command_line {
+  common_options common;
+  bool all = false;
+  std::optional<std::string> user;
+  std::vector<std::int64_t> job_ids;
+  std::vector<core::job_state> states;
+};
+fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args);
+protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd);
+
+// fnodes [--json]
+struct fnodes_command_line {
+  common_options common;
+};
+fnodes_command_line parse_fnodes_command_line(std::span<const std::string> args);
+
+// --help texts.
+std::string fkill_usage();
+std::string fjobs_usage();
+std::string fnodes_usage();
+
+}  // namespace aqs::cmdline
