@@ -17,6 +17,8 @@ namespace aqs::cmdline {
 // command line win.
 //
 // Accepted forms, as with sbatch: "--ntasks=4", "--ntasks 4", "-n4", "-n 4".
+// Long options must be spelled in full (no getopt-style abbreviations, which
+// could silently capture a Slurm option AQS ignores).
 // Options (short, long aliases):
 //   -n, --ntasks, --procs N      rigid size: min = max = N
 //   --min N, --max M             size range; min < max needs --adaptive
