@@ -1,0 +1,146 @@
+// Integration tests of job_supervisor with real processes: outcomes, time
+// limits with escalation, kill on request, and cleanup of leftovers.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+
+#include "job_supervisor.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs::node;
+using aqs::core::job_state;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct bench {
+  fs::path dir;
+  boost::asio::io_context io;
+  std::map<std::int64_t, job_outcome> done;
+  job_supervisor sup{io, [this](const job_outcome& o) { done[o.job_id] = o; }};
+
+  bench() {
+    std::string t = (fs::temp_directory_path() / "aqs-sup-test.XXXXXX").string();
+    REQUIRE(::mkdtemp(t.data()) != nullptr);
+    dir = t;
+  }
+  ~bench() { fs::remove_all(dir); }
+
+  launch_spec shell(const std::string& cmd, const std::string& out = "out.txt") {
+    launch_spec s;
+    s.argv = {"/bin/sh", "-c", cmd};
+    s.workdir = dir.string();
+    s.env = {"PATH=/usr/bin:/bin"};
+    s.stdout_path = (dir / out).string();
+    return s;
+  }
+  // Runs the event loop until the job has ended (or 60 s, a test failure).
+  const job_outcome& wait(std::int64_t id) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (done.count(id) == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(10ms);
+    REQUIRE(done.count(id) == 1);
+    return done.at(id);
+  }
+  std::string read(const std::string& name) {
+    std::ifstream in(dir / name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("jobs end COMPLETED on exit 0 and FAILED otherwise, each reported once") {
+  bench b;
+  b.sup.start(1, b.shell("exit 0"));
+  b.sup.start(2, b.shell("exit 7"));
+  b.sup.start(3, b.shell("kill -SEGV $$"));
+  CHECK(b.sup.running().size() <= 3);
+  CHECK(b.wait(1).state == job_state::completed);
+  const auto& f = b.wait(2);
+  CHECK(f.state == job_state::failed);
+  CHECK(f.status.exit_code == 7);
+  const auto& s = b.wait(3);
+  CHECK(s.state == job_state::failed);
+  CHECK(s.status.term_signal == SIGSEGV);
+  CHECK(b.sup.running().empty());
+  CHECK(b.done.size() == 3);
+}
+
+TEST_CASE("a job past its time limit gets SIGTERM and ends TIMEOUT") {
+  bench b;
+  b.sup.start(10, b.shell("sleep 30"), 300ms, 5s);
+  const auto& o = b.wait(10);
+  CHECK(o.state == job_state::timeout);
+  CHECK(o.status.term_signal == SIGTERM);
+}
+
+TEST_CASE("a job that ignores SIGTERM is killed with SIGKILL after the grace period") {
+  bench b;
+  // The shell ignores TERM and waits on a child that ignores it too.
+  b.sup.start(11, b.shell("trap '' TERM; echo ready; sleep 30 & wait; sleep 30"), 300ms, 300ms);
+  const auto& o = b.wait(11);
+  CHECK(o.state == job_state::timeout);
+  CHECK(o.status.term_signal == SIGKILL);
+}
+
+TEST_CASE("a kill request ends the whole tree and the job CANCELLED") {
+  bench b;
+  const pid_t pgid = b.sup.start(20, b.shell("sleep 300 & echo $! > child.pid; wait"));
+  std::string child;
+  for (int i = 0; i < 500 && (child = b.read("child.pid")).empty(); ++i) b.io.run_for(10ms);
+  REQUIRE_FALSE(child.empty());
+  const pid_t child_pid = std::stoi(child);
+  CHECK(pid_alive(child_pid));
+  CHECK(b.sup.kill(20, SIGTERM, 5s));
+  const auto& o = b.wait(20);
+  CHECK(o.state == job_state::cancelled);
+  for (int i = 0; i < 200 && pid_alive(child_pid); ++i) b.io.run_for(10ms);  // reaped as subreaper
+  CHECK_FALSE(pid_alive(child_pid));
+  CHECK_FALSE(job_alive(pgid));
+  CHECK_FALSE(b.sup.kill(20, SIGTERM, 1s));  // no longer running here
+}
+
+TEST_CASE("processes a finished job left behind in its group are killed") {
+  bench b;
+  b.sup.start(30, b.shell("sleep 300 & echo $! > left.pid; exit 0"));
+  const auto& o = b.wait(30);
+  CHECK(o.state == job_state::completed);
+  const pid_t left = std::stoi(b.read("left.pid"));
+  for (int i = 0; i < 200 && pid_alive(left); ++i) b.io.run_for(10ms);
+  CHECK_FALSE(pid_alive(left));
+}
+
+TEST_CASE("a job that cannot start is not tracked, and a duplicate id is refused") {
+  bench b;
+  auto bad = b.shell("true");
+  bad.workdir = "/nonexistent-aqs";
+  CHECK_THROWS_AS(b.sup.start(40, bad), launch_error);
+  CHECK_FALSE(b.sup.is_running(40));
+  b.sup.start(41, b.shell("sleep 30"));
+  CHECK_THROWS_AS(b.sup.start(41, b.shell("true")), std::invalid_argument);
+  CHECK(b.sup.kill(41, SIGKILL, 1s));
+  CHECK(b.wait(41).state == job_state::cancelled);
+  CHECK(b.done.count(40) == 0);
+}
+
+TEST_CASE("many short jobs at once are all reaped and reported") {
+  bench b;
+  for (int i = 100; i < 160; ++i) b.sup.start(i, b.shell("exit " + std::to_string(i % 3), "o" + std::to_string(i)));
+  for (int i = 100; i < 160; ++i) {
+    const auto& o = b.wait(i);
+    CHECK(o.status.exit_code == i % 3);
+  }
+  CHECK(b.sup.running().empty());
+}
