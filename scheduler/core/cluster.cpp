@@ -23,12 +23,17 @@ cluster cluster::uniform(std::size_t nodes, std::size_t procs_per_node) {
 
 std::size_t cluster::add_node(std::string name, std::size_t procs) {
   if (procs == 0) throw std::invalid_argument("node '" + name + "' has no processors");
-  if (std::any_of(nodes_.begin(), nodes_.end(), [&](const node& n) { return n.name == name; })) {
-    throw std::invalid_argument("node '" + name + "' is already registered");
-  }
+  if (by_name_.count(name) != 0) throw std::invalid_argument("node '" + name + "' is already registered");
+  by_name_.emplace(name, nodes_.size());
   nodes_.push_back(node{std::move(name), total_, procs, node_state::up});
   total_ += procs;
   return nodes_.size() - 1;
+}
+
+std::optional<std::size_t> cluster::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::size_t cluster::node_of(std::size_t p) const {

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/processor_set.hpp"
@@ -42,6 +44,8 @@ public:
   std::size_t size() const noexcept { return total_; }  // processors
   const std::vector<node>& nodes() const noexcept { return nodes_; }
   const node& at(std::size_t index) const { return nodes_.at(index); }
+  // Index of the node with this name, if registered.
+  std::optional<std::size_t> find(const std::string& name) const;
   // Index of the node owning processor p. Throws std::out_of_range.
   std::size_t node_of(std::size_t p) const;
   // Throws std::out_of_range for a bad index.
@@ -53,6 +57,7 @@ public:
 
 private:
   std::vector<node> nodes_;
+  std::unordered_map<std::string, std::size_t> by_name_;
   std::size_t total_ = 0;
 };
 

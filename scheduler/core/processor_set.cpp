@@ -13,6 +13,20 @@ std::size_t words_for(std::size_t bits) {
   return (bits + processor_set::word_bits - 1) / processor_set::word_bits;
 }
 
+// Without -mpopcnt, std::popcount is a call into libgcc per word; counting
+// is the core's hottest operation (sizes and free counts on every decision),
+// so the portable bit-parallel count is inlined instead.
+inline std::size_t popcount64(processor_set::word x) noexcept {
+#if defined(__POPCNT__)
+  return static_cast<std::size_t>(std::popcount(x));
+#else
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return static_cast<std::size_t>((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
 processor_set::word mask_from(std::size_t bit) {  // bits >= bit within a word
   return ~processor_set::word{0} << bit;
 }
@@ -91,7 +105,7 @@ void processor_set::trim_tail() noexcept {
 
 std::size_t processor_set::count() const noexcept {
   std::size_t n = 0;
-  for (word w : words_) n += static_cast<std::size_t>(std::popcount(w));
+  for (word w : words_) n += popcount64(w);
   return n;
 }
 
@@ -143,7 +157,7 @@ processor_set processor_set::lowest(std::size_t n) const {
   processor_set out(size_);
   for (std::size_t w = 0; w < words_.size() && n > 0; ++w) {
     word bits = words_[w];
-    auto c = static_cast<std::size_t>(std::popcount(bits));
+    auto c = popcount64(bits);
     if (c <= n) {
       out.words_[w] = bits;
       n -= c;
@@ -163,7 +177,7 @@ processor_set processor_set::highest(std::size_t n) const {
   processor_set out(size_);
   for (std::size_t w = words_.size(); w-- > 0 && n > 0;) {
     word bits = words_[w];
-    auto c = static_cast<std::size_t>(std::popcount(bits));
+    auto c = popcount64(bits);
     if (c <= n) {
       out.words_[w] = bits;
       n -= c;
@@ -177,6 +191,12 @@ processor_set processor_set::highest(std::size_t n) const {
     }
   }
   return out;
+}
+
+std::size_t processor_set::count_common(const processor_set& o) const noexcept {
+  std::size_t n = 0, words = std::min(words_.size(), o.words_.size());
+  for (std::size_t w = 0; w < words; ++w) n += popcount64(words_[w] & o.words_[w]);
+  return n;
 }
 
 std::size_t processor_set::find_next_unset(std::size_t from) const noexcept {
@@ -211,7 +231,7 @@ std::size_t processor_set::count_range(std::size_t first, std::size_t last) cons
     std::size_t hi = std::min<std::size_t>(word_bits, lo + (last - first));
     word m = mask_from(lo);
     if (hi < word_bits) m &= ~mask_from(hi);
-    n += static_cast<std::size_t>(std::popcount(words_[w] & m));
+    n += popcount64(words_[w] & m);
     first += hi - lo;
   }
   return n;

@@ -73,6 +73,8 @@ public:
   friend processor_set operator-(processor_set a, const processor_set& b) { return a -= b; }
 
   bool intersects(const processor_set& o) const noexcept;
+  // |this & o| without building the intersection.
+  std::size_t count_common(const processor_set& o) const noexcept;
   bool is_subset_of(const processor_set& o) const noexcept;
   // Equal members and equal size.
   friend bool operator==(const processor_set& a, const processor_set& b) noexcept;

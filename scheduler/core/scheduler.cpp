@@ -55,7 +55,7 @@ bool scheduler::resizable(const job& j) noexcept {
 }
 
 std::size_t scheduler::planning_size(const job& j) noexcept {
-  return j.state == job_state::resizing ? j.target.count() : j.procs.count();
+  return j.state == job_state::resizing ? j.ntarget : j.nprocs;
 }
 
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
@@ -75,10 +75,16 @@ void scheduler::refresh_usable() {
   refresh_counts();
 }
 
-void scheduler::refresh_counts() {
-  usable_count_ = usable_.count();
-  free_count_ = (usable_ - held_).count();
-  reserved_count_ = reserved_.count();
+const scheduler::counts_t& scheduler::counts() const noexcept {
+  if (counts_dirty_) {
+    counts_.usable = usable_.count();
+    counts_.held = held_.count();
+    counts_.reserved = reserved_.count();
+    // Held processors may sit on drained nodes, so free is not usable - held.
+    counts_.free = counts_.usable - usable_.count_common(held_);
+    counts_dirty_ = false;
+  }
+  return counts_;
 }
 
 void scheduler::new_epoch() {
@@ -91,6 +97,7 @@ void scheduler::release(job& j) {
   reserved_ -= all;
   j.procs = processor_set(cluster_.size());
   j.target = processor_set(cluster_.size());
+  j.nprocs = j.ntarget = 0;
   by_end_.erase({j.estimated_end, j.req.id});
   adaptive_.erase(j.req.id);
 }
@@ -163,12 +170,14 @@ void scheduler::apply(const event& e) {
       if (e.what == k::resize_ack) {
         held_ -= vacated;
         j.procs = j.target;
+        j.nprocs = j.ntarget;
       } else {
         held_ -= gained;
         j.frozen = true;
         ++j.resize_timeouts;
       }
       j.target = processor_set(cluster_.size());
+      j.ntarget = 0;
       j.state = job_state::running;
       refresh_counts();
       break;
@@ -221,6 +230,7 @@ void scheduler::apply(const event& e) {
 void scheduler::start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out) {
   queue_.erase(key_of(j.req));
   j.procs = procs;
+  j.nprocs = procs.count();
   j.state = job_state::running;
   j.start_time = now;
   j.estimated_end = now + j.req.walltime;
@@ -249,6 +259,7 @@ std::vector<decision> scheduler::decide(double now) {
     processor_set to = place_shrink(j.procs, j.size() - t.procs);
     reserved_ |= j.procs - to;
     j.target = to;
+    j.ntarget = t.procs;
     j.state = job_state::resizing;
     ++j.resizes;
     decision d;
@@ -289,6 +300,7 @@ std::vector<decision> scheduler::decide(double now) {
     free_n -= delta;
     held_ |= gained;
     j.target = to;
+    j.ntarget = t.procs;
     j.state = job_state::resizing;
     ++j.resizes;
     decision d;

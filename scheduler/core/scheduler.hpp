@@ -101,9 +101,10 @@ public:
   const processor_set& held() const noexcept { return held_; }      // by some job (incl. reserved)
   const processor_set& reserved() const noexcept { return reserved_; }  // vacated, awaiting ack
   processor_set free_procs() const { return usable_ - held_; }
-  std::size_t free_count() const noexcept { return free_count_; }
-  std::size_t usable_count() const noexcept { return usable_count_; }
-  std::size_t reserved_count() const noexcept { return reserved_count_; }
+  std::size_t free_count() const noexcept { return counts().free; }
+  std::size_t usable_count() const noexcept { return counts().usable; }
+  std::size_t reserved_count() const noexcept { return counts().reserved; }
+  std::size_t held_count() const noexcept { return counts().held; }
   // An adaptive job the strategy may resize now: running or resizing, not
   // frozen, not suspended. Its planning size is its target during a resize.
   static bool resizable(const job& j) noexcept;
@@ -114,7 +115,13 @@ private:
   job& get_mut(job_id id);
   void release(job& j);  // drops all processors the job holds or was promised
   void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
-  void refresh_counts();
+  // The counts are recomputed lazily, once per change of the sets rather
+  // than after every event (a simulator feeds hundreds of thousands).
+  struct counts_t {
+    std::size_t free = 0, usable = 0, reserved = 0, held = 0;
+  };
+  const counts_t& counts() const noexcept;
+  void refresh_counts() noexcept { counts_dirty_ = true; }
   void refresh_usable();
   void new_epoch();  // arrival or completion: frozen jobs may be asked again
 
@@ -125,7 +132,8 @@ private:
   std::set<std::pair<double, job_id>> by_end_;
   std::set<job_id> adaptive_;
   processor_set usable_, held_, reserved_;
-  std::size_t free_count_ = 0, usable_count_ = 0, reserved_count_ = 0;
+  mutable counts_t counts_;
+  mutable bool counts_dirty_ = true;
   std::vector<decision> pending_;  // decisions made by apply() (node loss), returned by decide()
   std::optional<plan::reservation_t> reservation_;
 };

@@ -39,6 +39,7 @@ struct live {
   double rate = 0;       // fraction per second on its current processors
   double since = 0;      // progress counted up to here
   std::size_t procs = 0;
+  std::size_t held = 0;  // during a migration: old and gained processors
   std::uint64_t version = 0;
   bool running = false;
 };
@@ -96,12 +97,16 @@ sim_result simulate(const workload& w, const sim_options& opt) {
         if (e.version != s.version || !s.running) continue;  // superseded by a resize
         sched.apply(event::completion(j.id));
         s.running = false;
+        busy -= s.held;
+        s.held = 0;
         res.jobs[e.job].end = now;
         ++finished;
       } else {
         // The job has applied its new map: progress resumes at the new rate.
         sched.apply(event::on_job(event::kind::resize_ack, j.id));
         s.procs = sched.get(j.id).size();
+        busy -= s.held - s.procs;  // what it vacated is free now
+        s.held = s.procs;
         s.rate = opt.speedup.relative_rate(s.procs, j.size) / j.runtime;
         schedule_completion(e.job, now);
       }
@@ -126,6 +131,8 @@ sim_result simulate(const workload& w, const sim_options& opt) {
       if (d.what == decision::kind::start) {
         s.running = true;
         s.procs = d.to.count();
+        s.held = s.procs;
+        busy += s.held;
         s.remaining = 1;
         s.rate = opt.speedup.relative_rate(s.procs, j.size) / j.runtime;
         res.jobs[i].start = now;
@@ -136,6 +143,11 @@ sim_result simulate(const workload& w, const sim_options& opt) {
         s.remaining = std::max(0.0, s.remaining - (now - s.since) * s.rate);
         s.since = now;
         ++s.version;
+        std::size_t to = d.to.count();
+        if (to > s.held) {  // a grow holds its new processors at once
+          busy += to - s.held;
+          s.held = to;
+        }
         ++res.resizes;
         ++res.jobs[i].resizes;
         res.ranks_moved += d.ranks_moved;
@@ -144,7 +156,6 @@ sim_result simulate(const workload& w, const sim_options& opt) {
         throw std::logic_error("unexpected decision in the simulator");
       }
     }
-    busy = sched.held().count();
   }
 
   double first_submit = n ? w.jobs.front().submit : 0, last_end = first_submit;

@@ -121,4 +121,9 @@ TEST_CASE("find_next_unset, last and highest walk the set word by word") {
   CHECK(s.highest(3).members() == std::vector<std::size_t>{68, 69, 130});
   CHECK(s.highest(500).count() == s.count());
   CHECK(s.highest(0).none());
+  processor_set t(100);
+  t.set_range(60, 100);
+  CHECK(s.count_common(t) == 10);
+  CHECK(t.count_common(s) == 10);
+  CHECK(s.count_common(processor_set(0)) == 0);
 }

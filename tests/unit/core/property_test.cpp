@@ -26,6 +26,8 @@ void check_always(const scheduler& s, const std::vector<decision>& ds) {
     seen |= mine;
     ++holding;
     REQUIRE(holds_processors(j.state));
+    REQUIRE(j.nprocs == j.procs.count());
+    REQUIRE(j.ntarget == j.target.count());
     if (!j.req.adaptive) {
       REQUIRE(j.size() == j.req.min_pe);
       REQUIRE(j.state != job_state::resizing);
@@ -39,6 +41,9 @@ void check_always(const scheduler& s, const std::vector<decision>& ds) {
   REQUIRE(seen == s.held());
   REQUIRE(s.reserved().is_subset_of(s.held()));
   REQUIRE(s.free_count() == (s.usable() - s.held()).count());
+  REQUIRE(s.held_count() == s.held().count());
+  REQUIRE(s.reserved_count() == s.reserved().count());
+  REQUIRE(s.usable_count() == s.usable().count());
   for (const decision& d : ds) {
     if (d.what != decision::kind::resize) REQUIRE(d.ranks_moved == 0);
     if (d.what == decision::kind::start) {

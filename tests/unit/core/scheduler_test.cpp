@@ -1,6 +1,7 @@
 // Unit tests of the scheduler with each strategy on small hand-checked scenarios.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -282,5 +283,7 @@ TEST_CASE("nodes registering while jobs run extend the numbering and are used at
   CHECK(d[0].ranks_moved == 0);
   s.handle(event::on_job(event::kind::resize_ack, 1), 3);
   CHECK(s.machine().node_of(5) == 1);
+  CHECK(s.machine().find("b") == std::optional<std::size_t>{1});
+  CHECK_FALSE(s.machine().find("c").has_value());
   CHECK(s.get(1).procs.to_ranges() == "0-7");
 }
