@@ -57,6 +57,10 @@ void parse_line(swf_trace& t, std::string_view line, std::size_t number, std::si
            max_errors);
       return;
     }
+    if (std::fabs(v) > 1e15) {  // also keeps the integer conversions below defined
+      note(t, number, "field " + std::to_string(n + 1) + " is out of range: '" + token.substr(0, 40) + "'", max_errors);
+      return;
+    }
     f[n++] = v;
     i = j;
     while (i < line.size() && is_space(line[i])) ++i;

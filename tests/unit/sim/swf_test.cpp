@@ -51,25 +51,28 @@ TEST_CASE("malformed lines are counted and reported with their line numbers, nev
                      "5 20 -1 5 2 -1 -1 two 100 -1 1 1 1 -1 -1 -1 -1 -1\n"            // line 9: not a number
                      "6 20 -1 5 2 -1 -1 2 100 -1 1 1 1 -1 -1 -1 -1 -1 99\n"           // line 10: too many
                      "7 -5 -1 5 2 -1 -1 2 100 -1 1 1 1 -1 -1 -1 -1 -1\n"              // line 11: negative submit
+                     "9 20 -1 5 1e30 -1 -1 2 100 -1 1 1 1 -1 -1 -1 -1 -1\n"           // line 12: out of range
                      "8 30 -1 5 2 -1 -1 2 100 -1 1 1 1 -1 -1 -1 -1 -1";               // no final newline
   auto t = parse_swf(text);
   CHECK(t.jobs.size() == 4);
-  CHECK(t.malformed == 4);
-  REQUIRE(t.errors.size() == 4);
+  CHECK(t.malformed == 5);
+  REQUIRE(t.errors.size() == 5);
   CHECK(t.errors[0].line == 8);
   CHECK(t.errors[0].reason == "9 fields, expected 18");
   CHECK(t.errors[1].line == 9);
   CHECK(t.errors[1].reason == "field 8 is not a number: 'two'");
   CHECK(t.errors[2].line == 10);
   CHECK(t.errors[3].line == 11);
+  CHECK(t.errors[4].line == 12);
+  CHECK(t.errors[4].reason == "field 5 is out of range: '1e30'");
   auto few = parse_swf(text, 1);
-  CHECK(few.malformed == 4);
+  CHECK(few.malformed == 5);
   CHECK(few.errors.size() == 1);
 }
 
 TEST_CASE("random garbage never crashes the reader (seeded)") {
   std::mt19937 rng(7);
-  const std::string alphabet = "0123456789 -\t;.eE+x\n\r\v";
+  const std::string alphabet = "0123456789 -\t;.eE+xinfa\n\r\v";
   for (int round = 0; round < 2000; ++round) {
     std::string s(std::uniform_int_distribution<int>(0, 400)(rng), ' ');
     for (char& c : s) c = alphabet[std::uniform_int_distribution<std::size_t>(0, alphabet.size() - 1)(rng)];
