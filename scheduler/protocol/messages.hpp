@@ -339,6 +339,10 @@ message parse_message(const nlohmann::json& j);
 // Parses frame body text (bounded JSON parsing, see json_limits.hpp) and
 // validates it as above.
 message parse_message(std::string_view body);
+// Exact overloads so a std::string or a literal is not ambiguous between the
+// text and the JSON overload (json converts implicitly from both).
+inline message parse_message(const std::string& body) { return parse_message(std::string_view(body)); }
+inline message parse_message(const char* body) { return parse_message(std::string_view(body)); }
 
 // The JSON text of a message (no frame header). Throws protocol_error
 // (bad_request) if a string is not valid UTF-8.

@@ -256,3 +256,12 @@ TEST_CASE("encoding a string that is not UTF-8 is a bad_request, not a crash") {
     CHECK(e.code() == error_code::bad_request);
   }
 }
+
+TEST_CASE("frame text can be parsed from a std::string, a literal or a string_view alike") {
+  const std::string text = R"({"type":"list_nodes","id":4})";
+  CHECK(std::get<list_nodes>(parse_message(text)).id == 4);
+  CHECK(std::get<list_nodes>(parse_message(R"({"type":"list_nodes","id":5})")).id == 5);
+  CHECK(std::get<list_nodes>(parse_message(std::string_view(text))).id == 4);
+  // The JSON overload validates an already-parsed value the same way.
+  CHECK(std::get<list_nodes>(parse_message(json::parse(text))).id == 4);
+}
