@@ -26,9 +26,9 @@ struct job_store_options {
   std::string conninfo;
   // Connections that commit submission batches. A batch forms while the
   // busy committers wait for their WAL flush; several waiting at once are
-  // flushed by PostgreSQL together. 4 measured best on a 2-core VM
-  // (docs/benchmarks.md).
-  unsigned committers = 4;
+  // flushed by PostgreSQL together. 8 measured better than 4 and as good as
+  // 16 on a 2-core VM (docs/benchmarks.md).
+  unsigned committers = 8;
   // Most submissions in one transaction.
   std::size_t max_batch = 1000;
   // How long one operation keeps trying to reach the database before
