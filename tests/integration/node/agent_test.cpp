@@ -1,0 +1,275 @@
+// The real aqs-node binary against a scripted aqsd (the real network layer
+// with a recording dispatcher): registration, heartbeats, launch, kill, time
+// limit, start errors, reconnection with reports kept, and TCP with the key.
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "daemon/server.hpp"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string k_key = "agent-test-key";
+
+// Plays aqsd: records what the agent sends, acknowledges its requests.
+struct fake_aqsd : daemon::dispatcher {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<protocol::message> got;
+  std::shared_ptr<daemon::connection> node;
+  int opens = 0;
+
+  void on_open(const std::shared_ptr<daemon::connection>& c) override {
+    std::lock_guard lock(mu);
+    node = c;
+    ++opens;
+    cv.notify_all();
+  }
+  void on_message(const std::shared_ptr<daemon::connection>& c, protocol::message m) override {
+    if (auto id = protocol::id_of(m); id && !std::holds_alternative<protocol::ok>(m) &&
+                                      !std::holds_alternative<protocol::error>(m)) {
+      nlohmann::json result = nlohmann::json::object();
+      if (std::holds_alternative<protocol::register_node>(m)) result = {{"first_proc", 0}, {"kill", nlohmann::json::array()}};
+      c->send(protocol::ok{*id, result});
+    }
+    std::lock_guard lock(mu);
+    got.push_back(std::move(m));
+    cv.notify_all();
+  }
+  void on_close(const std::shared_ptr<daemon::connection>&) override {}
+  std::optional<std::string> tcp_key(protocol::peer_role, std::optional<std::int64_t>) override { return k_key; }
+
+  // Waits (up to 30 s) for a message matching pred; returns a copy.
+  template <class T, class Pred>
+  std::optional<T> wait_for(Pred pred) {
+    std::unique_lock lock(mu);
+    std::optional<T> found;
+    cv.wait_for(lock, 30s, [&] {
+      for (auto& m : got) {
+        if (auto* t = std::get_if<T>(&m); t && pred(*t)) {
+          found = *t;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  void send(protocol::message m) {
+    std::lock_guard lock(mu);
+    REQUIRE(node);
+    node->send(std::move(m));
+  }
+};
+
+struct harness {
+  fs::path dir;
+  boost::asio::io_context io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  std::unique_ptr<fake_aqsd> aqsd;
+  std::unique_ptr<daemon::server> srv;
+  pid_t agent = 0;
+
+  harness() {
+    std::string t = (fs::temp_directory_path() / "aqs-agent-test.XXXXXX").string();
+    REQUIRE(::mkdtemp(t.data()) != nullptr);
+    dir = t;
+    work.emplace(io.get_executor());
+    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
+    start_server();
+  }
+  ~harness() {
+    if (agent > 0) {
+      ::kill(agent, SIGTERM);
+      ::waitpid(agent, nullptr, 0);
+    }
+    stop_server();
+    work.reset();
+    for (auto& t : threads) t.join();
+    fs::remove_all(dir);
+  }
+  void start_server(bool tcp = false) {
+    aqsd = std::make_unique<fake_aqsd>();
+    daemon::server_options o;
+    o.unix_socket = dir / "aqsd.sock";
+    if (tcp) o.tcp_listen = "127.0.0.1:0";
+    o.cluster_key = k_key;
+    srv = std::make_unique<daemon::server>(io, o, *aqsd);
+    srv->start();
+  }
+  void stop_server() {
+    if (!srv) return;
+    srv->stop();
+    // stop() closes the acceptor on the io threads: wait until it has.
+    for (int i = 0; i < 500 && (srv->connections() > 0 || fs::exists(dir / "aqsd.sock")); ++i) {
+      std::this_thread::sleep_for(5ms);
+    }
+    srv.reset();
+  }
+  void start_agent(std::vector<std::string> extra) {
+    std::vector<std::string> args = {AQS_NODE_BINARY, "--name", "n1", "--cpus", "0", "--procs", "4",
+                                     "--spool", (dir / "spool").string(), "--heartbeat", "0.2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    REQUIRE(::posix_spawn(&agent, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  }
+  std::string read(const std::string& name) {
+    std::ifstream in(dir / name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  protocol::launch launch(std::int64_t job, const std::string& script, std::optional<std::int64_t> walltime = {}) {
+    protocol::launch l;
+    l.id = 1000 + job;
+    l.job_id = job;
+    l.job.name = "job" + std::to_string(job);
+    l.job.script = script;
+    l.job.workdir = dir.string();
+    l.job.environment = {"PATH=/usr/bin:/bin", "AQS_JOB_ID=forged"};
+    l.job.stdout_pattern = "out-%j-%x.txt";
+    l.job.walltime_s = walltime;
+    l.user = "tester";
+    l.uid = ::getuid();
+    l.gid = ::getgid();
+    l.procs = "0110";
+    l.nprocs = 2;
+    l.local_cpus = {0};
+    l.nodelist = "n1:1-2";
+    return l;
+  }
+};
+
+template <class T>
+auto for_job(std::int64_t id) {
+  return [id](const T& m) { return m.job_id == id; };
+}
+
+}  // namespace
+
+TEST_CASE("the agent registers, heartbeats, runs a launched job with its environment, and reports its end") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  auto reg = h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; });
+  REQUIRE(reg);
+  CHECK(reg->name == "n1");
+  CHECK(reg->procs == 4);
+  CHECK(reg->cpus == std::vector<std::int64_t>{0});
+  CHECK(reg->running.empty());
+  CHECK(h.aqsd->wait_for<protocol::heartbeat>([](auto&) { return true; }));
+
+  h.aqsd->send(h.launch(5, "#!/bin/sh\necho id=$AQS_JOB_ID procs=$AQS_PROCS n=$AQS_NPROCS nodes=$AQS_NODELIST\n"
+                           "grep Cpus_allowed_list /proc/self/status\nexit 3\n"));
+  CHECK(h.aqsd->wait_for<protocol::ok>([](auto& o) { return o.id == 1005; }));
+  CHECK(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(5)));
+  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(5));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::failed);
+  CHECK(ex->exit_code == 3);
+  const std::string out = h.read("out-5-job5.txt");
+  CHECK(out.find("id=5 procs=0110 n=2 nodes=n1:1-2\n") == 0);  // AQS's own values win over the job's
+  CHECK(out.find("Cpus_allowed_list:\t0\n") != std::string::npos);
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-5.script"));
+}
+
+TEST_CASE("a kill request ends a job CANCELLED, a time limit ends one TIMEOUT, a bad job is refused") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+
+  h.aqsd->send(h.launch(6, "sleep 60\n"));  // no shebang: run with /bin/sh
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(6)));
+  h.aqsd->send(protocol::kill{77, 6, SIGTERM, 5});
+  CHECK(h.aqsd->wait_for<protocol::ok>([](auto& o) { return o.id == 77; }));
+  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(6));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::cancelled);
+  CHECK(ex->signal == SIGTERM);
+
+  h.aqsd->send(h.launch(7, "#!/bin/sh\nsleep 60\n", 1));
+  ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(7));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::timeout);
+
+  auto bad = h.launch(8, "#!/bin/sh\ntrue\n");
+  bad.job.workdir = (h.dir / "missing").string();
+  h.aqsd->send(bad);
+  auto err = h.aqsd->wait_for<protocol::error>([](auto& e) { return e.id == 1008; });
+  REQUIRE(err);
+  CHECK(err->message.find("cannot enter working directory") != std::string::npos);
+  h.aqsd->send(protocol::kill{78, 999, SIGTERM, 5});
+  auto nf = h.aqsd->wait_for<protocol::error>([](auto& e) { return e.id == 78; });
+  REQUIRE(nf);
+  CHECK(nf->code == protocol::error_code::not_found);
+}
+
+TEST_CASE("while aqsd is away the job keeps running, and its end is reported after the agent re-registers") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(9, "#!/bin/sh\nsleep 0.5\necho done\n"));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(9)));
+  h.stop_server();  // aqsd goes away; the job ends while it is gone
+  std::this_thread::sleep_for(1500ms);
+  CHECK(h.read("out-9-job9.txt") == "done\n");
+  h.start_server();
+  auto reg = h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; });
+  REQUIRE(reg);
+  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(9));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::completed);
+
+  // A job still running over a reconnect is listed at registration.
+  h.aqsd->send(h.launch(10, "#!/bin/sh\nsleep 60\n"));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(10)));
+  h.stop_server();
+  h.start_server();
+  reg = h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; });
+  REQUIRE(reg);
+  CHECK(reg->running == std::vector<std::int64_t>{10});
+  h.aqsd->send(protocol::kill{79, 10, SIGKILL, 1});
+  CHECK(h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(10)));
+}
+
+TEST_CASE("over TCP the agent proves the cluster key; with a wrong key it stops with a clear error") {
+  harness h;
+  h.stop_server();
+  h.start_server(true);
+  const auto port = std::to_string(h.srv->tcp_port());
+  {
+    std::ofstream(h.dir / "good.key") << k_key << "\n";
+    std::ofstream(h.dir / "bad.key") << "not-the-key\n";
+  }
+  h.start_agent({"--server", "127.0.0.1:" + port, "--key", (h.dir / "good.key").string()});
+  CHECK(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  ::kill(h.agent, SIGTERM);
+  int st = 0;
+  ::waitpid(h.agent, &st, 0);
+  CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+
+  h.start_agent({"--server", "127.0.0.1:" + port, "--key", (h.dir / "bad.key").string()});
+  pid_t r = 0;
+  for (int i = 0; i < 1000 && (r = ::waitpid(h.agent, &st, WNOHANG)) == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(r == h.agent);
+  h.agent = 0;
+  CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 1));
+}

@@ -1,0 +1,385 @@
+// agent: connection, handshake and registration, heartbeats, launch and kill
+// handling, and reliable reporting of job ends.
+#include "agent.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include "client/output_pattern.hpp"
+#include "protocol/auth.hpp"
+
+namespace aqs::node {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using namespace std::chrono_literals;
+
+agent::agent(asio::io_context& io, agent_options options, std::function<void(const std::string&)> on_fatal)
+    : io_(io),
+      options_(std::move(options)),
+      on_fatal_(std::move(on_fatal)),
+      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }),
+      backoff_timer_(io) {}
+
+agent::~agent() { stop(); }
+
+void agent::log(const std::string& line) const {
+  std::time_t t = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+  std::fprintf(stderr, "%s aqs-node[%s]: %s\n", stamp, options_.name.c_str(), line.c_str());
+}
+
+void agent::start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.spool, ec);
+  if (ec) throw std::runtime_error("cannot create spool directory " + options_.spool.string() + ": " + ec.message());
+  // Jobs run as their users and must be able to execute their own script,
+  // but not list other jobs' scripts.
+  ::chmod(options_.spool.c_str(), 0711);
+  asio::co_spawn(io_, run(), asio::detached);
+}
+
+void agent::stop() {
+  stopping_ = true;
+  backoff_timer_.cancel();
+  if (sock_) {
+    boost::system::error_code ec;
+    sock_->close(ec);
+  }
+}
+
+void agent::fail(const std::string& why) {
+  fatal_ = true;
+  log(why);
+  stop();
+  if (on_fatal_) on_fatal_(why);
+}
+
+awaitable<void> agent::run() {
+  auto backoff = 100ms;
+  while (!stopping_) {
+    const bool served = co_await serve_once();
+    if (stopping_) break;
+    backoff = served ? 100ms : std::min<std::chrono::milliseconds>(backoff * 2, options_.reconnect_max);
+    backoff_timer_.expires_after(backoff);
+    boost::system::error_code ec;
+    co_await backoff_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+}
+
+bool agent::connect_endpoint(asio::generic::stream_protocol::endpoint& ep, std::string& where) {
+  if (options_.socket_path) {
+    where = *options_.socket_path;
+    ep = asio::generic::stream_protocol::endpoint(asio::local::stream_protocol::endpoint(*options_.socket_path));
+    return true;
+  }
+  where = *options_.server;
+  const auto colon = where.rfind(':');
+  std::string host = where.substr(0, colon), port = colon == std::string::npos ? "" : where.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  asio::ip::tcp::resolver resolver(io_);
+  boost::system::error_code ec;
+  auto results = resolver.resolve(host, port, ec);
+  if (ec || results.empty()) {
+    if (last_error_ != ec.message()) log("cannot resolve " + where + ": " + (last_error_ = ec.message()));
+    return false;
+  }
+  ep = asio::generic::stream_protocol::endpoint(results.begin()->endpoint());
+  return true;
+}
+
+// One connection, from connect to disconnect. Returns true if it got as far
+// as a registration (so the next reconnect starts with a short backoff).
+awaitable<bool> agent::serve_once() {
+  asio::generic::stream_protocol::endpoint ep;
+  std::string where;
+  if (!connect_endpoint(ep, where)) co_return false;
+  sock_ = std::make_unique<asio::generic::stream_protocol::socket>(io_);
+  boost::system::error_code ec;
+  co_await sock_->async_connect(ep, asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    if (last_error_ != ec.message()) log("cannot reach aqsd at " + where + ": " + (last_error_ = ec.message()) + " (retrying)");
+    co_return false;
+  }
+  decoder_ = protocol::frame_decoder();
+  frames_.clear();
+  const bool registered = co_await converse(where);
+  connected_ = false;
+  sock_->close(ec);
+  // The write in flight (if any) still uses out_.front(): let it finish
+  // with its error before the queue is dropped.
+  while (writing_) {
+    backoff_timer_.expires_after(5ms);
+    co_await backoff_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  out_.clear();
+  co_return registered;
+}
+
+// Handshake, registration and then messages until the connection ends.
+awaitable<bool> agent::converse(const std::string& where) {
+  std::optional<std::string> auth;
+  boost::system::error_code ec;
+  if (options_.server) {
+    auto ch = co_await read_one();
+    if (!ch || !std::holds_alternative<protocol::challenge>(*ch)) co_return false;
+    auth = protocol::compute_auth(options_.key, std::get<protocol::challenge>(*ch).nonce);
+  }
+  send(protocol::hello{next_id(), protocol::k_protocol_version, protocol::peer_role::node, auth, {}});
+  auto reply = co_await read_one();
+  if (!reply) co_return false;
+  if (auto* e = std::get_if<protocol::error>(&*reply)) {
+    fail("aqsd at " + where + " refused this agent: " + e->message);
+    co_return false;
+  }
+  protocol::register_node reg;
+  reg.id = next_id();
+  reg.name = options_.name;
+  reg.procs = options_.procs;
+  reg.cpus.assign(options_.cpus.begin(), options_.cpus.end());
+  reg.memory_mb = options_.memory_mb;
+  reg.gpus = options_.gpus;
+  reg.running = supervisor_.running();
+  send(reg);
+  reply = co_await read_one();
+  if (!reply) co_return false;
+  if (auto* e = std::get_if<protocol::error>(&*reply)) {
+    fail("aqsd refused to register node " + options_.name + ": " + e->message);
+    co_return false;
+  }
+  if (auto* okr = std::get_if<protocol::ok>(&*reply); okr && okr->result.contains("kill")) {
+    // Jobs aqsd no longer wants here (e.g. it declared them NODE_FAIL while
+    // we were away): they go before the node takes new work.
+    for (const auto& id : okr->result["kill"]) {
+      if (id.is_number_integer()) supervisor_.kill(id.get<std::int64_t>(), SIGKILL, 0ms);
+    }
+  }
+  connected_ = true;
+  last_error_.clear();
+  const std::uint64_t generation = ++generation_;
+  log("registered with aqsd at " + where + " (" + std::to_string(options_.procs) + " processors, " +
+      std::to_string(supervisor_.running().size()) + " jobs running)");
+  for (const auto& [id, m] : outbox_) send(m);  // what the last connection left unacknowledged
+  asio::co_spawn(io_, heartbeat_loop(generation), asio::detached);
+
+  while (true) {
+    auto m = co_await read_one();
+    if (!m) break;
+    handle(std::move(*m));
+  }
+  if (!stopping_) log("lost the connection to aqsd; jobs keep running, reconnecting");
+  co_return true;
+}
+
+awaitable<void> agent::heartbeat_loop(std::uint64_t generation) {
+  asio::steady_timer timer(io_);
+  while (connected_ && generation == generation_ && !stopping_) {
+    timer.expires_after(options_.heartbeat);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (!connected_ || generation != generation_ || stopping_) break;
+    // Not kept in the outbox: the next heartbeat supersedes a lost one.
+    send(protocol::heartbeat{next_id(), supervisor_.running()});
+  }
+}
+
+std::optional<protocol::message> agent::take_frame() {
+  while (!frames_.empty()) {
+    std::string body = std::move(frames_.front());
+    frames_.erase(frames_.begin());
+    try {
+      return protocol::parse_message(std::string_view(body));
+    } catch (const protocol::protocol_error& e) {
+      log(std::string("ignoring a malformed message from aqsd: ") + e.what());
+    }
+  }
+  return std::nullopt;
+}
+
+// The next message from aqsd, or nullopt when the connection is gone.
+awaitable<std::optional<protocol::message>> agent::read_one() {
+  while (true) {
+    if (auto m = take_frame()) co_return m;
+    boost::system::error_code ec;
+    const std::size_t n = co_await sock_->async_read_some(asio::buffer(buf_), asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return std::nullopt;
+    bool framing_ok = true;
+    try {
+      decoder_.feed(std::string_view(buf_.data(), n), frames_);
+    } catch (const protocol::protocol_error& e) {
+      log(std::string("broken frame from aqsd, reconnecting: ") + e.what());
+      framing_ok = false;
+    }
+    if (!framing_ok) {
+      sock_->close(ec);
+      co_return std::nullopt;
+    }
+  }
+}
+
+void agent::send(const protocol::message& m) {
+  if (!sock_ || !sock_->is_open()) return;
+  std::string frame;
+  try {
+    frame = protocol::encode(m);
+  } catch (const protocol::protocol_error& e) {
+    log(std::string("cannot encode ") + std::string(protocol::type_of(m)) + ": " + e.what());
+    return;
+  }
+  out_.push_back(std::move(frame));
+  if (!writing_) {
+    writing_ = true;
+    asio::co_spawn(io_, write_loop(), asio::detached);
+  }
+}
+
+awaitable<void> agent::write_loop() {
+  // out_ is only appended to while this runs; the front is written in place.
+  while (!out_.empty() && sock_ && sock_->is_open()) {
+    boost::system::error_code ec;
+    co_await asio::async_write(*sock_, asio::buffer(out_.front()), asio::redirect_error(use_awaitable, ec));
+    if (ec) break;
+    out_.pop_front();
+  }
+  writing_ = false;
+}
+
+void agent::report(protocol::message m) {
+  std::visit([this](auto& msg) {
+    if constexpr (requires { msg.id = std::int64_t{}; }) msg.id = next_id();
+  }, m);
+  const auto id = protocol::id_of(m).value_or(0);
+  outbox_.emplace(id, m);
+  if (connected_) send(m);
+}
+
+void agent::handle(protocol::message m) {
+  if (auto* l = std::get_if<protocol::launch>(&m)) {
+    handle_launch(*l);
+  } else if (auto* k = std::get_if<protocol::kill>(&m)) {
+    if (supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))) {
+      send(protocol::ok{k->id, {}});
+    } else {
+      send(protocol::error{k->id, protocol::error_code::not_found,
+                           "job " + std::to_string(k->job_id) + " is not running on " + options_.name});
+    }
+  } else if (auto* o = std::get_if<protocol::ok>(&m)) {
+    outbox_.erase(o->id);
+  } else if (auto* e = std::get_if<protocol::error>(&m)) {
+    if (e->id && outbox_.erase(*e->id) > 0) log("aqsd refused a report: " + e->message);
+  } else {
+    log("ignoring " + std::string(protocol::type_of(m)) + " from aqsd");
+  }
+}
+
+void agent::handle_launch(const protocol::launch& l) {
+  auto refuse = [&](protocol::error_code code, const std::string& why) {
+    log("job " + std::to_string(l.job_id) + " not started: " + why);
+    send(protocol::error{l.id, code, why});
+  };
+  if (supervisor_.is_running(l.job_id)) {
+    send(protocol::ok{l.id, {}});  // a repeated launch after a reconnect: already running
+    return;
+  }
+  if (l.job.interactive) {
+    return refuse(protocol::error_code::invalid_state, "interactive jobs are not supported by this agent yet");
+  }
+  const bool root = ::geteuid() == 0;
+  if (!root && static_cast<uid_t>(l.uid) != ::getuid()) {
+    return refuse(protocol::error_code::permission_denied,
+                  "this agent runs as uid " + std::to_string(::getuid()) + " and cannot start jobs of uid " +
+                      std::to_string(l.uid) + " (run aqs-node as root)");
+  }
+  launch_spec spec;
+  if (root) {
+    spec.uid = static_cast<uid_t>(l.uid);
+    spec.gid = static_cast<gid_t>(l.gid);
+  }
+  spec.workdir = l.job.workdir;
+  // The job's own environment, then what AQS tells every job.
+  const std::vector<std::pair<std::string, std::string>> ours = {
+      {"AQS_JOB_ID", std::to_string(l.job_id)}, {"AQS_JOB_NAME", l.job.name},
+      {"AQS_PROCS", l.procs},                    {"AQS_NPROCS", std::to_string(l.nprocs)},
+      {"AQS_NODELIST", l.nodelist},              {"AQS_NODENAME", options_.name}};
+  for (const auto& kv : l.job.environment) {
+    const std::string key = kv.substr(0, kv.find('='));
+    bool shadowed = key == "AQS_JOB_TOKEN";
+    for (const auto& [k, v] : ours) shadowed = shadowed || k == key;
+    if (!shadowed) spec.env.push_back(kv);
+  }
+  for (const auto& [k, v] : ours) spec.env.push_back(k + "=" + v);
+  if (l.job_token) spec.env.push_back("AQS_JOB_TOKEN=" + *l.job_token);
+
+  const cmdline::pattern_values values{l.job_id, l.job.name, l.user};
+  spec.stdout_path = cmdline::expand_output_pattern(l.job.stdout_pattern, values);
+  if (l.job.stderr_pattern) spec.stderr_path = cmdline::expand_output_pattern(*l.job.stderr_pattern, values);
+  for (auto c : l.local_cpus) spec.cpus.push_back(static_cast<int>(c));
+
+  if (l.job.script) {
+    const auto path = options_.spool / ("job-" + std::to_string(l.job_id) + ".script");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    bool written = fd >= 0;
+    if (written) {
+      const std::string& text = *l.job.script;
+      std::size_t off = 0;
+      while (written && off < text.size()) {
+        const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+        written = n > 0;
+        off += written ? static_cast<std::size_t>(n) : 0;
+      }
+      if (root && written) written = ::fchown(fd, spec.uid.value_or(0), spec.gid.value_or(0)) == 0;
+      ::close(fd);
+    }
+    if (!written) return refuse(protocol::error_code::internal, "cannot write the job script to " + path.string());
+    // A script without a shebang runs with /bin/sh, as sbatch scripts do.
+    if (l.job.script->rfind("#!", 0) != 0) spec.argv.push_back("/bin/sh");
+    spec.argv.push_back(path.string());
+  }
+  spec.argv.insert(spec.argv.end(), l.job.argv.begin(), l.job.argv.end());
+
+  std::optional<std::chrono::milliseconds> limit;
+  if (l.job.walltime_s) limit = std::chrono::seconds(*l.job.walltime_s);
+  try {
+    supervisor_.start(l.job_id, spec, limit, options_.timeout_grace);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    std::filesystem::remove(options_.spool / ("job-" + std::to_string(l.job_id) + ".script"), ec);
+    return refuse(protocol::error_code::bad_request, e.what());
+  }
+  send(protocol::ok{l.id, {}});
+  report(protocol::job_started{0, l.job_id});
+}
+
+void agent::on_job_end(const job_outcome& o) {
+  std::error_code ec;
+  std::filesystem::remove(options_.spool / ("job-" + std::to_string(o.job_id) + ".script"), ec);
+  protocol::job_exited e;
+  e.job_id = o.job_id;
+  e.state = o.state;
+  if (o.status.signaled()) {
+    e.signal = o.status.term_signal;
+  } else {
+    e.exit_code = o.status.exit_code;
+  }
+  report(e);
+}
+
+}  // namespace aqs::node

@@ -1,0 +1,102 @@
+// agent: aqs-node's link to aqsd: registers this node, heartbeats, starts and
+// kills jobs on request, and reports how they end, across reconnects.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <utility>  // Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "job_supervisor.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
+
+namespace aqs::node {
+
+struct agent_options {
+  std::string name;                         // node name, unique in the cluster
+  std::optional<std::string> socket_path;   // aqsd's Unix socket (same machine), or
+  std::optional<std::string> server;        // aqsd's "HOST:PORT" (TCP, with key)
+  std::string key;                          // the cluster key (TCP only)
+  std::vector<int> cpus;                    // local cores jobs are pinned to
+  std::int64_t procs = 0;                   // processors advertised (>= 1)
+  std::int64_t memory_mb = 0;
+  std::int64_t gpus = 0;
+  std::filesystem::path spool;              // job scripts are written here
+  std::chrono::milliseconds heartbeat{2000};
+  std::chrono::milliseconds reconnect_max{2000};
+  std::chrono::milliseconds timeout_grace{5000};  // SIGTERM to SIGKILL at a time limit
+};
+
+// Single-threaded: runs on one thread's io_context with its job_supervisor.
+// While aqsd is away the jobs keep running; the agent reconnects with
+// backoff, registers again with the jobs it still runs, and resends every
+// report aqsd has not acknowledged (job_started, job_exited), so no job's
+// end is lost. A refusal that retrying cannot fix (wrong key, other protocol
+// version, registration refused) is fatal: on_fatal gets the one-line reason.
+class agent {
+public:
+  agent(boost::asio::io_context& io, agent_options options, std::function<void(const std::string&)> on_fatal);
+  ~agent();
+  agent(const agent&) = delete;
+  agent& operator=(const agent&) = delete;
+
+  // Creates the spool directory and starts connecting. Throws
+  // std::runtime_error if the spool directory cannot be created.
+  void start();
+  // Disconnects and stops reconnecting; running jobs are left alone.
+  void stop();
+
+private:
+  boost::asio::awaitable<void> run();
+  boost::asio::awaitable<bool> serve_once();
+  boost::asio::awaitable<bool> converse(const std::string& where);
+  boost::asio::awaitable<std::optional<protocol::message>> read_one();
+  boost::asio::awaitable<void> heartbeat_loop(std::uint64_t generation);
+  boost::asio::awaitable<void> write_loop();
+
+  bool connect_endpoint(boost::asio::generic::stream_protocol::endpoint& ep, std::string& where);
+  std::optional<protocol::message> take_frame();
+  void send(const protocol::message& m);
+  void report(protocol::message m);  // a request kept until acknowledged
+  void handle(protocol::message m);
+  void handle_launch(const protocol::launch& l);
+  void on_job_end(const job_outcome& o);
+  void fail(const std::string& why);
+  void log(const std::string& line) const;
+  std::int64_t next_id() { return next_id_++; }
+
+  boost::asio::io_context& io_;
+  agent_options options_;
+  std::function<void(const std::string&)> on_fatal_;
+  job_supervisor supervisor_;
+  std::unique_ptr<boost::asio::generic::stream_protocol::socket> sock_;
+  boost::asio::steady_timer backoff_timer_;
+  protocol::frame_decoder decoder_;
+  std::vector<std::string> frames_;
+  std::array<char, 64 * 1024> buf_{};
+  std::deque<std::string> out_;  // frames to write, in order (deque: appending keeps the front in place)
+  bool writing_ = false;
+  bool connected_ = false;
+  bool stopping_ = false;
+  bool fatal_ = false;
+  std::uint64_t generation_ = 0;  // connection count: old heartbeat loops stop
+  std::int64_t next_id_ = 1;
+  std::map<std::int64_t, protocol::message> outbox_;  // id -> unacknowledged report
+  std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
+};
+
+}  // namespace aqs::node

@@ -1,0 +1,103 @@
+// aqs-node: the node agent. Registers this machine (or a virtual node of it)
+// with aqsd and runs the jobs aqsd starts here.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "agent.hpp"
+#include "node_discovery.hpp"
+
+namespace {
+
+std::string read_key(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read the cluster key file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string key = ss.str();
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  if (key.empty()) throw std::runtime_error("the cluster key file " + path + " is empty");
+  return key;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"aqs-node: the AQS node agent. Registers with aqsd and runs the jobs it starts here.",
+               "aqs-node"};
+  std::string server, socket_path, key_file, name, cpus_text, spool;
+  std::int64_t procs = 0;
+  double heartbeat_s = 2.0;
+  app.add_option("--server", server, "aqsd's address HOST:PORT (TCP, needs --key)");
+  app.add_option("--socket", socket_path, "aqsd's Unix socket, when aqsd runs on this machine");
+  app.add_option("--key", key_file, "file holding the cluster key (aqsd's STATE_DIR/cluster.key)");
+  app.add_option("--name", name, "this node's name, unique in the cluster")->required();
+  app.add_option("--cpus", cpus_text, "advertise only these cores, e.g. 0-3,6 (default: all we may use)");
+  app.add_option("--procs", procs, "advertise N processors whatever the hardware (pinned round-robin on the cores)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--spool", spool, "where job scripts are kept (default /tmp/aqs-node-NAME)");
+  app.add_option("--heartbeat", heartbeat_s, "seconds between heartbeats")->check(CLI::Range(0.05, 3600.0));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "aqs-node: %s (see aqs-node --help)\n", e.what());
+    return 2;
+  }
+
+  aqs::node::agent_options o;
+  try {
+    if (server.empty() == socket_path.empty()) throw std::invalid_argument("give exactly one of --server and --socket");
+    if (!server.empty()) {
+      if (key_file.empty()) throw std::invalid_argument("--server needs --key FILE (the cluster key)");
+      if (server.rfind(':') == std::string::npos) throw std::invalid_argument("--server expects HOST:PORT, got '" + server + "'");
+      o.server = server;
+      o.key = read_key(key_file);
+    } else {
+      o.socket_path = socket_path;
+    }
+    if (name.empty() || name.size() > 64 || name.find_first_of(" \t\n/") != std::string::npos) {
+      throw std::invalid_argument("--name must be 1 to 64 characters without spaces or '/'");
+    }
+    o.name = name;
+    auto found = aqs::node::discover_resources();
+    o.cpus = cpus_text.empty() ? found.cpus : aqs::node::parse_cpu_list(cpus_text);
+    o.procs = procs > 0 ? procs : static_cast<std::int64_t>(o.cpus.size());
+    o.memory_mb = found.memory_mb;
+    o.gpus = found.gpus;
+    o.spool = spool.empty() ? std::filesystem::path("/tmp/aqs-node-" + name) : std::filesystem::path(spool);
+    o.heartbeat = std::chrono::milliseconds(static_cast<long>(heartbeat_s * 1000));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aqs-node: %s\n", e.what());
+    return 2;
+  }
+
+  boost::asio::io_context io(1);
+  int rc = 0;
+  aqs::node::agent agent(io, o, [&](const std::string&) {
+    rc = 1;
+    io.stop();
+  });
+  boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
+  stop_signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    agent.stop();
+    io.stop();
+  });
+  ::signal(SIGPIPE, SIG_IGN);
+  try {
+    agent.start();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aqs-node: %s\n", e.what());
+    return 1;
+  }
+  io.run();
+  return rc;
+}
