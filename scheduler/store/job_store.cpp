@@ -730,99 +730,153 @@ void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
 
 // ---------------------------------------------------------- transitions --
 
-job_event job_store::transition(const job_transition& t) {
+namespace {
+
+// Checks that need no database: the text and the exit status.
+void check_transition(const job_transition& t) {
   check_text("reason", t.reason);
   if ((t.exit_code || t.term_signal) && !core::is_final(t.to)) {
     throw invalid_job("exit status given for job " + std::to_string(t.job_id) + " entering " +
                       std::string(core::to_string(t.to)) + ", which is not a final state");
   }
   if (t.term_signal && *t.term_signal <= 0) throw invalid_job("term_signal must be positive");
+}
 
+// One transition inside the caller's transaction: lock, check, update the
+// row and append the event. `before` receives the state the job was in.
+job_event apply_transition(pqxx::work& tx, const job_transition& t, std::optional<job_state>& before) {
+  const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
+  if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
+  const job_state from = state_of(cur[0][0]);
+  before = from;
+  if (t.from && *t.from != from) throw unexpected_state(t.job_id, *t.from, from);
+  if (!core::is_legal_transition(from, t.to)) throw illegal_transition(t.job_id, from, t.to);
+  const std::string old_procs = cur[0][1].as<std::string>();
+  std::optional<std::string> old_resize;
+  if (!cur[0][2].is_null()) old_resize = cur[0][2].as<std::string>();
+
+  std::string procs;                        // jobs.procs afterwards
+  std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
+  std::string event_new;                    // the event's new map
+  const std::string given = t.procs ? t.procs->to_string() : std::string();
+  if (core::holds_processors(t.to)) {
+    if (t.to == job_state::resizing) {
+      if (given.find('1') == std::string::npos) {
+        throw invalid_job("resizing job " + std::to_string(t.job_id) + " needs the new map");
+      }
+      procs = old_procs;  // still held until the job acknowledges
+      resize_procs = given;
+      event_new = given;
+    } else {
+      if (t.procs) {
+        procs = given;
+      } else if (from == job_state::resizing && old_resize) {
+        procs = *old_resize;
+      } else {
+        procs = old_procs;
+      }
+      if (procs.find('1') == std::string::npos) {
+        throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
+                          std::string(core::to_string(t.to)) + " needs a non-empty processor map");
+      }
+      event_new = procs;
+    }
+  } else if (t.procs && t.procs->any()) {
+    throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
+                      std::string(core::to_string(t.to)) + " holds no processors: no map allowed");
+  }
+
+  const bool clear_start = t.to == job_state::pending;
+  const bool set_start = t.to == job_state::running;
+  const bool set_end = core::is_final(t.to);
+  const pqxx::result ev = tx.exec_prepared(
+      "apply_transition", t.job_id, std::string(core::to_string(t.to)), procs, resize_procs,
+      clear_start, set_start, set_end, t.exit_code, t.term_signal, std::string(core::to_string(from)),
+      old_procs, event_new, t.reason);
+  if (ev.size() != 1) throw store_error("job " + std::to_string(t.job_id) + " vanished during its transition");
+  job_event e;
+  e.id = ev[0][0].as<std::int64_t>();
+  e.job_id = t.job_id;
+  e.time = micros(ev[0][1]);
+  e.old_state = from;
+  e.new_state = t.to;
+  e.old_procs = processor_set::from_string(old_procs);
+  e.new_procs = processor_set::from_string(event_new);
+  e.reason = t.reason;
+  e.exit_code = t.exit_code;
+  e.term_signal = t.term_signal;
+  return e;
+}
+
+// After an unknown COMMIT: the event if the transition landed, nullopt if
+// the job is still where the attempt found it; anything else cannot be told.
+std::optional<job_event> transition_landed(pqxx::work& tx, const job_transition& t, std::optional<job_state> before) {
+  // Only this store moves jobs: the job is either still where the attempt
+  // found it (not landed: run again, which re-checks) or in the target state
+  // with our event last.
+  const pqxx::result cur = tx.exec_prepared("job_state", t.job_id);
+  if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
+  const job_state now = state_of(cur[0][0]);
+  if (before && now == *before) return std::nullopt;
+  if (now == t.to) {
+    const pqxx::result last = tx.exec_prepared("last_event", t.job_id);
+    if (!last.empty()) {
+      job_event e = read_event(last[0]);
+      if (e.new_state == t.to) return e;
+    }
+  }
+  throw store_unavailable("lost the connection while committing job " + std::to_string(t.job_id) +
+                          "'s transition and cannot tell whether it landed (job is now " +
+                          std::string(core::to_string(now)) + ")");
+}
+
+}  // namespace
+
+job_event job_store::transition(const job_transition& t) {
+  check_transition(t);
   std::optional<job_state> before;  // the state the (last) attempt moved from
   std::lock_guard lk(control_mu_);
   return run<job_event>(
+      *control_, [&](pqxx::work& tx) { return apply_transition(tx, t, before); },
+      [&](pqxx::work& tx) { return transition_landed(tx, t, before); }, false);
+}
+
+std::vector<job_event> job_store::transition_all(const std::vector<job_transition>& ts) {
+  if (ts.empty()) return {};
+  std::unordered_map<std::int64_t, int> seen;
+  for (const auto& t : ts) {
+    check_transition(t);
+    if (seen[t.job_id]++ != 0) {
+      throw invalid_job("job " + std::to_string(t.job_id) + " appears twice in one batch of transitions");
+    }
+  }
+  std::vector<std::optional<job_state>> before(ts.size());
+  std::lock_guard lk(control_mu_);
+  return run<std::vector<job_event>>(
       *control_,
       [&](pqxx::work& tx) {
-        const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
-        if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
-        const job_state from = state_of(cur[0][0]);
-        before = from;
-        if (t.from && *t.from != from) throw unexpected_state(t.job_id, *t.from, from);
-        if (!core::is_legal_transition(from, t.to)) throw illegal_transition(t.job_id, from, t.to);
-        const std::string old_procs = cur[0][1].as<std::string>();
-        std::optional<std::string> old_resize;
-        if (!cur[0][2].is_null()) old_resize = cur[0][2].as<std::string>();
-
-        std::string procs;                        // jobs.procs afterwards
-        std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
-        std::string event_new;                    // the event's new map
-        const std::string given = t.procs ? t.procs->to_string() : std::string();
-        if (core::holds_processors(t.to)) {
-          if (t.to == job_state::resizing) {
-            if (given.find('1') == std::string::npos) {
-              throw invalid_job("resizing job " + std::to_string(t.job_id) + " needs the new map");
-            }
-            procs = old_procs;  // still held until the job acknowledges
-            resize_procs = given;
-            event_new = given;
-          } else {
-            if (t.procs) {
-              procs = given;
-            } else if (from == job_state::resizing && old_resize) {
-              procs = *old_resize;
-            } else {
-              procs = old_procs;
-            }
-            if (procs.find('1') == std::string::npos) {
-              throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
-                                std::string(core::to_string(t.to)) + " needs a non-empty processor map");
-            }
-            event_new = procs;
-          }
-        } else if (t.procs && t.procs->any()) {
-          throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
-                            std::string(core::to_string(t.to)) + " holds no processors: no map allowed");
-        }
-
-        const bool clear_start = t.to == job_state::pending;
-        const bool set_start = t.to == job_state::running;
-        const bool set_end = core::is_final(t.to);
-        const pqxx::result ev = tx.exec_prepared(
-            "apply_transition", t.job_id, std::string(core::to_string(t.to)), procs, resize_procs,
-            clear_start, set_start, set_end, t.exit_code, t.term_signal, std::string(core::to_string(from)),
-            old_procs, event_new, t.reason);
-        if (ev.size() != 1) throw store_error("job " + std::to_string(t.job_id) + " vanished during its transition");
-        job_event e;
-        e.id = ev[0][0].as<std::int64_t>();
-        e.job_id = t.job_id;
-        e.time = micros(ev[0][1]);
-        e.old_state = from;
-        e.new_state = t.to;
-        e.old_procs = processor_set::from_string(old_procs);
-        e.new_procs = processor_set::from_string(event_new);
-        e.reason = t.reason;
-        e.exit_code = t.exit_code;
-        e.term_signal = t.term_signal;
-        return e;
+        std::vector<job_event> events;
+        events.reserve(ts.size());
+        for (std::size_t i = 0; i < ts.size(); ++i) events.push_back(apply_transition(tx, ts[i], before[i]));
+        return events;
       },
-      [&](pqxx::work& tx) -> std::optional<job_event> {
-        // Only this store moves jobs: the job is either still where the
-        // attempt found it (not landed: run again, which re-checks) or in
-        // the target state with our event last.
-        const pqxx::result cur = tx.exec_prepared("job_state", t.job_id);
-        if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
-        const job_state now = state_of(cur[0][0]);
-        if (before && now == *before) return std::nullopt;
-        if (now == t.to) {
-          const pqxx::result last = tx.exec_prepared("last_event", t.job_id);
-          if (!last.empty()) {
-            job_event e = read_event(last[0]);
-            if (e.new_state == t.to) return e;
+      [&](pqxx::work& tx) -> std::optional<std::vector<job_event>> {
+        // One transaction: all landed or none did.
+        std::vector<job_event> events;
+        std::size_t not_landed = 0;
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+          if (auto e = transition_landed(tx, ts[i], before[i])) {
+            events.push_back(std::move(*e));
+          } else {
+            ++not_landed;
           }
         }
-        throw store_unavailable("lost the connection while committing job " + std::to_string(t.job_id) +
-                                "'s transition and cannot tell whether it landed (job is now " +
-                                std::string(core::to_string(now)) + ")");
+        if (not_landed == ts.size()) return std::nullopt;
+        if (not_landed != 0) {
+          throw store_unavailable("lost the connection while committing a batch of transitions and found it "
+                                  "applied only in part; the jobs' states need checking");
+        }
+        return events;
       },
       false);
 }

@@ -90,6 +90,11 @@ public:
   // invalid_job (a map where none belongs, or missing where one is needed,
   // or exit status on a non-final state); on any of these nothing is written.
   job_event transition(const job_transition& t);
+  // Several transitions (of different jobs) in one transaction, e.g. every
+  // resize of one scheduling decision: all are written or, if any fails
+  // (same errors as transition, or invalid_job for a job listed twice),
+  // none is. Returns the events in the order given.
+  std::vector<job_event> transition_all(const std::vector<job_transition>& ts);
 
   // The job in full, or nullopt.
   std::optional<job_record> get_job(std::int64_t id);

@@ -289,3 +289,55 @@ TEST_CASE("a transition that committed but whose answer was lost is found, not a
   CHECK(h[2].id == e.id);
   CHECK(store.get_job(id)->status.exit_code == 0);
 }
+
+TEST_CASE("a batch of transitions is written whole, or not at all when one of them is illegal") {
+  test_database db;
+  job_store store(options_for(db.conninfo()));
+  const auto a = job_in(store, job_state::running);
+  const auto b = job_in(store, job_state::running);
+  const auto c = job_in(store, job_state::pending);
+  const auto shrink = processor_set::from_string("00110000");
+  const auto grow = processor_set::from_string("00111111");
+
+  auto events = store.transition_all({{.job_id = a, .to = job_state::resizing, .procs = shrink, .reason = "d1"},
+                                      {.job_id = b, .to = job_state::resizing, .procs = grow, .reason = "d1"},
+                                      {.job_id = c, .to = job_state::running, .procs = k_other_map, .reason = "d1"}});
+  REQUIRE(events.size() == 3);
+  CHECK(events[0].job_id == a);
+  CHECK(events[1].new_procs == grow);
+  CHECK(events[2].new_state == job_state::running);
+  CHECK(store.get_job(a)->status.state == job_state::resizing);
+  CHECK(store.get_job(c)->status.state == job_state::running);
+
+  // b cannot go back to PENDING: a's acknowledgement is not written either.
+  const std::string image_a = row_image(db.conninfo(), a);
+  CHECK_THROWS_AS(store.transition_all({{.job_id = a, .to = job_state::running, .reason = "ack"},
+                                        {.job_id = b, .to = job_state::pending, .reason = "bad"}}),
+                  illegal_transition);
+  CHECK(row_image(db.conninfo(), a) == image_a);
+  CHECK(store.get_job(a)->status.state == job_state::resizing);
+  CHECK_THROWS_WITH_AS(store.transition_all({{.job_id = a, .to = job_state::running},
+                                             {.job_id = a, .to = job_state::completed}}),
+                       doctest::Contains("appears twice"), invalid_job);
+  CHECK(store.transition_all({}).empty());
+  CHECK(store.job_history(a).size() == 3);
+}
+
+TEST_CASE("a batch of transitions whose COMMIT answer was lost is found whole, not applied twice") {
+  test_database db;
+  job_store_options o = options_for(db.conninfo());
+  std::atomic<bool> armed{false};
+  o.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
+  job_store store(o);
+  const auto a = job_in(store, job_state::running);
+  const auto b = job_in(store, job_state::pending);
+  armed = true;
+  const auto events = store.transition_all({{.job_id = a, .to = job_state::cancelled, .reason = "fkill"},
+                                            {.job_id = b, .to = job_state::cancelled, .reason = "fkill"}});
+  CHECK(store.stats().in_doubt == 1);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].job_id == a);
+  CHECK(events[1].job_id == b);
+  CHECK(store.job_history(a).size() == 3);
+  CHECK(store.job_history(b).size() == 2);
+}
