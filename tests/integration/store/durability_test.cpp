@@ -129,8 +129,16 @@ TEST_CASE("a submitting process killed with SIGKILL at random moments loses no a
     ::close(fds[1]);
     std::string buffer;
     const std::size_t before = acked.size();
-    // Kill at a random moment: during start-up for some cycles, mid-load for most.
-    const auto delay = std::chrono::milliseconds(20 + rng() % 300);
+    // Kill at a random moment: counted from the fork in odd cycles (which
+    // may hit start-up), from the first acknowledgement in even ones (which
+    // is then certainly under load, however slow the machine).
+    if (cycle % 2 == 0) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (acked.size() == before && std::chrono::steady_clock::now() < give_up) {
+        read_acks(fds[0], buffer, acked, std::chrono::steady_clock::now() + std::chrono::milliseconds(5), false);
+      }
+    }
+    const auto delay = std::chrono::milliseconds(rng() % 250);
     read_acks(fds[0], buffer, acked, std::chrono::steady_clock::now() + delay, false);
     ::kill(child, SIGKILL);
     int status = 0;
