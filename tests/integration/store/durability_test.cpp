@@ -225,4 +225,19 @@ TEST_CASE("a PostgreSQL restart and a PostgreSQL crash in the middle of a load r
   store.transition({.job_id = running, .to = aqs::core::job_state::completed, .exit_code = 0});
   CHECK(store.get_job(running)->status.state == aqs::core::job_state::completed);
   check_acknowledged(server.connection_string(), acked);
+
+  // A database away for longer than the reconnect budget: the submission
+  // fails with store_unavailable (not acknowledged, not lost silently), and
+  // the store works again once the database is back.
+  job_store_options quick = options_for(server.connection_string());
+  quick.reconnect_timeout = std::chrono::milliseconds(500);
+  job_store impatient(quick);
+  server.stop();
+  job_request late = simple_request();
+  late.submit_token = "late";
+  CHECK_THROWS_AS(impatient.submit(late), store_unavailable);
+  server.start();
+  const auto late_id = impatient.submit(late);  // same token: retried safely
+  CHECK(late_id > 0);
+  CHECK(impatient.submit(late) == late_id);
 }
