@@ -56,13 +56,15 @@ namespace {
 // here: cheaper for the server than computing epoch numerics per row.
 #define AQS_MICROS(col) col
 
-constexpr const char* k_live_states = "('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED')";
-
 // Columns of a job_summary, in the order read_status/read_summary expect.
 #define AQS_SUMMARY_COLUMNS                                                              \
   "id, user_name, uid, name, min_pe, max_pe, adaptive, walltime_s, priority, requeue, " \
   "dependencies, state, " AQS_MICROS("submit_time") ", " AQS_MICROS("start_time") ", "  \
   AQS_MICROS("end_time") ", exit_code, term_signal, procs, resize_procs"
+
+#define AQS_NODE_COLUMNS                                                                    \
+  "id, name, address, first_proc, nprocs, cpus, memory_mb, gpus, state, " AQS_MICROS(      \
+      "registered_at") ", " AQS_MICROS("last_heartbeat")
 
 struct statement {
   const char* name;
@@ -155,20 +157,16 @@ const std::array k_statements = {
               " last_heartbeat = now() WHERE name = $1 RETURNING id"},
     statement{"node_heartbeat", "UPDATE nodes SET last_heartbeat = now() WHERE name = $1"},
     statement{"node_set_state", "UPDATE nodes SET state = $2 WHERE name = $1"},
+    statement{"get_node", "SELECT " AQS_NODE_COLUMNS " FROM nodes WHERE id = $1"},
+    statement{"list_nodes", "SELECT " AQS_NODE_COLUMNS " FROM nodes ORDER BY first_proc"},
 };
 
-#define AQS_NODE_COLUMNS                                                                    \
-  "id, name, address, first_proc, nprocs, cpus, memory_mb, gpus, state, " AQS_MICROS(      \
-      "registered_at") ", " AQS_MICROS("last_heartbeat")
-
-// Not prepared: they are used once per call and only inside the recovery
-// snapshot (a cursor cannot run a prepared statement).
+// Not prepared: a cursor cannot run a prepared statement, and SET
+// TRANSACTION takes no parameters. Constant text, no values.
 constexpr const char* k_declare_live_cursor =
     "DECLARE aqs_live NO SCROLL CURSOR FOR SELECT " AQS_SUMMARY_COLUMNS
     " FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED') ORDER BY id";
 constexpr const char* k_fetch_live = "FETCH FORWARD 10000 FROM aqs_live";
-constexpr const char* k_list_nodes = "SELECT " AQS_NODE_COLUMNS " FROM nodes ORDER BY first_proc";
-constexpr const char* k_get_node = "SELECT " AQS_NODE_COLUMNS " FROM nodes WHERE id = $1";
 constexpr const char* k_snapshot = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
 
 // ----------------------------------------------------------- conversions --
@@ -953,7 +951,7 @@ live_state job_store::load_live_state() {
           if (r.empty()) break;
           for (const auto& row : r) st.jobs.push_back(read_summary(row));
         }
-        for (const auto& row : tx.exec(k_list_nodes)) st.nodes.push_back(read_node(row));
+        for (const auto& row : tx.exec_prepared("list_nodes")) st.nodes.push_back(read_node(row));
         return st;
       },
       no_resolve<live_state>, true);
@@ -988,7 +986,7 @@ node_record job_store::register_node(const node_request& q) {
           }
           r = tx.exec_prepared("update_node", q.name, q.address, q.cpus, q.memory_mb, q.gpus);
         }
-        return read_node(tx.exec_params1(k_get_node, r[0][0].as<std::int32_t>()));
+        return read_node(tx.exec_prepared1("get_node", r[0][0].as<std::int32_t>()));
       },
       no_resolve<node_record>, false);
 }
@@ -1022,7 +1020,7 @@ std::vector<node_record> job_store::list_nodes() {
       *control_,
       [&](pqxx::work& tx) {
         std::vector<node_record> out;
-        for (const auto& row : tx.exec(k_list_nodes)) out.push_back(read_node(row));
+        for (const auto& row : tx.exec_prepared("list_nodes")) out.push_back(read_node(row));
         return out;
       },
       no_resolve<std::vector<node_record>>, true);
