@@ -3,6 +3,7 @@
 
 #include "core/placement.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -245,17 +246,45 @@ void scheduler::start_job(job& j, const processor_set& procs, double now, std::v
   out.push_back(std::move(d));
 }
 
+void scheduler::check_plan(const plan& p) const {
+  // Each job at most once in the whole plan: a second entry would be judged
+  // against a state the first one changed, so a plan could not be checked as
+  // a whole before it is applied.
+  std::vector<job_id> named;
+  named.reserve(p.starts.size() + p.targets.size());
+  for (const plan::sized& s : p.starts) {
+    const job& j = get(s.job);
+    if (j.state != job_state::pending) misuse("strategy started " + job_name(s.job) + ", which is not pending");
+    if (s.procs < j.req.min_pe || s.procs > j.req.max_pe) misuse("strategy sized " + job_name(s.job) + " outside its min..max");
+    named.push_back(s.job);
+  }
+  for (const plan::sized& t : p.targets) {
+    const job& j = get(t.job);
+    // Targets of jobs that cannot be resized now are skipped, not refused.
+    if (j.state == job_state::running && resizable(j)) {
+      if (t.procs < j.size() && t.procs < j.req.min_pe) misuse("strategy shrank " + job_name(t.job) + " below its minimum");
+      if (t.procs > j.size() && t.procs > j.req.max_pe) misuse("strategy grew " + job_name(t.job) + " beyond its maximum");
+    }
+    named.push_back(t.job);
+  }
+  std::sort(named.begin(), named.end());
+  auto twice = std::adjacent_find(named.begin(), named.end());
+  if (twice != named.end()) misuse("strategy planned " + job_name(*twice) + " more than once");
+}
+
 std::vector<decision> scheduler::decide(double now) {
+  plan p = policy_->schedule(*this, now);
+  check_plan(p);
+  // Nothing below throws for a checked plan, so the node-loss decisions are
+  // only taken now: a refused plan leaves them for the next decide().
   std::vector<decision> out = std::move(pending_);
   pending_.clear();
-  plan p = policy_->schedule(*this, now);
   reservation_ = p.reservation;
 
   // Shrinks first: what they vacate is reserved until the jobs acknowledge.
   for (const plan::sized& t : p.targets) {
-    job& j = get_mut(t.job);
+    job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
-    if (t.procs < j.req.min_pe) misuse("strategy shrank " + job_name(t.job) + " below its minimum");
     processor_set to = place_shrink(j.procs, j.size() - t.procs);
     reserved_ |= j.procs - to;
     j.target = to;
@@ -276,9 +305,7 @@ std::vector<decision> scheduler::decide(double now) {
   // Starts, in the strategy's order. A start whose processors are still being
   // vacated waits for the acknowledgements (the next decide() redoes the plan).
   for (const plan::sized& s : p.starts) {
-    job& j = get_mut(s.job);
-    if (j.state != job_state::pending) misuse("strategy started " + job_name(s.job) + ", which is not pending");
-    if (s.procs < j.req.min_pe || s.procs > j.req.max_pe) misuse("strategy sized " + job_name(s.job) + " outside its min..max");
+    job& j = jobs_.at(s.job);
     if (s.procs > free_n) continue;
     processor_set procs = place_new(free, s.procs);
     free -= procs;
@@ -289,9 +316,8 @@ std::vector<decision> scheduler::decide(double now) {
   // Grows last, from what is free now; a grow waits until all of it is free
   // rather than growing twice.
   for (const plan::sized& t : p.targets) {
-    job& j = get_mut(t.job);
+    job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs <= j.size()) continue;
-    if (t.procs > j.req.max_pe) misuse("strategy grew " + job_name(t.job) + " beyond its maximum");
     std::size_t delta = t.procs - j.size();
     if (delta > free_n) continue;
     processor_set to = place_grow(j.procs, free, delta);

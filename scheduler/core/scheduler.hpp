@@ -74,6 +74,10 @@ public:
   scheduler(cluster c, std::unique_ptr<strategy> policy);
 
   void apply(const event& e);
+  // Asks the strategy for a plan and carries it out, returning the decisions
+  // (first those apply() made on node loss). A plan that breaks the strategy
+  // contract (strategy.hpp) throws std::invalid_argument before any of it is
+  // applied; the node-loss decisions are then returned by the next decide().
   std::vector<decision> decide(double now);
 
   // A node registering while the scheduler runs (the daemon's aqs-node
@@ -115,6 +119,9 @@ private:
   job& get_mut(job_id id);
   void release(job& j);  // drops all processors the job holds or was promised
   void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
+  // Throws std::invalid_argument, changing nothing, unless every start and
+  // target of the plan may be carried out (or skipped) as decide() does.
+  void check_plan(const plan& p) const;
   // The counts are recomputed lazily, once per change of the sets rather
   // than after every event (a simulator feeds hundreds of thousands).
   struct counts_t {

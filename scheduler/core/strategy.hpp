@@ -42,7 +42,9 @@ class strategy {
 public:
   virtual ~strategy() = default;
   virtual std::string_view name() const noexcept = 0;
-  // Must only start queued jobs and only resize running adaptive jobs, and
+  // Must only start queued jobs, within their min..max, and only resize
+  // running adaptive jobs within theirs; must name each job at most once in
+  // the plan (the scheduler refuses a plan that breaks any of this); and
   // must not plan more processors than the scheduler reports available
   // (free, reserved, and what resizable adaptive jobs hold).
   virtual plan schedule(const scheduler& s, double now) const = 0;

@@ -1,9 +1,12 @@
 // Unit tests of the scheduler with each strategy on small hand-checked scenarios.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/equipartition.hpp"
 #include "core/scheduler.hpp"
@@ -32,6 +35,41 @@ job_request adaptive(job_id id, std::size_t min, std::size_t max, double walltim
 
 scheduler make(std::string_view policy, std::size_t nodes, std::size_t per_node) {
   return scheduler(cluster::uniform(nodes, per_node), make_strategy(policy));
+}
+
+// A test-only policy that returns whatever plan the test puts in `next`, so a
+// test can hand the scheduler plans no real strategy would make.
+class scripted_strategy final : public strategy {
+public:
+  explicit scripted_strategy(std::shared_ptr<plan> next) : next_(std::move(next)) {}
+  std::string_view name() const noexcept override { return "scripted"; }
+  plan schedule(const scheduler&, double) const override { return *next_; }
+
+private:
+  std::shared_ptr<plan> next_;
+};
+
+// Everything decide() may change, as text, so a failed comparison shows what moved.
+std::string describe(const scheduler& s, job_id max_id) {
+  std::ostringstream o;
+  o << "held " << s.held().to_string() << " reserved " << s.reserved().to_string() << " free "
+    << s.free_procs().to_string() << " counts " << s.free_count() << '/' << s.held_count() << '/'
+    << s.reserved_count() << '/' << s.usable_count() << "\nqueue";
+  for (const queue_key& k : s.queue()) o << ' ' << k.id;
+  o << "\nby_end";
+  for (const auto& [end, id] : s.holding_by_end()) o << ' ' << id << '@' << end;
+  o << "\nadaptive";
+  for (job_id id : s.adaptive_holding()) o << ' ' << id;
+  o << "\nreservation ";
+  if (auto r = s.reservation()) o << r->job << '@' << r->time;
+  for (job_id id = 1; id <= max_id; ++id) {
+    const job* j = s.find(id);
+    if (j == nullptr) continue;
+    o << "\njob " << id << ' ' << to_string(j->state) << " procs " << j->procs.to_string() << '/' << j->nprocs
+      << " target " << j->target.to_string() << '/' << j->ntarget << " resizes " << j->resizes << " start "
+      << j->start_time << " frozen " << j->frozen;
+  }
+  return o.str();
 }
 
 }  // namespace
@@ -263,6 +301,57 @@ TEST_CASE("misuse is refused with an exception and leaves the state unchanged") 
   CHECK_THROWS_AS(s.apply(event::arrival(bad)), std::invalid_argument);
   CHECK(s.get(1).state == job_state::running);
   CHECK(s.find(2) == nullptr);
+}
+
+TEST_CASE("a strategy's invalid plan is refused before any of it is applied, and node-loss decisions wait") {
+  auto next = std::make_shared<plan>();
+  scheduler s(cluster::uniform(3, 4), std::make_unique<scripted_strategy>(next));
+  s.apply(event::arrival(adaptive(1, 2, 4)));
+  s.apply(event::arrival(rigid(2, 2, 10)));
+  *next = plan{{{1, 4}, {2, 2}}, {}, {}};
+  REQUIRE(s.decide(0).size() == 2);
+  REQUIRE(s.get(1).procs.to_ranges() == "0-3");
+  REQUIRE(s.get(2).procs.to_ranges() == "4-5");
+  s.apply(event::arrival(rigid(3, 2, 10, 1)));
+  s.apply(event::arrival(adaptive(4, 1, 4, 100, 1)));
+  *next = plan{{}, {}, plan::reservation_t{3, 7}};
+  REQUIRE(s.decide(1).empty());
+  // Node 1 goes down: job 2 is requeued, and that decision waits for decide().
+  s.apply(event::on_node(event::kind::node_down, 1));
+  const std::string before = describe(s, 4);
+
+  plan bad;
+  SUBCASE("a start of a job that is not pending, after a valid shrink and a valid start") {
+    bad.targets = {{1, 2}};
+    bad.starts = {{3, 2}, {1, 4}};
+  }
+  SUBCASE("a grow beyond the maximum, after a valid start") {
+    bad.starts = {{3, 2}};
+    bad.targets = {{1, 9}};
+  }
+  SUBCASE("a shrink below the minimum") { bad.targets = {{1, 1}}; }
+  SUBCASE("a start outside min..max, after a valid start") { bad.starts = {{3, 2}, {4, 5}}; }
+  SUBCASE("a start of an unknown job, after a valid start") { bad.starts = {{3, 2}, {99, 1}}; }
+  SUBCASE("a target of an unknown job, after a valid shrink") { bad.targets = {{1, 2}, {99, 1}}; }
+  SUBCASE("the same job started twice") { bad.starts = {{3, 2}, {3, 2}}; }
+  SUBCASE("the same job resized twice") { bad.targets = {{1, 3}, {1, 2}}; }
+  SUBCASE("a job both started and resized") {
+    bad.starts = {{4, 1}};
+    bad.targets = {{4, 2}};
+  }
+  bad.reservation = plan::reservation_t{4, 99};
+  *next = bad;
+  CHECK_THROWS_AS(s.decide(2), std::invalid_argument);
+  CHECK(describe(s, 4) == before);
+
+  // The node-loss decision is still there for the next (valid) decide().
+  *next = plan{};
+  auto d = s.decide(3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::requeue);
+  CHECK(d[0].job == 2);
+  CHECK(d[0].from.to_ranges() == "4-5");
+  CHECK(s.decide(4).empty());
 }
 
 TEST_CASE("nodes registering while jobs run extend the numbering and are used at once") {
