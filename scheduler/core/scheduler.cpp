@@ -272,6 +272,21 @@ void scheduler::check_plan(const plan& p) const {
   if (twice != named.end()) misuse("strategy planned " + job_name(*twice) + " more than once");
 }
 
+void scheduler::begin_resize(job& j, const processor_set& to, std::size_t ntarget, std::vector<decision>& out) {
+  decision d;
+  d.what = decision::kind::resize;
+  d.job = j.req.id;
+  d.from = j.procs;
+  d.to = to;
+  // A shrink moves exactly the ranks it drops, a grow none.
+  d.ranks_moved = ntarget < j.size() ? j.size() - ntarget : 0;
+  j.target = to;
+  j.ntarget = ntarget;
+  j.state = job_state::resizing;
+  ++j.resizes;
+  out.push_back(std::move(d));
+}
+
 std::vector<decision> scheduler::decide(double now) {
   plan p = policy_->schedule(*this, now);
   check_plan(p);
@@ -287,17 +302,7 @@ std::vector<decision> scheduler::decide(double now) {
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
     processor_set to = place_shrink(j.procs, j.size() - t.procs);
     reserved_ |= j.procs - to;
-    j.target = to;
-    j.ntarget = t.procs;
-    j.state = job_state::resizing;
-    ++j.resizes;
-    decision d;
-    d.what = decision::kind::resize;
-    d.job = t.job;
-    d.from = j.procs;
-    d.to = to;
-    d.ranks_moved = j.size() - t.procs;
-    out.push_back(std::move(d));
+    begin_resize(j, to, t.procs, out);
   }
 
   processor_set free = usable_ - held_;
@@ -325,17 +330,7 @@ std::vector<decision> scheduler::decide(double now) {
     free -= gained;
     free_n -= delta;
     held_ |= gained;
-    j.target = to;
-    j.ntarget = t.procs;
-    j.state = job_state::resizing;
-    ++j.resizes;
-    decision d;
-    d.what = decision::kind::resize;
-    d.job = t.job;
-    d.from = j.procs;
-    d.to = to;
-    d.ranks_moved = 0;
-    out.push_back(std::move(d));
+    begin_resize(j, to, t.procs, out);
   }
   refresh_counts();
   return out;

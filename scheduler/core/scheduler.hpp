@@ -122,6 +122,9 @@ private:
   // Throws std::invalid_argument, changing nothing, unless every start and
   // target of the plan may be carried out (or skipped) as decide() does.
   void check_plan(const plan& p) const;
+  // Sends j the map `to` of ntarget processors: RESIZING until acknowledged.
+  // The caller has already reserved what a shrink vacates or held what a grow gains.
+  void begin_resize(job& j, const processor_set& to, std::size_t ntarget, std::vector<decision>& out);
   // The counts are recomputed lazily, once per change of the sets rather
   // than after every event (a simulator feeds hundreds of thousands).
   struct counts_t {
