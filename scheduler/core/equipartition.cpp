@@ -47,8 +47,9 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     bool starting;
   };
   std::vector<member> members;
-  // Everything resizable adaptive jobs hold, plus free and vacated processors.
-  std::size_t pool = s.free_count() + s.reserved_count();
+  // Everything resizable adaptive jobs hold, plus free processors and vacated
+  // ones that will be free (not those on drained nodes).
+  std::size_t pool = s.free_count() + s.reserved_usable_count();
   std::size_t mins = 0;
   for (job_id id : s.adaptive_holding()) {
     const job& j = s.get(id);

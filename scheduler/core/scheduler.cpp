@@ -81,6 +81,7 @@ const scheduler::counts_t& scheduler::counts() const noexcept {
     counts_.usable = usable_.count();
     counts_.held = held_.count();
     counts_.reserved = reserved_.count();
+    counts_.reserved_usable = usable_.count_common(reserved_);
     // Held processors may sit on drained nodes, so free is not usable - held.
     counts_.free = counts_.usable - usable_.count_common(held_);
     counts_dirty_ = false;

@@ -108,6 +108,9 @@ public:
   std::size_t free_count() const noexcept { return counts().free; }
   std::size_t usable_count() const noexcept { return counts().usable; }
   std::size_t reserved_count() const noexcept { return counts().reserved; }
+  // Reserved processors on UP nodes: those that become free when their jobs
+  // acknowledge (vacated ones on a drained node never do).
+  std::size_t reserved_usable_count() const noexcept { return counts().reserved_usable; }
   std::size_t held_count() const noexcept { return counts().held; }
   // An adaptive job the strategy may resize now: running or resizing, not
   // frozen, not suspended. Its planning size is its target during a resize.
@@ -128,7 +131,7 @@ private:
   // The counts are recomputed lazily, once per change of the sets rather
   // than after every event (a simulator feeds hundreds of thousands).
   struct counts_t {
-    std::size_t free = 0, usable = 0, reserved = 0, held = 0;
+    std::size_t free = 0, usable = 0, reserved = 0, reserved_usable = 0, held = 0;
   };
   const counts_t& counts() const noexcept;
   void refresh_counts() noexcept { counts_dirty_ = true; }

@@ -46,7 +46,7 @@ public:
   // running adaptive jobs within theirs; must name each job at most once in
   // the plan (the scheduler refuses a plan that breaks any of this); and
   // must not plan more processors than the scheduler reports available
-  // (free, reserved, and what resizable adaptive jobs hold).
+  // (free, reserved on usable nodes, and what resizable adaptive jobs hold).
   virtual plan schedule(const scheduler& s, double now) const = 0;
 };
 

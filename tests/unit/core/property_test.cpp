@@ -43,6 +43,7 @@ void check_always(const scheduler& s, const std::vector<decision>& ds) {
   REQUIRE(s.free_count() == (s.usable() - s.held()).count());
   REQUIRE(s.held_count() == s.held().count());
   REQUIRE(s.reserved_count() == s.reserved().count());
+  REQUIRE(s.reserved_usable_count() == s.reserved().count_common(s.usable()));
   REQUIRE(s.usable_count() == s.usable().count());
   for (const decision& d : ds) {
     if (d.what != decision::kind::resize) REQUIRE(d.ranks_moved == 0);

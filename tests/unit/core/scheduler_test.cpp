@@ -354,6 +354,49 @@ TEST_CASE("a strategy's invalid plan is refused before any of it is applied, and
   CHECK(s.decide(4).empty());
 }
 
+TEST_CASE("equipartition does not plan with vacated processors on a node that no longer takes jobs") {
+  auto s = make("equipartition", 2, 4);
+  s.handle(event::arrival(adaptive(1, 2, 8)), 0);
+  auto d = s.handle(event::arrival(adaptive(2, 2, 8, 100, 1)), 1);
+  // Job 1 shrinks to node 0; node 1's processors are reserved until it acknowledges.
+  REQUIRE(d.size() == 1);
+  REQUIRE(d[0].what == kind::resize);
+  REQUIRE(s.reserved().to_ranges() == "4-7");
+  std::size_t usable_for_plan = 0;
+  SUBCASE("drained") {
+    s.apply(event::on_node(event::kind::node_drain, 1));
+    REQUIRE(s.get(1).state == job_state::resizing);
+    usable_for_plan = 4;  // node 0, all of it held by job 1 (its planning size)
+  }
+  SUBCASE("down") {
+    s.apply(event::on_node(event::kind::node_down, 1));
+    REQUIRE(s.get(1).state == job_state::pending);  // killed with the node and requeued
+    usable_for_plan = 4;  // node 0, free
+  }
+  plan p = make_strategy("equipartition")->schedule(s, 2);
+  std::size_t planned = 0;
+  for (const plan::sized& st : p.starts) planned += st.procs;
+  for (job_id id : s.adaptive_holding()) {
+    const job& j = s.get(id);
+    if (!scheduler::resizable(j)) continue;
+    std::size_t size = scheduler::planning_size(j);
+    for (const plan::sized& t : p.targets) {
+      if (t.job == id) size = t.procs;
+    }
+    planned += size;
+  }
+  CHECK(planned <= usable_for_plan);
+  // Both jobs at their fair share of node 0 once job 1 has let go of node 1.
+  bool job2_planned = false;
+  for (const plan::sized& st : p.starts) {
+    if (st.job == 2) {
+      job2_planned = true;
+      CHECK(st.procs == 2);
+    }
+  }
+  CHECK(job2_planned);
+}
+
 TEST_CASE("nodes registering while jobs run extend the numbering and are used at once") {
   scheduler s(cluster{}, make_strategy("equipartition"));
   CHECK(s.usable_count() == 0);
