@@ -7,6 +7,7 @@
 #include <csignal>
 #include <utility>
 
+#include "client/text_util.hpp"
 #include "client/usage_error.hpp"
 
 namespace aqs::cmdline {
@@ -120,18 +121,6 @@ std::int64_t parse_job_id(std::string_view text) {
   return v;
 }
 
-std::vector<std::string_view> split_commas(std::string_view s) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    const auto p = s.find(',', start);
-    out.push_back(s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
-    if (p == std::string_view::npos) break;
-    start = p + 1;
-  }
-  return out;
-}
-
 std::string upper(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -210,10 +199,10 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
     if (name == "all") out.all = true;
     if (name == "user") out.user = check_user(value);
     if (name == "jobs") {
-      for (const auto part : split_commas(value)) out.job_ids.push_back(parse_job_id(part));
+      for (const auto part : split(value, ',')) out.job_ids.push_back(parse_job_id(part));
     }
     if (name == "states") {
-      for (const auto part : split_commas(value)) {
+      for (const auto part : split(value, ',')) {
         const auto st = core::parse_job_state(upper(part));
         if (!st) {
           throw usage_error("invalid job state '" + shown(part) +

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "client/output_pattern.hpp"
+#include "client/text_util.hpp"
 #include "client/time_limit.hpp"
 #include "client/usage_error.hpp"
 #include "protocol/errors.hpp"
@@ -98,18 +99,6 @@ std::int64_t parse_count(const parse_context& pc, std::string_view value, std::s
             ": expected a whole number from 1 to " + std::to_string(protocol::k_max_pe));
   }
   return v;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t p = s.find(sep, start);
-    out.push_back(s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
-    if (p == std::string_view::npos) break;
-    start = p + 1;
-  }
-  return out;
 }
 
 // "afterok:1:2,afterok:3" -> {1, 2, 3}.

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <vector>
 
+#include "client/text_util.hpp"
 #include "client/usage_error.hpp"
 #include "protocol/messages.hpp"
 
@@ -32,18 +33,6 @@ std::int64_t field(std::string_view text, std::string_view f) {
     v = v * 10 + (c - '0');
   }
   return v;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t p = s.find(sep, start);
-    out.push_back(s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
-    if (p == std::string_view::npos) break;
-    start = p + 1;
-  }
-  return out;
 }
 
 bool iequals(std::string_view a, std::string_view b) {
