@@ -88,18 +88,21 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& log, const fs:
     throw pg_server_error(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    auto fail = [&](const char* what) {
+    auto fail = [&](const char* what) {  // fd 2 is the log by then
       const char* err = std::strerror(errno);
-      (void)!::write(log_fd, what, std::strlen(what));
-      (void)!::write(log_fd, ": ", 2);
-      (void)!::write(log_fd, err, std::strlen(err));
-      (void)!::write(log_fd, "\n", 1);
+      (void)!::write(2, what, std::strlen(what));
+      (void)!::write(2, ": ", 2);
+      (void)!::write(2, err, std::strlen(err));
+      (void)!::write(2, "\n", 1);
       ::_exit(127);
     };
     if (new_session) ::setsid();
     ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
+    // The server must not inherit aqsd's sockets (Asio's are not
+    // close-on-exec): it would keep clients' connections open.
+    ::close_range(3, ~0U, 0);
     // Reset what the parent may have changed (a daemon ignores SIGPIPE).
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGINT, SIG_DFL);
@@ -213,8 +216,16 @@ bool pg_server::ready() const {
 pid_t pg_server::running_pid() const {
   std::ifstream in(data_dir() / "postmaster.pid");
   long pid = 0;
-  if (!(in >> pid) || pid <= 0) return 0;
-  return process_alive(static_cast<pid_t>(pid)) ? static_cast<pid_t>(pid) : 0;
+  if (!(in >> pid) || pid <= 0 || !process_alive(static_cast<pid_t>(pid))) return 0;
+  // After a host crash the pid in a stale postmaster.pid may belong to any
+  // process by now: only a postgres serving this very data directory counts.
+  std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string a; std::getline(cmd, a, '\0');) args.push_back(a);
+  const std::string data = data_dir().string();
+  const bool is_postgres = !args.empty() && fs::path(args[0]).filename() == "postgres";
+  const bool serves_ours = std::find(args.begin(), args.end(), data) != args.end();
+  return is_postgres && serves_ours ? static_cast<pid_t>(pid) : 0;
 }
 
 void pg_server::init_cluster() {
@@ -276,38 +287,11 @@ void pg_server::start() {
   }
 }
 
-void pg_server::stop() {
-  pid_t pid = running_pid();
-  if (pid == 0) pid = child_;
-  if (pid == 0 || (pid != child_ && !process_alive(pid))) {
-    child_ = 0;
-    return;
-  }
-  auto gone = [&] { return pid == child_ ? reap(pid) : !process_alive(pid); };
-  auto wait_gone = [&](std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!gone()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
-  };
-  // SIGINT: fast shutdown (roll back sessions, checkpoint, exit).
-  ::kill(pid, SIGINT);
-  bool stopped = wait_gone(options_.stop_timeout);
-  if (!stopped) {
-    ::kill(pid, SIGQUIT);  // immediate shutdown: crash recovery on next start
-    stopped = wait_gone(5s);
-  }
-  if (!stopped) {
-    ::kill(pid, SIGKILL);
-    stopped = wait_gone(5s);
-  }
-  child_ = 0;
-  if (!stopped) throw pg_server_error("PostgreSQL (pid " + std::to_string(pid) + ") would not stop");
-}
+void pg_server::stop() { shut_down(SIGINT); }
 
-void pg_server::crash() {
+void pg_server::crash() { shut_down(SIGQUIT); }
+
+void pg_server::shut_down(int first_signal) {
   pid_t pid = running_pid();
   if (pid == 0) pid = child_;
   if (pid == 0 || (pid != child_ && !process_alive(pid))) {
@@ -323,8 +307,14 @@ void pg_server::crash() {
     }
     return true;
   };
-  ::kill(pid, SIGQUIT);  // immediate shutdown: what a crash leaves behind
+  // SIGINT: fast shutdown (roll back sessions, checkpoint, exit). SIGQUIT:
+  // immediate shutdown, crash recovery at the next start. Then SIGKILL.
+  ::kill(pid, first_signal);
   bool stopped = wait_gone(options_.stop_timeout);
+  if (!stopped && first_signal != SIGQUIT) {
+    ::kill(pid, SIGQUIT);
+    stopped = wait_gone(5s);
+  }
   if (!stopped) {
     ::kill(pid, SIGKILL);
     stopped = wait_gone(5s);

@@ -70,6 +70,7 @@ public:
 
 private:
   void init_cluster();
+  void shut_down(int first_signal);  // stop() and crash()
   pid_t running_pid() const;  // from postmaster.pid, 0 if none alive
 
   pg_server_options options_;

@@ -155,6 +155,11 @@ pid_t launch(const launch_spec& spec) {
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
+    // Nothing else of the agent's may reach the job: above all not its
+    // authenticated connection to aqsd (Asio sockets are not close-on-exec).
+    // The error pipe stays until exec closes it.
+    if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
+    ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
     ::umask(022);
     ::execve(exe.c_str(), argv.data(), envp.data());
     child_fail(fd, k_exec);

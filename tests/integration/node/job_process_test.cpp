@@ -3,7 +3,9 @@
 // running as another user when we are root.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fcntl.h>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -75,6 +77,26 @@ TEST_CASE("a job runs in its working directory with exactly its environment and 
   CHECK(out.find("AQS_JOB_ID=42\n") != std::string::npos);
   CHECK(out.find("HOME=") == std::string::npos);  // nothing of the agent's environment leaks
   CHECK(slurp(d.path / "err.txt") == "oops\n");
+}
+
+TEST_CASE("a job inherits no file descriptor of the agent beyond stdin, stdout and stderr") {
+  temp_dir d;
+  // Descriptors the agent holds without close-on-exec, like Asio's sockets.
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const int extra = ::open("/dev/null", O_RDONLY);
+  REQUIRE(extra >= 0);
+  auto spec = shell(d, "ls /proc/self/fd");  // ls's own directory fd shows up too
+  CHECK(wait_for(launch(spec)).exit_code == 0);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  ::close(extra);
+  std::istringstream listed(slurp(d.path / "out.txt"));
+  std::vector<int> open_fds;
+  for (int fd; listed >> fd;) open_fds.push_back(fd);
+  // 0, 1, 2 and the one ls opened to read /proc/self/fd.
+  CHECK(open_fds.size() == 4);
+  CHECK(std::count_if(open_fds.begin(), open_fds.end(), [](int fd) { return fd > 2; }) == 1);
 }
 
 TEST_CASE("stdout and stderr share the output file when no error file is given, appending") {

@@ -2,7 +2,10 @@
 // nothing in its own directory, the way aqsd's zero-configuration mode does.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 
 #include <pqxx/pqxx>
@@ -85,4 +88,34 @@ TEST_CASE("a server that cannot start reports why in one line") {
 
 TEST_CASE("the connection string quotes a directory with spaces and quotes") {
   CHECK(aqs::store::conninfo_quote("a b'c\\d") == "'a b\\'c\\\\d'");
+}
+
+TEST_CASE("a stale postmaster.pid naming an unrelated live process never gets that process signalled") {
+  temp_dir tmp;  // removed last, also when a check fails
+  const fs::path dir = tmp.path();
+  {
+    pg_server server({.dir = dir, .durable = false});
+    server.start();
+    server.stop();
+  }
+  // As after a host crash: the lock file survives and its pid now belongs
+  // to some other program.
+  const pid_t other = ::fork();
+  REQUIRE(other >= 0);
+  if (other == 0) {
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  {
+    std::FILE* f = std::fopen((dir / "data" / "postmaster.pid").c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fprintf(f, "%d\n%s\n", static_cast<int>(other), (dir / "data").c_str());
+    std::fclose(f);
+  }
+  pg_server server({.dir = dir, .durable = false, .stop_on_destroy = false});
+  CHECK_FALSE(server.ready());
+  CHECK_NOTHROW(server.stop());
+  CHECK(::kill(other, 0) == 0);  // still alive: not ours to stop
+  ::kill(other, SIGKILL);
+  ::waitpid(other, nullptr, 0);
 }
