@@ -99,7 +99,12 @@ private:
       co_return;
     }
     std::optional<protocol::message> m;
-    if (co_await read_into(m, true) && handshake(*m, nonce) && open()) {
+    arm_deadline(st_->options.handshake_timeout, "no hello in time");  // for the whole handshake
+    const bool said_hello = co_await read_into(m, true);
+    disarm_deadline();
+    if (said_hello && handshake(*m, nonce) && open()) {
+      // hello may have come with the start of the next frame
+      if (decoder_.buffered() > 0) arm_deadline(st_->options.frame_timeout, "frame not completed in time");
       while (!closing_) {
         m.reset();
         if (!co_await read_into(m, false)) break;
@@ -107,8 +112,10 @@ private:
       }
     }
     if (!closing_) close_after_writes();
-    // Let queued replies (e.g. the error that explains the close) go out.
-    while (writing_ && sock_.is_open()) {
+    // Let queued replies (e.g. the error that explains the close) go out,
+    // but not wait forever on a peer that does not read them.
+    const auto drain_until = std::chrono::steady_clock::now() + st_->options.frame_timeout;
+    while (writing_ && sock_.is_open() && std::chrono::steady_clock::now() < drain_until) {
       timer_.expires_after(std::chrono::milliseconds(5));
       boost::system::error_code ec;
       co_await timer_.async_wait(asio::redirect_error(use_awaitable, ec));
@@ -229,20 +236,26 @@ private:
       const int taken = take_frame(out, handshake);
       if (taken != 0) co_return taken > 0;
       if (closing_) co_return false;
-      const bool deadline = handshake || decoder_.buffered() > 0;
-      if (deadline) arm_deadline(handshake ? st_->options.handshake_timeout : st_->options.frame_timeout);
       boost::system::error_code ec;
       const std::size_t n = co_await sock_.async_read_some(asio::buffer(buf_), asio::redirect_error(use_awaitable, ec));
-      if (deadline) timer_.cancel();
       if (ec) {
         if (timed_out_) {
-          enqueue(protocol::error{std::nullopt, protocol::error_code::bad_request,
-                                  handshake ? "no hello in time" : "frame not completed in time"});
+          enqueue(protocol::error{std::nullopt, protocol::error_code::bad_request, timeout_reason_});
           close_after_writes();
         }
         co_return false;
       }
-      if (!feed(n)) co_return false;
+      const bool completed = feed(n);
+      if (closing_) co_return false;
+      if (!handshake) {
+        // A frame has until frame_timeout after its first byte, however the
+        // bytes trickle in; between frames the connection may idle.
+        if (decoder_.buffered() == 0) {
+          disarm_deadline();
+        } else if (!deadline_armed_ || completed) {
+          arm_deadline(st_->options.frame_timeout, "frame not completed in time");
+        }
+      }
     }
   }
 
@@ -267,6 +280,7 @@ private:
     return 0;
   }
 
+  // Feeds the bytes read to the decoder; true if a frame was completed.
   bool feed(std::size_t n) {
     try {
       decoder_.feed(std::string_view(buf_.data(), n), scratch_);
@@ -275,20 +289,31 @@ private:
       close_after_writes();
       return false;
     }
+    const bool completed = !scratch_.empty();
     for (auto& f : scratch_) frames_.push_back(std::move(f));
     scratch_.clear();
-    return true;
+    return completed;
   }
 
-  void arm_deadline(std::chrono::milliseconds d) {
+  // One deadline at a time. The generation makes a handler that was already
+  // queued when the deadline was disarmed or re-armed do nothing.
+  void arm_deadline(std::chrono::milliseconds d, const char* reason) {
+    const std::uint64_t gen = ++deadline_gen_;
+    deadline_armed_ = true;
+    timeout_reason_ = reason;
     timer_.expires_after(d);
-    timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
-      if (!ec) {
-        self->timed_out_ = true;
-        boost::system::error_code ignored;
-        self->sock_.cancel(ignored);
-      }
+    timer_.async_wait([self = this->shared_from_this(), gen](boost::system::error_code ec) {
+      if (ec || gen != self->deadline_gen_) return;
+      self->timed_out_ = true;
+      boost::system::error_code ignored;
+      self->sock_.cancel(ignored);
     });
+  }
+
+  void disarm_deadline() {
+    ++deadline_gen_;
+    deadline_armed_ = false;
+    timer_.cancel();
   }
 
   void enqueue(const protocol::message& m) {
@@ -365,6 +390,9 @@ private:
   bool closing_ = false;
   bool opened_ = false;
   bool timed_out_ = false;
+  bool deadline_armed_ = false;
+  std::uint64_t deadline_gen_ = 0;
+  const char* timeout_reason_ = "";
 };
 
 template <class Protocol, class Acceptor>

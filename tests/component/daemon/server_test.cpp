@@ -211,23 +211,60 @@ TEST_CASE("an oversized frame is refused from its header alone and the connectio
 
 TEST_CASE("a peer that stalls in the handshake or inside a frame is cut off at the deadline") {
   daemon::server_options o;
-  o.handshake_timeout = 200ms;
+  o.handshake_timeout = 300ms;
+  o.frame_timeout = 300ms;
+  fixture f(o);
+  unix_client silent(f, false);
+  CHECK(silent.expect<protocol::error>().message == "no hello in time");
+  CHECK(silent.closed_by_server());
+
+  unix_client c(f, false);
+  c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
+  (void)c.expect<protocol::ok>();
+  c.send_raw(std::string("\x00\x00", 2));  // half a header, then nothing
+  CHECK(c.expect<protocol::error>().message == "frame not completed in time");
+  CHECK(c.closed_by_server());
+}
+
+TEST_CASE("the deadlines hold for the whole handshake and the whole frame, however slowly bytes trickle in") {
+  daemon::server_options o;
+  o.handshake_timeout = 300ms;
+  o.frame_timeout = 300ms;
+  fixture f(o);
+  // Every byte arrives well within the deadline, the whole never does.
+  auto trickle = [](auto& c, const std::string& bytes) {
+    for (char ch : bytes) {
+      boost::system::error_code ec;
+      asio::write(c.sock, asio::buffer(&ch, 1), ec);
+      if (ec) return;
+      std::this_thread::sleep_for(50ms);
+    }
+  };
+  {
+    unix_client c(f, false);
+    trickle(c, protocol::encode(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}}));
+    CHECK(c.expect<protocol::error>().message == "no hello in time");
+  }
+  {
+    unix_client c(f, false);
+    c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
+    (void)c.expect<protocol::ok>();
+    trickle(c, protocol::encode(protocol::list_nodes{2}));
+    CHECK(c.expect<protocol::error>().message == "frame not completed in time");
+  }
+}
+
+TEST_CASE("a connection may stay idle between frames for longer than any deadline") {
+  daemon::server_options o;
+  o.handshake_timeout = 2s;
   o.frame_timeout = 200ms;
   fixture f(o);
-  {
-    unix_client silent(f, false);
-    CHECK(silent.expect<protocol::error>().message == "no hello in time");
-    CHECK(silent.closed_by_server());
-  }
-  {
-    unix_client c(f);
-    std::this_thread::sleep_for(400ms);  // idle between frames is fine
-    c.send(protocol::list_nodes{2});
-    CHECK(c.expect<protocol::ok>().id == 2);
-    c.send_raw(std::string("\x00\x00", 2));  // half a header, then nothing
-    CHECK(c.expect<protocol::error>().message == "frame not completed in time");
-    CHECK(c.closed_by_server());
-  }
+  unix_client c(f);
+  c.send(protocol::list_nodes{1});
+  CHECK(c.expect<protocol::ok>().id == 1);
+  std::this_thread::sleep_for(700ms);
+  c.send(protocol::list_nodes{2});
+  CHECK(c.expect<protocol::ok>().id == 2);
 }
 
 TEST_CASE("a request the peer's role may not send is refused, and handler errors become replies") {
