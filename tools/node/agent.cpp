@@ -48,13 +48,52 @@ void agent::log(const std::string& line) const {
 }
 
 void agent::start() {
+  const std::string spool = options_.spool.string();
   std::error_code ec;
-  std::filesystem::create_directories(options_.spool, ec);
-  if (ec) throw std::runtime_error("cannot create spool directory " + options_.spool.string() + ": " + ec.message());
+  std::filesystem::create_directories(options_.spool.parent_path(), ec);
+  if (::mkdir(spool.c_str(), 0711) != 0 && errno != EEXIST) {
+    throw std::runtime_error("cannot create spool directory " + spool + ": " + std::strerror(errno));
+  }
+  // A root agent writes job scripts here and hands them to their users: a
+  // directory someone else prepared (or a symlink to one) would let them
+  // redirect those writes onto any file.
+  struct stat sb {};
+  if (::lstat(spool.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    throw std::runtime_error("spool " + spool + " is not a directory (a symlink?): refusing to use it");
+  }
+  if (sb.st_uid != ::geteuid()) {
+    throw std::runtime_error("spool directory " + spool + " belongs to uid " + std::to_string(sb.st_uid) +
+                             ", not to this agent's uid " + std::to_string(::geteuid()) + ": refusing to use it");
+  }
   // Jobs run as their users and must be able to execute their own script,
-  // but not list other jobs' scripts.
-  ::chmod(options_.spool.c_str(), 0711);
+  // but not list or create entries.
+  if (::chmod(spool.c_str(), 0711) != 0) {
+    throw std::runtime_error("cannot set the mode of spool directory " + spool + ": " + std::strerror(errno));
+  }
   asio::co_spawn(io_, run(), asio::detached);
+}
+
+void agent::shutdown(std::function<void()> done) {
+  if (draining_) return;
+  draining_ = true;
+  log("shutting down: ending " + std::to_string(supervisor_.running().size()) + " jobs");
+  for (auto id : supervisor_.running()) supervisor_.kill(id, SIGTERM, options_.timeout_grace);
+  asio::co_spawn(io_, drain(std::move(done)), asio::detached);
+}
+
+awaitable<void> agent::drain(std::function<void()> done) {
+  asio::steady_timer t(io_);
+  // Bounded: the jobs get their grace period, aqsd a moment to acknowledge.
+  const auto until = std::chrono::steady_clock::now() + options_.timeout_grace + 10s;
+  while (std::chrono::steady_clock::now() < until &&
+         (!supervisor_.running().empty() || (connected_ && !outbox_.empty()))) {
+    t.expires_after(20ms);
+    boost::system::error_code ec;
+    co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+  }
+  if (!outbox_.empty()) log(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
+  stop();
+  if (done) done();
 }
 
 void agent::stop() {
@@ -67,7 +106,6 @@ void agent::stop() {
 }
 
 void agent::fail(const std::string& why) {
-  fatal_ = true;
   log(why);
   stop();
   if (on_fatal_) on_fatal_(why);
@@ -299,6 +337,9 @@ void agent::handle_launch(const protocol::launch& l) {
     send(protocol::ok{l.id, {}});  // a repeated launch after a reconnect: already running
     return;
   }
+  if (draining_) {
+    return refuse(protocol::error_code::invalid_state, "node " + options_.name + " is shutting down");
+  }
   if (l.job.interactive) {
     return refuse(protocol::error_code::invalid_state, "interactive jobs are not supported by this agent yet");
   }
@@ -335,7 +376,9 @@ void agent::handle_launch(const protocol::launch& l) {
 
   if (l.job.script) {
     const auto path = options_.spool / ("job-" + std::to_string(l.job_id) + ".script");
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    // A fresh file, never one that was there (or a link planted in its place).
+    ::unlink(path.c_str());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
     bool written = fd >= 0;
     if (written) {
       const std::string& text = *l.job.script;

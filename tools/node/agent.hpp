@@ -55,9 +55,15 @@ public:
   agent& operator=(const agent&) = delete;
 
   // Creates the spool directory and starts connecting. Throws
-  // std::runtime_error if the spool directory cannot be created.
+  // std::runtime_error if the spool directory cannot be created, or exists
+  // but is not a directory of this agent's user (a symlink, or another
+  // user's: the agent writes scripts there as root).
   void start();
-  // Disconnects and stops reconnecting; running jobs are left alone.
+  // The orderly end (SIGTERM): takes no new jobs, ends the running ones
+  // (SIGTERM, grace, SIGKILL; reported CANCELLED), waits until aqsd has
+  // acknowledged their ends (bounded), then stops and calls done.
+  void shutdown(std::function<void()> done);
+  // Disconnects and stops reconnecting at once; running jobs are left alone.
   void stop();
 
 private:
@@ -67,6 +73,7 @@ private:
   boost::asio::awaitable<std::optional<protocol::message>> read_one();
   boost::asio::awaitable<void> heartbeat_loop(std::uint64_t generation);
   boost::asio::awaitable<void> write_loop();
+  boost::asio::awaitable<void> drain(std::function<void()> done);
 
   bool connect_endpoint(boost::asio::generic::stream_protocol::endpoint& ep, std::string& where);
   std::optional<protocol::message> take_frame();
@@ -92,7 +99,7 @@ private:
   bool writing_ = false;
   bool connected_ = false;
   bool stopping_ = false;
-  bool fatal_ = false;
+  bool draining_ = false;
   std::uint64_t generation_ = 0;  // connection count: old heartbeat loops stop
   std::int64_t next_id_ = 1;
   std::map<std::int64_t, protocol::message> outbox_;  // id -> unacknowledged report

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <functional>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
   app.add_option("--cpus", cpus_text, "advertise only these cores, e.g. 0-3,6 (default: all we may use)");
   app.add_option("--procs", procs, "advertise N processors whatever the hardware (pinned round-robin on the cores)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_option("--spool", spool, "where job scripts are kept (default /tmp/aqs-node-NAME)");
+  app.add_option("--spool", spool,
+                 "where job scripts are kept: a directory of this agent's user (default "
+                 "/var/spool/aqs/node-NAME as root, else /tmp/aqs-node-UID-NAME)");
   app.add_option("--heartbeat", heartbeat_s, "seconds between heartbeats")->check(CLI::Range(0.05, 3600.0));
   try {
     app.parse(argc, argv);
@@ -72,7 +75,11 @@ int main(int argc, char** argv) {
     o.procs = procs > 0 ? procs : static_cast<std::int64_t>(o.cpus.size());
     o.memory_mb = found.memory_mb;
     o.gpus = found.gpus;
-    o.spool = spool.empty() ? std::filesystem::path("/tmp/aqs-node-" + name) : std::filesystem::path(spool);
+    if (spool.empty()) {
+      spool = ::geteuid() == 0 ? "/var/spool/aqs/node-" + name
+                               : "/tmp/aqs-node-" + std::to_string(::geteuid()) + "-" + name;
+    }
+    o.spool = spool;
     o.heartbeat = std::chrono::milliseconds(static_cast<long>(heartbeat_s * 1000));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqs-node: %s\n", e.what());
@@ -85,12 +92,20 @@ int main(int argc, char** argv) {
     rc = 1;
     io.stop();
   });
+  // First SIGTERM/SIGINT: end the jobs, report them, exit. A second: now.
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
-  stop_signals.async_wait([&](boost::system::error_code ec, int) {
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int) {
     if (ec) return;
-    agent.stop();
-    io.stop();
-  });
+    static bool second = false;
+    if (second) {
+      io.stop();
+      return;
+    }
+    second = true;
+    agent.shutdown([&] { io.stop(); });
+    stop_signals.async_wait(on_signal);
+  };
+  stop_signals.async_wait(on_signal);
   ::signal(SIGPIPE, SIG_IGN);
   try {
     agent.start();

@@ -229,8 +229,9 @@ TEST_CASE("while aqsd is away the job keeps running, and its end is reported aft
   h.aqsd->send(h.launch(9, "#!/bin/sh\nsleep 0.5\necho done\n"));
   REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(9)));
   h.stop_server();  // aqsd goes away; the job ends while it is gone
-  std::this_thread::sleep_for(1500ms);
-  CHECK(h.read("out-9-job9.txt") == "done\n");
+  for (int i = 0; i < 3000 && h.read("out-9-job9.txt") != "done\n"; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(h.read("out-9-job9.txt") == "done\n");
+  std::this_thread::sleep_for(100ms);  // let the agent reap it and queue the report
   h.start_server();
   auto reg = h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; });
   REQUIRE(reg);
@@ -272,4 +273,50 @@ TEST_CASE("over TCP the agent proves the cluster key; with a wrong key it stops 
   REQUIRE(r == h.agent);
   h.agent = 0;
   CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 1));
+}
+
+TEST_CASE("SIGTERM to the agent ends its jobs, reports them, and leaves no process behind") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(12, "#!/bin/sh\nsleep 300 &\necho $! > sleeper.pid\nwait\n"));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(12)));
+  std::string pid_text;
+  for (int i = 0; i < 3000 && (pid_text = h.read("sleeper.pid")).empty(); ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE_FALSE(pid_text.empty());
+  const pid_t sleeper = std::stoi(pid_text);
+
+  ::kill(h.agent, SIGTERM);
+  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(12));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::cancelled);
+  int st = 0;
+  REQUIRE(::waitpid(h.agent, &st, 0) == h.agent);
+  h.agent = 0;
+  CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+  CHECK(::kill(sleeper, 0) != 0);  // the job's background child is gone too
+}
+
+TEST_CASE("the agent refuses a spool directory that is a symlink or belongs to someone else") {
+  harness h;
+  fs::create_directory(h.dir / "real");
+  fs::create_symlink(h.dir / "real", h.dir / "link");
+  auto run_agent = [&](const fs::path& spool) {
+    std::vector<std::string> args = {AQS_NODE_BINARY, "--name", "n1", "--socket", (h.dir / "aqsd.sock").string(),
+                                     "--spool", spool.string()};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    REQUIRE(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+    int st = 0;
+    REQUIRE(::waitpid(pid, &st, 0) == pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  CHECK(run_agent(h.dir / "link") == 1);
+  if (::geteuid() == 0) {
+    fs::create_directory(h.dir / "theirs");
+    REQUIRE(::chown((h.dir / "theirs").c_str(), 65534, 65534) == 0);
+    CHECK(run_agent(h.dir / "theirs") == 1);
+  }
 }
