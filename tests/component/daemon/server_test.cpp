@@ -19,6 +19,7 @@
 #include <boost/asio/write.hpp>
 
 #include "daemon/server.hpp"
+#include "temp_dir.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/framing.hpp"
 
@@ -63,7 +64,8 @@ struct fake_dispatcher : daemon::dispatcher {
 };
 
 struct fixture {
-  fs::path dir;
+  test::temp_dir tmp{"aqs-srv"};
+  fs::path dir = tmp.path();
   asio::io_context io;
   fake_dispatcher disp;
   std::unique_ptr<daemon::server> srv;
@@ -71,9 +73,6 @@ struct fixture {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
 
   explicit fixture(daemon::server_options o = {}) {
-    std::string t = (fs::temp_directory_path() / "aqs-srv.XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    dir = t;
     o.unix_socket = dir / "aqsd.sock";
     o.tcp_listen = "127.0.0.1:0";
     o.cluster_key = k_key;
@@ -86,7 +85,6 @@ struct fixture {
     srv->stop();
     work.reset();
     for (auto& t : threads) t.join();
-    fs::remove_all(dir);
   }
 };
 

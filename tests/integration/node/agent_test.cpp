@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/server.hpp"
+#include "temp_dir.hpp"
 
 extern char** environ;
 
@@ -79,7 +80,8 @@ struct fake_aqsd : daemon::dispatcher {
 };
 
 struct harness {
-  fs::path dir;
+  test::temp_dir tmp{"aqs-agent-test"};
+  fs::path dir = tmp.path();
   boost::asio::io_context io;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::vector<std::thread> threads;
@@ -88,9 +90,6 @@ struct harness {
   pid_t agent = 0;
 
   harness() {
-    std::string t = (fs::temp_directory_path() / "aqs-agent-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    dir = t;
     work.emplace(io.get_executor());
     for (int i = 0; i < 2; ++i) threads.emplace_back([this] { io.run(); });
     start_server();
@@ -103,7 +102,6 @@ struct harness {
     stop_server();
     work.reset();
     for (auto& t : threads) t.join();
-    fs::remove_all(dir);
   }
   void start_server(bool tcp = false) {
     aqsd = std::make_unique<fake_aqsd>();

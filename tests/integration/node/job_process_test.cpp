@@ -18,21 +18,17 @@
 #include <unistd.h>
 
 #include "job_process.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace aqs::node;
 
 namespace {
 
-struct temp_dir {
+// Jobs running as another user (nobody) write here.
+struct temp_dir : aqs::test::temp_dir {
   fs::path path;
-  temp_dir() {
-    std::string t = (fs::temp_directory_path() / "aqs-node-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    path = t;
-    ::chmod(path.c_str(), 0777);  // a job running as another user writes here
-  }
-  ~temp_dir() { fs::remove_all(path); }
+  temp_dir() : aqs::test::temp_dir("aqs-node-test", 0777), path(aqs::test::temp_dir::path()) {}
 };
 
 std::string slurp(const fs::path& p) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "job_supervisor.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace aqs::node;
@@ -22,17 +23,12 @@ using namespace std::chrono_literals;
 namespace {
 
 struct bench {
-  fs::path dir;
+  aqs::test::temp_dir tmp{"aqs-sup-test"};
+  fs::path dir = tmp.path();
   boost::asio::io_context io;
   std::map<std::int64_t, job_outcome> done;
   job_supervisor sup{io, [this](const job_outcome& o) { done[o.job_id] = o; }};
 
-  bench() {
-    std::string t = (fs::temp_directory_path() / "aqs-sup-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(t.data()) != nullptr);
-    dir = t;
-  }
-  ~bench() { fs::remove_all(dir); }
 
   launch_spec shell(const std::string& cmd, const std::string& out = "out.txt") {
     launch_spec s;

@@ -9,6 +9,8 @@
 
 #include "store/job_store.hpp"
 
+#include "temp_dir.hpp"
+
 namespace aqs::test {
 
 inline store::job_request simple_request(std::string user = "alice", int procs = 2) {
@@ -29,26 +31,5 @@ inline store::job_store_options options_for(std::string conninfo) {
   o.conninfo = std::move(conninfo);
   return o;
 }
-
-// A directory of its own under $TMPDIR, removed with everything in it when
-// the guard goes, also when the test fails.
-class temp_dir {
-public:
-  temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "aqs-store-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
 
 }  // namespace aqs::test
