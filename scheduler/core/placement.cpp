@@ -103,4 +103,15 @@ processor_set place_shrink(const processor_set& held, std::size_t n) {
   return held - held.highest(n);
 }
 
+processor_set place_shrink(const processor_set& held, std::size_t n, const processor_set& keep) {
+  processor_set kept = held & keep;
+  if (kept.none()) return place_shrink(held, n);
+  if (n >= held.count()) return place_shrink(held, n);  // throws
+  processor_set others = held - kept;
+  std::size_t from_others = std::min(n, others.count());
+  processor_set out = held - others.highest(from_others);
+  if (n > from_others) out -= kept.highest(n - from_others);
+  return out;
+}
+
 }  // namespace aqs::core

@@ -32,4 +32,11 @@ processor_set place_grow(const processor_set& held, const processor_set& free, s
 // move. Throws std::invalid_argument when n >= |held| (a job keeps at least one).
 processor_set place_shrink(const processor_set& held, std::size_t n);
 
+// As above, but the processors in `keep` are given back last: first the
+// highest of held - keep, then, only if n is larger, the highest of the kept
+// ones. The scheduler keeps a job's processors on drained nodes this way,
+// since what it gives back there is of no use to any other job. Throws
+// std::invalid_argument when n >= |held|.
+processor_set place_shrink(const processor_set& held, std::size_t n, const processor_set& keep);
+
 }  // namespace aqs::core

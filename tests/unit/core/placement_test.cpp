@@ -44,6 +44,15 @@ TEST_CASE("a shrinking job gives back its highest processors and moves only thos
   CHECK_THROWS_AS(place_shrink(held, 6), std::invalid_argument);
 }
 
+TEST_CASE("a shrink gives back the processors it is told to keep only after all the others") {
+  auto held = processor_set::from_string("1111111100000000");
+  auto keep = processor_set::from_string("0000111100000000");  // e.g. on a drained node
+  CHECK(place_shrink(held, 3, keep).to_string() == "1000111100000000");
+  CHECK(place_shrink(held, 6, keep).to_string() == "0000110000000000");
+  CHECK(place_shrink(held, 3, processor_set(16)) == place_shrink(held, 3));
+  CHECK_THROWS_AS(place_shrink(held, 8, keep), std::invalid_argument);
+}
+
 TEST_CASE("placement on a 9,216-processor machine works across word boundaries") {
   processor_set free(9216);
   free.set_range(100, 9000);
