@@ -39,30 +39,84 @@ std::vector<std::size_t> share_equally(std::size_t leftover, const std::vector<s
   return extra;
 }
 
+std::vector<std::size_t> share_above_floors(std::size_t leftover, const std::vector<std::size_t>& floors,
+                                            const std::vector<std::size_t>& caps,
+                                            const std::vector<std::size_t>& order) {
+  const std::size_t n = caps.size();
+  std::size_t total = leftover;
+  for (std::size_t f : floors) total += f;
+  // Share the whole among the jobs not yet fixed; a job whose floor is above
+  // its share is above the water level: fix it at its floor and share again.
+  // Fixing only lowers the others' shares, so a job found above the level
+  // stays there and each round fixes at least one (few rounds: only jobs
+  // holding processors on drained nodes have a floor).
+  std::vector<bool> fixed(n, false);
+  std::vector<std::size_t> extra(n, 0);
+  for (;;) {
+    std::vector<std::size_t> index_of(n, 0), sub_caps, sub_order, members;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (fixed[i]) continue;
+      index_of[i] = members.size();
+      members.push_back(i);
+      sub_caps.push_back(caps[i]);
+    }
+    for (std::size_t i : order) {
+      if (!fixed[i]) sub_order.push_back(index_of[i]);
+    }
+    std::vector<std::size_t> sub = share_equally(total, sub_caps, sub_order);
+    bool changed = false;
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      std::size_t i = members[k];
+      extra[i] = sub[k];
+      if (sub[k] < floors[i]) {
+        fixed[i] = true;
+        extra[i] = floors[i];
+        changed = true;
+      }
+    }
+    if (!changed) return extra;
+    total = leftover;
+    for (std::size_t i = 0; i < n; ++i) total += fixed[i] ? 0 : floors[i];
+  }
+}
+
 plan equipartition::schedule(const scheduler& s, double now) const {
   plan p;
   struct member {
     job_id id;
     std::size_t min, max, current;  // current: 0 for a job starting now
+    std::size_t floor;              // its size floor: max(min, what it keeps on drained nodes)
     bool starting;
   };
   std::vector<member> members;
-  // Everything resizable adaptive jobs hold, plus free processors and vacated
-  // ones that will be free (not those on drained nodes).
+  // A job's size floor and how much of it is on UP nodes (the rule in
+  // equipartition.hpp: processors kept on drained nodes cost no one anything).
+  auto floor_of = [&s](const job& j) {
+    std::size_t kept = std::min(s.pinned_count(j), j.req.max_pe);
+    std::size_t floor = std::max(j.req.min_pe, kept);
+    return std::pair{floor, floor - kept};
+  };
+  // What can be handed out: free processors, vacated ones that will be free
+  // (not those on drained nodes), and what resizable adaptive jobs hold on
+  // UP nodes. `mins` is the part of it the jobs keep at their floors.
   std::size_t pool = s.free_count() + s.reserved_usable_count();
   std::size_t mins = 0;
   for (job_id id : s.adaptive_holding()) {
     const job& j = s.get(id);
     if (!scheduler::resizable(j)) continue;
     std::size_t cur = scheduler::planning_size(j);
-    pool += cur;
-    mins += j.req.min_pe;
-    members.push_back({id, j.req.min_pe, j.req.max_pe, cur, false});
+    auto [floor, floor_usable] = floor_of(j);
+    pool += cur - s.pinned_count(j);
+    mins += floor_usable;
+    members.push_back({id, j.req.min_pe, j.req.max_pe, cur, floor, false});
   }
   std::size_t avail = pool > mins ? pool - mins : 0;
 
-  auto released = [](const job& r) {
-    return scheduler::resizable(r) ? r.req.min_pe : scheduler::planning_size(r);
+  // What a holding job gives back on UP nodes when it ends: a resizable one
+  // has been counted at its floor, the others at their size.
+  auto released = [&s, &floor_of](const job& r) {
+    if (scheduler::resizable(r)) return floor_of(r).second;
+    return scheduler::planning_size(r) - s.pinned_count(r);
   };
   std::vector<std::pair<double, std::size_t>> planned;
   bool blocked = false;
@@ -88,14 +142,19 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     if (!admit) continue;
     avail -= need;
     if (j.req.adaptive) {
-      members.push_back({k.id, j.req.min_pe, j.req.max_pe, 0, true});
+      members.push_back({k.id, j.req.min_pe, j.req.max_pe, 0, j.req.min_pe, true});
     } else {
       p.starts.push_back({k.id, need});
     }
   }
 
-  std::vector<std::size_t> caps(members.size()), order(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) caps[i] = members[i].max - members[i].min;
+  std::vector<std::size_t> caps(members.size()), floors(members.size()), order(members.size());
+  bool any_floor = false;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    caps[i] = members[i].max - members[i].min;
+    floors[i] = members[i].floor - members[i].min;
+    any_floor = any_floor || floors[i] > 0;
+  }
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     std::size_t ea = members[a].current > members[a].min ? members[a].current - members[a].min : 0;
@@ -103,7 +162,8 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     if (ea != eb) return ea > eb;
     return members[a].id < members[b].id;
   });
-  std::vector<std::size_t> extra = share_equally(avail, caps, order);
+  std::vector<std::size_t> extra =
+      any_floor ? share_above_floors(avail, floors, caps, order) : share_equally(avail, caps, order);
 
   // Adaptive starts keep their queue position among the rigid ones: rebuild
   // the start list in queue order.

@@ -23,6 +23,26 @@ namespace aqs::core {
 //    up to its maximum (water-filling: the extras of unsaturated jobs differ
 //    by at most one). The odd processors go to the jobs that hold the most
 //    extra already, then the lowest id, so that recomputing moves no ranks.
+//
+// Drained nodes. Only processors on UP nodes can be handed to a job, so the
+// pool of steps 1-3 is free processors, vacated ones on UP nodes, and what
+// resizable adaptive jobs hold on UP nodes. What a job holds on a drained
+// node (its planning map less UP nodes; no job holds any on a DOWN node,
+// since losing a node kills its jobs) counts toward that job's size but
+// never toward the pool. The rule for such a job:
+//  - It keeps its drained processors, up to its maximum: its size floor is
+//    max(min, min(drained, max)) instead of min, and only the part of that
+//    floor on UP nodes is taken from the pool. A processor it gave up there
+//    would be lost to everyone, so giving it up would shrink the job for
+//    nothing; and a drain lets running work finish, it does not evict it.
+//  - Its extra above its minimum counts its drained processors: it is at
+//    least floor - min, and it gets UP processors only when the equal level
+//    of step 3 is above that (water-filling with floors, share_above_floors).
+//    So a job on a drained node does not also take a full share of the rest.
+//  - A shrink (scheduler::decide) gives back its UP processors first, which
+//    is exactly what the plan counted on handing out; its drained ones go
+//    only when its maximum drops below them.
+// With every node UP all floors are the minimums and this is Faucets exactly.
 class equipartition final : public strategy {
 public:
   std::string_view name() const noexcept override { return "equipartition"; }
@@ -35,5 +55,13 @@ public:
 // for tests.
 std::vector<std::size_t> share_equally(std::size_t leftover, const std::vector<std::size_t>& caps,
                                        const std::vector<std::size_t>& order);
+
+// Water-filling with floors: each job gets at least floors[i] (<= caps[i]),
+// and `leftover` more is shared so that every job above its floor is at the
+// common level (the odd ones by `order`, as share_equally). Returns the extra
+// of each job, floor included. With all floors zero it is share_equally.
+std::vector<std::size_t> share_above_floors(std::size_t leftover, const std::vector<std::size_t>& floors,
+                                            const std::vector<std::size_t>& caps,
+                                            const std::vector<std::size_t>& order);
 
 }  // namespace aqs::core

@@ -59,6 +59,13 @@ std::size_t scheduler::planning_size(const job& j) noexcept {
   return j.state == job_state::resizing ? j.ntarget : j.nprocs;
 }
 
+std::size_t scheduler::pinned_count(const job& j) const noexcept {
+  const counts_t& c = counts();
+  if (c.held == c.held_usable) return 0;
+  const processor_set& map = j.state == job_state::resizing ? j.target : j.procs;
+  return planning_size(j) - map.count_common(usable_);
+}
+
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
   std::size_t index = cluster_.add_node(std::move(name), procs);
   held_.resize(cluster_.size());
@@ -83,7 +90,8 @@ const scheduler::counts_t& scheduler::counts() const noexcept {
     counts_.reserved = reserved_.count();
     counts_.reserved_usable = usable_.count_common(reserved_);
     // Held processors may sit on drained nodes, so free is not usable - held.
-    counts_.free = counts_.usable - usable_.count_common(held_);
+    counts_.held_usable = usable_.count_common(held_);
+    counts_.free = counts_.usable - counts_.held_usable;
     counts_dirty_ = false;
   }
   return counts_;
@@ -298,10 +306,14 @@ std::vector<decision> scheduler::decide(double now) {
   reservation_ = p.reservation;
 
   // Shrinks first: what they vacate is reserved until the jobs acknowledge.
+  // They give back processors on UP nodes first: those are what the plan
+  // hands to others (equipartition.hpp), while a processor given back on a
+  // drained node is lost to everyone.
+  processor_set off_up = held_ - usable_;
   for (const plan::sized& t : p.targets) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
-    processor_set to = place_shrink(j.procs, j.size() - t.procs);
+    processor_set to = place_shrink(j.procs, j.size() - t.procs, off_up);
     reserved_ |= j.procs - to;
     begin_resize(j, to, t.procs, out);
   }

@@ -116,6 +116,11 @@ public:
   // frozen, not suspended. Its planning size is its target during a resize.
   static bool resizable(const job& j) noexcept;
   static std::size_t planning_size(const job& j) noexcept;
+  // Processors of j's planning map (its target during a resize) that are not
+  // on UP nodes, i.e. on drained ones: j keeps them while it runs, and a
+  // shrink gives them back last, but no other job can be given them. Zero
+  // without a popcount when no held processor is off an UP node.
+  std::size_t pinned_count(const job& j) const noexcept;
   std::optional<plan::reservation_t> reservation() const noexcept { return reservation_; }
 
 private:
@@ -131,7 +136,7 @@ private:
   // The counts are recomputed lazily, once per change of the sets rather
   // than after every event (a simulator feeds hundreds of thousands).
   struct counts_t {
-    std::size_t free = 0, usable = 0, reserved = 0, reserved_usable = 0, held = 0;
+    std::size_t free = 0, usable = 0, reserved = 0, reserved_usable = 0, held = 0, held_usable = 0;
   };
   const counts_t& counts() const noexcept;
   void refresh_counts() noexcept { counts_dirty_ = true; }

@@ -140,6 +140,16 @@ TEST_CASE("share_equally water-fills and gives odd processors in the preferred o
   CHECK(share_equally(0, {5}, {0}) == std::vector<std::size_t>{0});
 }
 
+TEST_CASE("share_above_floors keeps a job above the water level at its floor and levels the rest") {
+  // Total 4 + 7 = 11: the level (5 or 6) is below job 0's floor of 7.
+  CHECK(share_above_floors(4, {7, 0, 0}, {11, 11, 11}, {0, 1, 2}) == std::vector<std::size_t>{7, 2, 2});
+  // A floor below the level changes nothing.
+  CHECK(share_above_floors(10, {2, 0}, {100, 100}, {0, 1}) == share_equally(12, {100, 100}, {0, 1}));
+  // Job 1 saturates at 1, so job 0 is not above the level after all.
+  CHECK(share_above_floors(5, {3, 0}, {100, 1}, {0, 1}) == std::vector<std::size_t>{7, 1});
+  CHECK(share_above_floors(0, {3, 3}, {3, 5}, {1, 0}) == std::vector<std::size_t>{3, 3});
+}
+
 TEST_CASE("under equipartition a rigid head starts by shrinking adaptive jobs toward their minimum") {
   auto s = make("equipartition", 1, 16);
   s.handle(event::arrival(adaptive(1, 4, 16)), 0);
@@ -395,6 +405,46 @@ TEST_CASE("equipartition does not plan with vacated processors on a node that no
     }
   }
   CHECK(job2_planned);
+}
+
+TEST_CASE("under equipartition an adaptive job keeps its processors on a drained node and gives up usable ones") {
+  auto s = make("equipartition", 3, 4);  // node 0: 0-3, node 1: 4-7, node 2: 8-11
+  s.handle(event::arrival(adaptive(1, 1, 12)), 0);
+  REQUIRE(s.get(1).procs.to_ranges() == "0-11");
+  s.apply(event::on_node(event::kind::node_drain, 1));
+  s.apply(event::on_node(event::kind::node_drain, 2));
+  s.apply(event::arrival(adaptive(2, 1, 12, 100, 1)));
+  // Only node 0 can be handed out. Job 1 counts at 8 for the 8 processors it
+  // keeps on the drained nodes (no one else could use them), so job 2 gets
+  // all of node 0; an equal split (6 and 6) would plan 2 processors that do
+  // not exist for others.
+  plan p = make_strategy("equipartition")->schedule(s, 1);
+  REQUIRE(p.targets.size() == 1);
+  CHECK(p.targets[0].job == 1);
+  CHECK(p.targets[0].procs == 8);
+  REQUIRE(p.starts.size() == 1);
+  CHECK(p.starts[0].job == 2);
+  CHECK(p.starts[0].procs == 4);
+  // The shrink gives back node 0, not the drained processors.
+  auto d = s.decide(1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.to_ranges() == "4-11");
+  CHECK(s.reserved().to_ranges() == "0-3");
+  d = s.handle(event::on_job(event::kind::resize_ack, 1), 2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].to.to_ranges() == "0-3");
+  // A rigid job of 2 is made room for by job 2, the only one holding usable
+  // processors; job 1 is not shrunk for nothing.
+  s.apply(event::arrival(rigid(3, 2, 50, 3)));
+  p = make_strategy("equipartition")->schedule(s, 3);
+  REQUIRE(p.targets.size() == 1);
+  CHECK(p.targets[0].job == 2);
+  CHECK(p.targets[0].procs == 2);
+  REQUIRE(p.starts.size() == 1);
+  CHECK(p.starts[0].job == 3);
+  CHECK(p.starts[0].procs == 2);
 }
 
 TEST_CASE("nodes registering while jobs run extend the numbering and are used at once") {
