@@ -60,16 +60,56 @@ void check_always(const scheduler& s, const std::vector<decision>& ds) {
       REQUIRE(d.ranks_moved == (d.from - d.to).count());
       // Fewest ranks moved: a shrink moves exactly the ranks it removes, a grow none.
       REQUIRE(d.ranks_moved == (d.to.count() < d.from.count() ? d.from.count() - d.to.count() : 0));
+      // A grow only onto processors of UP nodes; a shrink gives up a
+      // processor off them only once it has given up all those on them.
+      REQUIRE((d.to - d.from).is_subset_of(s.usable()));
+      if ((d.from - d.to).intersects(s.machine().procs_in(node_state::drained))) {
+        REQUIRE_FALSE(d.to.intersects(s.usable()));
+      }
     }
   }
 }
 
-// Holds once every resize has been acknowledged (the settled state).
-void check_settled(const scheduler& s) {
+// Holds at every decision under equipartition: its plan for now asks for no
+// more processors on UP nodes than there are to hand out. A job keeps what
+// it holds on drained nodes up to its planned size; the rest of that size,
+// and every start, must come from free processors on UP nodes, vacated ones
+// there, or what resizable jobs hold there.
+void check_plan_fits(const scheduler& s, double now) {
+  if (s.policy().name() != "equipartition") return;
+  plan p = s.policy().schedule(s, now);
+  std::size_t supply = s.free_count() + s.reserved_usable_count(), demand = 0;
+  for (const plan::sized& st : p.starts) demand += st.procs;
+  for (job_id id : s.adaptive_holding()) {
+    const job& j = s.get(id);
+    if (!scheduler::resizable(j)) continue;
+    const processor_set& map = j.state == job_state::resizing ? j.target : j.procs;
+    const std::size_t on_up = map.count_common(s.usable());
+    const std::size_t pinned = scheduler::planning_size(j) - on_up;
+    std::size_t size = scheduler::planning_size(j);
+    for (const plan::sized& t : p.targets) {
+      if (t.job == id) size = t.procs;
+    }
+    supply += on_up;
+    demand += size - std::min(size, pinned);
+  }
+  REQUIRE_MESSAGE(demand <= supply, "plan asks for ", demand, " processors on UP nodes, ", supply, " to give");
+}
+
+// Holds once every resize has been acknowledged (the settled state). Only
+// processors on UP nodes count as idle or as what a shrink can hand over: a
+// job keeps those it holds on drained nodes (equipartition.hpp).
+void check_settled(const scheduler& s, double now) {
   // Rigid strategies never resize, so a change request is not honoured there.
   if (s.policy().name() != "equipartition") return;
+  // The plan is a fixed point: once the resizes it asked for are done, it
+  // asks for nothing more. A plan counting processors no one can be given
+  // (on drained nodes) asks for starts and grows that cannot happen.
+  plan again = s.policy().schedule(s, now);
+  REQUIRE(again.starts.empty());
+  REQUIRE(again.targets.empty());
   std::size_t shrinkable = 0;
-  std::size_t min_extra = SIZE_MAX, max_extra = 0;
+  std::size_t min_extra = SIZE_MAX, max_extra = 0, min_pinned_extra = SIZE_MAX;
   bool below_max = false;
   for (job_id id : s.adaptive_holding()) {
     const job& j = s.get(id);
@@ -77,15 +117,29 @@ void check_settled(const scheduler& s) {
     if (!scheduler::resizable(j)) continue;
     REQUIRE(j.size() >= j.req.min_pe);
     REQUIRE(j.size() <= j.req.max_pe);
-    shrinkable += j.size() - j.req.min_pe;
+    const std::size_t on_up = j.procs.count_common(s.usable());
+    const std::size_t pinned = j.size() - on_up;
+    REQUIRE(s.pinned_count(j) == pinned);
+    const std::size_t extra = j.size() - j.req.min_pe;
+    shrinkable += std::min(extra, on_up);
     if (j.size() < j.req.max_pe) {
       below_max = true;
-      min_extra = std::min(min_extra, j.size() - j.req.min_pe);
-      max_extra = std::max(max_extra, j.size() - j.req.min_pe);
+      if (pinned > j.req.min_pe && j.size() == pinned) {
+        // Held at its floor by what it keeps on drained nodes: above the level.
+        min_pinned_extra = std::min(min_pinned_extra, extra);
+      } else {
+        min_extra = std::min(min_extra, extra);
+        max_extra = std::max(max_extra, extra);
+      }
     }
   }
-  // Unsaturated adaptive jobs' extras above their minimum differ by at most one.
-  if (below_max) REQUIRE_MESSAGE(max_extra - min_extra <= 1, "extras ", min_extra, "..", max_extra);
+  // Unsaturated adaptive jobs' extras above their minimum differ by at most
+  // one (water-filling), except that a job held at its floor by what it keeps
+  // on drained nodes may be above the others.
+  if (below_max && min_extra != SIZE_MAX) {
+    std::size_t lowest = std::min(min_extra, min_pinned_extra);
+    REQUIRE_MESSAGE(max_extra - lowest <= 1, "extras ", lowest, "..", max_extra);
+  }
   // No idle processor while an adaptive job is below its maximum ...
   if (s.free_count() > 0) REQUIRE_FALSE(below_max);
   // ... or while the head's minimum fits (shrinking adaptive jobs if needed).
@@ -118,6 +172,7 @@ void run_sequence(std::uint64_t seed, std::string_view policy) {
     // Deliver every resize's outcome and decide again, until nothing is in flight.
     for (int round = 0; round < 100; ++round) {
       check_always(s, d);
+      check_plan_fits(s, now);
       std::vector<job_id> resizing;
       for (const auto& [end, id] : s.holding_by_end()) {
         if (s.get(id).state == job_state::resizing) resizing.push_back(id);
@@ -162,7 +217,7 @@ void run_sequence(std::uint64_t seed, std::string_view policy) {
         std::size_t min = r.uniform(1, j.size());
         settle(s.handle(event::change(j.req.id, min, r.uniform(min, total)), now));
       }
-    } else if (what < 94 && !holding.empty()) {
+    } else if (what < 92 && !holding.empty()) {
       const job& j = s.get(holding[r.uniform(0, holding.size() - 1)]);
       if (j.state == job_state::running) {
         settle(s.handle(event::on_job(event::kind::suspend, j.req.id), now));
@@ -170,11 +225,18 @@ void run_sequence(std::uint64_t seed, std::string_view policy) {
         settle(s.handle(event::on_job(event::kind::resume, j.req.id), now));
       }
     } else {
+      // Nodes go down and come back, and are drained and undrained, so jobs
+      // run on drained nodes, shrink and grow around them.
       std::size_t n = r.uniform(0, nodes - 1);
-      bool down = s.machine().at(n).state == node_state::down;
-      settle(s.handle(event::on_node(down ? event::kind::node_up : event::kind::node_down, n), now));
+      event::kind k = event::kind::node_up;
+      switch (s.machine().at(n).state) {
+        case node_state::up: k = r.chance(0.6) ? event::kind::node_drain : event::kind::node_down; break;
+        case node_state::drained: k = r.chance(0.7) ? event::kind::node_up : event::kind::node_down; break;
+        case node_state::down: k = event::kind::node_up; break;
+      }
+      settle(s.handle(event::on_node(k, n), now));
     }
-    check_settled(s);
+    check_settled(s, now);
   }
 }
 
