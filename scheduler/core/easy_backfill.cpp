@@ -71,7 +71,8 @@ plan easy_backfill::schedule(const scheduler& s, double now) const {
         continue;
       }
       blocked = true;
-      w = find_window(s, now, need, free, planned, [](const job& r) { return r.size(); });
+      // A job ending gives back only its processors on UP nodes to the queue.
+      w = find_window(s, now, need, free, planned, [&s](const job& r) { return r.size() - s.pinned_count(r); });
       p.reservation = plan::reservation_t{k.id, w.shadow};
       continue;
     }

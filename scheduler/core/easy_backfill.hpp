@@ -34,6 +34,8 @@ struct backfill_window {
 // free now. Processors come back as jobs end: the holding jobs in estimated-end
 // order, each giving back released(job), merged with `planned` (estimated
 // end, processors) of jobs started in this pass. Ends in the past count as now.
+// released() must count only processors on UP nodes (scheduler::pinned_count):
+// what a job frees on a drained node never comes back to the queue.
 backfill_window find_window(const scheduler& s, double now, std::size_t need, std::size_t avail,
                             std::vector<std::pair<double, std::size_t>> planned,
                             const std::function<std::size_t(const job&)>& released);

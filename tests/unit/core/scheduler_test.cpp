@@ -272,6 +272,19 @@ TEST_CASE("a drained node keeps its jobs but gets no new ones") {
   CHECK(d.empty());
 }
 
+TEST_CASE("easy's reservation does not count on processors a job frees on a drained node") {
+  auto s = make("easy", 2, 2);
+  s.handle(event::arrival(rigid(1, 2, 10)), 0);   // node 0, ends at 10
+  s.handle(event::arrival(rigid(2, 2, 100)), 0);  // node 1, ends at 100
+  s.apply(event::on_node(event::kind::node_drain, 0));
+  auto d = s.handle(event::arrival(rigid(3, 2, 10, 1)), 1);
+  CHECK(d.empty());
+  REQUIRE(s.reservation().has_value());
+  CHECK(s.reservation()->job == 3);
+  // Job 1's end frees node 0, which takes no new job: only job 2's end helps.
+  CHECK(s.reservation()->time == doctest::Approx(100));
+}
+
 TEST_CASE("a change request resizes a running adaptive job into its new bounds") {
   auto s = make("equipartition", 1, 8);
   s.handle(event::arrival(adaptive(1, 1, 8)), 0);
