@@ -79,6 +79,24 @@ struct fake_aqsd : daemon::dispatcher {
   }
 };
 
+// The environment aqs-node runs with. In sanitizer builds hwloc's PCI
+// plugin is left out: libpciaccess leaks about 1 KB in it, and since hwloc
+// unloads the plugin, no suppression can name the frames.
+std::vector<char*> agent_environment() {
+  static std::vector<std::string> env = [] {
+    std::vector<std::string> e;
+    for (char** p = environ; *p != nullptr; ++p) e.emplace_back(*p);
+#if defined(__SANITIZE_ADDRESS__)
+    e.emplace_back("HWLOC_COMPONENTS=-pci");
+#endif
+    return e;
+  }();
+  std::vector<char*> out;
+  for (auto& s : env) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
 struct harness {
   test::temp_dir tmp{"aqs-agent-test"};
   fs::path dir = tmp.path();
@@ -128,7 +146,7 @@ struct harness {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    REQUIRE(::posix_spawn(&agent, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+    REQUIRE(::posix_spawn(&agent, argv[0], nullptr, nullptr, argv.data(), agent_environment().data()) == 0);
   }
   std::string read(const std::string& name) {
     std::ifstream in(dir / name);
@@ -306,7 +324,7 @@ TEST_CASE("the agent refuses a spool directory that is a symlink or belongs to s
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
-    REQUIRE(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+    REQUIRE(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), agent_environment().data()) == 0);
     int st = 0;
     REQUIRE(::waitpid(pid, &st, 0) == pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
