@@ -237,6 +237,31 @@ void scheduler::apply(const event& e) {
   }
 }
 
+void scheduler::restore(const job_request& r, job_state state, const processor_set& procs, double start_time) {
+  if (jobs_.count(r.id) != 0) misuse(job_name(r.id) + " already exists");
+  if (state != job_state::running && state != job_state::suspended) {
+    misuse(job_name(r.id) + ": only RUNNING or SUSPENDED jobs are restored with processors");
+  }
+  if (r.min_pe == 0 || r.max_pe < r.min_pe) misuse(job_name(r.id) + ": need 1 <= min_pe <= max_pe");
+  if (procs.size() != cluster_.size()) misuse(job_name(r.id) + ": its map does not match the cluster's size");
+  const std::size_t n = procs.count();
+  if (n == 0) misuse(job_name(r.id) + " holds no processors");
+  if (procs.intersects(held_)) misuse(job_name(r.id) + " holds processors another job holds");
+  job j;
+  j.req = r;
+  j.state = state;
+  j.procs = procs;
+  j.nprocs = n;
+  j.target = processor_set(cluster_.size());
+  j.start_time = start_time;
+  j.estimated_end = start_time + r.walltime;
+  held_ |= procs;
+  by_end_.insert({j.estimated_end, r.id});
+  if (r.adaptive) adaptive_.insert(r.id);
+  jobs_.emplace(r.id, std::move(j));
+  refresh_counts();
+}
+
 void scheduler::start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out) {
   queue_.erase(key_of(j.req));
   j.procs = procs;

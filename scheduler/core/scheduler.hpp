@@ -86,6 +86,12 @@ public:
   // std::invalid_argument like cluster::add_node. Call decide() afterwards
   // to use it.
   std::size_t add_node(std::string name, std::size_t procs);
+  // Recovery (a restarted daemon): puts back a job that already holds
+  // `procs`, RUNNING or SUSPENDED, started at `start_time`, without a
+  // decision. Throws std::invalid_argument, changing nothing, for a duplicate
+  // id, another state, a bad min..max, an empty map or one of the wrong
+  // length, or processors another job holds.
+  void restore(const job_request& r, job_state state, const processor_set& procs, double start_time);
   std::vector<decision> handle(const event& e, double now) {
     apply(e);
     return decide(now);

@@ -131,21 +131,25 @@ const std::array k_statements = {
               " reason, exit_code, term_signal FROM job_events WHERE job_id = $1 ORDER BY id DESC LIMIT 1"},
     // fjobs listings; LIMIT NULL is no limit. One statement per filter shape
     // so that each gets a plan that uses its index.
-    statement{"list_all", "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs ORDER BY id LIMIT $1"},
+    statement{"list_all", "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE id > $2 ORDER BY id LIMIT $1"},
     statement{"list_live",
               "SELECT " AQS_SUMMARY_COLUMNS
-              " FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED') ORDER BY id LIMIT $1"},
-    statement{"list_user_all", "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE user_name = $1 ORDER BY id LIMIT $2"},
+              " FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED') AND id > $2 ORDER BY id LIMIT $1"},
+    statement{"list_user_all",
+              "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE user_name = $1 AND id > $3 ORDER BY id LIMIT $2"},
     statement{"list_user_live",
               "SELECT " AQS_SUMMARY_COLUMNS
               " FROM jobs WHERE user_name = $1 AND state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED')"
-              " ORDER BY id LIMIT $2"},
+              " AND id > $3 ORDER BY id LIMIT $2"},
     statement{"list_states",
               "SELECT " AQS_SUMMARY_COLUMNS
-              " FROM jobs WHERE state = ANY($1::text[]) ORDER BY id LIMIT $2"},
+              " FROM jobs WHERE state = ANY($1::text[]) AND id > $3 ORDER BY id LIMIT $2"},
     statement{"list_user_states",
               "SELECT " AQS_SUMMARY_COLUMNS
-              " FROM jobs WHERE user_name = $1 AND state = ANY($2::text[]) ORDER BY id LIMIT $3"},
+              " FROM jobs WHERE user_name = $1 AND state = ANY($2::text[]) AND id > $4 ORDER BY id LIMIT $3"},
+    // Listed ids: few, looked up by primary key; the other filters apply in C++.
+    statement{"list_ids",
+              "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE id = ANY($1::bigint[]) AND id > $3 ORDER BY id LIMIT $2"},
     statement{"lock_nodes", "LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE"},
     statement{"find_node", "SELECT nprocs FROM nodes WHERE name = $1"},
     statement{"insert_node",
@@ -561,18 +565,42 @@ job_store::counters job_store::stats() const {
 
 // ---------------------------------------------------------- submissions --
 
-std::future<std::int64_t> job_store::submit_async(job_request request) {
-  validate(request);
-  if (request.submit_token.empty()) request.submit_token = random_token();
-  pending_submit p{std::move(request), {}};
-  auto future = p.promise.get_future();
+void job_store::pending_submit::resolve(std::int64_t id) {
+  if (done) {
+    done(id, nullptr);
+  } else {
+    promise.set_value(id);
+  }
+}
+
+void job_store::pending_submit::reject(std::exception_ptr e) {
+  if (done) {
+    done(0, e);
+  } else {
+    promise.set_exception(e);
+  }
+}
+
+void job_store::enqueue(pending_submit p) {
+  validate(p.request);
+  if (p.request.submit_token.empty()) p.request.submit_token = random_token();
   {
     std::lock_guard lk(queue_mu_);
     if (stopping_) throw store_error("the job store is shutting down");
     queue_.push_back(std::move(p));
   }
   queue_cv_.notify_one();
+}
+
+std::future<std::int64_t> job_store::submit_async(job_request request) {
+  pending_submit p{std::move(request), {}, {}};
+  auto future = p.promise.get_future();
+  enqueue(std::move(p));
   return future;
+}
+
+void job_store::submit_then(job_request request, submit_callback done) {
+  enqueue(pending_submit{std::move(request), {}, std::move(done)});
 }
 
 std::int64_t job_store::submit(job_request request) { return submit_async(std::move(request)).get(); }
@@ -703,9 +731,9 @@ void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
       ++stats_.batches;
       stats_.submissions += batch.size();
     }
-    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].promise.set_value(ids[i]);
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].resolve(ids[i]);
   } catch (const store_unavailable&) {
-    for (auto& p : batch) p.promise.set_exception(std::current_exception());
+    for (auto& p : batch) p.reject(std::current_exception());
   } catch (const std::exception& e) {
     if (batch.size() > 1) {
       // The database refused something in the batch (validation should have
@@ -721,7 +749,7 @@ void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
     try {
       throw store_error("the database refused job " + batch[0].request.submit_token + ": " + what);
     } catch (...) {
-      batch[0].promise.set_exception(std::current_exception());
+      batch[0].reject(std::current_exception());
     }
   }
 }
@@ -917,22 +945,42 @@ std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
   std::vector<std::string> states;
   for (job_state s : f.states) states.emplace_back(core::to_string(s));
   const std::string state_array = text_array_literal(states);
+  std::string id_array = "{";
+  for (std::size_t i = 0; i < f.job_ids.size(); ++i) id_array += (i ? "," : "") + std::to_string(f.job_ids[i]);
+  id_array += "}";
   std::lock_guard lk(control_mu_);
   return run<std::vector<job_summary>>(
       *control_,
       [&](pqxx::work& tx) {
         pqxx::result r;
-        if (!states.empty()) {
-          r = f.user_name ? tx.exec_prepared("list_user_states", *f.user_name, state_array, f.limit)
-                          : tx.exec_prepared("list_states", state_array, f.limit);
+        const std::int64_t after = f.after_id.value_or(0);
+        if (!f.job_ids.empty()) {
+          r = tx.exec_prepared("list_ids", id_array, f.limit, after);
+        } else if (!states.empty()) {
+          r = f.user_name ? tx.exec_prepared("list_user_states", *f.user_name, state_array, f.limit, after)
+                          : tx.exec_prepared("list_states", state_array, f.limit, after);
         } else if (f.user_name) {
-          r = tx.exec_prepared(f.include_finished ? "list_user_all" : "list_user_live", *f.user_name, f.limit);
+          r = tx.exec_prepared(f.include_finished ? "list_user_all" : "list_user_live", *f.user_name, f.limit, after);
         } else {
-          r = tx.exec_prepared(f.include_finished ? "list_all" : "list_live", f.limit);
+          r = tx.exec_prepared(f.include_finished ? "list_all" : "list_live", f.limit, after);
         }
         std::vector<job_summary> out;
         out.reserve(r.size());
-        for (const auto& row : r) out.push_back(read_summary(row));
+        for (const auto& row : r) {
+          job_summary js = read_summary(row);
+          if (!f.job_ids.empty()) {
+            // The same meaning as the other shapes: a listed job still has to
+            // match the user and state filters.
+            if (f.user_name && js.user_name != *f.user_name) continue;
+            const bool live = !core::is_final(js.status.state);
+            if (!states.empty()) {
+              if (std::find(f.states.begin(), f.states.end(), js.status.state) == f.states.end()) continue;
+            } else if (!f.include_finished && !live) {
+              continue;
+            }
+          }
+          out.push_back(std::move(js));
+        }
         return out;
       },
       no_resolve<std::vector<job_summary>>, true);

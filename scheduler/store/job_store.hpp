@@ -79,6 +79,13 @@ public:
   std::future<std::int64_t> submit_async(job_request request);
   // submit_async(request).get().
   std::int64_t submit(job_request request);
+  // Like submit_async, but calls done(id, nullptr) once committed, or
+  // done(0, error) with the exception submit_async's future would throw. It
+  // runs on a committer thread: it must be quick and must not call back into
+  // the store's submission path synchronously. Throws invalid_job at once,
+  // as submit_async does (done is then never called).
+  using submit_callback = std::function<void(std::int64_t id, std::exception_ptr error)>;
+  void submit_then(job_request request, submit_callback done);
 
   // Moves a job to t.to and appends the event, in one transaction. Sets
   // start_time on entering RUNNING (first time per attempt), end_time and
@@ -131,7 +138,11 @@ private:
   struct pending_submit {
     job_request request;
     std::promise<std::int64_t> promise;
+    submit_callback done;  // set: report here instead of through the promise
+    void resolve(std::int64_t id);
+    void reject(std::exception_ptr e);
   };
+  void enqueue(pending_submit p);
   void committer_loop(unsigned index);
   void commit_batch(session& s, std::vector<pending_submit>& batch);
   std::vector<std::int64_t> insert_batch(session& s, const std::vector<pending_submit>& batch);

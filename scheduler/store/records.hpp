@@ -153,6 +153,9 @@ struct job_filter {
   std::vector<core::job_state> states{};
   bool include_finished = false;
   std::optional<std::int64_t> limit{};    // none: all
+  std::optional<std::int64_t> after_id{}; // only ids greater than this (paging)
+  // Only these jobs (the other filters still apply); empty: any.
+  std::vector<std::int64_t> job_ids{};
 };
 
 }  // namespace aqs::store

@@ -482,3 +482,24 @@ TEST_CASE("nodes registering while jobs run extend the numbering and are used at
   CHECK_FALSE(s.machine().find("c").has_value());
   CHECK(s.get(1).procs.to_ranges() == "0-7");
 }
+
+TEST_CASE("a restored running job keeps its processors and the next decision works around it") {
+  scheduler s = make("easy", 2, 4);
+  processor_set held = processor_set::from_string("00111000");
+  s.restore(rigid(7, 3, 100), job_state::running, held, 5);
+  CHECK(s.get(7).state == job_state::running);
+  CHECK(s.free_count() == 5);
+  auto d = s.handle(event::arrival(rigid(8, 5, 10)), 6);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK_FALSE(d[0].to.intersects(held));
+  // Overlap, duplicates, wrong length and other states are refused and change nothing.
+  CHECK_THROWS_AS(s.restore(rigid(9, 1, 10), job_state::running, processor_set::from_string("00100000"), 5), std::invalid_argument);
+  CHECK_THROWS_AS(s.restore(rigid(7, 1, 10), job_state::running, processor_set::from_string("00000001"), 5), std::invalid_argument);
+  CHECK_THROWS_AS(s.restore(rigid(10, 1, 10), job_state::running, processor_set::from_string("001"), 5), std::invalid_argument);
+  CHECK_THROWS_AS(s.restore(rigid(11, 1, 10), job_state::pending, processor_set::from_string("00000001"), 5), std::invalid_argument);
+  CHECK(s.find(9) == nullptr);
+  CHECK(s.free_count() == 0);
+  s.handle(event::completion(7), 7);
+  CHECK(s.free_count() == 3);
+}
