@@ -1,0 +1,210 @@
+// aqsd: the AQS scheduler daemon. Parses its options, prepares the state
+// directory and the database (a private PostgreSQL unless --db is given),
+// recovers, and serves until SIGTERM/SIGINT or a root `shutdown` request.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <pqxx/pqxx>
+
+#include "core/strategy.hpp"
+#include "daemon/controller.hpp"
+#include "daemon/log.hpp"
+#include "daemon/server.hpp"
+#include "daemon/state_dir.hpp"
+#include "store/migrations.hpp"
+#include "store/pg_server.hpp"
+
+namespace {
+
+using namespace aqs;
+
+// Creates the database `aqs` on the private server if missing and migrates it.
+std::string prepare_private_database(store::pg_server& pg) {
+  {
+    pqxx::connection admin(pg.connection_string("postgres"));
+    pqxx::nontransaction tx(admin);
+    if (tx.exec_params("SELECT 1 FROM pg_database WHERE datname = $1", "aqs").empty()) {
+      tx.exec0("CREATE DATABASE aqs");
+    }
+  }
+  return pg.connection_string("aqs");
+}
+
+// Detaches from the terminal: the parent exits once the child reports
+// through the pipe that it serves (or why it could not start).
+int daemonize_or_exit(int& ready_fd) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid > 0) {
+    ::close(fds[1]);
+    char status = 1;
+    const ssize_t n = ::read(fds[0], &status, 1);
+    ::_exit(n == 1 && status == 0 ? 0 : 1);
+  }
+  ::close(fds[0]);
+  ::setsid();
+  ready_fd = fds[1];
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"aqsd: the AQS scheduler daemon", "aqsd"};
+  std::string state_dir_text, db, socket_path, listen, policy = "equipartition";
+  bool foreground = false;
+  double heartbeat_timeout_s = 10, resize_timeout_s = 30, kill_grace_s = 10;
+  unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+  app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
+      ->required();
+  app.add_option("--db", db, "PostgreSQL connection string (default: a private server under --state-dir)");
+  app.add_option("--socket", socket_path, "the Unix socket for local users (default STATE_DIR/aqsd.sock)");
+  app.add_option("--listen", listen, "HOST:PORT for node agents and remote clients over TCP (port 0: any)");
+  app.add_option("--policy", policy, "scheduling strategy: " + [] {
+    std::string s;
+    for (const auto& n : core::strategy_names()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }());
+  app.add_flag("--foreground", foreground, "stay attached, log to stderr");
+  app.add_option("--heartbeat-timeout", heartbeat_timeout_s, "seconds of silence before a node goes DOWN")
+      ->check(CLI::Range(0.2, 86400.0));
+  app.add_option("--resize-timeout", resize_timeout_s, "seconds an adaptive job has to apply a new map")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--threads", threads, "threads serving connections")->check(CLI::Range(1u, 256u));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "aqsd: %s (see aqsd --help)\n", e.what());
+    return 2;
+  }
+  try {
+    (void)core::make_strategy(policy);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aqsd: %s\n", e.what());
+    return 2;
+  }
+
+  const daemon::state_dir dir{std::filesystem::absolute(state_dir_text)};
+  int ready_fd = -1;
+  auto report_ready = [&](char status) {
+    if (ready_fd >= 0) {
+      (void)!::write(ready_fd, &status, 1);
+      ::close(ready_fd);
+      ready_fd = -1;
+    }
+  };
+  try {
+    dir.prepare();
+    if (!foreground) {
+      if (daemonize_or_exit(ready_fd) != 0) throw std::runtime_error("cannot detach from the terminal");
+      const int log_fd = ::open(dir.log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+      const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      if (log_fd >= 0) {
+        ::dup2(log_fd, STDOUT_FILENO);
+        ::dup2(log_fd, STDERR_FILENO);
+        ::close(log_fd);
+      }
+      if (null_fd >= 0) {
+        ::dup2(null_fd, STDIN_FILENO);
+        ::close(null_fd);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aqsd: %s\n", e.what());
+    return 1;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+
+  int rc = 0;
+  try {
+    const std::string key = dir.load_or_create_key();
+    std::unique_ptr<store::pg_server> pg;
+    std::string conninfo = db;
+    if (conninfo.empty()) {
+      pg = std::make_unique<store::pg_server>(store::pg_server_options{.dir = dir.postgres_dir()});
+      pg->start();
+      conninfo = prepare_private_database(*pg);
+      daemon::log("private PostgreSQL running in {}", dir.postgres_dir().string());
+    }
+    {
+      pqxx::connection c(conninfo);
+      const int v = store::apply_migrations(c);
+      daemon::log("job database at schema version {}", v);
+    }
+    store::job_store_options store_options;
+    store_options.conninfo = conninfo;
+    store::job_store store(store_options);
+
+    boost::asio::io_context io(static_cast<int>(threads));
+    std::unique_ptr<daemon::server> srv;
+    daemon::controller_options copts;
+    copts.policy = policy;
+    copts.cluster_key = key;
+    copts.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(heartbeat_timeout_s * 1000));
+    copts.resize_timeout = std::chrono::milliseconds(static_cast<long>(resize_timeout_s * 1000));
+    copts.kill_grace = std::chrono::seconds(static_cast<long>(kill_grace_s + 0.5));
+    auto stop = [&] {
+      boost::asio::post(io, [&] {
+        if (srv) srv->stop();
+        io.stop();
+      });
+    };
+    daemon::controller ctl(io, store, copts, stop);
+    ctl.recover();
+
+    daemon::server_options sopts;
+    sopts.unix_socket = socket_path.empty() ? dir.socket() : std::filesystem::path(socket_path);
+    if (!listen.empty()) sopts.tcp_listen = listen;
+    sopts.cluster_key = key;
+    srv = std::make_unique<daemon::server>(io, sopts, ctl);
+    srv->start();
+    daemon::state_dir::write_file(dir.pid_file(), std::to_string(::getpid()) + "\n", 0644);
+    if (!listen.empty()) {
+      const auto colon = listen.rfind(':');
+      daemon::state_dir::write_file(dir.addr_file(), listen.substr(0, colon) + ":" + std::to_string(srv->tcp_port()) + "\n",
+                                    0644);
+    }
+    ctl.start();
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      daemon::log("signal {}: stopping (jobs keep running under their agents)", sig);
+      stop();
+    });
+    daemon::log("serving on {}{} with the {} policy (policy of {} threads)", sopts.unix_socket->string(),
+                listen.empty() ? "" : " and " + listen.substr(0, listen.rfind(':')) + ":" + std::to_string(srv->tcp_port()),
+                policy, threads);
+    report_ready(0);
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
+    io.run();
+    for (auto& t : pool) t.join();
+    ctl.stop();
+    srv.reset();
+    if (ctl.failed()) rc = 1;
+    std::error_code ec;
+    std::filesystem::remove(dir.pid_file(), ec);
+    daemon::log("stopped");
+  } catch (const std::exception& e) {
+    daemon::log("cannot start: {}", e.what());
+    if (ready_fd < 0 || foreground) std::fprintf(stderr, "aqsd: %s\n", e.what());
+    report_ready(1);
+    return 1;
+  }
+  return rc;
+}

@@ -1,0 +1,238 @@
+// controller: aqsd's request handling: the scheduling state on one strand,
+// every event written to the store before anything is done about it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "client/map_display.hpp"
+#include "core/scheduler.hpp"
+#include "daemon/dispatcher.hpp"
+#include "daemon/job_records.hpp"
+#include "store/job_store.hpp"
+
+namespace aqs::daemon {
+
+struct controller_options {
+  std::string policy = "equipartition";
+  std::string cluster_key;
+  // A node silent longer than this goes DOWN; its jobs end NODE_FAIL.
+  std::chrono::milliseconds heartbeat_timeout{10'000};
+  // An adaptive job that has not applied a new map by then keeps its old one.
+  std::chrono::milliseconds resize_timeout{30'000};
+  // fkill: SIGTERM, then SIGKILL after this.
+  std::chrono::seconds kill_grace{10};
+  // Most jobs in one list_jobs reply page.
+  std::int64_t list_page = protocol::k_max_list;
+};
+
+// Threads: the network layer calls the dispatcher methods from its session
+// strands. Everything that touches the scheduling state is posted to one
+// strand (`strand_`), so the core runs single-threaded without locks.
+// Blocking store calls run on two small pools: one thread for writes, in
+// order (`writer_`), two for reads that answer clients (`readers_`).
+//
+// The pipeline of a scheduling event (the crash-safety argument):
+//   1. the event is applied to the core and its store transitions are
+//      queued in the current batch (nothing is acted on yet);
+//   2. when no batch is being written, the core decides, the decisions'
+//      transitions join the batch, and the batch is written in one
+//      transaction per step (group commit of everything that piled up);
+//   3. only after that COMMIT are launches, kills, maps, replies and
+//      notifications sent.
+// A crash before 3 loses no acknowledged fact: agents resend unacknowledged
+// reports, and nothing was launched that the store does not know about.
+class controller final : public dispatcher {
+public:
+  controller(boost::asio::io_context& io, store::job_store& store, controller_options options,
+             std::function<void()> request_stop);
+  ~controller() override;
+
+  // Loads the live jobs and nodes from the store into the core (blocking;
+  // call before the server starts). Running jobs wait for their agents to
+  // register again; nodes that do not within the heartbeat timeout go DOWN.
+  // Throws store errors, or std::runtime_error if the stored state cannot be
+  // rebuilt (the message says which job or node).
+  void recover();
+  // Starts the timers and the first decision.
+  void start();
+  // Stops timers and waits for the store pools (no new work is accepted).
+  void stop();
+  // The store failed for good: the daemon should exit non-zero.
+  bool failed() const noexcept { return failed_; }
+
+  // dispatcher
+  void on_open(const std::shared_ptr<connection>& conn) override;
+  void on_message(const std::shared_ptr<connection>& conn, protocol::message m) override;
+  void on_close(const std::shared_ptr<connection>& conn) override;
+  std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override;
+
+private:
+  using clock = std::chrono::steady_clock;
+  using conn_ptr = std::shared_ptr<connection>;
+
+  // ---- what the daemon knows beyond the core ---------------------------
+  struct node_entry {
+    std::string name;
+    std::size_t index = 0;  // in the core's cluster
+    std::size_t first_proc = 0;
+    std::size_t nprocs = 0;
+    std::vector<std::int64_t> cpus;  // local cpus; processor i runs on cpus[i % size]
+    std::int64_t memory_mb = 0;
+    std::int64_t gpus = 0;
+    conn_ptr conn;                   // the agent, when connected
+    clock::time_point last_seen{};
+    clock::time_point last_stored_heartbeat{};
+    std::vector<protocol::message> queued;  // for the agent once it is back
+  };
+  struct job_entry {
+    core::job_request req;  // what the core schedules (kept for dependencies and requeues)
+    std::string user;
+    std::int32_t uid = 0;
+    std::int32_t gid = 0;
+    std::optional<protocol::job_spec> spec;  // until launched (fetched again when needed)
+    std::vector<std::int64_t> deps;          // afterok
+    bool interactive = false;
+    std::optional<std::size_t> host;  // node running its script
+    bool launch_confirmed = false;    // the agent said it runs (or runs it after a restart)
+    int misses = 0;                   // heartbeats of its host without it
+    std::int64_t epoch = 0;           // of the last map sent
+    std::string token;                // the shim's TCP secret
+    bool cancel_requested = false;
+    std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
+    std::deque<protocol::output> early_output;  // before any watcher came (interactive)
+    std::size_t early_bytes = 0;
+  };
+  struct final_info {
+    core::job_state state = core::job_state::completed;
+    std::optional<std::int32_t> exit_code;
+    std::optional<std::int32_t> signal;
+  };
+  struct watcher {
+    std::weak_ptr<connection> conn;
+    std::int64_t request_id = 0;
+  };
+
+  // ---- the write pipeline (controller.cpp) ------------------------------
+  struct batch {
+    std::vector<store::job_transition> transitions;
+    std::vector<std::function<void(store::job_store&)>> store_ops;  // before the transitions
+    std::vector<std::function<void()>> after;  // on the strand, after COMMIT
+    bool empty() const { return transitions.empty() && store_ops.empty() && after.empty(); }
+  };
+  void post(std::function<void()> f);        // run on the strand
+  void kick();                               // decide and write if idle
+  void write_batch(batch b);
+  void committed(batch b);
+  void store_task(std::function<void(store::job_store&)> op, std::function<void()> then);
+  void transition(std::int64_t job, core::job_state to, std::optional<core::processor_set> procs,
+                  std::string reason, std::optional<std::int32_t> exit_code = std::nullopt,
+                  std::optional<std::int32_t> signal = std::nullopt);
+  void after_commit(std::function<void()> f) { batch_.after.push_back(std::move(f)); }
+  void apply_decisions(const std::vector<core::decision>& ds);
+  void fatal(const std::string& why);
+  double now() const;
+
+  // ---- handlers, one concern per file -----------------------------------
+  // submit.cpp
+  void handle_submit(const conn_ptr& c, const protocol::submit& s);
+  void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
+              std::map<std::int64_t, core::job_state> dep_states);
+  void admit_or_hold(std::int64_t id);
+  // After a final transition committed: dependents, watchers, bookkeeping.
+  void on_final(std::int64_t id, core::job_state state, std::optional<std::int32_t> code = std::nullopt,
+                std::optional<std::int32_t> signal = std::nullopt);
+  std::optional<core::job_state> known_state(std::int64_t id) const;
+  // launch.cpp
+  void launch(std::int64_t id, const core::processor_set& procs);
+  void send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec);
+  void handle_job_started(const conn_ptr& c, const protocol::job_started& m);
+  void handle_job_exited(const conn_ptr& c, const protocol::job_exited& m);
+  void handle_agent_reply(const conn_ptr& c, const protocol::message& m);
+  void end_job(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
+               std::optional<std::int32_t> signal, std::string reason);
+  // kill.cpp
+  void handle_cancel(const conn_ptr& c, const protocol::cancel& m);
+  void send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate = true);
+  // resize.cpp
+  void begin_resize(std::int64_t id, const core::processor_set& to);
+  void send_map(std::int64_t id);
+  void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
+  void resize_expired(std::int64_t id, std::int64_t epoch);
+  // nodes.cpp
+  void handle_register(const conn_ptr& c, const protocol::register_node& m);
+  void finish_register(const conn_ptr& c, const protocol::register_node& m, std::size_t index);
+  void handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& m);
+  void check_heartbeats();
+  void node_down(std::size_t index, const std::string& why);
+  void send_to_node(std::size_t index, protocol::message m);
+  node_entry* node_of_conn(const conn_ptr& c);
+  std::vector<std::int64_t> local_cpus(const node_entry& n, const core::processor_set& procs) const;
+  void refresh_spans();
+  // views.cpp
+  void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);
+  void handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m);
+  void handle_job_history(const conn_ptr& c, const protocol::job_history& m);
+  void handle_watch(const conn_ptr& c, const protocol::watch_job& m);
+  void handle_output(const protocol::output& m);
+  void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
+              std::optional<std::int32_t> signal, const core::processor_set* procs);
+  std::vector<cmdline::node_span> spans() const;
+  // recover.cpp: recover() itself
+
+  static bool is_root(const conn_ptr& c);
+  static void reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message);
+
+  boost::asio::io_context& io_;
+  store::job_store& store_;
+  controller_options options_;
+  std::function<void()> request_stop_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  boost::asio::thread_pool writer_{1};
+  boost::asio::thread_pool readers_{2};
+  boost::asio::steady_timer heartbeat_timer_;
+  bool stopped_ = false;
+  std::atomic<bool> failed_{false};
+
+  // The scheduling state: touched on strand_ only.
+  core::scheduler sched_;
+  std::vector<node_entry> nodes_;
+  std::unordered_map<std::string, std::size_t> node_by_name_;
+  std::unordered_map<std::int64_t, job_entry> jobs_;       // live jobs
+  std::set<std::int64_t> held_;                            // pending on dependencies, not in the core
+  std::multimap<std::int64_t, std::int64_t> dependents_;   // dep -> held job
+  std::unordered_map<std::int64_t, final_info> finished_;  // ended while we ran
+  std::unordered_map<std::int64_t, std::vector<watcher>> watchers_;
+  std::unordered_map<std::int64_t, std::weak_ptr<connection>> shims_;  // role=job connections
+  std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job
+  std::map<std::int64_t, std::unique_ptr<boost::asio::steady_timer>> resize_timers_;
+  std::int64_t next_request_id_ = 1;
+  batch batch_;
+  bool writing_ = false;
+  bool recovering_ = false;  // recover() runs: no decision before every job is back
+  bool decide_needed_ = false;
+
+  // Read from session threads: guarded by shared_mu_.
+  mutable std::mutex shared_mu_;
+  std::vector<cmdline::node_span> spans_;
+  std::unordered_map<std::int64_t, std::string> tokens_;     // job -> shim secret
+  std::unordered_map<std::int64_t, std::int32_t> owners_;    // live job -> uid
+};
+
+}  // namespace aqs::daemon

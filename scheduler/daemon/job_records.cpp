@@ -1,0 +1,144 @@
+// job_records: field-by-field conversions, kept in one place so that every
+// path (submit, launch, recovery, listing) agrees on defaults.
+#include "daemon/job_records.hpp"
+
+#include <ctime>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace aqs::daemon {
+
+std::string user_name_of(std::int64_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return std::to_string(uid);
+}
+
+store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who) {
+  store::job_request r;
+  r.submit_token = spec.submit_token.value_or("");
+  r.user_name = who.user;
+  r.uid = who.uid;
+  r.gid = who.gid;
+  r.name = spec.name;
+  r.script = spec.script.value_or("");
+  r.argv = spec.argv;
+  r.workdir = spec.workdir;
+  r.environment = spec.environment;
+  r.stdout_pattern = spec.stdout_pattern;
+  r.stderr_pattern = spec.stderr_pattern.value_or("");
+  r.min_pe = static_cast<std::int32_t>(spec.min_pe);
+  r.max_pe = static_cast<std::int32_t>(spec.max_pe);
+  r.adaptive = spec.adaptive;
+  if (spec.walltime_s) r.walltime_s = static_cast<std::int32_t>(*spec.walltime_s);
+  r.requeue = spec.requeue;
+  r.dependencies = spec.afterok;
+  return r;
+}
+
+protocol::job_spec to_spec(const store::job_record& rec) {
+  const store::job_request& r = rec.request;
+  protocol::job_spec s;
+  s.name = r.name;
+  if (!r.script.empty()) s.script = r.script;
+  s.argv = r.argv;
+  s.workdir = r.workdir;
+  s.environment = r.environment;
+  s.stdout_pattern = r.stdout_pattern;
+  if (!r.stderr_pattern.empty()) s.stderr_pattern = r.stderr_pattern;
+  s.min_pe = r.min_pe;
+  s.max_pe = r.max_pe;
+  s.adaptive = r.adaptive;
+  if (r.walltime_s) s.walltime_s = *r.walltime_s;
+  s.afterok = r.dependencies;
+  s.requeue = r.requeue;
+  // An interactive job's watcher is gone after a restart; its output goes to
+  // the files like a batch job's.
+  s.interactive = false;
+  return s;
+}
+
+core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spec, const std::string& user,
+                                  double submit_time) {
+  core::job_request r;
+  r.id = static_cast<core::job_id>(id);
+  r.user = user;
+  r.min_pe = static_cast<std::size_t>(spec.min_pe);
+  r.max_pe = static_cast<std::size_t>(spec.max_pe);
+  r.adaptive = spec.adaptive;
+  r.walltime = spec.walltime_s ? static_cast<double>(*spec.walltime_s) : k_unlimited_walltime_s;
+  r.submit_time = submit_time;
+  r.requeue_on_node_fail = spec.requeue;
+  return r;
+}
+
+core::job_request to_core_request(const store::job_summary& s) {
+  core::job_request r;
+  r.id = static_cast<core::job_id>(s.id);
+  r.user = s.user_name;
+  r.min_pe = static_cast<std::size_t>(s.min_pe);
+  r.max_pe = static_cast<std::size_t>(s.max_pe);
+  r.adaptive = s.adaptive;
+  r.walltime = s.walltime_s ? static_cast<double>(*s.walltime_s) : k_unlimited_walltime_s;
+  r.submit_time = to_seconds(s.status.submit_time);
+  r.priority = s.priority;
+  r.requeue_on_node_fail = s.requeue;
+  return r;
+}
+
+double to_seconds(store::time_point t) noexcept {
+  return static_cast<double>(t.time_since_epoch().count()) / 1e6;
+}
+
+std::string iso8601(store::time_point t) {
+  const auto us = t.time_since_epoch().count();
+  std::time_t secs = static_cast<std::time_t>(us / 1'000'000);
+  long ms = static_cast<long>((us % 1'000'000) / 1000);
+  if (us < 0 && us % 1'000'000 != 0) {
+    --secs;
+    ms = static_cast<long>((1'000'000 + us % 1'000'000) / 1000);
+  }
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, ms);
+}
+
+core::processor_set map_over(const core::processor_set& procs, std::size_t n) {
+  core::processor_set out = procs;
+  out.resize(n);
+  return out;
+}
+
+protocol::job_info to_job_info(const store::job_summary& s, std::span<const cmdline::node_span> nodes) {
+  protocol::job_info j;
+  j.id = s.id;
+  j.name = s.name;
+  j.user = s.user_name;
+  j.state = s.status.state;
+  j.adaptive = s.adaptive;
+  j.min_pe = s.min_pe;
+  j.max_pe = s.max_pe;
+  j.procs = s.status.procs.none() ? std::string() : s.status.procs.to_string();
+  j.nprocs = static_cast<std::int64_t>(s.status.procs.count());
+  j.nodes = s.status.procs.none() ? std::string() : cmdline::format_processor_map(nodes, s.status.procs);
+  j.submit_time = iso8601(s.status.submit_time);
+  if (s.status.start_time) j.start_time = iso8601(*s.status.start_time);
+  if (s.status.end_time) j.end_time = iso8601(*s.status.end_time);
+  if (s.status.exit_code) {
+    j.exit_code = *s.status.exit_code;
+  } else if (s.status.term_signal) {
+    j.exit_code = 128 + *s.status.term_signal;  // as the shell reports a killed command
+  }
+  if (s.walltime_s) j.walltime_s = *s.walltime_s;
+  return j;
+}
+
+}  // namespace aqs::daemon

@@ -1,0 +1,53 @@
+// job_records: conversions between the wire's job objects, the store's
+// records and the core's requests.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "client/map_display.hpp"
+#include "core/job.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/results.hpp"
+#include "store/records.hpp"
+
+namespace aqs::daemon {
+
+// Who submitted: from SO_PEERCRED, never from the request.
+struct submitter {
+  std::string user;
+  std::int32_t uid = 0;
+  std::int32_t gid = 0;
+};
+
+// The user name of a uid, or its number as text when it has no passwd entry.
+std::string user_name_of(std::int64_t uid);
+
+// The run-time estimate the core plans with when a job gave no limit: long
+// enough that EASY never counts on it ending.
+inline constexpr double k_unlimited_walltime_s = 365.0 * 24 * 3600;
+
+store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who);
+// The launchable job as it was submitted (script, argv, files, environment).
+protocol::job_spec to_spec(const store::job_record& r);
+
+// What the core schedules: from a new submission and from a stored job.
+core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spec, const std::string& user,
+                                  double submit_time);
+core::job_request to_core_request(const store::job_summary& s);
+
+double to_seconds(store::time_point t) noexcept;
+// ISO 8601 in UTC with milliseconds: "2026-11-22T14:26:00.123Z".
+std::string iso8601(store::time_point t);
+
+// A processor map of the store (text of any length) over a cluster of n
+// processors: shorter maps (written before nodes registered) are extended,
+// bits beyond n are dropped.
+core::processor_set map_over(const core::processor_set& procs, std::size_t n);
+
+// One job as list_jobs and fjobs --json show it; `nodes` names its processors.
+protocol::job_info to_job_info(const store::job_summary& s, std::span<const cmdline::node_span> nodes);
+
+}  // namespace aqs::daemon

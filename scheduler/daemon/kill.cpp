@@ -1,0 +1,121 @@
+// kill: fkill's cancel requests: pending jobs end at once, running ones are
+// signalled through their node agent and end when it reports them.
+#include <csignal>
+
+#include "daemon/controller.hpp"
+#include "daemon/log.hpp"
+
+namespace aqs::daemon {
+
+using core::job_state;
+
+namespace {
+
+// fkill --signal sends that signal only, no SIGKILL after the grace period
+// (protocol kill.escalate; an agent without it escalates after an hour).
+template <class K>
+void set_escalate(K& k, bool escalate) {
+  if constexpr (requires { k.escalate = escalate; }) {
+    k.escalate = escalate;
+  } else if (!escalate) {
+    k.grace_s = protocol::k_max_grace_s;
+  }
+}
+
+}  // namespace
+
+void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.host) return;
+  protocol::kill k;
+  k.id = next_request_id_++;
+  k.job_id = id;
+  k.signal = sig;
+  k.grace_s = grace.count();
+  set_escalate(k, escalate);
+  send_to_node(*it->second.host, std::move(k));
+}
+
+void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
+  const bool root = is_root(c);
+  const peer_info& p = c->peer();
+  const std::string caller = p.uid ? user_name_of(*p.uid) : "root";
+  std::vector<std::int64_t> targets = m.job_ids;
+  if (targets.empty() && m.user) {
+    for (const auto& [id, e] : jobs_) {
+      if (e.user == *m.user) targets.push_back(id);
+    }
+    std::sort(targets.begin(), targets.end());
+  }
+  nlohmann::json cancelled = nlohmann::json::array();
+  nlohmann::json failed = nlohmann::json::array();
+  protocol::error_code first_code = protocol::error_code::not_found;
+  std::string first_message;
+  auto refuse = [&](std::int64_t id, protocol::error_code code, std::string msg) {
+    if (failed.empty()) {
+      first_code = code;
+      first_message = msg;
+    }
+    failed.push_back({{"job_id", id}, {"code", protocol::to_string(code)}, {"message", std::move(msg)}});
+  };
+  for (std::int64_t id : targets) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) {
+      auto f = finished_.find(id);
+      if (f != finished_.end()) {
+        refuse(id, protocol::error_code::invalid_state,
+               "job " + std::to_string(id) + " has already ended (" + std::string(core::to_string(f->second.state)) + ")");
+      } else {
+        refuse(id, protocol::error_code::not_found, "no pending or running job " + std::to_string(id));
+      }
+      continue;
+    }
+    job_entry& e = it->second;
+    if (m.user && e.user != *m.user) continue;  // the listed jobs that user owns
+    if (!root && !(p.uid && static_cast<std::int32_t>(*p.uid) == e.uid)) {
+      refuse(id, protocol::error_code::permission_denied,
+             "job " + std::to_string(id) + " belongs to " + e.user + ", not to " + caller);
+      continue;
+    }
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    const bool running = j != nullptr && core::holds_processors(j->state);
+    if (m.signal) {
+      if (!running || !e.host) {
+        refuse(id, protocol::error_code::invalid_state, "job " + std::to_string(id) + " is not running");
+        continue;
+      }
+      send_kill(id, static_cast<int>(*m.signal), std::chrono::seconds(0), false);
+      cancelled.push_back(id);
+      continue;
+    }
+    if (running) {
+      if (!e.cancel_requested) log("job {} cancelled by {}", id, caller);
+      e.cancel_requested = true;
+      // Before its launch went out, launch() ends it instead.
+      if (e.host) send_kill(id, SIGTERM, options_.kill_grace);
+    } else if (e.cancel_requested) {
+      // Already cancelled; its transition is being written.
+    } else {
+      e.cancel_requested = true;
+      log("pending job {} cancelled by {}", id, caller);
+      if (j != nullptr) sched_.apply(core::event::completion(static_cast<core::job_id>(id), job_state::cancelled));
+      held_.erase(id);
+      transition(id, job_state::cancelled, std::nullopt, "cancelled by " + caller);
+      after_commit([this, id] { on_final(id, job_state::cancelled); });
+      decide_needed_ = true;
+    }
+    cancelled.push_back(id);
+  }
+  const std::int64_t rid = m.id;
+  if (cancelled.empty() && !failed.empty()) {
+    reply_error(c, rid, first_code, first_message);
+    return;
+  }
+  // Pending jobs are CANCELLED in the store when the reply goes out.
+  after_commit([c, rid, cancelled, failed] {
+    c->send(protocol::ok{rid, {{"cancelled", cancelled}, {"failed", failed}}});
+  });
+  kick();
+}
+
+}  // namespace aqs::daemon

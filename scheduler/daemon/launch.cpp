@@ -1,0 +1,144 @@
+// launch: a started job's launch on the node that runs its script, and what
+// agents report about it (started, refused, exited).
+#include <boost/asio/post.hpp>
+
+#include "daemon/controller.hpp"
+#include "daemon/log.hpp"
+#include "protocol/auth.hpp"
+
+namespace aqs::daemon {
+
+namespace asio = boost::asio;
+using core::job_state;
+
+void controller::launch(std::int64_t id, const core::processor_set& procs) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  job_entry& e = it->second;
+  if (e.cancel_requested) {
+    // Cancelled between the decision and its commit: never start it.
+    end_job(id, job_state::cancelled, std::nullopt, std::nullopt, "cancelled before it started");
+    return;
+  }
+  e.host = sched_.machine().node_of(procs.first());
+  e.launch_confirmed = false;
+  e.misses = 0;
+  if (e.token.empty()) {
+    e.token = protocol::make_nonce();
+    std::lock_guard lock(shared_mu_);
+    tokens_[id] = e.token;
+  }
+  if (e.spec) {
+    protocol::job_spec spec = std::move(*e.spec);
+    e.spec.reset();  // pending jobs only keep their scripts in memory
+    send_launch(id, procs, std::move(spec));
+    return;
+  }
+  // Recovered or requeued: the script comes from the store again.
+  asio::post(readers_, [this, id, procs] {
+    std::optional<store::job_record> rec;
+    try {
+      rec = store_.get_job(id);
+    } catch (const std::exception& ex) {
+      log("job {}: cannot read it to launch it: {}", id, ex.what());
+    }
+    post([this, id, procs, rec] {
+      const core::job* j = sched_.find(static_cast<core::job_id>(id));
+      if (j == nullptr || !core::holds_processors(j->state)) return;
+      if (!rec) {
+        end_job(id, job_state::failed, std::nullopt, std::nullopt, "its record could not be read to launch it");
+        return;
+      }
+      auto it = jobs_.find(id);
+      if (it != jobs_.end()) it->second.gid = rec->request.gid;
+      send_launch(id, procs, to_spec(*rec));
+    });
+  });
+}
+
+void controller::send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec) {
+  job_entry& e = jobs_.at(id);
+  const std::size_t host = *e.host;
+  spec.interactive = e.interactive;
+  protocol::launch l;
+  l.id = next_request_id_++;
+  l.job_id = id;
+  l.job = std::move(spec);
+  l.user = e.user;
+  l.uid = e.uid;
+  l.gid = e.gid;
+  l.procs = procs.to_string();
+  l.nprocs = static_cast<std::int64_t>(procs.count());
+  l.local_cpus = local_cpus(nodes_[host], procs);
+  l.nodelist = cmdline::format_processor_map(spans(), procs);
+  l.job_token = e.token;
+  launch_requests_[l.id] = id;
+  send_to_node(host, std::move(l));
+}
+
+void controller::handle_job_started(const conn_ptr& c, const protocol::job_started& m) {
+  node_entry* n = node_of_conn(c);
+  if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
+  n->last_seen = clock::now();
+  auto it = jobs_.find(m.job_id);
+  if (it != jobs_.end() && it->second.host == n->index) {
+    it->second.launch_confirmed = true;
+    it->second.misses = 0;
+  }
+  c->send(protocol::ok{m.id, {}});
+}
+
+void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& m) {
+  node_entry* n = node_of_conn(c);
+  if (n == nullptr) return;
+  n->last_seen = clock::now();
+  const auto rid = protocol::id_of(m);
+  if (!rid) return;
+  auto it = launch_requests_.find(*rid);
+  if (it == launch_requests_.end()) return;  // a kill's answer: nothing to do
+  const std::int64_t id = it->second;
+  launch_requests_.erase(it);
+  auto jt = jobs_.find(id);
+  if (jt == jobs_.end() || jt->second.host != n->index) return;
+  if (const auto* err = std::get_if<protocol::error>(&m)) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr || !core::holds_processors(j->state)) return;
+    log("job {} could not start on {}: {}", id, n->name, err->message);
+    end_job(id, job_state::failed, std::nullopt, std::nullopt, "could not start on " + n->name + ": " + err->message);
+  } else {
+    jt->second.launch_confirmed = true;
+  }
+}
+
+void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited& m) {
+  node_entry* n = node_of_conn(c);
+  if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
+  n->last_seen = clock::now();
+  const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
+  auto it = jobs_.find(m.job_id);
+  if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || it->second.host != n->index) {
+    // An instance we no longer count on (ended by a node failure, requeued,
+    // or reported twice): acknowledge so the agent forgets it.
+    c->send(protocol::ok{m.id, {}});
+    return;
+  }
+  std::optional<std::int32_t> code, sig;
+  if (m.exit_code) code = static_cast<std::int32_t>(*m.exit_code);
+  if (m.signal) sig = static_cast<std::int32_t>(*m.signal);
+  std::string reason = "exited on " + n->name;
+  if (m.state == job_state::timeout) reason = "time limit reached";
+  if (m.state == job_state::cancelled) reason = "cancelled";
+  end_job(m.job_id, m.state, code, sig, reason);
+  after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
+}
+
+void controller::end_job(std::int64_t id, job_state state, std::optional<std::int32_t> code,
+                         std::optional<std::int32_t> signal, std::string reason) {
+  sched_.apply(core::event::completion(static_cast<core::job_id>(id), state));
+  transition(id, state, std::nullopt, std::move(reason), code, signal);
+  after_commit([this, id, state, code, signal] { on_final(id, state, code, signal); });
+  decide_needed_ = true;
+  kick();
+}
+
+}  // namespace aqs::daemon

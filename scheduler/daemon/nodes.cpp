@@ -1,0 +1,212 @@
+// nodes: agents registering (new nodes numbered after the last), heartbeats,
+// lost jobs, and nodes going DOWN when they fall silent.
+#include <algorithm>
+
+#include "daemon/controller.hpp"
+#include "daemon/log.hpp"
+
+namespace aqs::daemon {
+
+using core::job_state;
+
+namespace {
+
+std::string cpu_ranges(const std::vector<std::int64_t>& cpus) {
+  std::int64_t top = 0;
+  for (auto c : cpus) top = std::max(top, c);
+  core::processor_set s(static_cast<std::size_t>(top) + 1);
+  for (auto c : cpus) s.set(static_cast<std::size_t>(c));
+  return s.to_ranges();
+}
+
+}  // namespace
+
+controller::node_entry* controller::node_of_conn(const conn_ptr& c) {
+  for (auto& n : nodes_) {
+    if (n.conn && n.conn->serial() == c->serial()) return &n;
+  }
+  return nullptr;
+}
+
+std::vector<std::int64_t> controller::local_cpus(const node_entry& n, const core::processor_set& procs) const {
+  std::vector<std::int64_t> out;
+  if (n.cpus.empty()) return out;
+  for (std::size_t p = procs.find_next(n.first_proc); p != core::processor_set::npos && p < n.first_proc + n.nprocs;
+       p = procs.find_next(p + 1)) {
+    const std::int64_t cpu = n.cpus[(p - n.first_proc) % n.cpus.size()];
+    if (std::find(out.begin(), out.end(), cpu) == out.end()) out.push_back(cpu);
+  }
+  return out;
+}
+
+void controller::refresh_spans() {
+  std::vector<cmdline::node_span> s;
+  s.reserve(nodes_.size());
+  for (const auto& n : nodes_) s.push_back({n.name, n.first_proc, n.nprocs});
+  std::lock_guard lock(shared_mu_);
+  spans_ = std::move(s);
+}
+
+std::vector<cmdline::node_span> controller::spans() const {
+  std::lock_guard lock(shared_mu_);
+  return spans_;
+}
+
+void controller::send_to_node(std::size_t index, protocol::message m) {
+  node_entry& n = nodes_.at(index);
+  if (n.conn) {
+    n.conn->send(std::move(m));
+  } else {
+    n.queued.push_back(std::move(m));
+  }
+}
+
+void controller::handle_register(const conn_ptr& c, const protocol::register_node& m) {
+  store::node_request req;
+  req.name = m.name;
+  req.address = c->peer().remote;
+  req.nprocs = static_cast<std::int32_t>(m.procs);
+  req.cpus = cpu_ranges(m.cpus);
+  req.memory_mb = m.memory_mb;
+  req.gpus = static_cast<std::int32_t>(m.gpus);
+  auto known = node_by_name_.find(m.name);
+  if (known != node_by_name_.end() && nodes_[known->second].nprocs != static_cast<std::size_t>(m.procs)) {
+    return reply_error(c, m.id, protocol::error_code::bad_request,
+                       "node " + m.name + " registered again with " + std::to_string(m.procs) + " processors, it had " +
+                           std::to_string(nodes_[known->second].nprocs) + ": renumbering would move running jobs");
+  }
+  auto result = std::make_shared<std::optional<store::node_record>>();
+  auto refusal = std::make_shared<std::string>();
+  store_task(
+      [req, result, refusal](store::job_store& st) {
+        try {
+          *result = st.register_node(req);
+        } catch (const store::invalid_job& e) {
+          *refusal = e.what();
+        }
+      },
+      [this, c, m, result, refusal] {
+        if (!*result) return reply_error(c, m.id, protocol::error_code::bad_request, *refusal);
+        auto it = node_by_name_.find(m.name);
+        std::size_t index;
+        if (it == node_by_name_.end()) {
+          index = sched_.add_node(m.name, static_cast<std::size_t>(m.procs));
+          if (sched_.machine().at(index).first_proc != static_cast<std::size_t>((*result)->first_proc)) {
+            return fatal("node " + m.name + " numbered differently by the store and the scheduler");
+          }
+          node_entry n;
+          n.name = m.name;
+          n.index = index;
+          n.first_proc = static_cast<std::size_t>((*result)->first_proc);
+          n.nprocs = static_cast<std::size_t>(m.procs);
+          nodes_.push_back(std::move(n));
+          node_by_name_[m.name] = index;
+          refresh_spans();
+          log("node {} registered: processors {}-{}", m.name, (*result)->first_proc,
+              (*result)->first_proc + m.procs - 1);
+        } else {
+          index = it->second;
+        }
+        finish_register(c, m, index);
+      });
+}
+
+void controller::finish_register(const conn_ptr& c, const protocol::register_node& m, std::size_t index) {
+  node_entry& n = nodes_[index];
+  if (n.conn && n.conn->serial() != c->serial()) n.conn->close();  // the agent's old connection
+  n.conn = c;
+  n.cpus = m.cpus;
+  n.memory_mb = m.memory_mb;
+  n.gpus = m.gpus;
+  n.last_seen = clock::now();
+  n.last_stored_heartbeat = n.last_seen;
+  if (sched_.machine().at(index).state == core::node_state::down) {
+    sched_.apply(core::event::on_node(core::event::kind::node_up, index));
+    log("node {} is UP again", n.name);
+  }
+  // Jobs it runs that we no longer want there die before it takes new work.
+  nlohmann::json kill = nlohmann::json::array();
+  for (std::int64_t r : m.running) {
+    auto it = jobs_.find(r);
+    const core::job* j = sched_.find(static_cast<core::job_id>(r));
+    if (it != jobs_.end() && j != nullptr && core::holds_processors(j->state) && it->second.host == index) {
+      it->second.launch_confirmed = true;
+      it->second.misses = 0;
+    } else {
+      kill.push_back(r);
+    }
+  }
+  if (!kill.empty()) log("node {}: killing {} job(s) it still ran that ended here: {}", n.name, kill.size(), kill.dump());
+  c->send(protocol::ok{m.id, {{"first_proc", n.first_proc}, {"kill", kill}}});
+  std::vector<protocol::message> queued = std::move(n.queued);
+  n.queued.clear();
+  for (auto& q : queued) {
+    if (auto* l = std::get_if<protocol::launch>(&q)) {
+      const core::job* j = sched_.find(static_cast<core::job_id>(l->job_id));
+      auto it = jobs_.find(l->job_id);
+      if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || it->second.host != index) continue;
+    }
+    c->send(std::move(q));
+  }
+  decide_needed_ = true;
+  kick();
+}
+
+void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& m) {
+  node_entry* n = node_of_conn(c);
+  if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
+  n->last_seen = clock::now();
+  // A job its agent confirmed and no longer lists, twice, with no report of
+  // its end: lost (its agent died with it and came back without it).
+  std::vector<std::int64_t> lost;
+  for (auto& [id, e] : jobs_) {
+    if (e.host != n->index || !e.launch_confirmed) continue;
+    if (std::find(m.running.begin(), m.running.end(), id) != m.running.end()) {
+      e.misses = 0;
+    } else if (++e.misses >= 2) {
+      lost.push_back(id);
+    }
+  }
+  for (std::int64_t id : lost) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr || !core::holds_processors(j->state)) continue;
+    log("job {} is lost: node {} no longer runs it and never reported its end", id, n->name);
+    end_job(id, job_state::failed, std::nullopt, std::nullopt, "lost: node " + n->name + " no longer runs it");
+  }
+  if (n->last_seen - n->last_stored_heartbeat > std::chrono::seconds(10)) {
+    n->last_stored_heartbeat = n->last_seen;
+    store_task([name = n->name](store::job_store& st) { st.heartbeat(name); }, [] {});
+  }
+  c->send(protocol::ok{m.id, {}});
+}
+
+void controller::check_heartbeats() {
+  if (stopped_) return;
+  const auto t = clock::now();
+  for (auto& n : nodes_) {
+    if (sched_.machine().at(n.index).state == core::node_state::down) continue;
+    if (t - n.last_seen > options_.heartbeat_timeout) {
+      node_down(n.index, "no word from its agent for " + std::to_string(options_.heartbeat_timeout.count()) + " ms");
+    }
+  }
+  heartbeat_timer_.expires_after(std::chrono::milliseconds(200));
+  heartbeat_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) check_heartbeats();
+  });
+}
+
+void controller::node_down(std::size_t index, const std::string& why) {
+  node_entry& n = nodes_.at(index);
+  log("node {} is DOWN: {}", n.name, why);
+  if (n.conn) {
+    n.conn->close();
+    n.conn.reset();
+  }
+  n.queued.clear();  // launches for it are void; its jobs are requeued or failed
+  sched_.apply(core::event::on_node(core::event::kind::node_down, index));
+  batch_.store_ops.push_back([name = n.name](store::job_store& st) { st.set_node_state(name, store::node_state::down); });
+  decide_needed_ = true;
+  kick();
+}
+
+}  // namespace aqs::daemon

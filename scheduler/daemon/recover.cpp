@@ -1,0 +1,102 @@
+// recover: rebuilding the scheduling state from the store after a restart
+// (also after kill -9): nodes in their numbering, pending jobs queued again,
+// running jobs kept on their processors until their agents report.
+#include <stdexcept>
+
+#include "daemon/controller.hpp"
+#include "daemon/log.hpp"
+
+namespace aqs::daemon {
+
+using core::job_state;
+
+void controller::recover() {
+  const store::live_state st = store_.load_live_state();
+  recovering_ = true;
+  const auto t = clock::now();
+  std::vector<std::size_t> down, drained;
+  for (const auto& rec : st.nodes) {
+    const std::size_t index = sched_.add_node(rec.name, static_cast<std::size_t>(rec.nprocs));
+    if (sched_.machine().at(index).first_proc != static_cast<std::size_t>(rec.first_proc)) {
+      throw std::runtime_error("node " + rec.name + " starts at processor " + std::to_string(rec.first_proc) +
+                               " in the store, but nodes before it do not add up to that");
+    }
+    node_entry n;
+    n.name = rec.name;
+    n.index = index;
+    n.first_proc = static_cast<std::size_t>(rec.first_proc);
+    n.nprocs = static_cast<std::size_t>(rec.nprocs);
+    if (!rec.cpus.empty()) {
+      try {
+        const auto cpus = core::processor_set::from_ranges(1 << 16, rec.cpus);
+        for (std::size_t c = cpus.first(); c != core::processor_set::npos; c = cpus.find_next(c + 1)) {
+          n.cpus.push_back(static_cast<std::int64_t>(c));
+        }
+      } catch (const std::exception&) {
+        // Registration sends them again.
+      }
+    }
+    n.memory_mb = rec.memory_mb;
+    n.gpus = rec.gpus;
+    // Its agent has one heartbeat timeout from now to come back.
+    n.last_seen = t;
+    n.last_stored_heartbeat = t;
+    node_by_name_[rec.name] = index;
+    nodes_.push_back(std::move(n));
+    if (rec.state == store::node_state::down) down.push_back(index);
+    if (rec.state == store::node_state::drained) drained.push_back(index);
+  }
+  refresh_spans();
+
+  std::size_t pending = 0, running = 0;
+  const std::size_t n = sched_.machine().size();
+  for (const auto& s : st.jobs) {
+    job_entry e;
+    e.req = to_core_request(s);
+    e.user = s.user_name;
+    e.uid = s.uid;
+    e.gid = s.uid;  // read with the script when it is launched
+    e.deps = s.dependencies;
+    {
+      std::lock_guard lock(shared_mu_);
+      owners_[s.id] = s.uid;
+    }
+    const job_state state = s.status.state;
+    if (state == job_state::pending) {
+      for (std::int64_t d : e.deps) {
+        if (known_state(d)) continue;
+        if (auto rec = store_.get_job(d)) e.dep_known[d] = rec->status.state;
+      }
+      jobs_.emplace(s.id, std::move(e));
+      admit_or_hold(s.id);
+      ++pending;
+      continue;
+    }
+    const core::processor_set procs = map_over(s.status.procs, n);
+    const double start = s.status.start_time ? to_seconds(*s.status.start_time) : to_seconds(s.status.submit_time);
+    try {
+      sched_.restore(e.req, state == job_state::suspended ? job_state::suspended : job_state::running, procs, start);
+    } catch (const std::exception& ex) {
+      log("job {} cannot be restored ({}): marking it FAILED", s.id, ex.what());
+      jobs_.emplace(s.id, std::move(e));
+      transition(s.id, job_state::failed, std::nullopt, std::string("could not be recovered: ") + ex.what());
+      after_commit([this, id = s.id] { on_final(id, job_state::failed); });
+      continue;
+    }
+    e.host = sched_.machine().node_of(procs.first());
+    e.launch_confirmed = true;  // it ran: its agent must list it or report its end
+    jobs_.emplace(s.id, std::move(e));
+    if (state == job_state::resizing) {
+      // The map it was sent may never be applied by now: it keeps its old one.
+      transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");
+    }
+    ++running;
+  }
+  for (std::size_t index : down) sched_.apply(core::event::on_node(core::event::kind::node_down, index));
+  for (std::size_t index : drained) sched_.apply(core::event::on_node(core::event::kind::node_drain, index));
+  decide_needed_ = true;
+  recovering_ = false;
+  log("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);
+}
+
+}  // namespace aqs::daemon

@@ -1,0 +1,201 @@
+// views: what clients read (fjobs, fnodes, job history) and watch (frun).
+#include <boost/asio/post.hpp>
+
+#include "daemon/controller.hpp"
+#include "daemon/log.hpp"
+
+namespace aqs::daemon {
+
+namespace asio = boost::asio;
+using core::job_state;
+
+namespace {
+
+constexpr std::size_t k_early_output_max = std::size_t{1} << 20;
+
+store::job_summary summary_of(const store::job_record& r) {
+  store::job_summary s;
+  s.id = r.id;
+  s.user_name = r.request.user_name;
+  s.uid = r.request.uid;
+  s.name = r.request.name;
+  s.min_pe = r.request.min_pe;
+  s.max_pe = r.request.max_pe;
+  s.adaptive = r.request.adaptive;
+  s.walltime_s = r.request.walltime_s;
+  s.priority = r.request.priority;
+  s.requeue = r.request.requeue;
+  s.dependencies = r.request.dependencies;
+  s.status = r.status;
+  return s;
+}
+
+}  // namespace
+
+void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m) {
+  store::job_filter f;
+  f.user_name = m.user;
+  f.states = m.states;
+  f.include_finished = m.all;
+  f.job_ids = m.job_ids;
+  f.after_id = m.after_id;
+  const std::int64_t page = std::min(m.limit.value_or(options_.list_page), options_.list_page);
+  f.limit = page + 1;  // one more tells whether there is more
+  asio::post(readers_, [this, c, f, page, rid = m.id] {
+    try {
+      std::vector<store::job_summary> found = store_.list_jobs(f);
+      const bool more = static_cast<std::int64_t>(found.size()) > page;
+      if (more) found.resize(static_cast<std::size_t>(page));
+      const auto nodes = spans();
+      nlohmann::json jobs = nlohmann::json::array();
+      for (const auto& s : found) jobs.push_back(protocol::to_json(to_job_info(s, nodes)));
+      c->send(protocol::ok{rid, {{"jobs", std::move(jobs)}, {"more", more}}});
+    } catch (const std::exception& e) {
+      reply_error(c, rid, protocol::error_code::internal, std::string("cannot list jobs: ") + e.what());
+    }
+  });
+}
+
+void controller::handle_job_history(const conn_ptr& c, const protocol::job_history& m) {
+  asio::post(readers_, [this, c, m] {
+    try {
+      auto rec = store_.get_job(m.job_id);
+      if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
+      const auto nodes = spans();
+      nlohmann::json events = nlohmann::json::array();
+      for (const auto& e : store_.job_history(m.job_id)) {
+        nlohmann::json ev = {{"time", iso8601(e.time)},
+                             {"old_state", e.old_state ? nlohmann::json(core::to_string(*e.old_state)) : nlohmann::json()},
+                             {"new_state", core::to_string(e.new_state)},
+                             {"old_procs", e.old_procs.none() ? std::string() : e.old_procs.to_string()},
+                             {"new_procs", e.new_procs.none() ? std::string() : e.new_procs.to_string()},
+                             {"reason", e.reason}};
+        if (e.exit_code) ev["exit_code"] = *e.exit_code;
+        if (e.term_signal) ev["signal"] = *e.term_signal;
+        events.push_back(std::move(ev));
+      }
+      c->send(protocol::ok{m.id, {{"job", protocol::to_json(to_job_info(summary_of(*rec), nodes))}, {"events", events}}});
+    } catch (const std::exception& e) {
+      reply_error(c, m.id, protocol::error_code::internal, std::string("cannot read the job: ") + e.what());
+    }
+  });
+}
+
+void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& n : nodes_) {
+    protocol::node_info info;
+    info.name = n.name;
+    switch (sched_.machine().at(n.index).state) {
+      case core::node_state::up: info.state = protocol::node_state::up; break;
+      case core::node_state::drained: info.state = protocol::node_state::drain; break;
+      case core::node_state::down: info.state = protocol::node_state::down; break;
+    }
+    info.first_proc = static_cast<std::int64_t>(n.first_proc);
+    info.nprocs = static_cast<std::int64_t>(n.nprocs);
+    info.procs = core::processor_set::range(sched_.machine().size(), n.first_proc, n.first_proc + n.nprocs).to_ranges();
+    const core::processor_set mine = sched_.machine().procs_of(n.index);
+    for (const auto& [end, id] : sched_.holding_by_end()) {
+      const core::job& j = sched_.get(id);
+      if (j.procs.intersects(mine) || j.target.intersects(mine)) info.jobs.push_back(static_cast<std::int64_t>(id));
+    }
+    std::sort(info.jobs.begin(), info.jobs.end());
+    info.memory_mb = n.memory_mb;
+    info.gpus = n.gpus;
+    nlohmann::json j = protocol::to_json(info);
+    j["connected"] = static_cast<bool>(n.conn);
+    out.push_back(std::move(j));
+  }
+  c->send(protocol::ok{m.id, {{"nodes", std::move(out)}}});
+}
+
+void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
+  auto send_final = [c, m](job_state st, std::optional<std::int32_t> code, std::optional<std::int32_t> sig) {
+    c->send(protocol::ok{m.id, {}});
+    protocol::job_event ev;
+    ev.id = m.id;
+    ev.job_id = m.job_id;
+    ev.state = st;
+    if (code) ev.exit_code = *code;
+    if (sig) ev.signal = *sig;
+    c->send(ev);
+  };
+  if (auto f = finished_.find(m.job_id); f != finished_.end()) {
+    return send_final(f->second.state, f->second.exit_code, f->second.signal);
+  }
+  auto it = jobs_.find(m.job_id);
+  if (it == jobs_.end()) {
+    asio::post(readers_, [this, c, m, send_final] {
+      try {
+        auto rec = store_.get_job(m.job_id);
+        if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
+        send_final(rec->status.state, rec->status.exit_code, rec->status.term_signal);
+      } catch (const std::exception& e) {
+        reply_error(c, m.id, protocol::error_code::internal, e.what());
+      }
+    });
+    return;
+  }
+  watchers_[m.job_id].push_back({c, m.id});
+  c->send(protocol::ok{m.id, {}});
+  protocol::job_event ev;
+  ev.id = m.id;
+  ev.job_id = m.job_id;
+  const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
+  ev.state = j ? j->state : job_state::pending;
+  if (j && core::holds_processors(j->state)) ev.procs = j->procs.to_string();
+  c->send(ev);
+  job_entry& e = it->second;
+  for (auto& o : e.early_output) {
+    o.id = m.id;
+    c->send(o);
+  }
+  e.early_output.clear();
+  e.early_bytes = 0;
+}
+
+void controller::handle_output(const protocol::output& m) {
+  auto w = watchers_.find(m.job_id);
+  bool delivered = false;
+  if (w != watchers_.end()) {
+    for (const auto& x : w->second) {
+      if (auto conn = x.conn.lock()) {
+        protocol::output o = m;
+        o.id = x.request_id;
+        conn->send(std::move(o));
+        delivered = true;
+      }
+    }
+  }
+  if (delivered) return;
+  auto it = jobs_.find(m.job_id);
+  if (it == jobs_.end()) return;
+  job_entry& e = it->second;
+  e.early_output.push_back(m);
+  e.early_bytes += m.data.size();
+  while (e.early_bytes > k_early_output_max && !e.early_output.empty()) {
+    e.early_bytes -= e.early_output.front().data.size();
+    e.early_output.pop_front();
+  }
+}
+
+void controller::notify(std::int64_t id, job_state state, std::optional<std::int32_t> code,
+                        std::optional<std::int32_t> signal, const core::processor_set* procs) {
+  auto w = watchers_.find(id);
+  if (w == watchers_.end()) return;
+  for (const auto& x : w->second) {
+    auto conn = x.conn.lock();
+    if (!conn) continue;
+    protocol::job_event ev;
+    ev.id = x.request_id;
+    ev.job_id = id;
+    ev.state = state;
+    if (code) ev.exit_code = *code;
+    if (signal) ev.signal = *signal;
+    if (procs != nullptr && procs->any()) ev.procs = procs->to_string();
+    conn->send(std::move(ev));
+  }
+  if (core::is_final(state)) watchers_.erase(w);
+}
+
+}  // namespace aqs::daemon
