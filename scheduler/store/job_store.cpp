@@ -565,9 +565,9 @@ job_store::counters job_store::stats() const {
 
 // ---------------------------------------------------------- submissions --
 
-void job_store::pending_submit::resolve(std::int64_t id) {
+void job_store::pending_submit::resolve(std::int64_t id, bool created) {
   if (done) {
-    done(id, nullptr);
+    done(id, created, nullptr);
   } else {
     promise.set_value(id);
   }
@@ -575,7 +575,7 @@ void job_store::pending_submit::resolve(std::int64_t id) {
 
 void job_store::pending_submit::reject(std::exception_ptr e) {
   if (done) {
-    done(0, e);
+    done(0, false, e);
   } else {
     promise.set_exception(e);
   }
@@ -630,7 +630,9 @@ void job_store::committer_loop(unsigned index) {
 // batch costs one WAL flush and no BEGIN/COMMIT round trips. Any connection
 // loss while it runs leaves the outcome unknown; it is then resolved by the
 // batch's submit_tokens before anything is sent again.
-std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<pending_submit>& batch) {
+std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<pending_submit>& batch,
+                                                  std::vector<bool>& created) {
+  created.assign(batch.size(), true);
   std::string json = "[";
   std::vector<std::string> tokens;
   tokens.reserve(batch.size());
@@ -689,7 +691,12 @@ std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<
         committed = true;
         if (options_.fake_in_doubt_after_commit && options_.fake_in_doubt_after_commit()) throw commit_unknown{};
         // Tokens that existed already (a client's retry): their jobs' ids.
-        if (by_token.size() < batch.size()) find_tokens(tx, by_token);
+        if (by_token.size() < batch.size()) {
+          for (std::size_t i = 0; i < batch.size(); ++i) {
+            created[i] = by_token.count(batch[i].request.submit_token) != 0;
+          }
+          find_tokens(tx, by_token);
+        }
       } catch (const pqxx::broken_connection&) {
         throw commit_unknown{};
       } catch (const pqxx::in_doubt_error&) {
@@ -725,13 +732,14 @@ std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<
 
 void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
   try {
-    const std::vector<std::int64_t> ids = insert_batch(s, batch);
+    std::vector<bool> created;
+    const std::vector<std::int64_t> ids = insert_batch(s, batch, created);
     {
       std::lock_guard lk(stats_mu_);
       ++stats_.batches;
       stats_.submissions += batch.size();
     }
-    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].resolve(ids[i]);
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i].resolve(ids[i], created[i]);
   } catch (const store_unavailable&) {
     for (auto& p : batch) p.reject(std::current_exception());
   } catch (const std::exception& e) {

@@ -79,12 +79,15 @@ public:
   std::future<std::int64_t> submit_async(job_request request);
   // submit_async(request).get().
   std::int64_t submit(job_request request);
-  // Like submit_async, but calls done(id, nullptr) once committed, or
-  // done(0, error) with the exception submit_async's future would throw. It
-  // runs on a committer thread: it must be quick and must not call back into
-  // the store's submission path synchronously. Throws invalid_job at once,
-  // as submit_async does (done is then never called).
-  using submit_callback = std::function<void(std::int64_t id, std::exception_ptr error)>;
+  // Like submit_async, but calls done(id, created, nullptr) once committed,
+  // or done(0, false, error) with the exception submit_async's future would
+  // throw. `created` is false when the submit_token was already there (a
+  // client's retry: the id is the earlier job's). After a COMMIT whose
+  // outcome had to be resolved, jobs found by their tokens count as created.
+  // It runs on a committer thread: it must be quick and must not wait for
+  // the store. Throws invalid_job at once, as submit_async does (done is
+  // then never called).
+  using submit_callback = std::function<void(std::int64_t id, bool created, std::exception_ptr error)>;
   void submit_then(job_request request, submit_callback done);
 
   // Moves a job to t.to and appends the event, in one transaction. Sets
@@ -139,13 +142,16 @@ private:
     job_request request;
     std::promise<std::int64_t> promise;
     submit_callback done;  // set: report here instead of through the promise
-    void resolve(std::int64_t id);
+    void resolve(std::int64_t id, bool created);
     void reject(std::exception_ptr e);
   };
   void enqueue(pending_submit p);
   void committer_loop(unsigned index);
   void commit_batch(session& s, std::vector<pending_submit>& batch);
-  std::vector<std::int64_t> insert_batch(session& s, const std::vector<pending_submit>& batch);
+  // Ids in the batch's order; created[i] tells whether job i was inserted
+  // by this batch (false: its token was already there).
+  std::vector<std::int64_t> insert_batch(session& s, const std::vector<pending_submit>& batch,
+                                         std::vector<bool>& created);
   template <class R, class Body, class Resolve>
   R run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only);
 
