@@ -103,6 +103,29 @@ const std::array k_statements = {
               "SELECT id, submit_token FROM ins"},
     statement{"find_tokens", "SELECT id, submit_token FROM jobs WHERE submit_token = ANY($1::text[])"},
     statement{"lock_job", "SELECT state, procs, resize_procs FROM jobs WHERE id = $1 FOR UPDATE"},
+    // A batch of transitions: every row locked in one round trip (in id
+    // order, so two batches cannot deadlock), then every row updated and
+    // every event appended by one statement.
+    statement{"lock_jobs",
+              "SELECT id, state, procs, resize_procs FROM jobs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE"},
+    statement{"apply_transitions",
+              "WITH input AS ("
+              "  SELECT * FROM json_to_recordset($1::json) AS x(ord integer, job_id bigint, state text, procs text,"
+              "    resize_procs text, clear_start boolean, set_start boolean, set_end boolean, exit_code integer,"
+              "    term_signal integer, old_state text, old_procs text, new_procs text, reason text)"
+              "), u AS ("
+              "  UPDATE jobs j SET state = i.state, procs = i.procs, resize_procs = i.resize_procs,"
+              "    start_time = CASE WHEN i.clear_start THEN NULL WHEN i.set_start THEN coalesce(j.start_time, now())"
+              "                      ELSE j.start_time END,"
+              "    end_time = CASE WHEN i.set_end THEN now() ELSE NULL END,"
+              "    exit_code = i.exit_code, term_signal = i.term_signal"
+              "  FROM input i WHERE j.id = i.job_id RETURNING j.id"
+              ")"
+              "INSERT INTO job_events (job_id, old_state, new_state, old_procs, new_procs, reason,"
+              "  exit_code, term_signal)"
+              "SELECT i.job_id, i.old_state, i.state, i.old_procs, i.new_procs, i.reason, i.exit_code, i.term_signal"
+              "  FROM input i JOIN u ON u.id = i.job_id ORDER BY i.ord"
+              " RETURNING id, job_id, " AQS_MICROS("time")},
     statement{"job_state", "SELECT state, procs FROM jobs WHERE id = $1"},
     // $5: clear start_time (back to PENDING), $6: set it if unset (RUNNING),
     // $7: set end_time (final state), else it is cleared.
@@ -541,6 +564,7 @@ job_store::job_store(job_store_options options) : options_(std::move(options)) {
   if (options_.max_batch == 0) options_.max_batch = 1;
   control_ = std::make_unique<session>(options_, *this);
   control_->connect(std::chrono::steady_clock::now() + options_.reconnect_timeout);
+  reader_ = std::make_unique<session>(options_, *this);
   for (unsigned i = 0; i < options_.committers; ++i) {
     committer_sessions_.push_back(std::make_unique<session>(options_, *this));
   }
@@ -776,18 +800,26 @@ void check_transition(const job_transition& t) {
   if (t.term_signal && *t.term_signal <= 0) throw invalid_job("term_signal must be positive");
 }
 
-// One transition inside the caller's transaction: lock, check, update the
-// row and append the event. `before` receives the state the job was in.
-job_event apply_transition(pqxx::work& tx, const job_transition& t, std::optional<job_state>& before) {
-  const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
-  if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
-  const job_state from = state_of(cur[0][0]);
-  before = from;
+// What one transition writes, worked out from the locked row.
+struct planned_transition {
+  job_state from = job_state::pending;
+  std::string old_procs;
+  std::string procs;                        // jobs.procs afterwards
+  std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
+  std::string event_new;                    // the event's new map
+};
+
+// Checks the transition against the job's locked row (its state, procs and
+// resize_procs fields) and works out the new row and event. Throws like
+// job_store::transition.
+planned_transition plan_transition(const job_transition& t, const pqxx::field& state, const pqxx::field& held,
+                                   const pqxx::field& resize) {
+  const job_state from = state_of(state);
   if (t.from && *t.from != from) throw unexpected_state(t.job_id, *t.from, from);
   if (!core::is_legal_transition(from, t.to)) throw illegal_transition(t.job_id, from, t.to);
-  const std::string old_procs = cur[0][1].as<std::string>();
+  const std::string old_procs = held.as<std::string>();
   std::optional<std::string> old_resize;
-  if (!cur[0][2].is_null()) old_resize = cur[0][2].as<std::string>();
+  if (!resize.is_null()) old_resize = resize.as<std::string>();
 
   std::string procs;                        // jobs.procs afterwards
   std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
@@ -820,26 +852,108 @@ job_event apply_transition(pqxx::work& tx, const job_transition& t, std::optiona
                       std::string(core::to_string(t.to)) + " holds no processors: no map allowed");
   }
 
-  const bool clear_start = t.to == job_state::pending;
-  const bool set_start = t.to == job_state::running;
-  const bool set_end = core::is_final(t.to);
-  const pqxx::result ev = tx.exec_prepared(
-      "apply_transition", t.job_id, std::string(core::to_string(t.to)), procs, resize_procs,
-      clear_start, set_start, set_end, t.exit_code, t.term_signal, std::string(core::to_string(from)),
-      old_procs, event_new, t.reason);
-  if (ev.size() != 1) throw store_error("job " + std::to_string(t.job_id) + " vanished during its transition");
+  return planned_transition{from, old_procs, std::move(procs), std::move(resize_procs), std::move(event_new)};
+}
+
+job_event event_of(const job_transition& t, const planned_transition& p, std::int64_t id, time_point time) {
   job_event e;
-  e.id = ev[0][0].as<std::int64_t>();
+  e.id = id;
   e.job_id = t.job_id;
-  e.time = micros(ev[0][1]);
-  e.old_state = from;
+  e.time = time;
+  e.old_state = p.from;
   e.new_state = t.to;
-  e.old_procs = processor_set::from_string(old_procs);
-  e.new_procs = processor_set::from_string(event_new);
+  e.old_procs = processor_set::from_string(p.old_procs);
+  e.new_procs = processor_set::from_string(p.event_new);
   e.reason = t.reason;
   e.exit_code = t.exit_code;
   e.term_signal = t.term_signal;
   return e;
+}
+
+// One transition inside the caller's transaction: lock, check, update the
+// row and append the event. `before` receives the state the job was in.
+job_event apply_transition(pqxx::work& tx, const job_transition& t, std::optional<job_state>& before) {
+  const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
+  if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
+  before = state_of(cur[0][0]);
+  const planned_transition p = plan_transition(t, cur[0][0], cur[0][1], cur[0][2]);
+  const bool clear_start = t.to == job_state::pending;
+  const bool set_start = t.to == job_state::running;
+  const bool set_end = core::is_final(t.to);
+  const pqxx::result ev = tx.exec_prepared(
+      "apply_transition", t.job_id, std::string(core::to_string(t.to)), p.procs, p.resize_procs,
+      clear_start, set_start, set_end, t.exit_code, t.term_signal, std::string(core::to_string(p.from)),
+      p.old_procs, p.event_new, t.reason);
+  if (ev.size() != 1) throw store_error("job " + std::to_string(t.job_id) + " vanished during its transition");
+  return event_of(t, p, ev[0][0].as<std::int64_t>(), micros(ev[0][1]));
+}
+
+void append_optional_int(std::string& out, const std::optional<std::int32_t>& v) {
+  out += v ? std::to_string(*v) : std::string("null");
+}
+
+// Several transitions of different jobs inside the caller's transaction, in
+// two round trips whatever their number. `before[i]` receives the state job
+// i was in.
+std::vector<job_event> apply_transitions(pqxx::work& tx, const std::vector<job_transition>& ts,
+                                         std::vector<std::optional<job_state>>& before) {
+  std::string ids = "{";
+  for (std::size_t i = 0; i < ts.size(); ++i) ids += (i ? "," : "") + std::to_string(ts[i].job_id);
+  ids += "}";
+  const pqxx::result rows = tx.exec_prepared("lock_jobs", ids);
+  std::unordered_map<std::int64_t, std::size_t> row_of;
+  for (std::size_t r = 0; r < rows.size(); ++r) row_of.emplace(rows[r][0].as<std::int64_t>(), r);
+  std::vector<planned_transition> plans;
+  plans.reserve(ts.size());
+  std::string json = "[";
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const job_transition& t = ts[i];
+    auto found = row_of.find(t.job_id);
+    if (found == row_of.end()) throw not_found("no job " + std::to_string(t.job_id));
+    const pqxx::row row = rows[found->second];
+    before[i] = state_of(row[1]);
+    plans.push_back(plan_transition(t, row[1], row[2], row[3]));
+    const planned_transition& p = plans.back();
+    if (i) json.push_back(',');
+    json += "{\"ord\":" + std::to_string(i) + ",\"job_id\":" + std::to_string(t.job_id) + ",\"state\":";
+    append_json_string(json, std::string(core::to_string(t.to)));
+    json += ",\"procs\":";
+    append_json_string(json, p.procs);
+    json += ",\"resize_procs\":";
+    if (p.resize_procs) {
+      append_json_string(json, *p.resize_procs);
+    } else {
+      json += "null";
+    }
+    json += std::string(",\"clear_start\":") + (t.to == job_state::pending ? "true" : "false");
+    json += std::string(",\"set_start\":") + (t.to == job_state::running ? "true" : "false");
+    json += std::string(",\"set_end\":") + (core::is_final(t.to) ? "true" : "false");
+    json += ",\"exit_code\":";
+    append_optional_int(json, t.exit_code);
+    json += ",\"term_signal\":";
+    append_optional_int(json, t.term_signal);
+    json += ",\"old_state\":";
+    append_json_string(json, std::string(core::to_string(p.from)));
+    json += ",\"old_procs\":";
+    append_json_string(json, p.old_procs);
+    json += ",\"new_procs\":";
+    append_json_string(json, p.event_new);
+    json += ",\"reason\":";
+    append_json_string(json, t.reason);
+    json += "}";
+  }
+  json += "]";
+  const pqxx::result ev = tx.exec_prepared("apply_transitions", json);
+  if (ev.size() != ts.size()) throw store_error("a job vanished during a batch of transitions");
+  std::unordered_map<std::int64_t, std::pair<std::int64_t, time_point>> by_job;
+  for (const auto& r : ev) by_job.emplace(r[1].as<std::int64_t>(), std::make_pair(r[0].as<std::int64_t>(), micros(r[2])));
+  std::vector<job_event> events;
+  events.reserve(ts.size());
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const auto& [id, time] = by_job.at(ts[i].job_id);
+    events.push_back(event_of(ts[i], plans[i], id, time));
+  }
+  return events;
 }
 
 // After an unknown COMMIT: the event if the transition landed, nullopt if
@@ -889,10 +1003,7 @@ std::vector<job_event> job_store::transition_all(const std::vector<job_transitio
   return run<std::vector<job_event>>(
       *control_,
       [&](pqxx::work& tx) {
-        std::vector<job_event> events;
-        events.reserve(ts.size());
-        for (std::size_t i = 0; i < ts.size(); ++i) events.push_back(apply_transition(tx, ts[i], before[i]));
-        return events;
+        return apply_transitions(tx, ts, before);
       },
       [&](pqxx::work& tx) -> std::optional<std::vector<job_event>> {
         // One transaction: all landed or none did.
@@ -925,9 +1036,9 @@ std::optional<R> no_resolve(pqxx::work&) {
 }  // namespace
 
 std::optional<job_record> job_store::get_job(std::int64_t id) {
-  std::lock_guard lk(control_mu_);
+  std::lock_guard lk(reader_mu_);
   return run<std::optional<job_record>>(
-      *control_,
+      *reader_,
       [&](pqxx::work& tx) -> std::optional<job_record> {
         const pqxx::result r = tx.exec_prepared("get_job", id);
         if (r.empty()) return std::nullopt;
@@ -937,9 +1048,9 @@ std::optional<job_record> job_store::get_job(std::int64_t id) {
 }
 
 std::vector<job_event> job_store::job_history(std::int64_t id) {
-  std::lock_guard lk(control_mu_);
+  std::lock_guard lk(reader_mu_);
   return run<std::vector<job_event>>(
-      *control_,
+      *reader_,
       [&](pqxx::work& tx) {
         std::vector<job_event> out;
         for (const auto& row : tx.exec_prepared("job_history", id)) out.push_back(read_event(row));
@@ -956,9 +1067,9 @@ std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
   std::string id_array = "{";
   for (std::size_t i = 0; i < f.job_ids.size(); ++i) id_array += (i ? "," : "") + std::to_string(f.job_ids[i]);
   id_array += "}";
-  std::lock_guard lk(control_mu_);
+  std::lock_guard lk(reader_mu_);
   return run<std::vector<job_summary>>(
-      *control_,
+      *reader_,
       [&](pqxx::work& tx) {
         pqxx::result r;
         const std::int64_t after = f.after_id.value_or(0);
@@ -1071,9 +1182,9 @@ void job_store::set_node_state(std::string_view name, node_state state) {
 }
 
 std::vector<node_record> job_store::list_nodes() {
-  std::lock_guard lk(control_mu_);
+  std::lock_guard lk(reader_mu_);
   return run<std::vector<node_record>>(
-      *control_,
+      *reader_,
       [&](pqxx::work& tx) {
         std::vector<node_record> out;
         for (const auto& row : tx.exec_prepared("list_nodes")) out.push_back(read_node(row));

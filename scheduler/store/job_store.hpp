@@ -49,8 +49,9 @@ struct job_store_options {
 };
 
 // Thread-safe: any thread may call any method. Submissions go through a queue
-// to the committer connections; everything else runs on one control
-// connection, one call at a time.
+// to the committer connections; reads (get_job, job_history, list_jobs,
+// list_nodes) run on a reader connection, writes and recovery on a control
+// connection, each one call at a time.
 //
 // Connection loss: every operation reconnects with exponential backoff and
 // retries when that is safe: a transaction that failed before COMMIT is
@@ -158,6 +159,10 @@ private:
   job_store_options options_;
   std::unique_ptr<session> control_;
   std::mutex control_mu_;
+  // Listings and lookups (fjobs, fnodes, job history) have a connection of
+  // their own, so a long listing never holds up a transition.
+  std::unique_ptr<session> reader_;
+  std::mutex reader_mu_;
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
