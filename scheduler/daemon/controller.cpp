@@ -104,6 +104,7 @@ void controller::on_close(const conn_ptr& conn) {
       log("node {} disconnected; its jobs keep running (DOWN after {} ms of silence)", n->name,
           options_.heartbeat_timeout.count());
     }
+    orphan_interactive(conn);
     const peer_info& p = conn->peer();
     if (p.role == protocol::peer_role::job && p.job_id) {
       auto it = shims_.find(*p.job_id);

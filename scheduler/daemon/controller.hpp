@@ -191,6 +191,9 @@ private:
   void handle_job_history(const conn_ptr& c, const protocol::job_history& m);
   void handle_watch(const conn_ptr& c, const protocol::watch_job& m);
   void handle_output(const protocol::output& m);
+  // frun went away: an interactive job nobody watches any more is cancelled
+  // (as srun's job ends with srun).
+  void orphan_interactive(const conn_ptr& gone);
   void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
               std::optional<std::int32_t> signal, const core::processor_set* procs);
   std::vector<cmdline::node_span> spans() const;

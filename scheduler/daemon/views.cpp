@@ -11,6 +11,23 @@ using core::job_state;
 
 namespace {
 
+// The controller acting on its own behalf (e.g. cancelling an orphaned
+// interactive job): root, and whatever it is sent goes nowhere.
+class internal_peer final : public connection {
+public:
+  internal_peer() {
+    peer_.uid = 0;
+    peer_.remote = "aqsd";
+  }
+  void send(protocol::message) override {}
+  void close() override {}
+  const peer_info& peer() const noexcept override { return peer_; }
+  std::uint64_t serial() const noexcept override { return 0; }
+
+private:
+  peer_info peer_;
+};
+
 constexpr std::size_t k_early_output_max = std::size_t{1} << 20;
 
 store::job_summary summary_of(const store::job_record& r) {
@@ -176,6 +193,29 @@ void controller::handle_output(const protocol::output& m) {
   while (e.early_bytes > k_early_output_max && !e.early_output.empty()) {
     e.early_bytes -= e.early_output.front().data.size();
     e.early_output.pop_front();
+  }
+}
+
+void controller::orphan_interactive(const conn_ptr& gone) {
+  std::vector<std::int64_t> orphans;
+  for (auto& [id, list] : watchers_) {
+    const auto before = list.size();
+    std::erase_if(list, [&](const watcher& w) {
+      auto c = w.conn.lock();
+      return !c || c->serial() == gone->serial();
+    });
+    auto it = jobs_.find(id);
+    if (list.empty() && before > 0 && it != jobs_.end() && it->second.interactive) orphans.push_back(id);
+  }
+  for (std::int64_t id : orphans) {
+    watchers_.erase(id);
+    log("interactive job {} lost its frun: cancelling it", id);
+    protocol::cancel c;
+    c.id = 0;
+    c.job_ids = {id};
+    // As root: the owner's own frun went away; nobody is told.
+    auto self = std::make_shared<internal_peer>();
+    handle_cancel(self, c);
   }
 }
 

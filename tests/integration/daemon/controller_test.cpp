@@ -362,3 +362,41 @@ TEST_CASE("a node registering again with another processor count is refused") {
   REQUIRE(std::holds_alternative<protocol::error>(*rep));
   CHECK(std::get<protocol::error>(*rep).message.find("renumbering") != std::string::npos);
 }
+
+TEST_CASE("an interactive job streams its output to its watcher, and is cancelled when the watcher goes away") {
+  test::test_database db;
+  daemon_under_test d(db.conninfo());
+  auto node = d.agent("n0", 2);
+  auto frun = d.client(1000);
+  protocol::submit s;
+  s.id = 1;
+  s.job.name = "i";
+  s.job.argv = {"cat"};
+  s.job.workdir = "/tmp";
+  s.job.interactive = true;
+  d.ctl.on_message(frun, s);
+  auto rep = frun->reply(1);
+  REQUIRE(rep);
+  const auto id = std::get<protocol::ok>(*rep).result["job_id"].get<std::int64_t>();
+  auto l = node->take<protocol::launch>([&](const auto& x) { return launch_of(x, id); });
+  REQUIRE(l);
+  CHECK(l->job.interactive);
+  // Output before anyone watches is kept and replayed.
+  d.ctl.on_message(node, protocol::output{std::nullopt, id, "stdout", std::string("early\xff", 6)});
+  d.ctl.on_message(frun, protocol::watch_job{2, id});
+  REQUIRE(frun->reply(2));
+  auto first = frun->take<protocol::job_event>();
+  REQUIRE(first);
+  CHECK(first->state == job_state::running);
+  auto early = frun->take<protocol::output>();
+  REQUIRE(early);
+  CHECK(early->id == 2);
+  CHECK(early->data == std::string("early\xff", 6));
+  d.ctl.on_message(node, protocol::output{std::nullopt, id, "stderr", "late"});
+  auto late = frun->take<protocol::output>();
+  REQUIRE(late);
+  CHECK(late->stream == "stderr");
+  d.ctl.on_close(frun);
+  auto k = node->take<protocol::kill>([&](const auto& x) { return x.job_id == id; });
+  REQUIRE(k);
+}
