@@ -220,7 +220,11 @@ private:
   std::unordered_map<std::int64_t, job_entry> jobs_;       // live jobs
   std::set<std::int64_t> held_;                            // pending on dependencies, not in the core
   std::multimap<std::int64_t, std::int64_t> dependents_;   // dep -> held job
-  std::unordered_map<std::int64_t, final_info> finished_;  // ended while we ran
+  // Jobs that ended while we ran, the newest k_finished_kept of them (older
+  // ones are looked up in the store when asked about).
+  static constexpr std::size_t k_finished_kept = 100'000;
+  std::unordered_map<std::int64_t, final_info> finished_;
+  std::deque<std::int64_t> finished_order_;
   std::unordered_map<std::int64_t, std::vector<watcher>> watchers_;
   std::unordered_map<std::int64_t, std::weak_ptr<connection>> shims_;  // role=job connections
   std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job

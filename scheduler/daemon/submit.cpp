@@ -127,7 +127,11 @@ void controller::admit_or_hold(std::int64_t id) {
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
-  finished_[id] = final_info{state, code, signal};
+  if (finished_.insert_or_assign(id, final_info{state, code, signal}).second) finished_order_.push_back(id);
+  while (finished_order_.size() > k_finished_kept) {
+    finished_.erase(finished_order_.front());
+    finished_order_.pop_front();
+  }
   jobs_.erase(id);
   held_.erase(id);
   shims_.erase(id);
