@@ -152,6 +152,9 @@ private:
   // ---- handlers, one concern per file -----------------------------------
   // submit.cpp
   void handle_submit(const conn_ptr& c, const protocol::submit& s);
+  // Queues the submission for group commit; the reply follows the arrival.
+  void store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+                        std::map<std::int64_t, core::job_state> deps);
   void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
               std::map<std::int64_t, core::job_state> dep_states);
   void admit_or_hold(std::int64_t id);

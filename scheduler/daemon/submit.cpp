@@ -18,6 +18,7 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
     return;
   }
   submitter who{user_name_of(*p.uid), static_cast<std::int32_t>(*p.uid), static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
+  if (s.job.afterok.empty()) return store_submission(c, s, who, {});
   // Dependencies are checked against the store, off the session's thread.
   asio::post(readers_, [this, c, s, who] {
     std::map<std::int64_t, job_state> deps;
@@ -35,32 +36,35 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
       }
       deps[d] = rec->status.state;
     }
-    try {
-      store_.submit_then(to_store_request(s.job, who),
-                         [this, c, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
-                           if (error) {
-                             try {
-                               std::rethrow_exception(error);
-                             } catch (const store::store_unavailable& e) {
-                               reply_error(c, s.id, protocol::error_code::internal,
-                                           std::string("the job database is unavailable: ") + e.what());
-                             } catch (const std::exception& e) {
-                               reply_error(c, s.id, protocol::error_code::bad_request, e.what());
-                             }
-                             return;
-                           }
-                           // The reply goes out from the strand, after the
-                           // arrival: a client that acts on the id at once
-                           // (fkill, watch_job) finds the job known.
-                           post([this, c, s, who, deps, id, created] {
-                             if (created) arrive(id, s.job, who, deps);
-                             c->send(protocol::ok{s.id, {{"job_id", id}}});
-                           });
-                         });
-    } catch (const store::store_error& e) {
-      reply_error(c, s.id, protocol::error_code::bad_request, e.what());
-    }
+    store_submission(c, s, who, std::move(deps));
   });
+}
+
+void controller::store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+                                  std::map<std::int64_t, job_state> deps) {
+  auto done = [this, c, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const store::store_unavailable& e) {
+        reply_error(c, s.id, protocol::error_code::internal, std::string("the job database is unavailable: ") + e.what());
+      } catch (const std::exception& e) {
+        reply_error(c, s.id, protocol::error_code::bad_request, e.what());
+      }
+      return;
+    }
+    // The reply goes out from the strand, after the arrival: a client that
+    // acts on the id at once (fkill, watch_job) finds the job known.
+    post([this, c, s, who, deps, id, created] {
+      if (created) arrive(id, s.job, who, deps);
+      c->send(protocol::ok{s.id, {{"job_id", id}}});
+    });
+  };
+  try {
+    store_.submit_then(to_store_request(s.job, who), std::move(done));
+  } catch (const store::store_error& e) {
+    reply_error(c, s.id, protocol::error_code::bad_request, e.what());
+  }
 }
 
 std::optional<job_state> controller::known_state(std::int64_t id) const {

@@ -15,6 +15,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -222,6 +223,10 @@ awaitable<bool> agent::converse(const std::string& where) {
     auto m = co_await read_one();
     if (!m) break;
     handle(std::move(*m));
+    // A burst of launches arrives in one read: let the write loop, SIGCHLD
+    // reaping and job reports run between them, or a job's end waits until
+    // the whole burst has been forked.
+    co_await asio::post(io_, use_awaitable);
   }
   if (!stopping_) log("lost the connection to aqsd; jobs keep running, reconnecting");
   co_return true;
