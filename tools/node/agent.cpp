@@ -216,6 +216,11 @@ awaitable<bool> agent::converse(const std::string& where) {
   const std::uint64_t generation = ++generation_;
   log("registered with aqsd at " + where + " (" + std::to_string(options_.procs) + " processors, " +
       std::to_string(supervisor_.running().size()) + " jobs running)");
+  while (!pending_output_.empty()) {  // output first: it precedes the ends in the outbox
+    send(pending_output_.front());
+    pending_output_.pop_front();
+  }
+  pending_output_bytes_ = 0;
   for (const auto& [id, m] : outbox_) send(m);  // what the last connection left unacknowledged
   asio::co_spawn(io_, heartbeat_loop(generation), asio::detached);
 
@@ -345,9 +350,6 @@ void agent::handle_launch(const protocol::launch& l) {
   if (draining_) {
     return refuse(protocol::error_code::invalid_state, "node " + options_.name + " is shutting down");
   }
-  if (l.job.interactive) {
-    return refuse(protocol::error_code::invalid_state, "interactive jobs are not supported by this agent yet");
-  }
   const bool root = ::geteuid() == 0;
   if (!root && static_cast<uid_t>(l.uid) != ::getuid()) {
     return refuse(protocol::error_code::permission_denied,
@@ -405,18 +407,112 @@ void agent::handle_launch(const protocol::launch& l) {
 
   std::optional<std::chrono::milliseconds> limit;
   if (l.job.walltime_s) limit = std::chrono::seconds(*l.job.walltime_s);
+  // Interactive (frun): output goes through pipes to aqsd, not to files.
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (l.job.interactive) {
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+        if (fd >= 0) ::close(fd);
+      }
+      return refuse(protocol::error_code::internal, std::string("cannot create pipes: ") + std::strerror(errno));
+    }
+    spec.stdout_fd = out_pipe[1];
+    spec.stderr_fd = err_pipe[1];
+  }
   try {
     supervisor_.start(l.job_id, spec, limit, options_.timeout_grace);
   } catch (const std::exception& e) {
     std::error_code ec;
     std::filesystem::remove(options_.spool / ("job-" + std::to_string(l.job_id) + ".script"), ec);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
     return refuse(protocol::error_code::bad_request, e.what());
+  }
+  if (l.job.interactive) {
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    job_streams& js = streams_[l.job_id];
+    js.out = std::make_unique<asio::posix::stream_descriptor>(io_, out_pipe[0]);
+    js.err = std::make_unique<asio::posix::stream_descriptor>(io_, err_pipe[0]);
+    js.open = 2;
+    asio::co_spawn(io_, read_stream(l.job_id, false), asio::detached);
+    asio::co_spawn(io_, read_stream(l.job_id, true), asio::detached);
   }
   send(protocol::ok{l.id, {}});
   report(protocol::job_started{0, l.job_id});
 }
 
+awaitable<void> agent::read_stream(std::int64_t job_id, bool is_stderr) {
+  std::array<char, 64 * 1024> buf{};
+  while (true) {
+    auto it = streams_.find(job_id);
+    if (it == streams_.end()) co_return;
+    auto& d = is_stderr ? it->second.err : it->second.out;
+    if (!d || !d->is_open()) break;
+    boost::system::error_code ec;
+    const std::size_t n = co_await d->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+    if (n > 0) {
+      protocol::output o;
+      o.job_id = job_id;
+      o.stream = is_stderr ? "stderr" : "stdout";
+      o.data.assign(buf.data(), n);
+      send_output(std::move(o));
+    }
+    if (ec) break;  // EOF: every writer is gone (or we gave up waiting)
+  }
+  stream_closed(job_id);
+}
+
+void agent::send_output(protocol::output o) {
+  if (connected_ && pending_output_.empty()) {
+    send(o);
+    return;
+  }
+  // aqsd is away: keep the newest few MiB; frun gets what is left.
+  constexpr std::size_t k_max_pending = std::size_t{4} << 20;
+  pending_output_bytes_ += o.data.size();
+  pending_output_.push_back(std::move(o));
+  bool dropped = false;
+  while (pending_output_bytes_ > k_max_pending && !pending_output_.empty()) {
+    pending_output_bytes_ -= pending_output_.front().data.size();
+    pending_output_.pop_front();
+    dropped = true;
+  }
+  if (dropped) log("aqsd is away: dropped the oldest interactive output beyond 4 MiB");
+}
+
+void agent::stream_closed(std::int64_t job_id) {
+  auto it = streams_.find(job_id);
+  if (it == streams_.end()) return;
+  if (--it->second.open > 0) return;
+  std::optional<job_outcome> ended = std::move(it->second.ended);
+  streams_.erase(it);
+  if (ended) report_end(*ended);
+}
+
 void agent::on_job_end(const job_outcome& o) {
+  auto it = streams_.find(o.job_id);
+  if (it != streams_.end() && it->second.open > 0) {
+    // Its output first: the end is reported once the pipes are drained. A
+    // process that escaped the job's group and keeps them open gets 2 s.
+    it->second.ended = o;
+    it->second.linger = std::make_unique<asio::steady_timer>(io_, 2s);
+    const std::int64_t id = o.job_id;
+    it->second.linger->async_wait([this, id](boost::system::error_code ec) {
+      if (ec) return;
+      auto s = streams_.find(id);
+      if (s == streams_.end()) return;
+      boost::system::error_code ignored;
+      if (s->second.out) s->second.out->close(ignored);
+      if (s->second.err) s->second.err->close(ignored);
+    });
+    return;
+  }
+  report_end(o);
+}
+
+void agent::report_end(const job_outcome& o) {
   std::error_code ec;
   std::filesystem::remove(options_.spool / ("job-" + std::to_string(o.job_id) + ".script"), ec);
   protocol::job_exited e;

@@ -18,6 +18,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "job_supervisor.hpp"
@@ -82,6 +83,18 @@ private:
   void handle(protocol::message m);
   void handle_launch(const protocol::launch& l);
   void on_job_end(const job_outcome& o);
+  void report_end(const job_outcome& o);
+  // Interactive jobs: their stdout/stderr pipes, read until EOF and sent as
+  // output messages; the job's end is reported only after both are drained.
+  struct job_streams {
+    std::unique_ptr<boost::asio::posix::stream_descriptor> out, err;
+    int open = 0;
+    std::optional<job_outcome> ended;
+    std::unique_ptr<boost::asio::steady_timer> linger;
+  };
+  boost::asio::awaitable<void> read_stream(std::int64_t job_id, bool is_stderr);
+  void stream_closed(std::int64_t job_id);
+  void send_output(protocol::output o);
   void fail(const std::string& why);
   void log(const std::string& line) const;
   std::int64_t next_id() { return next_id_++; }
@@ -103,6 +116,9 @@ private:
   std::uint64_t generation_ = 0;  // connection count: old heartbeat loops stop
   std::int64_t next_id_ = 1;
   std::map<std::int64_t, protocol::message> outbox_;  // id -> unacknowledged report
+  std::map<std::int64_t, job_streams> streams_;       // interactive jobs
+  std::deque<protocol::output> pending_output_;       // while aqsd is away (bounded)
+  std::size_t pending_output_bytes_ = 0;
   std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
 };
 

@@ -85,7 +85,7 @@ exit_status decode_wait_status(int status) noexcept {
 
 pid_t launch(const launch_spec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) throw launch_error("nothing to run: empty command");
-  if (spec.stdout_path.empty()) throw launch_error("no output file given");
+  if (spec.stdout_path.empty() && spec.stdout_fd < 0) throw launch_error("no output file given");
   for (const auto& kv : spec.env) {
     if (kv.find('=') == std::string::npos) throw launch_error("environment entry without '=': " + kv);
   }
@@ -145,10 +145,13 @@ pid_t launch(const launch_spec& spec) {
     if (::chdir(spec.workdir.c_str()) != 0) child_fail(fd, k_chdir);
     const int in = ::open("/dev/null", O_RDONLY);
     if (in < 0) child_fail(fd, k_stdin);
-    const int out = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int out = spec.stdout_fd >= 0 ? spec.stdout_fd
+                                        : ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (out < 0) child_fail(fd, k_stdout);
     int err = out;
-    if (!spec.stderr_path.empty() && spec.stderr_path != spec.stdout_path) {
+    if (spec.stdout_fd >= 0) {
+      if (spec.stderr_fd >= 0) err = spec.stderr_fd;
+    } else if (!spec.stderr_path.empty() && spec.stderr_path != spec.stdout_path) {
       err = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (err < 0) child_fail(fd, k_stderr);
     }

@@ -22,6 +22,11 @@ struct launch_spec {
   std::optional<uid_t> uid;              // run as this user (needs root), else as we are
   std::optional<gid_t> gid;              // primary group with uid
   std::vector<int> cpus;                 // pin every process to these cores; empty: no pinning
+  // Interactive jobs: descriptors (e.g. pipe write ends) to use as stdout
+  // and stderr instead of the files; -1: the files. stderr_fd -1 with
+  // stdout_fd set: stderr goes with stdout.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 // The job could not be started: the message is one line naming the step

@@ -1,0 +1,125 @@
+// client_connection: blocking socket I/O with poll() timeouts.
+#include "client/client_connection.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+#include <random>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace aqs::client {
+
+connection::connection(const std::string& socket_path, std::chrono::milliseconds timeout)
+    : path_(socket_path), timeout_(timeout) {
+  sockaddr_un addr{};
+  if (socket_path.size() >= sizeof addr.sun_path) throw client_error("socket path too long: " + socket_path);
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw client_error(std::string("cannot create a socket: ") + std::strerror(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw client_error("cannot reach aqsd at " + socket_path + ": " + std::strerror(err) + " (is aqsd running?)");
+  }
+  protocol::hello h;
+  h.id = next_id();
+  h.role = protocol::peer_role::client;
+  call(h);
+}
+
+connection::~connection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void connection::send(const protocol::message& m) {
+  const std::string frame = protocol::encode(m);
+  std::size_t off = 0;
+  while (off < frame.size()) {
+    const ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw client_error("lost the connection to aqsd at " + path_ + ": " + std::strerror(errno));
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+std::optional<protocol::message> connection::read_one(std::optional<std::chrono::milliseconds> timeout) {
+  const auto deadline = timeout ? std::chrono::steady_clock::now() + *timeout : std::chrono::steady_clock::time_point::max();
+  while (frames_.empty()) {
+    int wait_ms = -1;
+    if (timeout) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      wait_ms = static_cast<int>(std::min<long long>(left.count(), 1'000'000));
+    }
+    pollfd p{fd_, POLLIN, 0};
+    const int r = ::poll(&p, 1, wait_ms);
+    if (r < 0 && errno == EINTR) return std::nullopt;  // a signal: the caller looks at its flags
+    if (r < 0) throw client_error(std::string("poll failed: ") + std::strerror(errno));
+    if (r == 0) continue;
+    char buf[65536];
+    const ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw client_error("aqsd closed the connection");
+    try {
+      decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)), frames_);
+    } catch (const protocol::protocol_error& e) {
+      throw client_error(std::string("unreadable data from aqsd: ") + e.what());
+    }
+  }
+  std::string body = std::move(frames_.front());
+  frames_.erase(frames_.begin());
+  try {
+    return protocol::parse_message(body);
+  } catch (const protocol::protocol_error& e) {
+    throw client_error(std::string("unreadable message from aqsd: ") + e.what());
+  }
+}
+
+std::optional<protocol::message> connection::next(std::optional<std::chrono::milliseconds> timeout) {
+  if (!kept_.empty()) {
+    protocol::message m = std::move(kept_.front());
+    kept_.pop_front();
+    return m;
+  }
+  return read_one(timeout);
+}
+
+nlohmann::json connection::call(protocol::message request) {
+  const auto id = protocol::id_of(request);
+  send(request);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto m = read_one(std::max(left, std::chrono::milliseconds(0)));
+    if (!m) {
+      if (std::chrono::steady_clock::now() < deadline) continue;  // interrupted by a signal
+      throw client_error("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
+    }
+    const bool is_reply = std::holds_alternative<protocol::ok>(*m) || std::holds_alternative<protocol::error>(*m);
+    if (is_reply && protocol::id_of(*m) == id) {
+      if (auto* e = std::get_if<protocol::error>(&*m)) throw client_error(e->message, e->code);
+      return std::get<protocol::ok>(*m).result;
+    }
+    if (auto* e = std::get_if<protocol::error>(&*m); e && !e->id) throw client_error("aqsd: " + e->message, e->code);
+    kept_.push_back(std::move(*m));
+  }
+}
+
+std::string random_token() {
+  unsigned char bytes[16];
+  std::random_device rd;
+  for (auto& b : bytes) b = static_cast<unsigned char>(rd());
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out.push_back(hex[b >> 4]);
+    out.push_back(hex[b & 15]);
+  }
+  return out;
+}
+
+}  // namespace aqs::client

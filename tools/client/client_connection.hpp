@@ -1,0 +1,78 @@
+// client_connection: the commands' blocking connection to aqsd over its Unix
+// socket: hello, requests matched to replies by id, and pushed messages.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/errors.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
+
+namespace aqs::client {
+
+// Where the commands look for aqsd when neither --socket nor $AQS_SOCKET says.
+inline constexpr const char* k_default_socket = "/var/lib/aqs/aqsd.sock";
+
+// Anything that went wrong talking to aqsd. what() is one line for the user;
+// `code` is set when aqsd answered with an error (permission_denied, ...).
+class client_error : public std::runtime_error {
+public:
+  explicit client_error(const std::string& message, std::optional<protocol::error_code> code = std::nullopt)
+      : std::runtime_error(message), code_(code) {}
+  std::optional<protocol::error_code> code() const noexcept { return code_; }
+
+private:
+  std::optional<protocol::error_code> code_;
+};
+
+// One connection, used from one thread.
+class connection {
+public:
+  // Connects and says hello as a client. Throws client_error naming the path
+  // ("cannot reach aqsd at PATH: No such file or directory (is aqsd
+  // running?)"), or aqsd's refusal.
+  explicit connection(const std::string& socket_path,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // A fresh request id.
+  std::int64_t next_id() noexcept { return next_id_++; }
+  // Sends a request and waits for its reply; pushes that arrive meanwhile are
+  // kept for next(). Returns the ok's result object; throws client_error with
+  // aqsd's code and message on an error reply, or on a lost connection or
+  // timeout.
+  nlohmann::json call(protocol::message request);
+  void send(const protocol::message& m);
+  // The next message (kept pushes first). nullopt when `timeout` passes
+  // first (none: wait as long as it takes) or a signal interrupted the wait.
+  // Throws client_error when the connection is lost or aqsd sends something
+  // unreadable.
+  std::optional<protocol::message> next(std::optional<std::chrono::milliseconds> timeout);
+  int fd() const noexcept { return fd_; }
+
+private:
+  std::optional<protocol::message> read_one(std::optional<std::chrono::milliseconds> timeout);
+
+  std::string path_;
+  int fd_ = -1;
+  std::chrono::milliseconds timeout_;
+  std::int64_t next_id_ = 1;
+  protocol::frame_decoder decoder_;
+  std::vector<std::string> frames_;
+  std::deque<protocol::message> kept_;
+};
+
+// A random idempotency key for a submission (128 bits, hex).
+std::string random_token();
+
+}  // namespace aqs::client

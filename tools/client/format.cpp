@@ -1,0 +1,92 @@
+// format: fixed-width tables sized to their contents.
+#include "client/format.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+#include "client/time_limit.hpp"
+
+namespace aqs::client {
+
+std::optional<double> parse_iso_time(const std::string& text) {
+  std::tm tm{};
+  int ms = 0;
+  char z = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &ms, &z) != 8 ||
+      z != 'Z') {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
+}
+
+namespace {
+
+std::string render(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    width.resize(std::max(width.size(), r.size()));
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now) {
+  std::vector<std::vector<std::string>> rows{{"JOBID", "NAME", "USER", "STATE", "NPROCS", "MIN-MAX", "TIME", "NODES"}};
+  for (const auto& j : jobs) {
+    std::string time = "-";
+    const auto start = j.start_time ? parse_iso_time(*j.start_time) : std::nullopt;
+    if (start) {
+      const auto end = j.end_time ? parse_iso_time(*j.end_time) : std::nullopt;
+      const double secs = std::max(0.0, end.value_or(now) - *start);
+      time = secs < 1 ? "00:00:00" : cmdline::format_duration(static_cast<std::int64_t>(secs));
+    }
+    std::string where = j.nodes;
+    if (core::is_final(j.state)) where = j.exit_code ? "exit " + std::to_string(*j.exit_code) : "";
+    const std::string range =
+        j.min_pe == j.max_pe ? std::to_string(j.min_pe) : std::to_string(j.min_pe) + "-" + std::to_string(j.max_pe);
+    rows.push_back({std::to_string(j.id), j.name, j.user, std::string(core::to_string(j.state)),
+                    std::to_string(j.nprocs), range + (j.adaptive ? " adaptive" : ""), time, where});
+  }
+  return render(rows);
+}
+
+std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
+  std::vector<std::vector<std::string>> rows{{"NODE", "STATE", "PROCS", "NPROCS", "JOBS", "MEMORY"}};
+  for (const auto& n : nodes) {
+    std::string jobs;
+    for (auto id : n.jobs) jobs += (jobs.empty() ? "" : ",") + std::to_string(id);
+    rows.push_back({n.name, std::string(protocol::to_string(n.state)), n.procs, std::to_string(n.nprocs),
+                    jobs.empty() ? "-" : jobs, std::to_string(n.memory_mb) + " MB"});
+  }
+  return render(rows);
+}
+
+std::string jobs_json(const std::vector<protocol::job_info>& jobs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& j : jobs) a.push_back(protocol::to_json(j));
+  return a.dump();
+}
+
+std::string nodes_json(const std::vector<protocol::node_info>& nodes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& n : nodes) a.push_back(protocol::to_json(n));
+  return a.dump();
+}
+
+}  // namespace aqs::client

@@ -1,0 +1,32 @@
+// fkill: cancels jobs (or sends them a signal); only your own unless root.
+#include <cstdio>
+#include <cstdlib>
+
+#include "client/client_connection.hpp"
+#include "client/commands.hpp"
+#include "client/run_command.hpp"
+
+using namespace aqs;
+
+int main(int argc, char** argv) {
+  return client::run_command("fkill", [&] {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const auto cmd = cmdline::parse_fkill_command_line(args);
+    if (cmd.common.help) {
+      std::fputs(cmdline::fkill_usage().c_str(), stdout);
+      return 0;
+    }
+    client::connection c(
+        cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
+    auto request = cmdline::build_cancel(cmd);
+    request.id = c.next_id();
+    const auto result = c.call(request);
+    if (cmd.common.json) std::printf("%s\n", result.dump().c_str());
+    int rc = 0;
+    for (const auto& f : result.value("failed", nlohmann::json::array())) {
+      std::fprintf(stderr, "fkill: %s\n", f.value("message", std::string("not cancelled")).c_str());
+      rc = 1;
+    }
+    return rc;
+  });
+}

@@ -1,0 +1,99 @@
+// frun: runs a command as an interactive job: waits for processors, streams
+// its output, forwards Ctrl-C as a cancel, and exits with the job's code.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#include "client/client_connection.hpp"
+#include "client/commands.hpp"
+#include "client/job_options.hpp"
+#include "client/run_command.hpp"
+
+extern char** environ;
+
+using namespace aqs;
+using namespace std::chrono_literals;
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupts = 0;
+
+void on_sigint(int) { g_interrupts = g_interrupts + 1; }
+
+void write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n <= 0) return;  // our own output is gone (closed pipe): keep going
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return client::run_command("frun", [&] {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const auto cmd = cmdline::parse_frun_command_line(args);
+    if (cmd.options.help) {
+      std::fputs(cmdline::frun_usage().c_str(), stdout);
+      return 0;
+    }
+    cmdline::submit_context ctx;
+    ctx.cwd = std::filesystem::current_path().string();
+    for (char** e = environ; *e != nullptr; ++e) ctx.environment.emplace_back(*e);
+    ctx.submit_token = client::random_token();
+    auto submit = cmdline::build_frun_request(cmd, ctx);
+    client::connection c(
+        cmdline::resolve_socket_path(cmd.options.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
+
+    // Ctrl-C interrupts the wait (no SA_RESTART) so that it is acted on at once.
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    submit.id = c.next_id();
+    const auto job = c.call(submit).at("job_id").get<std::int64_t>();
+    const std::int64_t watch = c.next_id();
+    c.send(protocol::watch_job{watch, job});
+    const auto started = std::chrono::steady_clock::now();
+    bool said_waiting = false, cancel_sent = false, running = false;
+    while (true) {
+      if (g_interrupts >= 2) {
+        std::fprintf(stderr, "frun: job %lld left to aqsd (it was asked to cancel it)\n", static_cast<long long>(job));
+        return 130;
+      }
+      if (g_interrupts == 1 && !cancel_sent) {
+        cancel_sent = true;
+        std::fprintf(stderr, "frun: cancelling job %lld (Ctrl-C again to stop waiting)\n", static_cast<long long>(job));
+        protocol::cancel k;
+        k.id = c.next_id();
+        k.job_ids = {job};
+        c.send(k);
+      }
+      if (!said_waiting && !running && std::chrono::steady_clock::now() - started > 1s) {
+        said_waiting = true;
+        std::fprintf(stderr, "frun: job %lld queued, waiting for processors\n", static_cast<long long>(job));
+      }
+      auto m = c.next(200ms);
+      if (!m) continue;
+      if (auto* o = std::get_if<protocol::output>(&*m); o && o->id == watch) {
+        write_all(o->stream == "stderr" ? STDERR_FILENO : STDOUT_FILENO, o->data);
+      } else if (auto* e = std::get_if<protocol::job_event>(&*m); e && e->id == watch) {
+        if (e->state == core::job_state::running) running = true;
+        if (!core::is_final(e->state)) continue;
+        if (e->exit_code) return static_cast<int>(*e->exit_code);
+        if (e->signal) return 128 + static_cast<int>(*e->signal);
+        std::fprintf(stderr, "frun: job %lld %s\n", static_cast<long long>(job),
+                     std::string(core::to_string(e->state)).c_str());
+        return 1;
+      } else if (auto* err = std::get_if<protocol::error>(&*m); err && err->id == watch) {
+        throw client::client_error(err->message, err->code);
+      }
+    }
+  });
+}
