@@ -110,7 +110,11 @@ private:
     std::vector<std::int64_t> deps;          // afterok
     bool interactive = false;
     std::optional<std::size_t> host;  // node running its script
-    bool launch_confirmed = false;    // the agent said it runs (or runs it after a restart)
+    bool launch_confirmed = false;    // the agent said it runs it
+    // Recovered RUNNING: its agent must list it or report its end; if it does
+    // neither by its first heartbeat, the launch never reached it (aqsd died
+    // with it unsent) and it is launched again.
+    bool recovered = false;
     int misses = 0;                   // heartbeats of its host without it
     std::int64_t epoch = 0;           // of the last map sent
     std::string token;                // the shim's TCP secret

@@ -131,6 +131,7 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
     const core::job* j = sched_.find(static_cast<core::job_id>(r));
     if (it != jobs_.end() && j != nullptr && core::holds_processors(j->state) && it->second.host == index) {
       it->second.launch_confirmed = true;
+      it->second.recovered = false;
       it->second.misses = 0;
     } else {
       kill.push_back(r);
@@ -158,14 +159,27 @@ void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& 
   n->last_seen = clock::now();
   // A job its agent confirmed and no longer lists, twice, with no report of
   // its end: lost (its agent died with it and came back without it).
-  std::vector<std::int64_t> lost;
+  std::vector<std::int64_t> lost, relaunch;
   for (auto& [id, e] : jobs_) {
-    if (e.host != n->index || !e.launch_confirmed) continue;
+    if (e.host != n->index) continue;
+    if (e.recovered) {
+      // Registration and the resent reports came before this heartbeat.
+      e.recovered = false;
+      if (std::find(m.running.begin(), m.running.end(), id) == m.running.end()) relaunch.push_back(id);
+      continue;
+    }
+    if (!e.launch_confirmed) continue;
     if (std::find(m.running.begin(), m.running.end(), id) != m.running.end()) {
       e.misses = 0;
     } else if (++e.misses >= 2) {
       lost.push_back(id);
     }
+  }
+  for (std::int64_t id : relaunch) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr || !core::holds_processors(j->state)) continue;
+    log("job {}: node {} never got its launch (aqsd stopped first): launching it now", id, n->name);
+    launch(id, j->procs);
   }
   for (std::int64_t id : lost) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));

@@ -84,7 +84,7 @@ void controller::recover() {
       continue;
     }
     e.host = sched_.machine().node_of(procs.first());
-    e.launch_confirmed = true;  // it ran: its agent must list it or report its end
+    e.recovered = true;  // its agent must list it or report its end
     jobs_.emplace(s.id, std::move(e));
     if (state == job_state::resizing) {
       // The map it was sent may never be applied by now: it keeps its old one.

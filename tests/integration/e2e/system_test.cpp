@@ -1,0 +1,362 @@
+// End to end: real aqsd (with the test PostgreSQL or its private one), real
+// aqs-node agents as virtual nodes, the real commands, real job processes.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <thread>
+#include <unistd.h>
+
+#include "aqs_cluster.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+// Pids listed one per line in a file the job wrote.
+std::vector<pid_t> read_pids(const fs::path& p) {
+  std::vector<pid_t> out;
+  std::ifstream in(p);
+  for (pid_t pid; in >> pid;) out.push_back(pid);
+  return out;
+}
+
+bool all_gone(const std::vector<pid_t>& pids, std::chrono::seconds limit = 10s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    bool any = false;
+    for (pid_t p : pids) any = any || test::alive(p);
+    if (!any) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+void wait_for_file(const fs::path& p, std::chrono::seconds limit = 20s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!fs::exists(p) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
+  REQUIRE_MESSAGE(fs::exists(p), p.string() << " never appeared");
+}
+
+test::cluster::options fast(const test::test_database& db) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("200 jobs submitted with fsub all end, with their outputs in the right files and their exit codes recorded") {
+  test::test_database db;
+  test::cluster c(fast(db));
+  const fs::path w = c.workdir();
+  write_file(w / "job.sh",
+             "#!/bin/sh\n#SBATCH -o %x-%j.out\necho \"job $AQS_JOB_ID of $AQS_NPROCS on $AQS_NODELIST\"\n"
+             "[ \"$1\" = fail ] && exit 3\nexit 0\n");
+  std::map<std::int64_t, int> expected_code;
+  std::map<std::int64_t, std::string> name_of;
+  for (int i = 0; i < 200; ++i) {
+    const int procs = 1 + i % 4;
+    const bool fail = i % 10 == 3;
+    const std::string name = "j" + std::to_string(i);
+    const auto id = c.submit({"-n", std::to_string(procs), "-J", name, "job.sh", fail ? "fail" : "ok"});
+    expected_code[id] = fail ? 3 : 0;
+    name_of[id] = name;
+  }
+  c.wait_idle(180s);
+  const auto jobs = c.jobs();
+  REQUIRE(jobs.size() == 200);
+  for (const auto& j : jobs) {
+    INFO("job " << j.id);
+    REQUIRE(expected_code.count(j.id) == 1);
+    CHECK(j.state == (expected_code[j.id] == 0 ? job_state::completed : job_state::failed));
+    CHECK(j.exit_code == expected_code[j.id]);
+    CHECK(j.name == name_of[j.id]);
+    REQUIRE(j.start_time);
+    REQUIRE(j.end_time);
+    CHECK(*j.submit_time <= *j.start_time);
+    CHECK(*j.start_time <= *j.end_time);
+    const std::string out = slurp(w / (j.name + "-" + std::to_string(j.id) + ".out"));
+    CHECK(out.rfind("job " + std::to_string(j.id) + " of " + std::to_string(j.min_pe) + " on node", 0) == 0);
+  }
+  CHECK(c.leftovers().size() >= 1);  // aqsd and the agents, still running
+}
+
+TEST_CASE("fkill ends pending and running jobs with their whole process tree; time limits give TIMEOUT; afterok holds and cancels") {
+  test::test_database db;
+  test::cluster c(fast(db));
+  const fs::path w = c.workdir();
+  // A job that starts a child and a grandchild and records every pid.
+  write_file(w / "tree.sh",
+             "#!/bin/sh\necho $$ > \"$1\"\nsleep 300 &\necho $! >> \"$1\"\n"
+             "sh -c 'sleep 300 & echo $! >> \"$0\"; wait' \"$1\" &\nwait\n");
+  const auto running = c.submit({"-n", "16", "tree.sh", (w / "pids").string()});
+  const auto pending = c.submit({"-n", "16", "--wrap", "touch never-ran"});
+  c.wait_state(running, {job_state::running});
+  wait_for_file(w / "pids");
+  std::this_thread::sleep_for(300ms);  // the grandchild writes its pid
+  const auto pids = read_pids(w / "pids");
+  REQUIRE(pids.size() == 3);
+  CHECK(c.job(pending)->state == job_state::pending);
+
+  auto r = c.cmd(bin().fkill, {std::to_string(pending)});
+  CHECK(r.status == 0);
+  CHECK(c.job(pending)->state == job_state::cancelled);
+  r = c.cmd(bin().fkill, {std::to_string(running)});
+  CHECK(r.status == 0);
+  c.wait_state(running, {job_state::cancelled});
+  CHECK(all_gone(pids));
+  CHECK_FALSE(fs::exists(w / "never-ran"));
+  r = c.cmd(bin().fkill, {"987654"});
+  CHECK(r.status == 1);
+  CHECK(r.err.find("987654") != std::string::npos);
+
+  const auto limited = c.submit({"-t", "0:02", "--wrap", "sleep 60"});
+  const auto t = c.wait_state(limited, {job_state::timeout, job_state::completed, job_state::failed}, 30s);
+  CHECK(t.state == job_state::timeout);
+
+  const auto parent = c.submit({"--wrap", "sleep 1.5"});
+  const auto child = c.submit({"--dependency=afterok:" + std::to_string(parent), "--wrap", "echo after > dep.out"});
+  std::this_thread::sleep_for(500ms);
+  CHECK(c.job(child)->state == job_state::pending);
+  c.wait_state(child, {job_state::completed});
+  CHECK(c.job(parent)->state == job_state::completed);
+  CHECK(*c.job(parent)->end_time <= *c.job(child)->start_time);
+  CHECK(slurp(w / "dep.out") == "after\n");
+
+  const auto failing = c.submit({"--wrap", "exit 1"});
+  const auto orphan = c.submit({"-d", "afterok:" + std::to_string(failing), "--wrap", "touch orphan-ran"});
+  c.wait_state(orphan, {job_state::cancelled});
+  CHECK(c.job(failing)->state == job_state::failed);
+  CHECK_FALSE(c.job(orphan)->start_time);
+  CHECK_FALSE(fs::exists(w / "orphan-ran"));
+}
+
+TEST_CASE("jobs run as their submitters, and a user can neither kill nor see through another user's job") {
+  test::test_database db;
+  test::cluster c(fast(db));
+  const auto alice = c.user("aqs-test-alice");
+  const auto bob = c.user("aqs-test-bob");
+  const auto a = c.submit({"--wrap", "id -u; sleep 30"}, &alice);
+  const auto b = c.submit({"--wrap", "id -u; sleep 30"}, &bob);
+  c.wait_state(a, {job_state::running});
+  c.wait_state(b, {job_state::running});
+  wait_for_file(alice.home / ("aqs-" + std::to_string(a) + ".out"));
+  wait_for_file(bob.home / ("aqs-" + std::to_string(b) + ".out"));
+  std::this_thread::sleep_for(200ms);
+  CHECK(slurp(alice.home / ("aqs-" + std::to_string(a) + ".out")) == std::to_string(alice.uid) + "\n");
+  CHECK(slurp(bob.home / ("aqs-" + std::to_string(b) + ".out")) == std::to_string(bob.uid) + "\n");
+  {
+    struct stat sb {};
+    REQUIRE(::stat((alice.home / ("aqs-" + std::to_string(a) + ".out")).c_str(), &sb) == 0);
+    CHECK(sb.st_uid == alice.uid);
+  }
+
+  auto r = c.cmd(bin().fkill, {std::to_string(b)}, &alice);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("belongs to aqs-test-bob") != std::string::npos);
+  CHECK(c.job(b)->state == job_state::running);
+
+  r = c.cmd(bin().fjobs, {"--json", "-u", "aqs-test-bob"}, &alice);
+  REQUIRE(r.status == 0);
+  const auto listed = nlohmann::json::parse(r.out);
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["id"] == b);
+  CHECK(listed[0]["user"] == "aqs-test-bob");
+
+  r = c.cmd(bin().fkill, {std::to_string(a)}, &alice);
+  CHECK(r.status == 0);
+  r = c.cmd(bin().fkill, {std::to_string(b)});  // root may
+  CHECK(r.status == 0);
+  c.wait_state(a, {job_state::cancelled});
+  c.wait_state(b, {job_state::cancelled});
+}
+
+TEST_CASE("bad input gets a clear error, and aqsd keeps serving everyone and loses nothing") {
+  test::test_database db;
+  test::cluster c(fast(db));
+  const fs::path w = c.workdir();
+  std::atomic<bool> stop{false};
+  std::vector<std::int64_t> acked;
+  std::mutex acked_mu;
+  std::thread good([&] {
+    while (!stop) {
+      const auto r = c.cmd(bin().fsub, {"--parsable", "--wrap", "true"});
+      if (r.status == 0) {
+        std::lock_guard lock(acked_mu);
+        acked.push_back(std::stoll(r.out));
+      }
+    }
+  });
+  auto raw = [&](const std::string& bytes, bool expect_reply) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, c.socket().c_str(), sizeof a.sun_path - 1);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    (void)!::write(fd, bytes.data(), bytes.size());
+    ::shutdown(fd, SHUT_WR);
+    std::string got;
+    char buf[4096];
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    if (expect_reply) CHECK(got.find("\"type\":\"error\"") != std::string::npos);
+  };
+  auto frame = [](const std::string& body) {
+    const auto n = static_cast<std::uint32_t>(body.size());
+    std::string f{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n)};
+    return f + body;
+  };
+  const std::string hello = frame(R"({"type":"hello","id":0,"protocol":1,"role":"client"})");
+  raw(std::string("\x00\x00\x00\x05garbage-and-more\xff\xfe", 21), true);
+  raw(std::string("\xff\xff\xff\xff", 4), true);
+  raw(hello + frame("{not json"), true);
+  raw(hello + frame(R"({"type":"launch_missiles","id":1})"), true);
+  raw(hello + frame(R"({"type":"submit","id":2,"job":{"name":"x","argv":["true"],"workdir":"/tmp","min_pe":0,"max_pe":99999999}})"), true);
+  raw(hello + frame(R"({"type":"submit","id":3,"job":{"name":"x","workdir":"relative","min_pe":1,"max_pe":1}})"), true);
+  raw(hello + frame(R"({"type":"register","id":4,"name":"evil","procs":4,"cpus":[0]})"), true);  // clients may not
+  std::string noise(100000, '\0');
+  for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<char>((i * 7919) % 251);
+  raw(noise, false);
+
+  write_file(w / "noshebang.sh", "echo hi\n");
+  auto r = c.cmd(bin().fsub, {"noshebang.sh"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  r = c.cmd(bin().fsub, {"does-not-exist.sh"});
+  CHECK(r.status != 0);
+  r = c.cmd(bin().fsub, {"-n", "zero", "--wrap", "true"});
+  CHECK(r.status == 2);
+  CHECK(r.err.rfind("fsub: ", 0) == 0);
+  r = c.cmd(bin().fsub, {"--min", "4", "--max", "2", "--adaptive", "--wrap", "true"});
+  CHECK(r.status == 2);
+  r = c.cmd(bin().fjobs, {"--states", "SLEEPING"});
+  CHECK(r.status == 2);
+
+  std::this_thread::sleep_for(500ms);
+  stop = true;
+  good.join();
+  c.wait_idle(60s);
+  const auto jobs = c.jobs();
+  std::set<std::int64_t> ids;
+  for (const auto& j : jobs) {
+    ids.insert(j.id);
+    CHECK(j.state == job_state::completed);
+  }
+  CHECK(acked.size() >= 5);
+  for (auto id : acked) CHECK(ids.count(id) == 1);
+  CHECK(ids.size() == acked.size());  // nothing from the bad input was created
+  CHECK(test::alive(c.aqsd_pid()));
+}
+
+TEST_CASE("aqsd killed with SIGKILL during a burst of submissions loses no acknowledged job and interrupts no running job") {
+  test::cluster::options o;  // aqsd's own private PostgreSQL: the zero-configuration path
+  test::cluster c(o);
+  const fs::path w = c.workdir();
+  write_file(w / "long.sh", "#!/bin/sh\necho start >> starts.log\nsleep 5\necho done >> starts.log\n");
+  const auto long_job = c.submit({"-n", "2", "long.sh"});
+  c.wait_state(long_job, {job_state::running});
+  std::mutex mu;
+  std::vector<std::int64_t> acked;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> loops;
+  for (int k = 0; k < 4; ++k) {
+    loops.emplace_back([&] {
+      while (!stop) {
+        const auto r = c.cmd(bin().fsub, {"--parsable", "--wrap", "true"});
+        if (r.status == 0) {
+          std::lock_guard lock(mu);
+          acked.push_back(std::stoll(r.out));
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(1500ms);
+  c.kill_aqsd();
+  std::this_thread::sleep_for(500ms);
+  c.start_aqsd();
+  std::this_thread::sleep_for(1000ms);
+  stop = true;
+  for (auto& t : loops) t.join();
+  c.wait_idle(120s);
+  std::set<std::int64_t> present;
+  for (const auto& j : c.jobs()) {
+    present.insert(j.id);
+    if (j.id != long_job) CHECK(j.state == job_state::completed);
+  }
+  REQUIRE(acked.size() > 10);
+  for (auto id : acked) CHECK_MESSAGE(present.count(id) == 1, "acknowledged job " << id << " is missing");
+  CHECK(c.job(long_job)->state == job_state::completed);
+  CHECK(slurp(w / "starts.log") == "start\ndone\n");  // started once, never interrupted
+}
+
+TEST_CASE("a node silent beyond the heartbeat timeout goes DOWN, its jobs NODE_FAIL or requeue, and its leftovers die when it returns") {
+  test::test_database db;
+  auto o = fast(db);
+  o.nodes = 2;
+  o.heartbeat_timeout_s = 2;
+  o.agent_heartbeat_s = 0.3;
+  test::cluster c(o);
+  const fs::path w = c.workdir();
+  write_file(w / "pid.sh", "#!/bin/sh\necho $$ > \"$1\"\nexec sleep 300\n");
+  // Both fit on the first node to have registered (processors 0-3).
+  const auto plain = c.submit({"-n", "2", "pid.sh", (w / "plain.pid").string()});
+  const auto requeued = c.submit({"-n", "2", "--requeue", "pid.sh", (w / "requeued.pid").string()});
+  const auto pj = c.wait_state(plain, {job_state::running});
+  const auto rj = c.wait_state(requeued, {job_state::running});
+  REQUIRE(pj.nodes.size() > 6);
+  const std::string victim = pj.nodes.substr(0, 5), other = victim == "node0" ? "node1" : "node0";
+  REQUIRE(rj.nodes.substr(0, 5) == victim);
+  const int vi = victim[4] - '0';
+  wait_for_file(w / "plain.pid");
+  wait_for_file(w / "requeued.pid");
+  const pid_t plain_pid = read_pids(w / "plain.pid").at(0);
+  const pid_t first_run_pid = read_pids(w / "requeued.pid").at(0);
+  fs::remove(w / "requeued.pid");
+  // Its agent hangs (as a cut-off node would): no heartbeats.
+  c.kill_agent(vi, SIGSTOP);
+  c.wait_state(plain, {job_state::node_fail}, 20s);
+  bool down = false;
+  for (const auto& n : c.nodes()) down = down || (n.name == victim && n.state == protocol::node_state::down);
+  CHECK(down);
+  // The requeued job runs again, on the other node; the cluster keeps scheduling.
+  const auto again = c.wait_state(requeued, {job_state::running}, 20s);
+  CHECK(again.nodes.substr(0, 5) == other);
+  wait_for_file(w / "requeued.pid");
+  const auto after = c.submit({"--wrap", "true"});
+  c.wait_state(after, {job_state::completed}, 30s);
+  // The agent comes back still running both old instances: aqsd has them
+  // killed before the node takes work again.
+  CHECK(test::alive(plain_pid));
+  CHECK(test::alive(first_run_pid));
+  c.kill_agent(vi, SIGCONT);
+  CHECK(all_gone({plain_pid, first_run_pid}, 15s));
+  c.wait_nodes_up(2);
+  CHECK(test::alive(read_pids(w / "requeued.pid").at(0)));  // the new instance runs on
+  CHECK(c.cmd(bin().fkill, {std::to_string(requeued)}).status == 0);
+  c.wait_state(requeued, {job_state::cancelled});
+}

@@ -1,0 +1,331 @@
+// aqs_cluster: processes started the way users start them, stopped for sure.
+#include "aqs_cluster.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace aqs::test {
+
+const binaries& bin() {
+  static const binaries b{AQS_AQSD_BINARY, AQS_NODE_BINARY, AQS_FSUB_BINARY, AQS_FRUN_BINARY,
+                          AQS_FKILL_BINARY, AQS_FJOBS_BINARY, AQS_FNODES_BINARY};
+  return b;
+}
+
+bool alive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(st, line);
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+namespace {
+
+// fork + exec in a process group of its own; the child's stdout/stderr go to
+// the given descriptors (or a log file).
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd, int out_fd, int err_fd) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::string user_name;
+  if (uid) {
+    if (const passwd* pw = ::getpwuid(*uid)) user_name = pw->pw_name;
+  }
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    ::dup2(null_fd, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    if (uid) {
+      if (!user_name.empty()) ::initgroups(user_name.c_str(), gid.value_or(*uid));
+      if (::setgid(gid.value_or(*uid)) != 0 || ::setuid(*uid) != 0) ::_exit(126);
+    }
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
+    ::close_range(3, ~0U, 0);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int decode(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+// SIGTERM, then SIGKILL to the group after `grace`; reaps.
+void stop_process(pid_t& pid, std::chrono::milliseconds grace) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+      pid = -1;
+      return;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  pid = -1;
+}
+
+}  // namespace
+
+run_result run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+               std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd,
+               std::chrono::milliseconds timeout) {
+  int out[2], err[2];
+  REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
+  const pid_t pid = spawn(argv, env, uid, gid, cwd, out[1], err[1]);
+  ::close(out[1]);
+  ::close(err[1]);
+  run_result r;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int open = 2;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  while (open > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      ::kill(-pid, SIGKILL);
+      FAIL_CHECK("command timed out: " << argv[0]);
+      break;
+    }
+    if (::poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[8192];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.status = decode(status);
+  return r;
+}
+
+cluster::cluster(options o) : o_(std::move(o)) {
+  std::string tmpl = (fs::temp_directory_path() / "aqs-e2e.XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  dir_ = tmpl;
+  ::chmod(dir_.c_str(), 0755);  // test users reach their directories and the socket through it
+  fs::create_directories(workdir());
+  agents_.assign(static_cast<std::size_t>(o_.nodes), -1);
+  start_aqsd();
+  for (int i = 0; i < o_.nodes; ++i) start_agent(i);
+  wait_nodes_up(o_.nodes);
+}
+
+cluster::~cluster() {
+  for (auto& a : agents_) stop_process(a, 15s);
+  stop_process(aqsd_, 30s);
+  // Anything still holding our directory (a job script, a stray agent, the
+  // private PostgreSQL of a killed aqsd) goes now.
+  for (int round = 0; round < 3; ++round) {
+    auto left = leftovers();
+    if (left.empty()) break;
+    for (pid_t p : left) ::kill(p, SIGKILL);
+    std::this_thread::sleep_for(200ms);
+  }
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+void cluster::start_aqsd() {
+  const fs::path log = dir_ / "aqsd.log";
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  std::vector<std::string> argv{bin().aqsd, "--state-dir", (dir_ / "state").string(), "--foreground",
+                                "--heartbeat-timeout", std::to_string(o_.heartbeat_timeout_s), "--kill-grace", "2",
+                                "--policy", o_.policy};
+  if (!o_.db.empty()) {
+    argv.push_back("--db");
+    argv.push_back(o_.db);
+  }
+  aqsd_ = spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);
+  ::close(fd);
+  for (int i = 0; i < 600; ++i) {
+    if (fs::exists(socket()) && cmd(bin().fnodes, {"--json"}).status == 0) return;
+    int status = 0;
+    if (::waitpid(aqsd_, &status, WNOHANG) == aqsd_) {
+      aqsd_ = -1;
+      std::ifstream in(log);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      FAIL("aqsd exited at start: " << ss.str());
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  FAIL("aqsd did not come up within 30 s");
+}
+
+void cluster::kill_aqsd() {
+  REQUIRE(aqsd_ > 0);
+  ::kill(aqsd_, SIGKILL);
+  ::waitpid(aqsd_, nullptr, 0);
+  aqsd_ = -1;
+}
+
+void cluster::stop_aqsd() { stop_process(aqsd_, 30s); }
+
+void cluster::start_agent(int i) {
+  const std::string name = "node" + std::to_string(i);
+  const fs::path log = dir_ / (name + ".log");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  agents_.at(static_cast<std::size_t>(i)) =
+      spawn({bin().aqs_node, "--socket", socket(), "--name", name, "--procs", std::to_string(o_.procs_per_node),
+             "--spool", (dir_ / ("spool-" + name)).string(), "--heartbeat", std::to_string(o_.agent_heartbeat_s)},
+            {}, std::nullopt, std::nullopt, "", fd, fd);
+  ::close(fd);
+}
+
+void cluster::kill_agent(int i, int sig) {
+  pid_t& p = agents_.at(static_cast<std::size_t>(i));
+  REQUIRE(p > 0);
+  ::kill(p, sig);
+  if (sig == SIGKILL) {
+    ::waitpid(p, nullptr, 0);
+    p = -1;
+  }
+}
+
+run_result cluster::cmd(const std::string& path, std::vector<std::string> args, const test_user* as,
+                        const std::string& cwd) {
+  args.insert(args.begin(), path);
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+  if (as != nullptr) {
+    uid = as->uid;
+    gid = as->gid;
+  }
+  const std::string where = !cwd.empty() ? cwd : as != nullptr ? as->home.string() : workdir().string();
+  return run(args, {{"AQS_SOCKET", socket()}}, uid, gid, where);
+}
+
+std::int64_t cluster::submit(std::vector<std::string> args, const test_user* as, const std::string& cwd) {
+  args.insert(args.begin(), "--parsable");
+  const run_result r = cmd(bin().fsub, std::move(args), as, cwd);
+  REQUIRE_MESSAGE(r.status == 0, "fsub failed: " << r.err);
+  return std::stoll(r.out);
+}
+
+std::vector<protocol::job_info> cluster::jobs(bool all) {
+  std::vector<std::string> args{"--json"};
+  if (all) args.push_back("--all");
+  const run_result r = cmd(bin().fjobs, args);
+  REQUIRE_MESSAGE(r.status == 0, "fjobs failed: " << r.err);
+  return protocol::parse_job_list(nlohmann::json{{"jobs", nlohmann::json::parse(r.out)}});
+}
+
+std::vector<protocol::node_info> cluster::nodes() {
+  const run_result r = cmd(bin().fnodes, {"--json"});
+  REQUIRE_MESSAGE(r.status == 0, "fnodes failed: " << r.err);
+  return protocol::parse_node_list(nlohmann::json{{"nodes", nlohmann::json::parse(r.out)}});
+}
+
+std::optional<protocol::job_info> cluster::job(std::int64_t id) {
+  const run_result r = cmd(bin().fjobs, {"--json", "--all", "-j", std::to_string(id)});
+  REQUIRE_MESSAGE(r.status == 0, "fjobs failed: " << r.err);
+  auto list = protocol::parse_job_list(nlohmann::json{{"jobs", nlohmann::json::parse(r.out)}});
+  if (list.empty()) return std::nullopt;
+  return list.front();
+}
+
+protocol::job_info cluster::wait_state(std::int64_t id, std::vector<core::job_state> states, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  std::optional<protocol::job_info> j;
+  while (std::chrono::steady_clock::now() < until) {
+    j = job(id);
+    if (j && std::find(states.begin(), states.end(), j->state) != states.end()) return *j;
+    std::this_thread::sleep_for(100ms);
+  }
+  FAIL("job " << id << " is " << (j ? std::string(core::to_string(j->state)) : "unknown") << " after "
+              << limit.count() << " s");
+  return *j;
+}
+
+void cluster::wait_idle(std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (jobs(false).empty()) return;
+    std::this_thread::sleep_for(200ms);
+  }
+  FAIL("jobs still live after " << limit.count() << " s");
+}
+
+void cluster::wait_nodes_up(int n, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    int up = 0;
+    for (const auto& node : nodes()) up += node.state == protocol::node_state::up;
+    if (up >= n) return;
+    std::this_thread::sleep_for(100ms);
+  }
+  FAIL("fewer than " << n << " nodes UP after " << limit.count() << " s");
+}
+
+test_user cluster::user(const std::string& name) {
+  if (::getpwnam(name.c_str()) == nullptr) {
+    const run_result r = run({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
+    REQUIRE_MESSAGE((r.status == 0 || r.status == 9), "useradd " << name << ": " << r.err);
+  }
+  const passwd* pw = ::getpwnam(name.c_str());
+  REQUIRE(pw != nullptr);
+  test_user u{name, pw->pw_uid, pw->pw_gid, dir_ / ("home-" + name)};
+  fs::create_directories(u.home);
+  REQUIRE(::chown(u.home.c_str(), u.uid, u.gid) == 0);
+  ::chmod(u.home.c_str(), 0700);
+  return u;
+}
+
+std::vector<pid_t> cluster::leftovers() const {
+  std::vector<pid_t> out;
+  const std::string needle = dir_.string();
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (pid == ::getpid()) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) != std::string::npos && alive(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+}  // namespace aqs::test
