@@ -36,7 +36,7 @@ agent::agent(asio::io_context& io, agent_options options, std::function<void(con
     : io_(io),
       options_(std::move(options)),
       on_fatal_(std::move(on_fatal)),
-      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }),
+      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }, options_.spool),
       backoff_timer_(io) {}
 
 agent::~agent() { stop(); }
@@ -71,6 +71,11 @@ void agent::start() {
   if (::chmod(spool.c_str(), 0711) != 0) {
     throw std::runtime_error("cannot set the mode of spool directory " + spool + ": " + std::strerror(errno));
   }
+  // Jobs a previous agent on this spool left running (it was killed, or
+  // the machine's agent was upgraded) are ours again; those that ended
+  // meanwhile are reported once aqsd is reached.
+  const auto adopted = supervisor_.adopt();
+  if (!adopted.empty()) log("adopted " + std::to_string(adopted.size()) + " running job(s) from the spool");
   asio::co_spawn(io_, run(), asio::detached);
 }
 
@@ -330,7 +335,12 @@ void agent::handle(protocol::message m) {
                            "job " + std::to_string(k->job_id) + " is not running on " + options_.name});
     }
   } else if (auto* o = std::get_if<protocol::ok>(&m)) {
-    outbox_.erase(o->id);
+    auto it = outbox_.find(o->id);
+    if (it != outbox_.end()) {
+      // aqsd has the job's end on disk: its spool records may go.
+      if (auto* e = std::get_if<protocol::job_exited>(&it->second)) supervisor_.forget(e->job_id);
+      outbox_.erase(it);
+    }
   } else if (auto* e = std::get_if<protocol::error>(&m)) {
     if (e->id && outbox_.erase(*e->id) > 0) log("aqsd refused a report: " + e->message);
   } else {

@@ -1,15 +1,24 @@
 // job_supervisor: SIGCHLD-driven reaping, time limits and kill escalation.
 #include "job_supervisor.hpp"
 
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace aqs::node {
 
-job_supervisor::job_supervisor(boost::asio::io_context& io, exit_callback on_exit)
-    : io_(io), on_exit_(std::move(on_exit)), sigchld_(io, SIGCHLD) {
+job_supervisor::job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool)
+    : io_(io), on_exit_(std::move(on_exit)), spool_(std::move(spool)), sigchld_(io, SIGCHLD) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   wait_for_children();
 }
@@ -27,28 +36,217 @@ void job_supervisor::wait_for_children() {
   });
 }
 
+std::filesystem::path job_supervisor::record(std::int64_t id, const char* what) const {
+  return spool_ / ("job-" + std::to_string(id) + "." + what);
+}
+
+namespace {
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks
+// since boot. With the pid it names one process for good (pids are reused).
+unsigned long long start_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && rest >> field; ++i) {
+  }
+  unsigned long long ticks = 0;
+  rest >> ticks;
+  return ticks;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Writes `text` to `path` through a temporary file and rename, so a reader
+// sees all of it or nothing. Only async-signal-safe calls: the step uses it.
+bool write_atomically(const char* path, const char* tmp, const char* text, std::size_t len) {
+  const int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len) && ::fsync(fd) == 0;
+  ::close(fd);
+  return ok && ::rename(tmp, path) == 0;
+}
+
+// Closes every descriptor >= 3 except those in `keep`.
+void close_all_but(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (fd < 3) continue;
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
+}  // namespace
+
 pid_t job_supervisor::start(std::int64_t job_id, const launch_spec& spec,
                             std::optional<std::chrono::milliseconds> time_limit,
                             std::chrono::milliseconds grace) {
   if (jobs_.count(job_id) != 0) {
     throw std::invalid_argument("job " + std::to_string(job_id) + " is already running on this node");
   }
-  const pid_t pgid = launch(spec);
+  const std::string status_path = record(job_id, "status").string();
+  const std::string status_tmp = status_path + ".tmp";
+  ::unlink(status_path.c_str());
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
+  const pid_t step = ::fork();
+  if (step < 0) {
+    ::close(report[0]);
+    ::close(report[1]);
+    throw launch_error(std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (step == 0) {
+    // The step: a single-threaded copy of the agent that outlives it. It
+    // keeps nothing of the agent's (above all not its connection to aqsd).
+    ::close(report[0]);
+    ::setsid();
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
+    ::signal(SIGCHLD, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    close_all_but({report[1], spec.stdout_fd, spec.stderr_fd});
+    std::string said;
+    pid_t pgid = 0;
+    try {
+      pgid = launch(spec);
+      said = "O" + std::to_string(pgid);
+    } catch (const std::exception& e) {
+      said = std::string("E") + e.what();
+    }
+    (void)!::write(report[1], said.data(), said.size());
+    ::close(report[1]);
+    if (spec.stdout_fd >= 0) ::close(spec.stdout_fd);
+    if (spec.stderr_fd >= 0) ::close(spec.stderr_fd);
+    if (pgid <= 0) ::_exit(0);
+    int status = 0;
+    while (::waitpid(pgid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::kill(-pgid, SIGKILL);  // what the job left in its group
+    char text[32];
+    const int len = std::snprintf(text, sizeof text, "%d\n", status);
+    write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    said.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(report[0]);
+  if (said.empty() || said[0] != 'O') {
+    while (::waitpid(step, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw launch_error(said.size() > 1 ? said.substr(1) : "the job's step process died before starting it");
+  }
+  const pid_t pgid = static_cast<pid_t>(std::stol(said.substr(1)));
   job& j = jobs_[job_id];
   j.id = job_id;
   j.pgid = pgid;
-  by_pid_[pgid] = job_id;
-  if (time_limit) {
-    j.limit = std::make_unique<boost::asio::steady_timer>(io_, *time_limit);
-    j.limit->async_wait([this, job_id, grace](boost::system::error_code ec) {
-      if (ec) return;
-      auto it = jobs_.find(job_id);
-      if (it != jobs_.end()) terminate(it->second, core::job_state::timeout, SIGTERM, grace);
-    });
-  }
-  // A child may have exited before we were listening for its SIGCHLD.
+  j.step = step;
+  by_pid_[step] = job_id;
+  // The record a new agent adopts the job by.
+  const std::string rec = std::to_string(step) + " " + std::to_string(start_ticks(step)) + " " + std::to_string(pgid) +
+                          " " + std::to_string(now_ms()) + " " + std::to_string(time_limit ? time_limit->count() : 0) +
+                          " " + std::to_string(grace.count()) + "\n";
+  const std::string rec_path = record(job_id, "step").string();
+  write_atomically(rec_path.c_str(), (rec_path + ".tmp").c_str(), rec.data(), rec.size());
+  if (time_limit) arm_limit(j, *time_limit, grace);
+  // A step may have ended before we were listening for its SIGCHLD.
   reap();
   return pgid;
+}
+
+void job_supervisor::arm_limit(job& j, std::chrono::milliseconds left, std::chrono::milliseconds grace) {
+  j.limit = std::make_unique<boost::asio::steady_timer>(io_, std::max(left, std::chrono::milliseconds(0)));
+  const std::int64_t job_id = j.id;
+  j.limit->async_wait([this, job_id, grace](boost::system::error_code ec) {
+    if (ec) return;
+    auto it = jobs_.find(job_id);
+    if (it != jobs_.end()) terminate(it->second, core::job_state::timeout, SIGTERM, grace);
+  });
+}
+
+std::vector<std::int64_t> job_supervisor::adopt() {
+  std::vector<std::int64_t> adopted;
+  std::error_code ec;
+  std::vector<std::filesystem::path> records;
+  for (const auto& e : std::filesystem::directory_iterator(spool_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("job-", 0) == 0 && e.path().extension() == ".step") records.push_back(e.path());
+  }
+  for (const auto& path : records) {
+    std::int64_t id = 0;
+    try {
+      id = std::stoll(path.stem().string().substr(4));
+    } catch (const std::exception&) {
+      std::filesystem::remove(path, ec);
+      continue;
+    }
+    std::ifstream in(path);
+    long long step = 0, pgid = 0, started = 0, limit = 0, grace = 0;
+    unsigned long long ticks = 0;
+    if (!(in >> step >> ticks >> pgid >> started >> limit >> grace) || step <= 0 || pgid <= 0 || jobs_.count(id)) {
+      std::filesystem::remove(path, ec);
+      continue;
+    }
+    job_outcome out;
+    out.job_id = id;
+    std::ifstream status_in(record(id, "status"));
+    int status = 0;
+    if (status_in >> status) {
+      // Ended while no agent ran: report it now.
+      out.status = decode_wait_status(status);
+      out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
+                                                                          : core::job_state::failed;
+      if (on_exit_) on_exit_(out);
+      continue;
+    }
+    const bool step_alive = ::kill(static_cast<pid_t>(step), 0) == 0 && start_ticks(static_cast<pid_t>(step)) == ticks;
+    // pidfd_open(2) by number: glibc 2.36's <sys/pidfd.h> is not usable from C++.
+    const int fd = step_alive ? static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(step), 0)) : -1;
+    if (fd < 0) {
+      // The step is gone without a word (killed with its agent): the job
+      // cannot be trusted to be whole; end what is left of it.
+      signal_job(static_cast<pid_t>(pgid), SIGKILL);
+      out.status.term_signal = SIGKILL;
+      out.state = core::job_state::failed;
+      if (on_exit_) on_exit_(out);
+      continue;
+    }
+    job& j = jobs_[id];
+    j.id = id;
+    j.pgid = static_cast<pid_t>(pgid);
+    j.step = static_cast<pid_t>(step);
+    j.pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
+    j.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code e) {
+      if (!e) step_ended(id, 0);
+    });
+    if (limit > 0) {
+      arm_limit(j, std::chrono::milliseconds(limit - (now_ms() - started)), std::chrono::milliseconds(grace));
+    }
+    adopted.push_back(id);
+  }
+  return adopted;
+}
+
+void job_supervisor::forget(std::int64_t job_id) {
+  if (jobs_.count(job_id) != 0) return;
+  std::error_code ec;
+  std::filesystem::remove(record(job_id, "step"), ec);
+  std::filesystem::remove(record(job_id, "status"), ec);
 }
 
 bool job_supervisor::kill(std::int64_t job_id, int sig, std::chrono::milliseconds grace) {
@@ -85,24 +283,38 @@ void job_supervisor::reap() {
     if (pid <= 0) return;  // none exited (0) or no children at all (-1)
     auto p = by_pid_.find(pid);
     if (p == by_pid_.end()) continue;  // an orphan handed to us as subreaper
-    auto it = jobs_.find(p->second);
+    const std::int64_t id = p->second;
     by_pid_.erase(p);
-    if (it == jobs_.end()) continue;
-    job j = std::move(it->second);
-    jobs_.erase(it);
-    // The main process is gone; whatever it left in its group goes too.
-    signal_job(j.pgid, SIGKILL);
-    job_outcome out;
-    out.job_id = j.id;
-    out.status = decode_wait_status(status);
-    if (j.killed_as) {
-      out.state = *j.killed_as;
-    } else {
-      out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
-                                                                          : core::job_state::failed;
-    }
-    if (on_exit_) on_exit_(out);
+    step_ended(id, status);
   }
+}
+
+void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  job j = std::move(it->second);
+  jobs_.erase(it);
+  by_pid_.erase(j.step);
+  // The job is over; whatever it left in its group goes too.
+  signal_job(j.pgid, SIGKILL);
+  job_outcome out;
+  out.job_id = j.id;
+  std::ifstream in(record(j.id, "status"));
+  int status = 0;
+  if (in >> status) {
+    out.status = decode_wait_status(status);
+  } else {
+    // The step died before it could write (SIGKILL): the job with it.
+    out.status = decode_wait_status(step_status);
+    if (!out.status.signaled()) out.status.term_signal = SIGKILL;
+  }
+  if (j.killed_as) {
+    out.state = *j.killed_as;
+  } else {
+    out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
+                                                                        : core::job_state::failed;
+  }
+  if (on_exit_) on_exit_(out);
 }
 
 }  // namespace aqs::node

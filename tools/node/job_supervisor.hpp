@@ -10,7 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <filesystem>
+
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -32,13 +35,22 @@ struct job_outcome {
 // the io_context (the agent runs one). It makes this process a child
 // subreaper, so that processes a job leaves behind are reparented to us and
 // reaped, never left as zombies of an init that does not reap.
+//
+// Each job runs under a step process of its own (like Slurm's slurmstepd):
+// a fork of the agent, in a session of its own, that starts the job, waits
+// for it, and writes its wait status to `spool/job-N.status` before it exits.
+// The agent records every step in `spool/job-N.step`. So an agent killed
+// with SIGKILL loses nothing: its jobs keep running under their steps, and a
+// new agent on the same spool adopts them (adopt()), learns their exit
+// status, and can still signal them, time them out and kill them.
 class job_supervisor {
 public:
   using exit_callback = std::function<void(const job_outcome&)>;
 
-  // on_exit is called once per started job, after its main process ended
-  // and every process left in its group was killed.
-  job_supervisor(boost::asio::io_context& io, exit_callback on_exit);
+  // on_exit is called once per started (or adopted) job, after its main
+  // process ended and every process left in its group was killed. `spool`
+  // must be a directory only this agent's user can write (the agent checks).
+  job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool);
   ~job_supervisor();
   job_supervisor(const job_supervisor&) = delete;
   job_supervisor& operator=(const job_supervisor&) = delete;
@@ -55,6 +67,15 @@ public:
   // timing out. Returns false for a job not running here.
   bool kill(std::int64_t job_id, int sig, std::chrono::milliseconds grace);
 
+  // Takes over the jobs a previous agent on this spool started: running
+  // steps are watched again (time limits re-armed from their start), and
+  // jobs that ended while no agent ran are reported through on_exit.
+  // Returns the ids adopted while running. Unreadable or stale records are
+  // removed.
+  std::vector<std::int64_t> adopt();
+  // The job's end has been reported and acknowledged: its spool records go.
+  void forget(std::int64_t job_id);
+
   // Ids of the jobs running here, in no particular order.
   std::vector<std::int64_t> running() const;
   bool is_running(std::int64_t job_id) const { return jobs_.count(job_id) != 0; }
@@ -63,16 +84,24 @@ private:
   struct job {
     std::int64_t id = 0;
     pid_t pgid = 0;
+    pid_t step = 0;  // the step process (our child, or adopted and watched by pidfd)
+    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;  // adopted steps only
     std::optional<core::job_state> killed_as;  // TIMEOUT or CANCELLED once we signalled it
     std::unique_ptr<boost::asio::steady_timer> limit;
     std::unique_ptr<boost::asio::steady_timer> escalate;
   };
   void wait_for_children();
   void reap();
+  // The step ended (wait status of the step itself): read the job's status
+  // from the spool and report.
+  void step_ended(std::int64_t job_id, int step_status);
+  void arm_limit(job& j, std::chrono::milliseconds left, std::chrono::milliseconds grace);
+  std::filesystem::path record(std::int64_t id, const char* what) const;
   void terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace);
 
   boost::asio::io_context& io_;
   exit_callback on_exit_;
+  std::filesystem::path spool_;
   boost::asio::signal_set sigchld_;
   std::unordered_map<std::int64_t, job> jobs_;
   std::unordered_map<pid_t, std::int64_t> by_pid_;

@@ -360,3 +360,58 @@ TEST_CASE("a node silent beyond the heartbeat timeout goes DOWN, its jobs NODE_F
   CHECK(c.cmd(bin().fkill, {std::to_string(requeued)}).status == 0);
   c.wait_state(requeued, {job_state::cancelled});
 }
+
+TEST_CASE("an agent killed with SIGKILL and restarted within the heartbeat timeout re-adopts its jobs and reports their ends") {
+  test::test_database db;
+  auto o = fast(db);
+  o.nodes = 1;
+  o.heartbeat_timeout_s = 6;
+  o.agent_heartbeat_s = 0.3;
+  test::cluster c(o);
+  const fs::path w = c.workdir();
+  write_file(w / "j.sh", "#!/bin/sh\necho $$ > \"$1\"\nsleep \"$2\"\nexit \"$3\"\n");
+  const auto survives = c.submit({"j.sh", (w / "a.pid").string(), "3", "5"});
+  const auto ends_meanwhile = c.submit({"j.sh", (w / "b.pid").string(), "0.5", "0"});
+  c.wait_state(survives, {job_state::running});
+  c.wait_state(ends_meanwhile, {job_state::running});
+  wait_for_file(w / "a.pid");
+  const pid_t a = read_pids(w / "a.pid").at(0);
+  c.kill_agent(0, SIGKILL);
+  std::this_thread::sleep_for(1500ms);  // b ends while no agent runs
+  CHECK(test::alive(a));                // a runs on without its agent
+  c.start_agent(0);
+  const auto ja = c.wait_state(survives, {job_state::completed, job_state::failed, job_state::node_fail}, 30s);
+  CHECK(ja.state == job_state::failed);
+  CHECK(ja.exit_code == 5);
+  const auto jb = c.wait_state(ends_meanwhile, {job_state::completed, job_state::failed, job_state::node_fail}, 30s);
+  CHECK(jb.state == job_state::completed);
+  CHECK(jb.exit_code == 0);
+  // The node never went DOWN and takes work as before.
+  const auto next = c.submit({"--wrap", "exit 0"});
+  c.wait_state(next, {job_state::completed});
+}
+
+TEST_CASE("an agent killed with SIGKILL for longer than the heartbeat timeout finds its jobs NODE_FAIL and kills them when it returns") {
+  test::test_database db;
+  auto o = fast(db);
+  o.nodes = 1;
+  o.heartbeat_timeout_s = 2;
+  o.agent_heartbeat_s = 0.3;
+  test::cluster c(o);
+  const fs::path w = c.workdir();
+  write_file(w / "j.sh", "#!/bin/sh\necho $$ > \"$1\"\nsleep 300 &\necho $! >> \"$1\"\nwait\n");
+  const auto id = c.submit({"j.sh", (w / "p").string()});
+  c.wait_state(id, {job_state::running});
+  wait_for_file(w / "p");
+  std::this_thread::sleep_for(200ms);
+  const auto pids = read_pids(w / "p");
+  REQUIRE(pids.size() == 2);
+  c.kill_agent(0, SIGKILL);
+  c.wait_state(id, {job_state::node_fail}, 20s);
+  CHECK(test::alive(pids[0]));
+  c.start_agent(0);
+  CHECK(all_gone(pids, 15s));
+  c.wait_nodes_up(1);
+  const auto next = c.submit({"--wrap", "exit 0"});
+  c.wait_state(next, {job_state::completed});
+}

@@ -27,7 +27,7 @@ struct bench {
   fs::path dir = tmp.path();
   boost::asio::io_context io;
   std::map<std::int64_t, job_outcome> done;
-  job_supervisor sup{io, [this](const job_outcome& o) { done[o.job_id] = o; }};
+  job_supervisor sup{io, [this](const job_outcome& o) { done[o.job_id] = o; }, dir};
 
 
   launch_spec shell(const std::string& cmd, const std::string& out = "out.txt") {
