@@ -9,20 +9,6 @@ namespace aqs::daemon {
 
 using core::job_state;
 
-namespace {
-
-// fkill --signal sends that signal only, no SIGKILL after the grace period
-// (protocol kill.escalate; an agent without it escalates after an hour).
-template <class K>
-void set_escalate(K& k, bool escalate) {
-  if constexpr (requires { k.escalate = escalate; }) {
-    k.escalate = escalate;
-  } else if (!escalate) {
-    k.grace_s = protocol::k_max_grace_s;
-  }
-}
-
-}  // namespace
 
 void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate) {
   auto it = jobs_.find(id);
@@ -32,7 +18,7 @@ void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace,
   k.job_id = id;
   k.signal = sig;
   k.grace_s = grace.count();
-  set_escalate(k, escalate);
+  k.escalate = escalate;  // fkill --signal: that signal only
   send_to_node(*it->second.host, std::move(k));
 }
 

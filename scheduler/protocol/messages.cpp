@@ -374,12 +374,14 @@ void write(json& j, const kill& m) {
   j["job_id"] = m.job_id;
   j["signal"] = m.signal;
   j["grace_s"] = m.grace_s;
+  j["escalate"] = m.escalate;
 }
 void read(const reader& r, kill& m) {
   m.id = read_id(r);
   m.job_id = read_job_id(r);
   m.signal = r.integer("signal", 1, k_max_signal);
   m.grace_s = r.integer_or("grace_s", 0, k_max_grace_s, 10);
+  m.escalate = r.boolean("escalate", true);
 }
 
 void write(json& j, const new_map& m) {

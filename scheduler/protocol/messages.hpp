@@ -274,13 +274,15 @@ struct launch {
 };
 
 // Server -> node: signal the job's process group; if it is still there after
-// grace_s seconds, SIGKILL. Reply: ok {}.
+// grace_s seconds, SIGKILL, unless escalate is false (fkill --signal: that
+// signal only). Reply: ok {}.
 struct kill {
   static constexpr std::string_view type = "kill";
   std::int64_t id = 0;
   std::int64_t job_id = 0;
   std::int64_t signal = 15;
   std::int64_t grace_s = 10;
+  bool escalate = true;
   friend bool operator==(const kill&, const kill&) = default;
 };
 

@@ -328,7 +328,10 @@ void agent::handle(protocol::message m) {
   if (auto* l = std::get_if<protocol::launch>(&m)) {
     handle_launch(*l);
   } else if (auto* k = std::get_if<protocol::kill>(&m)) {
-    if (supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))) {
+    const bool found = k->escalate
+                           ? supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))
+                           : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
+    if (found) {
       send(protocol::ok{k->id, {}});
     } else {
       send(protocol::error{k->id, protocol::error_code::not_found,

@@ -256,6 +256,13 @@ bool job_supervisor::kill(std::int64_t job_id, int sig, std::chrono::millisecond
   return true;
 }
 
+bool job_supervisor::signal(std::int64_t job_id, int sig) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  signal_job(it->second.pgid, sig);
+  return true;
+}
+
 void job_supervisor::terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace) {
   if (!j.killed_as) j.killed_as = as;
   signal_job(j.pgid, sig);

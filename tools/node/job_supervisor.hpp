@@ -66,6 +66,9 @@ public:
   // if it is still there; the job ends CANCELLED unless it was already
   // timing out. Returns false for a job not running here.
   bool kill(std::int64_t job_id, int sig, std::chrono::milliseconds grace);
+  // Sends sig to the job's process group and nothing more (no escalation,
+  // no change to how the job is reported). False for a job not running here.
+  bool signal(std::int64_t job_id, int sig);
 
   // Takes over the jobs a previous agent on this spool started: running
   // steps are watched again (time limits re-armed from their start), and

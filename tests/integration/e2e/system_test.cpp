@@ -146,6 +146,18 @@ TEST_CASE("fkill ends pending and running jobs with their whole process tree; ti
   CHECK(*c.job(parent)->end_time <= *c.job(child)->start_time);
   CHECK(slurp(w / "dep.out") == "after\n");
 
+  // fkill --signal delivers that signal only: the job handles it and runs on.
+  const auto trapper =
+      c.submit({"--wrap", "trap 'echo got >> usr1.out' USR1; while :; do sleep 0.1; done"});
+  c.wait_state(trapper, {job_state::running});
+  std::this_thread::sleep_for(300ms);  // the trap is set
+  CHECK(c.cmd(bin().fkill, {"--signal", "USR1", std::to_string(trapper)}).status == 0);
+  wait_for_file(w / "usr1.out");
+  std::this_thread::sleep_for(500ms);
+  CHECK(c.job(trapper)->state == job_state::running);
+  CHECK(c.cmd(bin().fkill, {std::to_string(trapper)}).status == 0);
+  c.wait_state(trapper, {job_state::cancelled});
+
   const auto failing = c.submit({"--wrap", "exit 1"});
   const auto orphan = c.submit({"-d", "afterok:" + std::to_string(failing), "--wrap", "touch orphan-ran"});
   c.wait_state(orphan, {job_state::cancelled});

@@ -69,6 +69,7 @@ inline std::vector<message> samples() {
       launch{15, 5, sample_job(), "alice", 1000, 1000, "0111", 3, {0, 1, 2}, "node2:0-2",
              std::string("secret")},
       kill{16, 5, 15, 30},
+      kill{17, 5, 10, 0, false},
       new_map{5, 2, "1100"},
       resize_ack{17, 5, 2, "1100"},
   };
