@@ -12,8 +12,6 @@
 //   bench_daemon [--quick] [--only api|fsub|latency|trivial|mix]
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,7 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "protocol/framing.hpp"
+#include "client/client_connection.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
 
@@ -101,59 +99,7 @@ struct child {
   }
 };
 
-// A synchronous protocol client on the Unix socket.
-class wire {
-public:
-  explicit wire(const std::string& path) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd_);
-      throw std::runtime_error("cannot connect to " + path);
-    }
-    send(protocol::hello{0, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
-    if (!std::holds_alternative<protocol::ok>(next())) throw std::runtime_error("hello refused");
-  }
-  ~wire() { ::close(fd_); }
-  void send(const protocol::message& m) {
-    const std::string f = protocol::encode(m);
-    std::size_t off = 0;
-    while (off < f.size()) {
-      const ssize_t n = ::write(fd_, f.data() + off, f.size() - off);
-      if (n <= 0) throw std::runtime_error("write to aqsd failed");
-      off += static_cast<std::size_t>(n);
-    }
-  }
-  protocol::message next() {
-    while (frames_.empty()) {
-      char buf[65536];
-      const ssize_t n = ::read(fd_, buf, sizeof buf);
-      if (n <= 0) throw std::runtime_error("aqsd closed the connection");
-      decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)), frames_);
-    }
-    std::string body = std::move(frames_.front());
-    frames_.erase(frames_.begin());
-    return protocol::parse_message(body);
-  }
-  // The ok reply to request `id` (pushes in between are dropped).
-  nlohmann::json call(const protocol::message& m) {
-    const auto id = protocol::id_of(m);
-    send(m);
-    while (true) {
-      protocol::message r = next();
-      if (protocol::id_of(r) != id) continue;
-      if (auto* ok = std::get_if<protocol::ok>(&r)) return ok->result;
-      if (auto* e = std::get_if<protocol::error>(&r)) throw std::runtime_error("aqsd: " + e->message);
-    }
-  }
-
-private:
-  int fd_ = -1;
-  protocol::frame_decoder decoder_;
-  std::vector<std::string> frames_;
-};
+using wire = client::connection;
 
 protocol::submit trivial(std::int64_t id, const std::string& workdir, std::vector<std::string> argv = {"true"},
                          std::int64_t procs = 1, std::optional<std::int64_t> walltime = std::nullopt) {
@@ -256,7 +202,7 @@ int main(int argc, char** argv) {
         try {
           wire probe(sock);
           break;
-        } catch (const std::exception&) {
+        } catch (const client::client_error&) {
         }
       }
       std::this_thread::sleep_for(50ms);
@@ -343,8 +289,10 @@ int main(int argc, char** argv) {
         w.send(protocol::watch_job{5, id});
         bool done = false;
         while (!done) {
-          protocol::message m = w.next();
-          if (auto* e = std::get_if<protocol::job_event>(&m)) {
+          const auto next = w.next(std::nullopt);
+          if (!next) continue;
+          const protocol::message& m = *next;
+          if (const auto* e = std::get_if<protocol::job_event>(&m)) {
             if (e->state == core::job_state::running && to_running.size() < static_cast<std::size_t>(i + 1)) {
               to_running.push_back(seconds_since(t0) * 1e3);
             }
