@@ -432,18 +432,39 @@ void agent::handle_launch(const protocol::launch& l) {
     spec.stdout_fd = out_pipe[1];
     spec.stderr_fd = err_pipe[1];
   }
-  try {
-    supervisor_.start(l.job_id, spec, limit, options_.timeout_grace);
-  } catch (const std::exception& e) {
+  const std::int64_t job_id = l.job_id, request = l.id;
+  auto forget_script = [this, job_id] {
     std::error_code ec;
-    std::filesystem::remove(options_.spool / ("job-" + std::to_string(l.job_id) + ".script"), ec);
+    std::filesystem::remove(options_.spool / ("job-" + std::to_string(job_id) + ".script"), ec);
+  };
+  // The step starts the job while we go on; its answer comes back here.
+  auto started = [this, job_id, request, forget_script](std::optional<std::string> error) {
+    if (error) {
+      forget_script();
+      auto s = streams_.find(job_id);
+      if (s != streams_.end()) {
+        boost::system::error_code ignored;
+        if (s->second.out) s->second.out->close(ignored);
+        if (s->second.err) s->second.err->close(ignored);
+      }
+      log("job " + std::to_string(job_id) + " not started: " + *error);
+      send(protocol::error{request, protocol::error_code::bad_request, *error});
+      return;
+    }
+    send(protocol::ok{request, {}});
+    report(protocol::job_started{0, job_id});
+  };
+  try {
+    supervisor_.start_async(l.job_id, spec, limit, options_.timeout_grace, started);
+  } catch (const std::exception& e) {
+    forget_script();
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
       if (fd >= 0) ::close(fd);
     }
     return refuse(protocol::error_code::bad_request, e.what());
   }
   if (l.job.interactive) {
-    ::close(out_pipe[1]);
+    ::close(out_pipe[1]);  // the step has its own copies now
     ::close(err_pipe[1]);
     job_streams& js = streams_[l.job_id];
     js.out = std::make_unique<asio::posix::stream_descriptor>(io_, out_pipe[0]);
@@ -452,8 +473,6 @@ void agent::handle_launch(const protocol::launch& l) {
     asio::co_spawn(io_, read_stream(l.job_id, false), asio::detached);
     asio::co_spawn(io_, read_stream(l.job_id, true), asio::detached);
   }
-  send(protocol::ok{l.id, {}});
-  report(protocol::job_started{0, l.job_id});
 }
 
 awaitable<void> agent::read_stream(std::int64_t job_id, bool is_stderr) {

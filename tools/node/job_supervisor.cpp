@@ -2,6 +2,8 @@
 #include "job_supervisor.hpp"
 
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -65,10 +67,12 @@ std::int64_t now_ms() {
 
 // Writes `text` to `path` through a temporary file and rename, so a reader
 // sees all of it or nothing. Only async-signal-safe calls: the step uses it.
+// No fsync: the records must outlive the agent, not the machine (whose
+// crash ends the jobs too), and a flush per job would cost more than the job.
 bool write_atomically(const char* path, const char* tmp, const char* text, std::size_t len) {
   const int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return false;
-  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len) && ::fsync(fd) == 0;
+  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len);
   ::close(fd);
   return ok && ::rename(tmp, path) == 0;
 }
@@ -87,9 +91,9 @@ void close_all_but(std::vector<int> keep) {
 
 }  // namespace
 
-pid_t job_supervisor::start(std::int64_t job_id, const launch_spec& spec,
-                            std::optional<std::chrono::milliseconds> time_limit,
-                            std::chrono::milliseconds grace) {
+void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
+                                 std::optional<std::chrono::milliseconds> time_limit, std::chrono::milliseconds grace,
+                                 started_callback started) {
   if (jobs_.count(job_id) != 0) {
     throw std::invalid_argument("job " + std::to_string(job_id) + " is already running on this node");
   }
@@ -138,35 +142,75 @@ pid_t job_supervisor::start(std::int64_t job_id, const launch_spec& spec,
     ::_exit(0);
   }
   ::close(report[1]);
-  std::string said;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(report[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    said.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(report[0]);
-  if (said.empty() || said[0] != 'O') {
-    while (::waitpid(step, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    throw launch_error(said.size() > 1 ? said.substr(1) : "the job's step process died before starting it");
-  }
-  const pid_t pgid = static_cast<pid_t>(std::stol(said.substr(1)));
   job& j = jobs_[job_id];
   j.id = job_id;
-  j.pgid = pgid;
   j.step = step;
+  j.starting = true;
+  j.report = std::make_unique<boost::asio::posix::stream_descriptor>(io_, report[0]);
+  j.limit_ms = time_limit;
+  j.grace = grace;
+  j.started = std::move(started);
   by_pid_[step] = job_id;
+  read_report(job_id);
+}
+
+void job_supervisor::read_report(std::int64_t job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.report) return;
+  auto buf = std::make_shared<std::array<char, 4096>>();
+  it->second.report->async_read_some(boost::asio::buffer(*buf), [this, job_id, buf](boost::system::error_code ec,
+                                                                                     std::size_t n) {
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return;
+    it->second.said.append(buf->data(), n);
+    if (ec) {
+      reported(job_id);  // EOF: the step said all it will
+    } else {
+      read_report(job_id);
+    }
+  });
+}
+
+void job_supervisor::reported(std::int64_t job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  job& j = it->second;
+  j.report.reset();
+  j.starting = false;
+  started_callback started = std::move(j.started);
+  if (j.said.empty() || j.said[0] != 'O') {
+    const std::string error = j.said.size() > 1 ? j.said.substr(1) : "the job's step process died before starting it";
+    by_pid_.erase(j.step);  // reaped as an orphan if it is still there
+    jobs_.erase(it);
+    if (started) started(error);
+    return;
+  }
+  j.pgid = static_cast<pid_t>(std::stol(j.said.substr(1)));
   // The record a new agent adopts the job by.
-  const std::string rec = std::to_string(step) + " " + std::to_string(start_ticks(step)) + " " + std::to_string(pgid) +
-                          " " + std::to_string(now_ms()) + " " + std::to_string(time_limit ? time_limit->count() : 0) +
-                          " " + std::to_string(grace.count()) + "\n";
+  const std::string rec = std::to_string(j.step) + " " + std::to_string(start_ticks(j.step)) + " " +
+                          std::to_string(j.pgid) + " " + std::to_string(now_ms()) + " " +
+                          std::to_string(j.limit_ms ? j.limit_ms->count() : 0) + " " + std::to_string(j.grace.count()) +
+                          "\n";
   const std::string rec_path = record(job_id, "step").string();
   write_atomically(rec_path.c_str(), (rec_path + ".tmp").c_str(), rec.data(), rec.size());
-  if (time_limit) arm_limit(j, *time_limit, grace);
-  // A step may have ended before we were listening for its SIGCHLD.
-  reap();
-  return pgid;
+  if (j.limit_ms) arm_limit(j, *j.limit_ms, j.grace);
+  const auto deferred = std::move(j.deferred);
+  const auto step_exited = j.step_exited;
+  if (started) started(std::nullopt);
+  for (const auto& [sig, grace] : deferred) kill(job_id, sig, grace);
+  if (step_exited) step_ended(job_id, *step_exited);
+}
+
+pid_t job_supervisor::start(std::int64_t job_id, const launch_spec& spec,
+                            std::optional<std::chrono::milliseconds> time_limit, std::chrono::milliseconds grace) {
+  std::optional<std::optional<std::string>> outcome;
+  start_async(job_id, spec, time_limit, grace, [&](std::optional<std::string> error) { outcome = std::move(error); });
+  while (!outcome) {
+    if (io_.stopped()) io_.restart();
+    io_.run_one();
+  }
+  if (*outcome) throw launch_error(**outcome);
+  return jobs_.count(job_id) != 0 ? jobs_.at(job_id).pgid : 0;
 }
 
 void job_supervisor::arm_limit(job& j, std::chrono::milliseconds left, std::chrono::milliseconds grace) {
@@ -252,13 +296,17 @@ void job_supervisor::forget(std::int64_t job_id) {
 bool job_supervisor::kill(std::int64_t job_id, int sig, std::chrono::milliseconds grace) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return false;
+  if (it->second.starting) {
+    it->second.deferred.emplace_back(sig, grace);  // once its process group exists
+    return true;
+  }
   terminate(it->second, it->second.killed_as.value_or(core::job_state::cancelled), sig, grace);
   return true;
 }
 
 bool job_supervisor::signal(std::int64_t job_id, int sig) {
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return false;
+  if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
   signal_job(it->second.pgid, sig);
   return true;
 }
@@ -291,6 +339,11 @@ void job_supervisor::reap() {
     auto p = by_pid_.find(pid);
     if (p == by_pid_.end()) continue;  // an orphan handed to us as subreaper
     const std::int64_t id = p->second;
+    auto j = jobs_.find(id);
+    if (j != jobs_.end() && j->second.starting) {
+      j->second.step_exited = status;  // its report comes first
+      continue;
+    }
     by_pid_.erase(p);
     step_ended(id, status);
   }

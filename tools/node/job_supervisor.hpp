@@ -55,9 +55,17 @@ public:
   job_supervisor(const job_supervisor&) = delete;
   job_supervisor& operator=(const job_supervisor&) = delete;
 
-  // Starts a job. With a time limit, SIGTERM at the limit and SIGKILL
-  // `grace` later. Throws launch_error (nothing started) or
-  // std::invalid_argument if the job id is already running here.
+  // Starts a job without waiting for it: forks its step and returns. When
+  // the step has started the job (its exec succeeded) or failed to,
+  // `started` gets nullopt or the one-line launch error (then the job is
+  // forgotten and on_exit is never called). With a time limit, SIGTERM at
+  // the limit and SIGKILL `grace` later. Throws launch_error (nothing
+  // started) or std::invalid_argument if the job id is already here.
+  using started_callback = std::function<void(std::optional<std::string> error)>;
+  void start_async(std::int64_t job_id, const launch_spec& spec, std::optional<std::chrono::milliseconds> time_limit,
+                   std::chrono::milliseconds grace, started_callback started);
+  // start_async, waiting (running the io_context) until the job runs;
+  // returns its process group. Throws launch_error if it could not start.
   pid_t start(std::int64_t job_id, const launch_spec& spec,
               std::optional<std::chrono::milliseconds> time_limit = std::nullopt,
               std::chrono::milliseconds grace = std::chrono::seconds(10));
@@ -90,6 +98,15 @@ private:
     pid_t step = 0;  // the step process (our child, or adopted and watched by pidfd)
     std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;  // adopted steps only
     std::optional<core::job_state> killed_as;  // TIMEOUT or CANCELLED once we signalled it
+    // Until the step reports: the report pipe, and what happened meanwhile.
+    bool starting = false;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> report;
+    std::string said;
+    std::optional<int> step_exited;           // the step's wait status, if it was reaped first
+    std::vector<std::pair<int, std::chrono::milliseconds>> deferred;  // kills asked for while starting
+    std::optional<std::chrono::milliseconds> limit_ms;
+    std::chrono::milliseconds grace{0};
+    started_callback started;
     std::unique_ptr<boost::asio::steady_timer> limit;
     std::unique_ptr<boost::asio::steady_timer> escalate;
   };
@@ -98,6 +115,8 @@ private:
   // The step ended (wait status of the step itself): read the job's status
   // from the spool and report.
   void step_ended(std::int64_t job_id, int step_status);
+  void read_report(std::int64_t job_id);
+  void reported(std::int64_t job_id);
   void arm_limit(job& j, std::chrono::milliseconds left, std::chrono::milliseconds grace);
   std::filesystem::path record(std::int64_t id, const char* what) const;
   void terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace);
