@@ -186,6 +186,23 @@ void controller::transition(std::int64_t job, job_state to, std::optional<core::
 void controller::kick() {
   if (writing_ || stopped_ || recovering_) return;
   if (decide_needed_) {
+    // One decision for everything already waiting on the strand: a burst of
+    // submissions or job ends is decided once, not once per event.
+    if (!decision_posted_) {
+      decision_posted_ = true;
+      post([this] {
+        decision_posted_ = false;
+        decide_and_write();
+      });
+    }
+    return;
+  }
+  decide_and_write();
+}
+
+void controller::decide_and_write() {
+  if (writing_ || stopped_ || recovering_) return;
+  if (decide_needed_) {
     decide_needed_ = false;
     try {
       apply_decisions(sched_.decide(now()));

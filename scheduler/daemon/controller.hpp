@@ -141,7 +141,8 @@ private:
     bool empty() const { return transitions.empty() && store_ops.empty() && after.empty(); }
   };
   void post(std::function<void()> f);        // run on the strand
-  void kick();                               // decide and write if idle
+  void kick();                               // decide (deferred, coalesced) and write if idle
+  void decide_and_write();
   void write_batch(batch b);
   void committed(batch b);
   void store_task(std::function<void(store::job_store&)> op, std::function<void()> then);
@@ -241,6 +242,7 @@ private:
   bool writing_ = false;
   bool recovering_ = false;  // recover() runs: no decision before every job is back
   bool decide_needed_ = false;
+  bool decision_posted_ = false;
 
   // Read from session threads: guarded by shared_mu_.
   mutable std::mutex shared_mu_;
