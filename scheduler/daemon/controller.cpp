@@ -159,6 +159,8 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_agent_reply(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_ack>) {
           post([this, c, msg] { handle_resize_ack(c, msg); });
+        } else if constexpr (std::is_same_v<T, protocol::resize_refused>) {
+          post([this, c, msg] { handle_resize_refused(c, msg); });
         } else {
           const auto id = protocol::id_of(m);
           if (id) reply_error(c, *id, protocol::error_code::unknown_type,

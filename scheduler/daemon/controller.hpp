@@ -94,6 +94,7 @@ private:
     std::size_t first_proc = 0;
     std::size_t nprocs = 0;
     std::vector<std::int64_t> cpus;  // local cpus; processor i runs on cpus[i % size]
+    std::string host;                // the machine, as MPI names it (from register)
     std::int64_t memory_mb = 0;
     std::int64_t gpus = 0;
     conn_ptr conn;                   // the agent, when connected
@@ -118,6 +119,7 @@ private:
     int misses = 0;                   // heartbeats of its host without it
     std::int64_t epoch = 0;           // of the last map sent
     std::string token;                // the shim's TCP secret
+    std::int64_t map_sent_us = 0;     // wall clock when its newest map went out
     bool cancel_requested = false;
     std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
     std::deque<protocol::output> early_output;  // before any watcher came (interactive)
@@ -182,6 +184,9 @@ private:
   void begin_resize(std::int64_t id, const core::processor_set& to);
   void send_map(std::int64_t id);
   void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
+  void handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m);
+  // The resize of `id` ends without a change: it keeps its processors.
+  void keep_old_processors(std::int64_t id, const std::string& note);
   void resize_expired(std::int64_t id, std::int64_t epoch);
   // nodes.cpp
   void handle_register(const conn_ptr& c, const protocol::register_node& m);
@@ -192,6 +197,10 @@ private:
   void send_to_node(std::size_t index, protocol::message m);
   node_entry* node_of_conn(const conn_ptr& c);
   std::vector<std::int64_t> local_cpus(const node_entry& n, const core::processor_set& procs) const;
+  // Host and cpu of every processor of `procs` (protocol launch/new_map
+  // placement); both empty if a node is unknown or the map is too large.
+  void fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
+                      std::vector<std::int64_t>& cpus) const;
   void refresh_spans();
   // views.cpp
   void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);

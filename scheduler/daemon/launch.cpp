@@ -72,6 +72,7 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   l.local_cpus = local_cpus(nodes_[host], procs);
   l.nodelist = cmdline::format_processor_map(spans(), procs);
   l.job_token = e.token;
+  fill_placement(procs, l.proc_hosts, l.proc_cpus);
   launch_requests_[l.id] = id;
   send_to_node(host, std::move(l));
 }

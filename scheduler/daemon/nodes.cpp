@@ -39,6 +39,25 @@ std::vector<std::int64_t> controller::local_cpus(const node_entry& n, const core
   return out;
 }
 
+void controller::fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
+                                std::vector<std::int64_t>& cpus) const {
+  hosts.clear();
+  cpus.clear();
+  if (procs.count() > protocol::k_max_placement) return;  // too big to list: the shim guesses
+  std::size_t node = 0;
+  for (std::size_t p = procs.first(); p != core::processor_set::npos; p = procs.find_next(p + 1)) {
+    while (node < nodes_.size() && p >= nodes_[node].first_proc + nodes_[node].nprocs) ++node;
+    if (node == nodes_.size()) break;
+    const node_entry& n = nodes_[node];
+    hosts.push_back(n.host.empty() ? n.name : n.host);
+    cpus.push_back(n.cpus.empty() ? 0 : n.cpus[(p - n.first_proc) % n.cpus.size()]);
+  }
+  if (hosts.size() != procs.count()) {
+    hosts.clear();
+    cpus.clear();
+  }
+}
+
 void controller::refresh_spans() {
   std::vector<cmdline::node_span> s;
   s.reserve(nodes_.size());
@@ -116,6 +135,7 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
   if (n.conn && n.conn->serial() != c->serial()) n.conn->close();  // the agent's old connection
   n.conn = c;
   n.cpus = m.cpus;
+  n.host = m.host.empty() ? m.name : m.host;
   n.memory_mb = m.memory_mb;
   n.gpus = m.gpus;
   n.last_seen = clock::now();

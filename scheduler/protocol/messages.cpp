@@ -44,6 +44,44 @@ bool is_hex(std::string_view s) {
 }
 
 // Node names appear in "node2:0-3,node3:0-1": no ':' or ',' or blanks.
+// A host name as resolvers and MPI take it: letters, digits, '-', '.', '_'.
+std::string read_host_name(const reader& r, const char* key) {
+  std::string s = r.string(key, k_name_rule);
+  for (const char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '.' || c == '_';
+    if (!ok) r.fail(key, "must be a host name (letters, digits, '-', '.', '_')");
+  }
+  return s;
+}
+
+// proc_hosts/proc_cpus: both absent or both with one entry per processor.
+void write_placement(json& j, const std::vector<std::string>& hosts, const std::vector<std::int64_t>& cpus) {
+  if (hosts.empty() && cpus.empty()) return;
+  j["proc_hosts"] = hosts;
+  j["proc_cpus"] = cpus;
+}
+void read_placement(const reader& r, std::int64_t nprocs, std::vector<std::string>& hosts,
+                    std::vector<std::int64_t>& cpus) {
+  if (r.find("proc_hosts") == nullptr && r.find("proc_cpus") == nullptr) return;
+  cpus = r.integers("proc_cpus", k_max_placement, 0, static_cast<std::int64_t>(k_max_cpus) - 1);
+  if (static_cast<std::int64_t>(cpus.size()) != nprocs) r.fail("proc_cpus", "must have one entry per processor");
+  const json* a = r.array("proc_hosts", k_max_placement, true);
+  if (static_cast<std::int64_t>(a->size()) != nprocs) r.fail("proc_hosts", "must have one entry per processor");
+  hosts.clear();
+  hosts.reserve(a->size());
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const std::string key = "proc_hosts[" + std::to_string(i) + "]";
+    if (!(*a)[i].is_string()) r.fail(key.c_str(), "must be a string");
+    // Runs of one host are common: keep the check cheap for them.
+    if (!hosts.empty() && (*a)[i].get_ref<const std::string&>() == hosts.back()) {
+      hosts.push_back(hosts.back());
+    } else {
+      hosts.push_back(r.string_of(key, (*a)[i], k_name_rule));
+    }
+  }
+}
+
 std::string read_node_name(const reader& r, const char* key) {
   std::string s = r.string(key, k_name_rule);
   for (const char c : s) {
@@ -285,6 +323,7 @@ void write(json& j, const register_node& m) {
   j["memory_mb"] = m.memory_mb;
   j["gpus"] = m.gpus;
   j["running"] = m.running;
+  if (!m.host.empty()) j["host"] = m.host;
 }
 void read(const reader& r, register_node& m) {
   m.id = read_id(r);
@@ -295,6 +334,7 @@ void read(const reader& r, register_node& m) {
   m.memory_mb = r.integer_or("memory_mb", 0, std::int64_t{1} << 40, 0);
   m.gpus = r.integer_or("gpus", 0, 1 << 16, 0);
   m.running = r.integers("running", k_max_ids, 1, k_max_job_id);
+  if (r.find("host") != nullptr) m.host = read_host_name(r, "host");
 }
 
 void write(json& j, const heartbeat& m) {
@@ -350,6 +390,7 @@ void write(json& j, const launch& m) {
   j["local_cpus"] = m.local_cpus;
   j["nodelist"] = m.nodelist;
   put_opt(j, "job_token", m.job_token);
+  write_placement(j, m.proc_hosts, m.proc_cpus);
 }
 void read(const reader& r, launch& m) {
   m.id = read_id(r);
@@ -367,6 +408,7 @@ void read(const reader& r, launch& m) {
   if (m.local_cpus.empty()) r.fail("local_cpus", "must not be empty");
   m.nodelist = r.string("nodelist", {k_max_path, true, true});
   m.job_token = r.opt_string("job_token", {128, true, true});
+  read_placement(r, m.nprocs, m.proc_hosts, m.proc_cpus);
 }
 
 void write(json& j, const kill& m) {
@@ -388,11 +430,14 @@ void write(json& j, const new_map& m) {
   j["job_id"] = m.job_id;
   j["epoch"] = m.epoch;
   j["procs"] = m.procs;
+  write_placement(j, m.proc_hosts, m.proc_cpus);
 }
 void read(const reader& r, new_map& m) {
   m.job_id = read_job_id(r);
   m.epoch = r.integer("epoch", 1, k_max_job_id);
   m.procs = read_map(r, "procs", true);
+  read_placement(r, static_cast<std::int64_t>(std::count(m.procs.begin(), m.procs.end(), '1')), m.proc_hosts,
+                 m.proc_cpus);
 }
 
 void write(json& j, const resize_ack& m) {
@@ -400,12 +445,36 @@ void write(json& j, const resize_ack& m) {
   j["job_id"] = m.job_id;
   j["epoch"] = m.epoch;
   j["procs"] = m.procs;
+  put_opt(j, "received_at_us", m.received_at_us);
+  put_opt(j, "wait_us", m.wait_us);
+  put_opt(j, "spawn_us", m.spawn_us);
+  put_opt(j, "data_us", m.data_us);
+  put_opt(j, "total_us", m.total_us);
 }
 void read(const reader& r, resize_ack& m) {
   m.id = read_id(r);
   m.job_id = read_job_id(r);
   m.epoch = r.integer("epoch", 1, k_max_job_id);
   m.procs = read_map(r, "procs", true);
+  constexpr std::int64_t k_max_us = std::int64_t{1} << 53;
+  m.received_at_us = r.opt_integer("received_at_us", 0, k_max_us);
+  m.wait_us = r.opt_integer("wait_us", 0, k_max_us);
+  m.spawn_us = r.opt_integer("spawn_us", 0, k_max_us);
+  m.data_us = r.opt_integer("data_us", 0, k_max_us);
+  m.total_us = r.opt_integer("total_us", 0, k_max_us);
+}
+
+void write(json& j, const resize_refused& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["epoch"] = m.epoch;
+  j["reason"] = m.reason;
+}
+void read(const reader& r, resize_refused& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.epoch = r.integer("epoch", 1, k_max_job_id);
+  m.reason = r.string("reason", {k_max_text, true, true});
 }
 
 // Finds the alternative whose ::type is `t` and reads it.
@@ -482,7 +551,7 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<output>(m) || std::holds_alternative<ok>(m) ||
              std::holds_alternative<error>(m);
     case peer_role::job:
-      return std::holds_alternative<resize_ack>(m);
+      return std::holds_alternative<resize_ack>(m) || std::holds_alternative<resize_refused>(m);
   }
   return false;
 }

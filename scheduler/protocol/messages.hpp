@@ -35,6 +35,7 @@ inline constexpr std::size_t k_max_arg = std::size_t{128} << 10;  // one argv/en
 inline constexpr std::size_t k_max_ids = 65536;       // job id lists
 inline constexpr std::int64_t k_max_list = 10000;      // jobs per list_jobs reply page
 inline constexpr std::size_t k_max_cpus = 65536;      // local cpu lists
+inline constexpr std::size_t k_max_placement = 65536; // proc_hosts/proc_cpus entries (jobs larger than this go without)
 inline constexpr std::size_t k_max_output_chunk = std::size_t{1} << 20;  // raw bytes per output message
 inline constexpr std::size_t k_max_text = 4096;       // error messages
 inline constexpr std::int64_t k_max_signal = 64;
@@ -220,6 +221,7 @@ struct register_node {
   std::int64_t memory_mb = 0;
   std::int64_t gpus = 0;
   std::vector<std::int64_t> running;
+  std::string host;  // the machine's host name as MPI knows it; empty: same as name
   friend bool operator==(const register_node&, const register_node&) = default;
 };
 
@@ -270,6 +272,10 @@ struct launch {
   std::vector<std::int64_t> local_cpus;
   std::string nodelist;
   std::optional<std::string> job_token;
+  // Where each processor of `procs` runs, in processor order (both empty, or
+  // both with one entry per 1 of the map): its node's host and local cpu.
+  std::vector<std::string> proc_hosts;
+  std::vector<std::int64_t> proc_cpus;
   friend bool operator==(const launch&, const launch&) = default;
 };
 
@@ -295,6 +301,8 @@ struct new_map {
   std::int64_t job_id = 0;
   std::int64_t epoch = 1;
   std::string procs;
+  std::vector<std::string> proc_hosts;  // as in launch
+  std::vector<std::int64_t> proc_cpus;
   friend bool operator==(const new_map&, const new_map&) = default;
 };
 
@@ -306,13 +314,33 @@ struct resize_ack {
   std::int64_t job_id = 0;
   std::int64_t epoch = 1;
   std::string procs;
+  // How the change went, as the shim measured it (microseconds; each absent
+  // if unknown): received_at_us is the wall-clock time (Unix epoch) the map
+  // arrived; wait_us until MPI_Migrate() took it up; spawn_us starting new
+  // ranks; data_us moving data; total_us from arrival to this ack.
+  std::optional<std::int64_t> received_at_us;
+  std::optional<std::int64_t> wait_us;
+  std::optional<std::int64_t> spawn_us;
+  std::optional<std::int64_t> data_us;
+  std::optional<std::int64_t> total_us;
   friend bool operator==(const resize_ack&, const resize_ack&) = default;
+};
+
+// Job -> server: the map of `epoch` cannot be applied (new ranks could not be
+// started, say); the job goes on with the processors it had. Reply: ok {}.
+struct resize_refused {
+  static constexpr std::string_view type = "resize_refused";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t epoch = 1;
+  std::string reason;
+  friend bool operator==(const resize_refused&, const resize_refused&) = default;
 };
 
 using message = std::variant<hello, challenge, ok, error, output, submit, cancel, list_jobs,
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
-                             new_map, resize_ack>;
+                             new_map, resize_ack, resize_refused>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

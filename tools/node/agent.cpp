@@ -32,6 +32,39 @@ using asio::awaitable;
 using asio::use_awaitable;
 using namespace std::chrono_literals;
 
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+// AQS_CPUS: "3,0,1" (one node-local cpu per processor of the job's map).
+std::string join_numbers(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+// AQS_HOSTS: the host of every processor, runs written once: "a*4,b*2".
+std::string join_hosts(const std::vector<std::string>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    if (!out.empty()) out += ',';
+    out += v[i] + "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
 agent::agent(asio::io_context& io, agent_options options, std::function<void(const std::string&)> on_fatal)
     : io_(io),
       options_(std::move(options)),
@@ -202,6 +235,7 @@ awaitable<bool> agent::converse(const std::string& where) {
   reg.memory_mb = options_.memory_mb;
   reg.gpus = options_.gpus;
   reg.running = supervisor_.running();
+  reg.host = host_name();
   send(reg);
   reply = co_await read_one();
   if (!reply) co_return false;
@@ -380,13 +414,33 @@ void agent::handle_launch(const protocol::launch& l) {
       {"AQS_JOB_ID", std::to_string(l.job_id)}, {"AQS_JOB_NAME", l.job.name},
       {"AQS_PROCS", l.procs},                    {"AQS_NPROCS", std::to_string(l.nprocs)},
       {"AQS_NODELIST", l.nodelist},              {"AQS_NODENAME", options_.name}};
+  std::vector<std::pair<std::string, std::string>> extra;
+  // Where a job's shim (and fsub inside a job) finds aqsd.
+  if (options_.socket_path) extra.emplace_back("AQS_SOCKET", *options_.socket_path);
+  if (options_.server) extra.emplace_back("AQS_SERVER", *options_.server);
+  if (!l.proc_cpus.empty()) {
+    extra.emplace_back("AQS_CPUS", join_numbers(l.proc_cpus));
+    extra.emplace_back("AQS_HOSTS", join_hosts(l.proc_hosts));
+  }
+  if (l.job.adaptive) {
+    // The shim pins every rank itself and spawns ranks beyond the first
+    // allocation: mpirun must neither bind nor refuse to oversubscribe.
+    extra.emplace_back("OMPI_MCA_hwloc_base_binding_policy", "none");
+    extra.emplace_back("OMPI_MCA_rmaps_base_oversubscribe", "1");
+  }
+  if (l.uid == 0) {
+    extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  }
   for (const auto& kv : l.job.environment) {
     const std::string key = kv.substr(0, kv.find('='));
-    bool shadowed = key == "AQS_JOB_TOKEN";
+    bool shadowed = key == "AQS_JOB_TOKEN" || key == "AQS_CPUS" || key == "AQS_HOSTS";
+    for (const auto& [k, v] : extra) shadowed = shadowed || k == key;
     for (const auto& [k, v] : ours) shadowed = shadowed || k == key;
     if (!shadowed) spec.env.push_back(kv);
   }
   for (const auto& [k, v] : ours) spec.env.push_back(k + "=" + v);
+  for (const auto& [k, v] : extra) spec.env.push_back(k + "=" + v);
   if (l.job_token) spec.env.push_back("AQS_JOB_TOKEN=" + *l.job_token);
 
   const cmdline::pattern_values values{l.job_id, l.job.name, l.user};

@@ -175,6 +175,12 @@ TEST_CASE("node and job messages validate maps, states, exit status and names") 
   CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"0120"})").what()).find("'procs'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"0000"})").what()).find("'procs'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"resize_ack","id":1,"job_id":1,"epoch":0,"procs":"1"})").what()).find("'epoch'") != J::npos);
+  // Placement: one host and one cpu per processor of the map, or neither.
+  CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a"],"proc_cpus":[0,1]})").what()).find("'proc_hosts'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_cpus":[0,1]})").what()).find("'proc_hosts'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a","b"],"proc_cpus":[0]})").what()).find("'proc_cpus'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a",7],"proc_cpus":[0,1]})").what()).find("'proc_hosts[1]'") != J::npos);
+  CHECK(std::string(parse_error(R"({"type":"register","id":1,"name":"n","procs":1,"cpus":[0],"running":[],"host":"a b"})").what()).find("'host'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"RUNNING","exit_code":0})").what()).find("'state'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"COMPLETED"})").what()).find("'exit_code'") != J::npos);
   CHECK(std::string(parse_error(R"({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":1,"signal":9})").what()).find("'exit_code'") != J::npos);
@@ -222,6 +228,7 @@ TEST_CASE("each role may send only its own messages") {
   CHECK(may_send(peer_role::node, ok{}));
   CHECK_FALSE(may_send(peer_role::node, shutdown{}));
   CHECK(may_send(peer_role::job, resize_ack{}));
+  CHECK(may_send(peer_role::job, resize_refused{}));
   CHECK_FALSE(may_send(peer_role::job, submit{}));
   CHECK_FALSE(may_send(peer_role::job, new_map{}));
 }

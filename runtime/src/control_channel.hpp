@@ -1,0 +1,83 @@
+// control_channel: the connection between an adaptive job's leader rank and
+// aqsd (protocol role "job"): it receives numbered processor maps at any time
+// on a reader thread and sends the job's acknowledgements.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aqs::runtime {
+
+// A processor map as aqsd sent it.
+struct map_update {
+  std::int64_t epoch = 0;
+  std::string procs;  // exactly as received: the ack echoes it
+  std::vector<std::string> hosts;
+  std::vector<std::int64_t> cpus;
+  std::int64_t received_at_us = 0;  // wall clock (Unix epoch) at arrival
+};
+
+// Where the shim reaches aqsd and proves which job it speaks for; from the
+// environment the node agent gives every job.
+struct control_address {
+  std::string socket_path;  // $AQS_SOCKET: local Unix socket (identity = uid), or
+  std::string server;       // $AQS_SERVER: "HOST:PORT" (TCP, HMAC with the token)
+  std::string token;        // $AQS_JOB_TOKEN
+  std::int64_t job_id = 0;  // $AQS_JOB_ID
+};
+
+class control_channel {
+public:
+  // Connects and says hello as job `job_id`. Throws std::runtime_error with a
+  // one-line reason naming the address when aqsd cannot be reached or refuses.
+  explicit control_channel(const control_address& where);
+  ~control_channel();
+  control_channel(const control_channel&) = delete;
+  control_channel& operator=(const control_channel&) = delete;
+
+  // The newest epoch received so far (0: none). One atomic load: the fast
+  // path of a no-change MPI_Migrate().
+  std::int64_t newest_epoch() const noexcept { return newest_epoch_.load(std::memory_order_acquire); }
+  // The newest map, if its epoch is above `applied`.
+  std::optional<map_update> newest_after(std::int64_t applied) const;
+
+  struct ack_times {
+    std::int64_t received_at_us = 0, wait_us = 0, spawn_us = 0, data_us = 0, total_us = 0;
+  };
+  // Tells aqsd the map of `epoch` is in effect (procs as received). Does not
+  // wait for the reply. Throws std::runtime_error if the connection is gone.
+  void acknowledge(std::int64_t epoch, const std::string& procs, const ack_times& t);
+  // Tells aqsd the map of `epoch` cannot be applied; the job keeps its
+  // processors. Same errors.
+  void refuse(std::int64_t epoch, const std::string& reason);
+
+  // False once aqsd closed the connection or sent something unreadable.
+  bool alive() const noexcept { return alive_.load(std::memory_order_acquire); }
+
+private:
+  void send_frame(const std::string& frame);
+  void read_loop();
+
+  int fd_ = -1;
+  std::int64_t job_id_ = 0;
+  std::int64_t next_id_ = 1;
+  std::mutex send_mu_;
+  mutable std::mutex map_mu_;
+  std::optional<map_update> newest_;
+  std::atomic<std::int64_t> newest_epoch_{0};
+  std::atomic<bool> alive_{true};
+  int wake_[2] = {-1, -1};  // the destructor wakes the reader through this pipe
+  std::thread reader_;
+};
+
+// The address from the environment; nullopt when this process does not run
+// as an AQS job (no AQS_JOB_ID, or neither AQS_SOCKET nor AQS_SERVER).
+std::optional<control_address> control_address_from_env();
+
+}  // namespace aqs::runtime

@@ -1,0 +1,463 @@
+// migrate: MPI_Migrate(): agree on a new map, start new ranks, move the
+// registered state, switch communicators, pin, park the dropped ranks and
+// acknowledge the map to aqsd.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "block_plan.hpp"
+#include "migration_plan.hpp"
+#include "pinning.hpp"
+#include "redistribute.hpp"
+#include "shim.hpp"
+
+namespace aqs::runtime {
+
+namespace {
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// ---- the reconfiguration as bytes, for MPI_Bcast ---------------------------
+struct byte_writer {
+  std::vector<std::byte> b;
+  void u64(std::uint64_t v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  }
+  void str(const std::string& s) {
+    u64(s.size());
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    b.insert(b.end(), p, p + s.size());
+  }
+};
+struct byte_reader {
+  const std::vector<std::byte>& b;
+  std::size_t at = 0;
+  std::uint64_t u64() {
+    if (at + 8 > b.size()) throw std::runtime_error("truncated reconfiguration message");
+    std::uint64_t v;
+    std::memcpy(&v, b.data() + at, 8);
+    at += 8;
+    return v;
+  }
+  std::string str() {
+    const std::size_t n = u64();
+    if (at + n > b.size()) throw std::runtime_error("truncated reconfiguration message");
+    std::string s(reinterpret_cast<const char*>(b.data() + at), n);
+    at += n;
+    return s;
+  }
+};
+
+void put_slots(byte_writer& w, const std::vector<slot>& v) {
+  w.u64(v.size());
+  for (const auto& s : v) {
+    w.u64(static_cast<std::uint64_t>(s.proc));
+    w.u64(static_cast<std::uint64_t>(s.cpu));
+    w.str(s.host);
+  }
+}
+std::vector<slot> get_slots(byte_reader& r) {
+  std::vector<slot> v(r.u64());
+  for (auto& s : v) {
+    s.proc = static_cast<int>(r.u64());
+    s.cpu = static_cast<int>(r.u64());
+    s.host = r.str();
+  }
+  return v;
+}
+
+std::vector<std::byte> encode(const reconfiguration& rc) {
+  byte_writer w;
+  w.u64(static_cast<std::uint64_t>(rc.epoch));
+  w.str(rc.procs);
+  put_slots(w, rc.next);
+  put_slots(w, rc.current);
+  w.u64(static_cast<std::uint64_t>(rc.received_at_us));
+  w.u64(static_cast<std::uint64_t>(rc.migrate_calls));
+  w.u64(rc.signature.size());
+  for (auto x : rc.signature) w.u64(x);
+  return std::move(w.b);
+}
+reconfiguration decode(const std::vector<std::byte>& b) {
+  byte_reader r{b};
+  reconfiguration rc;
+  rc.epoch = static_cast<std::int64_t>(r.u64());
+  rc.procs = r.str();
+  rc.next = get_slots(r);
+  rc.current = get_slots(r);
+  rc.received_at_us = static_cast<std::int64_t>(r.u64());
+  rc.migrate_calls = static_cast<std::int64_t>(r.u64());
+  rc.signature.resize(r.u64());
+  for (auto& x : rc.signature) x = r.u64();
+  return rc;
+}
+
+void bcast_bytes(std::vector<std::byte>& buf, int root, MPI_Comm comm) {
+  std::uint64_t n = buf.size();
+  mpi_check(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm), "MPI_Bcast");
+  buf.resize(n);
+  mpi_check(MPI_Bcast(buf.data(), static_cast<int>(n), MPI_BYTE, root, comm), "MPI_Bcast");
+}
+
+// The leader's view: is there a map to apply at this call?
+std::optional<reconfiguration> leader_decision(shim& s) {
+  std::optional<reconfiguration> rc;
+  if (s.control) {
+    if (s.control->newest_epoch() <= s.epoch) return rc;
+    auto u = s.control->newest_after(s.epoch);
+    if (!u) return rc;
+    rc.emplace();
+    rc->epoch = u->epoch;
+    rc->procs = u->procs;
+    rc->received_at_us = u->received_at_us;
+    std::vector<int> cpus(u->cpus.begin(), u->cpus.end());
+    try {
+      rc->next = make_slots(parse_map(u->procs), cpus, u->hosts, local_host_name(), online_cpus());
+    } catch (const std::exception&) {
+      rc->next = make_slots(parse_map(u->procs), {}, {}, local_host_name(), online_cpus());
+    }
+  } else {
+    auto it = std::find_if(s.scripted.begin(), s.scripted.end(),
+                           [&](const auto& e) { return e.first == s.migrate_calls; });
+    if (it == s.scripted.end()) return rc;
+    rc.emplace();
+    rc->epoch = s.epoch + 1;
+    rc->procs = it->second;
+    rc->received_at_us = now_us();
+    rc->next = make_slots(parse_map(it->second), {}, {}, local_host_name(), online_cpus());
+  }
+  rc->current = s.slots;
+  rc->migrate_calls = s.migrate_calls;
+  rc->signature = signature_of(s);
+  return rc;
+}
+
+// The program's own path and arguments, for the new ranks.
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+std::vector<std::string> self_args() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  std::size_t pos = 0;
+  while (pos < all.size()) {
+    const auto end = all.find('\0', pos);
+    args.push_back(all.substr(pos, end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  if (!args.empty()) args.erase(args.begin());  // argv[0]
+  return args;
+}
+
+struct times {
+  std::int64_t start_us = 0, spawn_us = 0, data_us = 0;
+};
+
+// Starts one new rank per slot of plan.spawn, each on its slot's host, and
+// merges them with the active ranks (which come first). Returns the merged
+// communicator, or MPI_COMM_NULL after telling why in `why`.
+MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const migration_plan& plan, std::string& why) {
+  const int m = static_cast<int>(plan.spawn.size());
+  const std::string exe = self_exe();
+  std::vector<std::string> args = self_args();
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> commands(static_cast<std::size_t>(m), const_cast<char*>(exe.c_str()));
+  std::vector<char**> argvs(static_cast<std::size_t>(m), argv.data());
+  std::vector<int> maxprocs(static_cast<std::size_t>(m), 1);
+  std::vector<MPI_Info> infos(static_cast<std::size_t>(m));
+  for (int j = 0; j < m; ++j) {
+    MPI_Info_create(&infos[static_cast<std::size_t>(j)]);
+    const slot& sl = rc.next[static_cast<std::size_t>(plan.spawn[static_cast<std::size_t>(j)])];
+    MPI_Info_set(infos[static_cast<std::size_t>(j)], "host", sl.host.c_str());
+  }
+  std::vector<int> errcodes(static_cast<std::size_t>(m), MPI_SUCCESS);
+  MPI_Comm inter = MPI_COMM_NULL;
+  int ok = 1;
+  if (std::getenv("AQS_TEST_SPAWN_FAIL") != nullptr) {
+    // Testing aid: behave as if MPI_Comm_spawn had failed.
+    ok = 0;
+    why = "MPI_Comm_spawn failed: AQS_TEST_SPAWN_FAIL is set";
+  } else {
+    const int rc2 = MPI_Comm_spawn_multiple(m, commands.data(), argvs.data(), maxprocs.data(), infos.data(), 0,
+                                            s.active, &inter, errcodes.data());
+    if (rc2 != MPI_SUCCESS) {
+      char msg[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      MPI_Error_string(rc2, msg, &len);
+      ok = 0;
+      why = "MPI_Comm_spawn failed: " + std::string(msg, static_cast<std::size_t>(len));
+    }
+    for (int e : errcodes) {
+      if (e != MPI_SUCCESS && ok) {
+        ok = 0;
+        why = "MPI_Comm_spawn could not start every new rank";
+      }
+    }
+  }
+  for (auto& i : infos) MPI_Info_free(&i);
+  int all_ok = ok;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s.active);
+  if (!all_ok) {
+    if (why.empty()) why = "MPI_Comm_spawn failed on another rank";
+    if (inter != MPI_COMM_NULL) MPI_Comm_free(&inter);
+    return MPI_COMM_NULL;
+  }
+  MPI_Comm merged = MPI_COMM_NULL;
+  mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
+  MPI_Comm_free(&inter);
+  MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+  return merged;
+}
+
+[[noreturn]] void park_and_exit(shim& s, const std::string& address) {
+  for (auto& st : s.states) {
+    if (st.release) st.release(st.user);
+  }
+  s.arrays.clear();
+  s.control.reset();
+  wait_parked(address);
+  s.listener.close();  // wakes whoever parked on us when we led
+  MPI_Finalize();
+  std::exit(0);
+}
+
+// Moves the state over `c` (old ranks first, new ranks after them), switches
+// to the new active communicator, pins, parks the ranks that leave, and
+// acknowledges. `merged`: c was made for this change and is freed here.
+int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MPI_Comm c, bool merged, times t) {
+  const int k = static_cast<int>(rc.current.size());
+  int me = 0;
+  MPI_Comm_rank(c, &me);
+  std::vector<int> old_owners(static_cast<std::size_t>(k));
+  for (int r = 0; r < k; ++r) old_owners[static_cast<std::size_t>(r)] = r;
+  std::vector<int> new_owners(rc.next.size(), -1);
+  for (int r = 0; r < k; ++r) {
+    if (plan.assigned[static_cast<std::size_t>(r)] >= 0) {
+      new_owners[static_cast<std::size_t>(plan.assigned[static_cast<std::size_t>(r)])] = r;
+    }
+  }
+  for (std::size_t j = 0; j < plan.spawn.size(); ++j) {
+    new_owners[static_cast<std::size_t>(plan.spawn[j])] = k + static_cast<int>(j);
+  }
+  const auto mine = std::find(new_owners.begin(), new_owners.end(), me);
+  const int my_index = mine == new_owners.end() ? -1 : static_cast<int>(mine - new_owners.begin());
+  const bool old_rank = me < k;
+  const std::uint64_t nnew = rc.next.size();
+
+  const std::int64_t t_data = now_us();
+  for (auto& a : s.arrays) {
+    if (!a->live) continue;
+    std::span<const std::byte> old_block;
+    if (old_rank) old_block = std::span<const std::byte>(a->block(), a->block_bytes());
+    std::vector<std::byte> nb = redistribute_blocks(c, a->n, a->elem_size, old_owners, new_owners, old_block);
+    index_range r{0, 0};
+    if (my_index >= 0) r = block_of(a->n, nnew, static_cast<std::uint64_t>(my_index));
+    std::vector<std::byte> storage((2 * a->ghost + r.size()) * a->elem_size);
+    if (!nb.empty()) std::memcpy(storage.data() + a->ghost * a->elem_size, nb.data(), nb.size());
+    a->storage = std::move(storage);
+    a->begin = r.begin;
+    a->end = r.end;
+  }
+  for (auto& st : s.states) {
+    std::vector<std::vector<std::byte>> out;
+    if (old_rank) {
+      for (std::uint64_t j = 0; j < nnew; ++j) {
+        aqs_buffer b;
+        if (st.pack) st.pack(st.user, static_cast<int>(j), static_cast<int>(nnew), &b);
+        out.push_back(std::move(b.bytes));
+      }
+    }
+    auto in = exchange_blobs(c, old_owners, new_owners, std::move(out));
+    if (my_index >= 0 && st.unpack) {
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        st.unpack(st.user, static_cast<int>(i), k, in[i].data(), in[i].size());
+      }
+    }
+  }
+  for (auto& r : s.replicated) {
+    if (r.len > 0) mpi_check(MPI_Bcast(r.data, static_cast<int>(r.len), MPI_BYTE, 0, c), "MPI_Bcast");
+  }
+  t.data_us = now_us() - t_data;
+
+  // Where the ranks that leave wait: on the new leader's listener.
+  const bool someone_leaves = std::count(plan.assigned.begin(), plan.assigned.end(), -1) > 0;
+  std::string park_address;
+  if (someone_leaves) {
+    std::vector<std::byte> buf;
+    if (me == new_owners[0]) {
+      const std::string a = s.listener.address();
+      buf.assign(reinterpret_cast<const std::byte*>(a.data()), reinterpret_cast<const std::byte*>(a.data()) + a.size());
+    }
+    bcast_bytes(buf, new_owners[0], c);
+    park_address.assign(reinterpret_cast<const char*>(buf.data()), buf.size());
+  }
+
+  MPI_Comm next = MPI_COMM_NULL;
+  mpi_check(MPI_Comm_split(c, my_index >= 0 ? 0 : MPI_UNDEFINED, my_index, &next), "MPI_Comm_split");
+  if (merged) MPI_Comm_free(&c);
+  if (s.active != MPI_COMM_NULL) MPI_Comm_free(&s.active);
+  s.epoch = rc.epoch;
+  if (my_index < 0) park_and_exit(s, park_address);
+
+  s.active = next;
+  MPI_Comm_set_errhandler(s.active, MPI_ERRORS_RETURN);
+  s.rank = my_index;
+  s.slots = rc.next;
+  s.map_width = std::max(s.map_width, rc.procs.size());
+  s.migrate_calls = std::max(s.migrate_calls, rc.migrate_calls);
+  pin_process_to(rc.next[static_cast<std::size_t>(my_index)].cpu);
+
+  const std::int64_t end = now_us();
+  s.last.epoch = rc.epoch;
+  s.last.wait_ms = static_cast<double>(std::max<std::int64_t>(0, t.start_us - rc.received_at_us)) / 1000.0;
+  s.last.spawn_ms = static_cast<double>(t.spawn_us) / 1000.0;
+  s.last.data_ms = static_cast<double>(t.data_us) / 1000.0;
+  s.last.total_ms = static_cast<double>(std::max<std::int64_t>(0, end - rc.received_at_us)) / 1000.0;
+
+  // The leader (rank 0) speaks for the job; leadership may have moved.
+  if (s.rank != 0) {
+    s.control.reset();
+    return AQS_SUCCESS;
+  }
+  if (!s.control && s.control_at) {
+    try {
+      s.control = std::make_unique<control_channel>(*s.control_at);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "aqs: the new leader cannot reach aqsd: %s\n", ex.what());
+    }
+  }
+  if (s.control) {
+    control_channel::ack_times at;
+    at.received_at_us = rc.received_at_us;
+    at.wait_us = std::max<std::int64_t>(0, t.start_us - rc.received_at_us);
+    at.spawn_us = t.spawn_us;
+    at.data_us = t.data_us;
+    at.total_us = std::max<std::int64_t>(0, end - rc.received_at_us);
+    try {
+      s.control->acknowledge(rc.epoch, rc.procs, at);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "aqs: %s\n", ex.what());
+    }
+  }
+  return AQS_SUCCESS;
+}
+
+}  // namespace
+
+int migrate() {
+  shim& s = the_shim();
+  ++s.migrate_calls;
+  try {
+    std::optional<reconfiguration> rc;
+    std::int64_t decision = 0;
+    if (s.rank == 0) {
+      rc = leader_decision(s);
+      if (rc) decision = rc->epoch;
+    }
+    // The no-change path: one broadcast of one integer.
+    mpi_check(MPI_Bcast(&decision, 1, MPI_INT64_T, 0, s.active), "MPI_Bcast");
+    if (decision == 0) return AQS_SUCCESS;
+
+    times t;
+    t.start_us = now_us();
+    std::vector<std::byte> buf;
+    if (s.rank == 0) buf = encode(*rc);
+    bcast_bytes(buf, 0, s.active);
+    if (s.rank != 0) rc = decode(buf);
+
+    const migration_plan plan = plan_migration(rc->current, rc->next);
+    if (plan.changes_nothing) {
+      s.epoch = rc->epoch;
+      if (s.rank == 0 && s.control) {
+        control_channel::ack_times at;
+        at.received_at_us = rc->received_at_us;
+        at.total_us = std::max<std::int64_t>(0, now_us() - rc->received_at_us);
+        s.control->acknowledge(rc->epoch, rc->procs, at);
+      }
+      return AQS_SUCCESS;
+    }
+    if (plan.spawn.empty()) return switch_to(s, *rc, plan, s.active, false, t);
+
+    std::string why;
+    const std::int64_t t_spawn = now_us();
+    MPI_Comm c = spawn_new_ranks(s, *rc, plan, why);
+    t.spawn_us = now_us() - t_spawn;
+    if (c == MPI_COMM_NULL) {
+      // The job goes on where it was; aqsd gives the processors back.
+      s.epoch = rc->epoch;
+      if (s.rank == 0) {
+        std::fprintf(stderr, "aqs: cannot apply map %lld: %s\n", static_cast<long long>(rc->epoch), why.c_str());
+        if (s.control) s.control->refuse(rc->epoch, why);
+      }
+      return fail(AQS_ERR_SPAWN, why);
+    }
+    // The new ranks wait in AQS_Init for this.
+    std::vector<std::byte> hdr = encode(*rc);
+    bcast_bytes(hdr, 0, c);
+    return switch_to(s, *rc, plan, c, true, t);
+  } catch (const std::exception& ex) {
+    return fail(AQS_ERR_MPI, ex.what());
+  }
+}
+
+void join_from_parent(MPI_Comm parent) {
+  shim& s = the_shim();
+  MPI_Comm c = MPI_COMM_NULL;
+  mpi_check(MPI_Intercomm_merge(parent, 1, &c), "MPI_Intercomm_merge");
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  std::vector<std::byte> hdr;
+  bcast_bytes(hdr, 0, c);
+  s.pending_join = decode(hdr);
+  s.join_comm = c;
+  s.joining = true;
+  s.adaptive = true;
+  s.control_at = control_address_from_env();
+  try {
+    if (const char* t = std::getenv("AQS_TEST_MAPS"); t && *t) s.scripted = parse_scripted_maps(t);
+  } catch (const std::exception&) {
+    s.scripted.clear();
+  }
+  s.epoch = s.pending_join->epoch - 1;
+  s.migrate_calls = s.pending_join->migrate_calls;
+  s.rank = -1;
+}
+
+int complete_join() {
+  shim& s = the_shim();
+  const reconfiguration rc = *s.pending_join;
+  if (signature_of(s) != rc.signature) {
+    std::fprintf(stderr,
+                 "aqs: a new rank registered different state than the running ranks (arrays, states or "
+                 "replicated values differ in number or size); aborting the job\n");
+    MPI_Abort(s.join_comm, 70);
+  }
+  try {
+    const migration_plan plan = plan_migration(rc.current, rc.next);
+    times t;
+    t.start_us = now_us();
+    MPI_Comm c = s.join_comm;
+    s.join_comm = MPI_COMM_NULL;
+    s.joining = false;
+    s.pending_join.reset();
+    return switch_to(s, rc, plan, c, true, t);
+  } catch (const std::exception& ex) {
+    return fail(AQS_ERR_MPI, ex.what());
+  }
+}
+
+}  // namespace aqs::runtime

@@ -1,0 +1,50 @@
+// migration_plan: keep what stays, re-pin on the same host, spawn the rest.
+#include "migration_plan.hpp"
+
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace aqs::runtime {
+
+migration_plan plan_migration(const std::vector<slot>& current, const std::vector<slot>& next) {
+  if (next.empty()) throw std::invalid_argument("the new map has no processor");
+  std::unordered_map<int, int> index_of;  // processor -> index in next
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (!index_of.emplace(next[i].proc, static_cast<int>(i)).second) {
+      throw std::invalid_argument("the new map names processor " + std::to_string(next[i].proc) + " twice");
+    }
+  }
+  migration_plan plan;
+  plan.assigned.assign(current.size(), -1);
+  std::vector<bool> taken(next.size(), false);
+  for (std::size_t r = 0; r < current.size(); ++r) {
+    auto it = index_of.find(current[r].proc);
+    if (it != index_of.end() && !taken[static_cast<std::size_t>(it->second)]) {
+      plan.assigned[r] = it->second;
+      taken[static_cast<std::size_t>(it->second)] = true;
+    }
+  }
+  // Ranks that lost their processor move to a free one on the same host.
+  for (std::size_t r = 0; r < current.size(); ++r) {
+    if (plan.assigned[r] >= 0) continue;
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      if (!taken[i] && next[i].host == current[r].host) {
+        plan.assigned[r] = static_cast<int>(i);
+        taken[i] = true;
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < next.size(); ++i) {
+    if (!taken[i]) plan.spawn.push_back(static_cast<int>(i));
+  }
+  plan.changes_nothing = plan.spawn.empty() && current.size() == next.size();
+  for (std::size_t r = 0; plan.changes_nothing && r < current.size(); ++r) {
+    const slot& s = next[static_cast<std::size_t>(plan.assigned[r])];
+    plan.changes_nothing = s.proc == current[r].proc && s.cpu == current[r].cpu;
+  }
+  return plan;
+}
+
+}  // namespace aqs::runtime

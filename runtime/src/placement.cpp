@@ -1,0 +1,94 @@
+// placement: parsing of maps, cpu lists and host runs.
+#include "placement.hpp"
+
+#include <charconv>
+#include <stdexcept>
+
+namespace aqs::runtime {
+
+namespace {
+
+int parse_int(std::string_view s, const char* what) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || v < 0) {
+    throw std::invalid_argument(std::string("bad ") + what + " '" + std::string(s) + "'");
+  }
+  return v;
+}
+
+template <typename F>
+void for_each_item(std::string_view text, F f) {
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    f(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) f(text);  // a trailing comma: an empty item, which f rejects
+  }
+}
+
+}  // namespace
+
+std::vector<int> parse_map(std::string_view map) {
+  std::vector<int> procs;
+  for (std::size_t i = 0; i < map.size(); ++i) {
+    if (map[i] == '1') {
+      procs.push_back(static_cast<int>(i));
+    } else if (map[i] != '0') {
+      throw std::invalid_argument("bad processor map: only 0 and 1 may appear");
+    }
+  }
+  if (procs.empty()) throw std::invalid_argument("bad processor map: no processor in it");
+  return procs;
+}
+
+std::string format_map(const std::vector<slot>& slots, std::size_t width) {
+  for (const auto& s : slots) width = std::max(width, static_cast<std::size_t>(s.proc) + 1);
+  std::string map(width, '0');
+  for (const auto& s : slots) map[static_cast<std::size_t>(s.proc)] = '1';
+  return map;
+}
+
+std::vector<int> parse_cpu_list(std::string_view text) {
+  std::vector<int> out;
+  for_each_item(text, [&](std::string_view item) { out.push_back(parse_int(item, "cpu")); });
+  return out;
+}
+
+std::vector<std::string> parse_host_runs(std::string_view text) {
+  std::vector<std::string> out;
+  for_each_item(text, [&](std::string_view item) {
+    const auto star = item.find('*');
+    const std::string_view host = item.substr(0, star);
+    if (host.empty()) throw std::invalid_argument("bad host list entry '" + std::string(item) + "'");
+    const int n = star == std::string_view::npos ? 1 : parse_int(item.substr(star + 1), "host count");
+    if (n < 1 || n > (1 << 20)) throw std::invalid_argument("bad host count in '" + std::string(item) + "'");
+    out.insert(out.end(), static_cast<std::size_t>(n), std::string(host));
+  });
+  return out;
+}
+
+std::vector<slot> make_slots(const std::vector<int>& procs, const std::vector<int>& cpus,
+                             const std::vector<std::string>& hosts, const std::string& default_host, int ncpus) {
+  if (!cpus.empty() && cpus.size() != procs.size()) {
+    throw std::invalid_argument("the cpu list has " + std::to_string(cpus.size()) + " entries for " +
+                                std::to_string(procs.size()) + " processors");
+  }
+  if (!hosts.empty() && hosts.size() != procs.size()) {
+    throw std::invalid_argument("the host list has " + std::to_string(hosts.size()) + " entries for " +
+                                std::to_string(procs.size()) + " processors");
+  }
+  std::vector<slot> out;
+  out.reserve(procs.size());
+  for (std::size_t i = 0; i < procs.size(); ++i) {
+    slot s;
+    s.proc = procs[i];
+    s.cpu = cpus.empty() ? procs[i] % std::max(ncpus, 1) : cpus[i];
+    s.host = hosts.empty() ? default_host : hosts[i];
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace aqs::runtime

@@ -1,0 +1,277 @@
+// shim: the C API of <aqs/adaptive.h>: start and end, registration, queries.
+#include "shim.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "pinning.hpp"
+
+namespace aqs::runtime {
+
+shim& the_shim() {
+  static shim s;
+  return s;
+}
+
+int fail(int code, std::string what) {
+  the_shim().error = std::move(what);
+  return code;
+}
+
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw std::runtime_error(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+}
+
+std::vector<std::uint64_t> signature_of(const shim& s) {
+  std::vector<std::uint64_t> sig;
+  for (const auto& a : s.arrays) {
+    if (!a->live) continue;
+    sig.push_back(a->n);
+    sig.push_back(a->elem_size);
+  }
+  sig.push_back(s.states.size());
+  for (const auto& r : s.replicated) sig.push_back(r.len);
+  return sig;
+}
+
+std::vector<std::pair<std::int64_t, std::string>> parse_scripted_maps(const char* text) {
+  std::vector<std::pair<std::int64_t, std::string>> out;
+  std::string all(text);
+  std::size_t pos = 0;
+  while (pos < all.size()) {
+    auto comma = all.find(',', pos);
+    if (comma == std::string::npos) comma = all.size();
+    const std::string item = all.substr(pos, comma - pos);
+    const auto colon = item.find(':');
+    if (colon == std::string::npos) throw std::invalid_argument("bad AQS_TEST_MAPS entry '" + item + "'");
+    char* end = nullptr;
+    const long long call = std::strtoll(item.c_str(), &end, 10);
+    if (end != item.c_str() + colon || call < 1) throw std::invalid_argument("bad AQS_TEST_MAPS entry '" + item + "'");
+    const std::string map = item.substr(colon + 1);
+    parse_map(map);  // throws on a bad map
+    out.emplace_back(call, map);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<int> env_cpus() {
+  const char* t = std::getenv("AQS_CPUS");
+  return t && *t ? parse_cpu_list(t) : std::vector<int>{};
+}
+std::vector<std::string> env_hosts() {
+  const char* t = std::getenv("AQS_HOSTS");
+  return t && *t ? parse_host_runs(t) : std::vector<std::string>{};
+}
+
+// A world rank's start: which processor it has and whether maps may come.
+void init_world(shim& s) {
+  mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &s.active), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(s.active, MPI_ERRORS_RETURN);
+  int size = 0;
+  MPI_Comm_rank(s.active, &s.rank);
+  MPI_Comm_size(s.active, &size);
+
+  // Rank 0 decides whether this is an adaptive run, so that all agree.
+  int mode = 0;  // 0 plain MPI, 1 adaptive
+  std::string why;
+  // Every rank reads the script and the address: leadership may move.
+  try {
+    if (const char* t = std::getenv("AQS_TEST_MAPS"); t && *t) s.scripted = parse_scripted_maps(t);
+  } catch (const std::exception& ex) {
+    if (s.rank == 0) std::fprintf(stderr, "aqs: %s; ignoring AQS_TEST_MAPS\n", ex.what());
+    s.scripted.clear();
+  }
+  s.control_at = control_address_from_env();
+  if (s.rank == 0) {
+    try {
+      if (s.control_at) s.control = std::make_unique<control_channel>(*s.control_at);
+      mode = (s.control || !s.scripted.empty()) ? 1 : 0;
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "aqs: %s; running without resizes\n", ex.what());
+      s.control.reset();
+      mode = s.scripted.empty() ? 0 : 1;
+    }
+  }
+  mpi_check(MPI_Bcast(&mode, 1, MPI_INT, 0, s.active), "MPI_Bcast");
+  s.adaptive = mode == 1;
+
+  std::vector<int> procs;
+  const char* map = std::getenv("AQS_PROCS");
+  if (map && *map) {
+    procs = parse_map(map);
+    s.map_width = std::strlen(map);
+  } else {
+    for (int i = 0; i < size; ++i) procs.push_back(i);
+    s.map_width = static_cast<std::size_t>(size);
+  }
+  std::vector<slot> all;
+  try {
+    all = make_slots(procs, env_cpus(), env_hosts(), local_host_name(), online_cpus());
+  } catch (const std::exception& ex) {
+    if (s.rank == 0) std::fprintf(stderr, "aqs: %s; guessing cpus\n", ex.what());
+    all = make_slots(procs, {}, {}, local_host_name(), online_cpus());
+  }
+  if (static_cast<std::size_t>(size) != all.size() && s.rank == 0 && s.adaptive) {
+    std::fprintf(stderr, "aqs: %d ranks for %zu processors in the map; ranks share processors round-robin\n", size,
+                 all.size());
+  }
+  for (int r = 0; r < size; ++r) s.slots.push_back(all[static_cast<std::size_t>(r) % all.size()]);
+  if (s.adaptive) pin_process_to(s.slots[static_cast<std::size_t>(s.rank)].cpu);
+}
+
+}  // namespace
+
+}  // namespace aqs::runtime
+
+using namespace aqs::runtime;
+
+extern "C" {
+
+int AQS_Init(void) {
+  shim& s = the_shim();
+  if (s.initialized) return fail(AQS_ERR_STATE, "AQS_Init called twice");
+  int mpi_up = 0;
+  MPI_Initialized(&mpi_up);
+  if (!mpi_up) return fail(AQS_ERR_STATE, "AQS_Init called before MPI_Init");
+  try {
+    MPI_Comm parent = MPI_COMM_NULL;
+    MPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) {
+      join_from_parent(parent);
+    } else {
+      init_world(s);
+    }
+    s.initialized = true;
+    return AQS_SUCCESS;
+  } catch (const std::exception& ex) {
+    return fail(AQS_ERR_MPI, ex.what());
+  }
+}
+
+int AQS_Finalize(void) {
+  shim& s = the_shim();
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Finalize without AQS_Init");
+  s.finalized = true;
+  // Everyone parked on a listener of ours may now finalize with us.
+  s.listener.close();
+  s.control.reset();
+  s.arrays.clear();
+  if (s.active != MPI_COMM_NULL) MPI_Comm_free(&s.active);
+  return AQS_SUCCESS;
+}
+
+MPI_Comm AQS_Comm(void) {
+  const shim& s = the_shim();
+  return s.initialized && !s.finalized ? s.active : MPI_COMM_NULL;
+}
+
+int MPI_Migrate(void) {
+  shim& s = the_shim();
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "MPI_Migrate outside AQS_Init .. AQS_Finalize");
+  if (s.joining) return complete_join();
+  if (!s.adaptive) return AQS_SUCCESS;
+  return migrate();
+}
+
+int AQS_Migrate(void) { return MPI_Migrate(); }
+
+int AQS_Adaptive(void) { return the_shim().adaptive ? 1 : 0; }
+
+int64_t AQS_Epoch(void) { return the_shim().epoch; }
+
+int AQS_Processor(int* global_processor, int* cpu) {
+  const shim& s = the_shim();
+  if (!s.initialized) return fail(AQS_ERR_STATE, "AQS_Processor before AQS_Init");
+  const bool known = s.adaptive && static_cast<std::size_t>(s.rank) < s.slots.size();
+  if (global_processor) *global_processor = known ? s.slots[static_cast<std::size_t>(s.rank)].proc : -1;
+  if (cpu) *cpu = known ? s.slots[static_cast<std::size_t>(s.rank)].cpu : -1;
+  return AQS_SUCCESS;
+}
+
+int AQS_Last_timings(AQS_Timings* timings) {
+  if (timings == nullptr) return fail(AQS_ERR_ARG, "AQS_Last_timings: null pointer");
+  *timings = the_shim().last;
+  return AQS_SUCCESS;
+}
+
+int AQS_Array_create(uint64_t n, size_t elem_size, size_t ghost_elems, AQS_Array* array) {
+  shim& s = the_shim();
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Array_create outside AQS_Init .. AQS_Finalize");
+  if (array == nullptr || elem_size == 0) return fail(AQS_ERR_ARG, "AQS_Array_create: null handle or zero element size");
+  auto a = std::make_unique<aqs_array>();
+  a->n = n;
+  a->elem_size = elem_size;
+  a->ghost = ghost_elems;
+  a->index = s.arrays.size();
+  if (!s.joining) {
+    int size = 1;
+    MPI_Comm_size(s.active, &size);
+    const std::uint64_t p = static_cast<std::uint64_t>(size), r = static_cast<std::uint64_t>(s.rank);
+    a->begin = n / p * r + std::min(r, n % p);
+    a->end = a->begin + n / p + (r < n % p ? 1 : 0);
+  }
+  // A joining rank holds nothing until its first MPI_Migrate() brings its block.
+  a->storage.assign((2 * ghost_elems + (a->end - a->begin)) * elem_size, std::byte{0});
+  *array = a.get();
+  s.arrays.push_back(std::move(a));
+  return AQS_SUCCESS;
+}
+
+int AQS_Array2d_create(uint64_t rows, uint64_t cols, size_t elem_size, size_t ghost_rows, AQS_Array* array) {
+  if (cols == 0 || elem_size == 0) return fail(AQS_ERR_ARG, "AQS_Array2d_create: zero columns or element size");
+  return AQS_Array_create(rows, static_cast<size_t>(cols) * elem_size, ghost_rows, array);
+}
+
+int AQS_Array_local(AQS_Array array, void** data, uint64_t* begin, uint64_t* end) {
+  if (array == nullptr || !array->live) return fail(AQS_ERR_ARG, "AQS_Array_local: not an array");
+  if (data) *data = array->block();
+  if (begin) *begin = array->begin;
+  if (end) *end = array->end;
+  return AQS_SUCCESS;
+}
+
+int AQS_Array_free(AQS_Array* array) {
+  if (array == nullptr || *array == nullptr || !(*array)->live) return fail(AQS_ERR_ARG, "AQS_Array_free: not an array");
+  // The slot stays (registration order is the redistribution order); only
+  // its memory goes.
+  (*array)->live = false;
+  std::vector<std::byte>().swap((*array)->storage);
+  *array = nullptr;
+  return AQS_SUCCESS;
+}
+
+int AQS_Buffer_append(AQS_Buffer buffer, const void* data, size_t len) {
+  if (buffer == nullptr || (data == nullptr && len > 0)) return fail(AQS_ERR_ARG, "AQS_Buffer_append: null pointer");
+  const auto* p = static_cast<const std::byte*>(data);
+  buffer->bytes.insert(buffer->bytes.end(), p, p + len);
+  return AQS_SUCCESS;
+}
+
+int AQS_Register_state(AQS_Pack_fn pack, AQS_Unpack_fn unpack, AQS_Release_fn release, void* user, int* id) {
+  shim& s = the_shim();
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Register_state outside AQS_Init .. AQS_Finalize");
+  s.states.push_back(state_entry{pack, unpack, release, user});
+  if (id) *id = static_cast<int>(s.states.size() - 1);
+  return AQS_SUCCESS;
+}
+
+int AQS_Register_replicated(void* data, size_t len) {
+  shim& s = the_shim();
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Register_replicated outside AQS_Init .. AQS_Finalize");
+  if (data == nullptr && len > 0) return fail(AQS_ERR_ARG, "AQS_Register_replicated: null pointer");
+  s.replicated.push_back(replicated_entry{data, len});
+  return AQS_SUCCESS;
+}
+
+const char* AQS_Error_string(void) { return the_shim().error.c_str(); }
+
+}  // extern "C"

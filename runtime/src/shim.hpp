@@ -1,0 +1,109 @@
+// shim: the state behind the C API of <aqs/adaptive.h>, one per process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "aqs/adaptive.h"
+#include "control_channel.hpp"
+#include "parking.hpp"
+#include "placement.hpp"
+
+struct aqs_array {
+  std::uint64_t n = 0;
+  std::size_t elem_size = 0;
+  std::size_t ghost = 0;              // elements of spare room on each side
+  std::vector<std::byte> storage;     // ghost + local block + ghost
+  std::uint64_t begin = 0, end = 0;   // global indices of the local block
+  std::size_t index = 0;              // registration order
+  bool live = true;
+  std::byte* block() { return storage.data() + ghost * elem_size; }
+  std::size_t block_bytes() const { return static_cast<std::size_t>(end - begin) * elem_size; }
+};
+
+struct aqs_buffer {
+  std::vector<std::byte> bytes;
+};
+
+namespace aqs::runtime {
+
+struct state_entry {
+  AQS_Pack_fn pack = nullptr;
+  AQS_Unpack_fn unpack = nullptr;
+  AQS_Release_fn release = nullptr;
+  void* user = nullptr;
+};
+
+struct replicated_entry {
+  void* data = nullptr;
+  std::size_t len = 0;
+};
+
+// A map the leader decided to apply, as every rank learns it.
+struct reconfiguration {
+  std::int64_t epoch = 0;
+  std::string procs;            // as aqsd sent it (echoed in the ack)
+  std::vector<slot> next;       // the new map's slots
+  std::vector<slot> current;    // the old active ranks' slots, in rank order
+  std::int64_t received_at_us = 0;
+  std::int64_t migrate_calls = 0;  // the leader's count, for scripted maps
+  std::string park_address;     // filled in when someone leaves
+  // What every rank registered, so a new rank can check it did the same.
+  std::vector<std::uint64_t> signature;
+};
+
+struct shim {
+  bool initialized = false;
+  bool finalized = false;
+  bool adaptive = false;    // maps may come (aqsd or scripted); else MPI_Migrate only returns
+  bool joining = false;     // started by an expansion, first MPI_Migrate not yet done
+  MPI_Comm active = MPI_COMM_NULL;
+  MPI_Comm join_comm = MPI_COMM_NULL;  // joining: parents and new ranks together
+  std::optional<reconfiguration> pending_join;
+  std::vector<slot> slots;  // slot of every active rank, in rank order
+  int rank = 0;             // in active
+  std::size_t map_width = 0;
+  std::int64_t epoch = 0;   // maps applied
+  std::int64_t migrate_calls = 0;
+  std::string error;
+
+  std::vector<std::unique_ptr<aqs_array>> arrays;
+  std::vector<state_entry> states;
+  std::vector<replicated_entry> replicated;
+
+  // Leader only: the channel to aqsd.
+  std::optional<control_address> control_at;
+  std::unique_ptr<control_channel> control;
+  // Scripted maps (testing aid, $AQS_TEST_MAPS "CALL:MAP,..."): the leader
+  // applies MAP at its CALL-th MPI_Migrate().
+  std::vector<std::pair<std::int64_t, std::string>> scripted;
+  park_listener listener;
+
+  AQS_Timings last{};
+};
+
+shim& the_shim();
+// Records `what` as the last error and returns `code`.
+int fail(int code, std::string what);
+// Throws std::runtime_error naming `what` unless rc is MPI_SUCCESS.
+void mpi_check(int rc, const char* what);
+
+// "3:1111000,6:11000000" ($AQS_TEST_MAPS). Throws std::invalid_argument.
+std::vector<std::pair<std::int64_t, std::string>> parse_scripted_maps(const char* text);
+
+// migrate.cpp
+int migrate();
+// The first MPI_Migrate() of a rank an expansion started.
+int complete_join();
+// Joins as a new rank (AQS_Init of a spawned process).
+void join_from_parent(MPI_Comm parent);
+// Registration signature (arrays' sizes, states and replicated counts).
+std::vector<std::uint64_t> signature_of(const shim& s);
+
+}  // namespace aqs::runtime
