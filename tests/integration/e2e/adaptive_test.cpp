@@ -1,0 +1,198 @@
+// End to end, adaptive: the jacobi2d example under real aqsd and agents,
+// shrunk for a rigid job and grown back, its result bit-identical to a run
+// that was never resized; the shim's faults (a failed spawn, a job that never
+// calls MPI_Migrate) leave the cluster scheduling.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "aqs_cluster.hpp"
+#include "client/client_connection.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::size_t ones(const std::string& map) { return static_cast<std::size_t>(std::count(map.begin(), map.end(), '1')); }
+
+// map a minus map b, as 0/1 text
+std::string minus(const std::string& a, const std::string& b) {
+  std::string out(std::max(a.size(), b.size()), '0');
+  for (std::size_t i = 0; i < a.size(); ++i) out[i] = (a[i] == '1' && (i >= b.size() || b[i] == '0')) ? '1' : '0';
+  while (!out.empty() && out.back() == '0') out.pop_back();
+  return out;
+}
+std::string trimmed(std::string s) {
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  return s;
+}
+
+nlohmann::json history(const test::cluster& c, std::int64_t id) {
+  client::connection conn(c.socket());
+  return conn.call(protocol::job_history{conn.next_id(), id})["events"];
+}
+
+const char* k_mpi_env =
+    "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n";
+
+std::string jacobi_args(const fs::path& out, int pace_ms) {
+  return std::string(" --rows 64 --cols 48 --iters 240 --pace-ms ") + std::to_string(pace_ms) + " --out " + out.string();
+}
+
+// Live processes whose command line mentions `needle` (the job's files).
+std::vector<pid_t> processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const pid_t pid = std::stoi(name);
+    if (cmdline.find(needle) != std::string::npos && test::alive(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+test::cluster::options small(const test::test_database& db, int nodes, int procs) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = nodes;
+  o.procs_per_node = procs;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("an adaptive jacobi2d shrinks for a rigid job, grows back, and ends bit-identical") {
+  test::test_database db;
+  test::cluster c(small(db, 2, 4));
+  c.wait_nodes_up(2);
+  const fs::path work = c.workdir();
+
+  // The reference: the same computation, never resized, plain mpirun.
+  const fs::path ref = work / "ref.grid";
+  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
+                      "--cols", "48", "--iters", "240", "--out", ref.string()},
+                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+
+  const fs::path out = work / "adaptive.grid";
+  const fs::path script = work / "jacobi.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 8\n" << k_mpi_env
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << jacobi_args(out, 60) << "\n";
+  const std::int64_t a = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
+  auto ja = c.wait_state(a, {job_state::running});
+  // Alone on 8 processors, it gets all of them.
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (ja.nprocs != 8 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(100ms);
+    ja = *c.job(a);
+  }
+  REQUIRE(ja.nprocs == 8);
+  const std::string full = ja.procs;
+  // Let it compute a while (its first progress line).
+  for (int i = 0; i < 200 && slurp(work / "jacobi.out").find("iter ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+
+  const std::int64_t b = c.submit({"-n", "4", "-J", "rigid", "-o", (work / "rigid.out").string(), "--wrap",
+                                   "grep Cpus_allowed_list /proc/self/status; sleep 3"});
+  // Watch the change as fjobs shows it.
+  std::set<std::string> a_states;
+  std::string a_after, b_procs;
+  bool b_ran_before_ack = false;
+  const auto t_end = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < t_end) {
+    auto ja2 = c.job(a), jb = c.job(b);
+    REQUIRE(ja2);
+    REQUIRE(jb);
+    a_states.insert(std::string(core::to_string(ja2->state)));
+    if (jb->state == job_state::running && ja2->state == job_state::resizing) b_ran_before_ack = true;
+    if (jb->state == job_state::running || jb->state == job_state::completed) {
+      b_procs = jb->procs;
+      a_after = ja2->procs;
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK_FALSE(b_ran_before_ack);
+  REQUIRE_FALSE(b_procs.empty());
+  CHECK(a_states.count("RESIZING") == 1);
+  CHECK(ones(a_after) == 4);
+  // The rigid job runs on exactly the processors the adaptive one gave up.
+  CHECK(trimmed(b_procs) == minus(full, a_after));
+
+  c.wait_state(b, {job_state::completed});
+  // Then the adaptive job grows back to 8 and finishes.
+  auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
+  CHECK(jf.state == job_state::completed);
+  CHECK(jf.exit_code == 0);
+  CHECK(slurp(out) == slurp(ref));
+  CHECK(slurp(out).size() == 64u * 48u * sizeof(double));
+
+  // The history holds every map with its times.
+  const auto ev = history(c, a);
+  int resizes = 0, acks = 0;
+  std::vector<std::size_t> sizes;
+  for (const auto& e : ev) {
+    if (e["new_state"] == "RESIZING") ++resizes;
+    const std::string reason = e.value("reason", "");
+    if (reason.find("resize acknowledged") != std::string::npos) {
+      ++acks;
+      CHECK(reason.find("total") != std::string::npos);
+      sizes.push_back(ones(e.value("new_procs", "")));
+    }
+  }
+  CHECK(resizes >= 2);
+  CHECK(acks >= 2);
+  REQUIRE(sizes.size() >= 2);
+  CHECK(sizes[0] == 4);
+  CHECK(sizes.back() == 8);
+  // Every rank is gone, the parked ones included.
+  CHECK(processes_mentioning(out.string()).empty());
+}
+
+TEST_CASE("a job that cannot spawn keeps its processors, and one that never migrates times out") {
+  test::test_database db;
+  test::cluster c(small(db, 1, 4));
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  // Starts on 2 (a rigid 2-processor job holds the rest), cannot grow when
+  // that job ends: its spawns fail.
+  const std::int64_t hold = c.submit({"-n", "2", "--wrap", "sleep 2"});
+  c.wait_state(hold, {job_state::running});
+  const fs::path script = work / "nospawn.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "export AQS_TEST_SPAWN_FAIL=1\n"
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << jacobi_args(work / "nospawn.grid", 40) << "\n";
+  const std::int64_t a = c.submit({"-o", (work / "nospawn.out").string(), script.string()});
+  auto ja = c.wait_state(a, {job_state::running});
+  CHECK(ja.nprocs == 2);
+  c.wait_state(hold, {job_state::completed});
+  auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
+  CHECK(jf.exit_code == 0);
+  bool refused = false;
+  for (const auto& e : history(c, a)) {
+    refused = refused || e.value("reason", "").find("resize refused by the job") != std::string::npos;
+  }
+  CHECK(refused);
+  CHECK(slurp(work / "nospawn.out").find("cannot apply map") != std::string::npos);
+  CHECK(processes_mentioning((work / "nospawn.grid").string()).empty());
+}
