@@ -10,6 +10,14 @@
 
 namespace aqs::runtime {
 
+void mpi_check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw std::runtime_error(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
+}
+
 namespace {
 
 // MPI counts are int: larger messages go in chunks, one tag per chunk.
@@ -17,13 +25,7 @@ constexpr std::size_t k_chunk_bytes = std::size_t{1} << 30;
 constexpr int k_blob_size_tag = 0x5151;
 constexpr int k_blob_tag_base = 0x5200;
 
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw std::runtime_error(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
-}
+void check(int rc, const char* what) { mpi_check(rc, what); }
 
 int index_of(const std::vector<int>& owners, int rank) {
   auto it = std::find(owners.begin(), owners.end(), rank);

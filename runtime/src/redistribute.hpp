@@ -11,6 +11,10 @@
 
 namespace aqs::runtime {
 
+// Throws std::runtime_error "WHAT failed: <MPI's message>" unless rc is
+// MPI_SUCCESS.
+void mpi_check(int rc, const char* what);
+
 // Moves this process's share of a block-distributed array of n elements of
 // elem_size bytes from the block distribution over old_owners to the one over
 // new_owners (ranks of `comm`, which spans every old and new owner; processes

@@ -20,13 +20,6 @@ int fail(int code, std::string what) {
   return code;
 }
 
-void mpi_check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  throw std::runtime_error(std::string(what) + " failed: " + std::string(msg, static_cast<std::size_t>(len)));
-}
 
 std::vector<std::uint64_t> signature_of(const shim& s) {
   std::vector<std::uint64_t> sig;

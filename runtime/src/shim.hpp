@@ -14,6 +14,7 @@
 #include "control_channel.hpp"
 #include "parking.hpp"
 #include "placement.hpp"
+#include "redistribute.hpp"  // mpi_check
 
 struct aqs_array {
   std::uint64_t n = 0;
@@ -91,8 +92,6 @@ struct shim {
 shim& the_shim();
 // Records `what` as the last error and returns `code`.
 int fail(int code, std::string what);
-// Throws std::runtime_error naming `what` unless rc is MPI_SUCCESS.
-void mpi_check(int rc, const char* what);
 
 // "3:1111000,6:11000000" ($AQS_TEST_MAPS). Throws std::invalid_argument.
 std::vector<std::pair<std::int64_t, std::string>> parse_scripted_maps(const char* text);

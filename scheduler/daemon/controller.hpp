@@ -185,6 +185,9 @@ private:
   void send_map(std::int64_t id);
   void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
   void handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m);
+  // The job if `c` speaks for it and `epoch` is its resize under way; else
+  // replies the error to request `rid` and returns null.
+  const core::job* current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id, std::int64_t epoch);
   // The resize of `id` ends without a change: it keeps its processors.
   void keep_old_processors(std::int64_t id, const std::string& note);
   void resize_expired(std::int64_t id, std::int64_t epoch);

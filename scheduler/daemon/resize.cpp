@@ -68,17 +68,27 @@ void controller::send_map(std::int64_t id) {
   }
 }
 
+const core::job* controller::current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id,
+                                           std::int64_t epoch) {
+  if (c->peer().job_id != job_id) {
+    reply_error(c, rid, protocol::error_code::unauthorized,
+                "this connection speaks for job " + std::to_string(c->peer().job_id.value_or(0)));
+    return nullptr;
+  }
+  const core::job* j = sched_.find(static_cast<core::job_id>(job_id));
+  auto it = jobs_.find(job_id);
+  if (j == nullptr || it == jobs_.end() || j->state != job_state::resizing || it->second.epoch != epoch) {
+    reply_error(c, rid, protocol::error_code::invalid_state,
+                "map " + std::to_string(epoch) + " of job " + std::to_string(job_id) + " is not the current one");
+    return nullptr;
+  }
+  return j;
+}
+
 void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m) {
-  if (c->peer().job_id != m.job_id) {
-    return reply_error(c, m.id, protocol::error_code::unauthorized,
-                       "this connection speaks for job " + std::to_string(c->peer().job_id.value_or(0)));
-  }
-  const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
+  const core::job* j = current_resize(c, m.id, m.job_id, m.epoch);
+  if (j == nullptr) return;
   auto it = jobs_.find(m.job_id);
-  if (j == nullptr || it == jobs_.end() || j->state != job_state::resizing || it->second.epoch != m.epoch) {
-    return reply_error(c, m.id, protocol::error_code::invalid_state,
-                       "map " + std::to_string(m.epoch) + " of job " + std::to_string(m.job_id) + " is not the current one");
-  }
   if (m.procs != j->target.to_string()) {
     return reply_error(c, m.id, protocol::error_code::bad_request, "the acknowledged map is not the one sent");
   }
@@ -95,16 +105,8 @@ void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack
 }
 
 void controller::handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m) {
-  if (c->peer().job_id != m.job_id) {
-    return reply_error(c, m.id, protocol::error_code::unauthorized,
-                       "this connection speaks for job " + std::to_string(c->peer().job_id.value_or(0)));
-  }
-  const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
-  auto it = jobs_.find(m.job_id);
-  if (j == nullptr || it == jobs_.end() || j->state != job_state::resizing || it->second.epoch != m.epoch) {
-    return reply_error(c, m.id, protocol::error_code::invalid_state,
-                       "map " + std::to_string(m.epoch) + " of job " + std::to_string(m.job_id) + " is not the current one");
-  }
+  const core::job* j = current_resize(c, m.id, m.job_id, m.epoch);
+  if (j == nullptr) return;
   log("job {} cannot apply map {}: {}; it keeps its {} processors", m.job_id, m.epoch, m.reason, j->procs.count());
   c->send(protocol::ok{m.id, {}});
   keep_old_processors(m.job_id, "resize refused by the job: " + m.reason);
