@@ -172,7 +172,7 @@ void cluster::start_aqsd() {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   std::vector<std::string> argv{bin().aqsd, "--state-dir", (dir_ / "state").string(), "--foreground",
                                 "--heartbeat-timeout", std::to_string(o_.heartbeat_timeout_s), "--kill-grace", "2",
-                                "--policy", o_.policy};
+                                "--policy", o_.policy, "--resize-timeout", std::to_string(o_.resize_timeout_s)};
   if (!o_.db.empty()) {
     argv.push_back("--db");
     argv.push_back(o_.db);

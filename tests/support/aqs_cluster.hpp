@@ -54,6 +54,7 @@ public:
     std::string db;
     double heartbeat_timeout_s = 10;
     double agent_heartbeat_s = 0.5;
+    double resize_timeout_s = 30;  // aqsd --resize-timeout
     std::string policy = "equipartition";
   };
   explicit cluster(options o);

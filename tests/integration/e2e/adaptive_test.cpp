@@ -12,6 +12,7 @@
 #include "aqs_cluster.hpp"
 #include "client/client_connection.hpp"
 #include "test_pg.hpp"
+#include "file_text.hpp"
 
 namespace fs = std::filesystem;
 using namespace aqs;
@@ -21,12 +22,7 @@ using test::bin;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 std::size_t ones(const std::string& map) { return static_cast<std::size_t>(std::count(map.begin(), map.end(), '1')); }
 
@@ -168,7 +164,7 @@ TEST_CASE("an adaptive jacobi2d shrinks for a rigid job, grows back, and ends bi
   CHECK(processes_mentioning(out.string()).empty());
 }
 
-TEST_CASE("a job that cannot spawn keeps its processors, and one that never migrates times out") {
+TEST_CASE("a job that cannot spawn keeps its processors, and aqsd records the refusal") {
   test::test_database db;
   test::cluster c(small(db, 1, 4));
   c.wait_nodes_up(1);
@@ -195,4 +191,92 @@ TEST_CASE("a job that cannot spawn keeps its processors, and one that never migr
   CHECK(refused);
   CHECK(slurp(work / "nospawn.out").find("cannot apply map") != std::string::npos);
   CHECK(processes_mentioning((work / "nospawn.grid").string()).empty());
+}
+
+TEST_CASE("a job that never calls MPI_Migrate times out of its resize and the cluster goes on scheduling") {
+  test::test_database db;
+  auto o = small(db, 1, 4);
+  o.resize_timeout_s = 1;
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  // It connects to aqsd (AQS_Init) and computes, but its only MPI_Migrate()
+  // is at iteration 0, before any map arrives.
+  const fs::path grid = work / "stubborn.grid";
+  const fs::path script = work / "stubborn.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 60 --pace-ms 100 --migrate-every 1000000 --out "
+                        << grid.string() << "\n";
+  const std::int64_t a = c.submit({"-o", (work / "stubborn.out").string(), script.string()});
+  auto ja = c.wait_state(a, {job_state::running});
+  REQUIRE(ja.nprocs == 4);
+  for (int i = 0; i < 200 && slurp(work / "stubborn.out").find("iter ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  // A rigid job asks for 2: aqsd sends a map the job never applies.
+  const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
+  c.wait_state(a, {job_state::resizing}, 10s);
+  // After the timeout the job keeps its 4 processors and is left alone.
+  ja = c.wait_state(a, {job_state::running}, 10s);
+  CHECK(ja.nprocs == 4);
+  auto jb = c.job(b);
+  REQUIRE(jb);
+  CHECK(jb->state == job_state::pending);
+  // Until the next arrival or completion it is not asked again.
+  std::this_thread::sleep_for(2s);
+  auto count_resizes = [&] {
+    int n = 0;
+    for (const auto& e : history(c, a)) n += e["new_state"] == "RESIZING" ? 1 : 0;
+    return n;
+  };
+  CHECK(count_resizes() == 1);
+  CHECK(c.job(a)->state == job_state::running);
+  // aqsd keeps answering and scheduling: the rigid job runs when the
+  // adaptive one is done, and a job submitted meanwhile runs too.
+  const std::int64_t d = c.submit({"-n", "1", "--wrap", "true"});
+  CHECK(c.wait_state(a, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
+  CHECK(c.wait_state(b, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
+  CHECK(c.wait_state(d, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
+  bool timed_out = false;
+  for (const auto& e : history(c, a)) {
+    timed_out = timed_out || e.value("reason", "").find("resize timed out") != std::string::npos;
+  }
+  CHECK(timed_out);
+  CHECK(processes_mentioning(grid.string()).empty());
+}
+
+TEST_CASE("an app that crashes during a resize fails, releases every processor and leaves no process") {
+  test::test_database db;
+  test::cluster c(small(db, 1, 4));
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  // Starts on 2 while a rigid job holds the other 2; grows when it ends, and
+  // one of its ranks dies once the new ranks have joined.
+  const std::int64_t hold = c.submit({"-n", "2", "--wrap", "sleep 2"});
+  c.wait_state(hold, {job_state::running});
+  const fs::path grid = work / "crash.grid";
+  const fs::path script = work / "crash.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "export AQS_TEST_CRASH_IN_MIGRATE=1\n"
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << jacobi_args(grid, 60) << "\n";
+  const std::int64_t a = c.submit({"-o", (work / "crash.out").string(), script.string()});
+  CHECK(c.wait_state(a, {job_state::running}).nprocs == 2);
+  auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
+  CHECK(jf.state == job_state::failed);
+  // mpirun saw the rank die (and took the others down).
+  CHECK(slurp(work / "crash.out").find("signal 9") != std::string::npos);
+  bool resized = false;
+  for (const auto& e : history(c, a)) resized = resized || e["new_state"] == "RESIZING";
+  CHECK(resized);
+  // Every processor is free again: a job needing all 4 runs.
+  const std::int64_t all = c.submit({"-n", "4", "--wrap", "true"});
+  CHECK(c.wait_state(all, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
+  // No rank is left, neither the first ones nor those the expansion started.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!processes_mentioning(grid.string()).empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(processes_mentioning(grid.string()).empty());
 }

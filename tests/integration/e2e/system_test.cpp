@@ -17,6 +17,7 @@
 
 #include "aqs_cluster.hpp"
 #include "test_pg.hpp"
+#include "file_text.hpp"
 
 namespace fs = std::filesystem;
 using namespace aqs;
@@ -26,12 +27,7 @@ using test::bin;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 

@@ -19,6 +19,7 @@
 
 #include "job_process.hpp"
 #include "temp_dir.hpp"
+#include "file_text.hpp"
 
 namespace fs = std::filesystem;
 using namespace aqs::node;
@@ -31,12 +32,7 @@ struct temp_dir : aqs::test::temp_dir {
   temp_dir() : aqs::test::temp_dir("aqs-node-test", 0777), path(aqs::test::temp_dir::path()) {}
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using aqs::test::slurp;
 
 exit_status wait_for(pid_t pid) {
   int st = 0;
