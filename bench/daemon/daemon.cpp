@@ -10,9 +10,7 @@
 //     against the ideal (total work / 64) and the mean wait.
 // Prints a table and writes $AQS_BENCH_RESULTS/daemon.json.
 //   bench_daemon [--quick] [--only api|fsub|latency|trivial|mix]
-#include <fcntl.h>
 #include <pwd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -39,65 +36,21 @@
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
 
+#include "bench_system.hpp"
+
 namespace fs = std::filesystem;
 using clk = std::chrono::steady_clock;
 using namespace aqs;
+using aqs::bench::iso_seconds;
+using aqs::bench::jobs_after;
+using aqs::bench::median;
+using aqs::bench::pct;
+using aqs::bench::wait_idle;
 using namespace std::chrono_literals;
 
 namespace {
 
 double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "aqs-bench-daemon.XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-    fs::permissions(path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-// A child process in its own process group, stopped (TERM, then KILL) on destruction.
-struct child {
-  pid_t pid = -1;
-  child(const std::vector<std::string>& argv, const fs::path& log) {
-    pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~child() { stop(); }
-  void stop() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    for (int i = 0; i < 300; ++i) {
-      if (::waitpid(pid, nullptr, WNOHANG) == pid) {
-        pid = -1;
-        return;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    ::kill(-pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    pid = -1;
-  }
-};
 
 using wire = client::connection;
 
@@ -115,60 +68,6 @@ protocol::submit trivial(std::int64_t id, const std::string& workdir, std::vecto
 }
 
 std::int64_t submit(wire& w, const protocol::submit& s) { return w.call(s)["job_id"].get<std::int64_t>(); }
-
-// Seconds since the epoch of "2026-11-22T14:26:00.123Z".
-double iso_seconds(const std::string& t) {
-  std::tm tm{};
-  int ms = 0;
-  std::sscanf(t.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-              &tm.tm_sec, &ms);
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
-}
-
-// Waits until no job is pending or running (polling, at most `limit`).
-void wait_idle(wire& w, std::chrono::seconds limit) {
-  const auto until = clk::now() + limit;
-  std::int64_t id = 1'000'000;
-  while (clk::now() < until) {
-    protocol::list_jobs l;
-    l.id = ++id;
-    l.limit = 1;
-    if (w.call(l)["jobs"].empty()) return;
-    std::this_thread::sleep_for(20ms);
-  }
-  throw std::runtime_error("jobs still running after " + std::to_string(limit.count()) + " s");
-}
-
-std::vector<protocol::job_info> jobs_after(wire& w, std::int64_t after) {
-  std::vector<protocol::job_info> out;
-  std::int64_t id = 2'000'000;
-  while (true) {
-    protocol::list_jobs l;
-    l.id = ++id;
-    l.all = true;
-    l.after_id = after;
-    const auto r = w.call(l);
-    auto page = protocol::parse_job_list(r);
-    if (page.empty()) break;
-    after = page.back().id;
-    out.insert(out.end(), page.begin(), page.end());
-    if (!r.value("more", false)) break;
-  }
-  return out;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
 
 }  // namespace
 
@@ -189,40 +88,14 @@ int main(int argc, char** argv) {
   auto wanted = [&](const char* name) { return only.empty() || only == name; };
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   ::signal(SIGPIPE, SIG_IGN);
-  temp_dir dir;
-  const std::string state = (dir.path / "state").string();
-  const std::string sock = state + "/aqsd.sock";
-  const std::string work = (dir.path / "work").string();
-  fs::create_directories(work);
   nlohmann::json results = {{"benchmark", "daemon"}, {"nodes", 4}, {"procs", 64}};
   try {
-    child aqsd({AQS_AQSD_BINARY, "--state-dir", state, "--foreground"}, dir.path / "aqsd.log");
-    for (int i = 0; i < 600; ++i) {
-      if (fs::exists(sock)) {
-        try {
-          wire probe(sock);
-          break;
-        } catch (const client::client_error&) {
-        }
-      }
-      std::this_thread::sleep_for(50ms);
-    }
-    std::vector<std::unique_ptr<child>> agents;
-    for (int n = 0; n < 4; ++n) {
-      const std::string name = "node" + std::to_string(n);
-      agents.push_back(std::make_unique<child>(
-          std::vector<std::string>{AQS_NODE_BINARY, "--socket", sock, "--name", name, "--procs", "16", "--spool",
-                                   (dir.path / ("spool-" + name)).string()},
-          dir.path / (name + ".log")));
-    }
+    aqs::bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 4, 16, {}});
+    const std::string sock = sys.socket();
+    const std::string work = sys.work().string();
     wire w(sock);
     const passwd* pw = ::getpwuid(::geteuid());
     const std::string me = pw != nullptr ? pw->pw_name : std::to_string(::geteuid());
-    for (int i = 0; i < 200; ++i) {
-      auto r = w.call(protocol::list_nodes{1});
-      if (r["nodes"].size() == 4) break;
-      std::this_thread::sleep_for(50ms);
-    }
     std::printf("%-52s %12s %s\n", "measurement", "value", "unit");
     auto row = [](const char* what, double v, const char* unit) { std::printf("%-52s %12.1f %s\n", what, v, unit); };
 
@@ -382,11 +255,8 @@ int main(int argc, char** argv) {
                         {"over_ideal_pct", (makespan / ideal - 1) * 100},
                         {"mean_wait_s", wait / static_cast<double>(jobs.size())}};
     }
-    for (auto& a : agents) a->stop();
-    aqsd.stop();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_daemon: %s (logs in %s were removed; rerun with a debugger)\n", e.what(),
-                 dir.path.c_str());
+    std::fprintf(stderr, "bench_daemon: %s\n", e.what());
     return 1;
   }
   const char* out_dir = std::getenv("AQS_BENCH_RESULTS");

@@ -111,7 +111,7 @@ control_channel::control_channel(const control_address& where) : job_id_(where.j
   fd_ = tcp ? connect_tcp(where.server) : connect_unix(where.socket_path);
   const std::string shown = tcp ? where.server : where.socket_path;
   try {
-    protocol::frame_decoder dec;
+    protocol::frame_decoder& dec = decoder_;
     std::vector<std::string> pending;
     protocol::hello h;
     h.id = next_id_++;
@@ -129,7 +129,9 @@ control_channel::control_channel(const control_address& where) : job_id_(where.j
     if (const auto* e = std::get_if<protocol::error>(&reply)) {
       throw std::runtime_error("aqsd at " + shown + " refused job " + std::to_string(job_id_) + ": " + e->message);
     }
-    if (!pending.empty()) throw std::runtime_error("aqsd sent more than expected during the handshake");
+    // aqsd may send a map right behind its reply (a resize already under way
+    // when the job connects): the reader thread takes those frames first.
+    early_ = std::move(pending);
     if (::pipe2(wake_, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   } catch (...) {
     ::close(fd_);
@@ -202,11 +204,39 @@ void control_channel::refuse(std::int64_t epoch, const std::string& reason) {
   send_frame(protocol::encode(r));
 }
 
+void control_channel::take(std::vector<std::string>& frames) {
+  for (auto& f : frames) {
+    auto m = protocol::parse_message(f);
+    if (auto* nm = std::get_if<protocol::new_map>(&m)) {
+      if (nm->job_id != job_id_) continue;
+      map_update u;
+      u.epoch = nm->epoch;
+      u.procs = std::move(nm->procs);
+      u.hosts = std::move(nm->proc_hosts);
+      u.cpus = std::move(nm->proc_cpus);
+      u.received_at_us = wall_clock_us();
+      std::lock_guard lock(map_mu_);
+      if (!newest_ || u.epoch > newest_->epoch) {
+        newest_epoch_.store(u.epoch, std::memory_order_release);
+        newest_ = std::move(u);
+      }
+    } else if (auto* e = std::get_if<protocol::error>(&m)) {
+      std::fprintf(stderr, "aqs: aqsd: %s\n", e->message.c_str());
+    }
+  }
+  frames.clear();
+}
+
 void control_channel::read_loop() {
-  protocol::frame_decoder dec;
-  std::vector<std::string> frames;
+  std::vector<std::string> frames = std::move(early_);
   char buf[65536];
   for (;;) {
+    try {
+      take(frames);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "aqs: unreadable message from aqsd: %s\n", ex.what());
+      break;
+    }
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     if (::poll(p, 2, -1) < 0) {
       if (errno == EINTR) continue;
@@ -217,27 +247,7 @@ void control_channel::read_loop() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     try {
-      dec.feed(std::string_view(buf, static_cast<std::size_t>(n)), frames);
-      for (auto& f : frames) {
-        auto m = protocol::parse_message(f);
-        if (auto* nm = std::get_if<protocol::new_map>(&m)) {
-          if (nm->job_id != job_id_) continue;
-          map_update u;
-          u.epoch = nm->epoch;
-          u.procs = std::move(nm->procs);
-          u.hosts = std::move(nm->proc_hosts);
-          u.cpus = std::move(nm->proc_cpus);
-          u.received_at_us = wall_clock_us();
-          std::lock_guard lock(map_mu_);
-          if (!newest_ || u.epoch > newest_->epoch) {
-            newest_epoch_.store(u.epoch, std::memory_order_release);
-            newest_ = std::move(u);
-          }
-        } else if (auto* e = std::get_if<protocol::error>(&m)) {
-          std::fprintf(stderr, "aqs: aqsd: %s\n", e->message.c_str());
-        }
-      }
-      frames.clear();
+      decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)), frames);
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "aqs: unreadable message from aqsd: %s\n", ex.what());
       break;

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/framing.hpp"
+
 namespace aqs::runtime {
 
 // A processor map as aqsd sent it.
@@ -63,9 +65,12 @@ public:
 private:
   void send_frame(const std::string& frame);
   void read_loop();
+  void take(std::vector<std::string>& frames);  // applies received frames; throws on an unreadable one
 
   int fd_ = -1;
   std::int64_t job_id_ = 0;
+  protocol::frame_decoder decoder_;  // one stream: the handshake, then the reader thread
+  std::vector<std::string> early_;   // frames that arrived with the handshake's reply
   std::int64_t next_id_ = 1;
   std::mutex send_mu_;
   mutable std::mutex map_mu_;

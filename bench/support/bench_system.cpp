@@ -1,0 +1,162 @@
+// bench_system: a private aqsd and agents for end-to-end benchmarks.
+#include "bench_system.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+#include "protocol/messages.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace aqs::bench {
+
+child::child(const std::vector<std::string>& argv, const fs::path& log) {
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+}
+
+void child::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  for (int i = 0; i < 300; ++i) {
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(-pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+system::system(const options& o) {
+  std::string tmpl = (fs::temp_directory_path() / "aqs-bench.XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
+  dir_ = tmpl;
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  fs::create_directories(work());
+  try {
+    std::vector<std::string> argv{o.aqsd, "--state-dir", (dir_ / "state").string(), "--foreground"};
+    argv.insert(argv.end(), o.aqsd_args.begin(), o.aqsd_args.end());
+    aqsd_ = std::make_unique<child>(argv, dir_ / "aqsd.log");
+    bool up = false;
+    for (int i = 0; i < 600 && !up; ++i) {
+      if (fs::exists(socket())) {
+        try {
+          client::connection probe(socket());
+          up = true;
+          break;
+        } catch (const client::client_error&) {
+        }
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    if (!up) throw std::runtime_error("aqsd did not answer within 30 s");
+    for (int n = 0; n < o.nodes; ++n) {
+      const std::string name = "node" + std::to_string(n);
+      agents_.push_back(std::make_unique<child>(
+          std::vector<std::string>{o.aqs_node, "--socket", socket(), "--name", name, "--procs",
+                                   std::to_string(o.procs_per_node), "--spool", (dir_ / ("spool-" + name)).string()},
+          dir_ / (name + ".log")));
+    }
+    client::connection w(socket());
+    for (int i = 0;; ++i) {
+      if (w.call(protocol::list_nodes{1})["nodes"].size() == static_cast<std::size_t>(o.nodes)) break;
+      if (i == 200) throw std::runtime_error("the agents did not all register within 10 s");
+      std::this_thread::sleep_for(50ms);
+    }
+  } catch (...) {
+    stop();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    throw;
+  }
+}
+
+void system::stop() {
+  for (auto& a : agents_) a->stop();
+  if (aqsd_) aqsd_->stop();
+}
+
+system::~system() {
+  stop();
+  if (std::getenv("AQS_BENCH_KEEP") != nullptr) {
+    std::fprintf(stderr, "AQS_BENCH_KEEP: logs and job files kept in %s\n", dir_.c_str());
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+double iso_seconds(const std::string& t) {
+  std::tm tm{};
+  int ms = 0;
+  std::sscanf(t.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+              &tm.tm_sec, &ms);
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
+}
+
+void wait_idle(client::connection& w, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    protocol::list_jobs l;
+    l.id = w.next_id();
+    l.limit = 1;
+    if (w.call(l)["jobs"].empty()) return;
+    std::this_thread::sleep_for(20ms);
+  }
+  throw std::runtime_error("jobs still running after " + std::to_string(limit.count()) + " s");
+}
+
+std::vector<protocol::job_info> jobs_after(client::connection& w, std::int64_t after) {
+  std::vector<protocol::job_info> out;
+  while (true) {
+    protocol::list_jobs l;
+    l.id = w.next_id();
+    l.all = true;
+    l.after_id = after;
+    const auto r = w.call(l);
+    auto page = protocol::parse_job_list(r);
+    if (page.empty()) break;
+    after = page.back().id;
+    out.insert(out.end(), page.begin(), page.end());
+    if (!r.value("more", false)) break;
+  }
+  return out;
+}
+
+double median(std::vector<double> v) { return pct(std::move(v), 0.5); }
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace aqs::bench

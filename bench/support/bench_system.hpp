@@ -1,0 +1,79 @@
+// bench_system: the running system for end-to-end benchmarks: aqsd with its
+// private, durable PostgreSQL and aqs-node agents as processes in a temporary
+// directory, stopped and removed again however the benchmark ends (kept,
+// for a look at the logs, when AQS_BENCH_KEEP is set).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client_connection.hpp"
+#include "protocol/results.hpp"
+
+namespace aqs::bench {
+
+// A child process in its own process group, its output appended to `log`;
+// stopped (TERM, then KILL to the group) by stop() or on destruction.
+class child {
+public:
+  child(const std::vector<std::string>& argv, const std::filesystem::path& log);
+  ~child() { stop(); }
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+  void stop();
+
+private:
+  pid_t pid_ = -1;
+};
+
+class system {
+public:
+  struct options {
+    std::string aqsd;      // paths of the binaries
+    std::string aqs_node;
+    int nodes = 1;
+    int procs_per_node = 8;
+    std::vector<std::string> aqsd_args;  // extra aqsd options
+  };
+  // Starts aqsd (initdb on first start takes a few seconds) and the agents
+  // ("node0".."nodeN-1"), and waits until every node is registered.
+  // Throws std::runtime_error when aqsd does not answer within 30 s or the
+  // nodes do not all register within 10 s.
+  explicit system(const options& o);
+  ~system();
+  system(const system&) = delete;
+  system& operator=(const system&) = delete;
+
+  const std::filesystem::path& dir() const noexcept { return dir_; }
+  std::string socket() const { return (dir_ / "state" / "aqsd.sock").string(); }
+  std::filesystem::path work() const { return dir_ / "work"; }  // for jobs' files
+  // Stops the agents, then aqsd (both also happen on destruction).
+  void stop();
+
+private:
+  std::filesystem::path dir_;
+  std::unique_ptr<child> aqsd_;
+  std::vector<std::unique_ptr<child>> agents_;
+};
+
+// Seconds since the epoch of "2026-11-22T14:26:00.123Z" (aqsd's timestamps).
+double iso_seconds(const std::string& t);
+
+// Waits until no job is pending, running or resizing (polling, at most
+// `limit`); throws std::runtime_error after that.
+void wait_idle(client::connection& w, std::chrono::seconds limit);
+
+// Every job with an id above `after`, finished ones included, in id order.
+std::vector<protocol::job_info> jobs_after(client::connection& w, std::int64_t after);
+
+// The median and the p-quantile (0..1) of `v`, 0 when empty.
+double median(std::vector<double> v);
+double pct(std::vector<double> v, double p);
+
+}  // namespace aqs::bench
