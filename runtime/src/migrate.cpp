@@ -269,11 +269,11 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
     if (!a->live) continue;
     std::span<const std::byte> old_block;
     if (old_rank) old_block = std::span<const std::byte>(a->block(), a->block_bytes());
-    std::vector<std::byte> nb = redistribute_blocks(c, a->n, a->elem_size, old_owners, new_owners, old_block);
     index_range r{0, 0};
     if (my_index >= 0) r = block_of(a->n, nnew, static_cast<std::uint64_t>(my_index));
     std::vector<std::byte> storage((2 * a->ghost + r.size()) * a->elem_size);
-    if (!nb.empty()) std::memcpy(storage.data() + a->ghost * a->elem_size, nb.data(), nb.size());
+    redistribute_blocks_into(c, a->n, a->elem_size, old_owners, new_owners, old_block,
+                             std::span<std::byte>(storage.data() + a->ghost * a->elem_size, r.size() * a->elem_size));
     a->storage = std::move(storage);
     a->begin = r.begin;
     a->end = r.end;

@@ -55,10 +55,9 @@ void wait_all(std::vector<MPI_Request>& reqs) {
 
 }  // namespace
 
-std::vector<std::byte> redistribute_blocks(MPI_Comm comm, std::uint64_t n, std::size_t elem_size,
-                                           const std::vector<int>& old_owners,
-                                           const std::vector<int>& new_owners,
-                                           std::span<const std::byte> old_block) {
+void redistribute_blocks_into(MPI_Comm comm, std::uint64_t n, std::size_t elem_size,
+                              const std::vector<int>& old_owners, const std::vector<int>& new_owners,
+                              std::span<const std::byte> old_block, std::span<std::byte> out) {
   int me = 0;
   check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
   const std::vector<transfer> plan = plan_redistribution(n, old_owners, new_owners);
@@ -69,7 +68,11 @@ std::vector<std::byte> redistribute_blocks(MPI_Comm comm, std::uint64_t n, std::
     throw std::invalid_argument("redistribution: this rank holds " + std::to_string(old_block.size()) +
                                 " bytes but its old block is " + std::to_string(old_range.size() * elem_size));
   }
-  std::vector<std::byte> out(new_range.size() * elem_size);
+  if (out.size() != new_range.size() * elem_size) {
+    throw std::invalid_argument("redistribution: this rank's new block is " +
+                                std::to_string(new_range.size() * elem_size) + " bytes but " +
+                                std::to_string(out.size()) + " were given");
+  }
   // The part this process keeps is copied, never sent.
   const index_range keep{std::max(old_range.begin, new_range.begin), std::min(old_range.end, new_range.end)};
   if (!keep.empty()) {
@@ -91,6 +94,18 @@ std::vector<std::byte> redistribute_blocks(MPI_Comm comm, std::uint64_t n, std::
     }
   }
   wait_all(reqs);
+}
+
+std::vector<std::byte> redistribute_blocks(MPI_Comm comm, std::uint64_t n, std::size_t elem_size,
+                                           const std::vector<int>& old_owners,
+                                           const std::vector<int>& new_owners,
+                                           std::span<const std::byte> old_block) {
+  int me = 0;
+  check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
+  const int ni = index_of(new_owners, me);
+  const std::uint64_t size = ni < 0 ? 0 : block_of(n, new_owners.size(), static_cast<std::uint64_t>(ni)).size();
+  std::vector<std::byte> out(size * elem_size);
+  redistribute_blocks_into(comm, n, elem_size, old_owners, new_owners, old_block, out);
   return out;
 }
 

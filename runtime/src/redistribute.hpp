@@ -31,6 +31,14 @@ std::vector<std::byte> redistribute_blocks(MPI_Comm comm, std::uint64_t n, std::
                                            const std::vector<int>& new_owners,
                                            std::span<const std::byte> old_block);
 
+// The same, writing this process's new block straight into `new_block`
+// (exactly its size in bytes; empty if not a new owner): no second copy when
+// the caller's storage has room around the block. Also throws
+// std::invalid_argument on a wrong new_block size.
+void redistribute_blocks_into(MPI_Comm comm, std::uint64_t n, std::size_t elem_size,
+                              const std::vector<int>& old_owners, const std::vector<int>& new_owners,
+                              std::span<const std::byte> old_block, std::span<std::byte> new_block);
+
 // Arbitrary state: every old owner packs one blob per new owner (outgoing[j]
 // is for new_owners[j]; empty vector if this process is no old owner), and
 // every new owner receives the blobs addressed to it, indexed like
