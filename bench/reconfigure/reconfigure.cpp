@@ -4,7 +4,9 @@
 //   - a no-change MPI_Migrate() on 2, 4 and 8 ranks;
 //   - shrink 8 -> 4 and expand 4 -> 8 of a job holding 10 MiB per rank (at 8
 //     ranks), --reps times each: a rigid 4-processor job arrives (shrink),
-//     then ends (expand). For every change: aqsd's decision to the job
+//     then ends (expand); once as the runtime does it (the expansion calls
+//     back the ranks the shrink parked), once with AQS_CALL_BACK_PARKED=0 (every
+//     expansion spawns new processes). For every change: aqsd's decision to the job
 //     holding the map (delivery), the wait for the job's next MPI_Migrate(),
 //     spawn, data movement, the change itself (MPI_Migrate() taking the map
 //     up to the acknowledgement being sent), and decision to acknowledgement
@@ -15,6 +17,7 @@
 //   bench_reconfigure [--reps N] [--mb-per-rank M] [--nochange-calls N]
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,7 +69,7 @@ std::vector<std::string> job_environment() {
 
 // An adaptive job running the app under mpirun on $AQS_NPROCS ranks.
 std::int64_t submit_app(client::connection& w, const fs::path& work, const std::string& name, int min, int max,
-                        const std::string& app_args) {
+                        const std::string& app_args, const std::vector<std::string>& extra_env = {}) {
   protocol::submit s;
   s.id = w.next_id();
   s.job.name = name;
@@ -75,6 +78,7 @@ std::int64_t submit_app(client::connection& w, const fs::path& work, const std::
                     app_args};
   s.job.workdir = work.string();
   s.job.environment = job_environment();
+  s.job.environment.insert(s.job.environment.end(), extra_env.begin(), extra_env.end());
   s.job.stdout_pattern = (work / (name + ".out")).string();
   s.job.min_pe = min;
   s.job.max_pe = max;
@@ -216,53 +220,78 @@ int main(int argc, char** argv) {
     }
     fs::remove(stop);
 
-    // 2. Shrink and expand, driven by a rigid job that comes and goes.
-    const auto id = submit_app(w, work, "adaptive", 4, 8,
-                               "--mb-per-rank " + std::to_string(o.mb_per_rank) +
-                                   " --pace-ms 5 --nochange-calls 0 --stop-file " + stop);
-    wait_job(w, id, [](const auto& j) { return j.state == job_state::running && j.nprocs == 8; }, 60s,
-             "ran on 8 processors");
-    for (int r = 0; r < o.reps; ++r) {
-      const auto rigid = submit_rigid(w, work, 4, "0.2");
-      wait_job(w, rigid, [](const auto& j) { return j.state == job_state::completed; }, 120s, "completed");
-      wait_job(w, id, [](const auto& j) { return j.state == job_state::running && j.nprocs == 8; }, 120s,
-               "grew back to 8");
-    }
-    std::ofstream(stop) << "";
-    const auto done = wait_job(w, id, [](const auto& j) { return core::is_final(j.state); }, 120s, "ended");
-    const std::string out = slurp(work / "adaptive.out");
-    if (done.state != job_state::completed || out.find("ok=0") != std::string::npos ||
-        out.find("done maps=") == std::string::npos) {
-      throw std::runtime_error("the adaptive job failed or its data was wrong after a change:\n" + out);
-    }
-
-    const auto all = changes_of(w, id);
-    std::printf("\n%-44s %10s %10s %10s %10s\n", "change of map (ms)", "median", "min", "p90", "max");
-    for (const auto& [label, ranks] : std::vector<std::pair<std::string, int>>{{"shrink 8 -> 4", 4}, {"expand 4 -> 8", 8}}) {
-      std::vector<change> cs;
-      for (const auto& c : all) {
-        if (c.ranks == ranks) cs.push_back(c);
+    // 2. Shrink and expand, driven by a rigid job that comes and goes: once
+    // as the runtime does it (an expansion calls back the ranks the shrink
+    // parked), once with every expansion starting new processes.
+    auto series = [&](const std::string& name, const std::vector<std::string>& env) {
+      fs::remove(stop);
+      const auto id = submit_app(w, work, name, 4, 8,
+                                 "--mb-per-rank " + std::to_string(o.mb_per_rank) +
+                                     " --pace-ms 5 --nochange-calls 0 --stop-file " + stop,
+                                 env);
+      wait_job(w, id, [](const auto& j) { return j.state == job_state::running && j.nprocs == 8; }, 60s,
+               "ran on 8 processors");
+      // Connected to aqsd and in its loop before the first change.
+      const auto until = clk::now() + 60s;
+      while (slurp(work / (name + ".out")).find("ready ranks=8") == std::string::npos) {
+        if (clk::now() > until) throw std::runtime_error(name + ": the job never said it was ready");
+        std::this_thread::sleep_for(10ms);
       }
-      if (cs.size() != static_cast<std::size_t>(o.reps)) {
-        throw std::runtime_error(label + ": " + std::to_string(cs.size()) + " acknowledged changes, expected " +
-                                 std::to_string(o.reps));
+      for (int r = 0; r < o.reps; ++r) {
+        const auto rigid = submit_rigid(w, work, 4, "0.2");
+        wait_job(w, rigid, [](const auto& j) { return j.state == job_state::completed; }, 120s, "completed");
+        wait_job(w, id, [](const auto& j) { return j.state == job_state::running && j.nprocs == 8; }, 120s,
+                 "grew back to 8");
+      }
+      std::ofstream(stop) << "";
+      const auto done = wait_job(w, id, [](const auto& j) { return core::is_final(j.state); }, 120s, "ended");
+      const std::string out = slurp(work / (name + ".out"));
+      if (done.state != job_state::completed || out.find("ok=0") != std::string::npos ||
+          out.find("done maps=") == std::string::npos) {
+        throw std::runtime_error(name + ": the job failed or its data was wrong after a change:\n" + out);
+      }
+      auto all = changes_of(w, id);
+      const auto n = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [](const change& c) { return c.ranks == 4; }));
+      if (n != static_cast<std::size_t>(o.reps) || all.size() != 2 * n) {
+        throw std::runtime_error(name + ": " + std::to_string(all.size()) + " acknowledged changes, expected " +
+                                 std::to_string(2 * o.reps));
+      }
+      return all;
+    };
+    const auto called_back = series("adaptive", {});
+    const auto spawned = series("spawning", {"AQS_CALL_BACK_PARKED=0"});
+
+    std::printf("\n%-50s %9s %9s %9s %9s\n", "change of map (ms)", "median", "min", "p90", "max");
+    struct kind {
+      const char* label;
+      const char* key;
+      const std::vector<change>* from;
+      int ranks;
+    };
+    for (const kind& k : {kind{"shrink 8 -> 4", "shrink_ms", &called_back, 4},
+                          kind{"expand 4 -> 8, parked ranks called back", "expand_called_back_ms", &called_back, 8},
+                          kind{"expand 4 -> 8, new ranks spawned", "expand_spawned_ms", &spawned, 8}}) {
+      std::vector<change> cs;
+      for (const auto& c : *k.from) {
+        if (c.ranks == k.ranks) cs.push_back(c);
       }
       nlohmann::json j;
+      std::printf("%s\n", k.label);
       auto phase = [&](const char* name, auto get) {
         std::vector<double> v;
         for (const auto& c : cs) v.push_back(get(c));
         const double med = bench::median(v), lo = *std::min_element(v.begin(), v.end()),
                      hi = *std::max_element(v.begin(), v.end()), p90 = bench::pct(v, 0.9);
-        std::printf("%-44s %10.1f %10.1f %10.1f %10.1f\n", (label + ": " + name).c_str(), med, lo, p90, hi);
+        std::printf("  %-48s %9.1f %9.1f %9.1f %9.1f\n", name, med, lo, p90, hi);
         j[name] = {{"median", med}, {"min", lo}, {"p90", p90}, {"max", hi}};
       };
       phase("decision to job has map", [](const change& c) { return c.delivered_ms; });
       phase("wait for MPI_Migrate", [](const change& c) { return c.wait_ms; });
-      phase("spawn", [](const change& c) { return c.spawn_ms; });
+      phase("ranks join (call-back or spawn)", [](const change& c) { return c.spawn_ms; });
       phase("data", [](const change& c) { return c.data_ms; });
       phase("MPI_Migrate: map to ack", [](const change& c) { return c.apply_ms(); });
       phase("decision to ack at aqsd", [](const change& c) { return c.decision_to_ack_ms; });
-      results[ranks == 4 ? "shrink_ms" : "expand_ms"] = j;
+      results[k.key] = j;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_reconfigure: %s\n", e.what());

@@ -7,6 +7,7 @@
 //
 // Output (rank 0, one line each, for the benchmark to read):
 //   nochange adaptive=0|1 ranks=R calls=N mean_us=X median_us=Y p90_us=Z
+//   ready ranks=R                (in its loop, connected to aqsd)
 //   map epoch=E ranks=R ok=0|1
 //   done maps=M
 // Stops when --stop-file exists (checked by rank 0 at every iteration).
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
       comm = AQS_Comm();
       MPI_Comm_rank(comm, &rank);
       MPI_Comm_size(comm, &size);
+      if (rank == 0) std::printf("ready ranks=%d\n", size);
     } else if (AQS_Epoch() != seen_epoch) {
       // A new map (on a rank the expansion started, its first): check the block.
       seen_epoch = AQS_Epoch();

@@ -86,6 +86,8 @@ std::vector<std::byte> encode(const reconfiguration& rc) {
   w.u64(static_cast<std::uint64_t>(rc.migrate_calls));
   w.u64(rc.signature.size());
   for (auto x : rc.signature) w.u64(x);
+  w.u64(rc.joiners.size());
+  for (int j : rc.joiners) w.u64(static_cast<std::uint64_t>(j));
   return std::move(w.b);
 }
 reconfiguration decode(const std::vector<std::byte>& b) {
@@ -99,6 +101,8 @@ reconfiguration decode(const std::vector<std::byte>& b) {
   rc.migrate_calls = static_cast<std::int64_t>(r.u64());
   rc.signature.resize(r.u64());
   for (auto& x : rc.signature) x = r.u64();
+  rc.joiners.resize(r.u64());
+  for (auto& j : rc.joiners) j = static_cast<int>(r.u64());
   return rc;
 }
 
@@ -167,11 +171,13 @@ struct times {
   std::int64_t start_us = 0, spawn_us = 0, data_us = 0;
 };
 
-// Starts one new rank per slot of plan.spawn, each on its slot's host, and
-// merges them with the active ranks (which come first). Returns the merged
-// communicator, or MPI_COMM_NULL after telling why in `why`.
-MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const migration_plan& plan, std::string& why) {
-  const int m = static_cast<int>(plan.spawn.size());
+// Starts one new rank per slot in `slots` (indices in rc.next), each on its
+// slot's host, and merges them after the members of `comm` (collective over
+// comm). Returns the merged communicator, or MPI_COMM_NULL after telling why
+// in `why`.
+MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<int>& slots, MPI_Comm comm,
+                         std::string& why) {
+  const int m = static_cast<int>(slots.size());
   const std::string exe = self_exe();
   std::vector<std::string> args = self_args();
   std::vector<char*> argv;
@@ -183,7 +189,7 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const migration_pla
   std::vector<MPI_Info> infos(static_cast<std::size_t>(m));
   for (int j = 0; j < m; ++j) {
     MPI_Info_create(&infos[static_cast<std::size_t>(j)]);
-    const slot& sl = rc.next[static_cast<std::size_t>(plan.spawn[static_cast<std::size_t>(j)])];
+    const slot& sl = rc.next[static_cast<std::size_t>(slots[static_cast<std::size_t>(j)])];
     MPI_Info_set(infos[static_cast<std::size_t>(j)], "host", sl.host.c_str());
   }
   std::vector<int> errcodes(static_cast<std::size_t>(m), MPI_SUCCESS);
@@ -195,7 +201,7 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const migration_pla
     why = "MPI_Comm_spawn failed: AQS_TEST_SPAWN_FAIL is set";
   } else {
     const int rc2 = MPI_Comm_spawn_multiple(m, commands.data(), argvs.data(), maxprocs.data(), infos.data(), 0,
-                                            s.active, &inter, errcodes.data());
+                                            comm, &inter, errcodes.data());
     if (rc2 != MPI_SUCCESS) {
       char msg[MPI_MAX_ERROR_STRING];
       int len = 0;
@@ -212,7 +218,7 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const migration_pla
   }
   for (auto& i : infos) MPI_Info_free(&i);
   int all_ok = ok;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s.active);
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   if (!all_ok) {
     if (why.empty()) why = "MPI_Comm_spawn failed on another rank";
     if (inter != MPI_COMM_NULL) MPI_Comm_free(&inter);
@@ -222,21 +228,29 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const migration_pla
   mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
   MPI_Comm_free(&inter);
   MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
-  if (std::getenv("AQS_TEST_CRASH_IN_MIGRATE") != nullptr && s.rank == static_cast<int>(s.slots.size()) - 1) {
+  if (std::getenv("AQS_TEST_CRASH_IN_MIGRATE") != nullptr && s.rank == static_cast<int>(s.slots.size()) - 1 &&
+      s.rank >= 0) {
     // Testing aid: the app dies mid-change, with the new ranks already joined.
     std::raise(SIGKILL);
   }
   return merged;
 }
 
-[[noreturn]] void park_and_exit(shim& s, const std::string& address) {
+// A rank leaving the active set lets go of the application's state (the
+// arrays keep their handles, empty) and of the channel to aqsd.
+void prepare_to_park(shim& s) {
   for (auto& st : s.states) {
     if (st.release) st.release(st.user);
   }
-  s.arrays.clear();
+  for (auto& a : s.arrays) {
+    std::vector<std::byte>().swap(a->storage);
+    a->begin = a->end = 0;
+  }
   s.control.reset();
-  wait_parked(address);
-  s.listener.close();  // wakes whoever parked on us when we led
+  s.rank = -1;
+}
+
+[[noreturn]] void finish_parked() {
   MPI_Finalize();
   std::exit(0);
 }
@@ -256,8 +270,8 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
       new_owners[static_cast<std::size_t>(plan.assigned[static_cast<std::size_t>(r)])] = r;
     }
   }
-  for (std::size_t j = 0; j < plan.spawn.size(); ++j) {
-    new_owners[static_cast<std::size_t>(plan.spawn[j])] = k + static_cast<int>(j);
+  for (std::size_t j = 0; j < rc.joiners.size(); ++j) {
+    new_owners[static_cast<std::size_t>(rc.joiners[j])] = k + static_cast<int>(j);
   }
   const auto mine = std::find(new_owners.begin(), new_owners.end(), me);
   const int my_index = mine == new_owners.end() ? -1 : static_cast<int>(mine - new_owners.begin());
@@ -299,25 +313,28 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
   }
   t.data_us = now_us() - t_data;
 
-  // Where the ranks that leave wait: on the new leader's listener.
+  // Where the ranks that leave wait: in the new leader's pool, which the old
+  // leader hands its parked ranks to when leadership moves.
   const bool someone_leaves = std::count(plan.assigned.begin(), plan.assigned.end(), -1) > 0;
+  const bool leader_moves = new_owners[0] != 0;
   std::string park_address;
-  if (someone_leaves) {
+  if (someone_leaves || leader_moves) {
     std::vector<std::byte> buf;
     if (me == new_owners[0]) {
-      const std::string a = s.listener.address();
+      const std::string a = s.pool.address();
       buf.assign(reinterpret_cast<const std::byte*>(a.data()), reinterpret_cast<const std::byte*>(a.data()) + a.size());
     }
     bcast_bytes(buf, new_owners[0], c);
     park_address.assign(reinterpret_cast<const char*>(buf.data()), buf.size());
   }
+  if (leader_moves && me == 0) s.pool.move_all(park_address);
 
   MPI_Comm next = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split(c, my_index >= 0 ? 0 : MPI_UNDEFINED, my_index, &next), "MPI_Comm_split");
   if (merged) MPI_Comm_free(&c);
   if (s.active != MPI_COMM_NULL) MPI_Comm_free(&s.active);
   s.epoch = rc.epoch;
-  if (my_index < 0) park_and_exit(s, park_address);
+  if (my_index < 0) return park(park_address);
 
   s.active = next;
   MPI_Comm_set_errhandler(s.active, MPI_ERRORS_RETURN);
@@ -362,6 +379,107 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
   return AQS_SUCCESS;
 }
 
+// $AQS_CALL_BACK_PARKED=0 makes every expansion start new processes (to
+// measure spawning, or should a call-back ever misbehave).
+bool call_back_parked() {
+  const char* v = std::getenv("AQS_CALL_BACK_PARKED");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+// Brings in the ranks of the slots in plan.spawn, collectively over `cur`
+// (the old active ranks, plus the parked ranks called back so far; it may be
+// the communicator of a called-back rank's own join): first, one round each,
+// parked ranks the leader (rank 0 of cur) calls back from its pool on the
+// slot's host; then new processes for the slots left. rc.joiners grows with
+// every slot filled, in join order. Returns the communicator of everyone, or
+// MPI_COMM_NULL when spawning failed (why says why; `cur` then holds the old
+// ranks and those called back).
+MPI_Comm call_back_and_spawn(shim& s, reconfiguration& rc, const migration_plan& plan, MPI_Comm& cur,
+                             std::string& why) {
+  int me = 0;
+  MPI_Comm_rank(cur, &me);
+  auto filled = [&](int j) { return std::find(rc.joiners.begin(), rc.joiners.end(), j) != rc.joiners.end(); };
+  for (;;) {
+    int slot = -1;
+    char port[MPI_MAX_PORT_NAME] = {};
+    if (me == 0 && call_back_parked()) {
+      s.pool.collect();
+      for (int j : plan.spawn) {
+        if (s.pool.parked() == 0) break;
+        if (filled(j)) continue;
+        mpi_check(MPI_Open_port(MPI_INFO_NULL, port), "MPI_Open_port");
+        if (s.pool.call_back(rc.next[static_cast<std::size_t>(j)].host, port)) {
+          slot = j;
+          break;
+        }
+        MPI_Close_port(port);
+      }
+    }
+    mpi_check(MPI_Bcast(&slot, 1, MPI_INT, 0, cur), "MPI_Bcast");
+    if (slot < 0) break;
+    MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+    mpi_check(MPI_Comm_accept(port, MPI_INFO_NULL, 0, cur, &inter), "MPI_Comm_accept");
+    if (me == 0) MPI_Close_port(port);
+    mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
+    MPI_Comm_free(&inter);
+    MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+    if (cur != s.active) MPI_Comm_free(&cur);
+    cur = merged;
+    rc.joiners.push_back(slot);
+    // The rank called back learns where things stand.
+    std::vector<std::byte> hdr = encode(rc);
+    bcast_bytes(hdr, 0, cur);
+  }
+  std::vector<int> rest;
+  for (int j : plan.spawn) {
+    if (!filled(j)) rest.push_back(j);
+  }
+  if (rest.empty()) return cur;
+  MPI_Comm c = spawn_new_ranks(s, rc, rest, cur, why);
+  if (c == MPI_COMM_NULL) return c;
+  rc.joiners.insert(rc.joiners.end(), rest.begin(), rest.end());
+  // The new ranks wait in AQS_Init for this.
+  std::vector<std::byte> hdr = encode(rc);
+  bcast_bytes(hdr, 0, c);
+  if (cur != s.active) MPI_Comm_free(&cur);
+  return c;
+}
+
+// An expansion, from the call-backs to the switch, on every rank taking part
+// (old active ranks, and a parked rank from its call-back on).
+int expand_and_switch(shim& s, reconfiguration& rc, const migration_plan& plan, MPI_Comm cur, times t) {
+  std::string why;
+  const std::int64_t t_spawn = now_us();
+  MPI_Comm c = call_back_and_spawn(s, rc, plan, cur, why);
+  t.spawn_us = now_us() - t_spawn;
+  if (c != MPI_COMM_NULL) return switch_to(s, rc, plan, c, true, t);
+
+  // The job goes on where it was; aqsd gives the processors back. Ranks
+  // called back for this change park again.
+  s.epoch = rc.epoch;
+  const int k = static_cast<int>(rc.current.size());
+  int me = 0, size = 0;
+  MPI_Comm_rank(cur, &me);
+  MPI_Comm_size(cur, &size);
+  std::string address;
+  if (size > k) {
+    std::vector<std::byte> buf;
+    if (me == 0) {
+      const std::string a = s.pool.address();
+      buf.assign(reinterpret_cast<const std::byte*>(a.data()), reinterpret_cast<const std::byte*>(a.data()) + a.size());
+    }
+    bcast_bytes(buf, 0, cur);
+    address.assign(reinterpret_cast<const char*>(buf.data()), buf.size());
+  }
+  if (cur != s.active) MPI_Comm_free(&cur);
+  if (me >= k) return park(address);
+  if (s.rank == 0) {
+    std::fprintf(stderr, "aqs: cannot apply map %lld: %s\n", static_cast<long long>(rc.epoch), why.c_str());
+    if (s.control) s.control->refuse(rc.epoch, why);
+  }
+  return fail(AQS_ERR_SPAWN, why);
+}
+
 }  // namespace
 
 int migrate() {
@@ -397,27 +515,37 @@ int migrate() {
       return AQS_SUCCESS;
     }
     if (plan.spawn.empty()) return switch_to(s, *rc, plan, s.active, false, t);
-
-    std::string why;
-    const std::int64_t t_spawn = now_us();
-    MPI_Comm c = spawn_new_ranks(s, *rc, plan, why);
-    t.spawn_us = now_us() - t_spawn;
-    if (c == MPI_COMM_NULL) {
-      // The job goes on where it was; aqsd gives the processors back.
-      s.epoch = rc->epoch;
-      if (s.rank == 0) {
-        std::fprintf(stderr, "aqs: cannot apply map %lld: %s\n", static_cast<long long>(rc->epoch), why.c_str());
-        if (s.control) s.control->refuse(rc->epoch, why);
-      }
-      return fail(AQS_ERR_SPAWN, why);
-    }
-    // The new ranks wait in AQS_Init for this.
-    std::vector<std::byte> hdr = encode(*rc);
-    bcast_bytes(hdr, 0, c);
-    return switch_to(s, *rc, plan, c, true, t);
+    return expand_and_switch(s, *rc, plan, s.active, t);
   } catch (const std::exception& ex) {
     return fail(AQS_ERR_MPI, ex.what());
   }
+}
+
+int park(std::string address) {
+  shim& s = the_shim();
+  prepare_to_park(s);
+  const auto port = wait_parked(std::move(address));
+  if (!port) finish_parked();
+  // Called back: the running ranks accept on `port`.
+  try {
+    times t;
+    t.start_us = now_us();
+    MPI_Comm inter = MPI_COMM_NULL, cur = MPI_COMM_NULL;
+    mpi_check(MPI_Comm_connect(port->c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter), "MPI_Comm_connect");
+    mpi_check(MPI_Intercomm_merge(inter, 1, &cur), "MPI_Intercomm_merge");
+    MPI_Comm_free(&inter);
+    MPI_Comm_set_errhandler(cur, MPI_ERRORS_RETURN);
+    std::vector<std::byte> hdr;
+    bcast_bytes(hdr, 0, cur);
+    reconfiguration rc = decode(hdr);
+    const migration_plan plan = plan_migration(rc.current, rc.next);
+    return expand_and_switch(s, rc, plan, cur, t);
+  } catch (const std::exception& ex) {
+    // The others are inside the same collective change: nothing to go back to.
+    std::fprintf(stderr, "aqs: a parked rank could not rejoin: %s\n", ex.what());
+    MPI_Abort(MPI_COMM_WORLD, 70);
+  }
+  return AQS_ERR_MPI;
 }
 
 void join_from_parent(MPI_Comm parent) {

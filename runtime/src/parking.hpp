@@ -1,41 +1,62 @@
 // parking: where ranks that a shrink dropped wait, blocked in read() and
-// using no CPU, until the job ends and they may call MPI_Finalize.
+// using no CPU, until an expansion calls them back or the job ends.
 //
-// The leader (active rank 0) listens on a TCP port. A dropped rank connects
-// to the current leader and blocks reading. Whoever holds a listener wakes
-// everyone parked on it by closing it: connections still in the accept queue
-// are reset, so nobody needs to accept them. A leader that is dropped itself
-// keeps its listener open while it waits and closes it when woken, so the
-// wake-up passes down the chain.
+// The leader (active rank 0) keeps the pool: it listens on a TCP port, and a
+// dropped rank connects to it, says which host it is on ("host NAME\n") and
+// blocks reading one command:
+//   "join PORT\n"  come back: answer "ok\n", then MPI_Comm_connect(PORT);
+//   "move ADDR\n"  the leader changed: park at ADDR instead;
+//   end of file    the job is ending: MPI_Finalize and exit.
+// Calling a parked rank back costs a connect/accept instead of starting a
+// process, and keeps a job that shrinks and grows many times from piling up
+// parked processes.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace aqs::runtime {
 
-class park_listener {
+class park_pool {
 public:
-  park_listener() = default;
-  ~park_listener() { close(); }
-  park_listener(const park_listener&) = delete;
-  park_listener& operator=(const park_listener&) = delete;
+  park_pool() = default;
+  ~park_pool() { close(); }
+  park_pool(const park_pool&) = delete;
+  park_pool& operator=(const park_pool&) = delete;
 
   // Listens (once) and returns "HOST PORT" for parked ranks to connect to;
   // HOST is this machine's host name. Throws std::runtime_error.
   std::string address();
-  // Wakes everyone parked here.
+  // Takes in the ranks that have parked here since the last call (never
+  // blocks for long: a rank that has not said its host within a second is
+  // dropped, and finalizes).
+  void collect() noexcept;
+  // Calls back one rank parked on `host`: sends it `port`, waits (up to two
+  // seconds) for its "ok". False when no rank there answers; the ones that
+  // did not answer are dropped.
+  bool call_back(const std::string& host, const std::string& port) noexcept;
+  // Hands every rank parked here to the leader at `address`, and stops
+  // listening.
+  void move_all(const std::string& address) noexcept;
+  // Wakes every rank parked here so that it finalizes; stops listening.
   void close() noexcept;
-  bool open() const noexcept { return fd_ >= 0; }
+  std::size_t parked() const noexcept { return parked_.size(); }
 
 private:
+  struct entry {
+    int fd = -1;
+    std::string host;
+  };
   int fd_ = -1;
   std::string address_;
+  std::vector<entry> parked_;
 };
 
-// Connects to `address` (from park_listener::address) and blocks until that
-// listener closes (or its process dies). Returns at once if it cannot connect
-// (the job is already ending).
-void wait_parked(const std::string& address) noexcept;
+// A dropped rank: parks at `address` (from park_pool::address), follows
+// "move"s, and returns the port to connect to when called back, or nullopt
+// when the job is ending (or the leader cannot be reached).
+std::optional<std::string> wait_parked(std::string address) noexcept;
 
 // This machine's host name.
 std::string local_host_name();

@@ -154,8 +154,8 @@ int AQS_Finalize(void) {
   shim& s = the_shim();
   if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Finalize without AQS_Init");
   s.finalized = true;
-  // Everyone parked on a listener of ours may now finalize with us.
-  s.listener.close();
+  // Everyone parked with us may now finalize too.
+  s.pool.close();
   s.control.reset();
   s.arrays.clear();
   if (s.active != MPI_COMM_NULL) MPI_Comm_free(&s.active);

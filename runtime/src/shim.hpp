@@ -54,7 +54,10 @@ struct reconfiguration {
   std::vector<slot> current;    // the old active ranks' slots, in rank order
   std::int64_t received_at_us = 0;
   std::int64_t migrate_calls = 0;  // the leader's count, for scripted maps
-  std::string park_address;     // filled in when someone leaves
+  // The slots ranks join on, in the order they join: parked ranks called
+  // back first, then spawned ones (their index in the merged communicator is
+  // k + position). Empty: none join.
+  std::vector<int> joiners;
   // What every rank registered, so a new rank can check it did the same.
   std::vector<std::uint64_t> signature;
 };
@@ -84,7 +87,7 @@ struct shim {
   // Scripted maps (testing aid, $AQS_TEST_MAPS "CALL:MAP,..."): the leader
   // applies MAP at its CALL-th MPI_Migrate().
   std::vector<std::pair<std::int64_t, std::string>> scripted;
-  park_listener listener;
+  park_pool pool;  // the leader's: ranks a shrink set aside, waiting to be called back
 
   AQS_Timings last{};
 };
@@ -98,6 +101,10 @@ std::vector<std::pair<std::int64_t, std::string>> parse_scripted_maps(const char
 
 // migrate.cpp
 int migrate();
+// A rank a shrink dropped: waits in the leader's pool until an expansion
+// calls it back (then returns like MPI_Migrate()) or the job ends (then
+// finalizes and exits).
+int park(std::string address);
 // The first MPI_Migrate() of a rank an expansion started.
 int complete_join();
 // Joins as a new rank (AQS_Init of a spawned process).

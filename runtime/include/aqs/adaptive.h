@@ -77,7 +77,14 @@ AQS_API MPI_Comm AQS_Comm(void);
  * every rank to its processor, and acknowledges the map to the scheduler.
  * Without a new map it costs one small collective. If starting new ranks
  * fails, the job stays on its old processors, the scheduler is told, and
- * AQS_ERR_SPAWN is returned (the app may simply go on). */
+ * AQS_ERR_SPAWN is returned (the app may simply go on).
+ * A rank that a shrink drops does not return: it waits, using no CPU, and
+ * either finalizes when the job ends or is called back by a later expansion
+ * (which prefers such ranks to starting processes). Called back, its
+ * MPI_Migrate() returns like everyone else's, with the registered state of
+ * its new processor; anything else it kept dates from when it left, so
+ * derive such values from registered state after every MPI_Migrate(), as a
+ * rank the expansion started would. */
 AQS_API int MPI_Migrate(void);
 AQS_API int AQS_Migrate(void); /* the same */
 
