@@ -1,0 +1,250 @@
+// launch: validation, hostfile/rankfile text, and the mpirun environment.
+#include "aqs/mpi_adapter/launch.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <map>
+#include <set>
+#include <string_view>
+#include <sys/stat.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace aqs::mpi_adapter {
+
+namespace {
+
+constexpr std::size_t k_max_host_name = 255;  // the DNS limit on a whole name
+
+bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+bool all_of(std::string_view s, std::string_view extra) {
+  for (const char c : s) {
+    if (!is_alnum(c) && extra.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+// The text quoted in an error message: control characters and bytes beyond
+// ASCII as \xNN, so that the message stays one readable line.
+std::string shown(std::string_view s) {
+  std::string out = "'";
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string proc_label(std::size_t i) { return "processor " + std::to_string(i); }
+
+// The name under which OpenMPI 4.1 files a host: without orte_keep_fqdn_hostnames
+// it cuts a name at its first '.' unless the name is an IP address, so two
+// hosts with the same first label would be merged into one.
+std::string mpirun_name(const std::string& host) {
+  in_addr addr{};
+  if (::inet_pton(AF_INET, host.c_str(), &addr) == 1) return host;
+  return host.substr(0, host.find('.'));
+}
+
+void check_host(std::size_t i, const std::string& host) {
+  if (host.empty()) throw allocation_error(proc_label(i) + " has an empty host name");
+  if (host.size() > k_max_host_name) {
+    throw allocation_error(proc_label(i) + " has a host name longer than " + std::to_string(k_max_host_name) +
+                           " characters");
+  }
+  // Whitespace and '=' split hostfile and rankfile entries; in a hostfile '#'
+  // starts a comment and "user@host" drops the user; a rankfile "+n0" is a
+  // relative host; mpirun refuses ':' in node names; a leading '-' would
+  // reach the launch agent as an option.
+  if (!all_of(host, ".-_")) {
+    throw allocation_error(proc_label(i) + " has host name " + shown(host) +
+                           " with a character mpirun cannot take (allowed: letters, digits, '.', '-', '_')");
+  }
+  if (!is_alnum(host.front())) {
+    throw allocation_error(proc_label(i) + " has host name " + shown(host) +
+                           ", which must start with a letter or digit");
+  }
+}
+
+// Hosts in order of first appearance with their number of processors.
+std::vector<std::pair<std::string, int>> host_counts(const std::vector<processor>& procs) {
+  std::vector<std::pair<std::string, int>> out;
+  std::map<std::string, std::size_t> index;
+  for (const auto& p : procs) {
+    const auto [it, fresh] = index.try_emplace(p.host, out.size());
+    if (fresh) out.emplace_back(p.host, 0);
+    ++out[it->second].second;
+  }
+  return out;
+}
+
+bool shares_a_cpu(const std::vector<processor>& procs) {
+  std::set<std::pair<std::string, int>> seen;
+  for (const auto& p : procs) {
+    if (!seen.emplace(p.host, p.cpu).second) return true;
+  }
+  return false;
+}
+
+std::string join(const std::vector<std::string>& items, char sep) {
+  std::string out;
+  for (const auto& s : items) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+// A fresh file with `text`: an existing file (or a link planted in its place)
+// is removed first, so that the job never reads a stale or foreign file.
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  ::unlink(path.c_str());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "cannot create " + path.string());
+  std::size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      throw std::system_error(err, std::generic_category(), "cannot write " + path.string());
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  // The umask may have taken read access away; the job's user needs it.
+  const bool ok = ::fchmod(fd, 0644) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) throw std::system_error(err, std::generic_category(), "cannot make " + path.string() + " readable");
+}
+
+}  // namespace
+
+std::vector<processor> make_processors(const std::vector<std::string>& hosts, const std::vector<int>& cpus) {
+  if (hosts.size() != cpus.size()) {
+    throw allocation_error(std::to_string(hosts.size()) + " host names for " + std::to_string(cpus.size()) +
+                           " cpus: there must be one of each per processor");
+  }
+  std::vector<processor> out;
+  out.reserve(hosts.size());
+  for (std::size_t i = 0; i < hosts.size(); ++i) out.push_back(processor{hosts[i], cpus[i]});
+  return out;
+}
+
+void validate(const allocation& a) {
+  if (a.procs.empty()) throw allocation_error("the allocation has no processors");
+  std::map<std::string, std::string> by_mpirun_name;  // mpirun's name -> first host with it
+  for (std::size_t i = 0; i < a.procs.size(); ++i) {
+    const auto& p = a.procs[i];
+    check_host(i, p.host);
+    if (p.cpu < 0) {
+      throw allocation_error(proc_label(i) + " on " + p.host + " has cpu " + std::to_string(p.cpu) +
+                             " (cpus are numbered from 0)");
+    }
+    const auto [it, fresh] = by_mpirun_name.try_emplace(mpirun_name(p.host), p.host);
+    if (!fresh && it->second != p.host) {
+      throw allocation_error("hosts " + shown(it->second) + " and " + shown(p.host) + " are both '" + it->first +
+                             "' to mpirun, which drops what follows the first '.' of a host name");
+    }
+  }
+  for (const auto& itf : a.tcp_interfaces) {
+    if (itf.empty()) throw allocation_error("a tcp interface name is empty");
+    if (!all_of(itf, ".-_/:")) {
+      throw allocation_error("tcp interface " + shown(itf) +
+                             " has a character OpenMPI cannot take (allowed: letters, digits, '.', '-', '_', '/', "
+                             "':')");
+    }
+  }
+  if (!a.launch_agent.empty()) {
+    // mpirun splits plm_rsh_agent at whitespace and ':' (alternatives), and
+    // would look a relative path up from the job's working directory.
+    if (!all_of(a.launch_agent, "/.-_+")) {
+      throw allocation_error("launch agent path " + shown(a.launch_agent) +
+                             " has a character mpirun cannot take (allowed: letters, digits, '/', '.', '-', '_', '+')");
+    }
+    if (a.launch_agent.front() != '/') {
+      throw allocation_error("launch agent path " + shown(a.launch_agent) + " is not absolute");
+    }
+  }
+  if (a.launch_agent.empty() && by_mpirun_name.size() > 1) {
+    throw allocation_error("the allocation spans " + std::to_string(by_mpirun_name.size()) +
+                           " hosts, which needs the launch agent (aqs-rsh), and no path to it was given");
+  }
+}
+
+std::string hostfile_text(const allocation& a) {
+  validate(a);
+  std::string out;
+  for (const auto& [host, n] : host_counts(a.procs)) out += host + " slots=" + std::to_string(n) + "\n";
+  return out;
+}
+
+std::string rankfile_text(const allocation& a) {
+  validate(a);
+  std::string out;
+  for (std::size_t i = 0; i < a.procs.size(); ++i) {
+    out += "rank " + std::to_string(i) + "=" + a.procs[i].host + " slot=" + std::to_string(a.procs[i].cpu) + "\n";
+  }
+  return out;
+}
+
+launch_files write_launch_files(const std::filesystem::path& dir, const allocation& a) {
+  const std::string hosts = hostfile_text(a);
+  const std::string ranks = rankfile_text(a);
+  std::filesystem::create_directories(dir);
+  // mpirun runs in the job's working directory: the paths must not depend on it.
+  const auto base = std::filesystem::absolute(dir);
+  launch_files files{base / "hostfile", base / "rankfile"};
+  write_file(files.hostfile, hosts);
+  write_file(files.rankfile, ranks);
+  return files;
+}
+
+environment launch_environment(const allocation& a, const launch_files& files) {
+  validate(a);
+  environment env = {
+      // The default hostfile is the one mpirun reads when given none: it
+      // fixes the hosts and their slots (and replaces a site-wide one).
+      {"OMPI_MCA_orte_default_hostfile", files.hostfile.string()},
+      // A rankfile selects the rank_file mapper, which starts one rank per
+      // line when -np is not given and binds it whatever binding policy is set.
+      {"OMPI_MCA_rmaps_rank_file_path", files.rankfile.string()},
+      // Rankfile slots are logical hwloc indices by default; ours are Linux
+      // cpu numbers, which hwloc calls physical (OS) indices.
+      {"OMPI_MCA_rmaps_rank_file_physical", "1"},
+      // Without it a physical slot binds to the whole core holding that cpu
+      // (all its hardware threads); with it, to that one cpu.
+      {"OMPI_MCA_hwloc_base_use_hwthreads_as_cpus", "1"},
+  };
+  // Ranks sharing a cpu are within their slots, so OpenMPI does not know they
+  // overload it and would let them busy-poll each other to a crawl.
+  if (shares_a_cpu(a.procs)) env.emplace_back("OMPI_MCA_mpi_yield_when_idle", "1");
+  if (host_counts(a.procs).size() > 1) {
+    env.emplace_back("OMPI_MCA_plm_rsh_agent", a.launch_agent);
+    // Only mpirun's node starts daemons (through the agent): with the default
+    // tree spawn, daemons would call the agent from every node.
+    env.emplace_back("OMPI_MCA_plm_rsh_no_tree_spawn", "1");
+  }
+  if (!a.tcp_interfaces.empty()) {
+    const std::string list = join(a.tcp_interfaces, ',');
+    env.emplace_back("OMPI_MCA_btl_tcp_if_include", list);  // MPI messages
+    env.emplace_back("OMPI_MCA_oob_tcp_if_include", list);  // mpirun and its daemons
+  }
+  if (a.as_root) {
+    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  }
+  return env;
+}
+
+}  // namespace aqs::mpi_adapter

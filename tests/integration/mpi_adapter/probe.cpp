@@ -1,0 +1,34 @@
+// probe: the MPI program of the mpi_adapter integration test; each rank
+// prints "rank R host H cpus LIST", LIST being its affinity mask ("1", "0,1").
+#include <mpi.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  // The test's launch agent gives each pretend host's daemon (and so its
+  // ranks) a host name of its own.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::string cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (!CPU_ISSET(c, &set)) continue;
+      if (!cpus.empty()) cpus += ',';
+      cpus += std::to_string(c);
+    }
+  }
+  std::printf("rank %d host %s cpus %s\n", rank, host, cpus.empty() ? "?" : cpus.c_str());
+  std::fflush(stdout);
+  MPI_Finalize();
+  return 0;
+}
