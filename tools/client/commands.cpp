@@ -190,13 +190,17 @@ protocol::cancel build_cancel(const fkill_command_line& cmd) {
 }
 
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
-  static constexpr std::array<opt_spec, 4> specific = {{
-      {'a', "all", false}, {'u', "user", true}, {'j', "jobs", true}, {'t', "states", true}}};
+  static constexpr std::array<opt_spec, 5> specific = {{{'a', "all", false},
+                                                         {'u', "user", true},
+                                                         {'j', "jobs", true},
+                                                         {'t', "states", true},
+                                                         {0, "history", true}}};
   const scanned s = scan(args, specific, "fjobs");
   fjobs_command_line out;
   for (const auto& [name, value] : s.options) {
     if (apply_common(out.common, name, value)) continue;
     if (name == "all") out.all = true;
+    if (name == "history") out.history = parse_job_id(value);
     if (name == "user") out.user = check_user(value);
     if (name == "jobs") {
       for (const auto part : split(value, ',')) out.job_ids.push_back(parse_job_id(part));
@@ -215,6 +219,9 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
   if (out.common.help) return out;
   if (!s.positionals.empty()) throw usage_error("unexpected argument '" + shown(s.positionals.front()) + "' (job ids go with -j)");
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
+  if (out.history && (out.all || out.user || !out.job_ids.empty() || !out.states.empty())) {
+    throw usage_error("--history shows one job: it takes no -a, -u, -j or -t");
+  }
   return out;
 }
 
@@ -257,7 +264,9 @@ std::string fjobs_usage() {
          "  -u, --user USER       only USER's jobs\n"
          "  -j, --jobs ID[,ID]    only these jobs\n"
          "  -t, --states S[,S]    only jobs in these states (e.g. running,pending)\n"
-         "      --json            print one JSON array of jobs\n"
+         "      --history ID      job ID's transitions instead: when, to which state and\n"
+         "                        processors, and why (each resize with its phase times)\n"
+         "      --json            print one JSON array of jobs (or of the events)\n"
          "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          "  -h, --help            this help\n";
 }

@@ -44,13 +44,16 @@ fkill_command_line parse_fkill_command_line(std::span<const std::string> args);
 protocol::cancel build_cancel(const fkill_command_line& cmd);
 
 // fjobs [-a|--all] [-u|--user USER] [-j|--jobs ID[,ID...]] [-t|--states S[,S...]] [--json]
+// fjobs --history ID [--json]
 // States are the job state names in any case (running, PENDING, node_fail).
+// --history goes with no filter (usage_error otherwise).
 struct fjobs_command_line {
   common_options common;
   bool all = false;
   std::optional<std::string> user;
   std::vector<std::int64_t> job_ids;
   std::vector<core::job_state> states;
+  std::optional<std::int64_t> history;  // one job's transitions instead of a list
 };
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args);
 protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd);

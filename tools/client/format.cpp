@@ -77,6 +77,20 @@ std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
   return render(rows);
 }
 
+std::string format_history_table(const nlohmann::json& events) {
+  std::vector<std::vector<std::string>> rows{{"TIME", "FROM", "TO", "PROCS", "REASON"}};
+  auto text = [](const nlohmann::json& e, const char* key) {
+    const auto it = e.find(key);
+    return it != e.end() && it->is_string() && !it->get<std::string>().empty() ? it->get<std::string>()
+                                                                               : std::string("-");
+  };
+  for (const auto& e : events) {
+    rows.push_back({text(e, "time"), text(e, "old_state"), text(e, "new_state"), text(e, "new_procs"),
+                    text(e, "reason")});
+  }
+  return render(rows);
+}
+
 std::string jobs_json(const std::vector<protocol::job_info>& jobs) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& j : jobs) a.push_back(protocol::to_json(j));

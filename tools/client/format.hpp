@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "protocol/results.hpp"
 
 namespace aqs::client {
@@ -23,6 +25,10 @@ std::optional<double> parse_iso_time(const std::string& text);
 std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now);
 // fnodes: NODE STATE PROCS NPROCS JOBS MEMORY
 std::string format_nodes_table(const std::vector<protocol::node_info>& nodes);
+// fjobs --history: one line per event of a job_history reply's "events":
+//   TIME FROM TO PROCS REASON
+// (PROCS: the processor map after the event, "-" if none).
+std::string format_history_table(const nlohmann::json& events);
 // The JSON arrays of fjobs --json and fnodes --json (one line each).
 std::string jobs_json(const std::vector<protocol::job_info>& jobs);
 std::string nodes_json(const std::vector<protocol::node_info>& nodes);

@@ -1,5 +1,5 @@
-// fjobs: the queue and running jobs (--all: finished ones too), as a table or
-// one JSON array.
+// fjobs: the queue and running jobs (--all: finished ones too), or one job's
+// history (--history), as a table or one JSON array.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +21,15 @@ int main(int argc, char** argv) {
     }
     client::connection c(
         cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
+    if (cmd.history) {
+      const auto events = c.call(protocol::job_history{c.next_id(), *cmd.history})["events"];
+      if (cmd.common.json) {
+        std::printf("%s\n", events.dump().c_str());
+      } else {
+        std::fputs(client::format_history_table(events).c_str(), stdout);
+      }
+      return 0;
+    }
     std::vector<protocol::job_info> jobs;
     auto request = cmdline::build_list_jobs(cmd);
     // Long histories come in pages.

@@ -160,6 +160,14 @@ TEST_CASE("an adaptive jacobi2d shrinks for a rigid job, grows back, and ends bi
   REQUIRE(sizes.size() >= 2);
   CHECK(sizes[0] == 4);
   CHECK(sizes.back() == 8);
+  // Users see the same with fjobs --history.
+  const auto shown = c.cmd(bin().fjobs, {"--history", std::to_string(a)});
+  CHECK(shown.status == 0);
+  CHECK(shown.out.find("RESIZING") != std::string::npos);
+  CHECK(shown.out.find("resize acknowledged") != std::string::npos);
+  const auto missing = c.cmd(bin().fjobs, {"--history", "999999"});
+  CHECK(missing.status != 0);
+  CHECK(missing.err.find("999999") != std::string::npos);
   // Every rank is gone, the parked ones included.
   CHECK(processes_mentioning(out.string()).empty());
 }

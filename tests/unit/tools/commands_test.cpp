@@ -87,6 +87,17 @@ TEST_CASE("fjobs filters become a list_jobs request") {
   CHECK(error_of([] { parse_fjobs_command_line(args{"--all=yes"}); }).find("takes no value") != std::string::npos);
 }
 
+TEST_CASE("fjobs --history takes one job id and no filter") {
+  const auto h = parse_fjobs_command_line(args{"--history", "17", "--json"});
+  CHECK(h.history == 17);
+  CHECK(h.common.json);
+  CHECK_FALSE(parse_fjobs_command_line(args{}).history);
+  CHECK(error_of([] { parse_fjobs_command_line(args{"--history", "x"}); }).find("invalid job id 'x'") != std::string::npos);
+  CHECK(error_of([] { parse_fjobs_command_line(args{"--history", "3", "-a"}); }).find("--history shows one job") !=
+        std::string::npos);
+  CHECK(error_of([] { parse_fjobs_command_line(args{"--history"}); }).find("history") != std::string::npos);
+}
+
 TEST_CASE("fnodes accepts only the common options") {
   CHECK(parse_fnodes_command_line(args{"--json"}).common.json);
   CHECK(error_of([] { parse_fnodes_command_line(args{"-a"}); }).find("unknown option '-a'") != std::string::npos);
