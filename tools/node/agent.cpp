@@ -2,6 +2,7 @@
 // handling, and reliable reporting of job ends.
 #include "agent.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "aqs/mpi_adapter/launch.hpp"
 #include "client/output_pattern.hpp"
 #include "protocol/auth.hpp"
 
@@ -432,6 +434,23 @@ void agent::handle_launch(const protocol::launch& l) {
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
+  // A rigid job's plain `mpirun ./app` starts one rank per processor of its
+  // map, each bound to its cpu: hostfile, rankfile and OpenMPI's variables
+  // from aqs::mpi_adapter. (Adaptive jobs' ranks are placed and pinned by the
+  // runtime shim.) Jobs spanning several hosts need the launch agent
+  // aqs-rsh, which is not built yet: their mpirun keeps OpenMPI's defaults.
+  if (!l.job.adaptive && !l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size() &&
+      std::all_of(l.proc_hosts.begin(), l.proc_hosts.end(), [&](const auto& h) { return h == l.proc_hosts[0]; })) {
+    try {
+      mpi_adapter::allocation a;
+      a.procs = mpi_adapter::make_processors(l.proc_hosts, std::vector<int>(l.proc_cpus.begin(), l.proc_cpus.end()));
+      const auto files = mpi_adapter::write_launch_files(mpi_dir(l.job_id), a);
+      for (auto& kv : mpi_adapter::launch_environment(a, files)) extra.push_back(std::move(kv));
+    } catch (const std::exception& e) {
+      log("job " + std::to_string(l.job_id) + ": no MPI launch files (its mpirun keeps OpenMPI's defaults): " +
+          e.what());
+    }
+  }
   for (const auto& kv : l.job.environment) {
     const std::string key = kv.substr(0, kv.find('='));
     bool shadowed = key == "AQS_JOB_TOKEN" || key == "AQS_CPUS" || key == "AQS_HOSTS";
@@ -598,9 +617,14 @@ void agent::on_job_end(const job_outcome& o) {
   report_end(o);
 }
 
+std::filesystem::path agent::mpi_dir(std::int64_t job_id) const {
+  return options_.spool / ("job-" + std::to_string(job_id) + ".mpi");
+}
+
 void agent::report_end(const job_outcome& o) {
   std::error_code ec;
   std::filesystem::remove(options_.spool / ("job-" + std::to_string(o.job_id) + ".script"), ec);
+  std::filesystem::remove_all(mpi_dir(o.job_id), ec);
   protocol::job_exited e;
   e.job_id = o.job_id;
   e.state = o.state;

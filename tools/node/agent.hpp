@@ -84,6 +84,8 @@ private:
   void handle_launch(const protocol::launch& l);
   void on_job_end(const job_outcome& o);
   void report_end(const job_outcome& o);
+  // Where a job's MPI launch files (hostfile, rankfile) live while it runs.
+  std::filesystem::path mpi_dir(std::int64_t job_id) const;
   // Interactive jobs: their stdout/stderr pipes, read until EOF and sent as
   // output messages; the job's end is reported only after both are drained.
   struct job_streams {

@@ -1,10 +1,13 @@
-// probe: the MPI program of the mpi_adapter integration test; each rank
-// prints "rank R host H cpus LIST", LIST being its affinity mask ("1", "0,1").
+// probe: the MPI program of the mpi_adapter integration test and of the
+// end-to-end MPI launch test; each rank prints "rank R host H cpus LIST",
+// LIST being its affinity mask ("1", "0,1"), then sleeps SECONDS if given
+// (probe [SECONDS]), so that a test can kill a running job.
 #include <mpi.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 int main(int argc, char** argv) {
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
   }
   std::printf("rank %d host %s cpus %s\n", rank, host, cpus.empty() ? "?" : cpus.c_str());
   std::fflush(stdout);
+  if (argc > 1) ::sleep(static_cast<unsigned>(std::atoi(argv[1])));
   MPI_Finalize();
   return 0;
 }

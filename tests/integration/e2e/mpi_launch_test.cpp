@@ -1,0 +1,102 @@
+// End to end, MPI launch: a rigid job's plain `mpirun ./app` under real aqsd
+// and agents starts exactly one rank per processor of its map, each bound to
+// that processor's cpu, and fkill or a time limit takes every rank down.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+using test::slurp;
+
+namespace {
+
+// Processes whose command line mentions `needle`.
+std::vector<pid_t> processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const pid_t pid = std::stoi(name);
+    if (cmdline.find(needle) != std::string::npos && test::alive(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) out.push_back(part);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its cpu, and fkill or a time limit ends them all") {
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.procs_per_node = 3;
+  test::cluster c(o);
+  c.wait_nodes_up(2);
+  const fs::path work = c.workdir();
+
+  // 5 processors over both (virtual) nodes; no -np, no hostfile: the agent's
+  // environment says it all.
+  const fs::path script = work / "probe.sh";
+  std::ofstream(script) << "#!/bin/bash\necho \"cpus $AQS_CPUS\"\nexec " MPIEXEC " " MPI_PROBE "\n";
+  const std::int64_t id = c.submit({"-n", "5", "-o", (work / "probe.out").string(), script.string()});
+  const auto j = c.wait_state(id, {job_state::completed, job_state::failed}, 120s);
+  const std::string out = slurp(work / "probe.out");
+  REQUIRE_MESSAGE(j.state == job_state::completed, out);
+  // Which cpu each processor of the map is pinned to, as the agent said.
+  std::istringstream lines(out);
+  std::vector<std::string> cpus;
+  std::map<int, std::string> rank_cpus;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("cpus ", 0) == 0) cpus = split_commas(line.substr(5));
+    int rank = -1;
+    char host[256] = {}, list[256] = {};
+    if (std::sscanf(line.c_str(), "rank %d host %255s cpus %255s", &rank, host, list) == 3) rank_cpus[rank] = list;
+  }
+  REQUIRE(cpus.size() == 5);
+  REQUIRE_MESSAGE(rank_cpus.size() == 5, out);
+  for (int r = 0; r < 5; ++r) CHECK_MESSAGE(rank_cpus[r] == cpus[static_cast<std::size_t>(r)], "rank " << r);
+
+  // A long run, killed: no rank survives (mpirun and 4 ranks name the probe).
+  const fs::path long_script = work / "long.sh";
+  std::ofstream(long_script) << "#!/bin/bash\nexec " MPIEXEC " " MPI_PROBE " 300\n";
+  const std::int64_t k = c.submit({"-n", "4", "-o", (work / "long.out").string(), long_script.string()});
+  c.wait_state(k, {job_state::running});
+  for (int i = 0; i < 300 && processes_mentioning(MPI_PROBE).size() < 5; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(processes_mentioning(MPI_PROBE).size() >= 5);
+  CHECK(c.cmd(bin().fkill, {std::to_string(k)}).status == 0);
+  CHECK(c.wait_state(k, {job_state::cancelled, job_state::failed}, 60s).state == job_state::cancelled);
+  const auto until = std::chrono::steady_clock::now() + 15s;
+  while (!processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(processes_mentioning(MPI_PROBE).empty());
+
+  // The same at a time limit.
+  const std::int64_t t = c.submit({"-n", "4", "-t", "0:02", "-o", (work / "limit.out").string(), long_script.string()});
+  CHECK(c.wait_state(t, {job_state::timeout, job_state::failed, job_state::completed}, 60s).state == job_state::timeout);
+  const auto until2 = std::chrono::steady_clock::now() + 15s;
+  while (!processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until2) {
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(processes_mentioning(MPI_PROBE).empty());
+}
