@@ -6,7 +6,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fstream>
 #include <grp.h>
 #include <poll.h>
@@ -95,6 +98,20 @@ void stop_process(pid_t& pid, std::chrono::milliseconds grace) {
   pid = -1;
 }
 
+// A TCP port free on `ip` now (bound and released: aqsd takes it next).
+int free_tcp_port(const std::string& ip) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  REQUIRE(::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
 }  // namespace
 
 run_result run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -147,12 +164,19 @@ cluster::cluster(options o) : o_(std::move(o)) {
   ::chmod(dir_.c_str(), 0755);  // test users reach their directories and the socket through it
   fs::create_directories(workdir());
   agents_.assign(static_cast<std::size_t>(o_.nodes), -1);
+  if (o_.netns) {
+    hosts_ = std::make_unique<netns_hosts>(o_.nodes);
+    tcp_port_ = free_tcp_port(hosts_->root_ip());
+  }
   start_aqsd();
   for (int i = 0; i < o_.nodes; ++i) start_agent(i);
   wait_nodes_up(o_.nodes);
 }
 
 cluster::~cluster() {
+  if (hosts_) {
+    for (int i = 0; i < hosts_->size(); ++i) hosts_->restore(i);  // agents cut off must hear their stop
+  }
   for (auto& a : agents_) stop_process(a, 15s);
   stop_process(aqsd_, 30s);
   // Anything still holding our directory (a job script, a stray agent, the
@@ -165,6 +189,7 @@ cluster::~cluster() {
   }
   std::error_code ec;
   fs::remove_all(dir_, ec);
+  hosts_.reset();
 }
 
 void cluster::start_aqsd() {
@@ -176,6 +201,10 @@ void cluster::start_aqsd() {
   if (!o_.db.empty()) {
     argv.push_back("--db");
     argv.push_back(o_.db);
+  }
+  if (hosts_) {
+    argv.push_back("--listen");
+    argv.push_back(hosts_->root_ip() + ":" + std::to_string(tcp_port_));
   }
   aqsd_ = spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);
   ::close(fd);
@@ -207,10 +236,19 @@ void cluster::start_agent(int i) {
   const std::string name = "node" + std::to_string(i);
   const fs::path log = dir_ / (name + ".log");
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  agents_.at(static_cast<std::size_t>(i)) =
-      spawn({bin().aqs_node, "--socket", socket(), "--name", name, "--procs", std::to_string(o_.procs_per_node),
-             "--spool", (dir_ / ("spool-" + name)).string(), "--heartbeat", std::to_string(o_.agent_heartbeat_s)},
-            {}, std::nullopt, std::nullopt, "", fd, fd);
+  std::vector<std::string> argv{bin().aqs_node, "--name", name, "--procs", std::to_string(o_.procs_per_node),
+                                "--spool", (dir_ / ("spool-" + name)).string(), "--heartbeat",
+                                std::to_string(o_.agent_heartbeat_s)};
+  if (hosts_) {
+    const std::vector<std::string> tcp{"--server", hosts_->root_ip() + ":" + std::to_string(tcp_port_), "--key",
+                                       (dir_ / "state" / "cluster.key").string()};
+    argv.insert(argv.end(), tcp.begin(), tcp.end());
+    argv = hosts_->on_host(i, argv);
+  } else {
+    argv.push_back("--socket");
+    argv.push_back(socket());
+  }
+  agents_.at(static_cast<std::size_t>(i)) = spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);
   ::close(fd);
 }
 

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
+#include "netns_hosts.hpp"
 #include "protocol/results.hpp"
 
 namespace aqs::test {
@@ -55,6 +57,9 @@ public:
     double heartbeat_timeout_s = 10;
     double agent_heartbeat_s = 0.5;
     double resize_timeout_s = 30;  // aqsd --resize-timeout
+    // Each agent on a host of its own (netns_hosts: node<i> on host<i>),
+    // talking to aqsd over TCP on the hosts' bridge. Needs root.
+    bool netns = false;
     std::string policy = "equipartition";
   };
   explicit cluster(options o);
@@ -100,8 +105,13 @@ public:
   // (what must be gone at the end).
   std::vector<pid_t> leftovers() const;
 
+  // The namespace hosts (options.netns), else null.
+  netns_hosts* hosts() const noexcept { return hosts_.get(); }
+
 private:
   options o_;
+  std::unique_ptr<netns_hosts> hosts_;
+  int tcp_port_ = 0;
   std::filesystem::path dir_;
   pid_t aqsd_ = -1;
   std::vector<pid_t> agents_;

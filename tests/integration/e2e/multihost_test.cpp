@@ -1,0 +1,142 @@
+// End to end across hosts: agents on network-namespace hosts of their own
+// (tests/support/netns_hosts), talking to aqsd over TCP on a private bridge.
+// Jobs run on the host their node is; an MPI job's ranks run there, bound to
+// their cpus; a host cut off goes DOWN, its job ends NODE_FAIL, and the rest
+// of the cluster goes on scheduling.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+using test::slurp;
+
+namespace {
+
+test::cluster::options hosts_options(const test::test_database& db, int hosts, int procs) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = hosts;
+  o.procs_per_node = procs;
+  o.netns = true;
+  o.heartbeat_timeout_s = 2;
+  return o;
+}
+
+// Live `sleep SECONDS` processes (on any host: namespaces share our pids).
+int sleeping(const std::string& seconds) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline == "sleep" + std::string(1, '\0') + seconds + std::string(1, '\0') && test::alive(std::stoi(name))) ++n;
+  }
+  return n;
+}
+
+std::string first_line(const fs::path& p) {
+  const std::string s = slurp(p);
+  return s.substr(0, s.find('\n'));
+}
+
+}  // namespace
+
+TEST_CASE("on namespace hosts every job runs on its node's host, MPI ranks included") {
+  if (!test::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster c(hosts_options(db, 3, 2));
+  const fs::path work = c.workdir();
+  // One 2-processor job per host, all at once.
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(c.submit({"-n", "2", "-o", (work / ("where" + std::to_string(i) + ".out")).string(), "--wrap",
+                            "echo $(hostname) $AQS_NODELIST; sleep 1"}));
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    CHECK(c.wait_state(ids[static_cast<std::size_t>(i)], {job_state::completed, job_state::failed}).state ==
+          job_state::completed);
+    const std::string line = first_line(work / ("where" + std::to_string(i) + ".out"));
+    // "host1 node1:0-1": the host is the node's own.
+    const auto space = line.find(' ');
+    REQUIRE(space != std::string::npos);
+    CHECK(line.substr(space + 1, 4) == "node");
+    CHECK(line.substr(4, space - 4) == line.substr(space + 5, line.find(':') - space - 5));
+    seen.insert(line.substr(0, space));
+  }
+  CHECK(seen == std::set<std::string>{"host0", "host1", "host2"});
+
+  // A rigid MPI job on one host: plain mpirun, ranks on that host, each on its cpu.
+  const fs::path script = work / "probe.sh";
+  std::ofstream(script) << "#!/bin/bash\necho \"nodes $AQS_NODELIST\"\nexec " MPIEXEC " " MPI_PROBE "\n";
+  const std::int64_t m = c.submit({"-n", "2", "-o", (work / "probe.out").string(), script.string()});
+  const auto jm = c.wait_state(m, {job_state::completed, job_state::failed}, 120s);
+  const std::string out = slurp(work / "probe.out");
+  REQUIRE_MESSAGE(jm.state == job_state::completed, out);
+  // "nodes node2:0-1" -> host2
+  const std::string nodes = first_line(work / "probe.out");
+  REQUIRE(nodes.rfind("nodes node", 0) == 0);
+  const std::string host = "host" + nodes.substr(10, nodes.find(':') - 10);
+  CHECK(out.find("rank 0 host " + host + " cpus ") != std::string::npos);
+  CHECK(out.find("rank 1 host " + host + " cpus ") != std::string::npos);
+}
+
+TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts go on scheduling") {
+  if (!test::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster c(hosts_options(db, 3, 2));
+  const fs::path work = c.workdir();
+  const std::int64_t a = c.submit({"-n", "2", "-J", "stays", "--wrap", "sleep 122"});
+  const std::int64_t b = c.submit({"-n", "4", "-J", "spans", "--wrap", "sleep 121"});
+  const auto ja = c.wait_state(a, {job_state::running});
+  const auto jb = c.wait_state(b, {job_state::running});
+  // b runs its script on its first node; cut that node's host off.
+  const int cut = std::stoi(jb.nodes.substr(4, jb.nodes.find(':') - 4));
+  REQUIRE(ja.nodes.find("node" + std::to_string(cut)) == std::string::npos);
+  c.hosts()->cut(cut);
+  CHECK(c.wait_state(b, {job_state::node_fail, job_state::failed, job_state::completed}, 30s).state ==
+        job_state::node_fail);
+  bool down = false;
+  for (const auto& n : c.nodes()) down = down || (n.name == "node" + std::to_string(cut) && n.state == protocol::node_state::down);
+  CHECK(down);
+  // The job on the other host runs on, and the processors b left on the
+  // remaining host take a new job.
+  CHECK(c.job(a)->state == job_state::running);
+  const std::int64_t d = c.submit({"-n", "2", "--wrap", "true"});
+  CHECK(c.wait_state(d, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
+  // Back on the bridge, the node returns and kills what b left there.
+  c.hosts()->restore(cut);
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  bool up = false;
+  while (!up && std::chrono::steady_clock::now() < until) {
+    for (const auto& n : c.nodes()) up = up || (n.name == "node" + std::to_string(cut) && n.state == protocol::node_state::up);
+    if (!up) std::this_thread::sleep_for(100ms);
+  }
+  CHECK(up);
+  CHECK(c.cmd(bin().fkill, {std::to_string(a)}).status == 0);
+  c.wait_idle(60s);
+  // No job process is left on any host.
+  const auto left_until = std::chrono::steady_clock::now() + 15s;
+  while ((sleeping("121") + sleeping("122")) > 0 && std::chrono::steady_clock::now() < left_until) {
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(sleeping("121") == 0);
+  CHECK(sleeping("122") == 0);
+}
