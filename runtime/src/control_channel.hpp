@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "job_link.hpp"
 #include "protocol/framing.hpp"
 
 namespace aqs::runtime {
@@ -23,15 +24,6 @@ struct map_update {
   std::vector<std::string> hosts;
   std::vector<std::int64_t> cpus;
   std::int64_t received_at_us = 0;  // wall clock (Unix epoch) at arrival
-};
-
-// Where the shim reaches aqsd and proves which job it speaks for; from the
-// environment the node agent gives every job.
-struct control_address {
-  std::string socket_path;  // $AQS_SOCKET: local Unix socket (identity = uid), or
-  std::string server;       // $AQS_SERVER: "HOST:PORT" (TCP, HMAC with the token)
-  std::string token;        // $AQS_JOB_TOKEN
-  std::int64_t job_id = 0;  // $AQS_JOB_ID
 };
 
 class control_channel {
@@ -80,9 +72,5 @@ private:
   int wake_[2] = {-1, -1};  // the destructor wakes the reader through this pipe
   std::thread reader_;
 };
-
-// The address from the environment; nullopt when this process does not run
-// as an AQS job (no AQS_JOB_ID, or neither AQS_SOCKET nor AQS_SERVER).
-std::optional<control_address> control_address_from_env();
 
 }  // namespace aqs::runtime

@@ -91,6 +91,7 @@ void controller::on_open(const conn_ptr& conn) {
                                      "job " + std::to_string(job) + " belongs to another user");
     }
   }
+  if (p.launcher) return;  // aqs-rsh: it asks, it is sent no maps
   post([this, conn, job] {
     shims_[job] = conn;
     send_map(job);  // a resize already under way
@@ -105,6 +106,7 @@ void controller::on_close(const conn_ptr& conn) {
           options_.heartbeat_timeout.count());
     }
     orphan_interactive(conn);
+    end_steps_of(conn);
     const peer_info& p = conn->peer();
     if (p.role == protocol::peer_role::job && p.job_id) {
       auto it = shims_.find(*p.job_id);
@@ -161,6 +163,8 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           post([this, c, msg] { handle_resize_ack(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_refused>) {
           post([this, c, msg] { handle_resize_refused(c, msg); });
+        } else if constexpr (std::is_same_v<T, protocol::remote_exec>) {
+          post([this, c, msg] { handle_remote_exec(c, msg); });
         } else {
           const auto id = protocol::id_of(m);
           if (id) reply_error(c, *id, protocol::error_code::unknown_type,

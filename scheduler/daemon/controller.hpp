@@ -185,6 +185,15 @@ private:
   void send_map(std::int64_t id);
   void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
   void handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m);
+  // remote_exec.cpp: processes a job starts on its other nodes (aqs-rsh).
+  void handle_remote_exec(const conn_ptr& c, const protocol::remote_exec& m);
+  // An agent's answer to a step's launch; false if `rid` was not one.
+  bool step_launch_answered(const node_entry& n, std::int64_t rid, const protocol::message& m);
+  // A job_exited from a node running a step of that job; false if none.
+  bool step_exited(const node_entry& n, const protocol::job_exited& m);
+  void end_steps_of(const conn_ptr& conn);     // the launcher went: its steps end
+  void end_steps_of_job(std::int64_t job_id);  // the job ended: every step ends
+  bool runs_step(std::int64_t job_id, std::size_t node) const;
   // The job if `c` speaks for it and `epoch` is its resize under way; else
   // replies the error to request `rid` and returns null.
   const core::job* current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id, std::int64_t epoch);
@@ -248,6 +257,14 @@ private:
   std::unordered_map<std::int64_t, std::vector<watcher>> watchers_;
   std::unordered_map<std::int64_t, std::weak_ptr<connection>> shims_;  // role=job connections
   std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job
+  // Steps (remote_exec): one per job and node, and who asked for it.
+  struct step_entry {
+    std::weak_ptr<connection> conn;
+    std::int64_t request = 0;   // the launcher's remote_exec id
+    std::int64_t launch = 0;    // our launch request to the agent
+    bool started = false;
+  };
+  std::map<std::pair<std::int64_t, std::size_t>, step_entry> steps_;
   std::map<std::int64_t, std::unique_ptr<boost::asio::steady_timer>> resize_timers_;
   std::int64_t next_request_id_ = 1;
   batch batch_;

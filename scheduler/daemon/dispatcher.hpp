@@ -25,6 +25,7 @@ struct peer_info {
   std::optional<pid_t> pid;
   std::string remote;                  // "unix:pid=123" or "10.0.0.2:40122"
   std::optional<std::int64_t> job_id;  // role job: the job it speaks for
+  bool launcher = false;               // role job: aqs-rsh, not the job's shim
 };
 
 // A handle on one connection for whoever handles its requests. Thread-safe:

@@ -95,6 +95,7 @@ void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& 
   n->last_seen = clock::now();
   const auto rid = protocol::id_of(m);
   if (!rid) return;
+  if (step_launch_answered(*n, *rid, m)) return;
   auto it = launch_requests_.find(*rid);
   if (it == launch_requests_.end()) return;  // a kill's answer: nothing to do
   const std::int64_t id = it->second;
@@ -117,6 +118,10 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   n->last_seen = clock::now();
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
   auto it = jobs_.find(m.job_id);
+  if (step_exited(*n, m)) {
+    c->send(protocol::ok{m.id, {}});
+    return;
+  }
   if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || it->second.host != n->index) {
     // An instance we no longer count on (ended by a node failure, requeued,
     // or reported twice): acknowledge so the agent forgets it.

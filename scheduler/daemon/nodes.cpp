@@ -153,6 +153,8 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
       it->second.launch_confirmed = true;
       it->second.recovered = false;
       it->second.misses = 0;
+    } else if (runs_step(r, index)) {
+      // A step of the job (remote_exec) that outlived a reconnect.
     } else {
       kill.push_back(r);
     }

@@ -206,6 +206,7 @@ private:
     }
     peer_.role = h->role;
     peer_.job_id = h->job_id;
+    peer_.launcher = h->launcher;
     enqueue(protocol::ok{h->id, {{"protocol", protocol::k_protocol_version}, {"server", "aqsd"}}});
     return true;
   }

@@ -136,6 +136,7 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
     finished_.erase(finished_order_.front());
     finished_order_.pop_front();
   }
+  end_steps_of_job(id);
   jobs_.erase(id);
   held_.erase(id);
   shims_.erase(id);

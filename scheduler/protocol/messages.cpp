@@ -160,6 +160,7 @@ void write(json& j, const hello& m) {
   j["role"] = to_string(m.role);
   put_opt(j, "auth", m.auth);
   put_opt(j, "job_id", m.job_id);
+  if (m.launcher) j["launcher"] = true;
 }
 void read(const reader& r, hello& m) {
   m.id = read_id(r);
@@ -173,6 +174,8 @@ void read(const reader& r, hello& m) {
   m.auth = r.opt_string("auth", {128, true, true});
   m.job_id = r.opt_integer("job_id", 1, k_max_job_id);
   if (m.role == peer_role::job && !m.job_id) r.fail("job_id", "is required for role \"job\"");
+  m.launcher = r.boolean("launcher", false);
+  if (m.launcher && m.role != peer_role::job) r.fail("launcher", "is only for role \"job\"");
 }
 
 void write(json& j, const challenge& m) { j["nonce"] = m.nonce; }
@@ -477,6 +480,40 @@ void read(const reader& r, resize_refused& m) {
   m.reason = r.string("reason", {k_max_text, true, true});
 }
 
+void write(json& j, const remote_exec& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["host"] = m.host;
+  j["command"] = m.command;
+  j["environment"] = m.environment;
+}
+void read(const reader& r, remote_exec& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.host = r.string("host", k_name_rule);
+  m.command = r.string("command", {k_max_script, true, false});
+  m.environment = r.strings("environment", k_max_env_entries, k_arg_rule);
+  for (std::size_t i = 0; i < m.environment.size(); ++i) {
+    const auto eq = m.environment[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      r.fail("environment[" + std::to_string(i) + "]", "must have the form KEY=VALUE");
+    }
+  }
+}
+
+void write(json& j, const step_ended& m) {
+  j["job_id"] = m.job_id;
+  j["node"] = m.node;
+  put_opt(j, "exit_code", m.exit_code);
+  put_opt(j, "signal", m.signal);
+}
+void read(const reader& r, step_ended& m) {
+  m.job_id = read_job_id(r);
+  m.node = r.string("node", k_name_rule);
+  m.exit_code = r.opt_integer("exit_code", 0, 255);
+  m.signal = r.opt_integer("signal", 1, k_max_signal);
+}
+
 // Finds the alternative whose ::type is `t` and reads it.
 template <std::size_t I = 0>
 message read_by_type(std::string_view t, const reader& r, const json& whole) {
@@ -551,7 +588,8 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<output>(m) || std::holds_alternative<ok>(m) ||
              std::holds_alternative<error>(m);
     case peer_role::job:
-      return std::holds_alternative<resize_ack>(m) || std::holds_alternative<resize_refused>(m);
+      return std::holds_alternative<resize_ack>(m) || std::holds_alternative<resize_refused>(m) ||
+             std::holds_alternative<remote_exec>(m);
   }
   return false;
 }

@@ -82,6 +82,9 @@ struct hello {
   peer_role role = peer_role::client;
   std::optional<std::string> auth;
   std::optional<std::int64_t> job_id;
+  // Role job only: this connection launches processes for the job (aqs-rsh)
+  // and is not its shim (which gets the job's new_map messages).
+  bool launcher = false;
   friend bool operator==(const hello&, const hello&) = default;
 };
 
@@ -337,10 +340,38 @@ struct resize_refused {
   friend bool operator==(const resize_refused&, const resize_refused&) = default;
 };
 
+// ---- launching on the job's other nodes (aqs-rsh) ------------------------
+
+// Job (a launcher connection) -> server: run `command` (a shell command
+// line, run with /bin/sh -c) on `host`, the host name of one of the job's
+// nodes, as the job's user, with `environment` ("KEY=VALUE"), for as long as
+// the job runs. One at a time per job and node. Reply: ok {node} once it
+// started, or error; then step_ended on this connection. Closing the
+// connection ends the step.
+struct remote_exec {
+  static constexpr std::string_view type = "remote_exec";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::string host;
+  std::string command;
+  std::vector<std::string> environment;
+  friend bool operator==(const remote_exec&, const remote_exec&) = default;
+};
+
+// Server -> job: the remote_exec step on `node` ended.
+struct step_ended {
+  static constexpr std::string_view type = "step_ended";
+  std::int64_t job_id = 0;
+  std::string node;
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::int64_t> signal;
+  friend bool operator==(const step_ended&, const step_ended&) = default;
+};
+
 using message = std::variant<hello, challenge, ok, error, output, submit, cancel, list_jobs,
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
-                             new_map, resize_ack, resize_refused>;
+                             new_map, resize_ack, resize_refused, remote_exec, step_ended>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

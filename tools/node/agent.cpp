@@ -222,7 +222,7 @@ awaitable<bool> agent::converse(const std::string& where) {
     if (!ch || !std::holds_alternative<protocol::challenge>(*ch)) co_return false;
     auth = protocol::compute_auth(options_.key, std::get<protocol::challenge>(*ch).nonce);
   }
-  send(protocol::hello{next_id(), protocol::k_protocol_version, protocol::peer_role::node, auth, {}});
+  send(protocol::hello{next_id(), protocol::k_protocol_version, protocol::peer_role::node, auth, {}, false});
   auto reply = co_await read_one();
   if (!reply) co_return false;
   if (auto* e = std::get_if<protocol::error>(&*reply)) {
@@ -436,14 +436,14 @@ void agent::handle_launch(const protocol::launch& l) {
   }
   // A rigid job's plain `mpirun ./app` starts one rank per processor of its
   // map, each bound to its cpu: hostfile, rankfile and OpenMPI's variables
-  // from aqs::mpi_adapter. (Adaptive jobs' ranks are placed and pinned by the
-  // runtime shim.) Jobs spanning several hosts need the launch agent
-  // aqs-rsh, which is not built yet: their mpirun keeps OpenMPI's defaults.
-  if (!l.job.adaptive && !l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size() &&
-      std::all_of(l.proc_hosts.begin(), l.proc_hosts.end(), [&](const auto& h) { return h == l.proc_hosts[0]; })) {
+  // from aqs::mpi_adapter; on several hosts, its daemons start through
+  // aqs-rsh. (Adaptive jobs' ranks are placed and pinned by the runtime
+  // shim.)
+  if (!l.job.adaptive && !l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size()) {
     try {
       mpi_adapter::allocation a;
       a.procs = mpi_adapter::make_processors(l.proc_hosts, std::vector<int>(l.proc_cpus.begin(), l.proc_cpus.end()));
+      a.launch_agent = options_.rsh_agent;
       const auto files = mpi_adapter::write_launch_files(mpi_dir(l.job_id), a);
       for (auto& kv : mpi_adapter::launch_environment(a, files)) extra.push_back(std::move(kv));
     } catch (const std::exception& e) {
@@ -615,6 +615,19 @@ void agent::on_job_end(const job_outcome& o) {
     return;
   }
   report_end(o);
+}
+
+std::string default_rsh_agent() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = self.parent_path() / "aqs-rsh";
+    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+#ifdef AQS_RSH_BUILD_PATH
+  if (::access(AQS_RSH_BUILD_PATH, X_OK) == 0) return AQS_RSH_BUILD_PATH;
+#endif
+  return {};
 }
 
 std::filesystem::path agent::mpi_dir(std::int64_t job_id) const {

@@ -37,10 +37,15 @@ struct agent_options {
   std::int64_t memory_mb = 0;
   std::int64_t gpus = 0;
   std::filesystem::path spool;              // job scripts are written here
+  std::string rsh_agent;                    // aqs-rsh, for MPI jobs on several hosts ("": none)
   std::chrono::milliseconds heartbeat{2000};
   std::chrono::milliseconds reconnect_max{2000};
   std::chrono::milliseconds timeout_grace{5000};  // SIGTERM to SIGKILL at a time limit
 };
+
+// aqs-rsh next to this executable (an installation), else the one of the
+// build tree aqs-node was built in, else "".
+std::string default_rsh_agent();
 
 // Single-threaded: runs on one thread's io_context with its job_supervisor.
 // While aqsd is away the jobs keep running; the agent reconnects with

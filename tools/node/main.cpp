@@ -33,7 +33,7 @@ std::string read_key(const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"aqs-node: the AQS node agent. Registers with aqsd and runs the jobs it starts here.",
                "aqs-node"};
-  std::string server, socket_path, key_file, name, cpus_text, spool;
+  std::string server, socket_path, key_file, name, cpus_text, spool, rsh_agent;
   std::int64_t procs = 0;
   double heartbeat_s = 2.0;
   app.add_option("--server", server, "aqsd's address HOST:PORT (TCP, needs --key)");
@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("--spool", spool,
                  "where job scripts are kept: a directory of this agent's user (default "
                  "/var/spool/aqs/node-NAME as root, else /tmp/aqs-node-UID-NAME)");
+  app.add_option("--rsh-agent", rsh_agent,
+                 "OpenMPI's launch agent for jobs on several hosts (default: aqs-rsh next to aqs-node)");
   app.add_option("--heartbeat", heartbeat_s, "seconds between heartbeats")->check(CLI::Range(0.05, 3600.0));
   try {
     app.parse(argc, argv);
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
                                : "/tmp/aqs-node-" + std::to_string(::geteuid()) + "-" + name;
     }
     o.spool = spool;
+    o.rsh_agent = rsh_agent.empty() ? aqs::node::default_rsh_agent() : rsh_agent;
     o.heartbeat = std::chrono::milliseconds(static_cast<long>(heartbeat_s * 1000));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqs-node: %s\n", e.what());

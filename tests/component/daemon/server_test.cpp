@@ -126,7 +126,7 @@ struct unix_client : client<asio::local::stream_protocol::socket> {
   explicit unix_client(const fixture& f, bool say_hello = true) {
     sock.connect(asio::local::stream_protocol::endpoint((f.dir / "aqsd.sock").string()));
     if (say_hello) {
-      send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
+      send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}, false});
       CHECK(expect<protocol::ok>().result["protocol"] == protocol::k_protocol_version);
     }
   }
@@ -172,7 +172,7 @@ TEST_CASE("a first message other than hello, or a wrong version, is refused and 
   }
   {
     unix_client c(f, false);
-    c.send(protocol::hello{1, 99, protocol::peer_role::client, {}, {}});
+    c.send(protocol::hello{1, 99, protocol::peer_role::client, {}, {}, false});
     auto e = c.expect<protocol::error>();
     CHECK(e.code == protocol::error_code::unsupported_version);
     CHECK(e.message.find("99") != std::string::npos);
@@ -217,7 +217,7 @@ TEST_CASE("a peer that stalls in the handshake or inside a frame is cut off at t
   CHECK(silent.closed_by_server());
 
   unix_client c(f, false);
-  c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
+  c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}, false});
   (void)c.expect<protocol::ok>();
   c.send_raw(std::string("\x00\x00", 2));  // half a header, then nothing
   CHECK(c.expect<protocol::error>().message == "frame not completed in time");
@@ -240,12 +240,12 @@ TEST_CASE("the deadlines hold for the whole handshake and the whole frame, howev
   };
   {
     unix_client c(f, false);
-    trickle(c, protocol::encode(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}}));
+    trickle(c, protocol::encode(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}, false}));
     CHECK(c.expect<protocol::error>().message == "no hello in time");
   }
   {
     unix_client c(f, false);
-    c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
+    c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}, false});
     (void)c.expect<protocol::ok>();
     trickle(c, protocol::encode(protocol::list_nodes{2}));
     CHECK(c.expect<protocol::error>().message == "frame not completed in time");
@@ -290,7 +290,7 @@ TEST_CASE("a TCP peer must prove the cluster key with the HMAC of the server's n
     tcp_client c(f);
     auto ch = c.expect<protocol::challenge>();
     c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::node,
-                           protocol::compute_auth(k_key, ch.nonce), {}});
+                           protocol::compute_auth(k_key, ch.nonce), {}, false});
     CHECK(c.expect<protocol::ok>().id == 1);
     c.send(protocol::heartbeat{2, {}});  // a node may send heartbeats
     CHECK(c.expect<protocol::ok>().id == 2);
@@ -299,14 +299,14 @@ TEST_CASE("a TCP peer must prove the cluster key with the HMAC of the server's n
     tcp_client c(f);
     auto ch = c.expect<protocol::challenge>();
     c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::node,
-                           protocol::compute_auth("wrong-key", ch.nonce), {}});
+                           protocol::compute_auth("wrong-key", ch.nonce), {}, false});
     CHECK(c.expect<protocol::error>().code == protocol::error_code::unauthorized);
     CHECK(c.closed_by_server());
   }
   {
     tcp_client c(f);
     (void)c.expect<protocol::challenge>();
-    c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}});
+    c.send(protocol::hello{1, protocol::k_protocol_version, protocol::peer_role::client, {}, {}, false});
     CHECK(c.expect<protocol::error>().code == protocol::error_code::unauthorized);
     CHECK(c.closed_by_server());
   }

@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -139,4 +141,91 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   }
   CHECK(sleeping("121") == 0);
   CHECK(sleeping("122") == 0);
+}
+
+namespace {
+
+// "host0*4,host1*2" -> host0 host0 host0 host0 host1 host1
+std::vector<std::string> expand_hosts(const std::string& runs) {
+  std::vector<std::string> out;
+  std::stringstream ss(runs);
+  for (std::string part; std::getline(ss, part, ',');) {
+    const auto star = part.find('*');
+    const int n = star == std::string::npos ? 1 : std::stoi(part.substr(star + 1));
+    for (int i = 0; i < n; ++i) out.push_back(part.substr(0, star));
+  }
+  return out;
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) out.push_back(part);
+  return out;
+}
+
+// Live processes running the probe.
+int probes() {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    if (fs::read_symlink(e.path() / "exe", ec) == fs::path(MPI_PROBE) && test::alive(std::stoi(name))) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; fkill and a time limit reach both") {
+  if (!test::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster c(hosts_options(db, 2, 4));
+  const fs::path work = c.workdir();
+  // No -np, no hostfile, no ssh: the agent's environment and aqs-rsh.
+  const fs::path script = work / "probe.sh";
+  std::ofstream(script) << "#!/bin/bash\necho \"cpus $AQS_CPUS\"\necho \"hosts $AQS_HOSTS\"\nexec " MPIEXEC " " MPI_PROBE
+                           " \"$@\"\n";
+  const std::int64_t id = c.submit({"-n", "8", "-o", (work / "probe.out").string(), script.string()});
+  const auto j = c.wait_state(id, {job_state::completed, job_state::failed}, 120s);
+  const std::string out = slurp(work / "probe.out");
+  REQUIRE_MESSAGE(j.state == job_state::completed, out);
+  std::istringstream lines(out);
+  std::vector<std::string> cpus, hosts;
+  std::map<int, std::pair<std::string, std::string>> ranks;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("cpus ", 0) == 0) cpus = split_commas(line.substr(5));
+    if (line.rfind("hosts ", 0) == 0) hosts = expand_hosts(line.substr(6));
+    int rank = -1;
+    char host[256] = {}, list[256] = {};
+    if (std::sscanf(line.c_str(), "rank %d host %255s cpus %255s", &rank, host, list) == 3) ranks[rank] = {host, list};
+  }
+  REQUIRE(cpus.size() == 8);
+  REQUIRE(hosts.size() == 8);
+  CHECK(std::set<std::string>(hosts.begin(), hosts.end()).size() == 2);
+  REQUIRE_MESSAGE(ranks.size() == 8, out);
+  for (int r = 0; r < 8; ++r) {
+    CHECK_MESSAGE(ranks[r].first == hosts[static_cast<std::size_t>(r)], "rank " << r);
+    CHECK_MESSAGE(ranks[r].second == cpus[static_cast<std::size_t>(r)], "rank " << r);
+  }
+
+  // Killed: every rank on both hosts goes.
+  const std::int64_t k = c.submit({"-n", "8", "-o", (work / "kill.out").string(), script.string(), "300"});
+  c.wait_state(k, {job_state::running});
+  for (int i = 0; i < 600 && probes() < 8; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE_MESSAGE(probes() == 8, slurp(work / "kill.out"));
+  CHECK(c.cmd(bin().fkill, {std::to_string(k)}).status == 0);
+  CHECK(c.wait_state(k, {job_state::cancelled, job_state::failed}, 60s).state == job_state::cancelled);
+  for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(probes() == 0);
+
+  // At its time limit: the same.
+  const std::int64_t t = c.submit({"-n", "8", "-t", "0:03", "-o", (work / "limit.out").string(), script.string(), "300"});
+  CHECK(c.wait_state(t, {job_state::timeout, job_state::failed, job_state::completed}, 90s).state == job_state::timeout);
+  for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(probes() == 0);
 }

@@ -229,6 +229,9 @@ TEST_CASE("each role may send only its own messages") {
   CHECK_FALSE(may_send(peer_role::node, shutdown{}));
   CHECK(may_send(peer_role::job, resize_ack{}));
   CHECK(may_send(peer_role::job, resize_refused{}));
+  CHECK(may_send(peer_role::job, remote_exec{}));
+  CHECK_FALSE(may_send(peer_role::job, step_ended{}));
+  CHECK_FALSE(may_send(peer_role::client, remote_exec{}));
   CHECK_FALSE(may_send(peer_role::job, submit{}));
   CHECK_FALSE(may_send(peer_role::job, new_map{}));
 }

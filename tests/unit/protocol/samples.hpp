@@ -40,8 +40,9 @@ inline std::vector<message> samples() {
   cmd.workdir = "/";
   cmd.interactive = true;
   return {
-      hello{7, k_protocol_version, peer_role::node, std::string(64, 'a'), std::nullopt},
-      hello{8, k_protocol_version, peer_role::job, std::nullopt, 12},
+      hello{7, k_protocol_version, peer_role::node, std::string(64, 'a'), std::nullopt, false},
+      hello{8, k_protocol_version, peer_role::job, std::nullopt, 12, false},
+      hello{8, k_protocol_version, peer_role::job, std::nullopt, 12, true},
       challenge{std::string(64, 'f')},
       ok{3, json{{"job_id", 17}, {"nested", {{"a", json::array({1, 2})}}}}},
       ok{4, json::object()},
@@ -78,6 +79,9 @@ inline std::vector<message> samples() {
       resize_ack{17, 5, 2, "1100", {}, {}, {}, {}, {}},
       resize_ack{18, 5, 3, "0110", 1763900000000000, 120, 250000, 4000, 260000},
       resize_refused{19, 5, 4, "MPI_Comm_spawn failed: no slots"},
+      remote_exec{20, 5, "host1", " orted -mca ess \"env\"", {"PATH=/usr/bin", "OMPI_MCA_x=1"}},
+      step_ended{5, "node1", 0, std::nullopt},
+      step_ended{5, "node1", std::nullopt, 9},
   };
 }
 
