@@ -328,6 +328,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         }
         after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.
+          end_steps_of_job(id);
           if (host && host < nodes_.size() && sched_.machine().at(*host).state != core::node_state::down) {
             send_to_node(*host, protocol::kill{next_request_id_++, id, 9, 0});
           } else if (host && *host < nodes_.size()) {

@@ -265,6 +265,9 @@ private:
     bool started = false;
   };
   std::map<std::pair<std::int64_t, std::size_t>, step_entry> steps_;
+  // Nodes where a job started steps: what they left (a daemon that outlived
+  // its step) is killed there when the job ends.
+  std::map<std::int64_t, std::set<std::size_t>> step_nodes_;
   std::map<std::int64_t, std::unique_ptr<boost::asio::steady_timer>> resize_timers_;
   std::int64_t next_request_id_ = 1;
   batch batch_;

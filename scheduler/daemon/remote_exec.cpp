@@ -74,6 +74,7 @@ bool controller::step_launch_answered(const node_entry& n, std::int64_t rid, con
       steps_.erase(it);
     } else {
       it->second.started = true;
+      step_nodes_[it->first.first].insert(n.index);
       if (conn) conn->send(protocol::ok{it->second.request, {{"node", n.name}}});
     }
     return true;
@@ -103,10 +104,22 @@ void controller::end_steps_of(const conn_ptr& conn) {
 }
 
 void controller::end_steps_of_job(std::int64_t job_id) {
+  std::set<std::size_t> nodes;
+  if (auto sn = step_nodes_.find(job_id); sn != step_nodes_.end()) {
+    nodes = std::move(sn->second);
+    step_nodes_.erase(sn);
+  }
   for (auto it = steps_.lower_bound({job_id, 0}); it != steps_.end() && it->first.first == job_id;) {
-    send_to_node(it->first.second, protocol::kill{next_request_id_++, job_id, 15, 2, true});
+    nodes.insert(it->first.second);
     if (auto conn = it->second.conn.lock()) conn->send(protocol::step_ended{job_id, nodes_[it->first.second].name, std::nullopt, 15});
     it = steps_.erase(it);
+  }
+  // The agent kills the step if it still runs, and whatever of the job it
+  // left behind there.
+  for (std::size_t n : nodes) {
+    if (sched_.machine().at(n).state != core::node_state::down) {
+      send_to_node(n, protocol::kill{next_request_id_++, job_id, 15, 2, true});
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // agent: connection, handshake and registration, heartbeats, launch and kill
 // handling, and reliable reporting of job ends.
 #include "agent.hpp"
+#include "job_process.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -364,9 +366,24 @@ void agent::handle(protocol::message m) {
   if (auto* l = std::get_if<protocol::launch>(&m)) {
     handle_launch(*l);
   } else if (auto* k = std::get_if<protocol::kill>(&m)) {
-    const bool found = k->escalate
-                           ? supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))
-                           : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
+    bool found = k->escalate
+                     ? supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))
+                     : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
+    if (k->escalate) {
+      // Processes of the job that left its group and session (an MPI daemon
+      // that made itself a session leader, and its ranks) go too; killing
+      // the job kills them, with the same grace.
+      const std::int64_t job_id = k->job_id;
+      if (signal_tagged(job_id, static_cast<int>(k->signal)) > 0) {
+        found = true;
+        if (k->signal != SIGKILL) {
+          auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::seconds(k->grace_s));
+          t->async_wait([t, job_id](boost::system::error_code ec) {
+            if (!ec) signal_tagged(job_id, SIGKILL);
+          });
+        }
+      }
+    }
     if (found) {
       send(protocol::ok{k->id, {}});
     } else {

@@ -1,6 +1,10 @@
 // job_process: fork/exec of a job with an error pipe, as its user, pinned.
 #include "job_process.hpp"
 
+#include <dirent.h>
+
+#include <vector>
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -185,8 +189,105 @@ pid_t launch(const launch_spec& spec) {
   return pid;
 }
 
-bool signal_job(pid_t pgid, int sig) noexcept {
-  return pgid > 0 && ::kill(-pgid, sig) == 0;
+void signal_session(pid_t session, pid_t except, int sig) noexcept {
+  if (session <= 1) return;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 1 || pid == except) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "pid (comm) state ppid pgrp session ...": comm may hold anything, so
+    // count fields from its closing parenthesis.
+    const char* p = std::strrchr(buf, ')');
+    long ppid = 0, pgrp = 0, sid = 0;
+    char state = 0;
+    if (p == nullptr || std::sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) continue;
+    if (sid == session) ::kill(static_cast<pid_t>(pid), sig);
+  }
+  ::closedir(d);
+}
+
+namespace {
+
+// The parent of `pid` from /proc (0 if unknown).
+pid_t parent_of(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  char state = 0;
+  long ppid = 0;
+  if (p == nullptr || std::sscanf(p + 1, " %c %ld", &state, &ppid) != 2) return 0;
+  return static_cast<pid_t>(ppid);
+}
+
+// Whether `ancestor` is among the ancestors of `pid`.
+bool descends_from(pid_t pid, pid_t ancestor) noexcept {
+  for (int depth = 0; depth < 128 && pid > 1; ++depth) {
+    pid = parent_of(pid);
+    if (pid == ancestor) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int signal_tagged(std::int64_t job_id, int sig) noexcept {
+  char tag[48];
+  const int tag_len = std::snprintf(tag, sizeof tag, "AQS_JOB_ID=%lld", static_cast<long long>(job_id));
+  const pid_t self = ::getpid();
+  int n = 0;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return 0;
+  std::vector<char> env(1 << 16);
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 1 || pid == self) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::size_t len = 0;
+    for (ssize_t r; len < env.size() && (r = ::read(fd, env.data() + len, env.size() - len)) > 0;) len += static_cast<std::size_t>(r);
+    ::close(fd);
+    // Entries are NUL-terminated: look for a whole "AQS_JOB_ID=N" entry.
+    for (std::size_t at = 0; at < len;) {
+      const char* entry = env.data() + at;
+      const std::size_t elen = ::strnlen(entry, len - at);
+      if (elen == static_cast<std::size_t>(tag_len) && std::memcmp(entry, tag, elen) == 0) {
+        // Only our own descendants: other agents on this machine (virtual
+        // nodes) may run another part, or a new instance, of the same job.
+        if (descends_from(static_cast<pid_t>(pid), self) && ::kill(static_cast<pid_t>(pid), sig) == 0) ++n;
+        break;
+      }
+      at += elen + 1;
+    }
+  }
+  ::closedir(d);
+  return n;
+}
+
+bool signal_job(pid_t pgid, pid_t session, int sig) noexcept {
+  const bool group = pgid > 0 && ::kill(-pgid, sig) == 0;
+  if (session > 0) signal_session(session, session, sig);
+  return group;
 }
 
 bool job_alive(pid_t pgid) noexcept {

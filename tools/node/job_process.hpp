@@ -55,9 +55,19 @@ struct exit_status {
 // run in the child.
 pid_t launch(const launch_spec& spec);
 
-// Sends sig to every process of the job's group. Returns false if the group
-// no longer exists.
-bool signal_job(pid_t pgid, int sig) noexcept;
+// Sends sig to every process of the job's group, and, when `session` is not
+// 0, to every other process of that session (the step's: it catches what
+// left the job's group, such as MPI ranks that orted put in groups of their
+// own). Returns false if the group no longer exists.
+bool signal_job(pid_t pgid, pid_t session, int sig) noexcept;
+// Sends sig to every process of `session` except `except` (and never to
+// pid 1); used by the step once its job is over.
+void signal_session(pid_t session, pid_t except, int sig) noexcept;
+// Sends sig to every descendant of this process (the agent, a child
+// subreaper: orphans come back to it) whose environment has
+// AQS_JOB_ID=job_id: what a job started that left its group and session,
+// such as an MPI daemon that made itself a session leader. Returns how many.
+int signal_tagged(std::int64_t job_id, int sig) noexcept;
 // True while any process of the group is alive (zombies included until
 // reaped by their parent).
 bool job_alive(pid_t pgid) noexcept;

@@ -135,7 +135,8 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     int status = 0;
     while (::waitpid(pgid, &status, 0) < 0 && errno == EINTR) {
     }
-    ::kill(-pgid, SIGKILL);  // what the job left in its group
+    ::kill(-pgid, SIGKILL);  // what the job left in its group,
+    signal_session(::getpid(), ::getpid(), SIGKILL);  // and in the step's session
     char text[32];
     const int len = std::snprintf(text, sizeof text, "%d\n", status);
     write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
@@ -264,7 +265,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     if (fd < 0) {
       // The step is gone without a word (killed with its agent): the job
       // cannot be trusted to be whole; end what is left of it.
-      signal_job(static_cast<pid_t>(pgid), SIGKILL);
+      signal_job(static_cast<pid_t>(pgid), static_cast<pid_t>(step), SIGKILL);
       out.status.term_signal = SIGKILL;
       out.state = core::job_state::failed;
       if (on_exit_) on_exit_(out);
@@ -307,20 +308,20 @@ bool job_supervisor::kill(std::int64_t job_id, int sig, std::chrono::millisecond
 bool job_supervisor::signal(std::int64_t job_id, int sig) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
-  signal_job(it->second.pgid, sig);
+  signal_job(it->second.pgid, 0, sig);  // a signal for the job's own processes only
   return true;
 }
 
 void job_supervisor::terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace) {
   if (!j.killed_as) j.killed_as = as;
-  signal_job(j.pgid, sig);
+  signal_job(j.pgid, j.step, sig);
   if (sig == SIGKILL) return;
   j.escalate = std::make_unique<boost::asio::steady_timer>(io_, grace);
   const std::int64_t id = j.id;
   j.escalate->async_wait([this, id](boost::system::error_code ec) {
     if (ec) return;
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) signal_job(it->second.pgid, SIGKILL);
+    if (it != jobs_.end()) signal_job(it->second.pgid, it->second.step, SIGKILL);
   });
 }
 
@@ -356,7 +357,7 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
   jobs_.erase(it);
   by_pid_.erase(j.step);
   // The job is over; whatever it left in its group goes too.
-  signal_job(j.pgid, SIGKILL);
+  signal_job(j.pgid, j.step, SIGKILL);
   job_outcome out;
   out.job_id = j.id;
   std::ifstream in(record(j.id, "status"));

@@ -1,12 +1,14 @@
 // End to end across hosts: agents on network-namespace hosts of their own
 // (tests/support/netns_hosts), talking to aqsd over TCP on a private bridge.
 // Jobs run on the host their node is; an MPI job's ranks run there, bound to
-// their cpus; a host cut off goes DOWN, its job ends NODE_FAIL, and the rest
-// of the cluster goes on scheduling.
+// their cpus, daemons on further hosts through aqs-rsh; a host cut off goes
+// DOWN, its job ends NODE_FAIL with no rank left on its other host, and the
+// rest of the cluster goes on scheduling.
 #include <doctest/doctest.h>
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <set>
 #include <thread>
@@ -46,6 +48,25 @@ int sleeping(const std::string& seconds) {
   }
   return n;
 }
+
+// Live processes running the probe (on any host: namespaces share our pids);
+// with `agent`, only those in that agent's network namespace (its host).
+int probes_on(std::optional<pid_t> agent) {
+  std::error_code ec;
+  fs::path net;
+  if (agent) net = fs::read_symlink("/proc/" + std::to_string(*agent) + "/ns/net", ec);
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec2;
+    if (fs::read_symlink(e.path() / "exe", ec2) != fs::path(MPI_PROBE) || !test::alive(std::stoi(name))) continue;
+    if (agent && fs::read_symlink(e.path() / "ns" / "net", ec2) != net) continue;
+    ++n;
+  }
+  return n;
+}
+int probes() { return probes_on(std::nullopt); }
 
 std::string first_line(const fs::path& p) {
   const std::string s = slurp(p);
@@ -106,15 +127,30 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   test::cluster c(hosts_options(db, 3, 2));
   const fs::path work = c.workdir();
   const std::int64_t a = c.submit({"-n", "2", "-J", "stays", "--wrap", "sleep 122"});
-  const std::int64_t b = c.submit({"-n", "4", "-J", "spans", "--wrap", "sleep 121"});
+  // b: an MPI job over the other two hosts (its daemon on the second one
+  // started through aqs-rsh), its ranks sleeping.
+  const fs::path script = work / "spans.sh";
+  std::ofstream(script) << "#!/bin/bash\nexec " MPIEXEC " " MPI_PROBE " 121\n";
+  const std::int64_t b = c.submit({"-n", "4", "-J", "spans", "-o", (work / "spans.out").string(), script.string()});
   const auto ja = c.wait_state(a, {job_state::running});
   const auto jb = c.wait_state(b, {job_state::running});
-  // b runs its script on its first node; cut that node's host off.
+  for (int i = 0; i < 600 && probes() < 4; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE_MESSAGE(probes() == 4, slurp(work / "spans.out"));
+  // b runs its script (and mpirun) on its first node; cut that node's host off.
   const int cut = std::stoi(jb.nodes.substr(4, jb.nodes.find(':') - 4));
   REQUIRE(ja.nodes.find("node" + std::to_string(cut)) == std::string::npos);
+  int other = -1;  // b's other host
+  for (int i = 0; i < 3; ++i) {
+    if (i != cut && jb.nodes.find("node" + std::to_string(i)) != std::string::npos) other = i;
+  }
+  REQUIRE(other >= 0);
+  REQUIRE(probes_on(c.agent_pid(other)) == 2);
   c.hosts()->cut(cut);
   CHECK(c.wait_state(b, {job_state::node_fail, job_state::failed, job_state::completed}, 30s).state ==
         job_state::node_fail);
+  // Its ranks on the host still reachable go at once.
+  for (int i = 0; i < 300 && probes_on(c.agent_pid(other)) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK_MESSAGE(probes_on(c.agent_pid(other)) == 0, slurp(c.dir() / "aqsd.log") << slurp(c.dir() / ("node" + std::to_string(other) + ".log")));
   bool down = false;
   for (const auto& n : c.nodes()) down = down || (n.name == "node" + std::to_string(cut) && n.state == protocol::node_state::down);
   CHECK(down);
@@ -136,10 +172,11 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   c.wait_idle(60s);
   // No job process is left on any host.
   const auto left_until = std::chrono::steady_clock::now() + 15s;
-  while ((sleeping("121") + sleeping("122")) > 0 && std::chrono::steady_clock::now() < left_until) {
+  while (sleeping("122") > 0 && std::chrono::steady_clock::now() < left_until) {
     std::this_thread::sleep_for(100ms);
   }
-  CHECK(sleeping("121") == 0);
+  for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(probes() == 0);
   CHECK(sleeping("122") == 0);
 }
 
@@ -162,18 +199,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   std::stringstream ss(s);
   for (std::string part; std::getline(ss, part, ',');) out.push_back(part);
   return out;
-}
-
-// Live processes running the probe.
-int probes() {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    if (fs::read_symlink(e.path() / "exe", ec) == fs::path(MPI_PROBE) && test::alive(std::stoi(name))) ++n;
-  }
-  return n;
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST_CASE("signalling a job reaches every process of its tree, also background c
   const pid_t pgid = launch(spec);
   for (int i = 0; i < 200 && slurp(d.path / "out.txt").empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(job_alive(pgid));
-  CHECK(signal_job(pgid, SIGTERM));
+  CHECK(signal_job(pgid, 0, SIGTERM));
   auto st = wait_for(pgid);
   CHECK(st.term_signal == SIGTERM);
   for (int i = 0; i < 300 && job_alive(pgid); ++i) {
@@ -140,7 +140,7 @@ TEST_CASE("signalling a job reaches every process of its tree, also background c
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   CHECK_FALSE(job_alive(pgid));
-  CHECK_FALSE(signal_job(pgid, SIGKILL));
+  CHECK_FALSE(signal_job(pgid, 0, SIGKILL));
 }
 
 TEST_CASE("a job that cannot start says why in one line and leaves no process behind") {
