@@ -33,6 +33,7 @@
 namespace fs = std::filesystem;
 using namespace aqs;
 using namespace std::chrono_literals;
+using aqs::bench::slurp;
 
 namespace {
 
@@ -56,13 +57,6 @@ double last_init_ms(const std::string& text, int ranks) {
   }
   if (seen != ranks) throw std::runtime_error(std::to_string(seen) + " of " + std::to_string(ranks) + " ranks reported:\n" + text);
   return static_cast<double>(latest) / 1000.0;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace

@@ -41,6 +41,7 @@
 namespace fs = std::filesystem;
 using namespace aqs;
 using namespace std::chrono_literals;
+using aqs::bench::slurp;
 using clk = std::chrono::steady_clock;
 using core::job_state;
 
@@ -51,13 +52,6 @@ struct options {
   double mb_per_rank = 10;
   long nochange_calls = 20000;
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> job_environment() {
   std::vector<std::string> env{"OMPI_MCA_btl_vader_single_copy_mechanism=none"};
@@ -212,7 +206,6 @@ int main(int argc, char** argv) {
           !std::regex_search(out, m, std::regex("mean_us=([0-9.]+) median_us=([0-9.]+) p90_us=([0-9.]+)"))) {
         throw std::runtime_error("the no-change job on " + std::to_string(ranks) + " ranks failed:\n" + out);
       }
-      if (std::getenv("AQS_BENCH_DEBUG")) std::fputs(out.c_str(), stdout);
       const double mean = std::stod(m[1]), med = std::stod(m[2]), p90 = std::stod(m[3]);
       std::printf("%-44s %10.2f %10.2f %10.2f\n", (std::to_string(ranks) + " ranks on 2 cores").c_str(), mean, med,
                   p90);

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -149,6 +151,13 @@ std::vector<protocol::job_info> jobs_after(client::connection& w, std::int64_t a
     if (!r.value("more", false)) break;
   }
   return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 double median(std::vector<double> v) { return pct(std::move(v), 0.5); }

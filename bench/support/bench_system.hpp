@@ -72,6 +72,9 @@ void wait_idle(client::connection& w, std::chrono::seconds limit);
 // Every job with an id above `after`, finished ones included, in id order.
 std::vector<protocol::job_info> jobs_after(client::connection& w, std::int64_t after);
 
+// A whole file as a string ("" if it cannot be read): jobs' outputs.
+std::string slurp(const std::filesystem::path& p);
+
 // The median and the p-quantile (0..1) of `v`, 0 when empty.
 double median(std::vector<double> v);
 double pct(std::vector<double> v, double p);

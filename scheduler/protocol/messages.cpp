@@ -119,6 +119,18 @@ json job_to_json(const job_spec& s) {
   return j;
 }
 
+// "environment": "KEY=VALUE" strings, KEY non-empty.
+std::vector<std::string> read_environment(const reader& r) {
+  auto env = r.strings("environment", k_max_env_entries, k_arg_rule);
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    const auto eq = env[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      r.fail("environment[" + std::to_string(i) + "]", "must have the form KEY=VALUE");
+    }
+  }
+  return env;
+}
+
 job_spec read_job(const reader& r) {
   job_spec s;
   s.name = r.string("name", k_name_rule);
@@ -128,13 +140,7 @@ job_spec read_job(const reader& r) {
   if (!s.script && s.argv.front().empty()) r.fail("argv[0]", "must not be empty");
   s.workdir = r.string("workdir", k_path_rule);
   if (s.workdir.front() != '/') r.fail("workdir", "must be an absolute path");
-  s.environment = r.strings("environment", k_max_env_entries, k_arg_rule);
-  for (std::size_t i = 0; i < s.environment.size(); ++i) {
-    const auto eq = s.environment[i].find('=');
-    if (eq == std::string::npos || eq == 0) {
-      r.fail("environment[" + std::to_string(i) + "]", "must have the form KEY=VALUE");
-    }
-  }
+  s.environment = read_environment(r);
   if (auto o = r.opt_string("stdout", k_path_rule)) s.stdout_pattern = std::move(*o);
   s.stderr_pattern = r.opt_string("stderr", k_path_rule);
   s.min_pe = r.integer("min_pe", 1, k_max_pe);
@@ -492,13 +498,7 @@ void read(const reader& r, remote_exec& m) {
   m.job_id = read_job_id(r);
   m.host = r.string("host", k_name_rule);
   m.command = r.string("command", {k_max_script, true, false});
-  m.environment = r.strings("environment", k_max_env_entries, k_arg_rule);
-  for (std::size_t i = 0; i < m.environment.size(); ++i) {
-    const auto eq = m.environment[i].find('=');
-    if (eq == std::string::npos || eq == 0) {
-      r.fail("environment[" + std::to_string(i) + "]", "must have the form KEY=VALUE");
-    }
-  }
+  m.environment = read_environment(r);
 }
 
 void write(json& j, const step_ended& m) {

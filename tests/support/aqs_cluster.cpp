@@ -366,4 +366,17 @@ std::vector<pid_t> cluster::leftovers() const {
   return out;
 }
 
+std::vector<pid_t> processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const pid_t pid = std::stoi(name);
+    if (cmdline.find(needle) != std::string::npos && alive(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
 }  // namespace aqs::test

@@ -120,4 +120,7 @@ private:
 // True while the process exists (zombies excluded).
 bool alive(pid_t pid);
 
+// Live processes whose command line mentions `needle` (a job's file, say).
+std::vector<pid_t> processes_mentioning(const std::string& needle);
+
 }  // namespace aqs::test

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 
+#include <optional>
 #include <vector>
 
 #include <cerrno>
@@ -189,6 +190,46 @@ pid_t launch(const launch_spec& spec) {
   return pid;
 }
 
+namespace {
+
+struct proc_stat {
+  pid_t parent = 0;
+  pid_t session = 0;
+};
+
+// A process's parent and session from /proc/PID/stat ("pid (comm) state ppid
+// pgrp session ...": comm may hold anything, so fields are counted from its
+// closing parenthesis). nullopt if it is gone.
+std::optional<proc_stat> read_proc_stat(pid_t pid) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  char state = 0;
+  long ppid = 0, pgrp = 0, sid = 0;
+  if (p == nullptr || std::sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) return std::nullopt;
+  return proc_stat{static_cast<pid_t>(ppid), static_cast<pid_t>(sid)};
+}
+
+// Whether `ancestor` is among the ancestors of `pid`.
+bool descends_from(pid_t pid, pid_t ancestor) noexcept {
+  for (int depth = 0; depth < 128 && pid > 1; ++depth) {
+    const auto st = read_proc_stat(pid);
+    if (!st) return false;
+    pid = st->parent;
+    if (pid == ancestor) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void signal_session(pid_t session, pid_t except, int sig) noexcept {
   if (session <= 1) return;
   DIR* d = ::opendir("/proc");
@@ -197,56 +238,11 @@ void signal_session(pid_t session, pid_t except, int sig) noexcept {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || pid <= 1 || pid == except) continue;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[512];
-    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    // "pid (comm) state ppid pgrp session ...": comm may hold anything, so
-    // count fields from its closing parenthesis.
-    const char* p = std::strrchr(buf, ')');
-    long ppid = 0, pgrp = 0, sid = 0;
-    char state = 0;
-    if (p == nullptr || std::sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) continue;
-    if (sid == session) ::kill(static_cast<pid_t>(pid), sig);
+    const auto st = read_proc_stat(static_cast<pid_t>(pid));
+    if (st && st->session == session) ::kill(static_cast<pid_t>(pid), sig);
   }
   ::closedir(d);
 }
-
-namespace {
-
-// The parent of `pid` from /proc (0 if unknown).
-pid_t parent_of(pid_t pid) noexcept {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');
-  char state = 0;
-  long ppid = 0;
-  if (p == nullptr || std::sscanf(p + 1, " %c %ld", &state, &ppid) != 2) return 0;
-  return static_cast<pid_t>(ppid);
-}
-
-// Whether `ancestor` is among the ancestors of `pid`.
-bool descends_from(pid_t pid, pid_t ancestor) noexcept {
-  for (int depth = 0; depth < 128 && pid > 1; ++depth) {
-    pid = parent_of(pid);
-    if (pid == ancestor) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 int signal_tagged(std::int64_t job_id, int sig) noexcept {
   char tag[48];

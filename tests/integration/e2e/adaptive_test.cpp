@@ -22,6 +22,7 @@ using test::bin;
 
 namespace {
 
+using test::processes_mentioning;
 using test::slurp;
 
 std::size_t ones(const std::string& map) { return static_cast<std::size_t>(std::count(map.begin(), map.end(), '1')); }
@@ -48,20 +49,6 @@ const char* k_mpi_env =
 
 std::string jacobi_args(const fs::path& out, int pace_ms) {
   return std::string(" --rows 64 --cols 48 --iters 240 --pace-ms ") + std::to_string(pace_ms) + " --out " + out.string();
-}
-
-// Live processes whose command line mentions `needle` (the job's files).
-std::vector<pid_t> processes_mentioning(const std::string& needle) {
-  std::vector<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const pid_t pid = std::stoi(name);
-    if (cmdline.find(needle) != std::string::npos && test::alive(pid)) out.push_back(pid);
-  }
-  return out;
 }
 
 test::cluster::options small(const test::test_database& db, int nodes, int procs) {

@@ -10,6 +10,7 @@
 
 #include "aqs_cluster.hpp"
 #include "file_text.hpp"
+#include "probe_report.hpp"
 #include "test_pg.hpp"
 
 namespace fs = std::filesystem;
@@ -17,30 +18,10 @@ using namespace aqs;
 using namespace std::chrono_literals;
 using core::job_state;
 using test::bin;
+using test::processes_mentioning;
 using test::slurp;
 
 namespace {
-
-// Processes whose command line mentions `needle`.
-std::vector<pid_t> processes_mentioning(const std::string& needle) {
-  std::vector<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const pid_t pid = std::stoi(name);
-    if (cmdline.find(needle) != std::string::npos && test::alive(pid)) out.push_back(pid);
-  }
-  return out;
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string part; std::getline(ss, part, ',');) out.push_back(part);
-  return out;
-}
 
 }  // namespace
 
@@ -63,18 +44,13 @@ TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its c
   const std::string out = slurp(work / "probe.out");
   REQUIRE_MESSAGE(j.state == job_state::completed, out);
   // Which cpu each processor of the map is pinned to, as the agent said.
-  std::istringstream lines(out);
-  std::vector<std::string> cpus;
-  std::map<int, std::string> rank_cpus;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("cpus ", 0) == 0) cpus = split_commas(line.substr(5));
-    int rank = -1;
-    char host[256] = {}, list[256] = {};
-    if (std::sscanf(line.c_str(), "rank %d host %255s cpus %255s", &rank, host, list) == 3) rank_cpus[rank] = list;
-  }
+  const auto report = test::read_probe_report(out);
+  const auto& cpus = report.cpus;
   REQUIRE(cpus.size() == 5);
-  REQUIRE_MESSAGE(rank_cpus.size() == 5, out);
-  for (int r = 0; r < 5; ++r) CHECK_MESSAGE(rank_cpus[r] == cpus[static_cast<std::size_t>(r)], "rank " << r);
+  REQUIRE_MESSAGE(report.ranks.size() == 5, out);
+  for (int r = 0; r < 5; ++r) {
+    CHECK_MESSAGE(report.ranks.at(r).second == cpus[static_cast<std::size_t>(r)], "rank " << r);
+  }
 
   // A long run, killed: no rank survives (mpirun and 4 ranks name the probe).
   const fs::path long_script = work / "long.sh";

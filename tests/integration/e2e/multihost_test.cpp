@@ -15,6 +15,7 @@
 
 #include "aqs_cluster.hpp"
 #include "file_text.hpp"
+#include "probe_report.hpp"
 #include "test_pg.hpp"
 
 namespace fs = std::filesystem;
@@ -25,6 +26,14 @@ using test::bin;
 using test::slurp;
 
 namespace {
+
+// The namespace hosts need root and `ip netns`; without them these tests
+// say so and pass.
+bool netns_available() {
+  if (test::netns_hosts::available()) return true;
+  MESSAGE("skipped: needs root and ip netns");
+  return false;
+}
 
 test::cluster::options hosts_options(const test::test_database& db, int hosts, int procs) {
   test::cluster::options o;
@@ -76,10 +85,7 @@ std::string first_line(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("on namespace hosts every job runs on its node's host, MPI ranks included") {
-  if (!test::netns_hosts::available()) {
-    MESSAGE("skipped: needs root and ip netns");
-    return;
-  }
+  if (!netns_available()) return;
   test::test_database db;
   test::cluster c(hosts_options(db, 3, 2));
   const fs::path work = c.workdir();
@@ -119,10 +125,7 @@ TEST_CASE("on namespace hosts every job runs on its node's host, MPI ranks inclu
 }
 
 TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts go on scheduling") {
-  if (!test::netns_hosts::available()) {
-    MESSAGE("skipped: needs root and ip netns");
-    return;
-  }
+  if (!netns_available()) return;
   test::test_database db;
   test::cluster c(hosts_options(db, 3, 2));
   const fs::path work = c.workdir();
@@ -182,32 +185,10 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
 
 namespace {
 
-// "host0*4,host1*2" -> host0 host0 host0 host0 host1 host1
-std::vector<std::string> expand_hosts(const std::string& runs) {
-  std::vector<std::string> out;
-  std::stringstream ss(runs);
-  for (std::string part; std::getline(ss, part, ',');) {
-    const auto star = part.find('*');
-    const int n = star == std::string::npos ? 1 : std::stoi(part.substr(star + 1));
-    for (int i = 0; i < n; ++i) out.push_back(part.substr(0, star));
-  }
-  return out;
-}
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string part; std::getline(ss, part, ',');) out.push_back(part);
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; fkill and a time limit reach both") {
-  if (!test::netns_hosts::available()) {
-    MESSAGE("skipped: needs root and ip netns");
-    return;
-  }
+  if (!netns_available()) return;
   test::test_database db;
   test::cluster c(hosts_options(db, 2, 4));
   const fs::path work = c.workdir();
@@ -219,23 +200,17 @@ TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; f
   const auto j = c.wait_state(id, {job_state::completed, job_state::failed}, 120s);
   const std::string out = slurp(work / "probe.out");
   REQUIRE_MESSAGE(j.state == job_state::completed, out);
-  std::istringstream lines(out);
-  std::vector<std::string> cpus, hosts;
-  std::map<int, std::pair<std::string, std::string>> ranks;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("cpus ", 0) == 0) cpus = split_commas(line.substr(5));
-    if (line.rfind("hosts ", 0) == 0) hosts = expand_hosts(line.substr(6));
-    int rank = -1;
-    char host[256] = {}, list[256] = {};
-    if (std::sscanf(line.c_str(), "rank %d host %255s cpus %255s", &rank, host, list) == 3) ranks[rank] = {host, list};
-  }
+  const auto report = test::read_probe_report(out);
+  const auto& cpus = report.cpus;
+  const auto& hosts = report.hosts;
+  const auto& ranks = report.ranks;
   REQUIRE(cpus.size() == 8);
   REQUIRE(hosts.size() == 8);
   CHECK(std::set<std::string>(hosts.begin(), hosts.end()).size() == 2);
   REQUIRE_MESSAGE(ranks.size() == 8, out);
   for (int r = 0; r < 8; ++r) {
-    CHECK_MESSAGE(ranks[r].first == hosts[static_cast<std::size_t>(r)], "rank " << r);
-    CHECK_MESSAGE(ranks[r].second == cpus[static_cast<std::size_t>(r)], "rank " << r);
+    CHECK_MESSAGE(ranks.at(r).first == hosts[static_cast<std::size_t>(r)], "rank " << r);
+    CHECK_MESSAGE(ranks.at(r).second == cpus[static_cast<std::size_t>(r)], "rank " << r);
   }
 
   // Killed: every rank on both hosts goes.
