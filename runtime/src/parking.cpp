@@ -1,9 +1,14 @@
 // parking: the leader's pool of parked ranks, one blocked connection each.
 #include "parking.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -48,12 +53,61 @@ std::optional<std::string> read_line(int fd, int timeout_ms) noexcept {
   }
 }
 
+// A TCP connection to ip:port within `timeout_ms`, or -1: an address of the
+// leader's that this host cannot route to must not hold the rank up.
+int connect_within(const sockaddr_in& to, int timeout_ms) noexcept {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+    pollfd p{fd, POLLOUT, 0};
+    int err = errno == EINPROGRESS ? 0 : errno;
+    if (err == 0) {
+      int r = 0;
+      while ((r = ::poll(&p, 1, timeout_ms)) < 0 && errno == EINTR) {
+      }
+      socklen_t len = sizeof err;
+      if (r <= 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = ETIMEDOUT;
+    }
+    if (err != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
+  // Blocking again: the parked rank sleeps in read().
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+// "HOST PORT IP,IP..." (park_pool::address): loopback on the leader's own
+// host, else its addresses in turn, else HOST as the resolver knows it.
 int connect_to(const std::string& address) noexcept {
   const auto space = address.find(' ');
   if (space == std::string::npos) return -1;
-  std::string host = address.substr(0, space);
-  const std::string port = address.substr(space + 1);
-  if (host == local_host_name()) host = "127.0.0.1";
+  const std::string host = address.substr(0, space);
+  const auto space2 = address.find(' ', space + 1);
+  const std::string port = address.substr(space + 1, space2 == std::string::npos ? std::string::npos : space2 - space - 1);
+  std::vector<std::string> ips;
+  if (host == local_host_name()) {
+    ips.push_back("127.0.0.1");
+  } else if (space2 != std::string::npos) {
+    std::string list = address.substr(space2 + 1);
+    for (std::size_t at = 0; at <= list.size();) {
+      const auto comma = std::min(list.find(',', at), list.size());
+      if (comma > at) ips.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  char* end = nullptr;
+  const unsigned long port_no = std::strtoul(port.c_str(), &end, 10);
+  if (end == port.c_str() || *end != '\0' || port_no == 0 || port_no > 65535) return -1;
+  for (const auto& ip : ips) {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(port_no));
+    if (::inet_pton(AF_INET, ip.c_str(), &to.sin_addr) != 1) continue;
+    const int fd = connect_within(to, 2000);
+    if (fd >= 0) return fd;
+  }
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -61,14 +115,33 @@ int connect_to(const std::string& address) noexcept {
   if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return -1;
   int fd = -1;
   for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
+    fd = connect_within(*reinterpret_cast<const sockaddr_in*>(a->ai_addr), 2000);
   }
   ::freeaddrinfo(res);
   return fd;
+}
+
+// This host's IPv4 addresses other than loopback, "a,b": where ranks parked
+// on other hosts reach the leader even when its host name does not resolve
+// there.
+std::string local_addresses() {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return {};
+  std::string out;
+  for (ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) != 0 ||
+        (i->ifa_flags & IFF_UP) == 0) {
+      continue;
+    }
+    char buf[INET_ADDRSTRLEN] = {};
+    if (::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf) == nullptr) {
+      continue;
+    }
+    if (!out.empty()) out += ',';
+    out += buf;
+  }
+  ::freeifaddrs(all);
+  return out;
 }
 
 }  // namespace
@@ -95,6 +168,7 @@ std::string park_pool::address() {
   }
   fd_ = fd;
   address_ = local_host_name() + " " + std::to_string(ntohs(a.sin_port));
+  if (const std::string ips = local_addresses(); !ips.empty()) address_ += " " + ips;
   return address_;
 }
 

@@ -25,8 +25,9 @@ public:
   park_pool(const park_pool&) = delete;
   park_pool& operator=(const park_pool&) = delete;
 
-  // Listens (once) and returns "HOST PORT" for parked ranks to connect to;
-  // HOST is this machine's host name. Throws std::runtime_error.
+  // Listens (once) and returns "HOST PORT IP,IP..." for parked ranks to
+  // connect to: this machine's host name, and its IPv4 addresses for ranks
+  // on hosts where that name does not resolve. Throws std::runtime_error.
   std::string address();
   // Takes in the ranks that have parked here since the last call (never
   // blocks for long: a rank that has not said its host within a second is
