@@ -55,10 +55,11 @@ std::string mpirun_name(const std::string& host) {
   return host.substr(0, host.find('.'));
 }
 
-void check_host(std::size_t i, const std::string& host) {
-  if (host.empty()) throw allocation_error(proc_label(i) + " has an empty host name");
+// `what` names the host's owner in messages ("processor 3", "spare host 1").
+void check_host(const std::string& what, const std::string& host) {
+  if (host.empty()) throw allocation_error(what + " has an empty host name");
   if (host.size() > k_max_host_name) {
-    throw allocation_error(proc_label(i) + " has a host name longer than " + std::to_string(k_max_host_name) +
+    throw allocation_error(what + " has a host name longer than " + std::to_string(k_max_host_name) +
                            " characters");
   }
   // Whitespace and '=' split hostfile and rankfile entries; in a hostfile '#'
@@ -66,12 +67,11 @@ void check_host(std::size_t i, const std::string& host) {
   // relative host; mpirun refuses ':' in node names; a leading '-' would
   // reach the launch agent as an option.
   if (!all_of(host, ".-_")) {
-    throw allocation_error(proc_label(i) + " has host name " + shown(host) +
+    throw allocation_error(what + " has host name " + shown(host) +
                            " with a character mpirun cannot take (allowed: letters, digits, '.', '-', '_')");
   }
   if (!is_alnum(host.front())) {
-    throw allocation_error(proc_label(i) + " has host name " + shown(host) +
-                           ", which must start with a letter or digit");
+    throw allocation_error(what + " has host name " + shown(host) + ", which must start with a letter or digit");
   }
 }
 
@@ -128,6 +128,34 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!ok) throw std::system_error(err, std::generic_category(), "cannot make " + path.string() + " readable");
 }
 
+// What rigid and adaptive jobs share, after their placement variables.
+void append_common(environment& env, const allocation& a, bool remote_daemons) {
+  // Ranks sharing a cpu are within their slots, so OpenMPI does not know they
+  // overload it and would let them busy-poll each other to a crawl.
+  if (shares_a_cpu(a.procs)) env.emplace_back("OMPI_MCA_mpi_yield_when_idle", "1");
+  if (remote_daemons) {
+    env.emplace_back("OMPI_MCA_plm_rsh_agent", a.launch_agent);
+    // Only mpirun's node starts daemons (through the agent): with the default
+    // tree spawn, daemons would call the agent from every node.
+    env.emplace_back("OMPI_MCA_plm_rsh_no_tree_spawn", "1");
+    // Without it each remote daemon daemonizes: its first process exits at
+    // once, the node agent ends that step and kills its process group, and
+    // the daemon dies too when it has not yet left the group (mpirun then
+    // waits for it forever). Attached, the daemon is the step, as long as
+    // it runs, and a kill of the job reaches it and its ranks.
+    env.emplace_back("OMPI_MCA_orte_leave_session_attached", "1");
+  }
+  if (!a.tcp_interfaces.empty()) {
+    const std::string list = join(a.tcp_interfaces, ',');
+    env.emplace_back("OMPI_MCA_btl_tcp_if_include", list);  // MPI messages
+    env.emplace_back("OMPI_MCA_oob_tcp_if_include", list);  // mpirun and its daemons
+  }
+  if (a.as_root) {
+    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+  }
+}
+
 }  // namespace
 
 std::vector<processor> make_processors(const std::vector<std::string>& hosts, const std::vector<int>& cpus) {
@@ -146,7 +174,7 @@ void validate(const allocation& a) {
   std::map<std::string, std::string> by_mpirun_name;  // mpirun's name -> first host with it
   for (std::size_t i = 0; i < a.procs.size(); ++i) {
     const auto& p = a.procs[i];
-    check_host(i, p.host);
+    check_host(proc_label(i), p.host);
     if (p.cpu < 0) {
       throw allocation_error(proc_label(i) + " on " + p.host + " has cpu " + std::to_string(p.cpu) +
                              " (cpus are numbered from 0)");
@@ -176,6 +204,32 @@ void validate(const allocation& a) {
       throw allocation_error("launch agent path " + shown(a.launch_agent) + " is not absolute");
     }
   }
+  if (a.adaptive) {
+    // Ranks fill the hostfile's hosts in turn (mpirun maps by slot without
+    // a rankfile): a host seen again later would take ranks out of order.
+    std::set<std::string> done;
+    for (std::size_t i = 1; i < a.procs.size(); ++i) {
+      if (a.procs[i].host == a.procs[i - 1].host) continue;
+      done.insert(a.procs[i - 1].host);
+      if (done.count(a.procs[i].host) != 0) {
+        throw allocation_error(proc_label(i) + " is on host " + shown(a.procs[i].host) +
+                               " again after another host: an adaptive job's ranks fill each host's slots in turn, "
+                               "so its processors must be grouped by host");
+      }
+    }
+  }
+  if (!a.spare_hosts.empty() && !a.adaptive) {
+    throw allocation_error("spare hosts are for adaptive jobs, which grow; this job is rigid");
+  }
+  for (std::size_t i = 0; i < a.spare_hosts.size(); ++i) {
+    const std::string& h = a.spare_hosts[i];
+    check_host("spare host " + std::to_string(i), h);
+    const auto [it, fresh] = by_mpirun_name.try_emplace(mpirun_name(h), h);
+    if (!fresh) {
+      throw allocation_error("spare host " + shown(h) + (it->second == h ? " is already in the allocation" :
+                             " and host " + shown(it->second) + " are both '" + it->first + "' to mpirun"));
+    }
+  }
   if (a.launch_agent.empty() && by_mpirun_name.size() > 1) {
     throw allocation_error("the allocation spans " + std::to_string(by_mpirun_name.size()) +
                            " hosts, which needs the launch agent (aqs-rsh), and no path to it was given");
@@ -186,6 +240,9 @@ std::string hostfile_text(const allocation& a) {
   validate(a);
   std::string out;
   for (const auto& [host, n] : host_counts(a.procs)) out += host + " slots=" + std::to_string(n) + "\n";
+  // No ranks at launch, but a daemon (mpirun's virtual machine spans every
+  // host of its hostfile) for the spawns that grow the job there.
+  for (const auto& host : a.spare_hosts) out += host + " slots=0\n";
   return out;
 }
 
@@ -200,18 +257,35 @@ std::string rankfile_text(const allocation& a) {
 
 launch_files write_launch_files(const std::filesystem::path& dir, const allocation& a) {
   const std::string hosts = hostfile_text(a);
-  const std::string ranks = rankfile_text(a);
+  const std::string ranks = a.adaptive ? std::string() : rankfile_text(a);
   std::filesystem::create_directories(dir);
   // mpirun runs in the job's working directory: the paths must not depend on it.
   const auto base = std::filesystem::absolute(dir);
   launch_files files{base / "hostfile", base / "rankfile"};
   write_file(files.hostfile, hosts);
-  write_file(files.rankfile, ranks);
+  if (a.adaptive) {
+    ::unlink(files.rankfile.c_str());  // one from an earlier launch would mislead
+    files.rankfile.clear();
+  } else {
+    write_file(files.rankfile, ranks);
+  }
   return files;
+}
+
+environment adaptive_placement() {
+  return {{"OMPI_MCA_hwloc_base_binding_policy", "none"}, {"OMPI_MCA_rmaps_base_oversubscribe", "1"}};
 }
 
 environment launch_environment(const allocation& a, const launch_files& files) {
   validate(a);
+  if (a.adaptive) {
+    // The hosts and their slots, ranks by slot in map order; the shim pins
+    // each rank and spawns the ranks of processors the job gains.
+    environment env = {{"OMPI_MCA_orte_default_hostfile", files.hostfile.string()}};
+    for (auto& kv : adaptive_placement()) env.push_back(std::move(kv));
+    append_common(env, a, host_counts(a.procs).size() + a.spare_hosts.size() > 1);
+    return env;
+  }
   environment env = {
       // The default hostfile is the one mpirun reads when given none: it
       // fixes the hosts and their slots (and replaces a site-wide one).
@@ -226,24 +300,7 @@ environment launch_environment(const allocation& a, const launch_files& files) {
       // (all its hardware threads); with it, to that one cpu.
       {"OMPI_MCA_hwloc_base_use_hwthreads_as_cpus", "1"},
   };
-  // Ranks sharing a cpu are within their slots, so OpenMPI does not know they
-  // overload it and would let them busy-poll each other to a crawl.
-  if (shares_a_cpu(a.procs)) env.emplace_back("OMPI_MCA_mpi_yield_when_idle", "1");
-  if (host_counts(a.procs).size() > 1) {
-    env.emplace_back("OMPI_MCA_plm_rsh_agent", a.launch_agent);
-    // Only mpirun's node starts daemons (through the agent): with the default
-    // tree spawn, daemons would call the agent from every node.
-    env.emplace_back("OMPI_MCA_plm_rsh_no_tree_spawn", "1");
-  }
-  if (!a.tcp_interfaces.empty()) {
-    const std::string list = join(a.tcp_interfaces, ',');
-    env.emplace_back("OMPI_MCA_btl_tcp_if_include", list);  // MPI messages
-    env.emplace_back("OMPI_MCA_oob_tcp_if_include", list);  // mpirun and its daemons
-  }
-  if (a.as_root) {
-    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
-    env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-  }
+  append_common(env, a, host_counts(a.procs).size() > 1);
   return env;
 }
 

@@ -213,6 +213,10 @@ private:
   // placement); both empty if a node is unknown or the map is too large.
   void fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
                       std::vector<std::int64_t>& cpus) const;
+  // The hosts of the UP, connected nodes that hold none of `procs`, once
+  // each in registration order: where an adaptive job may grow (its mpirun
+  // starts a daemon on each at launch).
+  std::vector<std::string> spare_hosts(const core::processor_set& procs) const;
   void refresh_spans();
   // views.cpp
   void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);

@@ -73,6 +73,7 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   l.nodelist = cmdline::format_processor_map(spans(), procs);
   l.job_token = e.token;
   fill_placement(procs, l.proc_hosts, l.proc_cpus);
+  if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = spare_hosts(procs);
   launch_requests_[l.id] = id;
   send_to_node(host, std::move(l));
 }

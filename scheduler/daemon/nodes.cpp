@@ -39,6 +39,23 @@ std::vector<std::int64_t> controller::local_cpus(const node_entry& n, const core
   return out;
 }
 
+std::vector<std::string> controller::spare_hosts(const core::processor_set& procs) const {
+  std::vector<std::string> used, out;
+  for (const node_entry& n : nodes_) {
+    if (procs.count_range(n.first_proc, n.first_proc + n.nprocs) > 0) used.push_back(n.host.empty() ? n.name : n.host);
+  }
+  for (const node_entry& n : nodes_) {
+    const std::string& h = n.host.empty() ? n.name : n.host;
+    // A host whose agent cannot start mpirun's daemon would fail the job.
+    if (!n.conn || sched_.machine().at(n.index).state != core::node_state::up) continue;
+    if (std::find(used.begin(), used.end(), h) != used.end() || std::find(out.begin(), out.end(), h) != out.end()) {
+      continue;
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
 void controller::fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
                                 std::vector<std::int64_t>& cpus) const {
   hosts.clear();

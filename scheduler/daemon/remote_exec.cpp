@@ -22,14 +22,21 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
   if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || !it->second.host) {
     return reply_error(c, m.id, protocol::error_code::invalid_state, "job " + std::to_string(m.job_id) + " is not running");
   }
-  // The job's node on that host (OpenMPI names hosts up to their first '.').
-  std::optional<std::size_t> node;
-  j->procs.for_each([&](std::size_t proc) {
-    if (node) return;
-    const std::size_t n = sched_.machine().node_of(proc);
+  auto on_host = [&](std::size_t n) {  // OpenMPI names hosts up to their first '.'
     const std::string& h = nodes_[n].host;
-    if (n != *it->second.host && (h == m.host || h.substr(0, h.find('.')) == m.host)) node = n;
+    return n != *it->second.host && (h == m.host || h.substr(0, h.find('.')) == m.host);
+  };
+  // The job's node on that host, else (an adaptive job: mpirun starts a
+  // daemon on every host it may grow onto) the first UP node there.
+  const core::processor_set& procs = j->procs;
+  std::optional<std::size_t> node;
+  procs.for_each([&](std::size_t proc) {
+    if (!node && on_host(sched_.machine().node_of(proc))) node = sched_.machine().node_of(proc);
   });
+  const bool spare = !node && j->adaptive();
+  for (std::size_t n = 0; spare && !node && n < nodes_.size(); ++n) {
+    if (on_host(n) && sched_.machine().at(n).state == core::node_state::up) node = n;
+  }
   if (!node) {
     return reply_error(c, m.id, protocol::error_code::not_found,
                        "job " + std::to_string(m.job_id) + " has no processors on another node of host " + m.host);
@@ -54,12 +61,15 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
   l.user = e.user;
   l.uid = e.uid;
   l.gid = e.gid;
-  l.procs = j->procs.to_string();
-  l.nprocs = static_cast<std::int64_t>(j->procs.count());
-  l.local_cpus = local_cpus(nodes_[*node], j->procs);
-  l.nodelist = cmdline::format_processor_map(spans(), j->procs);
+  l.procs = procs.to_string();
+  l.nprocs = static_cast<std::int64_t>(procs.count());
+  l.local_cpus = local_cpus(nodes_[*node], procs);
+  // A daemon on a spare host idles until the job grows there (and its ranks
+  // pin themselves then): it may run on any of the node's cpus.
+  if (l.local_cpus.empty()) l.local_cpus = nodes_[*node].cpus;
+  l.nodelist = cmdline::format_processor_map(spans(), procs);
   l.job_token = e.token;
-  fill_placement(j->procs, l.proc_hosts, l.proc_cpus);
+  fill_placement(procs, l.proc_hosts, l.proc_cpus);
   steps_[{m.job_id, *node}] = step_entry{c, m.id, l.id, false};
   send_to_node(*node, std::move(l));
 }

@@ -45,14 +45,23 @@ bool is_hex(std::string_view s) {
 
 // Node names appear in "node2:0-3,node3:0-1": no ':' or ',' or blanks.
 // A host name as resolvers and MPI take it: letters, digits, '-', '.', '_'.
-std::string read_host_name(const reader& r, const char* key) {
-  std::string s = r.string(key, k_name_rule);
+std::string checked_host_name(const reader& r, std::string_view key, std::string s) {
   for (const char c : s) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
                     c == '.' || c == '_';
     if (!ok) r.fail(key, "must be a host name (letters, digits, '-', '.', '_')");
   }
   return s;
+}
+std::string read_host_name(const reader& r, const char* key) {
+  return checked_host_name(r, key, r.string(key, k_name_rule));
+}
+std::vector<std::string> read_host_names(const reader& r, const char* key, std::size_t max_items) {
+  std::vector<std::string> out = r.strings(key, max_items, k_name_rule);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = checked_host_name(r, std::string(key) + "[" + std::to_string(i) + "]", std::move(out[i]));
+  }
+  return out;
 }
 
 // proc_hosts/proc_cpus: both absent or both with one entry per processor.
@@ -400,6 +409,7 @@ void write(json& j, const launch& m) {
   j["nodelist"] = m.nodelist;
   put_opt(j, "job_token", m.job_token);
   write_placement(j, m.proc_hosts, m.proc_cpus);
+  if (!m.spare_hosts.empty()) j["spare_hosts"] = m.spare_hosts;
 }
 void read(const reader& r, launch& m) {
   m.id = read_id(r);
@@ -418,6 +428,7 @@ void read(const reader& r, launch& m) {
   m.nodelist = r.string("nodelist", {k_max_path, true, true});
   m.job_token = r.opt_string("job_token", {128, true, true});
   read_placement(r, m.nprocs, m.proc_hosts, m.proc_cpus);
+  m.spare_hosts = read_host_names(r, "spare_hosts", k_max_placement);
 }
 
 void write(json& j, const kill& m) {

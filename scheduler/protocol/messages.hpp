@@ -279,6 +279,10 @@ struct launch {
   // both with one entry per 1 of the map): its node's host and local cpu.
   std::vector<std::string> proc_hosts;
   std::vector<std::int64_t> proc_cpus;
+  // An adaptive job: the hosts of the cluster's other nodes, where it may
+  // grow; its mpirun starts a daemon on each at launch (spawns cannot add
+  // hosts reliably in OpenMPI 4.1). Empty for rigid jobs and steps.
+  std::vector<std::string> spare_hosts;
   friend bool operator==(const launch&, const launch&) = default;
 };
 

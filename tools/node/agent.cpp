@@ -441,32 +441,35 @@ void agent::handle_launch(const protocol::launch& l) {
     extra.emplace_back("AQS_CPUS", join_numbers(l.proc_cpus));
     extra.emplace_back("AQS_HOSTS", join_hosts(l.proc_hosts));
   }
-  if (l.job.adaptive) {
-    // The shim pins every rank itself and spawns ranks beyond the first
-    // allocation: mpirun must neither bind nor refuse to oversubscribe.
-    extra.emplace_back("OMPI_MCA_hwloc_base_binding_policy", "none");
-    extra.emplace_back("OMPI_MCA_rmaps_base_oversubscribe", "1");
-  }
   if (l.uid == 0) {
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
-  // A rigid job's plain `mpirun ./app` starts one rank per processor of its
-  // map, each bound to its cpu: hostfile, rankfile and OpenMPI's variables
-  // from aqs::mpi_adapter; on several hosts, its daemons start through
-  // aqs-rsh. (Adaptive jobs' ranks are placed and pinned by the runtime
-  // shim.)
-  if (!l.job.adaptive && !l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size()) {
+  // The job's plain `mpirun ./app` starts one rank per processor of its map
+  // on that processor's host (aqs::mpi_adapter's hostfile and variables;
+  // daemons on other hosts through aqs-rsh). A rigid job's rankfile binds
+  // each rank to its cpu; an adaptive job's shim pins its ranks itself and
+  // spawns more on the processors it gains, on any host.
+  bool placed = false;
+  if (!l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size()) {
     try {
       mpi_adapter::allocation a;
       a.procs = mpi_adapter::make_processors(l.proc_hosts, std::vector<int>(l.proc_cpus.begin(), l.proc_cpus.end()));
       a.launch_agent = options_.rsh_agent;
+      a.adaptive = l.job.adaptive;
+      a.spare_hosts = l.spare_hosts;
       const auto files = mpi_adapter::write_launch_files(mpi_dir(l.job_id), a);
       for (auto& kv : mpi_adapter::launch_environment(a, files)) extra.push_back(std::move(kv));
+      placed = true;
     } catch (const std::exception& e) {
       log("job " + std::to_string(l.job_id) + ": no MPI launch files (its mpirun keeps OpenMPI's defaults): " +
           e.what());
     }
+  }
+  // The shim still pins and spawns: mpirun must neither bind nor refuse to
+  // start more ranks than it has slots.
+  if (l.job.adaptive && !placed) {
+    for (auto& kv : mpi_adapter::adaptive_placement()) extra.push_back(std::move(kv));
   }
   for (const auto& kv : l.job.environment) {
     const std::string key = kv.substr(0, kv.find('='));

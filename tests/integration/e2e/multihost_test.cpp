@@ -13,6 +13,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "aqs_cluster.hpp"
 #include "file_text.hpp"
 #include "probe_report.hpp"
@@ -58,9 +60,9 @@ int sleeping(const std::string& seconds) {
   return n;
 }
 
-// Live processes running the probe (on any host: namespaces share our pids);
+// Live processes running `exe` (on any host: namespaces share our pids);
 // with `agent`, only those in that agent's network namespace (its host).
-int probes_on(std::optional<pid_t> agent) {
+int running_on(const fs::path& exe, std::optional<pid_t> agent) {
   std::error_code ec;
   fs::path net;
   if (agent) net = fs::read_symlink("/proc/" + std::to_string(*agent) + "/ns/net", ec);
@@ -69,12 +71,13 @@ int probes_on(std::optional<pid_t> agent) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::error_code ec2;
-    if (fs::read_symlink(e.path() / "exe", ec2) != fs::path(MPI_PROBE) || !test::alive(std::stoi(name))) continue;
+    if (fs::read_symlink(e.path() / "exe", ec2) != exe || !test::alive(std::stoi(name))) continue;
     if (agent && fs::read_symlink(e.path() / "ns" / "net", ec2) != net) continue;
     ++n;
   }
   return n;
 }
+int probes_on(std::optional<pid_t> agent) { return running_on(MPI_PROBE, agent); }
 int probes() { return probes_on(std::nullopt); }
 
 std::string first_line(const fs::path& p) {
@@ -183,10 +186,6 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   CHECK(sleeping("122") == 0);
 }
 
-namespace {
-
-}  // namespace
-
 TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; fkill and a time limit reach both") {
   if (!netns_available()) return;
   test::test_database db;
@@ -228,4 +227,121 @@ TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; f
   CHECK(c.wait_state(t, {job_state::timeout, job_state::failed, job_state::completed}, 90s).state == job_state::timeout);
   for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
   CHECK(probes() == 0);
+}
+
+namespace {
+
+// The processors of node i (procs_per_node each, in registration order) as
+// a 0/1 map of `width` processors.
+std::string node_map(int i, int per_node, std::size_t width) {
+  std::string m(width, '0');
+  for (int p = i * per_node; p < (i + 1) * per_node; ++p) m[static_cast<std::size_t>(p)] = '1';
+  return m;
+}
+std::string padded(std::string m, std::size_t width) {
+  m.resize(std::max(m.size(), width), '0');
+  return m;
+}
+bool overlaps(const std::string& a, const std::string& b) {
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] == '1' && b[i] == '1') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows back, and ends bit-identical") {
+  if (!netns_available()) return;
+  test::test_database db;
+  auto o = hosts_options(db, 3, 4);
+  o.heartbeat_timeout_s = 10;  // 12 ranks on 2 cores: no node may look dead for being slow
+  test::cluster c(o);
+  const fs::path work = c.workdir();
+  const auto width = std::size_t{12};
+  // Agents register in any order: block b of processors (b*4 .. b*4+3) is
+  // on the host of agent at[b].
+  std::vector<int> at(3, -1);
+  for (const auto& n : c.nodes()) at.at(static_cast<std::size_t>(n.first_proc / 4)) = std::stoi(n.name.substr(4));
+  auto ranks_in_block = [&](int b) { return running_on(JACOBI2D_BINARY, c.agent_pid(at.at(static_cast<std::size_t>(b)))); };
+
+  // The reference: the same computation, never resized, plain mpirun.
+  const fs::path ref = work / "ref.grid";
+  const std::vector<std::string> grid = {"--rows", "64", "--cols", "48", "--iters", "500"};
+  std::vector<std::string> plain = {MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY};
+  plain.insert(plain.end(), grid.begin(), grid.end());
+  plain.insert(plain.end(), {"--out", ref.string()});
+  auto r = test::run(plain, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+
+  // A rigid job holds the first node; the adaptive job starts on the other
+  // two hosts.
+  const std::int64_t hold = c.submit({"-n", "4", "-J", "hold", "--wrap", "sleep 300"});
+  REQUIRE(padded(c.wait_state(hold, {job_state::running}).procs, width) == node_map(0, 4, width));
+  const fs::path out = work / "adaptive.grid";
+  const fs::path script = work / "jacobi.sh";
+  // Plain mpirun: the agent's hostfile puts each first rank on its host,
+  // aqs-rsh starts the daemons of the other hosts.
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 12\n"
+                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                        << "exec " MPIEXEC " " JACOBI2D_BINARY " --rows 64 --cols 48 --iters 500 --pace-ms 60 --out "
+                        << out.string() << "\n";
+  const std::int64_t a = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
+  auto ja = c.wait_state(a, {job_state::running});
+  CHECK(padded(ja.procs, width) == "000011111111");
+  for (int i = 0; i < 300 && slurp(work / "jacobi.out").find("iter ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  REQUIRE_MESSAGE(slurp(work / "jacobi.out").find("iter ") != std::string::npos, slurp(work / "jacobi.out"));
+  CHECK(ranks_in_block(0) == 0);
+  CHECK(ranks_in_block(1) == 4);
+  CHECK(ranks_in_block(2) == 4);
+
+  // The first node frees up: the job grows onto its host, where it has no
+  // daemon yet (its spawn adds the host to mpirun's allocation, and aqs-rsh
+  // starts the daemon there).
+  CHECK(c.cmd(bin().fkill, {std::to_string(hold)}).status == 0);
+  const auto grown_until = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < grown_until) {
+    ja = *c.job(a);
+    if (ja.state == job_state::running && ja.nprocs == 12) break;
+    REQUIRE_MESSAGE(!core::is_final(ja.state), slurp(work / "jacobi.out"));
+    std::this_thread::sleep_for(100ms);
+  }
+  REQUIRE_MESSAGE(ja.nprocs == 12, slurp(work / "jacobi.out") << slurp(c.dir() / "aqsd.log"));
+  CHECK(ja.state == job_state::running);
+  CHECK(ranks_in_block(0) == 4);
+
+  // A rigid job arrives: the adaptive one gives back its highest node and
+  // the rigid job starts there once the shrink is acknowledged.
+  const std::int64_t b = c.submit({"-n", "4", "-J", "rigid", "--wrap", "hostname; sleep 4"});
+  const auto jb = c.wait_state(b, {job_state::running, job_state::completed}, 60s);
+  CHECK(padded(jb.procs, width) == node_map(2, 4, width));
+  const auto shrunk = *c.job(a);
+  CHECK(padded(shrunk.procs, width) == "111111110000");
+  CHECK_FALSE(overlaps(shrunk.procs, jb.procs));
+
+  // When it ends, the job grows back onto that host (its parked ranks there
+  // are called back) and finishes with the grid of the unresized run.
+  c.wait_state(b, {job_state::completed}, 60s);
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 180s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, slurp(work / "jacobi.out") << slurp(c.dir() / "aqsd.log"));
+  CHECK(jf.exit_code == 0);
+  CHECK(slurp(out).size() == 64u * 48u * sizeof(double));
+  CHECK(slurp(out) == slurp(ref));
+
+  // Its history: grown to 12 on three hosts, shrunk to 8 off one, 12 again.
+  const auto shown = c.cmd(bin().fjobs, {"--history", std::to_string(a), "--json"});
+  REQUIRE(shown.status == 0);
+  std::vector<std::string> acked;
+  for (const auto& e : nlohmann::json::parse(shown.out)) {
+    if (e.value("reason", "").find("resize acknowledged") != std::string::npos) {
+      acked.push_back(padded(e.value("new_procs", ""), width));
+    }
+  }
+  const std::vector<std::string> expected = {"111111111111", "111111110000", "111111111111"};
+  CHECK_MESSAGE(acked == expected, shown.out);
+  // Every rank is gone, on every host, the parked ones included.
+  for (int i = 0; i < 300 && running_on(JACOBI2D_BINARY, std::nullopt) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(running_on(JACOBI2D_BINARY, std::nullopt) == 0);
 }

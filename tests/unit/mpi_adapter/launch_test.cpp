@@ -2,6 +2,7 @@
 // environment, validation errors, and writing the files.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,7 +18,7 @@ using namespace aqs::mpi_adapter;
 namespace {
 
 allocation on(std::vector<processor> procs, std::string agent = "") {
-  return allocation{std::move(procs), false, {}, std::move(agent)};
+  return allocation{std::move(procs), false, {}, std::move(agent), false, {}};
 }
 
 // The message of the allocation_error that `f` throws ("" if none).
@@ -97,7 +98,8 @@ TEST_CASE("a job as root lets mpirun run as root") {
 TEST_CASE("a job on several hosts starts its remote daemons through the launch agent, from mpirun's node only") {
   const auto a = on({{"a", 0}, {"b", 0}, {"c", 1}}, "/usr/lib/aqs/aqs-rsh");
   CHECK(launch_environment(a, k_files) == base_env_and({{"OMPI_MCA_plm_rsh_agent", "/usr/lib/aqs/aqs-rsh"},
-                                                        {"OMPI_MCA_plm_rsh_no_tree_spawn", "1"}}));
+                                                        {"OMPI_MCA_plm_rsh_no_tree_spawn", "1"},
+                                                        {"OMPI_MCA_orte_leave_session_attached", "1"}}));
 }
 
 TEST_CASE("given interfaces carry both MPI messages and OpenMPI's own traffic") {
@@ -108,14 +110,79 @@ TEST_CASE("given interfaces carry both MPI messages and OpenMPI's own traffic") 
 }
 
 TEST_CASE("everything at once comes in a fixed order") {
-  const allocation a{{{"a", 0}, {"b", 0}, {"a", 0}}, true, {"ib0"}, "/opt/aqs/bin/aqs-rsh"};
+  const allocation a{{{"a", 0}, {"b", 0}, {"a", 0}}, true, {"ib0"}, "/opt/aqs/bin/aqs-rsh", false, {}};
   CHECK(launch_environment(a, k_files) == base_env_and({{"OMPI_MCA_mpi_yield_when_idle", "1"},
                                                         {"OMPI_MCA_plm_rsh_agent", "/opt/aqs/bin/aqs-rsh"},
                                                         {"OMPI_MCA_plm_rsh_no_tree_spawn", "1"},
+                                                        {"OMPI_MCA_orte_leave_session_attached", "1"},
                                                         {"OMPI_MCA_btl_tcp_if_include", "ib0"},
                                                         {"OMPI_MCA_oob_tcp_if_include", "ib0"},
                                                         {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
                                                         {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}}));
+}
+
+allocation adaptive_on(std::vector<processor> procs, std::string agent = "") {
+  allocation a = on(std::move(procs), std::move(agent));
+  a.adaptive = true;
+  return a;
+}
+
+TEST_CASE("an adaptive job gets the hosts and their slots, no rankfile and no binding: its shim pins each rank") {
+  const auto a = adaptive_on({{"a", 2}, {"a", 3}, {"b", 0}}, "/usr/lib/aqs/aqs-rsh");
+  CHECK(hostfile_text(a) == "a slots=2\nb slots=1\n");
+  const launch_files hosts_only{"/spool/job-7/hostfile", ""};
+  CHECK(launch_environment(a, hosts_only) == environment{{"OMPI_MCA_orte_default_hostfile", "/spool/job-7/hostfile"},
+                                                         {"OMPI_MCA_hwloc_base_binding_policy", "none"},
+                                                         {"OMPI_MCA_rmaps_base_oversubscribe", "1"},
+                                                         {"OMPI_MCA_plm_rsh_agent", "/usr/lib/aqs/aqs-rsh"},
+                                                         {"OMPI_MCA_plm_rsh_no_tree_spawn", "1"},
+                                                         {"OMPI_MCA_orte_leave_session_attached", "1"}});
+}
+
+TEST_CASE("an adaptive job's spare hosts get a daemon but no ranks: they are in the hostfile with no slots") {
+  allocation a = adaptive_on({{"a", 0}, {"a", 1}}, "/bin/aqs-rsh");
+  a.spare_hosts = {"c", "b"};
+  CHECK(hostfile_text(a) == "a slots=2\nc slots=0\nb slots=0\n");
+  // On one host with spare hosts, mpirun starts daemons through the agent.
+  const auto env = launch_environment(a, {"/j/hostfile", ""});
+  CHECK(std::find(env.begin(), env.end(), std::pair<std::string, std::string>{"OMPI_MCA_plm_rsh_agent", "/bin/aqs-rsh"}) !=
+        env.end());
+  // Without spare hosts, one host needs no agent.
+  for (const auto& [k, v] : launch_environment(adaptive_on({{"a", 0}}, "/bin/aqs-rsh"), {"/j/hostfile", ""})) {
+    CHECK(k != "OMPI_MCA_plm_rsh_agent");
+  }
+}
+
+TEST_CASE("spare hosts must be valid, distinct from the job's hosts, and for adaptive jobs only") {
+  allocation a = adaptive_on({{"a", 0}}, "/bin/aqs-rsh");
+  a.spare_hosts = {"b", "a"};
+  CHECK(validation_error(a) == "spare host 'a' is already in the allocation");
+  a.spare_hosts = {"b c"};
+  CHECK(validation_error(a).starts_with("spare host 0 has host name 'b c' with a character mpirun cannot take"));
+  a.spare_hosts = {"b.x", "b.y"};
+  CHECK(validation_error(a) == "spare host 'b.y' and host 'b.x' are both 'b' to mpirun");
+  a.spare_hosts = {"b"};
+  a.launch_agent.clear();
+  CHECK(validation_error(a) ==
+        "the allocation spans 2 hosts, which needs the launch agent (aqs-rsh), and no path to it was given");
+  allocation rigid = on({{"a", 0}}, "/bin/aqs-rsh");
+  rigid.spare_hosts = {"b"};
+  CHECK(validation_error(rigid) == "spare hosts are for adaptive jobs, which grow; this job is rigid");
+}
+
+TEST_CASE("an adaptive job's ranks follow the hostfile's slots, so its hosts must not interleave in map order") {
+  CHECK(validation_error(adaptive_on({{"a", 0}, {"b", 0}, {"a", 1}}, "/bin/aqs-rsh")) ==
+        "processor 2 is on host 'a' again after another host: an adaptive job's ranks fill each host's slots in "
+        "turn, so its processors must be grouped by host");
+  CHECK(validation_error(on({{"a", 0}, {"b", 0}, {"a", 1}}, "/bin/aqs-rsh")).empty());  // rigid: the rankfile places
+}
+
+TEST_CASE("an adaptive job's launch files are the hostfile alone") {
+  aqs::test::temp_dir tmp("aqs-mpi-adapter");
+  const auto files = write_launch_files(tmp.path() / "job-8", adaptive_on({{"a", 1}, {"b", 0}}, "/bin/aqs-rsh"));
+  CHECK(files == launch_files{tmp.path() / "job-8" / "hostfile", ""});
+  CHECK(aqs::test::slurp(files.hostfile) == "a slots=1\nb slots=1\n");
+  CHECK(!std::filesystem::exists(tmp.path() / "job-8" / "rankfile"));
 }
 
 TEST_CASE("the node agent's host and cpu lists pair up into processors, and lists of different lengths are refused") {

@@ -203,6 +203,12 @@ TEST_CASE("node and job messages validate maps, states, exit status and names") 
   REQUIRE(l["type"] == "launch");
   l["nprocs"] = 2;
   CHECK(std::string(parse_error(l.dump()).what()).find("'nprocs'") != J::npos);
+  // launch: spare hosts are host names.
+  l["nprocs"] = 3;
+  l["spare_hosts"] = {"h3", "bad host"};
+  CHECK(std::string(parse_error(l.dump()).what()).find("'spare_hosts[1]'") != J::npos);
+  l["spare_hosts"] = "h3";
+  CHECK(std::string(parse_error(l.dump()).what()).find("'spare_hosts'") != J::npos);
 }
 
 TEST_CASE("an error reply with a code from a newer version reads as internal") {

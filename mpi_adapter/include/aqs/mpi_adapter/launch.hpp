@@ -25,6 +25,16 @@ struct allocation {
   bool as_root = false;                     // the job runs as uid 0
   std::vector<std::string> tcp_interfaces;  // interfaces (or CIDR nets) for MPI and OpenMPI's own traffic; empty: any
   std::string launch_agent;                 // absolute path of aqs-rsh; required when procs span several hosts
+  // An adaptive job: its runtime shim pins every rank itself and starts new
+  // ranks (MPI_Comm_spawn) on processors it gains. mpirun gets the hosts and
+  // their slots (ranks fill them in map order), no rankfile, no binding, and
+  // leave to exceed the slots.
+  bool adaptive = false;
+  // An adaptive job's other hosts, where it may grow: in the hostfile with
+  // no slots, so that mpirun starts its daemon on each at launch and a later
+  // spawn finds it there (OpenMPI 4.1 cannot add a host at a spawn: the
+  // "add-host" info key leaves the new ranks unreachable).
+  std::vector<std::string> spare_hosts;
 };
 
 // An allocation that mpirun could not be told about. what() is one line
@@ -40,7 +50,7 @@ using environment = std::vector<std::pair<std::string, std::string>>;
 // Where write_launch_files put the files (absolute paths).
 struct launch_files {
   std::filesystem::path hostfile;
-  std::filesystem::path rankfile;
+  std::filesystem::path rankfile;  // empty for an adaptive job
   friend bool operator==(const launch_files&, const launch_files&) = default;
 };
 
@@ -59,11 +69,16 @@ std::vector<processor> make_processors(const std::vector<std::string>& hosts, co
 // character other than letters, digits, '.', '-', '_', '/', ':'; a launch
 // agent path that is not absolute or has a character other than letters,
 // digits, '/', '.', '-', '_', '+' (mpirun splits plm_rsh_agent at spaces and
-// ':'); or no launch agent while the processors span several hosts.
+// ':'); no launch agent while the processors and spare hosts span several
+// hosts; spare hosts for a rigid job, or a spare host that is not a valid
+// host name or also holds processors; or, for an adaptive job, a host that
+// comes back in map order after another host (its ranks fill each host's
+// slots in turn, so rank i would not be on the host of processor i).
 void validate(const allocation& a);
 
 // "host slots=N" per host, hosts in order of first appearance, N its number
-// of processors. Throws allocation_error as validate().
+// of processors; then "host slots=0" per spare host. Throws allocation_error
+// as validate().
 std::string hostfile_text(const allocation& a);
 
 // "rank i=host slot=cpu" per processor, i in map order; the slots are
@@ -72,7 +87,8 @@ std::string hostfile_text(const allocation& a);
 std::string rankfile_text(const allocation& a);
 
 // Writes hostfile_text() and rankfile_text() to `dir`/hostfile and
-// `dir`/rankfile (creating `dir` if needed; the job's own directory, readable
+// `dir`/rankfile, only the hostfile for an adaptive job (creating `dir` if
+// needed; the job's own directory, readable
 // by the job's user: the files are written 0644, replacing what was there,
 // never through a symbolic link). Throws allocation_error as validate(),
 // std::filesystem::filesystem_error when `dir` cannot be created, and
@@ -84,5 +100,11 @@ launch_files write_launch_files(const std::filesystem::path& dir, const allocati
 // its cpu (see README.md for each variable and why). Throws allocation_error
 // as validate().
 environment launch_environment(const allocation& a, const launch_files& files);
+
+// What an adaptive job's mpirun needs whatever its hosts: no binding (the
+// shim pins each rank) and leave to start more ranks than slots (spawns).
+// Part of launch_environment() for adaptive jobs; on its own for a job whose
+// launch files could not be made.
+environment adaptive_placement();
 
 }  // namespace aqs::mpi_adapter
