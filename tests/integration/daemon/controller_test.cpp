@@ -39,6 +39,11 @@ public:
   }
   void close() override { closed = true; }
   const daemon::peer_info& peer() const noexcept override { return peer_; }
+  // Speak for a job, as its shim or (launcher) its aqs-rsh; before on_open.
+  void speak_for(std::int64_t job, bool launcher) {
+    peer_.job_id = job;
+    peer_.launcher = launcher;
+  }
   std::uint64_t serial() const noexcept override { return serial_; }
 
   // Waits up to 10 s for a message of type T matching pred, and removes it.
@@ -399,4 +404,63 @@ TEST_CASE("an interactive job streams its output to its watcher, and is cancelle
   d.ctl.on_close(frun);
   auto k = node->take<protocol::kill>([&](const auto& x) { return x.job_id == id; });
   REQUIRE(k);
+}
+
+TEST_CASE("an adaptive job learns the hosts it may grow onto, and its launcher may start mpirun's daemon there") {
+  test::test_database db;
+  daemon_under_test d(db.conninfo());
+  auto n1 = d.agent("n1", 2);
+  auto n2 = d.agent("n2", 2);
+  auto n3 = d.agent("n3", 2);
+  auto alice = d.client(1000);
+  protocol::submit s;
+  s.id = d.next_id++;
+  s.job.name = "adaptive";
+  s.job.argv = {"true"};
+  s.job.workdir = "/tmp";
+  s.job.adaptive = true;
+  s.job.min_pe = s.job.max_pe = 2;
+  d.ctl.on_message(alice, s);
+  auto rep = alice->reply(s.id);
+  REQUIRE(rep);
+  REQUIRE(std::holds_alternative<protocol::ok>(*rep));
+  const auto a = std::get<protocol::ok>(*rep).result["job_id"].get<std::int64_t>();
+  // It fits on the first node; the other UP hosts are spare.
+  const auto la = n1->take<protocol::launch>([&](const protocol::launch& l) { return launch_of(l, a); });
+  REQUIRE(la);
+  CHECK(la->proc_hosts == std::vector<std::string>{"n1", "n1"});
+  CHECK(la->spare_hosts == std::vector<std::string>{"n2", "n3"});
+  d.ctl.on_message(n1, protocol::ok{la->id, {}});
+  CHECK(d.wait_state(a, job_state::running) == job_state::running);
+
+  // Its aqs-rsh starts a process on a spare host: on that host's node, on
+  // all its cpus.
+  auto rsh = std::make_shared<fake_conn>(protocol::peer_role::job, 1000);
+  rsh->speak_for(a, true);
+  d.ctl.on_open(rsh);
+  d.ctl.on_message(rsh, protocol::remote_exec{7, a, "n3", "orted", {}});
+  const auto step = n3->take<protocol::launch>([&](const protocol::launch& l) { return launch_of(l, a); });
+  REQUIRE(step);
+  CHECK(step->local_cpus == std::vector<std::int64_t>{0, 1});
+  d.ctl.on_message(n3, protocol::ok{step->id, {}});
+  auto started = rsh->reply(7);
+  REQUIRE(started);
+  REQUIRE(std::holds_alternative<protocol::ok>(*started));
+  CHECK(std::get<protocol::ok>(*started).result["node"] == "n3");
+
+  // A rigid job may start processes only where it has processors.
+  const auto r = d.submit(alice, 2);
+  const auto lr = n2->take<protocol::launch>([&](const protocol::launch& l) { return launch_of(l, r); });
+  REQUIRE(lr);
+  CHECK(lr->spare_hosts.empty());
+  d.ctl.on_message(n2, protocol::ok{lr->id, {}});
+  CHECK(d.wait_state(r, job_state::running) == job_state::running);
+  auto rigid_rsh = std::make_shared<fake_conn>(protocol::peer_role::job, 1000);
+  rigid_rsh->speak_for(r, true);
+  d.ctl.on_open(rigid_rsh);
+  d.ctl.on_message(rigid_rsh, protocol::remote_exec{8, r, "n3", "orted", {}});
+  auto refused = rigid_rsh->reply(8);
+  REQUIRE(refused);
+  REQUIRE(std::holds_alternative<protocol::error>(*refused));
+  CHECK(std::get<protocol::error>(*refused).code == protocol::error_code::not_found);
 }
