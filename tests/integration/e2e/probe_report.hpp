@@ -1,6 +1,6 @@
 // probe_report: what a job running the MPI probe printed: the cpus and
 // hosts the agent gave it ("cpus 0,1,0" and "hosts a*2,b*1" lines from its
-// script) and where each rank ran ("rank R host H cpus LIST").
+// script or the probe's rank 0) and where each rank ran ("rank R host H cpus LIST").
 #pragma once
 
 #include <cstdio>
