@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <set>
 
+#include "client/elf_needed.hpp"
+#include "client/exec_path.hpp"
 #include "client/output_pattern.hpp"
 #include "client/text_util.hpp"
 #include "client/time_limit.hpp"
@@ -18,7 +20,7 @@ namespace {
 
 enum class opt_id {
   procs, min, max, adaptive, time, name, output, error, chdir, dependency,
-  requeue, no_requeue, wrap, parsable, json, help, socket,
+  requeue, no_requeue, wrap, parsable, json, help, socket, mpi, no_mpi,
 };
 
 struct opt_def {
@@ -29,7 +31,7 @@ struct opt_def {
   bool command_line_only;
 };
 
-constexpr std::array<opt_def, 17> k_options = {{
+constexpr std::array<opt_def, 19> k_options = {{
     {opt_id::procs, 'n', {"ntasks", "procs"}, true, false},
     {opt_id::min, 0, {"min", ""}, true, false},
     {opt_id::max, 0, {"max", ""}, true, false},
@@ -47,6 +49,8 @@ constexpr std::array<opt_def, 17> k_options = {{
     {opt_id::json, 0, {"json", ""}, false, true},
     {opt_id::help, 'h', {"help", ""}, false, true},
     {opt_id::socket, 0, {"socket", ""}, true, true},
+    {opt_id::mpi, 0, {"mpi", ""}, false, true},
+    {opt_id::no_mpi, 0, {"no-mpi", ""}, false, true},
 }};
 
 const opt_def* find_long(std::string_view name) {
@@ -134,6 +138,13 @@ std::string nonempty(const parse_context& pc, std::string_view value, std::strin
   return std::string(value);
 }
 
+// --mpi and --no-mpi contradict each other: no "last one wins" here, since
+// either guess would run something else than one of them asks for.
+void set_mpi(const parse_context& pc, job_options& o, bool mpi) {
+  if (o.mpi && *o.mpi != mpi) pc.fail("give either --mpi or --no-mpi, not both");
+  o.mpi = mpi;
+}
+
 void apply(const parse_context& pc, job_options& o, const opt_def& d, std::string_view value,
            std::string_view opt) {
   switch (d.id) {
@@ -160,6 +171,8 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
     case opt_id::json: o.json = true; break;
     case opt_id::help: o.help = true; break;
     case opt_id::socket: o.socket = nonempty(pc, value, opt); break;
+    case opt_id::mpi: set_mpi(pc, o, true); break;
+    case opt_id::no_mpi: set_mpi(pc, o, false); break;
   }
 }
 
@@ -212,6 +225,9 @@ std::size_t parse_words(const parse_context& pc, std::span<const std::string> wo
     if (d == nullptr) {
       i += 1 + unknown_option(pc, w, name, inline_value.has_value(), next_is_value);
       continue;
+    }
+    if ((d->id == opt_id::mpi || d->id == opt_id::no_mpi) && pc.src != source::frun) {
+      pc.fail("option '" + std::string(name) + "' is for frun; a batch script starts mpirun itself");
     }
     if (d->command_line_only && pc.directive()) {
       pc.fail("option '" + std::string(name) + "' is only allowed on the command line");
@@ -362,6 +378,38 @@ protocol::job_spec common_spec(const job_options& o, const std::string& default_
   return s;
 }
 
+// srun's way for an MPI program: under plain mpirun, whose environment from
+// the node agent starts one rank per processor of a rigid job, each on its
+// cpu. The program is looked up as the node will (the job's PATH and working
+// directory), and mpirun by its absolute path, so that the node runs the one
+// found here. Adaptive jobs start their ranks themselves (mpirun -np
+// $AQS_NPROCS with the shim), so they run as given.
+std::vector<std::string> frun_argv(const frun_command_line& cmd, const protocol::job_spec& s) {
+  const auto& program = cmd.command.front();
+  if (s.adaptive) {
+    if (cmd.options.mpi.value_or(false)) {
+      throw usage_error("--mpi is for rigid jobs; an adaptive job starts its ranks itself (mpirun -np $AQS_NPROCS)");
+    }
+    return cmd.command;
+  }
+  if (cmd.options.mpi == false) return cmd.command;
+  const auto path = path_variable(s.environment);
+  if (!cmd.options.mpi) {
+    const auto file = find_executable(program, path, s.workdir);
+    if (!file || !is_mpi_program(*file)) return cmd.command;
+  }
+  const auto mpirun = find_executable("mpirun", path, s.workdir);
+  if (!mpirun) {
+    throw usage_error(cmd.options.mpi ? std::string("--mpi needs mpirun, but there is no mpirun on PATH")
+                                      : "'" + shown(program) +
+                                            "' is an MPI program but there is no mpirun on PATH "
+                                            "(use --no-mpi to run it as one process)");
+  }
+  std::vector<std::string> argv{*mpirun};
+  argv.insert(argv.end(), cmd.command.begin(), cmd.command.end());
+  return argv;
+}
+
 // Runs the request through the server's own validation.
 void validate_like_server(const protocol::submit& req) {
   try {
@@ -393,6 +441,7 @@ void merge(job_options& base, const job_options& over) {
   take(base.wrap, over.wrap);
   take(base.parsable, over.parsable);
   take(base.socket, over.socket);
+  take(base.mpi, over.mpi);
   base.json = base.json || over.json;
   base.help = base.help || over.help;
 }
@@ -499,7 +548,7 @@ fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std:
 protocol::submit build_frun_request(const frun_command_line& cmd, const submit_context& ctx) {
   protocol::submit out;
   out.job = common_spec(cmd.options, base_name(cmd.command.front()), ctx);
-  out.job.argv = cmd.command;
+  out.job.argv = frun_argv(cmd, out.job);
   for (const auto& a : out.job.argv) check_text(a, "a command argument");
   out.job.interactive = true;
   validate_like_server(out);
@@ -531,7 +580,9 @@ std::string fsub_usage() {
 std::string frun_usage() {
   return "Usage: frun [options] command [args...]\n"
          "Run an interactive job: waits for processors, streams its output, Ctrl-C cancels it,\n"
-         "and exits with the job's exit code.\n"
+         "and exits with the job's exit code. Like srun, an MPI program (an executable that\n"
+         "links libmpi.so) runs as one rank per processor, started with mpirun from PATH;\n"
+         "other commands run once. Adaptive jobs run the command as given.\n"
          "  -n, --ntasks, --procs N  run on exactly N processors\n"
          "      --min N, --max M     adaptive size range (with --adaptive)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
@@ -539,6 +590,8 @@ std::string frun_usage() {
          "  -J, --job-name NAME      default: the command's file name\n"
          "  -D, --chdir DIR          working directory (default: the current one)\n"
          "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
+         "      --mpi                run the command under mpirun even if it does not look like MPI\n"
+         "      --no-mpi             run the command once even if it is an MPI program\n"
          "      --json               print events as JSON\n"
          "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          "  -h, --help               this help\n";

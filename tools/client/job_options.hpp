@@ -34,6 +34,8 @@ namespace aqs::cmdline {
 //   --parsable                   fsub prints only the job id
 //   --json                       machine-readable output (command line only)
 //   --socket PATH                aqsd's Unix socket (command line only; see commands.hpp)
+//   --mpi, --no-mpi              frun only, command line only: run the command under
+//                                mpirun, or once, instead of deciding by its ELF file
 //   -h, --help                   (command line only)
 struct job_options {
   // -n and --min/--max form one group: a later source that sets any of the
@@ -55,6 +57,7 @@ struct job_options {
   bool json = false;
   bool help = false;
   std::optional<std::string> socket;
+  std::optional<bool> mpi;  // --mpi: true, --no-mpi: false, neither: frun decides
   friend bool operator==(const job_options&, const job_options&) = default;
 };
 
@@ -79,7 +82,8 @@ struct frun_command_line {
   job_options options;
   std::vector<std::string> command;
 };
-// Throws usage_error as above, for --wrap, or for a missing command.
+// Throws usage_error as above, for --wrap, for a missing command, or for
+// both --mpi and --no-mpi (in any order). fsub refuses --mpi and --no-mpi.
 frun_command_line parse_frun_command_line(std::span<const std::string> args);
 
 // The options found in a script's directives.
@@ -138,8 +142,17 @@ struct fsub_request {
 fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std::string_view> script_text,
                                 const submit_context& ctx);
 
-// Builds frun's interactive submit: argv = the command, interactive = true,
-// same size/name/workdir rules (name defaults to the command's file name).
+// Builds frun's interactive submit: interactive = true, same size/name/
+// workdir rules (name defaults to the command's file name), and argv:
+//   - the command itself for an adaptive job, with --no-mpi, or when the
+//     command is not an MPI program;
+//   - else the absolute path of the mpirun found on the job's PATH, then the
+//     command: one rank per processor, as srun does. The command is an MPI
+//     program with --mpi, or when the file exec will run (found as execvp
+//     would, through the job's PATH, relative to its working directory) is an
+//     ELF executable needing libmpi.so (is_mpi_program); it is read here.
+// Throws usage_error, beyond the rules above, for --mpi with --adaptive and
+// for an MPI launch without mpirun on the job's PATH.
 protocol::submit build_frun_request(const frun_command_line& cmd, const submit_context& ctx);
 
 // The --help text of fsub and frun (several lines, ending in '\n').

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "client/exec_path.hpp"
+
 namespace aqs::node {
 
 namespace {
@@ -54,28 +56,6 @@ std::string describe(const child_failure& f, const launch_spec& spec) {
   ::_exit(127);
 }
 
-// PATH lookup done before fork (no allocation in the child): the first
-// executable PATH entry, or argv[0] itself if it contains a slash or nothing
-// matches (exec then reports ENOENT).
-std::string resolve(const std::string& prog, const std::vector<std::string>& env, const std::string& workdir) {
-  if (prog.find('/') != std::string::npos) return prog;
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& kv : env) {
-    if (kv.rfind("PATH=", 0) == 0) path = kv.substr(5);
-  }
-  std::size_t pos = 0;
-  while (pos <= path.size()) {
-    std::size_t colon = path.find(':', pos);
-    if (colon == std::string::npos) colon = path.size();
-    std::string dir = path.substr(pos, colon - pos);
-    if (dir.empty()) dir = workdir;
-    std::string candidate = dir + "/" + prog;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    pos = colon + 1;
-  }
-  return prog;
-}
-
 }  // namespace
 
 exit_status decode_wait_status(int status) noexcept {
@@ -96,7 +76,11 @@ pid_t launch(const launch_spec& spec) {
   }
   // Everything the child needs is prepared here: after fork in a threaded
   // agent only async-signal-safe calls are allowed.
-  const std::string exe = resolve(spec.argv[0], spec.env, spec.workdir);
+  // PATH lookup done before fork (no allocation in the child), as frun
+  // does it for the same job (cmdline::find_executable). Nothing found: exec
+  // of argv[0] itself reports why.
+  const std::string exe =
+      cmdline::find_executable(spec.argv[0], cmdline::path_variable(spec.env), spec.workdir).value_or(spec.argv[0]);
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

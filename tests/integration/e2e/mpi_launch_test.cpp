@@ -1,6 +1,7 @@
 // End to end, MPI launch: a rigid job's plain `mpirun ./app` under real aqsd
 // and agents starts exactly one rank per processor of its map, each bound to
-// that processor's cpu, and fkill or a time limit takes every rank down.
+// that processor's cpu, and fkill or a time limit takes every rank down;
+// `frun -n N ./app` does the same for an MPI program, as srun does.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -23,15 +24,20 @@ using test::slurp;
 
 namespace {
 
-}  // namespace
-
-TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its cpu, and fkill or a time limit ends them all") {
-  test::test_database db;
+// Two virtual nodes of 3 processors: a 5-processor job spans both.
+test::cluster::options two_nodes_of_three(const test::test_database& db) {
   test::cluster::options o;
   o.db = db.conninfo();
   o.nodes = 2;
   o.procs_per_node = 3;
-  test::cluster c(o);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its cpu, and fkill or a time limit ends them all") {
+  test::test_database db;
+  test::cluster c(two_nodes_of_three(db));
   c.wait_nodes_up(2);
   const fs::path work = c.workdir();
 
@@ -75,4 +81,43 @@ TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its c
     std::this_thread::sleep_for(100ms);
   }
   CHECK(processes_mentioning(MPI_PROBE).empty());
+}
+
+TEST_CASE("frun -n 5 on an MPI program runs one rank per processor, each on its cpu, like srun; other commands run once") {
+  test::test_database db;
+  test::cluster c(two_nodes_of_three(db));
+  c.wait_nodes_up(2);
+
+  // No mpirun on the command line: frun sees that the probe needs libmpi.so.
+  const auto r = c.cmd(bin().frun, {"-n", "5", MPI_PROBE});
+  INFO("frun's stdout: " << r.out);
+  INFO("frun's stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  const auto report = test::read_probe_report(r.out);
+  const auto& cpus = report.cpus;
+  REQUIRE(cpus.size() == 5);
+  REQUIRE(report.ranks.size() == 5);
+  for (int rank = 0; rank < 5; ++rank) {
+    CHECK_MESSAGE(report.ranks.at(rank).second == cpus[static_cast<std::size_t>(rank)], "rank " << rank);
+  }
+
+  // --no-mpi: the same program once, as an MPI singleton.
+  const auto once = c.cmd(bin().frun, {"--no-mpi", "-n", "2", MPI_PROBE});
+  INFO("--no-mpi stdout: " << once.out);
+  INFO("--no-mpi stderr: " << once.err);
+  CHECK(once.status == 0);
+  const auto single = test::read_probe_report(once.out);
+  CHECK(single.ranks.size() == 1);
+  CHECK(single.ranks.count(0) == 1);
+
+  // Not an MPI program: once, as always.
+  const auto hello = c.cmd(bin().frun, {"-n", "2", "echo", "hello"});
+  CHECK(hello.status == 0);
+  CHECK(hello.out == "hello\n");
+
+  // frun exits with mpirun's code: here that of the ranks (--mpi forces the
+  // launch of what is no MPI program).
+  const auto failing = c.cmd(bin().frun, {"--mpi", "-n", "2", "/bin/sh", "-c", "exit 3"});
+  INFO("--mpi sh stderr: " << failing.err);
+  CHECK(failing.status == 3);
 }

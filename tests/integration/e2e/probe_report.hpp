@@ -1,6 +1,6 @@
 // probe_report: what a job running the MPI probe printed: the cpus and
 // hosts the agent gave it ("cpus 0,1,0" and "hosts a*2,b*1" lines from its
-// script) and where each rank ran ("rank R host H cpus LIST").
+// script or the probe's rank 0) and where each rank ran ("rank R host H cpus LIST").
 #pragma once
 
 #include <cstdio>
@@ -31,7 +31,10 @@ inline probe_report read_probe_report(const std::string& text) {
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("cpus ", 0) == 0) r.cpus = split_list(line.substr(5));
     if (line.rfind("hosts ", 0) == 0) {
-      // "host0*4,host1*2": runs of one host
+      // "host0*4,host1*2": runs of one host. The whole placement, like
+      // "cpus": a second report of it (the script's and the probe's own)
+      // replaces the first.
+      r.hosts.clear();
       for (const auto& part : split_list(line.substr(6))) {
         const auto star = part.find('*');
         const int n = star == std::string::npos ? 1 : std::stoi(part.substr(star + 1));

@@ -1,11 +1,14 @@
 // Unit tests of fsub/frun option parsing, #AQS/#SBATCH directives and the submit request they build.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "client/job_options.hpp"
 #include "client/usage_error.hpp"
+#include "temp_dir.hpp"
 
 using namespace aqs::cmdline;
 using args = std::vector<std::string>;
@@ -248,6 +251,82 @@ TEST_CASE("frun parses options up to the command and builds an interactive reque
   CHECK_THROWS_AS(parse_frun_command_line(args{"-n", "2"}), usage_error);
   CHECK_THROWS_AS(parse_frun_command_line(args{"--wrap", "x", "ls"}), usage_error);
   CHECK(parse_frun_command_line(args{"--", "-weird-name"}).command == args{"-weird-name"});
+}
+
+TEST_CASE("--mpi and --no-mpi are frun's, command-line only, and exclude each other") {
+  CHECK(parse_frun_command_line(args{"--mpi", "./app"}).options.mpi == true);
+  CHECK(parse_frun_command_line(args{"--no-mpi", "-n", "2", "./app"}).options.mpi == false);
+  CHECK_FALSE(parse_frun_command_line(args{"./app"}).options.mpi.has_value());
+  CHECK(parse_frun_command_line(args{"--mpi", "--mpi", "./app"}).options.mpi == true);
+  // Options end at the command: its own --no-mpi is an argument.
+  CHECK(parse_frun_command_line(args{"--mpi", "./app", "--no-mpi"}).command == args{"./app", "--no-mpi"});
+  for (const args& a : {args{"--mpi", "--no-mpi", "./app"}, args{"--no-mpi", "-n", "2", "--mpi", "./app"}}) {
+    try {
+      parse_frun_command_line(a);
+      FAIL("no usage_error");
+    } catch (const usage_error& e) {
+      CHECK(std::string(e.what()) == "give either --mpi or --no-mpi, not both");
+    }
+  }
+  CHECK_THROWS_AS(parse_frun_command_line(args{"--mpi=yes", "./app"}), usage_error);
+  CHECK(fsub_error({"--mpi", "j.sh"}).find("'--mpi' is for frun") != std::string::npos);
+  CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#AQS --no-mpi\n").find("'--no-mpi' is for frun") != std::string::npos);
+  CHECK(frun_usage().find("--mpi") != std::string::npos);
+  CHECK(frun_usage().find("--no-mpi") != std::string::npos);
+  CHECK(fsub_usage().find("--mpi") == std::string::npos);
+}
+
+TEST_CASE("frun runs an MPI program under the mpirun found on PATH, and anything else as it is") {
+  namespace fs = std::filesystem;
+  aqs::test::temp_dir t;
+  const fs::path bin = t.path() / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "mpirun") << "#!/bin/sh\n";
+  fs::permissions(bin / "mpirun", fs::perms::owner_all);
+  const fs::path probe(MPI_PROBE);
+  const std::string probe_dir = probe.parent_path().string(), probe_name = probe.filename().string();
+  submit_context c = ctx();
+  c.cwd = "/";
+  c.environment = {"PATH=/nonexistent:" + bin.string() + ":" + probe_dir + ":/usr/bin"};
+  const std::string mpirun = (bin / "mpirun").string();
+  const auto argv_of = [&](const args& a) { return build_frun_request(parse_frun_command_line(a), c).job.argv; };
+
+  // Found by its path, through PATH, or relative to -D: the file the node will run.
+  CHECK(argv_of({"-n", "8", MPI_PROBE, "10"}) == args{mpirun, MPI_PROBE, "10"});
+  CHECK(argv_of({"-n", "8", probe_name}) == args{mpirun, probe_name});
+  CHECK(argv_of({"-D", probe_dir, "./" + probe_name}) == args{mpirun, "./" + probe_name});
+  CHECK(argv_of({"./" + probe_name}) == args{"./" + probe_name});  // not in "/": runs as given (and fails there)
+  // The job keeps the program's name, not mpirun's.
+  CHECK(build_frun_request(parse_frun_command_line(args{MPI_PROBE}), c).job.name == probe_name);
+  // Not MPI: once, as before.
+  CHECK(argv_of({"-n", "2", "echo", "hello"}) == args{"echo", "hello"});
+  CHECK(argv_of({"-n", "2", "no-such-program"}) == args{"no-such-program"});
+  // The overrides.
+  CHECK(argv_of({"--no-mpi", "-n", "2", MPI_PROBE}) == args{MPI_PROBE});
+  CHECK(argv_of({"--mpi", "-n", "2", "echo", "hello"}) == args{mpirun, "echo", "hello"});
+  // Adaptive jobs start their ranks themselves.
+  CHECK(argv_of({"--adaptive", "--min", "2", "--max", "4", MPI_PROBE}) == args{MPI_PROBE});
+  CHECK(argv_of({"--adaptive", "--no-mpi", MPI_PROBE}) == args{MPI_PROBE});
+  try {
+    argv_of({"--adaptive", "--mpi", MPI_PROBE});
+    FAIL("no usage_error");
+  } catch (const usage_error& e) {
+    CHECK(std::string(e.what()).find("--mpi is for rigid jobs") != std::string::npos);
+  }
+  // No mpirun to be found: one line saying so, before anything is submitted.
+  c.environment = {"PATH=" + probe_dir + ":/nonexistent"};
+  for (const args& a : {args{"-n", "4", probe_name}, args{"--mpi", "-n", "4", "/usr/bin/env"}}) {
+    CAPTURE(a[2]);
+    try {
+      argv_of(a);
+      FAIL("no usage_error");
+    } catch (const usage_error& e) {
+      const std::string what = e.what();
+      CHECK(what.find("no mpirun on PATH") != std::string::npos);
+      CHECK(what.find('\n') == std::string::npos);
+    }
+  }
+  CHECK(argv_of({"--no-mpi", "-n", "4", probe_name}) == args{probe_name});
 }
 
 TEST_CASE("what fsub builds passes the server's own validation, or fsub refuses it first") {
