@@ -324,8 +324,10 @@ TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows
   // When it ends, the job grows back onto that host (its parked ranks there
   // are called back) and finishes with the grid of the unresized run.
   c.wait_state(b, {job_state::completed}, 60s);
-  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 180s);
-  REQUIRE_MESSAGE(jf.state == job_state::completed, slurp(work / "jacobi.out") << slurp(c.dir() / "aqsd.log"));
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 180s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, slurp(work / "jacobi.out") << slurp(c.dir() / "aqsd.log")
+                                                        << slurp(c.dir() / "node0.log") << slurp(c.dir() / "node1.log")
+                                                        << slurp(c.dir() / "node2.log"));
   CHECK(jf.exit_code == 0);
   CHECK(slurp(out).size() == 64u * 48u * sizeof(double));
   CHECK(slurp(out) == slurp(ref));
