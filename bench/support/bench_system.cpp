@@ -119,14 +119,22 @@ system::system(const options& o) {
     client::connection w(socket());
     for (int i = 0;; ++i) {
       if (w.call(protocol::list_nodes{1})["nodes"].size() == static_cast<std::size_t>(o.nodes)) break;
-      if (i == 200) throw std::runtime_error("the agents did not all register within 10 s");
+      if (i == 200) {
+        // It happened under heavy load from other work on the machine, and
+        // did not again at once: what the agents said is all there is.
+        std::string logs;
+        for (int n = 0; n < o.nodes; ++n) {
+          const std::string log = "node" + std::to_string(n) + ".log";
+          logs += "\n" + log + ": " + slurp(dir_ / log);
+        }
+        throw std::runtime_error("the agents did not all register within 10 s" + logs);
+      }
       std::this_thread::sleep_for(50ms);
     }
   } catch (...) {
     stop();
     hosts_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    remove_dir();
     throw;
   }
 }
@@ -158,6 +166,11 @@ void throw_if_interrupted() {
 
 system::~system() {
   stop();
+  remove_dir();
+}
+
+void system::remove_dir() {
+  // Also when the start failed: its logs say why.
   if (std::getenv("AQS_BENCH_KEEP") != nullptr) {
     std::fprintf(stderr, "AQS_BENCH_KEEP: logs and job files kept in %s\n", dir_.c_str());
     return;

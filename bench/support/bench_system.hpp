@@ -71,6 +71,7 @@ public:
   const testbed::netns_hosts* hosts() const noexcept { return hosts_.get(); }
 
 private:
+  void remove_dir();  // unless AQS_BENCH_KEEP is set
   std::filesystem::path dir_;
   std::unique_ptr<testbed::netns_hosts> hosts_;
   std::unique_ptr<child> aqsd_;
