@@ -65,9 +65,12 @@ double last_init_ms(const std::string& text, int ranks, int hosts) {
       latest = std::max(latest, us);
     }
   }
-  if (seen != ranks) throw std::runtime_error(std::to_string(seen) + " of " + std::to_string(ranks) + " ranks reported:\n" + text);
+  if (seen != ranks) {
+    throw std::runtime_error(std::to_string(seen) + " of " + std::to_string(ranks) + " ranks reported:\n" + text);
+  }
   const bool spread = static_cast<int>(per_host.size()) == hosts &&
-                      std::all_of(per_host.begin(), per_host.end(), [&](const auto& h) { return h.second == ranks / hosts; });
+                      std::all_of(per_host.begin(), per_host.end(),
+                                  [&](const auto& h) { return h.second == ranks / hosts; });
   if (!spread) {
     throw std::runtime_error("the ranks did not run " + std::to_string(ranks / hosts) + " on each of " +
                              std::to_string(hosts) + " hosts:\n" + text);
