@@ -16,8 +16,11 @@
 //     per host and a launch agent script that enters the host's namespaces
 //     (no ssh here).
 // Every run must have all N ranks report, N/hosts on each host.
+// --plain-bind POLICY gives mpirun by hand `--bind-to POLICY` instead of
+// none (hwthread:overload-allowed binds like the agent's rankfile: the
+// difference that binding makes, apart from AQS's own cost).
 // Prints a table and writes $AQS_BENCH_RESULTS/launch.json.
-//   bench_launch [--reps N] [--hosts 1|4]
+//   bench_launch [--reps N] [--hosts 1|4] [--plain-bind POLICY]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -84,8 +87,9 @@ struct samples {
 
 // `reps` times: an N-rank rigid job under AQS on `sys`, then plain mpirun by
 // hand on the same hosts (this machine, or host0 of sys.hosts() starting its
-// daemons on the others through a launch agent script).
-samples measure(bench::system& sys, int ranks, int reps) {
+// daemons on the others through a launch agent script), binding its ranks
+// with --bind-to `plain_bind`.
+samples measure(bench::system& sys, int ranks, int reps, const std::string& plain_bind) {
   const fs::path work = sys.work();
   const testbed::netns_hosts* hosts = sys.hosts();
   const int n_hosts = hosts ? hosts->size() : 1;
@@ -97,7 +101,7 @@ samples measure(bench::system& sys, int ranks, int reps) {
   }
   std::string plain_env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
                           "OMPI_MCA_btl_vader_single_copy_mechanism=none ";
-  std::string plain_args = " --oversubscribe --bind-to none";
+  std::string plain_args = " --oversubscribe --bind-to " + plain_bind;
   if (hosts) {
     const fs::path agent = sys.dir() / "netns-rsh";
     const fs::path hostfile = work / ("hosts-" + tag);
@@ -166,14 +170,17 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int reps = 10;
   std::vector<int> layouts{1, 4};
+  std::string plain_bind = "none";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (a == "--hosts" && i + 1 < argc && (std::string(argv[i + 1]) == "1" || std::string(argv[i + 1]) == "4")) {
       layouts = {std::atoi(argv[++i])};
+    } else if (a == "--plain-bind" && i + 1 < argc) {
+      plain_bind = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: bench_launch [--reps N] [--hosts 1|4]\n");
+      std::fprintf(stderr, "usage: bench_launch [--reps N] [--hosts 1|4] [--plain-bind POLICY]\n");
       return 2;
     }
   }
@@ -183,12 +190,12 @@ int main(int argc, char** argv) {
   }
   // Ctrl-C must still stop aqsd and the agents and remove the namespaces.
   bench::stop_on_signals();
-  nlohmann::json results = {{"benchmark", "launch"}, {"reps", reps}};
+  nlohmann::json results = {{"benchmark", "launch"}, {"reps", reps}, {"plain_bind_to", plain_bind}};
   try {
     std::printf("%-52s %10s %10s %10s\n", "submission (or mpirun) to the last MPI_Init, ms", "median", "min", "max");
     if (std::find(layouts.begin(), layouts.end(), 1) != layouts.end()) {
       bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 1, 32, {}});
-      for (int ranks : {8, 32}) report(results, "1 host", "", ranks, measure(sys, ranks, reps));
+      for (int ranks : {8, 32}) report(results, "1 host", "", ranks, measure(sys, ranks, reps, plain_bind));
     }
     if (std::find(layouts.begin(), layouts.end(), 4) != layouts.end()) {
       if (!testbed::netns_hosts::available()) {
@@ -196,7 +203,8 @@ int main(int argc, char** argv) {
       } else {
         for (int ranks : {8, 32}) {
           bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 4, ranks / 4, {}, true});
-          report(results, "4 hosts x " + std::to_string(ranks / 4), "_4_hosts", ranks, measure(sys, ranks, reps));
+          const samples s = measure(sys, ranks, reps, plain_bind);
+          report(results, "4 hosts x " + std::to_string(ranks / 4), "_4_hosts", ranks, s);
           results["ranks_per_host_4_hosts"][std::to_string(ranks)] = ranks / 4;
         }
       }
