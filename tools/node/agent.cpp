@@ -462,15 +462,7 @@ void agent::handle_launch(const protocol::launch& l) {
       a.procs = mpi_adapter::make_processors(l.proc_hosts, std::vector<int>(l.proc_cpus.begin(), l.proc_cpus.end()));
       a.launch_agent = options_.rsh_agent;
       const auto files = mpi_adapter::write_launch_files(mpi_dir(l.job_id), a);
-      for (auto& kv : mpi_adapter::launch_environment(a, files)) {
-        // mpirun's daemons on the other hosts must stay the steps aqs-rsh
-        // asked for. Without tree spawn, mpirun tells each to daemonize: it
-        // forks and its parent exits at once, and the step, which then
-        // kills what is left in its group and session, races the child's
-        // setsid() and often kills the daemon (mpirun then waits forever).
-        if (kv.first == "OMPI_MCA_plm_rsh_agent") extra.emplace_back("OMPI_MCA_orte_leave_session_attached", "1");
-        extra.push_back(std::move(kv));
-      }
+      for (auto& kv : mpi_adapter::launch_environment(a, files)) extra.push_back(std::move(kv));
     } catch (const std::exception& e) {
       log("job " + std::to_string(l.job_id) + ": no MPI launch files (its mpirun keeps OpenMPI's defaults): " +
           e.what());
