@@ -120,8 +120,8 @@ system::system(const options& o) {
     for (int i = 0;; ++i) {
       if (w.call(protocol::list_nodes{1})["nodes"].size() == static_cast<std::size_t>(o.nodes)) break;
       if (i == 200) {
-        // It happened under heavy load from other work on the machine, and
-        // did not again at once: what the agents said is all there is.
+        // Their logs are the only clue: it struck twice under heavy load
+        // from other work and could not be made to happen again.
         std::string logs;
         for (int n = 0; n < o.nodes; ++n) {
           const std::string log = "node" + std::to_string(n) + ".log";
