@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -40,6 +43,19 @@ child::child(const std::vector<std::string>& argv, const fs::path& log) {
   }
 }
 
+int child::wait() {
+  if (pid_ <= 0) throw std::runtime_error("waiting for a process already stopped");
+  int status = 0;
+  // Signals are caught without SA_RESTART (stop_on_signals): one breaks the
+  // wait with EINTR.
+  while (::waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    throw_if_interrupted();
+  }
+  pid_ = -1;
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
 void child::stop() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGTERM);
@@ -64,6 +80,13 @@ system::system(const options& o) {
   try {
     std::vector<std::string> argv{o.aqsd, "--state-dir", (dir_ / "state").string(), "--foreground"};
     argv.insert(argv.end(), o.aqsd_args.begin(), o.aqsd_args.end());
+    std::string server;  // aqsd's address on the hosts' bridge
+    if (o.netns) {
+      hosts_ = std::make_unique<testbed::netns_hosts>(o.nodes);
+      server = hosts_->root_ip() + ":" + std::to_string(testbed::free_tcp_port(hosts_->root_ip()));
+      argv.push_back("--listen");
+      argv.push_back(server);
+    }
     aqsd_ = std::make_unique<child>(argv, dir_ / "aqsd.log");
     bool up = false;
     for (int i = 0; i < 600 && !up; ++i) {
@@ -80,21 +103,38 @@ system::system(const options& o) {
     if (!up) throw std::runtime_error("aqsd did not answer within 30 s");
     for (int n = 0; n < o.nodes; ++n) {
       const std::string name = "node" + std::to_string(n);
-      agents_.push_back(std::make_unique<child>(
-          std::vector<std::string>{o.aqs_node, "--socket", socket(), "--name", name, "--procs",
-                                   std::to_string(o.procs_per_node), "--spool", (dir_ / ("spool-" + name)).string()},
-          dir_ / (name + ".log")));
+      std::vector<std::string> agent{o.aqs_node, "--name", name, "--procs", std::to_string(o.procs_per_node),
+                                     "--spool", (dir_ / ("spool-" + name)).string()};
+      if (hosts_) {
+        // aqsd wrote the key at its start, which it has finished by now.
+        const std::vector<std::string> tcp{"--server", server, "--key", (dir_ / "state" / "cluster.key").string()};
+        agent.insert(agent.end(), tcp.begin(), tcp.end());
+        agent = hosts_->on_host(n, agent);
+      } else {
+        agent.push_back("--socket");
+        agent.push_back(socket());
+      }
+      agents_.push_back(std::make_unique<child>(agent, dir_ / (name + ".log")));
     }
     client::connection w(socket());
     for (int i = 0;; ++i) {
       if (w.call(protocol::list_nodes{1})["nodes"].size() == static_cast<std::size_t>(o.nodes)) break;
-      if (i == 200) throw std::runtime_error("the agents did not all register within 10 s");
+      if (i == 200) {
+        // Their logs are the only clue: it struck twice under heavy load
+        // from other work and could not be made to happen again.
+        std::string logs;
+        for (int n = 0; n < o.nodes; ++n) {
+          const std::string log = "node" + std::to_string(n) + ".log";
+          logs += "\n" + log + ": " + slurp(dir_ / log);
+        }
+        throw std::runtime_error("the agents did not all register within 10 s" + logs);
+      }
       std::this_thread::sleep_for(50ms);
     }
   } catch (...) {
     stop();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    hosts_.reset();
+    remove_dir();
     throw;
   }
 }
@@ -104,8 +144,33 @@ void system::stop() {
   if (aqsd_) aqsd_->stop();
 }
 
+namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
+
+void note_signal(int) { interrupted = 1; }
+
+}  // namespace
+
+void stop_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = note_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: blocking waits return EINTR and look at the flag
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+void throw_if_interrupted() {
+  if (interrupted != 0) throw std::runtime_error("interrupted by a signal");
+}
+
 system::~system() {
   stop();
+  remove_dir();
+}
+
+void system::remove_dir() {
+  // Also when the start failed: its logs say why.
   if (std::getenv("AQS_BENCH_KEEP") != nullptr) {
     std::fprintf(stderr, "AQS_BENCH_KEEP: logs and job files kept in %s\n", dir_.c_str());
     return;
@@ -127,6 +192,7 @@ double iso_seconds(const std::string& t) {
 void wait_idle(client::connection& w, std::chrono::seconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {
+    throw_if_interrupted();
     protocol::list_jobs l;
     l.id = w.next_id();
     l.limit = 1;

@@ -1,7 +1,8 @@
 // bench_system: the running system for end-to-end benchmarks: aqsd with its
 // private, durable PostgreSQL and aqs-node agents as processes in a temporary
 // directory, stopped and removed again however the benchmark ends (kept,
-// for a look at the logs, when AQS_BENCH_KEEP is set).
+// for a look at the logs, when AQS_BENCH_KEEP is set); optionally each agent
+// on a namespace host of its own (testbed/netns_hosts).
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "client/client_connection.hpp"
+#include "netns_hosts.hpp"
 #include "protocol/results.hpp"
 
 namespace aqs::bench {
@@ -27,6 +29,10 @@ public:
   child(const child&) = delete;
   child& operator=(const child&) = delete;
   void stop();
+  // Waits until it exits and returns its exit status (128 + signal when
+  // killed). Throws std::runtime_error when interrupted (see
+  // stop_on_signals) or already stopped.
+  int wait();
 
 private:
   pid_t pid_ = -1;
@@ -40,11 +46,16 @@ public:
     int nodes = 1;
     int procs_per_node = 8;
     std::vector<std::string> aqsd_args;  // extra aqsd options
+    // Agent i on host i of testbed::netns_hosts (host name "host<i>"),
+    // reaching aqsd over TCP on the hosts' bridge with the cluster key, as
+    // agents on other machines do. Needs root.
+    bool netns = false;
   };
   // Starts aqsd (initdb on first start takes a few seconds) and the agents
   // ("node0".."nodeN-1"), and waits until every node is registered.
-  // Throws std::runtime_error when aqsd does not answer within 30 s or the
-  // nodes do not all register within 10 s.
+  // Throws std::runtime_error when the namespace hosts cannot be made, aqsd
+  // does not answer within 30 s or the nodes do not all register within
+  // 10 s; what was started by then is stopped and removed.
   explicit system(const options& o);
   ~system();
   system(const system&) = delete;
@@ -55,12 +66,25 @@ public:
   std::filesystem::path work() const { return dir_ / "work"; }  // for jobs' files
   // Stops the agents, then aqsd (both also happen on destruction).
   void stop();
+  // The namespace hosts (options::netns), else null. They go after the
+  // processes on them, on destruction.
+  const testbed::netns_hosts* hosts() const noexcept { return hosts_.get(); }
 
 private:
+  void remove_dir();  // unless AQS_BENCH_KEEP is set
   std::filesystem::path dir_;
+  std::unique_ptr<testbed::netns_hosts> hosts_;
   std::unique_ptr<child> aqsd_;
   std::vector<std::unique_ptr<child>> agents_;
 };
+
+// From now on SIGINT, SIGTERM and SIGHUP do not end this process at once:
+// they make wait_idle and child::wait throw, so that the destructors stop
+// what was started and remove the namespace hosts (which would outlive a
+// killed process). Call it at the start of main.
+void stop_on_signals();
+// Throws std::runtime_error when one of those signals came.
+void throw_if_interrupted();
 
 // Seconds since the epoch of "2026-11-22T14:26:00.123Z" (aqsd's timestamps).
 double iso_seconds(const std::string& t);

@@ -6,10 +6,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <fstream>
 #include <grp.h>
 #include <poll.h>
@@ -98,20 +95,6 @@ void stop_process(pid_t& pid, std::chrono::milliseconds grace) {
   pid = -1;
 }
 
-// A TCP port free on `ip` now (bound and released: aqsd takes it next).
-int free_tcp_port(const std::string& ip) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  REQUIRE(::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1);
-  socklen_t len = sizeof a;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 }  // namespace
 
 run_result run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -165,8 +148,8 @@ cluster::cluster(options o) : o_(std::move(o)) {
   fs::create_directories(workdir());
   agents_.assign(static_cast<std::size_t>(o_.nodes), -1);
   if (o_.netns) {
-    hosts_ = std::make_unique<netns_hosts>(o_.nodes);
-    tcp_port_ = free_tcp_port(hosts_->root_ip());
+    hosts_ = std::make_unique<testbed::netns_hosts>(o_.nodes);
+    tcp_port_ = testbed::free_tcp_port(hosts_->root_ip());
   }
   start_aqsd();
   for (int i = 0; i < o_.nodes; ++i) start_agent(i);
@@ -175,7 +158,13 @@ cluster::cluster(options o) : o_(std::move(o)) {
 
 cluster::~cluster() {
   if (hosts_) {
-    for (int i = 0; i < hosts_->size(); ++i) hosts_->restore(i);  // agents cut off must hear their stop
+    // Agents cut off must hear their stop; a failure here must not throw out
+    // of the destructor (the teardown below still runs).
+    try {
+      for (int i = 0; i < hosts_->size(); ++i) hosts_->restore(i);
+    } catch (const std::exception& e) {
+      MESSAGE("restoring the hosts' links: " << e.what());
+    }
   }
   for (auto& a : agents_) stop_process(a, 15s);
   stop_process(aqsd_, 30s);

@@ -57,7 +57,7 @@ public:
     double heartbeat_timeout_s = 10;
     double agent_heartbeat_s = 0.5;
     double resize_timeout_s = 30;  // aqsd --resize-timeout
-    // Each agent on a host of its own (netns_hosts: node<i> on host<i>),
+    // Each agent on a host of its own (testbed::netns_hosts: node<i> on host<i>),
     // talking to aqsd over TCP on the hosts' bridge. Needs root.
     bool netns = false;
     std::string policy = "equipartition";
@@ -106,11 +106,11 @@ public:
   std::vector<pid_t> leftovers() const;
 
   // The namespace hosts (options.netns), else null.
-  netns_hosts* hosts() const noexcept { return hosts_.get(); }
+  testbed::netns_hosts* hosts() const noexcept { return hosts_.get(); }
 
 private:
   options o_;
-  std::unique_ptr<netns_hosts> hosts_;
+  std::unique_ptr<testbed::netns_hosts> hosts_;
   int tcp_port_ = 0;
   std::filesystem::path dir_;
   pid_t aqsd_ = -1;

@@ -1,5 +1,5 @@
 // End to end across hosts: agents on network-namespace hosts of their own
-// (tests/support/netns_hosts), talking to aqsd over TCP on a private bridge.
+// (testbed/netns_hosts), talking to aqsd over TCP on a private bridge.
 // Jobs run on the host their node is; an MPI job's ranks run there, bound to
 // their cpus, daemons on further hosts through aqs-rsh; a host cut off goes
 // DOWN, its job ends NODE_FAIL with no rank left on its other host, and the
@@ -32,7 +32,7 @@ namespace {
 // The namespace hosts need root and `ip netns`; without them these tests
 // say so and pass.
 bool netns_available() {
-  if (test::netns_hosts::available()) return true;
+  if (testbed::netns_hosts::available()) return true;
   MESSAGE("skipped: needs root and ip netns");
   return false;
 }
