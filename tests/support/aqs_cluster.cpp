@@ -147,16 +147,24 @@ cluster::cluster(options o) : o_(std::move(o)) {
   ::chmod(dir_.c_str(), 0755);  // test users reach their directories and the socket through it
   fs::create_directories(workdir());
   agents_.assign(static_cast<std::size_t>(o_.nodes), -1);
-  if (o_.netns) {
-    hosts_ = std::make_unique<testbed::netns_hosts>(o_.nodes);
-    tcp_port_ = testbed::free_tcp_port(hosts_->root_ip());
+  // A failed start (REQUIRE throws) runs no destructor: what started goes here.
+  try {
+    if (o_.netns) {
+      hosts_ = std::make_unique<testbed::netns_hosts>(o_.nodes);
+      tcp_port_ = testbed::free_tcp_port(hosts_->root_ip());
+    }
+    start_aqsd();
+    for (int i = 0; i < o_.nodes; ++i) start_agent(i);
+    wait_nodes_up(o_.nodes);
+  } catch (...) {
+    tear_down();
+    throw;
   }
-  start_aqsd();
-  for (int i = 0; i < o_.nodes; ++i) start_agent(i);
-  wait_nodes_up(o_.nodes);
 }
 
-cluster::~cluster() {
+cluster::~cluster() { tear_down(); }
+
+void cluster::tear_down() noexcept {
   if (hosts_) {
     // Agents cut off must hear their stop; a failure here must not throw out
     // of the destructor (the teardown below still runs).

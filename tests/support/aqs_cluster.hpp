@@ -109,6 +109,9 @@ public:
   testbed::netns_hosts* hosts() const noexcept { return hosts_.get(); }
 
 private:
+  // Stops everything and removes the directory and the hosts (destructor,
+  // or a constructor that failed half-way).
+  void tear_down() noexcept;
   options o_;
   std::unique_ptr<testbed::netns_hosts> hosts_;
   int tcp_port_ = 0;
