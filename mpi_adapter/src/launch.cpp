@@ -169,6 +169,17 @@ std::vector<processor> make_processors(const std::vector<std::string>& hosts, co
   return out;
 }
 
+void validate_interfaces(const std::vector<std::string>& interfaces) {
+  for (const auto& itf : interfaces) {
+    if (itf.empty()) throw allocation_error("a tcp interface name is empty");
+    if (!all_of(itf, ".-_/:")) {
+      throw allocation_error("tcp interface " + shown(itf) +
+                             " has a character OpenMPI cannot take (allowed: letters, digits, '.', '-', '_', '/', "
+                             "':')");
+    }
+  }
+}
+
 void validate(const allocation& a) {
   if (a.procs.empty()) throw allocation_error("the allocation has no processors");
   std::map<std::string, std::string> by_mpirun_name;  // mpirun's name -> first host with it
@@ -185,14 +196,7 @@ void validate(const allocation& a) {
                              "' to mpirun, which drops what follows the first '.' of a host name");
     }
   }
-  for (const auto& itf : a.tcp_interfaces) {
-    if (itf.empty()) throw allocation_error("a tcp interface name is empty");
-    if (!all_of(itf, ".-_/:")) {
-      throw allocation_error("tcp interface " + shown(itf) +
-                             " has a character OpenMPI cannot take (allowed: letters, digits, '.', '-', '_', '/', "
-                             "':')");
-    }
-  }
+  validate_interfaces(a.tcp_interfaces);
   if (!a.launch_agent.empty()) {
     // mpirun splits plm_rsh_agent at whitespace and ':' (alternatives), and
     // would look a relative path up from the job's working directory.

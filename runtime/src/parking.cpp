@@ -21,6 +21,14 @@ namespace aqs::runtime {
 namespace {
 
 constexpr std::size_t k_max_line = 4096;
+// A parked rank says its host right after it connects; on a loaded machine
+// (many ranks on few cores) that can still take a while.
+constexpr int k_host_line_ms = 10'000;
+// A rank called back answers "ok" as soon as it is scheduled. Giving up
+// sooner than it answers strands it: it connects to a port nobody accepts
+// on any more, and the job hangs (seen with a 2 s limit, 16 ranks on 2
+// cores). Only a stopped or hung rank takes this long.
+constexpr int k_join_answer_ms = 60'000;
 
 bool send_line(int fd, const std::string& line) noexcept {
   const std::string text = line + "\n";
@@ -180,7 +188,7 @@ void park_pool::collect() noexcept {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;  // EAGAIN: nobody else is waiting
     }
-    auto line = read_line(c, 1000);
+    auto line = read_line(c, k_host_line_ms);
     if (!line || line->rfind("host ", 0) != 0) {
       ::close(c);
       continue;
@@ -197,7 +205,7 @@ bool park_pool::call_back(const std::string& host, const std::string& port) noex
     }
     const int fd = parked_[i].fd;
     parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(i));
-    const bool ok = send_line(fd, "join " + port) && read_line(fd, 2000) == std::optional<std::string>("ok");
+    const bool ok = send_line(fd, "join " + port) && read_line(fd, k_join_answer_ms) == std::optional<std::string>("ok");
     ::close(fd);
     if (ok) return true;
   }

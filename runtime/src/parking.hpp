@@ -29,13 +29,13 @@ public:
   // connect to: this machine's host name, and its IPv4 addresses for ranks
   // on hosts where that name does not resolve. Throws std::runtime_error.
   std::string address();
-  // Takes in the ranks that have parked here since the last call (never
-  // blocks for long: a rank that has not said its host within a second is
-  // dropped, and finalizes).
+  // Takes in the ranks that have parked here since the last call (a rank
+  // that has not said its host within 10 s is dropped, and finalizes).
   void collect() noexcept;
-  // Calls back one rank parked on `host`: sends it `port`, waits (up to two
-  // seconds) for its "ok". False when no rank there answers; the ones that
-  // did not answer are dropped.
+  // Calls back one rank parked on `host`: sends it `port`, waits for its
+  // "ok" (up to a minute: a slow answer on a loaded machine still counts; a
+  // dead rank's closed connection ends the wait at once). False when no rank
+  // there answers; the ones that did not answer are dropped.
   bool call_back(const std::string& host, const std::string& port) noexcept;
   // Hands every rank parked here to the leader at `address`, and stops
   // listening.

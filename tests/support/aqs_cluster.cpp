@@ -237,8 +237,11 @@ void cluster::start_agent(int i) {
                                 "--spool", (dir_ / ("spool-" + name)).string(), "--heartbeat",
                                 std::to_string(o_.agent_heartbeat_s)};
   if (hosts_) {
+    // MPI jobs' traffic held to the hosts' bridge, as an admin would to the
+    // cluster's network.
     const std::vector<std::string> tcp{"--server", hosts_->root_ip() + ":" + std::to_string(tcp_port_), "--key",
-                                       (dir_ / "state" / "cluster.key").string()};
+                                       (dir_ / "state" / "cluster.key").string(), "--mpi-interfaces",
+                                       hosts_->subnet()};
     argv.insert(argv.end(), tcp.begin(), tcp.end());
     argv = hosts_->on_host(i, argv);
   } else {

@@ -456,6 +456,7 @@ void agent::handle_launch(const protocol::launch& l) {
       mpi_adapter::allocation a;
       a.procs = mpi_adapter::make_processors(l.proc_hosts, std::vector<int>(l.proc_cpus.begin(), l.proc_cpus.end()));
       a.launch_agent = options_.rsh_agent;
+      a.tcp_interfaces = options_.mpi_interfaces;
       a.adaptive = l.job.adaptive;
       a.spare_hosts = l.spare_hosts;
       const auto files = mpi_adapter::write_launch_files(mpi_dir(l.job_id), a);

@@ -38,6 +38,7 @@ struct agent_options {
   std::int64_t gpus = 0;
   std::filesystem::path spool;              // job scripts are written here
   std::string rsh_agent;                    // aqs-rsh, for MPI jobs on several hosts ("": none)
+  std::vector<std::string> mpi_interfaces;  // OpenMPI's TCP traffic only on these ("eth1", "10.0.0.0/8"; empty: any)
   std::chrono::milliseconds heartbeat{2000};
   std::chrono::milliseconds reconnect_max{2000};
   std::chrono::milliseconds timeout_grace{5000};  // SIGTERM to SIGKILL at a time limit

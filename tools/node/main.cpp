@@ -13,6 +13,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "agent.hpp"
+#include "aqs/mpi_adapter/launch.hpp"
 #include "node_discovery.hpp"
 
 namespace {
@@ -33,7 +34,7 @@ std::string read_key(const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"aqs-node: the AQS node agent. Registers with aqsd and runs the jobs it starts here.",
                "aqs-node"};
-  std::string server, socket_path, key_file, name, cpus_text, spool, rsh_agent;
+  std::string server, socket_path, key_file, name, cpus_text, spool, rsh_agent, mpi_interfaces;
   std::int64_t procs = 0;
   double heartbeat_s = 2.0;
   app.add_option("--server", server, "aqsd's address HOST:PORT (TCP, needs --key)");
@@ -48,6 +49,9 @@ int main(int argc, char** argv) {
                  "/var/spool/aqs/node-NAME as root, else /tmp/aqs-node-UID-NAME)");
   app.add_option("--rsh-agent", rsh_agent,
                  "OpenMPI's launch agent for jobs on several hosts (default: aqs-rsh next to aqs-node)");
+  app.add_option("--mpi-interfaces", mpi_interfaces,
+                 "MPI jobs' TCP traffic (messages and OpenMPI's own) only on these interfaces or networks, "
+                 "comma-separated, e.g. eth1 or 10.1.0.0/16 (default: any)");
   app.add_option("--heartbeat", heartbeat_s, "seconds between heartbeats")->check(CLI::Range(0.05, 3600.0));
   try {
     app.parse(argc, argv);
@@ -83,6 +87,12 @@ int main(int argc, char** argv) {
     }
     o.spool = spool;
     o.rsh_agent = rsh_agent.empty() ? aqs::node::default_rsh_agent() : rsh_agent;
+    if (!mpi_interfaces.empty()) {
+      std::stringstream list(mpi_interfaces);
+      for (std::string itf; std::getline(list, itf, ',');) o.mpi_interfaces.push_back(itf);
+      if (mpi_interfaces.back() == ',') o.mpi_interfaces.emplace_back();  // caught below as an empty name
+      aqs::mpi_adapter::validate_interfaces(o.mpi_interfaces);
+    }
     o.heartbeat = std::chrono::milliseconds(static_cast<long>(heartbeat_s * 1000));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqs-node: %s\n", e.what());

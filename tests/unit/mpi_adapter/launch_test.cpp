@@ -263,6 +263,9 @@ TEST_CASE("interface names OpenMPI cannot take are refused") {
   CHECK(validation_error(a).starts_with("tcp interface 'eth 0' has"));
   a.tcp_interfaces = {"fd00::/8", "enp3s0f1", "br-lan_2", "192.168.0.0/16"};
   CHECK(validation_error(a).empty());
+  // What a node agent checks of its --mpi-interfaces at start.
+  CHECK(error_of([] { validate_interfaces({"eth0", ""}); }) == "a tcp interface name is empty");
+  CHECK(error_of([] { validate_interfaces({"10.1.0.0/16"}); }).empty());
 }
 
 TEST_CASE("every validation error is one line") {

@@ -8,6 +8,11 @@
 #include <sstream>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "parking.hpp"
 
 using namespace aqs::runtime;
@@ -63,6 +68,53 @@ TEST_CASE("a rank parked on another host reaches the leader at one of its addres
   REQUIRE(collect(pool, 1));
   CHECK(pool.call_back(local_host_name(), "port-2"));
   CHECK(parked.get() == std::optional<std::string>("port-2"));
+}
+
+TEST_CASE("a called-back rank that answers slowly still counts: it is about to connect") {
+  park_pool pool;
+  const auto w = words(pool.address());
+  // A parked rank by hand, slow to be scheduled once called back.
+  auto slow = std::async(std::launch::async, [port = std::stoi(w[1])] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return std::string("no connect");
+    const std::string hello = "host " + local_host_name() + "\n";
+    (void)!::write(fd, hello.data(), hello.size());
+    std::string got;
+    char c = 0;
+    while (::read(fd, &c, 1) == 1 && c != '\n') got += c;
+    std::this_thread::sleep_for(2500ms);
+    (void)!::write(fd, "ok\n", 3);
+    ::close(fd);
+    return got;
+  });
+  REQUIRE(collect(pool, 1));
+  CHECK(pool.call_back(local_host_name(), "port-3"));
+  CHECK(slow.get() == "join port-3");
+}
+
+TEST_CASE("a called-back rank that is gone is passed over at once") {
+  park_pool other;
+  const auto w = words(other.address());
+  auto dies = std::async(std::launch::async, [port = std::stoi(w[1])] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return;
+    const std::string hello = "host " + local_host_name() + "\n";
+    (void)!::write(fd, hello.data(), hello.size());
+    ::close(fd);  // dies before it is called back
+  });
+  dies.get();
+  REQUIRE(collect(other, 1));
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(other.call_back(local_host_name(), "port-4"));
+  CHECK(std::chrono::steady_clock::now() - t0 < 30s);  // not the minute a live rank may take
 }
 
 TEST_CASE("parked ranks follow the leader when it moves, and finish when the job ends") {

@@ -76,6 +76,11 @@ std::vector<processor> make_processors(const std::vector<std::string>& hosts, co
 // slots in turn, so rank i would not be on the host of processor i).
 void validate(const allocation& a);
 
+// The interface part of validate(): throws allocation_error for an empty
+// entry or one with a character other than letters, digits, '.', '-', '_',
+// '/', ':' (what a node agent checks once, at its start).
+void validate_interfaces(const std::vector<std::string>& interfaces);
+
 // "host slots=N" per host, hosts in order of first appearance, N its number
 // of processors; then "host slots=0" per spare host. Throws allocation_error
 // as validate().
