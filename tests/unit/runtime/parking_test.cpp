@@ -36,6 +36,23 @@ bool collect(park_pool& pool, std::size_t n) {
   return pool.parked() == n;
 }
 
+// A parked rank by hand: connected to the pool on loopback `port`, its host
+// said; -1 when it cannot connect.
+int park_by_hand(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  const std::string hello = "host " + local_host_name() + "\n";
+  (void)!::write(fd, hello.data(), hello.size());
+  return fd;
+}
+
 }  // namespace
 
 TEST_CASE("the pool's address names this host and a port, then this host's addresses") {
@@ -75,14 +92,8 @@ TEST_CASE("a called-back rank that answers slowly still counts: it is about to c
   const auto w = words(pool.address());
   // A parked rank by hand, slow to be scheduled once called back.
   auto slow = std::async(std::launch::async, [port = std::stoi(w[1])] {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<std::uint16_t>(port));
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return std::string("no connect");
-    const std::string hello = "host " + local_host_name() + "\n";
-    (void)!::write(fd, hello.data(), hello.size());
+    const int fd = park_by_hand(port);
+    if (fd < 0) return std::string("no connect");
     std::string got;
     char c = 0;
     while (::read(fd, &c, 1) == 1 && c != '\n') got += c;
@@ -99,18 +110,9 @@ TEST_CASE("a called-back rank that answers slowly still counts: it is about to c
 TEST_CASE("a called-back rank that is gone is passed over at once") {
   park_pool other;
   const auto w = words(other.address());
-  auto dies = std::async(std::launch::async, [port = std::stoi(w[1])] {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(static_cast<std::uint16_t>(port));
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) return;
-    const std::string hello = "host " + local_host_name() + "\n";
-    (void)!::write(fd, hello.data(), hello.size());
-    ::close(fd);  // dies before it is called back
-  });
-  dies.get();
+  const int fd = park_by_hand(std::stoi(w[1]));
+  REQUIRE(fd >= 0);
+  ::close(fd);  // it dies before it is called back
   REQUIRE(collect(other, 1));
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_FALSE(other.call_back(local_host_name(), "port-4"));
