@@ -379,4 +379,18 @@ std::vector<pid_t> processes_mentioning(const std::string& needle) {
   return out;
 }
 
+bool in_a_job(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  for (std::string var; std::getline(in, var, '\0');) {
+    if (var.rfind("AQS_JOB_ID=", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<pid_t> job_processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out = processes_mentioning(needle);
+  std::erase_if(out, [](pid_t p) { return !in_a_job(p); });
+  return out;
+}
+
 }  // namespace aqs::test

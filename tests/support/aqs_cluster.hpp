@@ -126,4 +126,11 @@ bool alive(pid_t pid);
 // Live processes whose command line mentions `needle` (a job's file, say).
 std::vector<pid_t> processes_mentioning(const std::string& needle);
 
+// Whether pid runs as part of an AQS job (the agent tags every job process
+// with AQS_JOB_ID in its environment): tests running at the same time
+// (ctest -j) start the same MPI programs by hand, untagged.
+bool in_a_job(pid_t pid);
+// processes_mentioning(needle) that are part of an AQS job.
+std::vector<pid_t> job_processes_mentioning(const std::string& needle);
+
 }  // namespace aqs::test

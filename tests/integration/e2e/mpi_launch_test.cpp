@@ -19,7 +19,7 @@ using namespace aqs;
 using namespace std::chrono_literals;
 using core::job_state;
 using test::bin;
-using test::processes_mentioning;
+using test::job_processes_mentioning;
 using test::slurp;
 
 namespace {
@@ -63,24 +63,24 @@ TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its c
   std::ofstream(long_script) << "#!/bin/bash\nexec " MPIEXEC " " MPI_PROBE " 300\n";
   const std::int64_t k = c.submit({"-n", "4", "-o", (work / "long.out").string(), long_script.string()});
   c.wait_state(k, {job_state::running});
-  for (int i = 0; i < 300 && processes_mentioning(MPI_PROBE).size() < 5; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(processes_mentioning(MPI_PROBE).size() >= 5);
+  for (int i = 0; i < 300 && job_processes_mentioning(MPI_PROBE).size() < 5; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(job_processes_mentioning(MPI_PROBE).size() >= 5);
   CHECK(c.cmd(bin().fkill, {std::to_string(k)}).status == 0);
   CHECK(c.wait_state(k, {job_state::cancelled, job_state::failed}, 60s).state == job_state::cancelled);
   const auto until = std::chrono::steady_clock::now() + 15s;
-  while (!processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until) {
+  while (!job_processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(100ms);
   }
-  CHECK(processes_mentioning(MPI_PROBE).empty());
+  CHECK(job_processes_mentioning(MPI_PROBE).empty());
 
   // The same at a time limit.
   const std::int64_t t = c.submit({"-n", "4", "-t", "0:02", "-o", (work / "limit.out").string(), long_script.string()});
   CHECK(c.wait_state(t, {job_state::timeout, job_state::failed, job_state::completed}, 60s).state == job_state::timeout);
   const auto until2 = std::chrono::steady_clock::now() + 15s;
-  while (!processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until2) {
+  while (!job_processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until2) {
     std::this_thread::sleep_for(100ms);
   }
-  CHECK(processes_mentioning(MPI_PROBE).empty());
+  CHECK(job_processes_mentioning(MPI_PROBE).empty());
 }
 
 TEST_CASE("frun -n 5 on an MPI program runs one rank per processor, each on its cpu, like srun; other commands run once") {

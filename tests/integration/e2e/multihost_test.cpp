@@ -60,7 +60,7 @@ int sleeping(const std::string& seconds) {
   return n;
 }
 
-// Live processes running `exe` (on any host: namespaces share our pids);
+// Live job processes running `exe` (on any host: namespaces share our pids);
 // with `agent`, only those in that agent's network namespace (its host).
 int running_on(const fs::path& exe, std::optional<pid_t> agent) {
   std::error_code ec;
@@ -73,6 +73,7 @@ int running_on(const fs::path& exe, std::optional<pid_t> agent) {
     std::error_code ec2;
     if (fs::read_symlink(e.path() / "exe", ec2) != exe || !test::alive(std::stoi(name))) continue;
     if (agent && fs::read_symlink(e.path() / "ns" / "net", ec2) != net) continue;
+    if (!test::in_a_job(std::stoi(name))) continue;
     ++n;
   }
   return n;
