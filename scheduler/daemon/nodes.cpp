@@ -40,12 +40,14 @@ std::vector<std::int64_t> controller::local_cpus(const node_entry& n, const core
 }
 
 std::vector<std::string> controller::spare_hosts(const core::processor_set& procs) const {
+  // A node recovered from the store has no host until its agent registers.
+  auto host_of = [](const node_entry& n) -> const std::string& { return n.host.empty() ? n.name : n.host; };
   std::vector<std::string> used, out;
   for (const node_entry& n : nodes_) {
-    if (procs.count_range(n.first_proc, n.first_proc + n.nprocs) > 0) used.push_back(n.host.empty() ? n.name : n.host);
+    if (procs.count_range(n.first_proc, n.first_proc + n.nprocs) > 0) used.push_back(host_of(n));
   }
   for (const node_entry& n : nodes_) {
-    const std::string& h = n.host.empty() ? n.name : n.host;
+    const std::string& h = host_of(n);
     // A host whose agent cannot start mpirun's daemon would fail the job.
     if (!n.conn || sched_.machine().at(n.index).state != core::node_state::up) continue;
     if (std::find(used.begin(), used.end(), h) != used.end() || std::find(out.begin(), out.end(), h) != out.end()) {
