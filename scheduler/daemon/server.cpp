@@ -44,6 +44,7 @@ struct server::state {
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_acceptor;
   std::unique_ptr<asio::ip::tcp::acceptor> tcp_acceptor;
   std::atomic<unsigned short> port{0};
+  std::atomic<bool> socket_bound{false};  // the Unix socket file is ours to remove
 
   state(asio::io_context& i, server_options o, dispatcher& h) : io(i), options(std::move(o)), handler(h) {}
 };
@@ -462,6 +463,7 @@ void server::start() {
     if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) throw server_error("cannot listen on " + path.string() + ": " + ec.message());
     ::chmod(path.c_str(), 0666);
+    st.socket_bound = true;
     st.unix_acceptor = std::move(acc);
     asio::co_spawn(st.io, accept_loop<asio::local::stream_protocol>(state_, *st.unix_acceptor, transport::unix_socket),
                    asio::detached);
@@ -498,14 +500,17 @@ void server::stop() {
       if (auto s = weak.lock()) live.push_back(std::move(s));
     }
   }
+  // The socket file goes now, not on the io_context: whoever called stop()
+  // may look for it (or start another aqsd there) before that runs. Only the
+  // file this server bound: a failed start() must not remove another aqsd's.
+  if (st.socket_bound.load()) {
+    std::error_code fs_ec;
+    std::filesystem::remove(*st.options.unix_socket, fs_ec);
+  }
   // Acceptors belong to the io_context's threads: close them there.
   asio::post(st.io, [s = state_] {
     boost::system::error_code ec;
-    if (s->unix_acceptor) {
-      s->unix_acceptor->close(ec);
-      std::error_code fs_ec;
-      if (s->options.unix_socket) std::filesystem::remove(*s->options.unix_socket, fs_ec);
-    }
+    if (s->unix_acceptor) s->unix_acceptor->close(ec);
     if (s->tcp_acceptor) s->tcp_acceptor->close(ec);
   });
   for (auto& s : live) s->stop_now();
