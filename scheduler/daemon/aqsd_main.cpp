@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <memory>
 #include <sys/stat.h>
 #include <thread>
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
   bool foreground = false;
   double heartbeat_timeout_s = 10, resize_timeout_s = 30, kill_grace_s = 10;
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+  std::size_t max_per_user = 256;
+  double idle_timeout_s = 300;
   app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
       ->required();
   app.add_option("--db", db, "PostgreSQL connection string (default: a private server under --state-dir)");
@@ -85,6 +88,12 @@ int main(int argc, char** argv) {
   app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--threads", threads, "threads serving connections")->check(CLI::Range(1u, 256u));
+  app.add_option("--max-connections-per-user", max_per_user,
+                 "connections one local user may hold at once (root and node agents are not limited)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  app.add_option("--idle-timeout", idle_timeout_s,
+                 "seconds a client connection with nothing outstanding may stay silent (0: never closed)")
+      ->check(CLI::Range(0.0, 86400.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -129,6 +138,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   ::signal(SIGPIPE, SIG_IGN);
+  // Thousands of connections need descriptors: take what the hard limit
+  // allows (per-user limits, not EMFILE, are what keeps one user in check).
+  if (rlimit nofile{}; ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
 
   int rc = 0;
   try {
@@ -171,6 +186,8 @@ int main(int argc, char** argv) {
     sopts.unix_socket = socket_path.empty() ? dir.socket() : std::filesystem::path(socket_path);
     if (!listen.empty()) sopts.tcp_listen = listen;
     sopts.cluster_key = key;
+    sopts.max_connections_per_user = max_per_user;
+    sopts.idle_timeout = std::chrono::milliseconds(static_cast<long>(idle_timeout_s * 1000));
     srv = std::make_unique<daemon::server>(io, sopts, ctl);
     srv->start();
     daemon::state_dir::write_file(dir.pid_file(), std::to_string(::getpid()) + "\n", 0644);

@@ -90,6 +90,12 @@ void controller::on_open(const conn_ptr& conn) {
       throw protocol::protocol_error(protocol::error_code::permission_denied,
                                      "job " + std::to_string(job) + " belongs to another user");
     }
+    // Over TCP the token alone is not enough: it must be used from a host
+    // the job runs on (or, adaptive, may grow onto).
+    if (p.via == transport::tcp && !job_address_allowed(job, p.address)) {
+      throw protocol::protocol_error(protocol::error_code::permission_denied,
+                                     "job " + std::to_string(job) + " does not run on " + p.address);
+    }
   }
   if (p.launcher) return;  // aqs-rsh: it asks, it is sent no maps
   post([this, conn, job] {
@@ -102,6 +108,7 @@ void controller::on_close(const conn_ptr& conn) {
   post([this, conn] {
     if (node_entry* n = node_of_conn(conn)) {
       n->conn.reset();
+      refresh_agent_addresses();
       log("node {} disconnected; its jobs keep running (DOWN after {} ms of silence)", n->name,
           options_.heartbeat_timeout.count());
     }
@@ -113,6 +120,55 @@ void controller::on_close(const conn_ptr& conn) {
       if (it != shims_.end() && it->second.lock() == conn) shims_.erase(it);
     }
   });
+}
+
+bool controller::job_address_allowed(std::int64_t job, const std::string& address) const {
+  // Called with shared_mu_ held.
+  auto it = job_addrs_.find(job);
+  if (it == job_addrs_.end()) return false;
+  if (it->second.count(address) != 0) return true;
+  return it->second.count("*") != 0 && agent_addrs_.count(address) != 0;
+}
+
+void controller::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
+  std::set<std::string> addrs;
+  auto add_node = [&](std::size_t index) {
+    if (index >= nodes_.size() || !nodes_[index].conn) return;
+    const peer_info& p = nodes_[index].conn->peer();
+    if (p.via == transport::tcp) {
+      addrs.insert(p.address);
+    } else {  // an agent on aqsd's machine: its job's processes come from loopback
+      addrs.insert("127.0.0.1");
+      addrs.insert("::1");
+      addrs.insert("::ffff:127.0.0.1");
+    }
+  };
+  procs.for_each([&](std::size_t proc) { add_node(sched_.machine().node_of(proc)); });
+  auto jt = jobs_.find(id);
+  if (jt != jobs_.end() && jt->second.host) add_node(*jt->second.host);
+  if (auto st = step_nodes_.find(id); st != step_nodes_.end()) {
+    for (std::size_t n : st->second) add_node(n);
+  }
+  if (adaptive) addrs.insert("*");  // any host with an agent: it may grow there
+  std::lock_guard lock(shared_mu_);
+  job_addrs_[id] = std::move(addrs);
+}
+
+void controller::refresh_agent_addresses() {
+  std::set<std::string> addrs;
+  for (const auto& n : nodes_) {
+    if (!n.conn) continue;
+    const peer_info& p = n.conn->peer();
+    if (p.via == transport::tcp) {
+      addrs.insert(p.address);
+    } else {
+      addrs.insert("127.0.0.1");
+      addrs.insert("::1");
+      addrs.insert("::ffff:127.0.0.1");
+    }
+  }
+  std::lock_guard lock(shared_mu_);
+  agent_addrs_ = std::move(addrs);
 }
 
 std::optional<std::string> controller::tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) {
@@ -156,7 +212,7 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
         } else if constexpr (std::is_same_v<T, protocol::job_exited>) {
           post([this, c, msg] { handle_job_exited(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::output>) {
-          if (c->peer().role == protocol::peer_role::node) post([this, msg] { handle_output(msg); });
+          if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_output(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::ok> || std::is_same_v<T, protocol::error>) {
           if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_agent_reply(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_ack>) {
@@ -323,6 +379,12 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         if (it != jobs_.end()) {
           host = it->second.host;
           it->second.host.reset();
+          // The lost instance's token dies with it: if it still runs
+          // somewhere, it can no longer speak for the job.
+          it->second.token.clear();
+          std::lock_guard lock(shared_mu_);
+          tokens_.erase(id);
+          job_addrs_.erase(id);
           it->second.launch_confirmed = false;
           it->second.misses = 0;
         }

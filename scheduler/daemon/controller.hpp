@@ -127,6 +127,7 @@ private:
   };
   struct final_info {
     core::job_state state = core::job_state::completed;
+    std::int32_t uid = 0;  // its owner (who may watch it)
     std::optional<std::int32_t> exit_code;
     std::optional<std::int32_t> signal;
   };
@@ -223,7 +224,12 @@ private:
   void handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m);
   void handle_job_history(const conn_ptr& c, const protocol::job_history& m);
   void handle_watch(const conn_ptr& c, const protocol::watch_job& m);
-  void handle_output(const protocol::output& m);
+  // Output from the node that runs the job's script or a step of it; what
+  // another node says about a job that is not its own is dropped.
+  void handle_output(const conn_ptr& c, const protocol::output& m);
+  // May the caller read job `owner_uid`'s details (history, output)? Its
+  // owner and root may.
+  static bool may_read_job(const conn_ptr& c, std::int32_t owner_uid);
   // frun went away: an interactive job nobody watches any more is cancelled
   // (as srun's job ends with srun).
   void orphan_interactive(const conn_ptr& gone);
@@ -233,6 +239,11 @@ private:
   // recover.cpp: recover() itself
 
   static bool is_root(const conn_ptr& c);
+  // Launcher tokens are bound to the job's hosts: the addresses its
+  // processes may connect from over TCP (on the strand; guarded copies).
+  void refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive);
+  void refresh_agent_addresses();
+  bool job_address_allowed(std::int64_t job, const std::string& address) const;  // shared_mu_ held
   static void reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message);
 
   boost::asio::io_context& io_;
@@ -285,6 +296,8 @@ private:
   std::vector<cmdline::node_span> spans_;
   std::unordered_map<std::int64_t, std::string> tokens_;     // job -> shim secret
   std::unordered_map<std::int64_t, std::int32_t> owners_;    // live job -> uid
+  std::unordered_map<std::int64_t, std::set<std::string>> job_addrs_;  // job -> IPs ("*": any agent's)
+  std::set<std::string> agent_addrs_;                        // IPs of connected agents
 };
 
 }  // namespace aqs::daemon

@@ -24,6 +24,7 @@ struct peer_info {
   std::optional<gid_t> gid;
   std::optional<pid_t> pid;
   std::string remote;                  // "unix:pid=123" or "10.0.0.2:40122"
+  std::string address;                 // TCP: the peer's IP alone ("10.0.0.2"); empty on Unix
   std::optional<std::int64_t> job_id;  // role job: the job it speaks for
   bool launcher = false;               // role job: aqs-rsh, not the job's shim
 };
@@ -41,6 +42,9 @@ public:
   virtual void close() = 0;
   virtual const peer_info& peer() const noexcept = 0;
   virtual std::uint64_t serial() const noexcept = 0;  // unique per connection
+  // The peer opened a stream (watch_job): the connection is never closed as
+  // idle from now on. Thread-safe.
+  virtual void streaming() {}
 };
 
 // Handles what peers send after a successful handshake. Calls for one

@@ -28,6 +28,7 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
     std::lock_guard lock(shared_mu_);
     tokens_[id] = e.token;
   }
+  refresh_job_addresses(id, procs, e.req.adaptive);
   if (e.spec) {
     protocol::job_spec spec = std::move(*e.spec);
     e.spec.reset();  // pending jobs only keep their scripts in memory

@@ -113,6 +113,14 @@ void controller::handle_register(const conn_ptr& c, const protocol::register_nod
                        "node " + m.name + " registered again with " + std::to_string(m.procs) + " processors, it had " +
                            std::to_string(nodes_[known->second].nprocs) + ": renumbering would move running jobs");
   }
+  if (known != node_by_name_.end() && nodes_[known->second].conn && nodes_[known->second].conn->serial() != c->serial()) {
+    // The name belongs to the agent that holds it: nobody takes it over
+    // while that agent is connected (it frees the name by disconnecting,
+    // or the node goes DOWN when it falls silent).
+    return reply_error(c, m.id, protocol::error_code::invalid_state,
+                       "node " + m.name + " is in use by a connected agent (" +
+                           nodes_[known->second].conn->peer().remote + "); retry once it is gone");
+  }
   auto result = std::make_shared<std::optional<store::node_record>>();
   auto refusal = std::make_shared<std::string>();
   store_task(
@@ -151,8 +159,14 @@ void controller::handle_register(const conn_ptr& c, const protocol::register_nod
 
 void controller::finish_register(const conn_ptr& c, const protocol::register_node& m, std::size_t index) {
   node_entry& n = nodes_[index];
-  if (n.conn && n.conn->serial() != c->serial()) n.conn->close();  // the agent's old connection
+  if (n.conn && n.conn->serial() != c->serial()) {
+    // Another agent took the name while this one's store write ran.
+    return reply_error(c, m.id, protocol::error_code::invalid_state,
+                       "node " + m.name + " is in use by a connected agent (" + n.conn->peer().remote +
+                           "); retry once it is gone");
+  }
   n.conn = c;
+  refresh_agent_addresses();
   n.cpus = m.cpus;
   n.host = m.host.empty() ? m.name : m.host;
   n.memory_mb = m.memory_mb;
@@ -256,6 +270,7 @@ void controller::node_down(std::size_t index, const std::string& why) {
   if (n.conn) {
     n.conn->close();
     n.conn.reset();
+    refresh_agent_addresses();
   }
   n.queued.clear();  // launches for it are void; its jobs are requeued or failed
   sched_.apply(core::event::on_node(core::event::kind::node_down, index));

@@ -2,8 +2,10 @@
 // with Boost.Asio C++20 coroutines, one strand per connection.
 #include "daemon/server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
+#include <malloc.h>
 #include <mutex>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,6 +43,10 @@ struct server::state {
   bool stopped = false;
   std::uint64_t next_serial = 1;
   std::unordered_map<std::uint64_t, std::weak_ptr<session_base>> sessions;
+  // Connections held per quota key ("uid:N" for a local user, "ip:A" for a
+  // TCP peer still in its handshake); trusted peers have no key.
+  std::unordered_map<std::string, std::size_t> quota;
+  std::size_t closed_since_trim = 0;
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_acceptor;
   std::unique_ptr<asio::ip::tcp::acceptor> tcp_acceptor;
   std::atomic<unsigned short> port{0};
@@ -57,6 +63,10 @@ public:
 
 namespace {
 
+bool is_trusted(const server_options& o, uid_t uid) {
+  return std::find(o.trusted_uids.begin(), o.trusted_uids.end(), uid) != o.trusted_uids.end();
+}
+
 template <class Protocol>
 using socket_t = typename Protocol::socket::template rebind_executor<strand_t>::other;
 
@@ -64,8 +74,14 @@ using socket_t = typename Protocol::socket::template rebind_executor<strand_t>::
 template <class Protocol>
 class session final : public session_base, public std::enable_shared_from_this<session<Protocol>> {
 public:
-  session(socket_t<Protocol> sock, std::shared_ptr<server::state> st, std::uint64_t serial, transport via)
-      : sock_(std::move(sock)), timer_(sock_.get_executor()), st_(std::move(st)), serial_(serial) {
+  session(socket_t<Protocol> sock, std::shared_ptr<server::state> st, std::uint64_t serial, transport via,
+          std::string quota_key)
+      : sock_(std::move(sock)),
+        timer_(sock_.get_executor()),
+        idle_timer_(sock_.get_executor()),
+        st_(std::move(st)),
+        serial_(serial),
+        quota_key_(std::move(quota_key)) {
     peer_.via = via;
   }
 
@@ -87,6 +103,12 @@ public:
   void stop_now() override {
     asio::post(sock_.get_executor(), [self = this->shared_from_this()] { self->shut(); });
   }
+  void streaming() override {
+    asio::post(sock_.get_executor(), [self = this->shared_from_this()] {
+      self->streaming_ = true;
+      self->idle_timer_.cancel();
+    });
+  }
 
 private:
   // GCC 12 miscompiles some try/catch blocks inside coroutines (double
@@ -106,6 +128,7 @@ private:
     if (said_hello && handshake(*m, nonce) && open()) {
       // hello may have come with the start of the next frame
       if (decoder_.buffered() > 0) arm_deadline(st_->options.frame_timeout, "frame not completed in time");
+      start_idle_watch();
       while (!closing_) {
         m.reset();
         if (!co_await read_into(m, false)) break;
@@ -134,10 +157,13 @@ private:
     return true;
   }
 
+  // The handler accepts the peer (or refuses it) before hello is answered:
+  // a refused peer never sees ok.
   bool open() {
     try {
       st_->handler.on_open(this->shared_from_this());
       opened_ = true;
+      enqueue(protocol::ok{hello_id_, {{"protocol", protocol::k_protocol_version}, {"server", "aqsd"}}});
       return true;
     } catch (const protocol::protocol_error& e) {
       enqueue(protocol::make_error(e));
@@ -156,8 +182,26 @@ private:
       } catch (...) {
       }
     }
-    std::lock_guard lock(st_->mu);
-    st_->sessions.erase(serial_);
+    bool trim = false;
+    {
+      std::lock_guard lock(st_->mu);
+      st_->sessions.erase(serial_);
+      release_quota_locked();
+      // A burst of connections (one user opening thousands) leaves freed
+      // memory in malloc's arenas: give it back to the system.
+      if (++st_->closed_since_trim >= 256 || st_->sessions.empty()) {
+        trim = st_->closed_since_trim >= 16;
+        st_->closed_since_trim = trim ? 0 : st_->closed_since_trim;
+      }
+    }
+    if (trim) ::malloc_trim(0);
+  }
+
+  void release_quota_locked() {
+    if (quota_key_.empty()) return;
+    auto it = st_->quota.find(quota_key_);
+    if (it != st_->quota.end() && --it->second == 0) st_->quota.erase(it);
+    quota_key_.clear();
   }
 
   void identify_transport() {
@@ -173,7 +217,10 @@ private:
     } else {
       boost::system::error_code ec;
       auto ep = sock_.remote_endpoint(ec);
-      if (!ec) peer_.remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+      if (!ec) {
+        peer_.address = ep.address().to_string();
+        peer_.remote = peer_.address + ":" + std::to_string(ep.port());
+      }
     }
   }
 
@@ -204,16 +251,55 @@ private:
       if (!key || !h->auth || !protocol::verify_auth(*key, nonce, *h->auth)) {
         return refuse(protocol::error_code::unauthorized, "authentication failed", h->id);
       }
+      std::lock_guard lock(st_->mu);
+      release_quota_locked();  // proven: no longer a stranger's handshake
+    } else if (h->role == protocol::peer_role::node &&
+               !(peer_.uid && is_trusted(st_->options, *peer_.uid))) {
+      // A node agent is sent other users' jobs, environments and tokens:
+      // locally only root (or aqsd's own user) may be one.
+      return refuse(protocol::error_code::permission_denied,
+                    "only root or the user running aqsd may register a node on the Unix socket "
+                    "(a remote agent proves the cluster key over TCP)",
+                    h->id);
     }
     peer_.role = h->role;
     peer_.job_id = h->job_id;
     peer_.launcher = h->launcher;
-    enqueue(protocol::ok{h->id, {{"protocol", protocol::k_protocol_version}, {"server", "aqsd"}}});
+    hello_id_ = h->id;
     return true;
+  }
+
+  // A client connection with nothing outstanding and no stream is closed
+  // after idle_timeout without a frame. Agents and jobs are long-lived and
+  // quiet by design: never idle.
+  void start_idle_watch() {
+    if (peer_.role != protocol::peer_role::client || st_->options.idle_timeout.count() <= 0) return;
+    last_activity_ = std::chrono::steady_clock::now();
+    arm_idle(st_->options.idle_timeout);
+  }
+
+  void arm_idle(std::chrono::steady_clock::duration after) {
+    if (streaming_ || closing_) return;
+    idle_timer_.expires_after(after);
+    idle_timer_.async_wait([self = this->shared_from_this()](boost::system::error_code ec) {
+      if (!ec) self->idle_check();
+    });
+  }
+
+  void idle_check() {
+    if (streaming_ || closing_) return;
+    const auto idle = st_->options.idle_timeout;
+    const auto quiet = std::chrono::steady_clock::now() - last_activity_;
+    if (outstanding_ > 0 || decoder_.buffered() > 0) return arm_idle(idle);  // waiting on us, or mid-frame
+    if (quiet < idle) return arm_idle(idle - quiet);
+    enqueue(protocol::error{std::nullopt, protocol::error_code::bad_request,
+                            "idle for " + std::to_string(idle.count() / 1000) + " s with nothing outstanding: closed"});
+    close_after_writes();
   }
 
   void dispatch(protocol::message m) {
     const auto id = protocol::id_of(m);
+    if (id && peer_.role == protocol::peer_role::client) ++outstanding_;
     if (!protocol::may_send(peer_.role, m)) {
       enqueue(protocol::error{id, protocol::error_code::unauthorized,
                               "a " + std::string(protocol::to_string(peer_.role)) + " may not send " +
@@ -247,6 +333,7 @@ private:
         }
         co_return false;
       }
+      last_activity_ = std::chrono::steady_clock::now();
       const bool completed = feed(n);
       if (closing_) co_return false;
       if (!handshake) {
@@ -320,6 +407,11 @@ private:
 
   void enqueue(const protocol::message& m) {
     if (!sock_.is_open()) return;
+    if (outstanding_ > 0 && (std::holds_alternative<protocol::ok>(m) || std::holds_alternative<protocol::error>(m)) &&
+        protocol::id_of(m)) {
+      --outstanding_;
+      last_activity_ = std::chrono::steady_clock::now();
+    }
     std::string frame;
     try {
       frame = protocol::encode(m);
@@ -367,6 +459,7 @@ private:
     closing_ = true;
     boost::system::error_code ec;
     timer_.cancel();
+    idle_timer_.cancel();
     if (sock_.is_open()) {
       sock_.shutdown(asio::socket_base::shutdown_both, ec);
       sock_.close(ec);  // a write in flight completes with an error
@@ -378,12 +471,18 @@ private:
   }
 
   socket_t<Protocol> sock_;
-  asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>, strand_t> timer_;
+  using timer_t =
+      asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>, strand_t>;
+  timer_t timer_;
+  timer_t idle_timer_;
   std::shared_ptr<server::state> st_;
   std::uint64_t serial_;
+  std::string quota_key_;  // what this connection counts against (guarded by st_->mu)
   peer_info peer_;
   protocol::frame_decoder decoder_;
-  std::array<char, 64 * 1024> buf_{};
+  // Small: an idle connection should cost little (frames longer than this
+  // arrive over several reads).
+  std::array<char, 16 * 1024> buf_{};
   std::vector<std::string> scratch_;
   std::deque<std::string> frames_;
   std::deque<std::string> out_;
@@ -393,9 +492,46 @@ private:
   bool opened_ = false;
   bool timed_out_ = false;
   bool deadline_armed_ = false;
+  bool streaming_ = false;
+  std::size_t outstanding_ = 0;  // client requests not yet answered
+  std::chrono::steady_clock::time_point last_activity_{};
+  std::int64_t hello_id_ = 0;
   std::uint64_t deadline_gen_ = 0;
   const char* timeout_reason_ = "";
 };
+
+// Whom a new connection counts against: "" for trusted peers (root and
+// aqsd's own user on the Unix socket), "uid:N" for other local users,
+// "ip:A" for a TCP peer until it authenticates.
+template <class Protocol, class Socket>
+std::string quota_key(Socket& sock, const server::state& st) {
+  if constexpr (std::is_same_v<Protocol, asio::local::stream_protocol>) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "uid:unknown";
+    if (is_trusted(st.options, cred.uid)) return "";
+    return "uid:" + std::to_string(cred.uid);
+  } else {
+    boost::system::error_code ec;
+    auto ep = sock.remote_endpoint(ec);
+    return ec ? std::string("ip:unknown") : "ip:" + ep.address().to_string();
+  }
+}
+
+// Tells a peer over its limit why, in one frame, and closes. The socket's
+// buffer is empty, so the short write does not block.
+template <class Socket>
+void refuse_at_once(Socket& sock, const std::string& why) {
+  boost::system::error_code ec;
+  try {
+    const std::string frame = protocol::encode(protocol::error{std::nullopt, protocol::error_code::too_large, why});
+    sock.non_blocking(true, ec);
+    if (!ec) asio::write(sock, asio::buffer(frame), ec);
+  } catch (const std::exception&) {
+  }
+  sock.shutdown(asio::socket_base::shutdown_both, ec);
+  sock.close(ec);
+}
 
 template <class Protocol, class Acceptor>
 awaitable<void> accept_loop(std::shared_ptr<server::state> st, Acceptor& acceptor, transport via) {
@@ -410,15 +546,37 @@ awaitable<void> accept_loop(std::shared_ptr<server::state> st, Acceptor& accepto
       co_await backoff.async_wait(asio::redirect_error(use_awaitable, ec));
       continue;
     }
+    const std::string key = quota_key<Protocol>(sock, *st);
     std::shared_ptr<session<Protocol>> s;
+    std::string refusal;
     {
       std::lock_guard lock(st->mu);
-      if (st->stopped || st->sessions.size() >= st->options.max_connections) {
+      if (st->stopped) {
         sock.close(ec);
         continue;
       }
-      s = std::make_shared<session<Protocol>>(std::move(sock), st, st->next_serial++, via);
-      st->sessions.emplace(s->serial(), s);
+      if (!key.empty()) {
+        const bool per_key_full = st->quota[key] >= (via == transport::tcp ? st->options.max_handshakes_per_address
+                                                                           : st->options.max_connections_per_user);
+        if (st->quota[key] == 0) st->quota.erase(key);
+        if (per_key_full) {
+          refusal = "too many connections from " + key + " (limit " +
+                    std::to_string(via == transport::tcp ? st->options.max_handshakes_per_address
+                                                         : st->options.max_connections_per_user) +
+                    "): close some and retry";
+        } else if (st->sessions.size() >= st->options.max_connections) {
+          refusal = "aqsd has too many connections (" + std::to_string(st->options.max_connections) + "): retry later";
+        }
+      }
+      if (refusal.empty()) {
+        s = std::make_shared<session<Protocol>>(std::move(sock), st, st->next_serial++, via, key);
+        st->sessions.emplace(s->serial(), s);
+        if (!key.empty()) ++st->quota[key];
+      }
+    }
+    if (!s) {
+      refuse_at_once(sock, refusal);
+      continue;
     }
     s->start();
   }

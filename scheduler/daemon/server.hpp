@@ -9,6 +9,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unistd.h>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -35,7 +37,21 @@ struct server_options {
   // Once a frame has begun, its remaining bytes must arrive within this
   // (no slow-loris). Between frames a connection may stay idle.
   std::chrono::milliseconds frame_timeout{30'000};
-  std::size_t max_connections = 4096;  // more are closed at once
+  std::size_t max_connections = 4096;  // more are closed at once (trusted peers excepted)
+  // One local user (Unix socket, by SO_PEERCRED uid) may hold this many
+  // connections; more are refused at once with an error. Root and the uid
+  // that runs aqsd (node agents) are not counted, and get in even when
+  // max_connections is reached.
+  std::size_t max_connections_per_user = 256;
+  // TCP connections from one address that have not yet proven the cluster
+  // key or a job token; once a peer is authenticated it no longer counts.
+  std::size_t max_handshakes_per_address = 64;
+  // A client connection with no request outstanding and no stream (watch)
+  // open is closed after this long without a frame.
+  std::chrono::milliseconds idle_timeout{300'000};
+  // Local users trusted as node agents on the Unix socket, and not limited:
+  // root and the user running aqsd.
+  std::vector<uid_t> trusted_uids{0, ::geteuid()};
   std::size_t max_queued_bytes = std::size_t{64} << 20;  // per connection, unsent replies
 };
 

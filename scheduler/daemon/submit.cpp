@@ -131,7 +131,9 @@ void controller::admit_or_hold(std::int64_t id) {
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
-  if (finished_.insert_or_assign(id, final_info{state, code, signal}).second) finished_order_.push_back(id);
+  std::int32_t uid = 0;
+  if (auto live = jobs_.find(id); live != jobs_.end()) uid = live->second.uid;
+  if (finished_.insert_or_assign(id, final_info{state, uid, code, signal}).second) finished_order_.push_back(id);
   while (finished_order_.size() > k_finished_kept) {
     finished_.erase(finished_order_.front());
     finished_order_.pop_front();
@@ -144,7 +146,8 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   {
     std::lock_guard lock(shared_mu_);
     owners_.erase(id);
-    tokens_.erase(id);
+    tokens_.erase(id);  // the token dies with the job
+    job_addrs_.erase(id);
   }
   notify(id, state, code, signal, nullptr);
   auto [first, last] = dependents_.equal_range(id);

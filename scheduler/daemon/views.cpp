@@ -73,11 +73,20 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
   });
 }
 
+bool controller::may_read_job(const conn_ptr& c, std::int32_t owner_uid) {
+  const peer_info& p = c->peer();
+  return is_root(c) || (p.uid && static_cast<std::int32_t>(*p.uid) == owner_uid);
+}
+
 void controller::handle_job_history(const conn_ptr& c, const protocol::job_history& m) {
   asio::post(readers_, [this, c, m] {
     try {
       auto rec = store_.get_job(m.job_id);
       if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
+      if (!may_read_job(c, rec->request.uid)) {
+        return reply_error(c, m.id, protocol::error_code::permission_denied,
+                           "job " + std::to_string(m.job_id) + " belongs to another user: only its owner and root see its history");
+      }
       const auto nodes = spans();
       nlohmann::json events = nlohmann::json::array();
       for (const auto& e : store_.job_history(m.job_id)) {
@@ -137,15 +146,21 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
     if (sig) ev.signal = *sig;
     c->send(ev);
   };
+  auto refuse = [c, m] {
+    reply_error(c, m.id, protocol::error_code::permission_denied,
+                "job " + std::to_string(m.job_id) + " belongs to another user: only its owner and root may watch it");
+  };
   if (auto f = finished_.find(m.job_id); f != finished_.end()) {
+    if (!may_read_job(c, f->second.uid)) return refuse();
     return send_final(f->second.state, f->second.exit_code, f->second.signal);
   }
   auto it = jobs_.find(m.job_id);
   if (it == jobs_.end()) {
-    asio::post(readers_, [this, c, m, send_final] {
+    asio::post(readers_, [this, c, m, send_final, refuse] {
       try {
         auto rec = store_.get_job(m.job_id);
         if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
+        if (!may_read_job(c, rec->request.uid)) return refuse();
         send_final(rec->status.state, rec->status.exit_code, rec->status.term_signal);
       } catch (const std::exception& e) {
         reply_error(c, m.id, protocol::error_code::internal, e.what());
@@ -153,7 +168,9 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
     });
     return;
   }
+  if (!may_read_job(c, it->second.uid)) return refuse();
   watchers_[m.job_id].push_back({c, m.id});
+  c->streaming();  // a stream, not an idle connection
   c->send(protocol::ok{m.id, {}});
   protocol::job_event ev;
   ev.id = m.id;
@@ -171,7 +188,13 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
   e.early_bytes = 0;
 }
 
-void controller::handle_output(const protocol::output& m) {
+void controller::handle_output(const conn_ptr& c, const protocol::output& m) {
+  const node_entry* from = node_of_conn(c);
+  auto live = jobs_.find(m.job_id);
+  if (from == nullptr || live == jobs_.end() ||
+      (live->second.host != from->index && !runs_step(m.job_id, from->index))) {
+    return;  // not a job this node runs: nobody is shown what it claims
+  }
   auto w = watchers_.find(m.job_id);
   bool delivered = false;
   if (w != watchers_.end()) {

@@ -199,6 +199,7 @@ void cluster::start_aqsd() {
     argv.push_back("--db");
     argv.push_back(o_.db);
   }
+  argv.insert(argv.end(), o_.aqsd_args.begin(), o_.aqsd_args.end());
   if (hosts_) {
     argv.push_back("--listen");
     argv.push_back(hosts_->root_ip() + ":" + std::to_string(tcp_port_));

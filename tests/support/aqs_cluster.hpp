@@ -61,6 +61,7 @@ public:
     // talking to aqsd over TCP on the hosts' bridge. Needs root.
     bool netns = false;
     std::string policy = "equipartition";
+    std::vector<std::string> aqsd_args;  // more aqsd flags (e.g. --idle-timeout 1)
   };
   explicit cluster(options o);
   ~cluster();  // stops everything; kills what is left, by process group

@@ -244,6 +244,12 @@ awaitable<bool> agent::converse(const std::string& where) {
   reply = co_await read_one();
   if (!reply) co_return false;
   if (auto* e = std::get_if<protocol::error>(&*reply)) {
+    if (e->code == protocol::error_code::invalid_state) {
+      // The name is still held by our previous connection (aqsd has not yet
+      // seen it close) or by another agent: wait and try again.
+      if (last_error_ != e->message) log("aqsd refused to register node " + options_.name + ": " + (last_error_ = e->message));
+      co_return false;
+    }
     fail("aqsd refused to register node " + options_.name + ": " + e->message);
     co_return false;
   }

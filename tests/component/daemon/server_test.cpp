@@ -351,12 +351,45 @@ TEST_CASE("many concurrent clients each get their own answers") {
 TEST_CASE("connections beyond the limit are closed at once") {
   daemon::server_options o;
   o.max_connections = 2;
+  o.trusted_uids = {};  // this test runs as root: count it like anyone
   fixture f(o);
   unix_client a(f), b(f);
   unix_client c(f, false);
+  CHECK(std::string(c.expect<protocol::error>().message).find("too many connections") != std::string::npos);
   CHECK(c.closed_by_server());
   a.send(protocol::list_nodes{1});
   CHECK(a.expect<protocol::ok>().id == 1);
+}
+
+TEST_CASE("one user's connections beyond their limit are refused with an error, trusted users are not limited") {
+  daemon::server_options o;
+  o.max_connections_per_user = 2;
+  o.trusted_uids = {};
+  {
+    fixture f(o);
+    unix_client a(f), b(f);
+    unix_client c(f, false);
+    auto e = c.expect<protocol::error>();
+    CHECK(e.code == protocol::error_code::too_large);
+    CHECK(std::string(e.message).find("too many connections") != std::string::npos);
+    CHECK(c.closed_by_server());
+  }
+  o.trusted_uids = {::geteuid()};
+  o.max_connections = 2;
+  fixture f(o);
+  unix_client a(f), b(f), c(f), d(f);  // over both limits: trusted gets in
+  d.send(protocol::list_nodes{1});
+  CHECK(d.expect<protocol::ok>().id == 1);
+}
+
+TEST_CASE("a client connection idle with nothing outstanding is closed with an error") {
+  daemon::server_options o;
+  o.idle_timeout = std::chrono::milliseconds(200);
+  fixture f(o);
+  unix_client idle(f);
+  auto e = idle.expect<protocol::error>();
+  CHECK(std::string(e.message).find("idle") != std::string::npos);
+  CHECK(idle.closed_by_server());
 }
 
 TEST_CASE("a second server on a live socket is refused, a stale socket file is replaced") {

@@ -1,0 +1,283 @@
+// security: each attack found by trying AQS as an unprivileged local user
+// (and as a peer without the cluster key), replayed against a real aqsd and
+// real agents through the real socket with a raw-protocol client. Every case
+// must be refused with a clear error and leave nothing behind.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <pwd.h>
+#include <thread>
+#include <unistd.h>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "protocol/auth.hpp"
+#include "raw_peer.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+using test::raw_peer;
+using test::describe;
+using test::error_of;
+using test::is_ok;
+
+namespace {
+
+// Two unprivileged users made for this run and removed at its end: the
+// victim (alice) and the attacker (mallory).
+struct run_users {
+  std::vector<std::string> made;
+  ~run_users() {  // at exit, after doctest: plain calls only
+    for (const auto& name : made) {
+      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
+      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
+    }
+  }
+  void ensure(const std::string& name) {
+    if (::getpwnam(name.c_str()) != nullptr) return;
+    made.push_back(name);  // c.user() creates it
+  }
+};
+run_users& users() {
+  static run_users u;
+  return u;
+}
+
+constexpr const char* k_alice = "aqssec-alice";
+constexpr const char* k_mallory = "aqssec-mallory";
+
+struct setup {
+  test::test_database db;
+  std::unique_ptr<test::cluster> c;
+  test::test_user alice, mallory;
+  explicit setup(int nodes = 2, std::vector<std::string> aqsd_args = {}) {
+    test::cluster::options o;
+    o.db = db.conninfo();
+    o.nodes = nodes;
+    o.aqsd_args = std::move(aqsd_args);
+    c = std::make_unique<test::cluster>(o);
+    users().ensure(k_alice);
+    users().ensure(k_mallory);
+    alice = c->user(k_alice);
+    mallory = c->user(k_mallory);
+  }
+  raw_peer as(const test::test_user& u) { return raw_peer(test::connect_unix_as(c->socket(), u.uid, u.gid).at(0)); }
+  raw_peer as_root() { return raw_peer(test::connect_unix_as(c->socket(), 0, 0).at(0)); }
+  // A job of alice's that runs until killed.
+  std::int64_t alices_job() {
+    const auto id = c->submit({"-n", "1", "-t", "5", "-o", (alice.home / "out-%j").string(), "--wrap",
+                               "echo secret-output; sleep 120"},
+                              &alice, alice.home.string());
+    c->wait_state(id, {job_state::running});
+    return id;
+  }
+};
+
+bool node_registered(test::cluster& c, const std::string& name) {
+  for (const auto& n : c.nodes()) {
+    if (n.name == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a local user cannot register as a node on the Unix socket") {
+  setup s;
+  raw_peer mallory = s.as(s.mallory);
+  const auto answer = mallory.hello(protocol::peer_role::node);
+  CHECK_MESSAGE(error_of(answer) == protocol::error_code::permission_denied, describe(answer));
+  // Not even after the refusal: the connection is closed, nothing registered.
+  mallory.send(protocol::register_node{2, "evil", 8, {}, 0, 0, {}, ""});
+  CHECK(mallory.closed_within(5s));
+  CHECK_FALSE(node_registered(*s.c, "evil"));
+  CHECK(s.c->nodes().size() == 2);
+}
+
+TEST_CASE("nobody takes over the name of a connected node, and a node cannot report on a job it does not run") {
+  setup s;
+  const auto job = s.alices_job();
+  const auto before = s.c->job(job);
+  REQUIRE(before);
+  // Root may be a node locally, but not under a name a connected agent holds.
+  raw_peer imp = s.as_root();
+  REQUIRE(is_ok(imp.hello(protocol::peer_role::node)));
+  imp.send(protocol::register_node{2, "node0", 4, {0}, 0, 0, {}, ""});
+  auto refused = imp.reply_to(2);
+  CHECK_MESSAGE(error_of(refused) == protocol::error_code::invalid_state, describe(refused));
+  imp.send(protocol::register_node{3, "node1", 4, {0}, 0, 0, {}, ""});
+  refused = imp.reply_to(3);
+  CHECK_MESSAGE(error_of(refused) == protocol::error_code::invalid_state, describe(refused));
+  // Registered under a name of its own, it may not speak for alice's job.
+  imp.send(protocol::register_node{4, "spy", 1, {0}, 0, 0, {}, ""});
+  REQUIRE(is_ok(imp.reply_to(4)));
+  imp.send(protocol::job_exited{5, job, job_state::completed, 0, std::nullopt});
+  (void)imp.reply_to(5);
+  imp.send(protocol::output{std::nullopt, job, "stdout", "forged output\n"});
+  std::this_thread::sleep_for(500ms);
+  const auto after = s.c->job(job);
+  REQUIRE(after);
+  CHECK(after->state == job_state::running);
+  // The real agents are still the ones connected.
+  for (const auto& n : s.c->nodes()) {
+    if (n.name == "node0" || n.name == "node1") CHECK(n.state == protocol::node_state::up);
+  }
+}
+
+TEST_CASE("another user cannot watch, read the history of, or cancel someone's job") {
+  setup s;
+  const auto job = s.alices_job();
+  raw_peer mallory = s.as(s.mallory);
+  REQUIRE(is_ok(mallory.hello()));
+  mallory.send(protocol::watch_job{2, job});
+  auto a = mallory.reply_to(2);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
+  mallory.send(protocol::job_history{3, job});
+  a = mallory.reply_to(3);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
+  mallory.send(protocol::cancel{4, {job}, std::nullopt, std::nullopt});
+  a = mallory.reply_to(4);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
+  // No output reached mallory, and the job runs on.
+  while (auto extra = mallory.next(300ms)) {
+    CHECK_FALSE(std::holds_alternative<protocol::output>(*extra));
+    CHECK_FALSE(std::holds_alternative<protocol::job_event>(*extra));
+  }
+  CHECK(s.c->job(job)->state == job_state::running);
+  // Mallory still sees the queue (as squeue shows everyone's), not details.
+  const auto listed = s.c->cmd(bin().fjobs, {"--json"}, &s.mallory);
+  CHECK(listed.status == 0);
+  bool listed_job = false;
+  for (const auto& j : nlohmann::json::parse(listed.out)) listed_job = listed_job || j.at("id") == job;
+  CHECK(listed_job);
+  // Alice may do all of it (the checks are about who asks).
+  raw_peer alice = s.as(s.alice);
+  REQUIRE(is_ok(alice.hello()));
+  alice.send(protocol::job_history{2, job});
+  CHECK(is_ok(alice.reply_to(2)));
+  alice.send(protocol::watch_job{3, job});
+  CHECK(is_ok(alice.reply_to(3)));
+}
+
+TEST_CASE("a hello as another user's job is refused before any ok") {
+  setup s;
+  const auto job = s.alices_job();
+  raw_peer mallory = s.as(s.mallory);
+  const auto first = mallory.hello(protocol::peer_role::job, job);
+  CHECK_MESSAGE(error_of(first) == protocol::error_code::permission_denied, describe(first));
+  CHECK(mallory.closed_within(5s));
+}
+
+TEST_CASE("a job's token is refused from a host the job does not run on") {
+  if (!testbed::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.netns = true;
+  test::cluster c(o);
+  const fs::path tok = c.workdir() / "token";
+  const auto job = c.submit({"-n", "1", "-t", "5", "--wrap", "printenv AQS_JOB_TOKEN > " + tok.string() + "; sleep 120"},
+                            nullptr, c.workdir().string());
+  c.wait_state(job, {job_state::running});
+  for (int i = 0; i < 200 && test::slurp(tok).empty(); ++i) std::this_thread::sleep_for(50ms);
+  std::string token = test::slurp(tok);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  REQUIRE_FALSE(token.empty());
+  // aqsd listens on the bridge; this process is on the root namespace's
+  // side of it, an address where no agent (and so no job) runs.
+  const std::string addr = test::slurp(c.dir() / "state" / "aqsd.addr");
+  const auto colon = addr.rfind(':');
+  REQUIRE(colon != std::string::npos);
+  const int fd = test::connect_tcp(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)));
+  REQUIRE(fd >= 0);
+  raw_peer thief(fd);
+  const auto ch = thief.next();
+  REQUIRE(ch);
+  REQUIRE(std::holds_alternative<protocol::challenge>(*ch));
+  const auto answer = thief.hello(protocol::peer_role::job, job,
+                                  protocol::compute_auth(token, std::get<protocol::challenge>(*ch).nonce), true);
+  CHECK_MESSAGE(error_of(answer) == protocol::error_code::permission_denied, describe(answer));
+  CHECK(thief.closed_within(5s));
+  CHECK(c.job(job)->state == job_state::running);
+  // Without the cluster key nobody is a node or an administrator over TCP,
+  // and the job's token is no cluster key.
+  for (auto role : {protocol::peer_role::node, protocol::peer_role::client}) {
+    const int fd2 = test::connect_tcp(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)));
+    REQUIRE(fd2 >= 0);
+    raw_peer stranger(fd2);
+    const auto ch2 = stranger.next();
+    REQUIRE(ch2);
+    REQUIRE(std::holds_alternative<protocol::challenge>(*ch2));
+    const auto no = stranger.hello(role, std::nullopt,
+                                   protocol::compute_auth(token, std::get<protocol::challenge>(*ch2).nonce));
+    CHECK_MESSAGE(error_of(no) == protocol::error_code::unauthorized, describe(no));
+    CHECK(stranger.closed_within(5s));
+  }
+  CHECK(c.nodes().size() == 2);
+}
+
+TEST_CASE("one user's connections are capped while other users, root and agents still get in") {
+  setup s(1, {"--max-connections-per-user", "40"});
+  const auto fds = test::connect_unix_as(s.c->socket(), s.mallory.uid, s.mallory.gid, 60);
+  std::vector<raw_peer> held;
+  for (int fd : fds) held.emplace_back(fd);
+  int accepted = 0, refused = 0;
+  for (auto& p : held) {
+    const auto a = p.hello();
+    if (is_ok(a)) {
+      ++accepted;
+    } else {
+      CHECK_MESSAGE(error_of(a) == protocol::error_code::too_large, describe(a));
+      ++refused;
+    }
+  }
+  CHECK(accepted == 40);
+  CHECK(refused == 20);
+  // Everyone else is unaffected.
+  CHECK(s.c->cmd(bin().fjobs, {"--json"}, &s.alice).status == 0);
+  CHECK(s.c->cmd(bin().fnodes, {"--json"}).status == 0);
+  // Closing gives mallory's quota back.
+  held.clear();
+  std::this_thread::sleep_for(300ms);
+  bool back = false;
+  for (int i = 0; i < 50 && !back; ++i) {
+    raw_peer again = s.as(s.mallory);
+    back = is_ok(again.hello());
+    if (!back) std::this_thread::sleep_for(100ms);
+  }
+  CHECK(back);
+}
+
+TEST_CASE("an idle connection is closed with an error, a watching one stays open") {
+  setup s(1, {"--idle-timeout", "1"});
+  const auto job = s.alices_job();
+  raw_peer idle = s.as(s.mallory);
+  REQUIRE(is_ok(idle.hello()));
+  const auto said = idle.next(10s);
+  CHECK_MESSAGE(error_of(said) == protocol::error_code::bad_request, describe(said));
+  CHECK(idle.closed_within(5s));
+  raw_peer watching = s.as(s.alice);
+  REQUIRE(is_ok(watching.hello()));
+  watching.send(protocol::watch_job{2, job});
+  REQUIRE(is_ok(watching.reply_to(2)));
+  CHECK_FALSE(watching.closed_within(3s));
+  // Its stream still works: the job's end reaches it.
+  REQUIRE(s.c->cmd(bin().fkill, {std::to_string(job)}, &s.alice).status == 0);
+  bool ended = false;
+  for (int i = 0; i < 50 && !ended; ++i) {
+    auto m = watching.next(1s);
+    if (!m) continue;
+    if (const auto* ev = std::get_if<protocol::job_event>(&*m)) ended = core::is_final(ev->state);
+  }
+  CHECK(ended);
+}
