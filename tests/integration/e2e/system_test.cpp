@@ -209,15 +209,22 @@ TEST_CASE("bad input gets a clear error, and aqsd keeps serving everyone and los
   std::atomic<bool> stop{false};
   std::vector<std::int64_t> acked;
   std::mutex acked_mu;
+  std::atomic<int> refused{0};
   std::thread good([&] {
     while (!stop) {
       const auto r = c.cmd(bin().fsub, {"--parsable", "--wrap", "true"});
       if (r.status == 0) {
         std::lock_guard lock(acked_mu);
         acked.push_back(std::stoll(r.out));
+      } else {
+        ++refused;
       }
     }
   });
+  auto acked_count = [&] {
+    std::lock_guard lock(acked_mu);
+    return acked.size();
+  };
   auto raw = [&](const std::string& bytes, bool expect_reply) {
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un a{};
@@ -265,9 +272,12 @@ TEST_CASE("bad input gets a clear error, and aqsd keeps serving everyone and los
   r = c.cmd(bin().fjobs, {"--states", "SLEEPING"});
   CHECK(r.status == 2);
 
-  std::this_thread::sleep_for(500ms);
+  // The good client served all along: a few submissions at least (on a
+  // loaded machine the bad input may be over before the fifth).
+  for (int i = 0; i < 600 && acked_count() < 5; ++i) std::this_thread::sleep_for(100ms);
   stop = true;
   good.join();
+  CHECK(refused == 0);
   c.wait_idle(60s);
   const auto jobs = c.jobs();
   std::set<std::int64_t> ids;
@@ -378,14 +388,17 @@ TEST_CASE("an agent killed with SIGKILL and restarted within the heartbeat timeo
   test::cluster c(o);
   const fs::path w = c.workdir();
   write_file(w / "j.sh", "#!/bin/sh\necho $$ > \"$1\"\nsleep \"$2\"\nexit \"$3\"\n");
-  const auto survives = c.submit({"j.sh", (w / "a.pid").string(), "3", "5"});
-  const auto ends_meanwhile = c.submit({"j.sh", (w / "b.pid").string(), "0.5", "0"});
-  c.wait_state(survives, {job_state::running});
-  c.wait_state(ends_meanwhile, {job_state::running});
+  const auto survives = c.submit({"j.sh", (w / "a.pid").string(), "8", "5"});
+  const auto ends_meanwhile = c.submit({"j.sh", (w / "b.pid").string(), "1.5", "0"});
+  // Both run once their pid files exist (polling for RUNNING could miss
+  // b's short life on a loaded machine).
   wait_for_file(w / "a.pid");
+  wait_for_file(w / "b.pid");
   const pid_t a = read_pids(w / "a.pid").at(0);
+  const pid_t b = read_pids(w / "b.pid").at(0);
   c.kill_agent(0, SIGKILL);
-  std::this_thread::sleep_for(1500ms);  // b ends while no agent runs
+  for (int i = 0; i < 40 && test::alive(b); ++i) std::this_thread::sleep_for(100ms);  // b ends while no agent runs
+  CHECK_FALSE(test::alive(b));
   CHECK(test::alive(a));                // a runs on without its agent
   c.start_agent(0);
   const auto ja = c.wait_state(survives, {job_state::completed, job_state::failed, job_state::node_fail}, 30s);
