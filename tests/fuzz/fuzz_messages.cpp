@@ -7,12 +7,30 @@
 #include <variant>
 
 #include "protocol/errors.hpp"
+#include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/results.hpp"
 
 using namespace aqs::protocol;
 
 namespace {
 [[noreturn]] void violated() { std::abort(); }
+
+// A list the results parser accepts re-encodes to itself, item by item; one
+// it refuses is refused as bad_request.
+template <class ParseList, class ParseOne>
+void check_results(const nlohmann::json& result, ParseList parse_list, ParseOne parse_one) {
+  decltype(parse_list(result)) items;
+  try {
+    items = parse_list(result);
+  } catch (const protocol_error& e) {
+    if (e.code() != error_code::bad_request) violated();
+    return;
+  }
+  for (const auto& item : items) {
+    if (!(parse_one(parse_json_bounded(dump_json(to_json(item))), "") == item)) violated();
+  }
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -28,6 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)type_of(m);
     (void)id_of(m);
     for (const auto r : {peer_role::client, peer_role::node, peer_role::job}) (void)may_send(r, m);
+    // fjobs and fnodes read the result of an ok with the results parsers.
+    if (const auto* reply = std::get_if<ok>(&m)) {
+      check_results(reply->result, parse_job_list, parse_job_info);
+      check_results(reply->result, parse_node_list, parse_node_info);
+    }
   } catch (const protocol_error& e) {
     const std::string what = e.what();
     if (what.empty() || what.find('\n') != std::string::npos) violated();
