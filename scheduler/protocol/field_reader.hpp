@@ -13,6 +13,7 @@
 
 #include "core/job_state.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/json_limits.hpp"
 
 namespace aqs::protocol::detail {
 
@@ -88,6 +89,9 @@ public:
     const auto& s = v.get_ref<const std::string&>();
     if (s.size() > rule.max) fail(key, "is longer than " + std::to_string(rule.max) + " bytes");
     if (rule.nonempty && s.empty()) fail(key, "must not be empty");
+    // Text frames were checked whole by parse_json_bounded; a json built in
+    // memory was not, and a string that is not UTF-8 could not be encoded.
+    if (find_invalid_utf8(s) != std::string::npos) fail(key, "is not valid UTF-8");
     for (const char c : s) {
       if (c == '\0') fail(key, "contains a NUL character");
       if (rule.line && static_cast<unsigned char>(c) < 0x20) fail(key, "contains a control character");

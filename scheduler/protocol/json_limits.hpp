@@ -15,11 +15,25 @@ inline constexpr int k_max_json_depth = 16;
 inline constexpr std::size_t k_max_json_values = std::size_t{1} << 18;
 
 // Parses `text` as one JSON value. Throws protocol_error(bad_request) for
-// invalid JSON (including invalid UTF-8 in strings) with the parser's position,
-// and also bad_request when the nesting or value count exceeds the
-// limits above; nothing else escapes for bad input. Memory is bounded by a
-// small multiple of text.size() plus k_max_json_values small objects.
+// a leading byte-order mark (which nlohmann would silently skip), for text
+// that is not UTF-8 anywhere (naming the first bad byte and its offset), for
+// invalid JSON with the parser's position, and when the nesting or value
+// count exceeds the limits above; nothing else escapes for bad input. Every
+// message is valid UTF-8, so it can be quoted in an error reply. Memory is
+// bounded by a small multiple of text.size() plus k_max_json_values small
+// objects.
 nlohmann::json parse_json_bounded(std::string_view text);
+
+// Offset of the first byte of `text` that is not part of a well-formed UTF-8
+// sequence (RFC 3629: no overlong forms, no surrogates U+D800..U+DFFF, nothing
+// above U+10FFFF, no truncated sequence), or npos when all of it is UTF-8.
+std::size_t find_invalid_utf8(std::string_view text) noexcept;
+
+// `text` made safe to quote in a reply: each byte that is not well-formed
+// UTF-8 becomes the four characters "\xNN", and the result is cut to at most
+// `max_bytes` between two characters, never inside one. Valid UTF-8 (control
+// characters included) within max_bytes comes back unchanged.
+std::string utf8_safe(std::string_view text, std::size_t max_bytes);
 
 // Serialises compactly. Throws protocol_error(bad_request) if a string is not
 // valid UTF-8 (the receiver would reject it anyway).

@@ -218,7 +218,9 @@ void read(const reader& r, ok& m, const json& whole) {
 void write(json& j, const error& m) {
   j["id"] = m.id ? json(*m.id) : json(nullptr);
   j["code"] = to_string(m.code);
-  j["message"] = m.message;
+  // Handlers quote what peers sent and what the system said: whatever the
+  // bytes, the reply must encode and the receiver must accept its length.
+  j["message"] = utf8_safe(m.message, k_max_text);
 }
 void read(const reader& r, error& m) {
   m.id = r.opt_integer("id", 0, k_max_job_id);
@@ -529,7 +531,8 @@ void read(const reader& r, step_ended& m) {
 template <std::size_t I = 0>
 message read_by_type(std::string_view t, const reader& r, const json& whole) {
   if constexpr (I == std::variant_size_v<message>) {
-    std::string shown(t.substr(0, 64));
+    // Cut between characters: a split one would make the reply unencodable.
+    std::string shown = utf8_safe(t, 64);
     for (char& c : shown) {
       if (static_cast<unsigned char>(c) < 0x20) c = '?';
     }
@@ -651,8 +654,7 @@ error make_error(const protocol_error& e) {
   error out;
   out.id = e.request_id();
   out.code = e.code();
-  out.message = e.what();
-  if (out.message.size() > k_max_text) out.message.resize(k_max_text);
+  out.message = utf8_safe(e.what(), k_max_text);
   return out;
 }
 

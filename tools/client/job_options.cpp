@@ -5,6 +5,7 @@
 #include <array>
 #include <filesystem>
 #include <set>
+#include <unordered_set>
 
 #include "client/elf_needed.hpp"
 #include "client/exec_path.hpp"
@@ -111,6 +112,9 @@ std::vector<std::int64_t> parse_dependency(const parse_context& pc, std::string_
     pc.fail("dependency '" + shown(value) + "': alternatives with '?' are not supported (use afterok:ID)");
   }
   std::vector<std::int64_t> ids;
+  // Repeats count once, found through a set: a script can name a million
+  // ids, and a pairwise search for them took minutes.
+  std::unordered_set<std::int64_t> seen;
   for (const auto part : split(value, ',')) {
     const auto fields = split(part, ':');
     if (fields[0] != "afterok") {
@@ -126,10 +130,13 @@ std::vector<std::int64_t> parse_dependency(const parse_context& pc, std::string_
         if (ok) v = v * 10 + (c - '0');
       }
       if (!ok || v < 1) pc.fail("invalid job id '" + shown(f) + "' in dependency (expected afterok:ID[:ID...])");
-      if (std::find(ids.begin(), ids.end(), v) == ids.end()) ids.push_back(v);
+      if (!seen.insert(v).second) continue;
+      ids.push_back(v);
+      if (ids.size() > protocol::k_max_ids) {
+        pc.fail("too many dependencies (at most " + std::to_string(protocol::k_max_ids) + " jobs)");
+      }
     }
   }
-  if (ids.size() > protocol::k_max_ids) pc.fail("too many dependencies");
   return ids;
 }
 

@@ -360,3 +360,25 @@ TEST_CASE("merge keeps the base where the override is silent") {
   CHECK_FALSE(base.procs.has_value());
   CHECK(base.max_pe == 9);
 }
+
+TEST_CASE("a dependency list longer than the protocol allows is refused at the first id too many") {
+  // A script of a few MiB can name a million jobs in one line; going through
+  // them pairwise for duplicates would keep fsub busy for minutes.
+  std::string line = "#SBATCH --dependency=afterok";
+  for (int id = 1; id <= 1'000'000; ++id) line += ":" + std::to_string(id);
+  try {
+    parse_directives("#!/bin/sh\n" + line + "\ntrue\n");
+    FAIL("a million dependencies were accepted");
+  } catch (const usage_error& e) {
+    CHECK(std::string(e.what()).find("too many dependencies") != std::string::npos);
+  }
+
+  // Exactly the limit is fine; repeats count once and keep their first place.
+  std::string most = "#AQS --dependency=afterok:7";
+  for (std::size_t id = 1; id <= aqs::protocol::k_max_ids; ++id) most += ":" + std::to_string(id);
+  const auto d = parse_directives("#!/bin/sh\n" + most + ",afterok:3\ntrue\n");
+  REQUIRE(d.options.afterok.has_value());
+  CHECK(d.options.afterok->size() == aqs::protocol::k_max_ids);
+  CHECK(d.options.afterok->front() == 7);
+  CHECK(d.options.afterok->at(1) == 1);
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+#SBATCH -J café
+true

@@ -1,0 +1,2 @@
+#!/bin/sh
+#AQS -J "unterminated
