@@ -215,7 +215,13 @@ void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& 
   // A job its agent confirmed and no longer lists, twice, with no report of
   // its end: lost (its agent died with it and came back without it).
   std::vector<std::int64_t> lost, relaunch;
-  for (auto& [id, e] : jobs_) {
+  // Only jobs holding processors can run here: walking every live job (a
+  // queue of 100,000) on each heartbeat of each node starved submissions.
+  for (const auto& [end, held] : sched_.holding_by_end()) {
+    const auto id = static_cast<std::int64_t>(held);
+    auto found = jobs_.find(id);
+    if (found == jobs_.end()) continue;
+    job_entry& e = found->second;
     if (e.host != n->index) continue;
     if (e.recovered) {
       // Registration and the resent reports came before this heartbeat.

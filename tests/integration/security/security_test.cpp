@@ -281,3 +281,17 @@ TEST_CASE("an idle connection is closed with an error, a watching one stays open
   }
   CHECK(ended);
 }
+
+TEST_CASE("invalid UTF-8 and a byte-order mark are answered bad_request, and the connection serves on") {
+  setup s(1);
+  raw_peer mallory = s.as(s.mallory);
+  REQUIRE(is_ok(mallory.hello()));
+  mallory.send_bytes(protocol::encode_frame("{\"type\":\"list_jobs\",\"id\":2,\"user\":\"caf\xe9\"}"));
+  auto a = mallory.reply_to(2);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::bad_request, describe(a));
+  mallory.send_bytes(protocol::encode_frame("\xef\xbb\xbf{\"type\":\"list_nodes\",\"id\":3}"));
+  a = mallory.next();
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::bad_request, describe(a));
+  mallory.send(protocol::list_nodes{4});
+  CHECK(is_ok(mallory.reply_to(4)));
+}
