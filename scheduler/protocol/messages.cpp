@@ -279,6 +279,8 @@ void write(json& j, const list_jobs& m) {
   j["job_ids"] = m.job_ids;
   put_opt(j, "after_id", m.after_id);
   put_opt(j, "limit", m.limit);
+  if (m.newest) j["newest"] = true;
+  put_opt(j, "before_id", m.before_id);
 }
 void read(const reader& r, list_jobs& m) {
   m.id = read_id(r);
@@ -292,6 +294,8 @@ void read(const reader& r, list_jobs& m) {
   m.job_ids = r.integers("job_ids", k_max_ids, 1, k_max_job_id);
   m.after_id = r.opt_integer("after_id", 0, k_max_job_id);
   m.limit = r.opt_integer("limit", 1, k_max_list);
+  m.newest = r.boolean("newest", false);
+  m.before_id = r.opt_integer("before_id", 1, k_max_job_id);
 }
 
 void write(json& j, const list_nodes& m) { j["id"] = m.id; }
@@ -646,7 +650,15 @@ message parse_message(const json& j) {
 
 message parse_message(std::string_view body) { return parse_message(parse_json_bounded(body)); }
 
-std::string encode_body(const message& m) { return dump_json(to_json(m)); }
+std::string encode_body(const message& m) {
+  std::string body = dump_json(to_json(m));
+  if (const auto* o = std::get_if<ok>(&m); o != nullptr && !o->raw_members.empty()) {
+    body.back() = ',';  // the object always has "id" and "type": it is never empty
+    body += o->raw_members;
+    body += '}';
+  }
+  return body;
+}
 
 std::string encode(const message& m) { return encode_frame(encode_body(m)); }
 

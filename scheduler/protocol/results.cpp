@@ -2,6 +2,8 @@
 #include "protocol/results.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 
 #include "protocol/field_reader.hpp"
 #include "protocol/messages.hpp"
@@ -75,6 +77,92 @@ json to_json(const node_info& n) {
   return json{{"name", n.name},   {"state", to_string(n.state)}, {"first_proc", n.first_proc},
               {"nprocs", n.nprocs}, {"procs", n.procs},          {"jobs", n.jobs},
               {"memory_mb", n.memory_mb}, {"gpus", n.gpus}};
+}
+
+namespace {
+
+void append_string(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t plain = 0;  // start of the run of bytes copied as they are
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+    }
+  }
+  out.append(text.data() + plain, text.size() - plain);
+  out += '"';
+}
+
+void append_int(std::string& out, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_opt(std::string& out, const std::optional<std::string>& v) {
+  if (v) {
+    append_string(out, *v);
+  } else {
+    out += "null";
+  }
+}
+
+void append_opt(std::string& out, const std::optional<std::int64_t>& v) {
+  if (v) {
+    append_int(out, *v);
+  } else {
+    out += "null";
+  }
+}
+
+}  // namespace
+
+void append_json(std::string& out, const job_info& j) {
+  // The members in nlohmann's order (sorted by key), as to_json(j).dump().
+  out += j.adaptive ? "{\"adaptive\":true,\"end_time\":" : "{\"adaptive\":false,\"end_time\":";
+  append_opt(out, j.end_time);
+  out += ",\"exit_code\":";
+  append_opt(out, j.exit_code);
+  out += ",\"id\":";
+  append_int(out, j.id);
+  out += ",\"max_pe\":";
+  append_int(out, j.max_pe);
+  out += ",\"min_pe\":";
+  append_int(out, j.min_pe);
+  out += ",\"name\":";
+  append_string(out, j.name);
+  out += ",\"nodes\":";
+  append_string(out, j.nodes);
+  out += ",\"nprocs\":";
+  append_int(out, j.nprocs);
+  out += ",\"procs\":";
+  append_string(out, j.procs);
+  out += ",\"start_time\":";
+  append_opt(out, j.start_time);
+  out += ",\"state\":";
+  append_string(out, core::to_string(j.state));
+  out += ",\"submit_time\":";
+  append_opt(out, j.submit_time);
+  out += ",\"user\":";
+  append_string(out, j.user);
+  out += ",\"walltime_s\":";
+  append_opt(out, j.walltime_s);
+  out += '}';
 }
 
 job_info parse_job_info(const json& j, const std::string& where) {

@@ -54,6 +54,12 @@ struct node_info {
 nlohmann::json to_json(const job_info& j);
 nlohmann::json to_json(const node_info& n);
 
+// Appends to_json(j).dump() to `out`, byte for byte the same, without
+// building the JSON object: listing 100,000 jobs costs a few milliseconds
+// this way instead of a second. Text is copied as it is (nlohmann would
+// refuse invalid UTF-8; the store holds none).
+void append_json(std::string& out, const job_info& j);
+
 // Validate one object from a reply (unknown fields ignored, null = absent
 // for the optional ones). Throw protocol_error(bad_request) naming the field
 // ("jobs[3].state") for anything else; `where` is the prefix used in those

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 #include <random>
 #include <unordered_map>
 
@@ -170,6 +171,27 @@ const std::array k_statements = {
     statement{"list_user_states",
               "SELECT " AQS_SUMMARY_COLUMNS
               " FROM jobs WHERE user_name = $1 AND state = ANY($2::text[]) AND id > $4 ORDER BY id LIMIT $3"},
+    // The same shapes from the newest down (fjobs --limit): id < the bound.
+    statement{"list_all_newest", "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE id < $2 ORDER BY id DESC LIMIT $1"},
+    statement{"list_live_newest",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED') AND id < $2"
+              " ORDER BY id DESC LIMIT $1"},
+    statement{"list_user_all_newest",
+              "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE user_name = $1 AND id < $3 ORDER BY id DESC LIMIT $2"},
+    statement{"list_user_live_newest",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE user_name = $1 AND state IN ('PENDING', 'RUNNING', 'RESIZING', 'SUSPENDED')"
+              " AND id < $3 ORDER BY id DESC LIMIT $2"},
+    statement{"list_states_newest",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE state = ANY($1::text[]) AND id < $3 ORDER BY id DESC LIMIT $2"},
+    statement{"list_user_states_newest",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE user_name = $1 AND state = ANY($2::text[]) AND id < $4 ORDER BY id DESC LIMIT $3"},
+    statement{"list_ids_newest",
+              "SELECT " AQS_SUMMARY_COLUMNS
+              " FROM jobs WHERE id = ANY($1::bigint[]) AND id < $3 ORDER BY id DESC LIMIT $2"},
     // Listed ids: few, looked up by primary key; the other filters apply in C++.
     statement{"list_ids",
               "SELECT " AQS_SUMMARY_COLUMNS " FROM jobs WHERE id = ANY($1::bigint[]) AND id > $3 ORDER BY id LIMIT $2"},
@@ -1072,16 +1094,20 @@ std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
       *reader_,
       [&](pqxx::work& tx) {
         pqxx::result r;
-        const std::int64_t after = f.after_id.value_or(0);
+        // The id bound: above after_id, or (newest) below before_id.
+        const std::int64_t bound = f.newest ? f.before_id.value_or(std::numeric_limits<std::int64_t>::max())
+                                            : f.after_id.value_or(0);
+        auto shape = [&](std::string name) { return f.newest ? name + "_newest" : name; };
         if (!f.job_ids.empty()) {
-          r = tx.exec_prepared("list_ids", id_array, f.limit, after);
+          r = tx.exec_prepared(shape("list_ids"), id_array, f.limit, bound);
         } else if (!states.empty()) {
-          r = f.user_name ? tx.exec_prepared("list_user_states", *f.user_name, state_array, f.limit, after)
-                          : tx.exec_prepared("list_states", state_array, f.limit, after);
+          r = f.user_name ? tx.exec_prepared(shape("list_user_states"), *f.user_name, state_array, f.limit, bound)
+                          : tx.exec_prepared(shape("list_states"), state_array, f.limit, bound);
         } else if (f.user_name) {
-          r = tx.exec_prepared(f.include_finished ? "list_user_all" : "list_user_live", *f.user_name, f.limit, after);
+          r = tx.exec_prepared(shape(f.include_finished ? "list_user_all" : "list_user_live"), *f.user_name, f.limit,
+                               bound);
         } else {
-          r = tx.exec_prepared(f.include_finished ? "list_all" : "list_live", f.limit, after);
+          r = tx.exec_prepared(shape(f.include_finished ? "list_all" : "list_live"), f.limit, bound);
         }
         std::vector<job_summary> out;
         out.reserve(r.size());
@@ -1100,6 +1126,7 @@ std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
           }
           out.push_back(std::move(js));
         }
+        if (f.newest) std::reverse(out.begin(), out.end());
         return out;
       },
       no_resolve<std::vector<job_summary>>, true);

@@ -156,6 +156,11 @@ struct job_filter {
   std::optional<std::int64_t> after_id{}; // only ids greater than this (paging)
   // Only these jobs (the other filters still apply); empty: any.
   std::vector<std::int64_t> job_ids{};
+  // The last `limit` matching jobs with ids below before_id (when set)
+  // instead of the first ones after after_id; returned by increasing id
+  // all the same (fjobs --limit: the newest jobs).
+  bool newest = false;
+  std::optional<std::int64_t> before_id{};
 };
 
 }  // namespace aqs::store

@@ -1,6 +1,8 @@
 // client_connection: blocking socket I/O with poll() timeouts.
 #include "client/client_connection.hpp"
 
+#include "client/json_skim.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
@@ -46,7 +48,7 @@ void connection::send(const protocol::message& m) {
   }
 }
 
-std::optional<protocol::message> connection::read_one(std::optional<std::chrono::milliseconds> timeout) {
+std::optional<std::string> connection::read_frame(std::optional<std::chrono::milliseconds> timeout) {
   const auto deadline = timeout ? std::chrono::steady_clock::now() + *timeout : std::chrono::steady_clock::time_point::max();
   while (frames_.empty()) {
     int wait_ms = -1;
@@ -72,6 +74,16 @@ std::optional<protocol::message> connection::read_one(std::optional<std::chrono:
   }
   std::string body = std::move(frames_.front());
   frames_.erase(frames_.begin());
+  return body;
+}
+
+std::optional<protocol::message> connection::read_one(std::optional<std::chrono::milliseconds> timeout) {
+  auto body = read_frame(timeout);
+  if (!body) return std::nullopt;
+  return parse(*body);
+}
+
+protocol::message connection::parse(const std::string& body) {
   try {
     return protocol::parse_message(body);
   } catch (const protocol::protocol_error& e) {
@@ -106,6 +118,41 @@ nlohmann::json connection::call(protocol::message request) {
     }
     if (auto* e = std::get_if<protocol::error>(&*m); e && !e->id) throw client_error("aqsd: " + e->message, e->code);
     kept_.push_back(std::move(*m));
+  }
+}
+
+std::string connection::call_text(protocol::message request) {
+  const auto id = protocol::id_of(request);
+  send(request);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const std::string want_id = std::to_string(id.value_or(0));
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto body = read_frame(std::max(left, std::chrono::milliseconds(0)));
+    if (!body) {
+      if (std::chrono::steady_clock::now() < deadline) continue;  // interrupted by a signal
+      throw client_error("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
+    }
+    // Only the envelope is looked at; the reply's values stay text.
+    std::vector<std::pair<std::string, text_span>> members;
+    try {
+      members = object_members(*body);
+    } catch (const std::invalid_argument& e) {
+      throw client_error(std::string("unreadable message from aqsd: ") + e.what());
+    }
+    std::string_view type, rid;
+    for (const auto& [k, v] : members) {
+      if (k == "type") type = v.in(*body);
+      if (k == "id") rid = v.in(*body);
+    }
+    if (type == "\"ok\"" && rid == want_id) return std::move(*body);
+    // An error, or something else: read as call() would.
+    protocol::message m = parse(*body);
+    if (auto* e = std::get_if<protocol::error>(&m)) {
+      if (e->id == id) throw client_error(e->message, e->code);
+      if (!e->id) throw client_error("aqsd: " + e->message, e->code);
+    }
+    kept_.push_back(std::move(m));
   }
 }
 

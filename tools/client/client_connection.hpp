@@ -52,6 +52,10 @@ public:
   // aqsd's code and message on an error reply, or on a lost connection or
   // timeout.
   nlohmann::json call(protocol::message request);
+  // As call(), but returns the whole ok reply as aqsd sent it (the JSON
+  // text of the message, "type" and "id" included), unparsed: for replies
+  // too large to parse whole (list_jobs pages; see json_skim.hpp).
+  std::string call_text(protocol::message request);
   void send(const protocol::message& m);
   // The next message (kept pushes first). nullopt when `timeout` passes
   // first (none: wait as long as it takes) or a signal interrupted the wait.
@@ -62,6 +66,8 @@ public:
 
 private:
   std::optional<protocol::message> read_one(std::optional<std::chrono::milliseconds> timeout);
+  std::optional<std::string> read_frame(std::optional<std::chrono::milliseconds> timeout);
+  static protocol::message parse(const std::string& body);
 
   std::string path_;
   int fd_ = -1;

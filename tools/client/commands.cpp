@@ -190,17 +190,28 @@ protocol::cancel build_cancel(const fkill_command_line& cmd) {
 }
 
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
-  static constexpr std::array<opt_spec, 5> specific = {{{'a', "all", false},
+  static constexpr std::array<opt_spec, 6> specific = {{{'a', "all", false},
                                                          {'u', "user", true},
                                                          {'j', "jobs", true},
                                                          {'t', "states", true},
-                                                         {0, "history", true}}};
+                                                         {0, "history", true},
+                                                         {0, "limit", true}}};
   const scanned s = scan(args, specific, "fjobs");
   fjobs_command_line out;
   for (const auto& [name, value] : s.options) {
     if (apply_common(out.common, name, value)) continue;
     if (name == "all") out.all = true;
     if (name == "history") out.history = parse_job_id(value);
+    if (name == "limit") {
+      std::int64_t v = 0;
+      bool ok = !value.empty() && value.size() <= 15;
+      for (const char c : value) {
+        if (c < '0' || c > '9') ok = false;
+        if (ok) v = v * 10 + (c - '0');
+      }
+      if (!ok) throw usage_error("invalid --limit '" + shown(value) + "' (a number of jobs; 0: no limit)");
+      out.limit = v;
+    }
     if (name == "user") out.user = check_user(value);
     if (name == "jobs") {
       for (const auto part : split(value, ',')) out.job_ids.push_back(parse_job_id(part));
@@ -219,10 +230,18 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
   if (out.common.help) return out;
   if (!s.positionals.empty()) throw usage_error("unexpected argument '" + shown(s.positionals.front()) + "' (job ids go with -j)");
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
-  if (out.history && (out.all || out.user || !out.job_ids.empty() || !out.states.empty())) {
-    throw usage_error("--history shows one job: it takes no -a, -u, -j or -t");
+  if (out.history && (out.all || out.user || !out.job_ids.empty() || !out.states.empty() || out.limit)) {
+    throw usage_error("--history shows one job: it takes no -a, -u, -j, -t or --limit");
   }
   return out;
+}
+
+std::optional<std::int64_t> listing_limit(const fjobs_command_line& cmd) {
+  if (cmd.limit) return *cmd.limit == 0 ? std::nullopt : cmd.limit;
+  // A person reading a table of --all wants the recent past, not years of
+  // history; scripts (--json) get everything unless they say otherwise.
+  if (cmd.all && !cmd.common.json) return k_default_finished_window;
+  return std::nullopt;
 }
 
 protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd) {
@@ -264,6 +283,8 @@ std::string fjobs_usage() {
          "  -u, --user USER       only USER's jobs\n"
          "  -j, --jobs ID[,ID]    only these jobs\n"
          "  -t, --states S[,S]    only jobs in these states (e.g. running,pending)\n"
+         "      --limit N         only the newest N jobs that match (0: all); the table of\n"
+         "                        --all shows the newest 1000 unless told, --json all\n"
          "      --history ID      job ID's transitions instead: when, to which state and\n"
          "                        processors, and why (each resize with its phase times)\n"
          "      --json            print one JSON array of jobs (or of the events)\n"

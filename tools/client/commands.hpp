@@ -43,7 +43,7 @@ struct fkill_command_line {
 fkill_command_line parse_fkill_command_line(std::span<const std::string> args);
 protocol::cancel build_cancel(const fkill_command_line& cmd);
 
-// fjobs [-a|--all] [-u|--user USER] [-j|--jobs ID[,ID...]] [-t|--states S[,S...]] [--json]
+// fjobs [-a|--all] [-u|--user USER] [-j|--jobs ID[,ID...]] [-t|--states S[,S...]] [--limit N] [--json]
 // fjobs --history ID [--json]
 // States are the job state names in any case (running, PENDING, node_fail).
 // --history goes with no filter (usage_error otherwise).
@@ -54,8 +54,14 @@ struct fjobs_command_line {
   std::vector<std::int64_t> job_ids;
   std::vector<core::job_state> states;
   std::optional<std::int64_t> history;  // one job's transitions instead of a list
+  std::optional<std::int64_t> limit;    // --limit N: the newest N (0: no limit)
 };
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args);
+// How many of the newest matching jobs fjobs shows: --limit N (0: all);
+// without it, the newest k_default_finished_window for the table of --all,
+// and all of them otherwise (the queue, --json).
+inline constexpr std::int64_t k_default_finished_window = 1000;
+std::optional<std::int64_t> listing_limit(const fjobs_command_line& cmd);
 protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd);
 
 // fnodes [--json]

@@ -7,6 +7,7 @@
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
 #include "client/format.hpp"
+#include "client/job_listing.hpp"
 #include "client/run_command.hpp"
 
 using namespace aqs;
@@ -30,24 +31,22 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    std::vector<protocol::job_info> jobs;
-    auto request = cmdline::build_list_jobs(cmd);
-    // Long histories come in pages.
-    while (true) {
-      request.id = c.next_id();
-      const auto result = c.call(request);
-      auto page = protocol::parse_job_list(result);
-      const bool more = result.value("more", false) && !page.empty();
-      if (!page.empty()) request.after_id = page.back().id;
-      jobs.insert(jobs.end(), page.begin(), page.end());
-      if (!more) break;
-    }
+    // Long histories come in pages, kept as aqsd's text: --json prints it
+    // as it is (parsing 100,000 jobs only to print them again took seconds).
+    const auto limit = cmdline::listing_limit(cmd);
+    const client::job_listing listing = client::list_job_pages(c, cmdline::build_list_jobs(cmd), limit);
     if (cmd.common.json) {
-      std::printf("%s\n", client::jobs_json(jobs).c_str());
+      const std::string text = client::jobs_json_text(listing);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fputc('\n', stdout);
     } else {
       const double now =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      std::fputs(client::format_jobs_table(jobs, now).c_str(), stdout);
+      std::fputs(client::format_jobs_table(client::parse_jobs(listing), now).c_str(), stdout);
+      if (listing.older_left_out && !cmd.limit) {
+        std::fprintf(stderr, "fjobs: the newest %lld jobs; --limit N shows more, --limit 0 all\n",
+                     static_cast<long long>(*limit));
+      }
     }
     return 0;
   });

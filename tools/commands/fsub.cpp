@@ -10,6 +10,7 @@
 #include "client/commands.hpp"
 #include "client/job_options.hpp"
 #include "client/run_command.hpp"
+#include "client/submit.hpp"
 
 extern char** environ;
 
@@ -41,19 +42,14 @@ int main(int argc, char** argv) {
     for (const auto& w : req.warnings) std::fprintf(stderr, "fsub: warning: %s\n", w.c_str());
     const std::string socket =
         cmdline::resolve_socket_path(cmd.options.socket, std::getenv("AQS_SOCKET"), client::k_default_socket);
-    nlohmann::json result;
-    try {
-      client::connection c(socket);
-      req.request.id = c.next_id();
-      result = c.call(req.request);
-    } catch (const client::client_error& e) {
-      if (e.code()) throw;  // aqsd said no: retrying changes nothing
-      // The connection broke: the same token makes a retry safe.
-      client::connection c(socket);
-      req.request.id = c.next_id();
-      result = c.call(req.request);
-    }
-    const auto id = result.at("job_id").get<std::int64_t>();
+    // A lost reply (the connection broke, aqsd's database was briefly
+    // away) is retried with the same token: the job is made once and its id
+    // printed once.
+    client::submit_retry retry;
+    retry.on_retry = [](int attempt, const std::string& why) {
+      std::fprintf(stderr, "fsub: %s; sending the job again (attempt %d)\n", why.c_str(), attempt);
+    };
+    const std::int64_t id = client::submit(socket, req.request, retry);
     if (req.json) {
       std::printf("{\"job_id\":%lld}\n", static_cast<long long>(id));
     } else if (req.parsable) {

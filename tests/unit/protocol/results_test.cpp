@@ -90,3 +90,30 @@ TEST_CASE("node states have the spellings fnodes shows") {
   n["state"] = "IDLE";
   CHECK_THROWS_AS(parse_node_info(n), protocol_error);
 }
+
+TEST_CASE("a job written as text is the same bytes as the JSON object dumped") {
+  job_info j = sample_job_info();
+  std::string out;
+  append_json(out, j);
+  CHECK(out == to_json(j).dump());
+  // Unset times, an exit code, and names that need escaping.
+  j.start_time.reset();
+  j.walltime_s.reset();
+  j.end_time = "2026-11-21T21:05:00.000Z";
+  j.exit_code = 3;
+  j.adaptive = false;
+  j.name = std::string("q\"b\\s/\n\t\r\b\f\x01\x1f\x7f") + "h\xc3\xa9";
+  j.user = "";
+  j.procs.clear();
+  j.nprocs = 0;
+  out.clear();
+  append_json(out, j);
+  CHECK(out == to_json(j).dump());
+  // What a client reads back (names with control characters are refused there).
+  j.name = "q\"b\\s/h\xc3\xa9";
+  j.user = "alice";
+  out.clear();
+  append_json(out, j);
+  CHECK(out == to_json(j).dump());
+  CHECK(parse_job_info(json::parse(out)) == j);
+}

@@ -116,3 +116,16 @@ TEST_CASE("every command's usage text names its options") {
     CHECK(u.back() == '\n');
   }
 }
+
+TEST_CASE("fjobs --limit shows the newest N; the table of --all defaults to a recent window") {
+  auto parse = [](std::vector<std::string> args) { return parse_fjobs_command_line(args); };
+  CHECK(parse({"--limit", "5"}).limit == 5);
+  CHECK(listing_limit(parse({"--limit", "5"})) == 5);
+  CHECK(listing_limit(parse({"--all", "--limit=0"})) == std::nullopt);
+  CHECK(listing_limit(parse({"--all"})) == k_default_finished_window);
+  CHECK(listing_limit(parse({"--all", "--json"})) == std::nullopt);
+  CHECK(listing_limit(parse({})) == std::nullopt);
+  CHECK_THROWS_AS(parse({"--limit", "x"}), usage_error);
+  CHECK_THROWS_AS(parse({"--limit", "-1"}), usage_error);
+  CHECK_THROWS_AS(parse({"--history", "3", "--limit", "2"}), usage_error);
+}

@@ -1,0 +1,281 @@
+// Integration tests of the client library: listing jobs page by page, and
+// submissions whose reply is lost.
+#include <doctest/doctest.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aqs_cluster.hpp"
+#include "client/client_connection.hpp"
+#include "client/format.hpp"
+#include "client/job_listing.hpp"
+#include "client/json_skim.hpp"
+#include "client/submit.hpp"
+#include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/results.hpp"
+#include "temp_dir.hpp"
+
+using namespace aqs;
+
+namespace {
+
+int listen_unix(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 8) != 0) {
+    throw std::runtime_error("cannot listen on " + path);
+  }
+  return fd;
+}
+
+int connect_unix(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    throw std::runtime_error("cannot connect to " + path);
+  }
+  return fd;
+}
+
+// Frames read from one socket; an empty optional when it closed.
+struct frame_reader {
+  explicit frame_reader(int f) : fd(f) {}
+  int fd;
+  protocol::frame_decoder dec;
+  std::vector<std::string> ready;
+  std::optional<std::string> next() {
+    while (ready.empty()) {
+      char buf[65536];
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      dec.feed(std::string_view(buf, static_cast<std::size_t>(n)), ready);
+    }
+    std::string f = std::move(ready.front());
+    ready.erase(ready.begin());
+    return f;
+  }
+};
+
+void write_all(int fd, const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+// Serves connections on `path` one after the other with `serve(fd, n)` (n
+// counts from 0), until stopped.
+class socket_server {
+public:
+  socket_server(std::string path, std::function<void(int, int)> serve) : fd_(listen_unix(path)) {
+    thread_ = std::thread([this, serve] {
+      for (int n = 0;; ++n) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0 || stop_) {
+          if (c >= 0) ::close(c);
+          return;
+        }
+        serve(c, n);
+        ::close(c);
+      }
+    });
+  }
+  ~socket_server() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+
+private:
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+protocol::job_info job(std::int64_t id) {
+  protocol::job_info j;
+  j.id = id;
+  j.name = "job" + std::to_string(id);
+  j.user = "alice";
+  j.state = core::job_state::completed;
+  j.submit_time = "2026-11-25T10:00:00.000Z";
+  j.exit_code = 0;
+  return j;
+}
+
+// A scripted aqsd holding jobs 1..total, answering list_jobs in pages of at
+// most `page` jobs as the real one does (more = there are others beyond).
+void serve_listing(int fd, std::int64_t total, std::int64_t page, std::atomic<int>& requests) {
+  frame_reader in(fd);
+  while (auto body = in.next()) {
+    const protocol::message m = protocol::parse_message(*body);
+    if (const auto* h = std::get_if<protocol::hello>(&m)) {
+      write_all(fd, protocol::encode(protocol::ok{h->id, {}}));
+      continue;
+    }
+    const auto& l = std::get<protocol::list_jobs>(m);
+    ++requests;
+    const std::int64_t n = std::min(l.limit.value_or(page), page);
+    std::vector<std::int64_t> ids;
+    if (l.newest) {
+      for (std::int64_t id = std::min(total, l.before_id.value_or(total + 1) - 1); id >= 1 && ids.size() < std::size_t(n + 1); --id) ids.insert(ids.begin(), id);
+      if (ids.size() > std::size_t(n)) ids.erase(ids.begin());
+    } else {
+      for (std::int64_t id = l.after_id.value_or(0) + 1; id <= total && ids.size() < std::size_t(n + 1); ++id) ids.push_back(id);
+      if (ids.size() > std::size_t(n)) ids.pop_back();
+    }
+    const bool more = l.newest ? (!ids.empty() && ids.front() > 1) : (!ids.empty() && ids.back() < total);
+    protocol::ok reply{l.id, {{"more", more}}};
+    reply.raw_members = "\"jobs\":[";
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (i > 0) reply.raw_members += ',';
+      protocol::append_json(reply.raw_members, job(ids[i]));
+    }
+    reply.raw_members += ']';
+    write_all(fd, protocol::encode(reply));
+  }
+}
+
+std::vector<std::int64_t> ids_of(const std::vector<protocol::job_info>& jobs) {
+  std::vector<std::int64_t> out;
+  for (const auto& j : jobs) out.push_back(j.id);
+  return out;
+}
+
+std::vector<std::int64_t> range(std::int64_t from, std::int64_t to) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = from; i <= to; ++i) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a JSON object's members and an array's elements are found without parsing them") {
+  const std::string text = R"( {"type":"ok", "id" : 7,"s":"a\"}]\\","jobs":[{"x":[1,{"y":"]"}]}, 2 ,"z"] ,"more":true} )";
+  const auto members = client::object_members(text);
+  REQUIRE(members.size() == 5);
+  CHECK(members[0].first == "type");
+  CHECK(members[0].second.in(text) == "\"ok\"");
+  CHECK(members[1].second.in(text) == "7");
+  CHECK(members[2].second.in(text) == R"("a\"}]\\")");
+  CHECK(members[3].first == "jobs");
+  const auto elements = client::array_elements(text, members[3].second);
+  REQUIRE(elements.size() == 3);
+  CHECK(elements[0].in(text) == R"({"x":[1,{"y":"]"}]})");
+  CHECK(elements[1].in(text) == "2");
+  CHECK(elements[2].in(text) == "\"z\"");
+  CHECK(members[4].second.in(text) == "true");
+  CHECK(client::array_elements("[ ]", {0, 3}).empty());
+  for (const char* bad : {"", "[]", "{", R"({"a":})", R"({"a":"x})", R"({"a":[1})", R"({"a":[1}])", R"({"a":1} x)"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(client::object_members(bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("a listing takes every page, or only the newest jobs, and prints them as one JSON array") {
+  test::temp_dir dir("aqs-client-test");
+  const std::string path = (dir.path() / "aqsd.sock").string();
+  std::atomic<int> requests{0};
+  socket_server server(path, [&](int fd, int) { serve_listing(fd, 25, 10, requests); });
+  client::connection c(path);
+
+  const auto all = client::list_job_pages(c, protocol::list_jobs{}, std::nullopt);
+  CHECK(requests == 3);
+  CHECK_FALSE(all.older_left_out);
+  const auto jobs = client::parse_jobs(all);
+  CHECK(ids_of(jobs) == range(1, 25));
+  CHECK(client::jobs_json_text(all) == client::jobs_json(jobs));
+  CHECK(nlohmann::json::parse(client::jobs_json_text(all)).size() == 25);
+
+  requests = 0;
+  const auto newest = client::list_job_pages(c, protocol::list_jobs{}, 12);
+  CHECK(requests == 2);
+  CHECK(newest.older_left_out);
+  CHECK(ids_of(client::parse_jobs(newest)) == range(14, 25));
+
+  const auto more_than_all = client::list_job_pages(c, protocol::list_jobs{}, 40);
+  CHECK_FALSE(more_than_all.older_left_out);
+  CHECK(ids_of(client::parse_jobs(more_than_all)) == range(1, 25));
+}
+
+TEST_CASE("a submission whose reply was lost is sent again with its token and makes one job") {
+  test::cluster::options o;
+  o.nodes = 1;
+  o.procs_per_node = 2;
+  test::cluster cl(o);
+  const std::string relay = (cl.dir() / "relay.sock").string();
+  // The first connection is cut right after aqsd answered the submission
+  // (so the job is stored) and before the client sees the answer; later ones
+  // pass through.
+  std::atomic<int> connections{0};
+  socket_server server(relay, [&](int client_fd, int n) {
+    ++connections;
+    const int up = connect_unix(cl.socket());
+    frame_reader from_client(client_fd), from_aqsd(up);
+    while (auto f = from_client.next()) {
+      write_all(up, protocol::encode_frame(*f));
+      const auto reply = from_aqsd.next();
+      if (!reply) break;
+      if (n == 0 && std::holds_alternative<protocol::submit>(protocol::parse_message(*f))) break;  // lost
+      write_all(client_fd, protocol::encode_frame(*reply));
+    }
+    ::close(up);
+  });
+
+  protocol::submit s;
+  s.job.name = "lost-reply";
+  s.job.argv = {"true"};
+  s.job.workdir = cl.workdir().string();
+  s.job.stdout_pattern = "/dev/null";
+  s.job.min_pe = s.job.max_pe = 64;  // more than the cluster has: it stays queued
+  int retries = 0;
+  client::submit_retry retry;
+  retry.first_delay = std::chrono::milliseconds(10);
+  retry.on_retry = [&](int, const std::string&) { ++retries; };
+  const std::int64_t id = client::submit(relay, s, retry);
+  CHECK(retries == 1);
+  CHECK(connections == 2);
+
+  int found = 0;
+  for (const auto& j : cl.jobs(true)) {
+    if (j.name != "lost-reply") continue;
+    ++found;
+    CHECK(j.id == id);
+    CHECK(j.state == core::job_state::pending);
+  }
+  CHECK(found == 1);
+}
+
+TEST_CASE("a submission aqsd refuses, or that cannot reach aqsd, is not sent again") {
+  CHECK(client::retryable(client::client_error("aqsd closed the connection")));
+  CHECK(client::retryable(client::client_error("database away", protocol::error_code::internal)));
+  CHECK_FALSE(client::retryable(client::client_error("no", protocol::error_code::bad_request)));
+  CHECK_FALSE(client::retryable(client::client_error("no", protocol::error_code::permission_denied)));
+  test::temp_dir dir("aqs-client-test");
+  int retries = 0;
+  client::submit_retry retry;
+  retry.on_retry = [&](int, const std::string&) { ++retries; };
+  protocol::submit s;
+  s.job.name = "nowhere";
+  s.job.argv = {"true"};
+  s.job.workdir = "/";
+  CHECK_THROWS_AS(client::submit((dir.path() / "none.sock").string(), s, retry), client::client_error);
+  CHECK(retries == 0);
+}

@@ -1,0 +1,34 @@
+// submit: retries with the same token; the store makes them idempotent.
+#include "client/submit.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace aqs::client {
+
+bool retryable(const client_error& e) noexcept {
+  return !e.code() || *e.code() == protocol::error_code::internal;
+}
+
+std::int64_t submit(const std::string& socket_path, protocol::submit request, const submit_retry& retry) {
+  if (!request.job.submit_token) request.job.submit_token = random_token();
+  std::chrono::milliseconds delay = retry.first_delay;
+  bool sent = false;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      connection c(socket_path);
+      request.id = c.next_id();
+      sent = true;  // from here on aqsd may have stored it
+      return c.call(request).at("job_id").get<std::int64_t>();
+    } catch (const client_error& e) {
+      if (!sent || !retryable(e) || attempt >= std::max(1, retry.attempts)) throw;
+      if (retry.on_retry) retry.on_retry(attempt + 1, e.what());
+    } catch (const nlohmann::json::exception& e) {
+      throw client_error(std::string("unreadable reply from aqsd: ") + e.what());
+    }
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, retry.max_delay);
+  }
+}
+
+}  // namespace aqs::client

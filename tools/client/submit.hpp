@@ -1,0 +1,42 @@
+// submit: a submission that is acknowledged exactly once, through a lost
+// reply: sent again with the same submit_token until aqsd answers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "client/client_connection.hpp"
+#include "protocol/messages.hpp"
+
+namespace aqs::client {
+
+struct submit_retry {
+  // Sends in all, the first included.
+  int attempts = 6;
+  // Wait before the second send, doubled each time up to max_delay.
+  std::chrono::milliseconds first_delay{100};
+  std::chrono::milliseconds max_delay{2000};
+  // Called before each send again (fsub says so on stderr); may be empty.
+  std::function<void(int attempt, const std::string& why)> on_retry;
+};
+
+// Whether a failed submission may be sent again with its token: the reply
+// was lost (no error code: the connection broke or timed out, or could not
+// be made again) or aqsd failed inside (`internal`: its database was
+// unavailable). aqsd's refusals (bad_request, permission_denied, ...) are
+// final.
+bool retryable(const client_error& e) noexcept;
+
+// Submits `request` over a new connection to `socket_path` and returns the
+// job id. Gives the job a random submit_token first if it has none. A
+// retryable failure after the request was sent is retried with the same
+// token, on a new connection: aqsd's store returns the job that token made,
+// so a job is made once and reported once however often it is sent.
+// Throws client_error: at once when aqsd cannot be reached at all (nothing
+// was sent) or refuses the job, else the last failure once the attempts are
+// spent.
+std::int64_t submit(const std::string& socket_path, protocol::submit request, const submit_retry& retry = {});
+
+}  // namespace aqs::client
