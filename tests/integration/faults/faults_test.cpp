@@ -167,7 +167,10 @@ std::size_t missing_from_store(const std::string& conninfo, const std::map<std::
 }  // namespace
 
 TEST_CASE("aqsd exits cleanly on SIGTERM right after thousands of submissions, leaving no PostgreSQL behind") {
-  test::cluster c({.nodes = 2, .procs_per_node = 4});
+  test::cluster::options o;
+  o.nodes = 2;
+  o.procs_per_node = 4;
+  test::cluster c(o);
   const std::string pg_needle = (c.dir() / "state" / "postgres").string();
   REQUIRE_FALSE(test::processes_mentioning(pg_needle).empty());
   {
@@ -194,7 +197,10 @@ TEST_CASE("aqsd exits cleanly on SIGTERM right after thousands of submissions, l
 }
 
 TEST_CASE("kill -9 of the private PostgreSQL under load: clients get an answer, aqsd restarts it and loses no acknowledged job") {
-  test::cluster c({.nodes = 1, .procs_per_node = 4});
+  test::cluster::options o;
+  o.nodes = 1;
+  o.procs_per_node = 4;
+  test::cluster c(o);
   submit_load load(c.socket(), c.workdir().string(), 6);
   REQUIRE(load.wait_acknowledged(500, 120s));
   const pid_t postmaster = postmaster_pid(c);
@@ -236,14 +242,20 @@ TEST_CASE("kill -9 of the private PostgreSQL under load: clients get an answer, 
 
 TEST_CASE("with --db, aqsd reconnects when its database returns and stops at once while it is down") {
   test::temp_dir tmp;
-  store::pg_server pg({.dir = tmp.path() / "pg", .durable = false});
+  store::pg_server_options pg_options;
+  pg_options.dir = tmp.path() / "pg";
+  pg_options.durable = false;
+  store::pg_server pg(pg_options);
   pg.start();
   {
     pqxx::connection admin(pg.connection_string("postgres"));
     pqxx::nontransaction tx(admin);
     tx.exec0("CREATE DATABASE aqs");
   }
-  test::cluster c({.nodes = 0, .db = pg.connection_string("aqs")});
+  test::cluster::options o;
+  o.nodes = 0;
+  o.db = pg.connection_string("aqs");
+  test::cluster c(o);
   std::map<std::string, std::int64_t> acked;
   auto submit_one = [&](const std::string& token) -> std::pair<bool, double> {
     client::connection conn(c.socket(), 60s);
