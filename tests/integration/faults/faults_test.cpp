@@ -242,6 +242,8 @@ TEST_CASE("kill -9 of the private PostgreSQL under load: clients get an answer, 
 
 TEST_CASE("with --db, aqsd reconnects when its database returns and stops at once while it is down") {
   test::temp_dir tmp;
+  // PostgreSQL runs as `postgres` when we are root: it must reach its directory.
+  fs::permissions(tmp.path(), fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   store::pg_server_options pg_options;
   pg_options.dir = tmp.path() / "pg";
   pg_options.durable = false;
@@ -257,7 +259,8 @@ TEST_CASE("with --db, aqsd reconnects when its database returns and stops at onc
   o.db = pg.connection_string("aqs");
   test::cluster c(o);
   std::map<std::string, std::int64_t> acked;
-  auto submit_one = [&](const std::string& token) -> std::pair<bool, double> {
+  // strict: aqsd stays up, so a failure must be its "store unavailable" reply.
+  auto submit_one = [&](const std::string& token, bool strict = true) -> std::pair<bool, double> {
     client::connection conn(c.socket(), 60s);
     protocol::submit s;
     s.id = conn.next_id();
@@ -270,9 +273,11 @@ TEST_CASE("with --db, aqsd reconnects when its database returns and stops at onc
       acked[token] = conn.call(s).at("job_id").get<std::int64_t>();
       return {true, seconds_between(t0, clock_type::now())};
     } catch (const client::client_error& e) {
-      MESSAGE("while the database is down: " << e.what());
-      CHECK(e.code() == protocol::error_code::internal);
-      CHECK(std::string(e.what()).find("store unavailable, retrying") != std::string::npos);
+      MESSAGE("while the database is down: " << std::string(e.what()));
+      if (strict) {
+        CHECK(e.code() == protocol::error_code::internal);
+        CHECK(std::string(e.what()).find("store unavailable, retrying") != std::string::npos);
+      }
       return {false, seconds_between(t0, clock_type::now())};
     }
   };
@@ -297,7 +302,7 @@ TEST_CASE("with --db, aqsd reconnects when its database returns and stops at onc
   // A submission in flight while aqsd is asked to stop.
   std::thread in_flight([&] {
     try {
-      submit_one(client::random_token());
+      submit_one(client::random_token(), false);
     } catch (const std::exception&) {
       // aqsd may be gone before it connects
     }
