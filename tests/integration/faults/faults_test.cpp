@@ -235,6 +235,14 @@ TEST_CASE("kill -9 of the private PostgreSQL under load: clients get an answer, 
   const std::string log = file_text(c.dir() / "aqsd.log");
   INFO("aqsd log tail: " << log.substr(log.size() > 3000 ? log.size() - 3000 : 0));
   CHECK(log.find("fatal") == std::string::npos);
+  {
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("PostgreSQL") != std::string::npos || line.find("job store") != std::string::npos) {
+        MESSAGE(line);
+      }
+    }
+  }
   // Nothing acknowledged was lost.
   CHECK(missing_from_store(private_conninfo(c), load.acked()) == 0);
   CHECK(c.terminate_aqsd(30s) == 0);
