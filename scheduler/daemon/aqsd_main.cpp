@@ -24,10 +24,17 @@
 #include "daemon/state_dir.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_server.hpp"
+#include "store/pg_supervisor.hpp"
 
 namespace {
 
 using namespace aqs;
+
+// How long one store operation keeps trying to reach a database that went
+// away before it gives up: a submission is then answered "unavailable"
+// (clients retry with their token) instead of hanging; the write pipeline
+// retries on its own until the database is back.
+constexpr std::chrono::milliseconds k_store_patience{3000};
 
 // Creates the database `aqs` on the private server if missing and migrates it.
 std::string prepare_private_database(store::pg_server& pg) {
@@ -163,7 +170,11 @@ int main(int argc, char** argv) {
     }
     store::job_store_options store_options;
     store_options.conninfo = conninfo;
+    store_options.reconnect_timeout = k_store_patience;
     store::job_store store(store_options);
+    // The private server is our child: reaped and started again if it dies.
+    std::unique_ptr<store::pg_supervisor> supervisor;
+    if (pg) supervisor = std::make_unique<store::pg_supervisor>(*pg, [](const std::string& line) { daemon::log("{}", line); });
 
     boost::asio::io_context io(static_cast<int>(threads));
     std::unique_ptr<daemon::server> srv;
@@ -211,8 +222,19 @@ int main(int argc, char** argv) {
     for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
     io.run();
     for (auto& t : pool) t.join();
+    // Order matters: the controller's pools and the store's committers call
+    // into the controller and the io_context, so they stop first.
     ctl.stop();
     srv.reset();
+    if (supervisor) supervisor->stop();
+    if (pg) {
+      try {
+        pg->stop();
+      } catch (const std::exception& e) {
+        daemon::log("cannot stop the private PostgreSQL: {}", e.what());
+        rc = 1;
+      }
+    }
     if (ctl.failed()) rc = 1;
     std::error_code ec;
     std::filesystem::remove(dir.pid_file(), ec);

@@ -38,7 +38,14 @@ void controller::stop() {
     if (stopped_) return;
     stopped_ = true;
   }
+  {
+    std::lock_guard lock(retry_mu_);  // the writer tests stopped_ under it before it waits
+  }
+  retry_cv_.notify_all();
   heartbeat_timer_.cancel();
+  // Before the pools: a write waiting for a dead database gives up at once,
+  // and no submission callback can run once this controller is gone.
+  store_.shutdown();
   writer_.join();
   readers_.join();
 }
@@ -278,12 +285,36 @@ void controller::decide_and_write() {
   write_batch(std::move(b));
 }
 
-namespace {
+bool controller::until_stored(const std::function<void()>& op) {
+  auto delay = std::chrono::milliseconds(50);
+  std::optional<clock::time_point> down_since;
+  for (;;) {
+    if (stopped_) return false;
+    try {
+      op();
+      if (down_since) {
+        log("the job store is back after {:.1f} s; carrying on",
+            std::chrono::duration<double>(clock::now() - *down_since).count());
+      }
+      return true;
+    } catch (const store::store_unavailable& e) {
+      if (!down_since) {
+        down_since = clock::now();
+        log("the job store is unavailable ({}); holding the writes and retrying until it is back", e.what());
+      }
+    }
+    std::unique_lock lock(retry_mu_);
+    retry_cv_.wait_for(lock, delay, [this] { return stopped_.load(); });
+    delay = std::min(delay * 2, std::chrono::milliseconds(2000));
+  }
+}
 
 // One transition_all per step, each job at most once per step (the store
 // refuses a job twice in one call): a requeue is NODE_FAIL, then PENDING,
-// then maybe RUNNING again, in three steps.
-void write_transitions(store::job_store& store, const std::vector<store::job_transition>& all) {
+// then maybe RUNNING again, in three steps. A step the database could not
+// take is retried until it can (steps already written are not written
+// again); false if the controller stopped first.
+bool controller::write_transitions(const std::vector<store::job_transition>& all) {
   std::vector<std::vector<store::job_transition>> steps;
   std::unordered_map<std::int64_t, std::size_t> seen;
   for (const auto& t : all) {
@@ -292,36 +323,43 @@ void write_transitions(store::job_store& store, const std::vector<store::job_tra
     steps[k].push_back(t);
   }
   for (const auto& step : steps) {
-    try {
-      store.transition_all(step);
-    } catch (const store::store_unavailable&) {
-      throw;
-    } catch (const store::store_error& e) {
-      // A bug somewhere (the core allowed what the store refuses): keep
-      // every transition that is valid rather than losing the whole batch.
-      log("a batch of {} transitions was refused ({}); writing them one by one", step.size(), e.what());
-      for (const auto& t : step) {
-        try {
-          store.transition(t);
-        } catch (const store::store_unavailable&) {
-          throw;
-        } catch (const store::store_error& one) {
-          log("job {}: transition to {} refused: {}", t.job_id, core::to_string(t.to), one.what());
+    const bool written = until_stored([&] {
+      try {
+        store_.transition_all(step);
+      } catch (const store::store_unavailable&) {
+        throw;
+      } catch (const store::store_error& e) {
+        // A bug somewhere (the core allowed what the store refuses), or a
+        // retry of a step that landed in part: keep every transition that
+        // is valid rather than losing the whole batch.
+        log("a batch of {} transitions was refused ({}); writing them one by one", step.size(), e.what());
+        for (const auto& t : step) {
+          try {
+            store_.transition(t);
+          } catch (const store::store_unavailable&) {
+            throw;
+          } catch (const store::store_error& one) {
+            log("job {}: transition to {} refused: {}", t.job_id, core::to_string(t.to), one.what());
+          }
         }
       }
-    }
+    });
+    if (!written) return false;
   }
+  return true;
 }
-
-}  // namespace
 
 void controller::write_batch(batch b) {
   writing_ = true;
   auto shared = std::make_shared<batch>(std::move(b));
   asio::post(writer_, [this, shared] {
     try {
-      for (auto& op : shared->store_ops) op(store_);
-      write_transitions(store_, shared->transitions);
+      // Stopped before all was written: nothing of it was acted on or
+      // acknowledged, so nothing is lost (agents resend their reports).
+      for (auto& op : shared->store_ops) {
+        if (!until_stored([&] { op(store_); })) return;
+      }
+      if (!write_transitions(shared->transitions)) return;
     } catch (const std::exception& e) {
       post([this, why = std::string(e.what())] { fatal("the job store failed: " + why); });
       return;
@@ -345,7 +383,7 @@ void controller::committed(batch b) {
 void controller::store_task(std::function<void(store::job_store&)> op, std::function<void()> then) {
   asio::post(writer_, [this, op = std::move(op), then = std::move(then)] {
     try {
-      op(store_);
+      if (!until_stored([&] { op(store_); })) return;
     } catch (const std::exception& e) {
       post([this, why = std::string(e.what())] { fatal("the job store failed: " + why); });
       return;

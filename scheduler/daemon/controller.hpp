@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -72,7 +73,10 @@ public:
   void recover();
   // Starts the timers and the first decision.
   void start();
-  // Stops timers and waits for the store pools (no new work is accepted).
+  // Stops timers, shuts the store's submissions down (store::job_store::
+  // shutdown: their callbacks reach into this controller) and waits for the
+  // store pools (no new work is accepted). Bounded even when the database is
+  // down: a write waiting for it is abandoned (it was never acknowledged).
   void stop();
   // The store failed for good: the daemon should exit non-zero.
   bool failed() const noexcept { return failed_; }
@@ -149,6 +153,12 @@ private:
   void write_batch(batch b);
   void committed(batch b);
   void store_task(std::function<void(store::job_store&)> op, std::function<void()> then);
+  // On the writer thread: runs op until it succeeds. While the store is
+  // unavailable (the database died and is being restarted or reconnected)
+  // it waits and tries again, so nothing queued is lost; false if the
+  // controller stopped first. Other errors propagate.
+  bool until_stored(const std::function<void()>& op);
+  bool write_transitions(const std::vector<store::job_transition>& all);
   void transition(std::int64_t job, core::job_state to, std::optional<core::processor_set> procs,
                   std::string reason, std::optional<std::int32_t> exit_code = std::nullopt,
                   std::optional<std::int32_t> signal = std::nullopt);
@@ -254,8 +264,11 @@ private:
   boost::asio::thread_pool writer_{1};
   boost::asio::thread_pool readers_{2};
   boost::asio::steady_timer heartbeat_timer_;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};
   std::atomic<bool> failed_{false};
+  // Wakes the writer from its wait for the store when stop() is called.
+  std::mutex retry_mu_;
+  std::condition_variable retry_cv_;
 
   // The scheduling state: touched on strand_ only.
   core::scheduler sched_;

@@ -47,7 +47,9 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
       try {
         std::rethrow_exception(error);
       } catch (const store::store_unavailable& e) {
-        reply_error(c, s.id, protocol::error_code::internal, std::string("the job database is unavailable: ") + e.what());
+        // Not stored, not acknowledged: the client may retry with its token.
+        reply_error(c, s.id, protocol::error_code::internal,
+                    std::string("store unavailable, retrying (submit again): ") + e.what());
       } catch (const std::exception& e) {
         reply_error(c, s.id, protocol::error_code::bad_request, e.what());
       }
@@ -62,6 +64,8 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
   };
   try {
     store_.submit_then(to_store_request(s.job, who), std::move(done));
+  } catch (const store::store_unavailable& e) {
+    reply_error(c, s.id, protocol::error_code::internal, std::string("store unavailable, retrying (submit again): ") + e.what());
   } catch (const store::store_error& e) {
     reply_error(c, s.id, protocol::error_code::bad_request, e.what());
   }

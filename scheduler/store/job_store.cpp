@@ -471,6 +471,7 @@ public:
         for (const statement& s : k_statements) c->prepare(s.name, s.sql);
         handler_ = std::move(handler);
         conn_ = std::move(c);
+        owner_.unreachable_ = false;
         if (ever_connected_) {
           std::lock_guard lk(owner_.stats_mu_);
           ++owner_.stats_.reconnects;
@@ -483,7 +484,8 @@ public:
         if (!is_connection_state(e.sqlstate())) throw;
         last_error_ = e.what();
       }
-      if (std::chrono::steady_clock::now() + delay > deadline) {
+      owner_.unreachable_ = true;
+      if (owner_.giving_up_ || std::chrono::steady_clock::now() + delay > deadline) {
         std::string msg = last_error_;
         while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
         throw store_unavailable("cannot reach the job database: " + msg);
@@ -572,6 +574,7 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
       if (s.is_open() && !is_connection_state(e.sqlstate())) throw;
       s.drop();
     }
+    if (giving_up_) throw store_unavailable("the job database is unreachable and the store is shutting down");
     if (std::chrono::steady_clock::now() > deadline) {
       throw store_unavailable("the job database stayed unreachable for " +
                               std::to_string(options_.reconnect_timeout.count()) + " ms");
@@ -595,13 +598,32 @@ job_store::job_store(job_store_options options) : options_(std::move(options)) {
   }
 }
 
-job_store::~job_store() {
-  {
-    std::lock_guard lk(queue_mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_all();
-  for (auto& t : committers_) t.join();
+job_store::~job_store() { shutdown(); }
+
+void job_store::shutdown() noexcept {
+  std::call_once(shutdown_once_, [this] {
+    giving_up_ = true;
+    std::deque<pending_submit> unsent;
+    {
+      std::lock_guard lk(queue_mu_);
+      stopping_ = true;
+      unsent.swap(queue_);
+    }
+    queue_cv_.notify_all();
+    // Committers finish the batch in hand (its callbacks run) and return.
+    for (auto& t : committers_) t.join();
+    for (auto& p : unsent) {
+      try {
+        throw store_unavailable("the scheduler is stopping: the job was not stored (submit it again)");
+      } catch (...) {
+        try {
+          p.reject(std::current_exception());
+        } catch (...) {
+          // A callback that throws cannot stop the others from hearing.
+        }
+      }
+    }
+  });
 }
 
 job_store::counters job_store::stats() const {
@@ -632,7 +654,7 @@ void job_store::enqueue(pending_submit p) {
   if (p.request.submit_token.empty()) p.request.submit_token = random_token();
   {
     std::lock_guard lk(queue_mu_);
-    if (stopping_) throw store_error("the job store is shutting down");
+    if (stopping_) throw store_unavailable("the job store is shutting down");
     queue_.push_back(std::move(p));
   }
   queue_cv_.notify_one();
@@ -769,6 +791,7 @@ std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<
       if (s.is_open() && !is_connection_state(e.sqlstate())) throw;
       s.drop();
     }
+    if (giving_up_) throw store_unavailable("the job database is unreachable and the store is shutting down");
     if (std::chrono::steady_clock::now() > deadline) {
       throw store_unavailable("the job database stayed unreachable for " +
                               std::to_string(options_.reconnect_timeout.count()) + " ms");

@@ -2,6 +2,7 @@
 // and history, nodes, recovery, and group-committed durable submission.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -66,10 +67,23 @@ public:
   // store_unavailable if the database cannot be reached within
   // reconnect_timeout.
   explicit job_store(job_store_options options);
-  // Commits what is queued, then closes the connections.
+  // shutdown(), then closes the connections.
   ~job_store();
   job_store(const job_store&) = delete;
   job_store& operator=(const job_store&) = delete;
+
+  // For a daemon that stops: no submission is taken any more (submit_async
+  // and submit_then throw store_unavailable); those queued and not yet sent
+  // fail with store_unavailable (none was acknowledged, a client retries with
+  // its submit_token); a batch being committed finishes its current attempt.
+  // From now on every operation that cannot reach the database gives up at
+  // once instead of retrying for reconnect_timeout, so a dead database holds
+  // nobody up. Returns when every committer thread has finished, hence when
+  // no submit callback runs or will run. Idempotent; never throws.
+  void shutdown() noexcept;
+  // Whether the last attempt to reach the database failed (it is down and
+  // being reconnected); false again after the next success.
+  bool unreachable() const noexcept { return unreachable_; }
 
   // Queues a job; the future yields its id once the transaction holding it
   // has committed (synchronous_commit on: it is on disk). A submit_token
@@ -170,6 +184,10 @@ private:
   bool stopping_ = false;
   std::vector<std::unique_ptr<session>> committer_sessions_;
   std::vector<std::thread> committers_;
+  std::once_flag shutdown_once_;
+  // shutdown() was called: retry loops give up at once.
+  std::atomic<bool> giving_up_{false};
+  std::atomic<bool> unreachable_{false};
 
   mutable std::mutex stats_mu_;
   counters stats_;

@@ -139,13 +139,24 @@ bool reap(pid_t child, int* status = nullptr) {
   return r < 0 && errno == ECHILD && !process_alive(child);
 }
 
-std::string describe_status(int st) {
+}  // namespace
+
+std::string describe_wait_status(int st) {
   if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
   if (WIFSIGNALED(st)) return std::string("killed by signal ") + strsignal(WTERMSIG(st));
   return "stopped";
 }
 
-}  // namespace
+std::optional<int> pg_server::reap_exited() {
+  if (child_ <= 0) return std::nullopt;
+  int st = 0;
+  const pid_t r = ::waitpid(child_, &st, WNOHANG);
+  if (r == child_) {
+    child_ = 0;
+    return st;
+  }
+  return std::nullopt;
+}
 
 std::string conninfo_quote(std::string_view value) {
   std::string out = "'";
@@ -250,11 +261,11 @@ void pg_server::init_cluster() {
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    throw pg_server_error("initdb " + describe_status(st) + " (see " + log.string() + "): " + tail_of(log));
+    throw pg_server_error("initdb " + describe_wait_status(st) + " (see " + log.string() + "): " + tail_of(log));
   }
 }
 
-void pg_server::start() {
+void pg_server::start(const std::atomic<bool>* cancel) {
   if (running_pid() != 0 && ready()) return;  // adopt the server already running here
   init_cluster();
   const identity id = server_identity();
@@ -274,9 +285,10 @@ void pg_server::start() {
     int st = 0;
     if (reap(child_, &st)) {
       child_ = 0;
-      throw pg_server_error("PostgreSQL " + describe_status(st) + " while starting (see " +
+      throw pg_server_error("PostgreSQL " + describe_wait_status(st) + " while starting (see " +
                             log_file().string() + "): " + tail_of(log_file()));
     }
+    if (cancel && *cancel) throw pg_server_error("PostgreSQL start abandoned: we are stopping");
     if (std::chrono::steady_clock::now() > deadline) {
       stop();
       throw pg_server_error("PostgreSQL did not accept connections within " +

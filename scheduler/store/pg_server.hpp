@@ -2,7 +2,9 @@
 // zero-configuration default).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -48,8 +50,13 @@ public:
 
   // initdb if the directory holds no cluster, start the server unless one is
   // already running there, and wait until it accepts connections. Throws
-  // pg_server_error.
-  void start();
+  // pg_server_error; also, without waiting any longer, once `cancel` (if
+  // given) becomes true (the server started so far is left to stop()).
+  void start(const std::atomic<bool>* cancel = nullptr);
+  // The wait status of the postmaster this object started, if it has exited
+  // since (it is reaped: no zombie is left); nullopt while it runs or when
+  // we did not start it. Not thread-safe with the other methods.
+  std::optional<int> reap_exited();
   // Fast shutdown (SIGINT), then immediate (SIGQUIT) and SIGKILL if it does
   // not go within stop_timeout. No-op when nothing runs. Throws
   // pg_server_error only if the process cannot be stopped at all.
@@ -80,6 +87,9 @@ private:
 // The directory holding initdb and postgres: $AQS_PG_BINDIR, else the newest
 // /usr/lib/postgresql/<version>/bin. Throws pg_server_error if none.
 std::filesystem::path find_pg_bindir();
+
+// "exited with status 1", "killed by signal Killed": a wait status in words.
+std::string describe_wait_status(int status);
 
 // Quotes a value for a libpq key=value connection string.
 std::string conninfo_quote(std::string_view value);

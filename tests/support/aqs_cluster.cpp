@@ -230,6 +230,22 @@ void cluster::kill_aqsd() {
 
 void cluster::stop_aqsd() { stop_process(aqsd_, 30s); }
 
+int cluster::terminate_aqsd(std::chrono::milliseconds limit) {
+  REQUIRE(aqsd_ > 0);
+  ::kill(aqsd_, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(aqsd_, &status, WNOHANG) == aqsd_) {
+      aqsd_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  stop_process(aqsd_, 0ms);
+  return -1;
+}
+
 void cluster::start_agent(int i) {
   const std::string name = "node" + std::to_string(i);
   const fs::path log = dir_ / (name + ".log");

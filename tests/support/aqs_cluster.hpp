@@ -75,6 +75,9 @@ public:
   void start_aqsd();
   void kill_aqsd();
   void stop_aqsd();
+  // SIGTERM and wait up to `limit`: aqsd's exit status (128 + signal if a
+  // signal ended it), or -1 if it was still there (it is then killed).
+  int terminate_aqsd(std::chrono::milliseconds limit);
   pid_t aqsd_pid() const noexcept { return aqsd_; }
   // Agent i ("node<i>"): start, kill -9, SIGSTOP/SIGCONT.
   void start_agent(int i);
