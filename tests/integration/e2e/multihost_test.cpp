@@ -6,6 +6,7 @@
 // rest of the cluster goes on scheduling.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -283,10 +284,14 @@ TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows
   const fs::path script = work / "jacobi.sh";
   // Plain mpirun: the agent's hostfile puts each first rank on its host,
   // aqs-rsh starts the daemons of the other hosts.
+  // AQS_DEBUG=1 in the test's environment traces the runtime's steps into
+  // jacobi.out (shown when the test fails).
+  const char* debug = std::getenv("AQS_DEBUG");
+  const std::string trace = debug != nullptr && *debug != '\0' ? std::string(" -x AQS_DEBUG=") + debug : "";
   std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 6\n"
                         << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
-                        << "exec " MPIEXEC " " JACOBI2D_BINARY " --rows 64 --cols 48 --iters 500 --pace-ms 60 --out "
-                        << out.string() << "\n";
+                        << "exec " MPIEXEC << trace << " " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 500 --pace-ms 60 --out " << out.string() << "\n";
   const std::int64_t a = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
   auto ja = c.wait_state(a, {job_state::running});
   CHECK(padded(ja.procs, width) == "001111");
