@@ -54,8 +54,13 @@ int sleeping(const std::string& seconds) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline;
+    try {  // a process that exits while it is read makes libstdc++ throw (ESRCH)
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     if (cmdline == "sleep" + std::string(1, '\0') + seconds + std::string(1, '\0') && test::alive(std::stoi(name))) ++n;
   }
   return n;
