@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "block_plan.hpp"
+#include "debug_log.hpp"
 #include "migration_plan.hpp"
 #include "pinning.hpp"
 #include "redistribute.hpp"
@@ -200,6 +201,7 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<i
     ok = 0;
     why = "MPI_Comm_spawn failed: AQS_TEST_SPAWN_FAIL is set";
   } else {
+    AQS_DEBUG_LOG("map %lld: spawning %d rank(s)", static_cast<long long>(rc.epoch), m);
     const int rc2 = MPI_Comm_spawn_multiple(m, commands.data(), argvs.data(), maxprocs.data(), infos.data(), 0,
                                             comm, &inter, errcodes.data());
     if (rc2 != MPI_SUCCESS) {
@@ -228,6 +230,7 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<i
   mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
   MPI_Comm_free(&inter);
   MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+  AQS_DEBUG_LOG("map %lld: spawned rank(s) merged", static_cast<long long>(rc.epoch));
   if (std::getenv("AQS_TEST_CRASH_IN_MIGRATE") != nullptr && s.rank == static_cast<int>(s.slots.size()) - 1 &&
       s.rank >= 0) {
     // Testing aid: the app dies mid-change, with the new ranks already joined.
@@ -277,6 +280,8 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
   const int my_index = mine == new_owners.end() ? -1 : static_cast<int>(mine - new_owners.begin());
   const bool old_rank = me < k;
   const std::uint64_t nnew = rc.next.size();
+  AQS_DEBUG_LOG("map %lld: moving data, rank %d of the change, new rank %d", static_cast<long long>(rc.epoch), me,
+                my_index);
 
   const std::int64_t t_data = now_us();
   for (auto& a : s.arrays) {
@@ -334,6 +339,7 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
   if (merged) MPI_Comm_free(&c);
   if (s.active != MPI_COMM_NULL) MPI_Comm_free(&s.active);
   s.epoch = rc.epoch;
+  AQS_DEBUG_LOG("map %lld: switched, rank %d", static_cast<long long>(rc.epoch), my_index);
   if (my_index < 0) return park(park_address);
 
   s.active = next;
@@ -416,9 +422,11 @@ MPI_Comm call_back_and_spawn(shim& s, reconfiguration& rc, const migration_plan&
       }
     }
     mpi_check(MPI_Bcast(&slot, 1, MPI_INT, 0, cur), "MPI_Bcast");
+    AQS_DEBUG_LOG("map %lld: call-back round, rank %d, slot %d", static_cast<long long>(rc.epoch), me, slot);
     if (slot < 0) break;
     MPI_Comm inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
     mpi_check(MPI_Comm_accept(port, MPI_INFO_NULL, 0, cur, &inter), "MPI_Comm_accept");
+    AQS_DEBUG_LOG("map %lld: accepted slot %d", static_cast<long long>(rc.epoch), slot);
     if (me == 0) MPI_Close_port(port);
     mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
     MPI_Comm_free(&inter);
@@ -502,6 +510,8 @@ int migrate() {
     if (s.rank == 0) buf = encode(*rc);
     bcast_bytes(buf, 0, s.active);
     if (s.rank != 0) rc = decode(buf);
+    AQS_DEBUG_LOG("map %lld (%s): rank %d of %zu begins", static_cast<long long>(rc->epoch), rc->procs.c_str(), s.rank,
+                  rc->current.size());
 
     const migration_plan plan = plan_migration(rc->current, rc->next);
     if (plan.changes_nothing) {
@@ -531,7 +541,9 @@ int park(std::string address) {
     times t;
     t.start_us = now_us();
     MPI_Comm inter = MPI_COMM_NULL, cur = MPI_COMM_NULL;
+    AQS_DEBUG_LOG("called back: connecting to %s", port->c_str());
     mpi_check(MPI_Comm_connect(port->c_str(), MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter), "MPI_Comm_connect");
+    AQS_DEBUG_LOG("called back: connected");
     mpi_check(MPI_Intercomm_merge(inter, 1, &cur), "MPI_Intercomm_merge");
     MPI_Comm_free(&inter);
     MPI_Comm_set_errhandler(cur, MPI_ERRORS_RETURN);
@@ -556,6 +568,7 @@ void join_from_parent(MPI_Comm parent) {
   std::vector<std::byte> hdr;
   bcast_bytes(hdr, 0, c);
   s.pending_join = decode(hdr);
+  AQS_DEBUG_LOG("map %lld: spawned, joining", static_cast<long long>(s.pending_join->epoch));
   s.join_comm = c;
   s.joining = true;
   s.adaptive = true;

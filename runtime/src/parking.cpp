@@ -1,6 +1,8 @@
 // parking: the leader's pool of parked ranks, one blocked connection each.
 #include "parking.hpp"
 
+#include "debug_log.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -21,13 +23,13 @@ namespace aqs::runtime {
 namespace {
 
 constexpr std::size_t k_max_line = 4096;
-// A parked rank says its host right after it connects; on a loaded machine
-// (many ranks on few cores) that can still take a while.
-constexpr int k_host_line_ms = 10'000;
-// A rank called back answers "ok" as soon as it is scheduled. Giving up
-// sooner than it answers strands it: it connects to a port nobody accepts
-// on any more, and the job hangs (seen with a 2 s limit, 16 ranks on 2
-// cores). Only a stopped or hung rank takes this long.
+// A parked rank says its host in one write right after it connects; once
+// its first byte is there, the rest of the line follows at once.
+constexpr int k_rest_of_line_ms = 1'000;
+// A rank called back answers "ok" as soon as it is scheduled, which on a
+// loaded machine can take seconds (seen: over 2 s, 16 ranks on 2 cores).
+// Giving up is safe (the rank only connects after "go"; a late one parks
+// again), but then the leader starts a process instead: wait generously.
 constexpr int k_join_answer_ms = 60'000;
 
 bool send_line(int fd, const std::string& line) noexcept {
@@ -181,19 +183,39 @@ std::string park_pool::address() {
 }
 
 void park_pool::collect() noexcept {
-  if (fd_ < 0) return;
-  for (;;) {
+  // Everyone in the accept queue joins the unnamed; then each unnamed one
+  // whose host line has arrived is parked. Nobody is waited for: a rank
+  // that has connected but not yet written its line (descheduled on a
+  // loaded machine) stays unnamed until a later call. Dropping it instead,
+  // as a 10 s limit here did, closed its connection, and it took that for
+  // the job's end and finalized: one parked rank fewer to call back.
+  while (fd_ >= 0) {
     const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // EAGAIN: nobody else is waiting
+      break;  // EAGAIN: nobody else is waiting
     }
-    auto line = read_line(c, k_host_line_ms);
+    unnamed_.push_back(c);
+  }
+  for (std::size_t i = 0; i < unnamed_.size();) {
+    const int c = unnamed_[i];
+    pollfd p{c, POLLIN, 0};
+    int r = 0;
+    while ((r = ::poll(&p, 1, 0)) < 0 && errno == EINTR) {
+    }
+    if (r == 0) {
+      ++i;  // not said yet
+      continue;
+    }
+    unnamed_.erase(unnamed_.begin() + static_cast<std::ptrdiff_t>(i));
+    auto line = read_line(c, k_rest_of_line_ms);
     if (!line || line->rfind("host ", 0) != 0) {
+      AQS_DEBUG_LOG("pool: a connection closed or said something else than its host; dropped");
       ::close(c);
       continue;
     }
     parked_.push_back({c, line->substr(5)});
+    AQS_DEBUG_LOG("pool: rank parked on %s (%zu parked)", parked_.back().host.c_str(), parked_.size());
   }
 }
 
@@ -205,8 +227,14 @@ bool park_pool::call_back(const std::string& host, const std::string& port) noex
     }
     const int fd = parked_[i].fd;
     parked_.erase(parked_.begin() + static_cast<std::ptrdiff_t>(i));
-    const bool ok = send_line(fd, "join " + port) && read_line(fd, k_join_answer_ms) == std::optional<std::string>("ok");
+    AQS_DEBUG_LOG("pool: calling back a rank on %s to %s", host.c_str(), port.c_str());
+    // join, ok, go: only after "go" is the rank committed to connecting. A
+    // rank that answers after we gave up reads the end of this connection
+    // instead of "go" and parks again.
+    const bool ok = send_line(fd, "join " + port) &&
+                    read_line(fd, k_join_answer_ms) == std::optional<std::string>("ok") && send_line(fd, "go");
     ::close(fd);
+    AQS_DEBUG_LOG("pool: the rank on %s %s", host.c_str(), ok ? "answered ok" : "did not answer; dropped");
     if (ok) return true;
   }
   return false;
@@ -214,18 +242,26 @@ bool park_pool::call_back(const std::string& host, const std::string& port) noex
 
 void park_pool::move_all(const std::string& address) noexcept {
   collect();
+  AQS_DEBUG_LOG("pool: moving %zu parked rank(s) to %s", parked_.size(), address.c_str());
   for (const auto& e : parked_) {
     send_line(e.fd, "move " + address);
     ::close(e.fd);
   }
+  for (const int c : unnamed_) {  // it reads "move" once it has said its host
+    send_line(c, "move " + address);
+    ::close(c);
+  }
   parked_.clear();
+  unnamed_.clear();
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
 
 void park_pool::close() noexcept {
   for (const auto& e : parked_) ::close(e.fd);
+  for (const int c : unnamed_) ::close(c);
   parked_.clear();
+  unnamed_.clear();
   if (fd_ >= 0) ::close(fd_);  // ranks still in the accept queue are reset
   fd_ = -1;
 }
@@ -233,17 +269,25 @@ void park_pool::close() noexcept {
 std::optional<std::string> wait_parked(std::string address) noexcept {
   for (;;) {
     const int fd = connect_to(address);
-    if (fd < 0) return std::nullopt;
+    if (fd < 0) {
+      AQS_DEBUG_LOG("cannot reach the pool at %s", address.c_str());
+      return std::nullopt;
+    }
     if (!send_line(fd, "host " + local_host_name())) {
       ::close(fd);
       return std::nullopt;
     }
+    AQS_DEBUG_LOG("parked at %s", address.c_str());
     auto line = read_line(fd, -1);
+    AQS_DEBUG_LOG("parked rank got %s", line ? line->c_str() : "end of file");
     if (line && line->rfind("join ", 0) == 0) {
-      const bool ok = send_line(fd, "ok");
+      // Connect only once the leader says "go": if it gave up waiting for
+      // our "ok", nobody will accept on that port; park again instead.
+      const auto go = send_line(fd, "ok") ? read_line(fd, -1) : std::nullopt;
       ::close(fd);
-      if (!ok) return std::nullopt;
-      return line->substr(5);
+      if (go == std::optional<std::string>("go")) return line->substr(5);
+      AQS_DEBUG_LOG("the leader gave up on this call-back; parking again");
+      continue;
     }
     ::close(fd);
     if (line && line->rfind("move ", 0) == 0) {

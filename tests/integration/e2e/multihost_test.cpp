@@ -6,6 +6,7 @@
 // rest of the cluster goes on scheduling.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -53,8 +54,13 @@ int sleeping(const std::string& seconds) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline;
+    try {  // a process that exits while it is read makes libstdc++ throw (ESRCH)
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     if (cmdline == "sleep" + std::string(1, '\0') + seconds + std::string(1, '\0') && test::alive(std::stoi(name))) ++n;
   }
   return n;
@@ -283,10 +289,14 @@ TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows
   const fs::path script = work / "jacobi.sh";
   // Plain mpirun: the agent's hostfile puts each first rank on its host,
   // aqs-rsh starts the daemons of the other hosts.
+  // AQS_DEBUG=1 in the test's environment traces the runtime's steps into
+  // jacobi.out (shown when the test fails).
+  const char* debug = std::getenv("AQS_DEBUG");
+  const std::string trace = debug != nullptr && *debug != '\0' ? std::string(" -x AQS_DEBUG=") + debug : "";
   std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 6\n"
                         << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
-                        << "exec " MPIEXEC " " JACOBI2D_BINARY " --rows 64 --cols 48 --iters 500 --pace-ms 60 --out "
-                        << out.string() << "\n";
+                        << "exec " MPIEXEC << trace << " " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 500 --pace-ms 60 --out " << out.string() << "\n";
   const std::int64_t a = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
   auto ja = c.wait_state(a, {job_state::running});
   CHECK(padded(ja.procs, width) == "001111");

@@ -1,6 +1,7 @@
 // parking: a rank that a shrink dropped reaches the leader's pool and is
 // called back, also from a host where the leader's host name resolves
-// nowhere (namespace hosts, clusters without DNS for their nodes).
+// nowhere (namespace hosts, clusters without DNS for their nodes); a slow
+// rank is neither dropped nor stranded (issue 15).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,8 +39,8 @@ bool collect(park_pool& pool, std::size_t n) {
 }
 
 // A parked rank by hand: connected to the pool on loopback `port`, its host
-// said; -1 when it cannot connect.
-int park_by_hand(int port) {
+// said unless `say_host` is false; -1 when it cannot connect.
+int park_by_hand(int port, bool say_host = true) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in to{};
   to.sin_family = AF_INET;
@@ -48,10 +50,52 @@ int park_by_hand(int port) {
     ::close(fd);
     return -1;
   }
-  const std::string hello = "host " + local_host_name() + "\n";
-  (void)!::write(fd, hello.data(), hello.size());
+  if (say_host) {
+    const std::string hello = "host " + local_host_name() + "\n";
+    (void)!::write(fd, hello.data(), hello.size());
+  }
   return fd;
 }
+
+// One line from `fd` (blocking), without its "\n"; what came before the end
+// of the connection if it ends first.
+std::string line_from(int fd) {
+  std::string got;
+  char c = 0;
+  while (::read(fd, &c, 1) == 1 && c != '\n') got += c;
+  return got;
+}
+void say(int fd, const std::string& line) {
+  const std::string text = line + "\n";
+  (void)!::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+}
+
+// A stand-in for a leader's pool: a listening socket on loopback, so that a
+// test can play the leader's side of the protocol step by step.
+struct fake_leader {
+  int fd = -1;
+  int port = 0;
+  fake_leader() {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd, 8) == 0);
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~fake_leader() { ::close(fd); }
+  std::string address() const { return local_host_name() + " " + std::to_string(port); }
+  // The next connection, or -1 if none comes within 30 s (a rank that never
+  // comes back fails the test instead of hanging it).
+  int accept_one() const {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 30'000) != 1) return -1;
+    return ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+};
 
 }  // namespace
 
@@ -94,17 +138,63 @@ TEST_CASE("a called-back rank that answers slowly still counts: it is about to c
   auto slow = std::async(std::launch::async, [port = std::stoi(w[1])] {
     const int fd = park_by_hand(port);
     if (fd < 0) return std::string("no connect");
-    std::string got;
-    char c = 0;
-    while (::read(fd, &c, 1) == 1 && c != '\n') got += c;
+    const std::string got = line_from(fd);
     std::this_thread::sleep_for(2500ms);
-    (void)!::write(fd, "ok\n", 3);
+    say(fd, "ok");
+    const std::string go = line_from(fd);
     ::close(fd);
-    return got;
+    return got + ", " + go;
   });
   REQUIRE(collect(pool, 1));
   CHECK(pool.call_back(local_host_name(), "port-3"));
-  CHECK(slow.get() == "join port-3");
+  CHECK(slow.get() == "join port-3, go");
+}
+
+TEST_CASE("a called-back rank connects only after the leader's go; if the leader gave up, it parks again") {
+  // Issue 15: a leader that stops waiting for a rank's "ok" accepts on
+  // nothing; a rank that then connected anyway would wait forever on a port
+  // nobody accepts on. It must come back to the pool instead.
+  fake_leader leader;
+  auto parked = std::async(std::launch::async, [a = leader.address()] { return wait_parked(a); });
+  // First call-back: the leader hears "ok" only after it gave up (closed).
+  int c = leader.accept_one();
+  REQUIRE(c >= 0);
+  CHECK(line_from(c) == "host " + local_host_name());
+  say(c, "join port-given-up");
+  CHECK(line_from(c) == "ok");
+  ::close(c);  // gave up: no "go"
+  // The rank did not take that port: it parked again, at the same address.
+  c = leader.accept_one();
+  REQUIRE(c >= 0);
+  CHECK(line_from(c) == "host " + local_host_name());
+  CHECK(parked.wait_for(0s) == std::future_status::timeout);
+  say(c, "join port-5");
+  CHECK(line_from(c) == "ok");
+  CHECK(parked.wait_for(0s) == std::future_status::timeout);  // not before "go"
+  say(c, "go");
+  CHECK(parked.get() == std::optional<std::string>("port-5"));
+  ::close(c);
+}
+
+TEST_CASE("a rank slow to say its host is kept until it does, and collecting never waits for it") {
+  // Issue 15: the pool used to wait up to 10 s for the host line and then
+  // close the connection, which the rank took for the job's end.
+  park_pool pool;
+  const auto w = words(pool.address());
+  const int fd = park_by_hand(std::stoi(w[1]), false);  // connected, silent
+  REQUIRE(fd >= 0);
+  pool.collect();  // it is in the accept queue: taken, but not parked yet
+  CHECK(pool.parked() == 0);
+  say(fd, "host " + local_host_name());
+  REQUIRE(collect(pool, 1));
+  auto back = std::async(std::launch::async, [fd] {
+    const std::string got = line_from(fd);
+    say(fd, "ok");
+    return got + ", " + line_from(fd);
+  });
+  CHECK(pool.call_back(local_host_name(), "port-6"));
+  CHECK(back.get() == "join port-6, go");
+  ::close(fd);
 }
 
 TEST_CASE("a called-back rank that is gone is passed over at once") {
