@@ -73,10 +73,17 @@ agent::agent(asio::io_context& io, agent_options options, std::function<void(con
     : io_(io),
       options_(std::move(options)),
       on_fatal_(std::move(on_fatal)),
-      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }, options_.spool),
+      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }, options_.spool, fencing_for(options_)),
       backoff_timer_(io) {}
 
 agent::~agent() { stop(); }
+
+fencing fencing_for(const agent_options& o) {
+  using ms = std::chrono::milliseconds;
+  // A heartbeat as long as the timeout leaves nothing: then half of it.
+  const ms kill = o.node_down_timeout > 2 * o.heartbeat ? o.node_down_timeout - o.heartbeat : o.node_down_timeout / 2;
+  return fencing{kill - std::min<ms>(2000ms, kill / 2), kill};
+}
 
 void agent::log(const std::string& line) const {
   std::time_t t = std::time(nullptr);

@@ -42,7 +42,17 @@ struct agent_options {
   std::chrono::milliseconds heartbeat{2000};
   std::chrono::milliseconds reconnect_max{2000};
   std::chrono::milliseconds timeout_grace{5000};  // SIGTERM to SIGKILL at a time limit
+  // aqsd's --heartbeat-timeout: how long after the agent's last word aqsd
+  // declares the node DOWN (and may start its jobs elsewhere).
+  std::chrono::milliseconds node_down_timeout{10000};
 };
+
+// When a job whose agent died kills itself: SIGKILL one heartbeat before
+// aqsd can declare the node DOWN (its last heartbeat may have been that
+// long before it died), so that a requeued job never runs twice at once;
+// SIGTERM up to 2 s before that. A new agent must adopt the job before the
+// SIGTERM to keep it.
+fencing fencing_for(const agent_options& o);
 
 // aqs-rsh next to this executable (an installation), else the one of the
 // build tree aqs-node was built in, else "".

@@ -336,3 +336,92 @@ TEST_CASE("the agent refuses a spool directory that is a symlink or belongs to s
     CHECK(run_agent(h.dir / "theirs") == 1);
   }
 }
+
+namespace {
+
+// Whether the process exists and is not a zombie.
+bool running_process(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// Polls until none of pids runs; false if some still does after `limit`.
+bool all_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    bool any = false;
+    for (pid_t p : pids) any = any || running_process(p);
+    if (!any) return true;
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// A job that leaves processes everywhere it can: one in its group, one in a
+// session of its own (as an MPI daemon makes itself), and its shell. Their
+// pids end up in `pids` in the working directory.
+const char* k_sprawling_job =
+    "#!/bin/sh\nsleep 300 &\necho $! > pids.tmp\nsetsid sleep 300 &\necho $! >> pids.tmp\necho $$ >> pids.tmp\n"
+    "mv pids.tmp pids\nwait\n";
+
+std::vector<pid_t> wait_for_pids(harness& h) {
+  std::string text;
+  for (int i = 0; i < 3000 && (text = h.read("pids")).empty(); ++i) std::this_thread::sleep_for(10ms);
+  std::vector<pid_t> pids;
+  std::istringstream in(text);
+  for (pid_t p; in >> p;) pids.push_back(p);
+  return pids;
+}
+
+void kill_agent_hard(harness& h) {
+  ::kill(h.agent, SIGKILL);
+  ::waitpid(h.agent, nullptr, 0);
+  h.agent = 0;
+}
+
+}  // namespace
+
+TEST_CASE("a job whose agent was killed with SIGKILL kills all its processes itself within the node-down timeout") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string(), "--node-down-timeout", "2"});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(20, k_sprawling_job));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(20)));
+  const auto pids = wait_for_pids(h);
+  REQUIRE(pids.size() == 3);
+  kill_agent_hard(h);
+  // aqsd would declare the node DOWN 2 s after the agent's last word; give
+  // the fencing 5 s more before calling it a failure.
+  CHECK(all_gone(pids, 7s));
+}
+
+TEST_CASE("a job whose killed agent is restarted in time is adopted and keeps running") {
+  harness h;
+  const std::vector<std::string> args{"--socket", (h.dir / "aqsd.sock").string(), "--node-down-timeout", "4"};
+  h.start_agent(args);
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(21, k_sprawling_job));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(21)));
+  const auto pids = wait_for_pids(h);
+  REQUIRE(pids.size() == 3);
+  kill_agent_hard(h);
+  h.start_agent(args);
+  auto registered_again = [&] {
+    std::lock_guard lock(h.aqsd->mu);
+    int n = 0;
+    for (const auto& m : h.aqsd->got) n += std::holds_alternative<protocol::register_node>(m) ? 1 : 0;
+    return n >= 2;
+  };
+  for (int i = 0; i < 3000 && !registered_again(); ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(registered_again());
+  std::this_thread::sleep_for(5s);  // past the whole fencing schedule of the first agent
+  for (pid_t p : pids) CHECK(running_process(p));
+  h.aqsd->send(protocol::kill{80, 21, SIGTERM, 1});
+  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(21));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::cancelled);
+  CHECK(all_gone(pids, 15s));
+}
