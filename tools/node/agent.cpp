@@ -120,6 +120,7 @@ void agent::start() {
   // meanwhile are reported once aqsd is reached.
   const auto adopted = supervisor_.adopt();
   if (!adopted.empty()) log("adopted " + std::to_string(adopted.size()) + " running job(s) from the spool");
+  remove_stale_job_files();
   asio::co_spawn(io_, run(), asio::detached);
 }
 
@@ -512,7 +513,11 @@ void agent::handle_launch(const protocol::launch& l) {
       if (root && written) written = ::fchown(fd, spec.uid.value_or(0), spec.gid.value_or(0)) == 0;
       ::close(fd);
     }
-    if (!written) return refuse(protocol::error_code::internal, "cannot write the job script to " + path.string());
+    if (!written) {
+      std::error_code ec;
+      std::filesystem::remove_all(mpi_dir(l.job_id), ec);
+      return refuse(protocol::error_code::internal, "cannot write the job script to " + path.string());
+    }
     // A script without a shebang runs with /bin/sh, as sbatch scripts do.
     if (l.job.script->rfind("#!", 0) != 0) spec.argv.push_back("/bin/sh");
     spec.argv.push_back(path.string());
@@ -537,6 +542,7 @@ void agent::handle_launch(const protocol::launch& l) {
   auto forget_script = [this, job_id] {
     std::error_code ec;
     std::filesystem::remove(options_.spool / ("job-" + std::to_string(job_id) + ".script"), ec);
+    std::filesystem::remove_all(mpi_dir(job_id), ec);  // a job that never started leaves nothing
   };
   // The step starts the job while we go on; its answer comes back here.
   auto started = [this, job_id, request, forget_script](std::optional<std::string> error) {
@@ -656,6 +662,27 @@ std::string default_rsh_agent() {
   if (::access(AQS_RSH_BUILD_PATH, X_OK) == 0) return AQS_RSH_BUILD_PATH;
 #endif
   return {};
+}
+
+void agent::remove_stale_job_files() {
+  // Scripts and MPI launch files of jobs not running here: an earlier agent
+  // died between writing them and the job's start or end. (Adopted jobs
+  // that ended meanwhile have already been reported, and theirs removed.)
+  std::error_code ec;
+  std::vector<std::filesystem::path> stale;
+  for (const auto& e : std::filesystem::directory_iterator(options_.spool, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto ext = e.path().extension().string();
+    if (name.rfind("job-", 0) != 0 || (ext != ".mpi" && ext != ".script")) continue;
+    std::int64_t id = 0;
+    try {
+      id = std::stoll(e.path().stem().string().substr(4));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!supervisor_.is_running(id)) stale.push_back(e.path());
+  }
+  for (const auto& p : stale) std::filesystem::remove_all(p, ec);
 }
 
 std::filesystem::path agent::mpi_dir(std::int64_t job_id) const {

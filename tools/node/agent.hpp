@@ -102,6 +102,8 @@ private:
   void report_end(const job_outcome& o);
   // Where a job's MPI launch files (hostfile, rankfile) live while it runs.
   std::filesystem::path mpi_dir(std::int64_t job_id) const;
+  // At start, after adopting: removes spool files of jobs not running here.
+  void remove_stale_job_files();
   // Interactive jobs: their stdout/stderr pipes, read until EOF and sent as
   // output messages; the job's end is reported only after both are drained.
   struct job_streams {

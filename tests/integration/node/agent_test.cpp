@@ -425,3 +425,24 @@ TEST_CASE("a job whose killed agent is restarted in time is adopted and keeps ru
   CHECK(ex->state == core::job_state::cancelled);
   CHECK(all_gone(pids, 15s));
 }
+
+TEST_CASE("the spool keeps no MPI launch files of a job that never started, nor of jobs no agent runs any more") {
+  harness h;
+  // Left by an earlier agent on this spool, for a job it no longer runs.
+  fs::create_directories(h.dir / "spool" / "job-77.mpi");
+  std::ofstream(h.dir / "spool" / "job-77.mpi" / "hostfile") << "localhost slots=1\n";
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-77.mpi"));
+
+  auto bad = h.launch(22, "#!/bin/sh\ntrue\n");
+  bad.proc_hosts = {"localhost", "localhost"};
+  bad.proc_cpus = {0, 0};
+  bad.job.workdir = (h.dir / "missing").string();
+  h.aqsd->send(bad);
+  auto err = h.aqsd->wait_for<protocol::error>([](auto& e) { return e.id == 1022; });
+  REQUIRE(err);
+  CHECK(err->message.find("cannot enter working directory") != std::string::npos);
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.mpi"));
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.script"));
+}
