@@ -128,7 +128,10 @@ void agent::shutdown(std::function<void()> done) {
   if (draining_) return;
   draining_ = true;
   log("shutting down: ending " + std::to_string(supervisor_.running().size()) + " jobs");
-  for (auto id : supervisor_.running()) supervisor_.kill(id, SIGTERM, options_.timeout_grace);
+  for (auto id : supervisor_.running()) {
+    ended_for_leaving_.insert(id);
+    supervisor_.kill(id, SIGTERM, options_.timeout_grace);
+  }
   asio::co_spawn(io_, drain(std::move(done)), asio::detached);
 }
 
@@ -143,6 +146,21 @@ awaitable<void> agent::drain(std::function<void()> done) {
     co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
   }
   if (!outbox_.empty()) log(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
+  if (connected_) {
+    // The jobs are gone: now aqsd may take the node DOWN (and requeue them
+    // elsewhere) at once rather than after its heartbeat timeout. It closes
+    // the connection after its ok; no reconnecting from here on.
+    stopping_ = true;
+    leaving_id_ = next_id();
+    send(protocol::node_leaving{*leaving_id_});
+    const auto leave_until = std::chrono::steady_clock::now() + 3s;
+    while (!left_ && connected_ && std::chrono::steady_clock::now() < leave_until) {
+      t.expires_after(20ms);
+      boost::system::error_code ec;
+      co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+    if (!left_) log("aqsd did not acknowledge that this node is leaving");
+  }
   stop();
   if (done) done();
 }
@@ -399,6 +417,7 @@ void agent::handle(protocol::message m) {
                            "job " + std::to_string(k->job_id) + " is not running on " + options_.name});
     }
   } else if (auto* o = std::get_if<protocol::ok>(&m)) {
+    if (leaving_id_ && o->id == *leaving_id_) left_ = true;
     auto it = outbox_.find(o->id);
     if (it != outbox_.end()) {
       // aqsd has the job's end on disk: its spool records may go.
@@ -436,6 +455,8 @@ void agent::handle_launch(const protocol::launch& l) {
     spec.gid = static_cast<gid_t>(l.gid);
   }
   spec.workdir = l.job.workdir;
+  // The submitter's (old clients send none: the traditional 0022).
+  spec.umask = static_cast<mode_t>(l.job.umask.value_or(022) & 0777);
   // The job's own environment, then what AQS tells every job.
   const std::vector<std::pair<std::string, std::string>> ours = {
       {"AQS_JOB_ID", std::to_string(l.job_id)}, {"AQS_JOB_NAME", l.job.name},
@@ -693,6 +714,12 @@ void agent::report_end(const job_outcome& o) {
   std::error_code ec;
   std::filesystem::remove(options_.spool / ("job-" + std::to_string(o.job_id) + ".script"), ec);
   std::filesystem::remove_all(mpi_dir(o.job_id), ec);
+  if (ended_for_leaving_.count(o.job_id) != 0 && o.state == core::job_state::cancelled) {
+    // Killed because this node is leaving: node_leaving tells aqsd, which
+    // ends it as on a node failure (NODE_FAIL, or requeued).
+    supervisor_.forget(o.job_id);
+    return;
+  }
   protocol::job_exited e;
   e.job_id = o.job_id;
   e.state = o.state;

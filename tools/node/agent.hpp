@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,9 @@ private:
   std::map<std::int64_t, job_streams> streams_;       // interactive jobs
   std::deque<protocol::output> pending_output_;       // while aqsd is away (bounded)
   std::size_t pending_output_bytes_ = 0;
+  std::set<std::int64_t> ended_for_leaving_;  // killed by shutdown(): aqsd ends them with the node
+  std::optional<std::int64_t> leaving_id_;     // node_leaving sent with this id
+  bool left_ = false;                          // ... and acknowledged
   std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
 };
 
