@@ -228,6 +228,8 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           post([this, c, msg] { handle_resize_refused(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::remote_exec>) {
           post([this, c, msg] { handle_remote_exec(c, msg); });
+        } else if constexpr (std::is_same_v<T, protocol::node_leaving>) {
+          post([this, c, msg] { handle_node_leaving(c, msg); });
         } else {
           const auto id = protocol::id_of(m);
           if (id) reply_error(c, *id, protocol::error_code::unknown_type,

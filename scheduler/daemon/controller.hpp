@@ -217,6 +217,8 @@ private:
   void handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& m);
   void check_heartbeats();
   void node_down(std::size_t index, const std::string& why);
+  // The agent is shutting down (SIGTERM): its node goes DOWN now.
+  void handle_node_leaving(const conn_ptr& c, const protocol::node_leaving& m);
   void send_to_node(std::size_t index, protocol::message m);
   node_entry* node_of_conn(const conn_ptr& c);
   std::vector<std::int64_t> local_cpus(const node_entry& n, const core::processor_set& procs) const;

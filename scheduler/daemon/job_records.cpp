@@ -38,6 +38,7 @@ store::job_request to_store_request(const protocol::job_spec& spec, const submit
   r.adaptive = spec.adaptive;
   if (spec.walltime_s) r.walltime_s = static_cast<std::int32_t>(*spec.walltime_s);
   r.requeue = spec.requeue;
+  r.umask = static_cast<std::int32_t>(spec.umask.value_or(022));
   r.dependencies = spec.afterok;
   return r;
 }
@@ -58,6 +59,7 @@ protocol::job_spec to_spec(const store::job_record& rec) {
   if (r.walltime_s) s.walltime_s = *r.walltime_s;
   s.afterok = r.dependencies;
   s.requeue = r.requeue;
+  s.umask = r.umask;
   // An interactive job's watcher is gone after a restart; its output goes to
   // the files like a batch job's.
   s.interactive = false;

@@ -285,4 +285,15 @@ void controller::node_down(std::size_t index, const std::string& why) {
   kick();
 }
 
+void controller::handle_node_leaving(const conn_ptr& c, const protocol::node_leaving& m) {
+  node_entry* n = node_of_conn(c);
+  if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
+  // The ok goes out before node_down closes the connection (a close waits
+  // for queued writes). Waiting out the heartbeat timeout would only leave
+  // the node UP for new work that its agent can no longer take.
+  c->send(protocol::ok{m.id, {}});
+  if (sched_.machine().at(n->index).state == core::node_state::down) return;
+  node_down(n->index, "its agent is shutting down");
+}
+
 }  // namespace aqs::daemon

@@ -125,6 +125,7 @@ json job_to_json(const job_spec& s) {
   j["requeue"] = s.requeue;
   put_opt(j, "submit_token", s.submit_token);
   j["interactive"] = s.interactive;
+  put_opt(j, "umask", s.umask);
   return j;
 }
 
@@ -164,6 +165,7 @@ job_spec read_job(const reader& r) {
   s.requeue = r.boolean("requeue", false);
   s.submit_token = r.opt_string("submit_token", k_name_rule);
   s.interactive = r.boolean("interactive", false);
+  s.umask = r.opt_integer("umask", 0, 0777);
   return s;
 }
 
@@ -531,6 +533,9 @@ void read(const reader& r, step_ended& m) {
   m.signal = r.opt_integer("signal", 1, k_max_signal);
 }
 
+void write(json& j, const node_leaving& m) { j["id"] = m.id; }
+void read(const reader& r, node_leaving& m) { m.id = read_id(r); }
+
 // Finds the alternative whose ::type is `t` and reads it.
 template <std::size_t I = 0>
 message read_by_type(std::string_view t, const reader& r, const json& whole) {
@@ -604,7 +609,7 @@ bool may_send(peer_role r, const message& m) noexcept {
       return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
              std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||
              std::holds_alternative<output>(m) || std::holds_alternative<ok>(m) ||
-             std::holds_alternative<error>(m);
+             std::holds_alternative<error>(m) || std::holds_alternative<node_leaving>(m);
     case peer_role::job:
       return std::holds_alternative<resize_ack>(m) || std::holds_alternative<resize_refused>(m) ||
              std::holds_alternative<remote_exec>(m);

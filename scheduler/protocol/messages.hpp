@@ -67,6 +67,7 @@ struct job_spec {
   bool requeue = false;                    // back to PENDING after NODE_FAIL
   std::optional<std::string> submit_token; // idempotency key: a retry returns the same job
   bool interactive = false;                // frun: output is streamed, not written to files
+  std::optional<std::int64_t> umask;       // the submitter's umask (0..0777); unset: 0022
   friend bool operator==(const job_spec&, const job_spec&) = default;
 };
 
@@ -382,10 +383,19 @@ struct step_ended {
   friend bool operator==(const step_ended&, const step_ended&) = default;
 };
 
+// Node -> server: the agent is shutting down (SIGTERM) and has ended its
+// jobs; the node goes DOWN at once instead of after the heartbeat timeout.
+// Reply: ok {}, then the server closes the connection.
+struct node_leaving {
+  static constexpr std::string_view type = "node_leaving";
+  std::int64_t id = 0;
+  friend bool operator==(const node_leaving&, const node_leaving&) = default;
+};
+
 using message = std::variant<hello, challenge, ok, error, output, submit, cancel, list_jobs,
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
-                             new_map, resize_ack, resize_refused, remote_exec, step_ended>;
+                             new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

@@ -83,17 +83,18 @@ const std::array k_statements = {
               "    ord integer, token text, user_name text, uid integer, gid integer, name text,"
               "    script text, argv jsonb, workdir text, environment jsonb, stdout_pattern text,"
               "    stderr_pattern text, min_pe integer, max_pe integer, adaptive boolean,"
-              "    walltime_s integer, priority integer, requeue boolean, dependencies jsonb)"
+              "    walltime_s integer, priority integer, requeue boolean, dependencies jsonb, umask integer)"
               "), ins AS ("
               "  INSERT INTO jobs (submit_token, user_name, uid, gid, name, script, argv, workdir,"
               "    environment, stdout_pattern, stderr_pattern, min_pe, max_pe, adaptive, walltime_s,"
-              "    priority, requeue, dependencies)"
+              "    priority, requeue, dependencies, umask)"
               "  SELECT token, user_name, uid, gid, name, script,"
               "    ARRAY(SELECT e FROM jsonb_array_elements_text(argv) WITH ORDINALITY AS a(e, n) ORDER BY n),"
               "    workdir,"
               "    ARRAY(SELECT e FROM jsonb_array_elements_text(environment) WITH ORDINALITY AS a(e, n) ORDER BY n),"
               "    stdout_pattern, stderr_pattern, min_pe, max_pe, adaptive, walltime_s, priority, requeue,"
-              "    ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(dependencies) WITH ORDINALITY AS a(e, n) ORDER BY n)"
+              "    ARRAY(SELECT e::bigint FROM jsonb_array_elements_text(dependencies) WITH ORDINALITY AS a(e, n) ORDER BY n),"
+              "    coalesce(umask, 18)"
               "  FROM input ORDER BY ord"
               "  ON CONFLICT (submit_token) DO NOTHING"
               "  RETURNING id, submit_token"
@@ -145,7 +146,7 @@ const std::array k_statements = {
               " RETURNING id, " AQS_MICROS("time")},
     statement{"get_job",
               "SELECT " AQS_SUMMARY_COLUMNS
-              ", submit_token, gid, script, argv, workdir, environment, stdout_pattern, stderr_pattern"
+              ", submit_token, gid, script, argv, workdir, environment, stdout_pattern, stderr_pattern, umask"
               " FROM jobs WHERE id = $1"},
     statement{"job_history",
               "SELECT id, job_id, " AQS_MICROS("time") ", old_state, new_state, old_procs, new_procs,"
@@ -315,6 +316,7 @@ job_record read_record(const pqxx::row& r) {
   q.environment = text_array(r[24]);
   q.stdout_pattern = r[25].as<std::string>();
   q.stderr_pattern = r[26].as<std::string>();
+  q.umask = r[27].as<std::int32_t>();
   return j;
 }
 
@@ -428,7 +430,7 @@ void append_batch_json(std::string& out, std::size_t ord, const job_request& q) 
     if (i) out.push_back(',');
     out += '"' + std::to_string(q.dependencies[i]) + '"';
   }
-  out += "]}";
+  out += "],\"umask\":" + std::to_string(q.umask) + "}";
 }
 
 // A COMMIT whose outcome we cannot know.

@@ -40,6 +40,7 @@ struct job_request {
   std::int32_t priority = 0;
   bool requeue = false;             // go back to PENDING after NODE_FAIL
   std::vector<std::int64_t> dependencies{};  // afterok job ids
+  std::int32_t umask = 022;         // the submitter's, applied to the job's files and processes
 
   friend bool operator==(const job_request&, const job_request&) = default;
 };

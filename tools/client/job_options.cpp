@@ -5,6 +5,7 @@
 #include <array>
 #include <filesystem>
 #include <set>
+#include <sys/stat.h>
 #include <unordered_set>
 
 #include "client/elf_needed.hpp"
@@ -377,6 +378,7 @@ protocol::job_spec common_spec(const job_options& o, const std::string& default_
   s.afterok = o.afterok.value_or(std::vector<std::int64_t>{});
   s.requeue = o.requeue.value_or(false);
   s.submit_token = ctx.submit_token;
+  s.umask = ctx.umask;
   check_text(s.name, "the job name");
   check_text(s.workdir, "the working directory");
   check_text(s.stdout_pattern, "the output pattern");
@@ -550,6 +552,12 @@ fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std:
   out.json = opts.json;
   validate_like_server(out.request);
   return out;
+}
+
+std::int64_t process_umask() noexcept {
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return static_cast<std::int64_t>(mask & 0777);
 }
 
 protocol::submit build_frun_request(const frun_command_line& cmd, const submit_context& ctx) {

@@ -109,10 +109,16 @@ struct script_directives {
 script_directives parse_directives(std::string_view script);
 
 // What the command passes in rather than the library reading it.
+// The calling process's umask (read without changing it for good).
+std::int64_t process_umask() noexcept;
+
 struct submit_context {
   std::string cwd;                        // absolute current directory
   std::vector<std::string> environment;   // the caller's environ, "KEY=VALUE"
   std::optional<std::string> submit_token;  // idempotency key for retries
+  // The submitter's umask, applied to the job's output files and processes
+  // (Slurm's behaviour); nullopt: the server's default, 0022.
+  std::optional<std::int64_t> umask = process_umask();
 };
 
 // What fsub sends, and how it should print the answer.

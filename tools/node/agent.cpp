@@ -73,10 +73,17 @@ agent::agent(asio::io_context& io, agent_options options, std::function<void(con
     : io_(io),
       options_(std::move(options)),
       on_fatal_(std::move(on_fatal)),
-      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }, options_.spool),
+      supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }, options_.spool, fencing_for(options_)),
       backoff_timer_(io) {}
 
 agent::~agent() { stop(); }
+
+fencing fencing_for(const agent_options& o) {
+  using ms = std::chrono::milliseconds;
+  // A heartbeat as long as the timeout leaves nothing: then half of it.
+  const ms kill = o.node_down_timeout > 2 * o.heartbeat ? o.node_down_timeout - o.heartbeat : o.node_down_timeout / 2;
+  return fencing{kill - std::min<ms>(2000ms, kill / 2), kill};
+}
 
 void agent::log(const std::string& line) const {
   std::time_t t = std::time(nullptr);
@@ -113,6 +120,7 @@ void agent::start() {
   // meanwhile are reported once aqsd is reached.
   const auto adopted = supervisor_.adopt();
   if (!adopted.empty()) log("adopted " + std::to_string(adopted.size()) + " running job(s) from the spool");
+  remove_stale_job_files();
   asio::co_spawn(io_, run(), asio::detached);
 }
 
@@ -120,7 +128,10 @@ void agent::shutdown(std::function<void()> done) {
   if (draining_) return;
   draining_ = true;
   log("shutting down: ending " + std::to_string(supervisor_.running().size()) + " jobs");
-  for (auto id : supervisor_.running()) supervisor_.kill(id, SIGTERM, options_.timeout_grace);
+  for (auto id : supervisor_.running()) {
+    ended_for_leaving_.insert(id);
+    supervisor_.kill(id, SIGTERM, options_.timeout_grace);
+  }
   asio::co_spawn(io_, drain(std::move(done)), asio::detached);
 }
 
@@ -135,6 +146,21 @@ awaitable<void> agent::drain(std::function<void()> done) {
     co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
   }
   if (!outbox_.empty()) log(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
+  if (connected_) {
+    // The jobs are gone: now aqsd may take the node DOWN (and requeue them
+    // elsewhere) at once rather than after its heartbeat timeout. It closes
+    // the connection after its ok; no reconnecting from here on.
+    stopping_ = true;
+    leaving_id_ = next_id();
+    send(protocol::node_leaving{*leaving_id_});
+    const auto leave_until = std::chrono::steady_clock::now() + 3s;
+    while (!left_ && connected_ && std::chrono::steady_clock::now() < leave_until) {
+      t.expires_after(20ms);
+      boost::system::error_code ec;
+      co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+    if (!left_) log("aqsd did not acknowledge that this node is leaving");
+  }
   stop();
   if (done) done();
 }
@@ -397,6 +423,7 @@ void agent::handle(protocol::message m) {
                            "job " + std::to_string(k->job_id) + " is not running on " + options_.name});
     }
   } else if (auto* o = std::get_if<protocol::ok>(&m)) {
+    if (leaving_id_ && o->id == *leaving_id_) left_ = true;
     auto it = outbox_.find(o->id);
     if (it != outbox_.end()) {
       // aqsd has the job's end on disk: its spool records may go.
@@ -434,6 +461,8 @@ void agent::handle_launch(const protocol::launch& l) {
     spec.gid = static_cast<gid_t>(l.gid);
   }
   spec.workdir = l.job.workdir;
+  // The submitter's (old clients send none: the traditional 0022).
+  spec.umask = static_cast<mode_t>(l.job.umask.value_or(022) & 0777);
   // The job's own environment, then what AQS tells every job.
   const std::vector<std::pair<std::string, std::string>> ours = {
       {"AQS_JOB_ID", std::to_string(l.job_id)}, {"AQS_JOB_NAME", l.job.name},
@@ -511,7 +540,11 @@ void agent::handle_launch(const protocol::launch& l) {
       if (root && written) written = ::fchown(fd, spec.uid.value_or(0), spec.gid.value_or(0)) == 0;
       ::close(fd);
     }
-    if (!written) return refuse(protocol::error_code::internal, "cannot write the job script to " + path.string());
+    if (!written) {
+      std::error_code ec;
+      std::filesystem::remove_all(mpi_dir(l.job_id), ec);
+      return refuse(protocol::error_code::internal, "cannot write the job script to " + path.string());
+    }
     // A script without a shebang runs with /bin/sh, as sbatch scripts do.
     if (l.job.script->rfind("#!", 0) != 0) spec.argv.push_back("/bin/sh");
     spec.argv.push_back(path.string());
@@ -536,6 +569,7 @@ void agent::handle_launch(const protocol::launch& l) {
   auto forget_script = [this, job_id] {
     std::error_code ec;
     std::filesystem::remove(options_.spool / ("job-" + std::to_string(job_id) + ".script"), ec);
+    std::filesystem::remove_all(mpi_dir(job_id), ec);  // a job that never started leaves nothing
   };
   // The step starts the job while we go on; its answer comes back here.
   auto started = [this, job_id, request, forget_script](std::optional<std::string> error) {
@@ -657,6 +691,27 @@ std::string default_rsh_agent() {
   return {};
 }
 
+void agent::remove_stale_job_files() {
+  // Scripts and MPI launch files of jobs not running here: an earlier agent
+  // died between writing them and the job's start or end. (Adopted jobs
+  // that ended meanwhile have already been reported, and theirs removed.)
+  std::error_code ec;
+  std::vector<std::filesystem::path> stale;
+  for (const auto& e : std::filesystem::directory_iterator(options_.spool, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto ext = e.path().extension().string();
+    if (name.rfind("job-", 0) != 0 || (ext != ".mpi" && ext != ".script")) continue;
+    std::int64_t id = 0;
+    try {
+      id = std::stoll(e.path().stem().string().substr(4));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!supervisor_.is_running(id)) stale.push_back(e.path());
+  }
+  for (const auto& p : stale) std::filesystem::remove_all(p, ec);
+}
+
 std::filesystem::path agent::mpi_dir(std::int64_t job_id) const {
   return options_.spool / ("job-" + std::to_string(job_id) + ".mpi");
 }
@@ -665,6 +720,12 @@ void agent::report_end(const job_outcome& o) {
   std::error_code ec;
   std::filesystem::remove(options_.spool / ("job-" + std::to_string(o.job_id) + ".script"), ec);
   std::filesystem::remove_all(mpi_dir(o.job_id), ec);
+  if (ended_for_leaving_.count(o.job_id) != 0 && o.state == core::job_state::cancelled) {
+    // Killed because this node is leaving: node_leaving tells aqsd, which
+    // ends it as on a node failure (NODE_FAIL, or requeued).
+    supervisor_.forget(o.job_id);
+    return;
+  }
   protocol::job_exited e;
   e.job_id = o.job_id;
   e.state = o.state;

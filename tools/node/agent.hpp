@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,17 @@ struct agent_options {
   std::chrono::milliseconds heartbeat{2000};
   std::chrono::milliseconds reconnect_max{2000};
   std::chrono::milliseconds timeout_grace{5000};  // SIGTERM to SIGKILL at a time limit
+  // aqsd's --heartbeat-timeout: how long after the agent's last word aqsd
+  // declares the node DOWN (and may start its jobs elsewhere).
+  std::chrono::milliseconds node_down_timeout{10000};
 };
+
+// When a job whose agent died kills itself: SIGKILL one heartbeat before
+// aqsd can declare the node DOWN (its last heartbeat may have been that
+// long before it died), so that a requeued job never runs twice at once;
+// SIGTERM up to 2 s before that. A new agent must adopt the job before the
+// SIGTERM to keep it.
+fencing fencing_for(const agent_options& o);
 
 // aqs-rsh next to this executable (an installation), else the one of the
 // build tree aqs-node was built in, else "".
@@ -92,6 +103,8 @@ private:
   void report_end(const job_outcome& o);
   // Where a job's MPI launch files (hostfile, rankfile) live while it runs.
   std::filesystem::path mpi_dir(std::int64_t job_id) const;
+  // At start, after adopting: removes spool files of jobs not running here.
+  void remove_stale_job_files();
   // Interactive jobs: their stdout/stderr pipes, read until EOF and sent as
   // output messages; the job's end is reported only after both are drained.
   struct job_streams {
@@ -127,6 +140,9 @@ private:
   std::map<std::int64_t, job_streams> streams_;       // interactive jobs
   std::deque<protocol::output> pending_output_;       // while aqsd is away (bounded)
   std::size_t pending_output_bytes_ = 0;
+  std::set<std::int64_t> ended_for_leaving_;  // killed by shutdown(): aqsd ends them with the node
+  std::optional<std::int64_t> leaving_id_;     // node_leaving sent with this id
+  bool left_ = false;                          // ... and acknowledged
   std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
 };
 

@@ -132,16 +132,17 @@ pid_t launch(const launch_spec& spec) {
     // After the user switch: files are created, and the directory entered,
     // with the job user's rights, not the agent's.
     if (::chdir(spec.workdir.c_str()) != 0) child_fail(fd, k_chdir);
+    ::umask(spec.umask & 0777);
     const int in = ::open("/dev/null", O_RDONLY);
     if (in < 0) child_fail(fd, k_stdin);
     const int out = spec.stdout_fd >= 0 ? spec.stdout_fd
-                                        : ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+                                        : ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0666);
     if (out < 0) child_fail(fd, k_stdout);
     int err = out;
     if (spec.stdout_fd >= 0) {
       if (spec.stderr_fd >= 0) err = spec.stderr_fd;
     } else if (!spec.stderr_path.empty() && spec.stderr_path != spec.stdout_path) {
-      err = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      err = ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0666);
       if (err < 0) child_fail(fd, k_stderr);
     }
     ::dup2(in, 0);
@@ -152,7 +153,6 @@ pid_t launch(const launch_spec& spec) {
     // The error pipe stays until exec closes it.
     if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
     ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
-    ::umask(022);
     ::execve(exe.c_str(), argv.data(), envp.data());
     child_fail(fd, k_exec);
   }

@@ -17,7 +17,7 @@ struct launch_spec {
   std::vector<std::string> argv;         // argv[0] is looked up in PATH of env
   std::string workdir;                   // must exist and be a directory
   std::vector<std::string> env;          // the complete environment, KEY=VALUE
-  std::string stdout_path;               // created (0644) or appended to
+  std::string stdout_path;               // created (0666 less umask) or appended to
   std::string stderr_path;               // empty: stderr goes with stdout
   std::optional<uid_t> uid;              // run as this user (needs root), else as we are
   std::optional<gid_t> gid;              // primary group with uid
@@ -27,6 +27,9 @@ struct launch_spec {
   // stdout_fd set: stderr goes with stdout.
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // The submitter's umask: set before the output files are created, and
+  // what the job's processes start with.
+  mode_t umask = 022;
 };
 
 // The job could not be started: the message is one line naming the step

@@ -12,15 +12,25 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace aqs::node {
 
-job_supervisor::job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool)
-    : io_(io), on_exit_(std::move(on_exit)), spool_(std::move(spool)), sigchld_(io, SIGCHLD) {
+void job_supervisor::unique_fd::reset() noexcept {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+job_supervisor::job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool,
+                               std::optional<fencing> fence)
+    : io_(io), on_exit_(std::move(on_exit)), spool_(std::move(spool)), sigchld_(io, SIGCHLD), fence_(fence) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   wait_for_children();
 }
@@ -89,6 +99,99 @@ void close_all_but(std::vector<int> keep) {
   ::close_range(from, ~0U, 0);
 }
 
+std::int64_t monotonic_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Whether every writer of the lease FIFO is gone (the agent died and no new
+// one adopted the job). Linux reports POLLHUP on a FIFO's read end once the
+// last writer closed, until a writer opens it again.
+bool lease_lost(int lease) {
+  pollfd p{lease, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & POLLIN) {
+    char junk[64];
+    (void)!::read(lease, junk, sizeof junk);  // nobody should write; never let it spin
+  }
+  return (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+// The step's fencing: everything of the job goes, in its group, in the
+// step's session, and the step's descendants tagged with the job's id (what
+// made itself a session leader; the step is their subreaper, so they stay
+// its descendants).
+void fence_job(pid_t pgid, std::int64_t job_id, int sig) {
+  signal_job(pgid, ::getpid(), sig);
+  signal_tagged(job_id, sig);
+}
+
+// The step's wait for its job: the job's main process ends (its wait status
+// is returned), reaping whatever else ends meanwhile (the step is a
+// subreaper). With a lease and a fencing schedule: once the agent is gone
+// for term_after, SIGTERM to the job, at kill_after SIGKILL; an agent that
+// adopts the job before term_after (the lease has a writer again) stops the
+// count. SIGCHLD must be blocked (it is read through a signalfd).
+int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fencing>& fence) {
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (!fence) lease = -1;
+  std::int64_t lost_at = -1;  // when the lease was found lost; -1: it is held
+  bool termed = false, killed = false;
+  while (true) {
+    int status = 0;
+    for (pid_t p; (p = ::waitpid(-1, &status, WNOHANG)) > 0;) {
+      if (p == pgid) {
+        if (sfd >= 0) ::close(sfd);
+        if (killed || termed) {
+          // Fenced: no agent is there to reap what dies now; wait (a
+          // moment, bounded) for what the SIGKILL hit.
+          fence_job(pgid, job_id, SIGKILL);
+          const std::int64_t until = monotonic_ms() + 1000;
+          int ignored = 0;
+          while (monotonic_ms() < until) {
+            const pid_t q = ::waitpid(-1, &ignored, WNOHANG);
+            if (q < 0) break;  // no children left
+            if (q == 0) ::usleep(10000);
+          }
+        }
+        return status;
+      }
+    }
+    int timeout = -1;
+    if (lease >= 0 && !killed) {
+      const bool lost = lease_lost(lease);
+      if (lost && lost_at < 0) lost_at = monotonic_ms();
+      if (!lost && !termed) lost_at = -1;  // adopted in time: nothing happens
+      if (lost_at >= 0) {
+        const std::int64_t gone = monotonic_ms() - lost_at;
+        if (!termed && gone >= fence->term_after.count()) {
+          fence_job(pgid, job_id, SIGTERM);
+          termed = true;
+        }
+        if (gone >= fence->kill_after.count()) {
+          fence_job(pgid, job_id, SIGKILL);
+          killed = true;
+        } else {
+          // Look for an adopting agent now and then; be on time for the kill.
+          const std::int64_t next = termed ? fence->kill_after.count() : fence->term_after.count();
+          timeout = static_cast<int>(std::clamp<std::int64_t>(next - gone, 1, 100));
+        }
+      }
+    }
+    if (sfd < 0 && (timeout < 0 || timeout > 100)) timeout = 100;  // no signalfd: poll for the job's end
+    pollfd fds[2] = {{sfd, POLLIN, 0}, {lease >= 0 && lost_at < 0 && !killed ? lease : -1, POLLIN, 0}};
+    if (::poll(fds, 2, timeout) > 0 && (fds[0].revents & POLLIN)) {
+      signalfd_siginfo info[8];
+      while (::read(sfd, info, sizeof info) > 0) {
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
@@ -100,6 +203,17 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
   const std::string status_path = record(job_id, "status").string();
   const std::string status_tmp = status_path + ".tmp";
   ::unlink(status_path.c_str());
+  // The lease: the step reads, we write; opened on both ends before the
+  // fork (a FIFO open for writing needs a reader), close-on-exec so that no
+  // job inherits the write end. Without it the job is not fenced.
+  const std::string lease_path = record(job_id, "lease").string();
+  ::unlink(lease_path.c_str());
+  unique_fd lease_r, lease_w;
+  if (fence_ && ::mkfifo(lease_path.c_str(), 0600) == 0) {
+    lease_r = unique_fd(::open(lease_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (lease_r.fd >= 0) lease_w = unique_fd(::open(lease_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (lease_w.fd < 0) lease_r.reset();
+  }
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
   const pid_t step = ::fork();
@@ -113,12 +227,17 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     // keeps nothing of the agent's (above all not its connection to aqsd).
     ::close(report[0]);
     ::setsid();
+    // Orphans of the job (an MPI daemon whose mpirun died) stay ours, so a
+    // fencing kill still finds them by descent when the agent is gone.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
     for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(sig, SIG_IGN);
     ::signal(SIGCHLD, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    close_all_but({report[1], spec.stdout_fd, spec.stderr_fd});
+    sigset_t only_chld;
+    sigemptyset(&only_chld);
+    sigaddset(&only_chld, SIGCHLD);  // read through a signalfd (step_wait); the job unblocks it
+    ::sigprocmask(SIG_SETMASK, &only_chld, nullptr);
+    lease_w.reset();
+    close_all_but({report[1], spec.stdout_fd, spec.stderr_fd, lease_r.fd});
     std::string said;
     pid_t pgid = 0;
     try {
@@ -132,21 +251,22 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     if (spec.stdout_fd >= 0) ::close(spec.stdout_fd);
     if (spec.stderr_fd >= 0) ::close(spec.stderr_fd);
     if (pgid <= 0) ::_exit(0);
-    int status = 0;
-    while (::waitpid(pgid, &status, 0) < 0 && errno == EINTR) {
-    }
+    const int status = step_wait(pgid, job_id, lease_r.fd, fence_);
     ::kill(-pgid, SIGKILL);  // what the job left in its group,
-    signal_session(::getpid(), ::getpid(), SIGKILL);  // and in the step's session
+    signal_session(::getpid(), ::getpid(), SIGKILL);  // in the step's session,
+    signal_tagged(job_id, SIGKILL);  // and what left both (still ours: we are its subreaper)
     char text[32];
     const int len = std::snprintf(text, sizeof text, "%d\n", status);
     write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
     ::_exit(0);
   }
   ::close(report[1]);
+  lease_r.reset();
   job& j = jobs_[job_id];
   j.id = job_id;
   j.step = step;
   j.starting = true;
+  j.lease = std::move(lease_w);
   j.report = std::make_unique<boost::asio::posix::stream_descriptor>(io_, report[0]);
   j.limit_ms = time_limit;
   j.grace = grace;
@@ -183,6 +303,8 @@ void job_supervisor::reported(std::int64_t job_id) {
     const std::string error = j.said.size() > 1 ? j.said.substr(1) : "the job's step process died before starting it";
     by_pid_.erase(j.step);  // reaped as an orphan if it is still there
     jobs_.erase(it);
+    std::error_code ec;
+    std::filesystem::remove(record(job_id, "lease"), ec);
     if (started) started(error);
     return;
   }
@@ -275,6 +397,9 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     j.id = id;
     j.pgid = static_cast<pid_t>(pgid);
     j.step = static_cast<pid_t>(step);
+    // Holding the lease again tells the step its job is adopted: it is not
+    // fenced. A step of an agent without leases has no FIFO: nothing to do.
+    j.lease = unique_fd(::open(record(id, "lease").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     j.pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
     j.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code e) {
       if (!e) step_ended(id, 0);
@@ -292,6 +417,7 @@ void job_supervisor::forget(std::int64_t job_id) {
   std::error_code ec;
   std::filesystem::remove(record(job_id, "step"), ec);
   std::filesystem::remove(record(job_id, "status"), ec);
+  std::filesystem::remove(record(job_id, "lease"), ec);
 }
 
 bool job_supervisor::kill(std::int64_t job_id, int sig, std::chrono::milliseconds grace) {

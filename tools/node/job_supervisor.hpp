@@ -22,6 +22,15 @@
 
 namespace aqs::node {
 
+// Fencing: what a job's step does when its agent is gone (killed, crashed)
+// and no new agent adopts the job in time. aqsd declares the node DOWN and
+// may start the job again elsewhere, so the old instance must be gone first.
+// Counted from the moment the step notices its agent is gone.
+struct fencing {
+  std::chrono::milliseconds term_after{6000};  // SIGTERM to the whole job
+  std::chrono::milliseconds kill_after{8000};  // SIGKILL to whatever is left (>= term_after)
+};
+
 // How a job ended, as the agent reports it to aqsd.
 struct job_outcome {
   std::int64_t job_id = 0;
@@ -50,7 +59,12 @@ public:
   // on_exit is called once per started (or adopted) job, after its main
   // process ended and every process left in its group was killed. `spool`
   // must be a directory only this agent's user can write (the agent checks).
-  job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool);
+  // With `fence`, each step holds a lease on this supervisor (a FIFO in the
+  // spool, `job-N.lease`, whose write end only the supervisor holds): when
+  // every writer is gone (this process died) and none comes back (adopt()
+  // opens it again), the step kills its job on the fencing schedule.
+  job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool,
+                 std::optional<fencing> fence = std::nullopt);
   ~job_supervisor();
   job_supervisor(const job_supervisor&) = delete;
   job_supervisor& operator=(const job_supervisor&) = delete;
@@ -92,6 +106,23 @@ public:
   bool is_running(std::int64_t job_id) const { return jobs_.count(job_id) != 0; }
 
 private:
+  // An owned file descriptor (the write end of a step's lease).
+  struct unique_fd {
+    int fd = -1;
+    unique_fd() = default;
+    explicit unique_fd(int f) : fd(f) {}
+    unique_fd(unique_fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+    unique_fd& operator=(unique_fd&& o) noexcept {
+      if (this != &o) {
+        reset();
+        fd = o.fd;
+        o.fd = -1;
+      }
+      return *this;
+    }
+    ~unique_fd() { reset(); }
+    void reset() noexcept;
+  };
   struct job {
     std::int64_t id = 0;
     pid_t pgid = 0;
@@ -109,6 +140,7 @@ private:
     started_callback started;
     std::unique_ptr<boost::asio::steady_timer> limit;
     std::unique_ptr<boost::asio::steady_timer> escalate;
+    unique_fd lease;  // while we hold it, the step knows its agent lives
   };
   void wait_for_children();
   void reap();
@@ -127,6 +159,7 @@ private:
   boost::asio::signal_set sigchld_;
   std::unordered_map<std::int64_t, job> jobs_;
   std::unordered_map<pid_t, std::int64_t> by_pid_;
+  std::optional<fencing> fence_;
 };
 
 }  // namespace aqs::node

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   std::string server, socket_path, key_file, name, cpus_text, spool, rsh_agent, mpi_interfaces;
   std::int64_t procs = 0;
   double heartbeat_s = 2.0;
+  double node_down_timeout_s = 10.0;
   app.add_option("--server", server, "aqsd's address HOST:PORT (TCP, needs --key)");
   app.add_option("--socket", socket_path, "aqsd's Unix socket, when aqsd runs on this machine");
   app.add_option("--key", key_file, "file holding the cluster key (aqsd's STATE_DIR/cluster.key)");
@@ -53,6 +54,10 @@ int main(int argc, char** argv) {
                  "MPI jobs' TCP traffic (messages and OpenMPI's own) only on these interfaces or networks, "
                  "comma-separated, e.g. eth1 or 10.1.0.0/16 (default: any)");
   app.add_option("--heartbeat", heartbeat_s, "seconds between heartbeats")->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--node-down-timeout", node_down_timeout_s,
+                 "aqsd's --heartbeat-timeout (default 10): a job whose agent died and was not restarted in time "
+                 "kills itself before aqsd may start it elsewhere")
+      ->check(CLI::Range(0.1, 86400.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -94,6 +99,7 @@ int main(int argc, char** argv) {
       aqs::mpi_adapter::validate_interfaces(o.mpi_interfaces);
     }
     o.heartbeat = std::chrono::milliseconds(static_cast<long>(heartbeat_s * 1000));
+    o.node_down_timeout = std::chrono::milliseconds(static_cast<long>(node_down_timeout_s * 1000));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqs-node: %s\n", e.what());
     return 2;

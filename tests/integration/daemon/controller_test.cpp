@@ -464,3 +464,24 @@ TEST_CASE("an adaptive job learns the hosts it may grow onto, and its launcher m
   REQUIRE(std::holds_alternative<protocol::error>(*refused));
   CHECK(std::get<protocol::error>(*refused).code == protocol::error_code::not_found);
 }
+
+TEST_CASE("a node whose agent says it is leaving goes DOWN at once and its job ends NODE_FAIL") {
+  test::test_database db;
+  daemon_under_test d(db.conninfo(), 600s);  // never by silence in this test
+  auto n0 = d.agent("n0", 2);
+  auto user = d.client(1000);
+  const auto job = d.submit(user, 2);
+  REQUIRE(n0->take<protocol::launch>([&](const auto& x) { return launch_of(x, job); }));
+  d.ctl.on_message(n0, protocol::node_leaving{77});
+  auto rep = n0->reply(77);
+  REQUIRE(rep);
+  CHECK(std::holds_alternative<protocol::ok>(*rep));
+  CHECK(d.wait_state(job, job_state::node_fail) == job_state::node_fail);
+  bool down = false;
+  for (int i = 0; i < 500 && !down; ++i) {
+    for (const auto& n : d.store.list_nodes()) down = down || (n.name == "n0" && n.state == store::node_state::down);
+    if (!down) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(down);
+  CHECK(n0->closed);
+}

@@ -58,10 +58,10 @@ struct fake_aqsd : daemon::dispatcher {
 
   // Waits (up to 30 s) for a message matching pred; returns a copy.
   template <class T, class Pred>
-  std::optional<T> wait_for(Pred pred) {
+  std::optional<T> wait_for(Pred pred, std::chrono::milliseconds limit = 30s) {
     std::unique_lock lock(mu);
     std::optional<T> found;
-    cv.wait_for(lock, 30s, [&] {
+    cv.wait_for(lock, limit, [&] {
       for (auto& m : got) {
         if (auto* t = std::get_if<T>(&m); t && pred(*t)) {
           found = *t;
@@ -291,7 +291,7 @@ TEST_CASE("over TCP the agent proves the cluster key; with a wrong key it stops 
   CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 1));
 }
 
-TEST_CASE("SIGTERM to the agent ends its jobs, reports them, and leaves no process behind") {
+TEST_CASE("SIGTERM to the agent ends its jobs, tells aqsd the node is leaving, and leaves no process behind") {
   harness h;
   h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
   REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
@@ -303,9 +303,11 @@ TEST_CASE("SIGTERM to the agent ends its jobs, reports them, and leaves no proce
   const pid_t sleeper = std::stoi(pid_text);
 
   ::kill(h.agent, SIGTERM);
-  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(12));
-  REQUIRE(ex);
-  CHECK(ex->state == core::job_state::cancelled);
+  // The job is not reported ended: aqsd ends it as on a node failure (or
+  // requeues it) when the node leaves, which happens only once it is gone.
+  CHECK(h.aqsd->wait_for<protocol::node_leaving>([](auto&) { return true; }));
+  CHECK(::kill(sleeper, 0) != 0);
+  CHECK_FALSE(h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(12), 0ms));
   int st = 0;
   REQUIRE(::waitpid(h.agent, &st, 0) == h.agent);
   h.agent = 0;
@@ -335,4 +337,114 @@ TEST_CASE("the agent refuses a spool directory that is a symlink or belongs to s
     REQUIRE(::chown((h.dir / "theirs").c_str(), 65534, 65534) == 0);
     CHECK(run_agent(h.dir / "theirs") == 1);
   }
+}
+
+namespace {
+
+// Whether the process exists and is not a zombie.
+bool running_process(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// Polls until none of pids runs; false if some still does after `limit`.
+bool all_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    bool any = false;
+    for (pid_t p : pids) any = any || running_process(p);
+    if (!any) return true;
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+// A job that leaves processes everywhere it can: one in its group, one in a
+// session of its own (as an MPI daemon makes itself), and its shell. Their
+// pids end up in `pids` in the working directory.
+const char* k_sprawling_job =
+    "#!/bin/sh\nsleep 300 &\necho $! > pids.tmp\nsetsid sleep 300 &\necho $! >> pids.tmp\necho $$ >> pids.tmp\n"
+    "mv pids.tmp pids\nwait\n";
+
+std::vector<pid_t> wait_for_pids(harness& h) {
+  std::string text;
+  for (int i = 0; i < 3000 && (text = h.read("pids")).empty(); ++i) std::this_thread::sleep_for(10ms);
+  std::vector<pid_t> pids;
+  std::istringstream in(text);
+  for (pid_t p; in >> p;) pids.push_back(p);
+  return pids;
+}
+
+void kill_agent_hard(harness& h) {
+  ::kill(h.agent, SIGKILL);
+  ::waitpid(h.agent, nullptr, 0);
+  h.agent = 0;
+}
+
+}  // namespace
+
+TEST_CASE("a job whose agent was killed with SIGKILL kills all its processes itself within the node-down timeout") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string(), "--node-down-timeout", "2"});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(20, k_sprawling_job));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(20)));
+  const auto pids = wait_for_pids(h);
+  REQUIRE(pids.size() == 3);
+  kill_agent_hard(h);
+  // aqsd would declare the node DOWN 2 s after the agent's last word; give
+  // the fencing 5 s more before calling it a failure.
+  CHECK(all_gone(pids, 7s));
+}
+
+TEST_CASE("a job whose killed agent is restarted in time is adopted and keeps running") {
+  harness h;
+  const std::vector<std::string> args{"--socket", (h.dir / "aqsd.sock").string(), "--node-down-timeout", "4"};
+  h.start_agent(args);
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(21, k_sprawling_job));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(21)));
+  const auto pids = wait_for_pids(h);
+  REQUIRE(pids.size() == 3);
+  kill_agent_hard(h);
+  h.start_agent(args);
+  auto registered_again = [&] {
+    std::lock_guard lock(h.aqsd->mu);
+    int n = 0;
+    for (const auto& m : h.aqsd->got) n += std::holds_alternative<protocol::register_node>(m) ? 1 : 0;
+    return n >= 2;
+  };
+  for (int i = 0; i < 3000 && !registered_again(); ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(registered_again());
+  std::this_thread::sleep_for(5s);  // past the whole fencing schedule of the first agent
+  for (pid_t p : pids) CHECK(running_process(p));
+  h.aqsd->send(protocol::kill{80, 21, SIGTERM, 1});
+  auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(21));
+  REQUIRE(ex);
+  CHECK(ex->state == core::job_state::cancelled);
+  CHECK(all_gone(pids, 15s));
+}
+
+TEST_CASE("the spool keeps no MPI launch files of a job that never started, nor of jobs no agent runs any more") {
+  harness h;
+  // Left by an earlier agent on this spool, for a job it no longer runs.
+  fs::create_directories(h.dir / "spool" / "job-77.mpi");
+  std::ofstream(h.dir / "spool" / "job-77.mpi" / "hostfile") << "localhost slots=1\n";
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-77.mpi"));
+
+  auto bad = h.launch(22, "#!/bin/sh\ntrue\n");
+  bad.proc_hosts = {"localhost", "localhost"};
+  bad.proc_cpus = {0, 0};
+  bad.job.workdir = (h.dir / "missing").string();
+  h.aqsd->send(bad);
+  auto err = h.aqsd->wait_for<protocol::error>([](auto& e) { return e.id == 1022; });
+  REQUIRE(err);
+  CHECK(err->message.find("cannot enter working directory") != std::string::npos);
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.mpi"));
+  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.script"));
 }

@@ -49,6 +49,7 @@ TEST_CASE("a submitted job reads back exactly, PENDING, with its submission even
   q.requeue = true;
   q.dependencies = {1, 2};
   q.submit_token = "tok-1";
+  q.umask = 077;
   const auto id = store.submit(q);
   CHECK(id > 0);
 

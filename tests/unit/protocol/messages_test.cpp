@@ -233,6 +233,8 @@ TEST_CASE("each role may send only its own messages") {
   CHECK(may_send(peer_role::node, job_exited{}));
   CHECK(may_send(peer_role::node, ok{}));
   CHECK_FALSE(may_send(peer_role::node, shutdown{}));
+  CHECK(may_send(peer_role::node, node_leaving{}));
+  CHECK_FALSE(may_send(peer_role::client, node_leaving{}));
   CHECK(may_send(peer_role::job, resize_ack{}));
   CHECK(may_send(peer_role::job, resize_refused{}));
   CHECK(may_send(peer_role::job, remote_exec{}));
@@ -280,4 +282,13 @@ TEST_CASE("frame text can be parsed from a std::string, a literal or a string_vi
   CHECK(std::get<list_nodes>(parse_message(std::string_view(text))).id == 4);
   // The JSON overload validates an already-parsed value the same way.
   CHECK(std::get<list_nodes>(parse_message(json::parse(text))).id == 4);
+}
+
+TEST_CASE("a submit's umask is optional, absent from old clients, and must be within 0..0777") {
+  json j = submit_json();
+  j["job"].erase("umask");
+  CHECK_FALSE(std::get<submit>(parse_message(j)).job.umask.has_value());
+  CHECK(submit_error([](json& x) { x["job"]["umask"] = 512; }).code() == error_code::bad_request);
+  CHECK(submit_error([](json& x) { x["job"]["umask"] = -1; }).code() == error_code::bad_request);
+  CHECK(std::string(submit_error([](json& x) { x["job"]["umask"] = "077"; }).what()).find("umask") != std::string::npos);
 }

@@ -29,6 +29,7 @@ inline job_spec sample_job() {
   s.requeue = true;
   s.submit_token = "tok-123";
   s.interactive = false;
+  s.umask = 077;
   return s;
 }
 
@@ -85,6 +86,7 @@ inline std::vector<message> samples() {
       remote_exec{20, 5, "host1", " orted -mca ess \"env\"", {"PATH=/usr/bin", "OMPI_MCA_x=1"}},
       step_ended{5, "node1", 0, std::nullopt},
       step_ended{5, "node1", std::nullopt, 9},
+      node_leaving{21},
   };
 }
 
