@@ -245,7 +245,12 @@ TEST_CASE("kill -9 of the private PostgreSQL under load: clients get an answer, 
   }
   // Nothing acknowledged was lost.
   CHECK(missing_from_store(private_conninfo(c), load.acked()) == 0);
-  CHECK(c.terminate_aqsd(30s) == 0);
+  const int status = c.terminate_aqsd(30s);
+  if (status != 0) {
+    const std::string end = file_text(c.dir() / "aqsd.log");
+    MESSAGE("aqsd exited " << status << "; its log ends: " << end.substr(end.size() > 6000 ? end.size() - 6000 : 0));
+  }
+  CHECK(status == 0);
 }
 
 TEST_CASE("with --db, aqsd reconnects when its database returns and stops at once while it is down") {
