@@ -129,6 +129,22 @@ void controller::on_close(const conn_ptr& conn) {
   });
 }
 
+namespace {
+
+// Where processes started by an agent connect from: its TCP address, or
+// loopback for an agent on aqsd's own machine (Unix socket).
+void add_agent_address(const peer_info& agent, std::set<std::string>& addrs) {
+  if (agent.via == transport::tcp) {
+    addrs.insert(agent.address);
+  } else {
+    addrs.insert("127.0.0.1");
+    addrs.insert("::1");
+    addrs.insert("::ffff:127.0.0.1");
+  }
+}
+
+}  // namespace
+
 bool controller::job_address_allowed(std::int64_t job, const std::string& address) const {
   // Called with shared_mu_ held.
   auto it = job_addrs_.find(job);
@@ -140,15 +156,7 @@ bool controller::job_address_allowed(std::int64_t job, const std::string& addres
 void controller::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
   std::set<std::string> addrs;
   auto add_node = [&](std::size_t index) {
-    if (index >= nodes_.size() || !nodes_[index].conn) return;
-    const peer_info& p = nodes_[index].conn->peer();
-    if (p.via == transport::tcp) {
-      addrs.insert(p.address);
-    } else {  // an agent on aqsd's machine: its job's processes come from loopback
-      addrs.insert("127.0.0.1");
-      addrs.insert("::1");
-      addrs.insert("::ffff:127.0.0.1");
-    }
+    if (index < nodes_.size() && nodes_[index].conn) add_agent_address(nodes_[index].conn->peer(), addrs);
   };
   procs.for_each([&](std::size_t proc) { add_node(sched_.machine().node_of(proc)); });
   auto jt = jobs_.find(id);
@@ -164,15 +172,7 @@ void controller::refresh_job_addresses(std::int64_t id, const core::processor_se
 void controller::refresh_agent_addresses() {
   std::set<std::string> addrs;
   for (const auto& n : nodes_) {
-    if (!n.conn) continue;
-    const peer_info& p = n.conn->peer();
-    if (p.via == transport::tcp) {
-      addrs.insert(p.address);
-    } else {
-      addrs.insert("127.0.0.1");
-      addrs.insert("::1");
-      addrs.insert("::ffff:127.0.0.1");
-    }
+    if (n.conn) add_agent_address(n.conn->peer(), addrs);
   }
   std::lock_guard lock(shared_mu_);
   agent_addrs_ = std::move(addrs);
