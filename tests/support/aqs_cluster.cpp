@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -18,6 +19,8 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+
+#include "test_failed.hpp"
 
 extern char** environ;
 
@@ -164,6 +167,27 @@ cluster::cluster(options o) : o_(std::move(o)) {
 
 cluster::~cluster() { tear_down(); }
 
+// The last lines of aqsd's and each agent's log, for a failed test case
+// (in CI the directory is gone by the time anyone looks).
+void cluster::print_logs() const noexcept {
+  try {
+    std::vector<fs::path> logs{dir_ / "aqsd.log"};
+    for (std::size_t i = 0; i < agents_.size(); ++i) logs.push_back(dir_ / ("node" + std::to_string(i) + ".log"));
+    for (const auto& p : logs) {
+      std::ifstream in(p);
+      if (!in) continue;
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+      const std::size_t keep = 60, from = lines.size() > keep ? lines.size() - keep : 0;
+      std::string text;
+      for (std::size_t i = from; i < lines.size(); ++i) text += lines[i] + "\n";
+      MESSAGE("the test failed; last " << (lines.size() - from) << " of " << lines.size() << " lines of " << p.filename().string()
+                                       << ":\n" << text);
+    }
+  } catch (const std::exception&) {
+  }
+}
+
 void cluster::tear_down() noexcept {
   if (hosts_) {
     // Agents cut off must hear their stop; a failure here must not throw out
@@ -176,6 +200,7 @@ void cluster::tear_down() noexcept {
   }
   for (auto& a : agents_) stop_process(a, 15s);
   stop_process(aqsd_, 30s);
+  if (current_test_failed()) print_logs();
   // Anything still holding our directory (a job script, a stray agent, the
   // private PostgreSQL of a killed aqsd) goes now.
   for (int round = 0; round < 3; ++round) {
@@ -185,7 +210,13 @@ void cluster::tear_down() noexcept {
     std::this_thread::sleep_for(200ms);
   }
   std::error_code ec;
-  fs::remove_all(dir_, ec);
+  // AQS_TEST_KEEP=1 keeps the logs (aqsd.log, node-N.log) of every cluster
+  // for a post-mortem of a failed run.
+  if (const char* keep = std::getenv("AQS_TEST_KEEP"); keep != nullptr && *keep != '\0' && *keep != '0') {
+    MESSAGE("kept the cluster's directory " << dir_.string());
+  } else {
+    fs::remove_all(dir_, ec);
+  }
   hosts_.reset();
 }
 

@@ -116,6 +116,7 @@ private:
   // Stops everything and removes the directory and the hosts (destructor,
   // or a constructor that failed half-way).
   void tear_down() noexcept;
+  void print_logs() const noexcept;
   options o_;
   std::unique_ptr<testbed::netns_hosts> hosts_;
   int tcp_port_ = 0;
