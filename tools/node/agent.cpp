@@ -241,6 +241,13 @@ awaitable<bool> agent::serve_once() {
   co_return registered;
 }
 
+namespace {
+// Refusals that say "not now" rather than "never": the agent retries them.
+bool transient(protocol::error_code c) {
+  return c == protocol::error_code::internal || c == protocol::error_code::too_large;
+}
+}  // namespace
+
 // Handshake, registration and then messages until the connection ends.
 awaitable<bool> agent::converse(const std::string& where) {
   std::optional<std::string> auth;
@@ -254,6 +261,12 @@ awaitable<bool> agent::converse(const std::string& where) {
   auto reply = co_await read_one();
   if (!reply) co_return false;
   if (auto* e = std::get_if<protocol::error>(&*reply)) {
+    if (transient(e->code)) {
+      // aqsd is busy (its connection limits) or failed for a moment: the
+      // node's jobs must not pay for that with an agent that gives up.
+      if (last_error_ != e->message) log("aqsd at " + where + " cannot take this agent now: " + (last_error_ = e->message) + " (retrying)");
+      co_return false;
+    }
     fail("aqsd at " + where + " refused this agent: " + e->message);
     co_return false;
   }
@@ -270,7 +283,7 @@ awaitable<bool> agent::converse(const std::string& where) {
   reply = co_await read_one();
   if (!reply) co_return false;
   if (auto* e = std::get_if<protocol::error>(&*reply)) {
-    if (e->code == protocol::error_code::invalid_state) {
+    if (e->code == protocol::error_code::invalid_state || transient(e->code)) {
       // The name is still held by our previous connection (aqsd has not yet
       // seen it close) or by another agent: wait and try again.
       if (last_error_ != e->message) log("aqsd refused to register node " + options_.name + ": " + (last_error_ = e->message));
@@ -360,6 +373,12 @@ awaitable<std::optional<protocol::message>> agent::read_one() {
 
 void agent::send(const protocol::message& m) {
   if (!sock_ || !sock_->is_open()) return;
+  // Until aqsd has registered this connection only the handshake may go out:
+  // anything else (a late answer to the last connection's launch) would
+  // reach aqsd before hello, and aqsd refuses that connection.
+  if (!connected_ && !std::holds_alternative<protocol::hello>(m) && !std::holds_alternative<protocol::register_node>(m)) {
+    return;
+  }
   std::string frame;
   try {
     frame = protocol::encode(m);
@@ -572,7 +591,14 @@ void agent::handle_launch(const protocol::launch& l) {
     std::filesystem::remove_all(mpi_dir(job_id), ec);  // a job that never started leaves nothing
   };
   // The step starts the job while we go on; its answer comes back here.
-  auto started = [this, job_id, request, forget_script](std::optional<std::string> error) {
+  // The answer belongs to this connection: after a reconnect its request id
+  // means nothing (or another request) to aqsd, which sends the launch again
+  // if it still wants it.
+  const std::uint64_t generation = generation_;
+  auto answer = [this, generation](protocol::message m) {
+    if (connected_ && generation == generation_) send(m);
+  };
+  auto started = [this, job_id, request, forget_script, answer](std::optional<std::string> error) {
     if (error) {
       forget_script();
       auto s = streams_.find(job_id);
@@ -582,10 +608,10 @@ void agent::handle_launch(const protocol::launch& l) {
         if (s->second.err) s->second.err->close(ignored);
       }
       log("job " + std::to_string(job_id) + " not started: " + *error);
-      send(protocol::error{request, protocol::error_code::bad_request, *error});
+      answer(protocol::error{request, protocol::error_code::bad_request, *error});
       return;
     }
-    send(protocol::ok{request, {}});
+    answer(protocol::ok{request, {}});
     report(protocol::job_started{0, job_id});
   };
   try {

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -447,4 +449,34 @@ TEST_CASE("the spool keeps no MPI launch files of a job that never started, nor 
   CHECK(err->message.find("cannot enter working directory") != std::string::npos);
   CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.mpi"));
   CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.script"));
+}
+
+TEST_CASE("an answer to the last connection's launch never goes out on the next one") {
+  // Seen in CI: aqsd was killed while launches were being started; a late
+  // "ok" went out on the new connection before hello, aqsd refused that
+  // connection, the agent gave up, its node went DOWN and its jobs NODE_FAIL.
+  // Request ids are per connection: a late answer is dropped (aqsd sends
+  // the launch again if it still wants it), never sent to the new one.
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  // The job's output is a FIFO with no reader: its start blocks in open()
+  // until the test reads it, so its answer comes after the reconnect.
+  const fs::path fifo = h.dir / "out-501-job501.txt";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  h.aqsd->send(h.launch(501, "#!/bin/sh\nsleep 30\n"));
+  std::this_thread::sleep_for(200ms);  // the step is blocked opening the FIFO
+  h.stop_server();
+  h.start_server();
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // the step goes on
+  REQUIRE(reader >= 0);
+  // Its start is still reported (through the outbox, kept over reconnects)...
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(501)));
+  // ...but the answer to the old connection's request 1501 is not.
+  CHECK_FALSE(h.aqsd->wait_for<protocol::ok>([](const protocol::ok& o) { return o.id == 1501; }, 300ms));
+  REQUIRE(::kill(h.agent, 0) == 0);
+  h.aqsd->send(protocol::kill{79, 501, SIGKILL, 1});
+  CHECK(h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(501)));
+  ::close(reader);
 }
