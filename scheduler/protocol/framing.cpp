@@ -51,6 +51,7 @@ void frame_decoder::feed(std::string_view bytes, std::vector<std::string>& out) 
         throw protocol_error(error_code::too_large, too_large_message(length, max_frame_));
       }
       expected_ = static_cast<std::size_t>(length);
+      if (reserve_ > 0) body_.reserve(std::min(expected_, reserve_));
     }
     const std::size_t take = std::min(expected_ - body_.size(), bytes.size());
     body_.append(bytes.substr(0, take));

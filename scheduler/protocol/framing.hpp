@@ -20,9 +20,11 @@ std::string encode_frame(std::string_view body, std::size_t max_frame = k_max_fr
 
 // Incremental decoder for one connection: feed it bytes as they arrive, in any
 // chunking, and collect the complete frame bodies. It buffers at most one
-// partial frame (never more than header + announced length, and it does not
-// reserve the announced length up front, so a slow sender of a huge length
-// costs only what it has actually sent).
+// partial frame (never more than header + announced length). It reserves at
+// most `reserve_up_front` bytes of an announced length before they arrive: a
+// server keeps the default (none), so a slow sender of a huge length costs
+// only what it has sent; a client of its own server reserves whole frames, so a large
+// reply is not copied again and again as it grows.
 //
 // Errors: a header announcing more than max_frame throws
 // protocol_error(too_large) as soon as the 4 header bytes are in, before any of
@@ -32,7 +34,9 @@ std::string encode_frame(std::string_view body, std::size_t max_frame = k_max_fr
 // rejects it as bad_request.
 class frame_decoder {
 public:
-  explicit frame_decoder(std::size_t max_frame = k_max_frame) noexcept : max_frame_(max_frame) {}
+  static constexpr std::size_t k_default_reserve = 0;
+  explicit frame_decoder(std::size_t max_frame = k_max_frame, std::size_t reserve_up_front = k_default_reserve) noexcept
+      : max_frame_(max_frame), reserve_(reserve_up_front) {}
 
   // Appends each frame body completed by `bytes` to `out`, in order.
   void feed(std::string_view bytes, std::vector<std::string>& out);
@@ -46,6 +50,7 @@ public:
 
 private:
   std::size_t max_frame_;
+  std::size_t reserve_;
   unsigned char header_[k_frame_header] = {};
   std::size_t header_len_ = 0;
   std::size_t expected_ = 0;  // body length once the header is complete

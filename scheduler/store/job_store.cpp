@@ -57,7 +57,7 @@ namespace {
 // here: cheaper for the server than computing epoch numerics per row.
 #define AQS_MICROS(col) col
 
-// Columns of a job_summary, in the order read_status/read_summary expect.
+// Columns of a job_summary, in the order read_summary reads them.
 #define AQS_SUMMARY_COLUMNS                                                              \
   "id, user_name, uid, name, min_pe, max_pe, adaptive, walltime_s, priority, requeue, " \
   "dependencies, state, " AQS_MICROS("submit_time") ", " AQS_MICROS("start_time") ", "  \
@@ -261,34 +261,48 @@ std::vector<std::int64_t> bigint_array(const pqxx::field& f) {
   return out;
 }
 
-// Reads AQS_SUMMARY_COLUMNS starting at column 0.
-job_status read_status(const pqxx::row& r) {
-  job_status s;
-  s.state = state_of(r[11]);
-  s.submit_time = micros(r[12]);
-  s.start_time = opt_micros(r[13]);
-  s.end_time = opt_micros(r[14]);
-  s.exit_code = opt_int(r[15]);
-  s.term_signal = opt_int(r[16]);
-  s.procs = map_of(r[17]);
-  if (!r[18].is_null()) s.resize_procs = map_of(r[18]);
-  return s;
-}
+// Walks a row's columns in order through one field: row[i] makes a new
+// field holding copies of the result's shared pointers, and those atomic
+// copies were a third of aqsd's time listing 100,000 jobs.
+class column_cursor {
+public:
+  explicit column_cursor(const pqxx::row& r) : it_(r.begin()) {}
+  // The next column (the first on the first call).
+  const pqxx::field& next() {
+    if (started_) ++it_;
+    started_ = true;
+    return it_;  // the iterator is the field it points at
+  }
 
+private:
+  pqxx::const_row_iterator it_;
+  bool started_ = false;
+};
+
+// Reads AQS_SUMMARY_COLUMNS in order.
 job_summary read_summary(const pqxx::row& r) {
+  column_cursor c(r);
   job_summary j;
-  j.id = r[0].as<std::int64_t>();
-  j.user_name = r[1].as<std::string>();
-  j.uid = r[2].as<std::int32_t>();
-  j.name = r[3].as<std::string>();
-  j.min_pe = r[4].as<std::int32_t>();
-  j.max_pe = r[5].as<std::int32_t>();
-  j.adaptive = r[6].as<bool>();
-  j.walltime_s = opt_int(r[7]);
-  j.priority = r[8].as<std::int32_t>();
-  j.requeue = r[9].as<bool>();
-  j.dependencies = bigint_array(r[10]);
-  j.status = read_status(r);
+  j.id = c.next().as<std::int64_t>();
+  j.user_name = c.next().as<std::string>();
+  j.uid = c.next().as<std::int32_t>();
+  j.name = c.next().as<std::string>();
+  j.min_pe = c.next().as<std::int32_t>();
+  j.max_pe = c.next().as<std::int32_t>();
+  j.adaptive = c.next().as<bool>();
+  j.walltime_s = opt_int(c.next());
+  j.priority = c.next().as<std::int32_t>();
+  j.requeue = c.next().as<bool>();
+  j.dependencies = bigint_array(c.next());
+  job_status& st = j.status;
+  st.state = state_of(c.next());
+  st.submit_time = micros(c.next());
+  st.start_time = opt_micros(c.next());
+  st.end_time = opt_micros(c.next());
+  st.exit_code = opt_int(c.next());
+  st.term_signal = opt_int(c.next());
+  st.procs = map_of(c.next());
+  if (const pqxx::field& resize = c.next(); !resize.is_null()) st.resize_procs = map_of(resize);
   return j;
 }
 

@@ -73,7 +73,9 @@ private:
   int fd_ = -1;
   std::chrono::milliseconds timeout_;
   std::int64_t next_id_ = 1;
-  protocol::frame_decoder decoder_;
+  // aqsd is trusted with its frame lengths: a page of 10,000 jobs (3 MB)
+  // lands in one buffer.
+  protocol::frame_decoder decoder_{protocol::k_max_frame, protocol::k_max_frame};
   std::vector<std::string> frames_;
   std::deque<protocol::message> kept_;
 };

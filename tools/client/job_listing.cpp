@@ -76,6 +76,28 @@ job_listing list_job_pages(connection& c, protocol::list_jobs request, std::opti
   return out;
 }
 
+void for_each_job_page(connection& c, protocol::list_jobs request, const std::function<void(const job_page&)>& page) {
+  request.after_id.reset();
+  request.before_id.reset();
+  request.newest = false;
+  request.limit.reset();
+  while (true) {
+    request.id = c.next_id();
+    page_info p = read_page(c.call_text(request));
+    if (p.page.jobs.empty()) break;
+    request.after_id = id_of(p.page, p.page.jobs.back());
+    page(p.page);
+    if (!p.more) break;
+  }
+}
+
+std::string_view page_jobs_text(const job_page& p) {
+  if (p.jobs.empty()) return {};
+  const std::size_t from = p.jobs.front().offset;
+  const std::size_t to = p.jobs.back().offset + p.jobs.back().size;
+  return std::string_view(p.body).substr(from, to - from);
+}
+
 std::string jobs_json_text(const job_listing& l) {
   std::size_t size = 2;
   for (const auto& p : l.pages) size += p.body.size();
@@ -87,10 +109,7 @@ std::string jobs_json_text(const job_listing& l) {
     if (p.jobs.empty()) continue;
     if (!first) out += ',';
     first = false;
-    // The page's jobs are one run of text: from the first's start to the last's end.
-    const std::size_t from = p.jobs.front().offset;
-    const std::size_t to = p.jobs.back().offset + p.jobs.back().size;
-    out.append(p.body, from, to - from);
+    out += page_jobs_text(p);
   }
   out += ']';
   return out;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,15 @@ struct job_listing {
 // `limit` only the newest `limit` of them. Throws client_error (aqsd's
 // refusal, a lost connection, an unreadable reply).
 job_listing list_job_pages(connection& c, protocol::list_jobs request, std::optional<std::int64_t> limit);
+
+// Every job `request` matches, oldest first, handed to `page` one reply at a
+// time as it arrives (nothing is kept): fjobs --json --all prints 100,000
+// jobs without holding them. Throws as list_job_pages.
+void for_each_job_page(connection& c, protocol::list_jobs request, const std::function<void(const job_page&)>& page);
+
+// The job objects of one page as one run of text ("{...},{...}"), as aqsd
+// wrote them; empty for an empty page.
+std::string_view page_jobs_text(const job_page& p);
 
 // The one JSON array of fjobs --json (one line): the job objects as aqsd
 // wrote them, which is what jobs_json() of the parsed jobs prints.

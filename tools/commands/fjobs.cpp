@@ -34,6 +34,21 @@ int main(int argc, char** argv) {
     // Long histories come in pages, kept as aqsd's text: --json prints it
     // as it is (parsing 100,000 jobs only to print them again took seconds).
     const auto limit = cmdline::listing_limit(cmd);
+    if (cmd.common.json && !limit) {
+      // Everything, oldest first: each page is printed as it arrives, so the
+      // output starts at once and memory stays at one page.
+      bool first = true;
+      std::fputc('[', stdout);
+      client::for_each_job_page(c, cmdline::build_list_jobs(cmd), [&](const client::job_page& p) {
+        const std::string_view text = client::page_jobs_text(p);
+        if (text.empty()) return;
+        if (!first) std::fputc(',', stdout);
+        first = false;
+        std::fwrite(text.data(), 1, text.size(), stdout);
+      });
+      std::fputs("]\n", stdout);
+      return 0;
+    }
     const client::job_listing listing = client::list_job_pages(c, cmdline::build_list_jobs(cmd), limit);
     if (cmd.common.json) {
       const std::string text = client::jobs_json_text(listing);

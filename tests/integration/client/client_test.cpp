@@ -204,6 +204,19 @@ TEST_CASE("a listing takes every page, or only the newest jobs, and prints them 
   CHECK(client::jobs_json_text(all) == client::jobs_json(jobs));
   CHECK(nlohmann::json::parse(client::jobs_json_text(all)).size() == 25);
 
+  // Streamed page by page (fjobs --json --all): the same jobs, the same text.
+  requests = 0;
+  std::string streamed = "[";
+  int pages = 0;
+  client::for_each_job_page(c, protocol::list_jobs{}, [&](const client::job_page& p) {
+    if (pages++ > 0) streamed += ',';
+    streamed += client::page_jobs_text(p);
+  });
+  streamed += ']';
+  CHECK(requests == 3);
+  CHECK(pages == 3);
+  CHECK(streamed == client::jobs_json_text(all));
+
   requests = 0;
   const auto newest = client::list_job_pages(c, protocol::list_jobs{}, 12);
   CHECK(requests == 2);
