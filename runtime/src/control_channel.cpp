@@ -68,6 +68,30 @@ void control_channel::send_frame(const std::string& frame) {
   }
 }
 
+control_channel::claim_result control_channel::claim(std::int64_t epoch, std::chrono::milliseconds limit) {
+  protocol::resize_begin b;
+  {
+    std::lock_guard lock(send_mu_);
+    b.id = next_id_++;
+  }
+  b.job_id = job_id_;
+  b.epoch = epoch;
+  {
+    std::lock_guard lock(claim_mu_);
+    claim_id_ = b.id;
+    claim_answer_.reset();
+  }
+  try {
+    send_frame(protocol::encode(b));
+  } catch (const std::exception&) {
+    return claim_result::lost;
+  }
+  std::unique_lock lock(claim_mu_);
+  claim_cv_.wait_for(lock, limit, [this] { return claim_answer_.has_value() || !alive(); });
+  claim_id_ = 0;
+  return claim_answer_.value_or(claim_result::lost);
+}
+
 void control_channel::acknowledge(std::int64_t epoch, const std::string& procs, const ack_times& t) {
   protocol::resize_ack a;
   {
@@ -116,11 +140,29 @@ void control_channel::take(std::vector<std::string>& frames) {
         newest_epoch_.store(u.epoch, std::memory_order_release);
         newest_ = std::move(u);
       }
+    } else if (auto* ok = std::get_if<protocol::ok>(&m)) {
+      answer_claim(ok->id, claim_result::go);
     } else if (auto* e = std::get_if<protocol::error>(&m)) {
+      // An aqsd from before resize_begin does not know it: apply as before.
+      if (e->id && answer_claim(*e->id, e->code == protocol::error_code::unknown_type ? claim_result::go
+                                                                                       : claim_result::declined)) {
+        if (e->code != protocol::error_code::unknown_type) {
+          std::fprintf(stderr, "aqs: aqsd declined a map: %s\n", e->message.c_str());
+        }
+        continue;
+      }
       std::fprintf(stderr, "aqs: aqsd: %s\n", e->message.c_str());
     }
   }
   frames.clear();
+}
+
+bool control_channel::answer_claim(std::int64_t id, claim_result r) {
+  std::lock_guard lock(claim_mu_);
+  if (id == 0 || id != claim_id_) return false;
+  claim_answer_ = r;
+  claim_cv_.notify_all();
+  return true;
 }
 
 void control_channel::read_loop() {
@@ -150,6 +192,8 @@ void control_channel::read_loop() {
     }
   }
   alive_ = false;
+  std::lock_guard lock(claim_mu_);
+  claim_cv_.notify_all();  // a claim waiting on a dead connection gives up now
 }
 
 }  // namespace aqs::runtime

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -41,6 +43,14 @@ public:
   // The newest map, if its epoch is above `applied`.
   std::optional<map_update> newest_after(std::int64_t applied) const;
 
+  enum class claim_result { go, declined, lost };
+  // Before MPI_Migrate() applies the map of `epoch`: asks aqsd whether it is
+  // still current (resize_begin) and waits up to `limit` for the answer.
+  // go: apply it (also from an older aqsd that does not know the message);
+  // declined: the resize timed out or was replaced: do not apply it; lost:
+  // no answer (the connection is gone, or aqsd is silent): do not apply it.
+  claim_result claim(std::int64_t epoch, std::chrono::milliseconds limit);
+
   struct ack_times {
     std::int64_t received_at_us = 0, wait_us = 0, spawn_us = 0, data_us = 0, total_us = 0;
   };
@@ -57,6 +67,8 @@ public:
 private:
   void send_frame(const std::string& frame);
   void read_loop();
+  // Hands the answer to request `id` to the claim waiting for it, if any.
+  bool answer_claim(std::int64_t id, claim_result r);
   void take(std::vector<std::string>& frames);  // applies received frames; throws on an unreadable one
 
   int fd_ = -1;
@@ -69,6 +81,11 @@ private:
   std::optional<map_update> newest_;
   std::atomic<std::int64_t> newest_epoch_{0};
   std::atomic<bool> alive_{true};
+  // The one claim in flight: its request id, and the answer once it came.
+  std::mutex claim_mu_;
+  std::condition_variable claim_cv_;
+  std::int64_t claim_id_ = 0;
+  std::optional<claim_result> claim_answer_;
   int wake_[2] = {-1, -1};  // the destructor wakes the reader through this pipe
   std::thread reader_;
 };

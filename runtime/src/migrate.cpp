@@ -118,9 +118,29 @@ void bcast_bytes(std::vector<std::byte>& buf, int root, MPI_Comm comm) {
 std::optional<reconfiguration> leader_decision(shim& s) {
   std::optional<reconfiguration> rc;
   if (s.control) {
-    if (s.control->newest_epoch() <= s.epoch) return rc;
-    auto u = s.control->newest_after(s.epoch);
+    const std::int64_t seen = std::max(s.epoch, s.passed);
+    if (s.control->newest_epoch() <= seen) return rc;
+    auto u = s.control->newest_after(seen);
     if (!u) return rc;
+    // Claim it before anything changes: a map whose resize timed out (the
+    // job reached MPI_Migrate() late) must not be applied, or the job would
+    // run on processors aqsd has taken back.
+    switch (s.control->claim(u->epoch, std::chrono::seconds(30))) {
+      case control_channel::claim_result::go:
+        break;
+      case control_channel::claim_result::declined:
+        AQS_DEBUG_LOG("map %lld declined by aqsd: keeping the current one", static_cast<long long>(u->epoch));
+        s.passed = u->epoch;
+        return rc;
+      case control_channel::claim_result::lost:
+        // aqsd may have taken the claim: tell it plainly the map is not applied.
+        s.passed = u->epoch;
+        try {
+          s.control->refuse(u->epoch, "no answer to resize_begin within 30 s");
+        } catch (const std::exception&) {
+        }
+        return rc;
+    }
     rc.emplace();
     rc->epoch = u->epoch;
     rc->procs = u->procs;

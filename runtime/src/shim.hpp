@@ -74,6 +74,7 @@ struct shim {
   int rank = 0;             // in active
   std::size_t map_width = 0;
   std::int64_t epoch = 0;   // maps applied
+  std::int64_t passed = 0;  // leader: the newest map aqsd declined at resize_begin (never applied)
   std::int64_t migrate_calls = 0;
   std::string error;
 

@@ -224,6 +224,8 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_agent_reply(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_ack>) {
           post([this, c, msg] { handle_resize_ack(c, msg); });
+        } else if constexpr (std::is_same_v<T, protocol::resize_begin>) {
+          post([this, c, msg] { handle_resize_begin(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_refused>) {
           post([this, c, msg] { handle_resize_refused(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::remote_exec>) {

@@ -195,6 +195,7 @@ private:
   void begin_resize(std::int64_t id, const core::processor_set& to);
   void send_map(std::int64_t id);
   void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
+  void handle_resize_begin(const conn_ptr& c, const protocol::resize_begin& m);
   void handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m);
   // remote_exec.cpp: processes a job starts on its other nodes (aqs-rsh).
   void handle_remote_exec(const conn_ptr& c, const protocol::remote_exec& m);

@@ -1,5 +1,6 @@
 // resize: two-phase resizes of adaptive jobs: RESIZING with the new map sent
-// to the job's shim, until it acknowledges or the resize times out.
+// to the job's shim, until it acknowledges or the resize times out (a map
+// the shim has claimed with resize_begin no longer times out).
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -83,6 +84,16 @@ const core::job* controller::current_resize(const conn_ptr& c, std::int64_t rid,
     return nullptr;
   }
   return j;
+}
+
+void controller::handle_resize_begin(const conn_ptr& c, const protocol::resize_begin& m) {
+  // A map that timed out or was replaced gets invalid_state here, and the
+  // job does not apply it: it never runs on processors aqsd took back.
+  if (current_resize(c, m.id, m.job_id, m.epoch) == nullptr) return;
+  // Under way: spawning ranks on other hosts may outlast --resize-timeout on
+  // a loaded machine; the ack (or the job's end) closes the resize now.
+  resize_timers_.erase(m.job_id);
+  c->send(protocol::ok{m.id, {}});
 }
 
 void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m) {

@@ -492,6 +492,17 @@ void read(const reader& r, resize_ack& m) {
   m.total_us = r.opt_integer("total_us", 0, k_max_us);
 }
 
+void write(json& j, const resize_begin& m) {
+  j["id"] = m.id;
+  j["job_id"] = m.job_id;
+  j["epoch"] = m.epoch;
+}
+void read(const reader& r, resize_begin& m) {
+  m.id = read_id(r);
+  m.job_id = read_job_id(r);
+  m.epoch = r.integer("epoch", 1, k_max_job_id);
+}
+
 void write(json& j, const resize_refused& m) {
   j["id"] = m.id;
   j["job_id"] = m.job_id;
@@ -611,8 +622,8 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<output>(m) || std::holds_alternative<ok>(m) ||
              std::holds_alternative<error>(m) || std::holds_alternative<node_leaving>(m);
     case peer_role::job:
-      return std::holds_alternative<resize_ack>(m) || std::holds_alternative<resize_refused>(m) ||
-             std::holds_alternative<remote_exec>(m);
+      return std::holds_alternative<resize_begin>(m) || std::holds_alternative<resize_ack>(m) ||
+             std::holds_alternative<resize_refused>(m) || std::holds_alternative<remote_exec>(m);
   }
   return false;
 }

@@ -344,6 +344,20 @@ struct resize_ack {
   friend bool operator==(const resize_ack&, const resize_ack&) = default;
 };
 
+// Job -> server: MPI_Migrate() is about to apply the map of `epoch` (start
+// ranks, move data); sent by the shim before it changes anything. Reply:
+// ok {} if that map is still the one aqsd wants: from then on aqsd no longer
+// times the resize out (the change is under way; its ack or the job's end
+// closes it). invalid_state if the resize timed out or was replaced
+// meanwhile: the job must not apply that map, and keeps what it has.
+struct resize_begin {
+  static constexpr std::string_view type = "resize_begin";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t epoch = 1;
+  friend bool operator==(const resize_begin&, const resize_begin&) = default;
+};
+
 // Job -> server: the map of `epoch` cannot be applied (new ranks could not be
 // started, say); the job goes on with the processors it had. Reply: ok {}.
 struct resize_refused {
@@ -395,7 +409,8 @@ struct node_leaving {
 using message = std::variant<hello, challenge, ok, error, output, submit, cancel, list_jobs,
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
-                             new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving>;
+                             new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
+                             resize_begin>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

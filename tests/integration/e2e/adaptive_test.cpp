@@ -256,6 +256,49 @@ TEST_CASE("a job that never calls MPI_Migrate times out of its resize and the cl
   CHECK(processes_mentioning(grid.string()).empty());
 }
 
+TEST_CASE("a map whose resize timed out before the job reached MPI_Migrate is not applied: aqsd and the job agree") {
+  // Seen in ./scripts/demo hosts under load: a grow took longer than the
+  // resize timeout; aqsd took the map back while the job applied it anyway,
+  // so aqsd counted 8 processors for a job running 16 ranks. The shim now
+  // claims a map (resize_begin) before applying it, and aqsd declines a map
+  // it has taken back.
+  test::test_database db;
+  auto o = small(db, 1, 4);
+  o.resize_timeout_s = 1;
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  const fs::path grid = work / "late.grid", out = work / "late.out";
+  const fs::path script = work / "late.sh";
+  // MPI_Migrate() every 30 iterations of 100 ms: 3 s apart, well after a
+  // map sent in between has timed out (1 s).
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 90 --pace-ms 100 --migrate-every 30 --out " << grid.string()
+                        << "\n";
+  const std::int64_t a = c.submit({"-o", out.string(), script.string()});
+  REQUIRE(c.wait_state(a, {job_state::running}).nprocs == 4);
+  for (int i = 0; i < 200 && slurp(out).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+  const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
+  c.wait_state(a, {job_state::resizing}, 10s);
+  CHECK(c.wait_state(a, {job_state::running}, 10s).nprocs == 4);  // timed out: aqsd keeps it on 4
+  CHECK(c.wait_state(a, {job_state::completed, job_state::failed}, 90s).state == job_state::completed);
+  CHECK(c.wait_state(b, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
+  const std::string log = slurp(out);
+  INFO(log);
+  // The job never changed size: every line it printed says 4 ranks.
+  CHECK(log.find(" ranks 2 ") == std::string::npos);
+  CHECK(log.find("done rows 64 cols 48 iters 90 ranks 4") != std::string::npos);
+  CHECK(log.find("aqsd declined a map") != std::string::npos);
+  bool timed_out = false;
+  for (const auto& e : history(c, a)) {
+    timed_out = timed_out || e.value("reason", "").find("resize timed out") != std::string::npos;
+    CHECK(e.value("reason", "").find("resize acknowledged") == std::string::npos);
+  }
+  CHECK(timed_out);
+  CHECK(processes_mentioning(grid.string()).empty());
+}
+
 TEST_CASE("an app that crashes during a resize fails, releases every processor and leaves no process") {
   test::test_database db;
   test::cluster c(small(db, 1, 4));

@@ -237,6 +237,9 @@ TEST_CASE("each role may send only its own messages") {
   CHECK_FALSE(may_send(peer_role::client, node_leaving{}));
   CHECK(may_send(peer_role::job, resize_ack{}));
   CHECK(may_send(peer_role::job, resize_refused{}));
+  CHECK(may_send(peer_role::job, resize_begin{}));
+  CHECK_FALSE(may_send(peer_role::client, resize_begin{}));
+  CHECK_FALSE(may_send(peer_role::node, resize_begin{}));
   CHECK(may_send(peer_role::job, remote_exec{}));
   CHECK_FALSE(may_send(peer_role::job, step_ended{}));
   CHECK_FALSE(may_send(peer_role::client, remote_exec{}));

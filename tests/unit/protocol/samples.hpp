@@ -87,6 +87,7 @@ inline std::vector<message> samples() {
       step_ended{5, "node1", 0, std::nullopt},
       step_ended{5, "node1", std::nullopt, 9},
       node_leaving{21},
+      resize_begin{22, 5, 3},
   };
 }
 
