@@ -402,7 +402,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
     const auto id = static_cast<std::int64_t>(d.job);
     switch (d.what) {
       case kind::start:
-        transition(id, job_state::running, d.to, "started on " + cmdline::format_processor_map(spans(), d.to));
+        transition(id, job_state::running, d.to, "started on " + core::format_processor_map(spans(), d.to));
         after_commit([this, id, to = d.to] {
           notify(id, job_state::running, std::nullopt, std::nullopt, &to);
           launch(id, to);

@@ -22,7 +22,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include "client/map_display.hpp"
+#include "core/map_display.hpp"
 #include "core/scheduler.hpp"
 #include "daemon/dispatcher.hpp"
 #include "daemon/job_records.hpp"
@@ -248,7 +248,7 @@ private:
   void orphan_interactive(const conn_ptr& gone);
   void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
               std::optional<std::int32_t> signal, const core::processor_set* procs);
-  std::vector<cmdline::node_span> spans() const;
+  std::vector<core::node_span> spans() const;
   // recover.cpp: recover() itself
 
   static bool is_root(const conn_ptr& c);
@@ -309,7 +309,7 @@ private:
 
   // Read from session threads: guarded by shared_mu_.
   mutable std::mutex shared_mu_;
-  std::vector<cmdline::node_span> spans_;
+  std::vector<core::node_span> spans_;
   std::unordered_map<std::int64_t, std::string> tokens_;     // job -> shim secret
   std::unordered_map<std::int64_t, std::int32_t> owners_;    // live job -> uid
   std::unordered_map<std::int64_t, std::set<std::string>> job_addrs_;  // job -> IPs ("*": any agent's)

@@ -150,7 +150,7 @@ core::processor_set map_over(const core::processor_set& procs, std::size_t n) {
   return out;
 }
 
-protocol::job_info to_job_info(const store::job_summary& s, std::span<const cmdline::node_span> nodes) {
+protocol::job_info to_job_info(const store::job_summary& s, std::span<const core::node_span> nodes) {
   protocol::job_info j;
   j.id = s.id;
   j.name = s.name;
@@ -161,7 +161,7 @@ protocol::job_info to_job_info(const store::job_summary& s, std::span<const cmdl
   j.max_pe = s.max_pe;
   j.procs = s.status.procs.none() ? std::string() : s.status.procs.to_string();
   j.nprocs = static_cast<std::int64_t>(s.status.procs.count());
-  j.nodes = s.status.procs.none() ? std::string() : cmdline::format_processor_map(nodes, s.status.procs);
+  j.nodes = s.status.procs.none() ? std::string() : core::format_processor_map(nodes, s.status.procs);
   j.submit_time = iso8601(s.status.submit_time);
   if (s.status.start_time) j.start_time = iso8601(*s.status.start_time);
   if (s.status.end_time) j.end_time = iso8601(*s.status.end_time);

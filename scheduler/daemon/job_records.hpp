@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "client/map_display.hpp"
+#include "core/map_display.hpp"
 #include "core/job.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
@@ -48,6 +48,6 @@ std::string iso8601(store::time_point t);
 core::processor_set map_over(const core::processor_set& procs, std::size_t n);
 
 // One job as list_jobs and fjobs --json show it; `nodes` names its processors.
-protocol::job_info to_job_info(const store::job_summary& s, std::span<const cmdline::node_span> nodes);
+protocol::job_info to_job_info(const store::job_summary& s, std::span<const core::node_span> nodes);
 
 }  // namespace aqs::daemon

@@ -71,7 +71,7 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   l.procs = procs.to_string();
   l.nprocs = static_cast<std::int64_t>(procs.count());
   l.local_cpus = local_cpus(nodes_[host], procs);
-  l.nodelist = cmdline::format_processor_map(spans(), procs);
+  l.nodelist = core::format_processor_map(spans(), procs);
   l.job_token = e.token;
   fill_placement(procs, l.proc_hosts, l.proc_cpus);
   if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = spare_hosts(procs);

@@ -78,14 +78,14 @@ void controller::fill_placement(const core::processor_set& procs, std::vector<st
 }
 
 void controller::refresh_spans() {
-  std::vector<cmdline::node_span> s;
+  std::vector<core::node_span> s;
   s.reserve(nodes_.size());
   for (const auto& n : nodes_) s.push_back({n.name, n.first_proc, n.nprocs});
   std::lock_guard lock(shared_mu_);
   spans_ = std::move(s);
 }
 
-std::vector<cmdline::node_span> controller::spans() const {
+std::vector<core::node_span> controller::spans() const {
   std::lock_guard lock(shared_mu_);
   return spans_;
 }

@@ -67,7 +67,7 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
   // A daemon on a spare host idles until the job grows there (and its ranks
   // pin themselves then): it may run on any of the node's cpus.
   if (l.local_cpus.empty()) l.local_cpus = nodes_[*node].cpus;
-  l.nodelist = cmdline::format_processor_map(spans(), procs);
+  l.nodelist = core::format_processor_map(spans(), procs);
   l.job_token = e.token;
   fill_placement(procs, l.proc_hosts, l.proc_cpus);
   steps_[{m.job_id, *node}] = step_entry{c, m.id, l.id, false};

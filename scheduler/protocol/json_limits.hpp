@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.hpp"
+
 namespace aqs::protocol {
 
 // No message nests deeper than this (the deepest, launch.job.environment, is 3).
@@ -24,10 +26,9 @@ inline constexpr std::size_t k_max_json_values = std::size_t{1} << 18;
 // objects.
 nlohmann::json parse_json_bounded(std::string_view text);
 
-// Offset of the first byte of `text` that is not part of a well-formed UTF-8
-// sequence (RFC 3629: no overlong forms, no surrogates U+D800..U+DFFF, nothing
-// above U+10FFFF, no truncated sequence), or npos when all of it is UTF-8.
-std::size_t find_invalid_utf8(std::string_view text) noexcept;
+// Offset of the first byte of `text` that is not well-formed UTF-8, or npos
+// (the one check, in core/utf8.hpp).
+using core::find_invalid_utf8;
 
 // `text` made safe to quote in a reply: each byte that is not well-formed
 // UTF-8 becomes the four characters "\xNN", and the result is cut to at most

@@ -3,50 +3,16 @@
 
 #include <cstdint>
 
+#include "core/utf8.hpp"
 #include "store/store_errors.hpp"
 
 namespace aqs::store {
-
-bool is_valid_utf8(std::string_view s) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int len = 0;
-    std::uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (end - p < len) return false;
-    for (int i = 1; i < len; ++i) {
-      if ((p[i] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    constexpr std::uint32_t min_for_len[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_for_len[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    p += len;
-  }
-  return true;
-}
 
 void check_text(std::string_view field, std::string_view value) {
   if (value.find('\0') != std::string_view::npos) {
     throw invalid_job(std::string(field) + " contains a NUL byte, which PostgreSQL text cannot store");
   }
-  if (!is_valid_utf8(value)) throw invalid_job(std::string(field) + " is not valid UTF-8");
+  if (!core::is_valid_utf8(value)) throw invalid_job(std::string(field) + " is not valid UTF-8");
 }
 
 void append_json_string(std::string& out, std::string_view value) {

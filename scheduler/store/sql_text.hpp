@@ -13,8 +13,6 @@ namespace aqs::store {
 // text cannot store it) or is not valid UTF-8 (the database would refuse the
 // whole transaction, and with it a whole batch of other users' jobs).
 void check_text(std::string_view field, std::string_view value);
-// True for well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool is_valid_utf8(std::string_view value) noexcept;
 
 // Appends `value` as a JSON string literal: quotes, backslashes and control
 // characters escaped, other bytes (UTF-8) copied. `value` must have passed

@@ -10,7 +10,7 @@
 
 #include "client/elf_needed.hpp"
 #include "client/exec_path.hpp"
-#include "client/output_pattern.hpp"
+#include "core/output_pattern.hpp"
 #include "client/text_util.hpp"
 #include "client/time_limit.hpp"
 #include "client/usage_error.hpp"
@@ -369,7 +369,7 @@ protocol::job_spec common_spec(const job_options& o, const std::string& default_
   std::string workdir = wd.lexically_normal().string();
   while (workdir.size() > 1 && workdir.back() == '/') workdir.pop_back();
   s.workdir = workdir;
-  s.stdout_pattern = o.output.value_or(std::string(k_default_output_pattern));
+  s.stdout_pattern = o.output.value_or(std::string(core::k_default_output_pattern));
   s.stderr_pattern = o.error;
   for (const auto& e : ctx.environment) {
     const auto eq = e.find('=');

@@ -26,7 +26,7 @@
 #include <boost/asio/write.hpp>
 
 #include "aqs/mpi_adapter/launch.hpp"
-#include "client/output_pattern.hpp"
+#include "core/output_pattern.hpp"
 #include "protocol/auth.hpp"
 
 namespace aqs::node {
@@ -537,9 +537,9 @@ void agent::handle_launch(const protocol::launch& l) {
   for (const auto& [k, v] : extra) spec.env.push_back(k + "=" + v);
   if (l.job_token) spec.env.push_back("AQS_JOB_TOKEN=" + *l.job_token);
 
-  const cmdline::pattern_values values{l.job_id, l.job.name, l.user};
-  spec.stdout_path = cmdline::expand_output_pattern(l.job.stdout_pattern, values);
-  if (l.job.stderr_pattern) spec.stderr_path = cmdline::expand_output_pattern(*l.job.stderr_pattern, values);
+  const core::pattern_values values{l.job_id, l.job.name, l.user};
+  spec.stdout_path = core::expand_output_pattern(l.job.stdout_pattern, values);
+  if (l.job.stderr_pattern) spec.stderr_path = core::expand_output_pattern(*l.job.stderr_pattern, values);
   for (auto c : l.local_cpus) spec.cpus.push_back(static_cast<int>(c));
 
   if (l.job.script) {

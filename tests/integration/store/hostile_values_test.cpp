@@ -10,6 +10,7 @@
 
 #include <pqxx/pqxx>
 
+#include "core/utf8.hpp"
 #include "store/job_store.hpp"
 #include "store/sql_text.hpp"
 #include "store_test_util.hpp"
@@ -122,7 +123,7 @@ TEST_CASE("a 1 MB script and 1,000 environment variables round-trip exactly") {
     script += alphabet.substr(rng() % (alphabet.size() - 8), 1 + rng() % 8);
     script += '\n';
   }
-  while (!aqs::store::is_valid_utf8(script)) script.pop_back();
+  while (!aqs::core::is_valid_utf8(script)) script.pop_back();
   REQUIRE(script.size() > 1'000'000);
 
   job_request q = simple_request();

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/utf8.hpp"
 #include "store/sql_text.hpp"
 #include "store/store_errors.hpp"
 
@@ -10,25 +11,25 @@ using namespace aqs::store;
 using namespace std::string_literals;
 
 TEST_CASE("valid UTF-8 is accepted: ASCII, accents, CJK, emoji and right-to-left text") {
-  CHECK(is_valid_utf8(""));
-  CHECK(is_valid_utf8("plain ascii ;'\"\\"));
-  CHECK(is_valid_utf8("Gr\xC3\xBC\xC3\x9F" "e"));
-  CHECK(is_valid_utf8("\xE6\x97\xA5\xE6\x9C\xAC"));
-  CHECK(is_valid_utf8("\xF0\x9F\x9A\x80"));                        // rocket emoji
-  CHECK(is_valid_utf8("\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7"));  // Arabic
-  CHECK(is_valid_utf8("\xF4\x8F\xBF\xBF"));                        // U+10FFFF
+  CHECK(aqs::core::is_valid_utf8(""));
+  CHECK(aqs::core::is_valid_utf8("plain ascii ;'\"\\"));
+  CHECK(aqs::core::is_valid_utf8("Gr\xC3\xBC\xC3\x9F" "e"));
+  CHECK(aqs::core::is_valid_utf8("\xE6\x97\xA5\xE6\x9C\xAC"));
+  CHECK(aqs::core::is_valid_utf8("\xF0\x9F\x9A\x80"));                        // rocket emoji
+  CHECK(aqs::core::is_valid_utf8("\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7"));  // Arabic
+  CHECK(aqs::core::is_valid_utf8("\xF4\x8F\xBF\xBF"));                        // U+10FFFF
 }
 
 TEST_CASE("malformed UTF-8 is refused: stray continuation, truncation, overlong, surrogate, beyond U+10FFFF") {
-  CHECK_FALSE(is_valid_utf8("\x80"));
-  CHECK_FALSE(is_valid_utf8("abc\xC3"));
-  CHECK_FALSE(is_valid_utf8("\xE6\x97"));
-  CHECK_FALSE(is_valid_utf8("\xC0\xAF"));          // overlong '/'
-  CHECK_FALSE(is_valid_utf8("\xE0\x80\xAF"));      // overlong
-  CHECK_FALSE(is_valid_utf8("\xED\xA0\x80"));      // U+D800
-  CHECK_FALSE(is_valid_utf8("\xF4\x90\x80\x80"));  // U+110000
-  CHECK_FALSE(is_valid_utf8("\xFF"));
-  CHECK_FALSE(is_valid_utf8("\xC3\x28"));
+  CHECK_FALSE(aqs::core::is_valid_utf8("\x80"));
+  CHECK_FALSE(aqs::core::is_valid_utf8("abc\xC3"));
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xE6\x97"));
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xC0\xAF"));          // overlong '/'
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xE0\x80\xAF"));      // overlong
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xED\xA0\x80"));      // U+D800
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xF4\x90\x80\x80"));  // U+110000
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xFF"));
+  CHECK_FALSE(aqs::core::is_valid_utf8("\xC3\x28"));
 }
 
 TEST_CASE("check_text names the field and refuses NUL bytes and bad UTF-8") {

@@ -1,11 +1,11 @@
 // map_display: compact per-node processor map text.
-#include "client/map_display.hpp"
+#include "core/map_display.hpp"
 
 #include <algorithm>
 
-namespace aqs::cmdline {
+namespace aqs::core {
 
-std::string format_processor_map(std::span<const node_span> nodes, const core::processor_set& procs) {
+std::string format_processor_map(std::span<const node_span> nodes, const processor_set& procs) {
   std::vector<const node_span*> sorted;
   sorted.reserve(nodes.size());
   for (const auto& n : nodes) {
@@ -55,4 +55,4 @@ std::string format_processor_map(std::span<const node_span> nodes, const core::p
   return out;
 }
 
-}  // namespace aqs::cmdline
+}  // namespace aqs::core

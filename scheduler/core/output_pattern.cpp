@@ -1,9 +1,9 @@
 // output_pattern: %j/%x/%u expansion of output file names.
-#include "client/output_pattern.hpp"
+#include "core/output_pattern.hpp"
 
 #include <algorithm>
 
-namespace aqs::cmdline {
+namespace aqs::core {
 
 std::string expand_output_pattern(std::string_view pattern, const pattern_values& values) {
   std::string out;
@@ -51,4 +51,4 @@ std::string expand_output_pattern(std::string_view pattern, const pattern_values
   return out;
 }
 
-}  // namespace aqs::cmdline
+}  // namespace aqs::core

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace aqs::cmdline {
+namespace aqs::core {
 
 // The default when neither -o nor a directive gives one (stderr then goes
 // into the same file, as with sbatch).
@@ -25,4 +25,4 @@ struct pattern_values {
 // except std::bad_alloc.
 std::string expand_output_pattern(std::string_view pattern, const pattern_values& values);
 
-}  // namespace aqs::cmdline
+}  // namespace aqs::core

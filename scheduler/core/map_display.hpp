@@ -8,7 +8,7 @@
 
 #include "core/processor_set.hpp"
 
-namespace aqs::cmdline {
+namespace aqs::core {
 
 // One node as registered: its processors are the global numbers
 // [first_proc, first_proc + nprocs).
@@ -28,6 +28,6 @@ struct node_span {
 // numbers under the name "?" ("?:40-41"), never dropped. Nodes may be given
 // in any order; if spans overlap, the one with the lower first_proc wins.
 // The empty set gives "".
-std::string format_processor_map(std::span<const node_span> nodes, const core::processor_set& procs);
+std::string format_processor_map(std::span<const node_span> nodes, const processor_set& procs);
 
-}  // namespace aqs::cmdline
+}  // namespace aqs::core

@@ -3,9 +3,9 @@
 
 #include <vector>
 
-#include "client/map_display.hpp"
+#include "core/map_display.hpp"
 
-using namespace aqs::cmdline;
+using namespace aqs::core;
 using aqs::core::processor_set;
 
 namespace {

@@ -1,9 +1,9 @@
 // Unit tests of output file pattern expansion.
 #include <doctest/doctest.h>
 
-#include "client/output_pattern.hpp"
+#include "core/output_pattern.hpp"
 
-using namespace aqs::cmdline;
+using namespace aqs::core;
 
 TEST_CASE("%j, %x and %u expand to job id, job name and user") {
   const pattern_values v{42, "heat", "alice"};
