@@ -51,6 +51,26 @@ std::string jacobi_args(const fs::path& out, int pace_ms) {
   return std::string(" --rows 64 --cols 48 --iters 240 --pace-ms ") + std::to_string(pace_ms) + " --out " + out.string();
 }
 
+// Whether one of the job's transitions gives a reason containing `text`.
+bool history_says(const test::cluster& c, std::int64_t id, const std::string& text) {
+  for (const auto& e : history(c, id)) {
+    if (e.value("reason", "").find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A job script running jacobi2d as an adaptive job of 2 to 4 processors.
+void write_adaptive_jacobi(const fs::path& script, const std::string& args, const fs::path& grid) {
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY " "
+                        << args << " --out " << grid.string() << "\n";
+}
+
+// Waits (up to 20 s) until the job's output shows its first iterations.
+void wait_for_iterations(const fs::path& out) {
+  for (int i = 0; i < 200 && slurp(out).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+}
+
 test::cluster::options small(const test::test_database& db, int nodes, int procs) {
   test::cluster::options o;
   o.db = db.conninfo();
@@ -90,9 +110,7 @@ TEST_CASE("an adaptive jacobi2d shrinks for a rigid job, grows back, and ends bi
   REQUIRE(ja.nprocs == 8);
   const std::string full = ja.procs;
   // Let it compute a while (its first progress line).
-  for (int i = 0; i < 200 && slurp(work / "jacobi.out").find("iter ") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(100ms);
-  }
+  wait_for_iterations(work / "jacobi.out");
 
   // Every state the job passes through, pushed by aqsd as it happens (a
   // RESIZING of a few milliseconds can fall between two polls).
@@ -194,11 +212,7 @@ TEST_CASE("a job that cannot spawn keeps its processors, and aqsd records the re
   c.wait_state(hold, {job_state::completed});
   auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
   CHECK(jf.exit_code == 0);
-  bool refused = false;
-  for (const auto& e : history(c, a)) {
-    refused = refused || e.value("reason", "").find("resize refused by the job") != std::string::npos;
-  }
-  CHECK(refused);
+  CHECK(history_says(c, a, "resize refused by the job"));
   CHECK(slurp(work / "nospawn.out").find("cannot apply map") != std::string::npos);
   CHECK(processes_mentioning((work / "nospawn.grid").string()).empty());
 }
@@ -214,16 +228,11 @@ TEST_CASE("a job that never calls MPI_Migrate times out of its resize and the cl
   // is at iteration 0, before any map arrives.
   const fs::path grid = work / "stubborn.grid";
   const fs::path script = work / "stubborn.sh";
-  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
-                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
-                        << " --rows 64 --cols 48 --iters 60 --pace-ms 100 --migrate-every 1000000 --out "
-                        << grid.string() << "\n";
+  write_adaptive_jacobi(script, "--rows 64 --cols 48 --iters 60 --pace-ms 100 --migrate-every 1000000", grid);
   const std::int64_t a = c.submit({"-o", (work / "stubborn.out").string(), script.string()});
   auto ja = c.wait_state(a, {job_state::running});
   REQUIRE(ja.nprocs == 4);
-  for (int i = 0; i < 200 && slurp(work / "stubborn.out").find("iter ") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(50ms);
-  }
+  wait_for_iterations(work / "stubborn.out");
   // A rigid job asks for 2: aqsd sends a map the job never applies.
   const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
   c.wait_state(a, {job_state::resizing}, 10s);
@@ -248,11 +257,7 @@ TEST_CASE("a job that never calls MPI_Migrate times out of its resize and the cl
   CHECK(c.wait_state(a, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
   CHECK(c.wait_state(b, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
   CHECK(c.wait_state(d, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
-  bool timed_out = false;
-  for (const auto& e : history(c, a)) {
-    timed_out = timed_out || e.value("reason", "").find("resize timed out") != std::string::npos;
-  }
-  CHECK(timed_out);
+  CHECK(history_says(c, a, "resize timed out"));
   CHECK(processes_mentioning(grid.string()).empty());
 }
 
@@ -272,13 +277,10 @@ TEST_CASE("a map whose resize timed out before the job reached MPI_Migrate is no
   const fs::path script = work / "late.sh";
   // MPI_Migrate() every 30 iterations of 100 ms: 3 s apart, well after a
   // map sent in between has timed out (1 s).
-  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
-                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
-                        << " --rows 64 --cols 48 --iters 90 --pace-ms 100 --migrate-every 30 --out " << grid.string()
-                        << "\n";
+  write_adaptive_jacobi(script, "--rows 64 --cols 48 --iters 90 --pace-ms 100 --migrate-every 30", grid);
   const std::int64_t a = c.submit({"-o", out.string(), script.string()});
   REQUIRE(c.wait_state(a, {job_state::running}).nprocs == 4);
-  for (int i = 0; i < 200 && slurp(out).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+  wait_for_iterations(out);
   const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
   c.wait_state(a, {job_state::resizing}, 10s);
   CHECK(c.wait_state(a, {job_state::running}, 10s).nprocs == 4);  // timed out: aqsd keeps it on 4
@@ -290,12 +292,8 @@ TEST_CASE("a map whose resize timed out before the job reached MPI_Migrate is no
   CHECK(log.find(" ranks 2 ") == std::string::npos);
   CHECK(log.find("done rows 64 cols 48 iters 90 ranks 4") != std::string::npos);
   CHECK(log.find("aqsd declined a map") != std::string::npos);
-  bool timed_out = false;
-  for (const auto& e : history(c, a)) {
-    timed_out = timed_out || e.value("reason", "").find("resize timed out") != std::string::npos;
-    CHECK(e.value("reason", "").find("resize acknowledged") == std::string::npos);
-  }
-  CHECK(timed_out);
+  CHECK(history_says(c, a, "resize timed out"));
+  CHECK_FALSE(history_says(c, a, "resize acknowledged"));
   CHECK(processes_mentioning(grid.string()).empty());
 }
 
