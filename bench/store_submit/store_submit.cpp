@@ -203,12 +203,7 @@ int main(int argc, char** argv) {
     // their own (the submit runs above wrote however many they managed): all
     // live, a few hundred running with maps, as a busy cluster would have.
     {
-      pqxx::connection c(server.connection_string());
-      pqxx::nontransaction tx(c);
-      tx.exec0("CREATE DATABASE aqs_recovery");
-    }
-    {
-      pqxx::connection c(server.connection_string("aqs_recovery"));
+      pqxx::connection c(server.ensure_database("aqs_recovery"));
       apply_migrations(c);
     }
     o.conninfo = server.connection_string("aqs_recovery");

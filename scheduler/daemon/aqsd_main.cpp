@@ -36,18 +36,6 @@ using namespace aqs;
 // retries on its own until the database is back.
 constexpr std::chrono::milliseconds k_store_patience{3000};
 
-// Creates the database `aqs` on the private server if missing and migrates it.
-std::string prepare_private_database(store::pg_server& pg) {
-  {
-    pqxx::connection admin(pg.connection_string("postgres"));
-    pqxx::nontransaction tx(admin);
-    if (tx.exec_params("SELECT 1 FROM pg_database WHERE datname = $1", "aqs").empty()) {
-      tx.exec0("CREATE DATABASE aqs");
-    }
-  }
-  return pg.connection_string("aqs");
-}
-
 // Detaches from the terminal: the parent exits once the child reports
 // through the pipe that it serves (or why it could not start).
 int daemonize_or_exit(int& ready_fd) {
@@ -160,7 +148,7 @@ int main(int argc, char** argv) {
     if (conninfo.empty()) {
       pg = std::make_unique<store::pg_server>(store::pg_server_options{.dir = dir.postgres_dir()});
       pg->start();
-      conninfo = prepare_private_database(*pg);
+      conninfo = pg->ensure_database("aqs");
       daemon::log("private PostgreSQL running in {}", dir.postgres_dir().string());
     }
     {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <memory>
 #include <grp.h>
 #include <libpq-fe.h>
 #include <pwd.h>
@@ -139,6 +140,15 @@ bool reap(pid_t child, int* status = nullptr) {
   return r < 0 && errno == ECHILD && !process_alive(child);
 }
 
+// libpq's messages end in a newline and may span lines: one line for errors.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
 }  // namespace
 
 std::string describe_wait_status(int st) {
@@ -217,6 +227,34 @@ pg_server::~pg_server() {
 std::string pg_server::connection_string(std::string_view dbname) const {
   return "host=" + conninfo_quote(options_.dir.string()) + " port=" + std::to_string(options_.port) +
          " user=postgres dbname=" + conninfo_quote(dbname);
+}
+
+std::string pg_server::ensure_database(std::string_view name) const {
+  const std::string info = connection_string("postgres");
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(info.c_str()), &PQfinish);
+  if (!conn || PQstatus(conn.get()) != CONNECTION_OK) {
+    throw std::runtime_error("cannot reach the private PostgreSQL: " +
+                             one_line(conn ? PQerrorMessage(conn.get()) : "out of memory"));
+  }
+  const std::string db(name);
+  const char* params[] = {db.c_str()};
+  using result_ptr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+  result_ptr found(PQexecParams(conn.get(), "SELECT 1 FROM pg_database WHERE datname = $1", 1, nullptr, params,
+                                nullptr, nullptr, 0),
+                   &PQclear);
+  if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
+    throw std::runtime_error("cannot look up database " + db + ": " + one_line(PQerrorMessage(conn.get())));
+  }
+  if (PQntuples(found.get()) == 0) {
+    std::unique_ptr<char, decltype(&PQfreemem)> quoted(PQescapeIdentifier(conn.get(), db.data(), db.size()),
+                                                       &PQfreemem);
+    if (!quoted) throw std::runtime_error("cannot quote database name " + db);
+    result_ptr created(PQexec(conn.get(), (std::string("CREATE DATABASE ") + quoted.get()).c_str()), &PQclear);
+    if (PQresultStatus(created.get()) != PGRES_COMMAND_OK) {
+      throw std::runtime_error("cannot create database " + db + ": " + one_line(PQerrorMessage(conn.get())));
+    }
+  }
+  return connection_string(name);
 }
 
 bool pg_server::ready() const {

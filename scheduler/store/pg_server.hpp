@@ -71,6 +71,10 @@ public:
 
   // libpq connection string for a database of this server.
   std::string connection_string(std::string_view dbname = "postgres") const;
+  // Creates database `name` on this (started) server unless it exists, and
+  // returns its connection string. Throws std::runtime_error with the
+  // server's one-line reason.
+  std::string ensure_database(std::string_view name) const;
   const std::filesystem::path& dir() const noexcept { return options_.dir; }
   std::filesystem::path data_dir() const { return options_.dir / "data"; }
   std::filesystem::path log_file() const { return options_.dir / "postgres.log"; }

@@ -262,14 +262,9 @@ TEST_CASE("with --db, aqsd reconnects when its database returns and stops at onc
   pg_options.durable = false;
   store::pg_server pg(pg_options);
   pg.start();
-  {
-    pqxx::connection admin(pg.connection_string("postgres"));
-    pqxx::nontransaction tx(admin);
-    tx.exec0("CREATE DATABASE aqs");
-  }
   test::cluster::options o;
   o.nodes = 0;
-  o.db = pg.connection_string("aqs");
+  o.db = pg.ensure_database("aqs");
   test::cluster c(o);
   std::map<std::string, std::int64_t> acked;
   // strict: aqsd stays up, so a failure must be its "store unavailable" reply.
