@@ -8,6 +8,7 @@
 
 #include <array>
 #include <stdexcept>
+#include <vector>
 
 namespace aqs::protocol {
 
@@ -24,13 +25,15 @@ std::string to_hex(const unsigned char* p, std::size_t n) {
 }
 }  // namespace
 
-std::string make_nonce() {
-  std::array<unsigned char, k_nonce_bytes> buf{};
-  if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1) {
-    throw std::runtime_error("make_nonce: the OpenSSL random generator failed");
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  if (bytes > 0 && RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1) {
+    throw std::runtime_error("random_hex: the OpenSSL random generator failed");
   }
   return to_hex(buf.data(), buf.size());
 }
+
+std::string make_nonce() { return random_hex(k_nonce_bytes); }
 
 std::string compute_auth(std::string_view key, std::string_view nonce) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};

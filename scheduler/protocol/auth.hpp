@@ -10,8 +10,13 @@ namespace aqs::protocol {
 // Bytes of randomness in a challenge nonce (sent as 64 lowercase hex digits).
 inline constexpr std::size_t k_nonce_bytes = 32;
 
-// A fresh nonce from the OpenSSL CSPRNG, as lowercase hex. Throws
-// std::runtime_error if the CSPRNG fails (never silently weak).
+// AQS's one generator of secrets and identifiers: `bytes` fresh bytes from
+// the OpenSSL CSPRNG as lowercase hex (challenge nonces, job tokens, the
+// cluster key, submit tokens). Throws std::runtime_error if the CSPRNG fails
+// (never silently weak).
+std::string random_hex(std::size_t bytes);
+
+// A challenge nonce: random_hex(k_nonce_bytes).
 std::string make_nonce();
 
 // HMAC-SHA256(key, nonce) as 64 lowercase hex digits: the `auth` field of

@@ -6,11 +6,11 @@
 #include <array>
 #include <charconv>
 #include <limits>
-#include <random>
 #include <unordered_map>
 
 #include <pqxx/pqxx>
 
+#include "protocol/auth.hpp"
 #include "store/migrations.hpp"
 #include "store/sql_text.hpp"
 
@@ -393,20 +393,8 @@ void validate(const job_request& q) {
   }
 }
 
-std::string random_token() {
-  thread_local std::mt19937_64 rng{[] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string t = "aqs-";
-  for (int w = 0; w < 2; ++w) {
-    std::uint64_t v = rng();
-    for (int i = 0; i < 16; ++i, v >>= 4) t.push_back(hex[v & 0xF]);
-  }
-  return t;
-}
+// Stored tokens the store made itself start "aqs-" (clients send bare hex).
+std::string random_token() { return "aqs-" + protocol::random_hex(16); }
 
 void append_batch_json(std::string& out, std::size_t ord, const job_request& q) {
   out += "{\"ord\":" + std::to_string(ord) + ",\"token\":";

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
-#include <random>
+#include "protocol/auth.hpp"
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -156,17 +156,6 @@ std::string connection::call_text(protocol::message request) {
   }
 }
 
-std::string random_token() {
-  unsigned char bytes[16];
-  std::random_device rd;
-  for (auto& b : bytes) b = static_cast<unsigned char>(rd());
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(hex[b >> 4]);
-    out.push_back(hex[b & 15]);
-  }
-  return out;
-}
+std::string random_token() { return protocol::random_hex(16); }
 
 }  // namespace aqs::client

@@ -80,7 +80,7 @@ private:
   std::deque<protocol::message> kept_;
 };
 
-// A random idempotency key for a submission (128 bits, hex).
+// A random idempotency key for a submission: protocol::random_hex(16).
 std::string random_token();
 
 }  // namespace aqs::client
