@@ -19,7 +19,7 @@
 
 #include "core/strategy.hpp"
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
 #include "store/migrations.hpp"
@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
   std::size_t max_per_user = 256;
   double idle_timeout_s = 300;
+  std::string log_level;
   app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
       ->required();
   app.add_option("--db", db, "PostgreSQL connection string (default: a private server under --state-dir)");
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--idle-timeout", idle_timeout_s,
                  "seconds a client connection with nothing outstanding may stay silent (0: never closed)")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -96,6 +99,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aqsd: %s (see aqsd --help)\n", e.what());
     return 2;
   }
+  logging::set_program("aqsd");
+  if (!log_level.empty()) logging::set_level(*logging::parse_level(log_level));
   try {
     (void)core::make_strategy(policy);
   } catch (const std::exception& e) {
@@ -149,12 +154,12 @@ int main(int argc, char** argv) {
       pg = std::make_unique<store::pg_server>(store::pg_server_options{.dir = dir.postgres_dir()});
       pg->start();
       conninfo = pg->ensure_database("aqs");
-      daemon::log("private PostgreSQL running in {}", dir.postgres_dir().string());
+      logging::info("private PostgreSQL running in {}", dir.postgres_dir().string());
     }
     {
       pqxx::connection c(conninfo);
       const int v = store::apply_migrations(c);
-      daemon::log("job database at schema version {}", v);
+      logging::info("job database at schema version {}", v);
     }
     store::job_store_options store_options;
     store_options.conninfo = conninfo;
@@ -162,7 +167,7 @@ int main(int argc, char** argv) {
     store::job_store store(store_options);
     // The private server is our child: reaped and started again if it dies.
     std::unique_ptr<store::pg_supervisor> supervisor;
-    if (pg) supervisor = std::make_unique<store::pg_supervisor>(*pg, [](const std::string& line) { daemon::log("{}", line); });
+    if (pg) supervisor = std::make_unique<store::pg_supervisor>(*pg, [](const std::string& line) { logging::info("{}", line); });
 
     boost::asio::io_context io(static_cast<int>(threads));
     std::unique_ptr<daemon::server> srv;
@@ -199,10 +204,10 @@ int main(int argc, char** argv) {
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
-      daemon::log("signal {}: stopping (jobs keep running under their agents)", sig);
+      logging::info("signal {}: stopping (jobs keep running under their agents)", sig);
       stop();
     });
-    daemon::log("serving on {}{} with the {} policy (policy of {} threads)", sopts.unix_socket->string(),
+    logging::info("serving on {}{} with the {} policy (policy of {} threads)", sopts.unix_socket->string(),
                 listen.empty() ? "" : " and " + listen.substr(0, listen.rfind(':')) + ":" + std::to_string(srv->tcp_port()),
                 policy, threads);
     report_ready(0);
@@ -219,16 +224,16 @@ int main(int argc, char** argv) {
       try {
         pg->stop();
       } catch (const std::exception& e) {
-        daemon::log("cannot stop the private PostgreSQL: {}", e.what());
+        logging::warn("cannot stop the private PostgreSQL: {}", e.what());
         rc = 1;
       }
     }
     if (ctl.failed()) rc = 1;
     std::error_code ec;
     std::filesystem::remove(dir.pid_file(), ec);
-    daemon::log("stopped");
+    logging::info("stopped");
   } catch (const std::exception& e) {
-    daemon::log("cannot start: {}", e.what());
+    logging::error("cannot start: {}", e.what());
     if (ready_fd < 0 || foreground) std::fprintf(stderr, "aqsd: %s\n", e.what());
     report_ready(1);
     return 1;

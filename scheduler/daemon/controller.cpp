@@ -4,7 +4,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
+#include "daemon/permissions.hpp"
 #include "protocol/auth.hpp"
 
 namespace aqs::daemon {
@@ -13,14 +14,15 @@ namespace asio = boost::asio;
 using core::job_state;
 
 controller::controller(asio::io_context& io, store::job_store& store, controller_options options,
-                       std::function<void()> request_stop)
+                       std::function<void()> request_stop, clock& time)
     : io_(io),
       store_(store),
       options_(std::move(options)),
       request_stop_(std::move(request_stop)),
       strand_(asio::make_strand(io)),
-      heartbeat_timer_(strand_),
-      sched_(core::cluster{}, core::make_strategy(options_.policy)) {}
+      clock_(time),
+      sched_(core::cluster{}, core::make_strategy(options_.policy)),
+      resizes_(time, strand_) {}
 
 controller::~controller() { stop(); }
 
@@ -33,16 +35,13 @@ void controller::start() {
 }
 
 void controller::stop() {
-  {
-    std::lock_guard lock(shared_mu_);
-    if (stopped_) return;
-    stopped_ = true;
-  }
+  if (stopped_.exchange(true)) return;
   {
     std::lock_guard lock(retry_mu_);  // the writer tests stopped_ under it before it waits
   }
+  // Timers and handlers already queued on the strand see stopped_ and do
+  // nothing.
   retry_cv_.notify_all();
-  heartbeat_timer_.cancel();
   // Before the pools: a write waiting for a dead database gives up at once,
   // and no submission callback can run once this controller is gone.
   store_.shutdown();
@@ -56,27 +55,19 @@ void controller::post(std::function<void()> f) {
     try {
       f();
     } catch (const std::exception& e) {
-      log("internal error while handling an event: {}", e.what());
+      logging::warn("internal error while handling an event: {}", e.what());
     }
   });
 }
 
-double controller::now() const {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-bool controller::is_root(const conn_ptr& c) {
-  const peer_info& p = c->peer();
-  // A TCP client proved it holds the cluster key: an administrator.
-  return p.via == transport::tcp || (p.uid && *p.uid == 0);
-}
+double controller::now() const { return clock_.wall_seconds(); }
 
 void controller::reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message) {
   c->send(protocol::error{id, code, std::move(message)});
 }
 
 void controller::fatal(const std::string& why) {
-  log("fatal: {}; stopping (a restart recovers from the store)", why);
+  logging::error("fatal: {}; stopping (a restart recovers from the store)", why);
   failed_ = true;
   request_stop_();
 }
@@ -86,104 +77,48 @@ void controller::fatal(const std::string& why) {
 void controller::on_open(const conn_ptr& conn) {
   const peer_info& p = conn->peer();
   if (p.role != protocol::peer_role::job) return;
-  const std::int64_t job = p.job_id.value_or(0);
-  {
-    std::lock_guard lock(shared_mu_);
-    auto it = owners_.find(job);
-    if (it == owners_.end()) {
-      throw protocol::protocol_error(protocol::error_code::not_found, "job " + std::to_string(job) + " is not running");
-    }
-    if (p.via == transport::unix_socket && !(p.uid && (*p.uid == 0 || static_cast<std::int32_t>(*p.uid) == it->second))) {
-      throw protocol::protocol_error(protocol::error_code::permission_denied,
-                                     "job " + std::to_string(job) + " belongs to another user");
-    }
-    // Over TCP the token alone is not enough: it must be used from a host
-    // the job runs on (or, adaptive, may grow onto).
-    if (p.via == transport::tcp && !job_address_allowed(job, p.address)) {
-      throw protocol::protocol_error(protocol::error_code::permission_denied,
-                                     "job " + std::to_string(job) + " does not run on " + p.address);
-    }
-  }
-  if (p.launcher) return;  // aqs-rsh: it asks, it is sent no maps
-  post([this, conn, job] {
-    shims_[job] = conn;
+  view_.check_job_peer(p);  // throws the refusal
+  if (p.launcher) return;   // aqs-rsh: it asks, it is sent no maps
+  post([this, conn, job = p.job_id.value_or(0)] {
+    if (!jobs_.is_live(job)) return;
+    resizes_.attach_shim(job, conn);
     send_map(job);  // a resize already under way
   });
 }
 
 void controller::on_close(const conn_ptr& conn) {
   post([this, conn] {
-    if (node_entry* n = node_of_conn(conn)) {
+    if (node_entry* n = nodes_.of_conn(*conn)) {
       n->conn.reset();
       refresh_agent_addresses();
-      log("node {} disconnected; its jobs keep running (DOWN after {} ms of silence)", n->name,
+      logging::info("node {} disconnected; its jobs keep running (DOWN after {} ms of silence)", n->name,
           options_.heartbeat_timeout.count());
     }
     orphan_interactive(conn);
     end_steps_of(conn);
     const peer_info& p = conn->peer();
-    if (p.role == protocol::peer_role::job && p.job_id) {
-      auto it = shims_.find(*p.job_id);
-      if (it != shims_.end() && it->second.lock() == conn) shims_.erase(it);
-    }
+    if (p.role == protocol::peer_role::job && p.job_id) resizes_.detach_shim(*p.job_id, *conn);
   });
-}
-
-namespace {
-
-// Where processes started by an agent connect from: its TCP address, or
-// loopback for an agent on aqsd's own machine (Unix socket).
-void add_agent_address(const peer_info& agent, std::set<std::string>& addrs) {
-  if (agent.via == transport::tcp) {
-    addrs.insert(agent.address);
-  } else {
-    addrs.insert("127.0.0.1");
-    addrs.insert("::1");
-    addrs.insert("::ffff:127.0.0.1");
-  }
-}
-
-}  // namespace
-
-bool controller::job_address_allowed(std::int64_t job, const std::string& address) const {
-  // Called with shared_mu_ held.
-  auto it = job_addrs_.find(job);
-  if (it == job_addrs_.end()) return false;
-  if (it->second.count(address) != 0) return true;
-  return it->second.count("*") != 0 && agent_addrs_.count(address) != 0;
 }
 
 void controller::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
   std::set<std::string> addrs;
   auto add_node = [&](std::size_t index) {
-    if (index < nodes_.size() && nodes_[index].conn) add_agent_address(nodes_[index].conn->peer(), addrs);
+    if (index < nodes_.size() && nodes_.at(index).conn) add_agent_address(nodes_.at(index).conn->peer(), addrs);
   };
   procs.for_each([&](std::size_t proc) { add_node(sched_.machine().node_of(proc)); });
-  auto jt = jobs_.find(id);
-  if (jt != jobs_.end() && jt->second.host) add_node(*jt->second.host);
-  if (auto st = step_nodes_.find(id); st != step_nodes_.end()) {
-    for (std::size_t n : st->second) add_node(n);
+  const job_entry* e = jobs_.find(id);
+  if (e != nullptr && e->host) add_node(*e->host);
+  if (const auto* sn = steps_.nodes_of(id)) {
+    for (std::size_t n : *sn) add_node(n);
   }
-  if (adaptive) addrs.insert("*");  // any host with an agent: it may grow there
-  std::lock_guard lock(shared_mu_);
-  job_addrs_[id] = std::move(addrs);
-}
-
-void controller::refresh_agent_addresses() {
-  std::set<std::string> addrs;
-  for (const auto& n : nodes_) {
-    if (n.conn) add_agent_address(n.conn->peer(), addrs);
-  }
-  std::lock_guard lock(shared_mu_);
-  agent_addrs_ = std::move(addrs);
+  if (adaptive) addrs.insert(access_view::k_any_agent);  // any host with an agent: it may grow there
+  view_.set_job_addresses(id, std::move(addrs));
 }
 
 std::optional<std::string> controller::tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) {
   if (role != protocol::peer_role::job) return options_.cluster_key;
-  std::lock_guard lock(shared_mu_);
-  auto it = tokens_.find(job_id.value_or(0));
-  if (it == tokens_.end()) return std::nullopt;
-  return it->second;
+  return view_.token(job_id.value_or(0));
 }
 
 void controller::on_message(const conn_ptr& c, protocol::message m) {
@@ -197,11 +132,11 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
         } else if constexpr (std::is_same_v<T, protocol::job_history>) {
           handle_job_history(c, msg);
         } else if constexpr (std::is_same_v<T, protocol::shutdown>) {
-          if (!is_root(c)) {
+          if (!is_admin(c->peer())) {
             reply_error(c, msg.id, protocol::error_code::permission_denied, "only root may shut aqsd down");
             return;
           }
-          log("shutdown requested by {}", c->peer().remote);
+          logging::info("shutdown requested by {}", c->peer().remote);
           c->send(protocol::ok{msg.id, {}});
           request_stop_();
         } else if constexpr (std::is_same_v<T, protocol::cancel>) {
@@ -280,7 +215,7 @@ void controller::decide_and_write() {
     try {
       apply_decisions(sched_.decide(now()));
     } catch (const std::exception& e) {
-      log("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
+      logging::warn("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
     }
   }
   if (batch_.empty()) return;
@@ -291,20 +226,20 @@ void controller::decide_and_write() {
 
 bool controller::until_stored(const std::function<void()>& op) {
   auto delay = std::chrono::milliseconds(50);
-  std::optional<clock::time_point> down_since;
+  std::optional<std::chrono::steady_clock::time_point> down_since;
   for (;;) {
     if (stopped_) return false;
     try {
       op();
       if (down_since) {
-        log("the job store is back after {:.1f} s; carrying on",
-            std::chrono::duration<double>(clock::now() - *down_since).count());
+        logging::info("the job store is back after {:.1f} s; carrying on",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - *down_since).count());
       }
       return true;
     } catch (const store::store_unavailable& e) {
       if (!down_since) {
-        down_since = clock::now();
-        log("the job store is unavailable ({}); holding the writes and retrying until it is back", e.what());
+        down_since = std::chrono::steady_clock::now();
+        logging::warn("the job store is unavailable ({}); holding the writes and retrying until it is back", e.what());
       }
     }
     std::unique_lock lock(retry_mu_);
@@ -336,14 +271,14 @@ bool controller::write_transitions(const std::vector<store::job_transition>& all
         // A bug somewhere (the core allowed what the store refuses), or a
         // retry of a step that landed in part: keep every transition that
         // is valid rather than losing the whole batch.
-        log("a batch of {} transitions was refused ({}); writing them one by one", step.size(), e.what());
+        logging::warn("a batch of {} transitions was refused ({}); writing them one by one", step.size(), e.what());
         for (const auto& t : step) {
           try {
             store_.transition(t);
           } catch (const store::store_unavailable&) {
             throw;
           } catch (const store::store_error& one) {
-            log("job {}: transition to {} refused: {}", t.job_id, core::to_string(t.to), one.what());
+            logging::warn("job {}: transition to {} refused: {}", t.job_id, core::to_string(t.to), one.what());
           }
         }
       }
@@ -378,7 +313,7 @@ void controller::committed(batch b) {
     try {
       f();
     } catch (const std::exception& e) {
-      log("internal error after a commit: {}", e.what());
+      logging::warn("internal error after a commit: {}", e.what());
     }
   }
   kick();
@@ -416,19 +351,16 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         const bool requeue = d.what == kind::requeue;
         transition(id, job_state::node_fail, std::nullopt, "a node of the job went down");
         if (requeue) transition(id, job_state::pending, std::nullopt, "requeued after a node failure");
-        auto it = jobs_.find(id);
         std::optional<std::size_t> host;
-        if (it != jobs_.end()) {
-          host = it->second.host;
-          it->second.host.reset();
+        if (job_entry* e = jobs_.find(id)) {
+          host = e->host;
+          e->host.reset();
           // The lost instance's token dies with it: if it still runs
           // somewhere, it can no longer speak for the job.
-          it->second.token.clear();
-          std::lock_guard lock(shared_mu_);
-          tokens_.erase(id);
-          job_addrs_.erase(id);
-          it->second.launch_confirmed = false;
-          it->second.misses = 0;
+          e->token.clear();
+          view_.forget_instance(id);
+          e->launch_confirmed = false;
+          e->misses = 0;
         }
         after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.

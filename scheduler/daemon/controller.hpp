@@ -24,8 +24,16 @@
 
 #include "core/map_display.hpp"
 #include "core/scheduler.hpp"
+#include "daemon/access_view.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/dependency_gate.hpp"
 #include "daemon/dispatcher.hpp"
 #include "daemon/job_records.hpp"
+#include "daemon/job_table.hpp"
+#include "daemon/node_registry.hpp"
+#include "daemon/resize_tracker.hpp"
+#include "daemon/step_table.hpp"
+#include "daemon/watch_list.hpp"
 #include "store/job_store.hpp"
 
 namespace aqs::daemon {
@@ -43,6 +51,12 @@ struct controller_options {
   std::int64_t list_page = protocol::k_max_list;
 };
 
+// An owner of parts, one concern each (docs/architecture.md): the core
+// scheduler, the node registry, the job table, the dependency gate, the
+// resize tracker, the step table and the watch list live on the scheduling
+// strand; the access view is what session threads may read; the store and
+// the clock are seams (in-memory store and virtual time in tests).
+//
 // Threads: the network layer calls the dispatcher methods from its session
 // strands. Everything that touches the scheduling state is posted to one
 // strand (`strand_`), so the core runs single-threaded without locks.
@@ -61,8 +75,9 @@ struct controller_options {
 // reports, and nothing was launched that the store does not know about.
 class controller final : public dispatcher {
 public:
+  // `time` defaults to the machine's clocks; tests pass virtual time.
   controller(boost::asio::io_context& io, store::job_store& store, controller_options options,
-             std::function<void()> request_stop);
+             std::function<void()> request_stop, clock& time = system_clock());
   ~controller() override;
 
   // Loads the live jobs and nodes from the store into the core (blocking;
@@ -88,57 +103,7 @@ public:
   std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override;
 
 private:
-  using clock = std::chrono::steady_clock;
   using conn_ptr = std::shared_ptr<connection>;
-
-  // ---- what the daemon knows beyond the core ---------------------------
-  struct node_entry {
-    std::string name;
-    std::size_t index = 0;  // in the core's cluster
-    std::size_t first_proc = 0;
-    std::size_t nprocs = 0;
-    std::vector<std::int64_t> cpus;  // local cpus; processor i runs on cpus[i % size]
-    std::string host;                // the machine, as MPI names it (from register)
-    std::int64_t memory_mb = 0;
-    std::int64_t gpus = 0;
-    conn_ptr conn;                   // the agent, when connected
-    clock::time_point last_seen{};
-    clock::time_point last_stored_heartbeat{};
-    std::vector<protocol::message> queued;  // for the agent once it is back
-  };
-  struct job_entry {
-    core::job_request req;  // what the core schedules (kept for dependencies and requeues)
-    std::string user;
-    std::int32_t uid = 0;
-    std::int32_t gid = 0;
-    std::optional<protocol::job_spec> spec;  // until launched (fetched again when needed)
-    std::vector<std::int64_t> deps;          // afterok
-    bool interactive = false;
-    std::optional<std::size_t> host;  // node running its script
-    bool launch_confirmed = false;    // the agent said it runs it
-    // Recovered RUNNING: its agent must list it or report its end; if it does
-    // neither by its first heartbeat, the launch never reached it (aqsd died
-    // with it unsent) and it is launched again.
-    bool recovered = false;
-    int misses = 0;                   // heartbeats of its host without it
-    std::int64_t epoch = 0;           // of the last map sent
-    std::string token;                // the shim's TCP secret
-    std::int64_t map_sent_us = 0;     // wall clock when its newest map went out
-    bool cancel_requested = false;
-    std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
-    std::deque<protocol::output> early_output;  // before any watcher came (interactive)
-    std::size_t early_bytes = 0;
-  };
-  struct final_info {
-    core::job_state state = core::job_state::completed;
-    std::int32_t uid = 0;  // its owner (who may watch it)
-    std::optional<std::int32_t> exit_code;
-    std::optional<std::int32_t> signal;
-  };
-  struct watcher {
-    std::weak_ptr<connection> conn;
-    std::int64_t request_id = 0;
-  };
 
   // ---- the write pipeline (controller.cpp) ------------------------------
   struct batch {
@@ -205,7 +170,6 @@ private:
   bool step_exited(const node_entry& n, const protocol::job_exited& m);
   void end_steps_of(const conn_ptr& conn);     // the launcher went: its steps end
   void end_steps_of_job(std::int64_t job_id);  // the job ended: every step ends
-  bool runs_step(std::int64_t job_id, std::size_t node) const;
   // The job if `c` speaks for it and `epoch` is its resize under way; else
   // replies the error to request `rid` and returns null.
   const core::job* current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id, std::int64_t epoch);
@@ -221,16 +185,6 @@ private:
   // The agent is shutting down (SIGTERM): its node goes DOWN now.
   void handle_node_leaving(const conn_ptr& c, const protocol::node_leaving& m);
   void send_to_node(std::size_t index, protocol::message m);
-  node_entry* node_of_conn(const conn_ptr& c);
-  std::vector<std::int64_t> local_cpus(const node_entry& n, const core::processor_set& procs) const;
-  // Host and cpu of every processor of `procs` (protocol launch/new_map
-  // placement); both empty if a node is unknown or the map is too large.
-  void fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
-                      std::vector<std::int64_t>& cpus) const;
-  // The hosts of the UP, connected nodes that hold none of `procs`, once
-  // each in registration order: where an adaptive job may grow (its mpirun
-  // starts a daemon on each at launch).
-  std::vector<std::string> spare_hosts(const core::processor_set& procs) const;
   void refresh_spans();
   // views.cpp
   void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);
@@ -240,23 +194,18 @@ private:
   // Output from the node that runs the job's script or a step of it; what
   // another node says about a job that is not its own is dropped.
   void handle_output(const conn_ptr& c, const protocol::output& m);
-  // May the caller read job `owner_uid`'s details (history, output)? Its
-  // owner and root may.
-  static bool may_read_job(const conn_ptr& c, std::int32_t owner_uid);
   // frun went away: an interactive job nobody watches any more is cancelled
   // (as srun's job ends with srun).
   void orphan_interactive(const conn_ptr& gone);
   void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
               std::optional<std::int32_t> signal, const core::processor_set* procs);
-  std::vector<core::node_span> spans() const;
+  std::vector<core::node_span> spans() const { return view_.spans(); }
   // recover.cpp: recover() itself
 
-  static bool is_root(const conn_ptr& c);
   // Launcher tokens are bound to the job's hosts: the addresses its
-  // processes may connect from over TCP (on the strand; guarded copies).
+  // processes may connect from over TCP.
   void refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive);
-  void refresh_agent_addresses();
-  bool job_address_allowed(std::int64_t job, const std::string& address) const;  // shared_mu_ held
+  void refresh_agent_addresses() { view_.set_agent_addresses(nodes_.agent_addresses()); }
   static void reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message);
 
   boost::asio::io_context& io_;
@@ -266,40 +215,24 @@ private:
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::thread_pool writer_{1};
   boost::asio::thread_pool readers_{2};
-  boost::asio::steady_timer heartbeat_timer_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> failed_{false};
   // Wakes the writer from its wait for the store when stop() is called.
   std::mutex retry_mu_;
   std::condition_variable retry_cv_;
 
-  // The scheduling state: touched on strand_ only.
+  clock& clock_;
+  std::unique_ptr<timer_handle> heartbeat_timer_;  // strand_
+
+  // The scheduling state and its parts: touched on strand_ only.
   core::scheduler sched_;
-  std::vector<node_entry> nodes_;
-  std::unordered_map<std::string, std::size_t> node_by_name_;
-  std::unordered_map<std::int64_t, job_entry> jobs_;       // live jobs
-  std::set<std::int64_t> held_;                            // pending on dependencies, not in the core
-  std::multimap<std::int64_t, std::int64_t> dependents_;   // dep -> held job
-  // Jobs that ended while we ran, the newest k_finished_kept of them (older
-  // ones are looked up in the store when asked about).
-  static constexpr std::size_t k_finished_kept = 100'000;
-  std::unordered_map<std::int64_t, final_info> finished_;
-  std::deque<std::int64_t> finished_order_;
-  std::unordered_map<std::int64_t, std::vector<watcher>> watchers_;
-  std::unordered_map<std::int64_t, std::weak_ptr<connection>> shims_;  // role=job connections
+  node_registry nodes_;
+  job_table jobs_;
+  dependency_gate deps_;
+  resize_tracker resizes_;
+  step_table steps_;
+  watch_list watchers_;
   std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job
-  // Steps (remote_exec): one per job and node, and who asked for it.
-  struct step_entry {
-    std::weak_ptr<connection> conn;
-    std::int64_t request = 0;   // the launcher's remote_exec id
-    std::int64_t launch = 0;    // our launch request to the agent
-    bool started = false;
-  };
-  std::map<std::pair<std::int64_t, std::size_t>, step_entry> steps_;
-  // Nodes where a job started steps: what they left (a daemon that outlived
-  // its step) is killed there when the job ends.
-  std::map<std::int64_t, std::set<std::size_t>> step_nodes_;
-  std::map<std::int64_t, std::unique_ptr<boost::asio::steady_timer>> resize_timers_;
   std::int64_t next_request_id_ = 1;
   batch batch_;
   bool writing_ = false;
@@ -307,13 +240,8 @@ private:
   bool decide_needed_ = false;
   bool decision_posted_ = false;
 
-  // Read from session threads: guarded by shared_mu_.
-  mutable std::mutex shared_mu_;
-  std::vector<core::node_span> spans_;
-  std::unordered_map<std::int64_t, std::string> tokens_;     // job -> shim secret
-  std::unordered_map<std::int64_t, std::int32_t> owners_;    // live job -> uid
-  std::unordered_map<std::int64_t, std::set<std::string>> job_addrs_;  // job -> IPs ("*": any agent's)
-  std::set<std::string> agent_addrs_;                        // IPs of connected agents
+  // Read from session threads (thread-safe).
+  access_view view_;
 };
 
 }  // namespace aqs::daemon

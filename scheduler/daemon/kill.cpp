@@ -3,36 +3,30 @@
 #include <csignal>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
+#include "daemon/permissions.hpp"
 
 namespace aqs::daemon {
 
 using core::job_state;
 
-
 void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end() || !it->second.host) return;
+  const job_entry* e = jobs_.find(id);
+  if (e == nullptr || !e->host) return;
   protocol::kill k;
   k.id = next_request_id_++;
   k.job_id = id;
   k.signal = sig;
   k.grace_s = grace.count();
   k.escalate = escalate;  // fkill --signal: that signal only
-  send_to_node(*it->second.host, std::move(k));
+  send_to_node(*e->host, std::move(k));
 }
 
 void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
-  const bool root = is_root(c);
   const peer_info& p = c->peer();
   const std::string caller = p.uid ? user_name_of(*p.uid) : "root";
   std::vector<std::int64_t> targets = m.job_ids;
-  if (targets.empty() && m.user) {
-    for (const auto& [id, e] : jobs_) {
-      if (e.user == *m.user) targets.push_back(id);
-    }
-    std::sort(targets.begin(), targets.end());
-  }
+  if (targets.empty() && m.user) targets = jobs_.of_user(*m.user);
   nlohmann::json cancelled = nlohmann::json::array();
   nlohmann::json failed = nlohmann::json::array();
   protocol::error_code first_code = protocol::error_code::not_found;
@@ -45,20 +39,19 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     failed.push_back({{"job_id", id}, {"code", protocol::to_string(code)}, {"message", std::move(msg)}});
   };
   for (std::int64_t id : targets) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) {
-      auto f = finished_.find(id);
-      if (f != finished_.end()) {
+    job_entry* found = jobs_.find(id);
+    if (found == nullptr) {
+      if (const final_info* f = jobs_.finished(id)) {
         refuse(id, protocol::error_code::invalid_state,
-               "job " + std::to_string(id) + " has already ended (" + std::string(core::to_string(f->second.state)) + ")");
+               "job " + std::to_string(id) + " has already ended (" + std::string(core::to_string(f->state)) + ")");
       } else {
         refuse(id, protocol::error_code::not_found, "no pending or running job " + std::to_string(id));
       }
       continue;
     }
-    job_entry& e = it->second;
+    job_entry& e = *found;
     if (m.user && e.user != *m.user) continue;  // the listed jobs that user owns
-    if (!root && !(p.uid && static_cast<std::int32_t>(*p.uid) == e.uid)) {
+    if (!may_act_on_job(p, e.uid)) {
       refuse(id, protocol::error_code::permission_denied,
              "job " + std::to_string(id) + " belongs to " + e.user + ", not to " + caller);
       continue;
@@ -75,7 +68,7 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       continue;
     }
     if (running) {
-      if (!e.cancel_requested) log("job {} cancelled by {}", id, caller);
+      if (!e.cancel_requested) logging::info("job {} cancelled by {}", id, caller);
       e.cancel_requested = true;
       // Before its launch went out, launch() ends it instead.
       if (e.host) send_kill(id, SIGTERM, options_.kill_grace);
@@ -83,9 +76,9 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       // Already cancelled; its transition is being written.
     } else {
       e.cancel_requested = true;
-      log("pending job {} cancelled by {}", id, caller);
+      logging::info("pending job {} cancelled by {}", id, caller);
       if (j != nullptr) sched_.apply(core::event::completion(static_cast<core::job_id>(id), job_state::cancelled));
-      held_.erase(id);
+      deps_.release(id);
       transition(id, job_state::cancelled, std::nullopt, "cancelled by " + caller);
       after_commit([this, id] { on_final(id, job_state::cancelled); });
       decide_needed_ = true;

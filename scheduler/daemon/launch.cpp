@@ -3,7 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
 #include "protocol/auth.hpp"
 
 namespace aqs::daemon {
@@ -12,9 +12,9 @@ namespace asio = boost::asio;
 using core::job_state;
 
 void controller::launch(std::int64_t id, const core::processor_set& procs) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  job_entry& e = it->second;
+  job_entry* found = jobs_.find(id);
+  if (found == nullptr) return;
+  job_entry& e = *found;
   if (e.cancel_requested) {
     // Cancelled between the decision and its commit: never start it.
     end_job(id, job_state::cancelled, std::nullopt, std::nullopt, "cancelled before it started");
@@ -25,8 +25,7 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
   e.misses = 0;
   if (e.token.empty()) {
     e.token = protocol::make_nonce();
-    std::lock_guard lock(shared_mu_);
-    tokens_[id] = e.token;
+    view_.set_token(id, e.token);
   }
   refresh_job_addresses(id, procs, e.req.adaptive);
   if (e.spec) {
@@ -41,7 +40,7 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
     try {
       rec = store_.get_job(id);
     } catch (const std::exception& ex) {
-      log("job {}: cannot read it to launch it: {}", id, ex.what());
+      logging::warn("job {}: cannot read it to launch it: {}", id, ex.what());
     }
     post([this, id, procs, rec] {
       const core::job* j = sched_.find(static_cast<core::job_id>(id));
@@ -50,8 +49,7 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
         end_job(id, job_state::failed, std::nullopt, std::nullopt, "its record could not be read to launch it");
         return;
       }
-      auto it = jobs_.find(id);
-      if (it != jobs_.end()) it->second.gid = rec->request.gid;
+      if (job_entry* e = jobs_.find(id)) e->gid = rec->request.gid;
       send_launch(id, procs, to_spec(*rec));
     });
   });
@@ -70,31 +68,31 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   l.gid = e.gid;
   l.procs = procs.to_string();
   l.nprocs = static_cast<std::int64_t>(procs.count());
-  l.local_cpus = local_cpus(nodes_[host], procs);
+  l.local_cpus = node_registry::local_cpus(nodes_.at(host), procs);
   l.nodelist = core::format_processor_map(spans(), procs);
   l.job_token = e.token;
-  fill_placement(procs, l.proc_hosts, l.proc_cpus);
-  if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = spare_hosts(procs);
+  nodes_.fill_placement(procs, l.proc_hosts, l.proc_cpus);
+  if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = nodes_.spare_hosts(procs, sched_.machine());
   launch_requests_[l.id] = id;
   send_to_node(host, std::move(l));
 }
 
 void controller::handle_job_started(const conn_ptr& c, const protocol::job_started& m) {
-  node_entry* n = node_of_conn(c);
+  node_entry* n = nodes_.of_conn(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  n->last_seen = clock::now();
-  auto it = jobs_.find(m.job_id);
-  if (it != jobs_.end() && it->second.host == n->index) {
-    it->second.launch_confirmed = true;
-    it->second.misses = 0;
+  n->last_seen = clock_.now();
+  job_entry* e = jobs_.find(m.job_id);
+  if (e != nullptr && e->host == n->index) {
+    e->launch_confirmed = true;
+    e->misses = 0;
   }
   c->send(protocol::ok{m.id, {}});
 }
 
 void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& m) {
-  node_entry* n = node_of_conn(c);
+  node_entry* n = nodes_.of_conn(*c);
   if (n == nullptr) return;
-  n->last_seen = clock::now();
+  n->last_seen = clock_.now();
   const auto rid = protocol::id_of(m);
   if (!rid) return;
   if (step_launch_answered(*n, *rid, m)) return;
@@ -102,29 +100,29 @@ void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& 
   if (it == launch_requests_.end()) return;  // a kill's answer: nothing to do
   const std::int64_t id = it->second;
   launch_requests_.erase(it);
-  auto jt = jobs_.find(id);
-  if (jt == jobs_.end() || jt->second.host != n->index) return;
+  job_entry* e = jobs_.find(id);
+  if (e == nullptr || e->host != n->index) return;
   if (const auto* err = std::get_if<protocol::error>(&m)) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
     if (j == nullptr || !core::holds_processors(j->state)) return;
-    log("job {} could not start on {}: {}", id, n->name, err->message);
+    logging::warn("job {} could not start on {}: {}", id, n->name, err->message);
     end_job(id, job_state::failed, std::nullopt, std::nullopt, "could not start on " + n->name + ": " + err->message);
   } else {
-    jt->second.launch_confirmed = true;
+    e->launch_confirmed = true;
   }
 }
 
 void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited& m) {
-  node_entry* n = node_of_conn(c);
+  node_entry* n = nodes_.of_conn(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  n->last_seen = clock::now();
+  n->last_seen = clock_.now();
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
-  auto it = jobs_.find(m.job_id);
+  const job_entry* e = jobs_.find(m.job_id);
   if (step_exited(*n, m)) {
     c->send(protocol::ok{m.id, {}});
     return;
   }
-  if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || it->second.host != n->index) {
+  if (j == nullptr || !core::holds_processors(j->state) || e == nullptr || e->host != n->index) {
     // An instance we no longer count on (ended by a node failure, requeued,
     // or reported twice): acknowledge so the agent forgets it.
     c->send(protocol::ok{m.id, {}});

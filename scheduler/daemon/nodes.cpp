@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
@@ -21,74 +21,7 @@ std::string cpu_ranges(const std::vector<std::int64_t>& cpus) {
 
 }  // namespace
 
-controller::node_entry* controller::node_of_conn(const conn_ptr& c) {
-  for (auto& n : nodes_) {
-    if (n.conn && n.conn->serial() == c->serial()) return &n;
-  }
-  return nullptr;
-}
-
-std::vector<std::int64_t> controller::local_cpus(const node_entry& n, const core::processor_set& procs) const {
-  std::vector<std::int64_t> out;
-  if (n.cpus.empty()) return out;
-  for (std::size_t p = procs.find_next(n.first_proc); p != core::processor_set::npos && p < n.first_proc + n.nprocs;
-       p = procs.find_next(p + 1)) {
-    const std::int64_t cpu = n.cpus[(p - n.first_proc) % n.cpus.size()];
-    if (std::find(out.begin(), out.end(), cpu) == out.end()) out.push_back(cpu);
-  }
-  return out;
-}
-
-std::vector<std::string> controller::spare_hosts(const core::processor_set& procs) const {
-  // A node recovered from the store has no host until its agent registers.
-  auto host_of = [](const node_entry& n) -> const std::string& { return n.host.empty() ? n.name : n.host; };
-  std::vector<std::string> used, out;
-  for (const node_entry& n : nodes_) {
-    if (procs.count_range(n.first_proc, n.first_proc + n.nprocs) > 0) used.push_back(host_of(n));
-  }
-  for (const node_entry& n : nodes_) {
-    const std::string& h = host_of(n);
-    // A host whose agent cannot start mpirun's daemon would fail the job.
-    if (!n.conn || sched_.machine().at(n.index).state != core::node_state::up) continue;
-    if (std::find(used.begin(), used.end(), h) != used.end() || std::find(out.begin(), out.end(), h) != out.end()) {
-      continue;
-    }
-    out.push_back(h);
-  }
-  return out;
-}
-
-void controller::fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
-                                std::vector<std::int64_t>& cpus) const {
-  hosts.clear();
-  cpus.clear();
-  if (procs.count() > protocol::k_max_placement) return;  // too big to list: the shim guesses
-  std::size_t node = 0;
-  for (std::size_t p = procs.first(); p != core::processor_set::npos; p = procs.find_next(p + 1)) {
-    while (node < nodes_.size() && p >= nodes_[node].first_proc + nodes_[node].nprocs) ++node;
-    if (node == nodes_.size()) break;
-    const node_entry& n = nodes_[node];
-    hosts.push_back(n.host.empty() ? n.name : n.host);
-    cpus.push_back(n.cpus.empty() ? 0 : n.cpus[(p - n.first_proc) % n.cpus.size()]);
-  }
-  if (hosts.size() != procs.count()) {
-    hosts.clear();
-    cpus.clear();
-  }
-}
-
-void controller::refresh_spans() {
-  std::vector<core::node_span> s;
-  s.reserve(nodes_.size());
-  for (const auto& n : nodes_) s.push_back({n.name, n.first_proc, n.nprocs});
-  std::lock_guard lock(shared_mu_);
-  spans_ = std::move(s);
-}
-
-std::vector<core::node_span> controller::spans() const {
-  std::lock_guard lock(shared_mu_);
-  return spans_;
-}
+void controller::refresh_spans() { view_.set_spans(nodes_.spans()); }
 
 void controller::send_to_node(std::size_t index, protocol::message m) {
   node_entry& n = nodes_.at(index);
@@ -107,19 +40,19 @@ void controller::handle_register(const conn_ptr& c, const protocol::register_nod
   req.cpus = cpu_ranges(m.cpus);
   req.memory_mb = m.memory_mb;
   req.gpus = static_cast<std::int32_t>(m.gpus);
-  auto known = node_by_name_.find(m.name);
-  if (known != node_by_name_.end() && nodes_[known->second].nprocs != static_cast<std::size_t>(m.procs)) {
+  const node_entry* known = nodes_.find(m.name);
+  if (known != nullptr && known->nprocs != static_cast<std::size_t>(m.procs)) {
     return reply_error(c, m.id, protocol::error_code::bad_request,
                        "node " + m.name + " registered again with " + std::to_string(m.procs) + " processors, it had " +
-                           std::to_string(nodes_[known->second].nprocs) + ": renumbering would move running jobs");
+                           std::to_string(known->nprocs) + ": renumbering would move running jobs");
   }
-  if (known != node_by_name_.end() && nodes_[known->second].conn && nodes_[known->second].conn->serial() != c->serial()) {
+  if (known != nullptr && known->conn && known->conn->serial() != c->serial()) {
     // The name belongs to the agent that holds it: nobody takes it over
     // while that agent is connected (it frees the name by disconnecting,
     // or the node goes DOWN when it falls silent).
     return reply_error(c, m.id, protocol::error_code::invalid_state,
-                       "node " + m.name + " is in use by a connected agent (" +
-                           nodes_[known->second].conn->peer().remote + "); retry once it is gone");
+                       "node " + m.name + " is in use by a connected agent (" + known->conn->peer().remote +
+                           "); retry once it is gone");
   }
   auto result = std::make_shared<std::optional<store::node_record>>();
   auto refusal = std::make_shared<std::string>();
@@ -133,9 +66,9 @@ void controller::handle_register(const conn_ptr& c, const protocol::register_nod
       },
       [this, c, m, result, refusal] {
         if (!*result) return reply_error(c, m.id, protocol::error_code::bad_request, *refusal);
-        auto it = node_by_name_.find(m.name);
+        const node_entry* existing = nodes_.find(m.name);
         std::size_t index;
-        if (it == node_by_name_.end()) {
+        if (existing == nullptr) {
           index = sched_.add_node(m.name, static_cast<std::size_t>(m.procs));
           if (sched_.machine().at(index).first_proc != static_cast<std::size_t>((*result)->first_proc)) {
             return fatal("node " + m.name + " numbered differently by the store and the scheduler");
@@ -145,20 +78,19 @@ void controller::handle_register(const conn_ptr& c, const protocol::register_nod
           n.index = index;
           n.first_proc = static_cast<std::size_t>((*result)->first_proc);
           n.nprocs = static_cast<std::size_t>(m.procs);
-          nodes_.push_back(std::move(n));
-          node_by_name_[m.name] = index;
+          nodes_.add(std::move(n));
           refresh_spans();
-          log("node {} registered: processors {}-{}", m.name, (*result)->first_proc,
+          logging::info("node {} registered: processors {}-{}", m.name, (*result)->first_proc,
               (*result)->first_proc + m.procs - 1);
         } else {
-          index = it->second;
+          index = existing->index;
         }
         finish_register(c, m, index);
       });
 }
 
 void controller::finish_register(const conn_ptr& c, const protocol::register_node& m, std::size_t index) {
-  node_entry& n = nodes_[index];
+  node_entry& n = nodes_.at(index);
   if (n.conn && n.conn->serial() != c->serial()) {
     // Another agent took the name while this one's store write ran.
     return reply_error(c, m.id, protocol::error_code::invalid_state,
@@ -171,36 +103,36 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
   n.host = m.host.empty() ? m.name : m.host;
   n.memory_mb = m.memory_mb;
   n.gpus = m.gpus;
-  n.last_seen = clock::now();
+  n.last_seen = clock_.now();
   n.last_stored_heartbeat = n.last_seen;
   if (sched_.machine().at(index).state == core::node_state::down) {
     sched_.apply(core::event::on_node(core::event::kind::node_up, index));
-    log("node {} is UP again", n.name);
+    logging::info("node {} is UP again", n.name);
   }
   // Jobs it runs that we no longer want there die before it takes new work.
   nlohmann::json kill = nlohmann::json::array();
   for (std::int64_t r : m.running) {
-    auto it = jobs_.find(r);
+    job_entry* e = jobs_.find(r);
     const core::job* j = sched_.find(static_cast<core::job_id>(r));
-    if (it != jobs_.end() && j != nullptr && core::holds_processors(j->state) && it->second.host == index) {
-      it->second.launch_confirmed = true;
-      it->second.recovered = false;
-      it->second.misses = 0;
-    } else if (runs_step(r, index)) {
+    if (e != nullptr && j != nullptr && core::holds_processors(j->state) && e->host == index) {
+      e->launch_confirmed = true;
+      e->recovered = false;
+      e->misses = 0;
+    } else if (steps_.runs(r, index)) {
       // A step of the job (remote_exec) that outlived a reconnect.
     } else {
       kill.push_back(r);
     }
   }
-  if (!kill.empty()) log("node {}: killing {} job(s) it still ran that ended here: {}", n.name, kill.size(), kill.dump());
+  if (!kill.empty()) logging::info("node {}: killing {} job(s) it still ran that ended here: {}", n.name, kill.size(), kill.dump());
   c->send(protocol::ok{m.id, {{"first_proc", n.first_proc}, {"kill", kill}}});
   std::vector<protocol::message> queued = std::move(n.queued);
   n.queued.clear();
   for (auto& q : queued) {
     if (auto* l = std::get_if<protocol::launch>(&q)) {
       const core::job* j = sched_.find(static_cast<core::job_id>(l->job_id));
-      auto it = jobs_.find(l->job_id);
-      if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || it->second.host != index) continue;
+      const job_entry* e = jobs_.find(l->job_id);
+      if (j == nullptr || !core::holds_processors(j->state) || e == nullptr || e->host != index) continue;
     }
     c->send(std::move(q));
   }
@@ -209,9 +141,9 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
 }
 
 void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& m) {
-  node_entry* n = node_of_conn(c);
+  node_entry* n = nodes_.of_conn(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  n->last_seen = clock::now();
+  n->last_seen = clock_.now();
   // A job its agent confirmed and no longer lists, twice, with no report of
   // its end: lost (its agent died with it and came back without it).
   std::vector<std::int64_t> lost, relaunch;
@@ -219,9 +151,9 @@ void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& 
   // queue of 100,000) on each heartbeat of each node starved submissions.
   for (const auto& [end, held] : sched_.holding_by_end()) {
     const auto id = static_cast<std::int64_t>(held);
-    auto found = jobs_.find(id);
-    if (found == jobs_.end()) continue;
-    job_entry& e = found->second;
+    job_entry* found = jobs_.find(id);
+    if (found == nullptr) continue;
+    job_entry& e = *found;
     if (e.host != n->index) continue;
     if (e.recovered) {
       // Registration and the resent reports came before this heartbeat.
@@ -239,13 +171,13 @@ void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& 
   for (std::int64_t id : relaunch) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
     if (j == nullptr || !core::holds_processors(j->state)) continue;
-    log("job {}: node {} never got its launch (aqsd stopped first): launching it now", id, n->name);
+    logging::info("job {}: node {} never got its launch (aqsd stopped first): launching it now", id, n->name);
     launch(id, j->procs);
   }
   for (std::int64_t id : lost) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
     if (j == nullptr || !core::holds_processors(j->state)) continue;
-    log("job {} is lost: node {} no longer runs it and never reported its end", id, n->name);
+    logging::warn("job {} is lost: node {} no longer runs it and never reported its end", id, n->name);
     end_job(id, job_state::failed, std::nullopt, std::nullopt, "lost: node " + n->name + " no longer runs it");
   }
   if (n->last_seen - n->last_stored_heartbeat > std::chrono::seconds(10)) {
@@ -257,22 +189,19 @@ void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& 
 
 void controller::check_heartbeats() {
   if (stopped_) return;
-  const auto t = clock::now();
+  const auto t = clock_.now();
   for (auto& n : nodes_) {
     if (sched_.machine().at(n.index).state == core::node_state::down) continue;
     if (t - n.last_seen > options_.heartbeat_timeout) {
       node_down(n.index, "no word from its agent for " + std::to_string(options_.heartbeat_timeout.count()) + " ms");
     }
   }
-  heartbeat_timer_.expires_after(std::chrono::milliseconds(200));
-  heartbeat_timer_.async_wait([this](boost::system::error_code ec) {
-    if (!ec) check_heartbeats();
-  });
+  heartbeat_timer_ = clock_.after(strand_, std::chrono::milliseconds(200), [this] { check_heartbeats(); });
 }
 
 void controller::node_down(std::size_t index, const std::string& why) {
   node_entry& n = nodes_.at(index);
-  log("node {} is DOWN: {}", n.name, why);
+  logging::info("node {} is DOWN: {}", n.name, why);
   if (n.conn) {
     n.conn->close();
     n.conn.reset();
@@ -286,7 +215,7 @@ void controller::node_down(std::size_t index, const std::string& why) {
 }
 
 void controller::handle_node_leaving(const conn_ptr& c, const protocol::node_leaving& m) {
-  node_entry* n = node_of_conn(c);
+  node_entry* n = nodes_.of_conn(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
   // The ok goes out before node_down closes the connection (a close waits
   // for queued writes). Waiting out the heartbeat timeout would only leave

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
@@ -13,7 +13,7 @@ using core::job_state;
 void controller::recover() {
   const store::live_state st = store_.load_live_state();
   recovering_ = true;
-  const auto t = clock::now();
+  const auto t = clock_.now();
   std::vector<std::size_t> down, drained;
   for (const auto& rec : st.nodes) {
     const std::size_t index = sched_.add_node(rec.name, static_cast<std::size_t>(rec.nprocs));
@@ -41,8 +41,7 @@ void controller::recover() {
     // Its agent has one heartbeat timeout from now to come back.
     n.last_seen = t;
     n.last_stored_heartbeat = t;
-    node_by_name_[rec.name] = index;
-    nodes_.push_back(std::move(n));
+    nodes_.add(std::move(n));
     if (rec.state == store::node_state::down) down.push_back(index);
     if (rec.state == store::node_state::drained) drained.push_back(index);
   }
@@ -57,17 +56,14 @@ void controller::recover() {
     e.uid = s.uid;
     e.gid = s.uid;  // read with the script when it is launched
     e.deps = s.dependencies;
-    {
-      std::lock_guard lock(shared_mu_);
-      owners_[s.id] = s.uid;
-    }
+    view_.set_owner(s.id, s.uid);
     const job_state state = s.status.state;
     if (state == job_state::pending) {
       for (std::int64_t d : e.deps) {
         if (known_state(d)) continue;
         if (auto rec = store_.get_job(d)) e.dep_known[d] = rec->status.state;
       }
-      jobs_.emplace(s.id, std::move(e));
+      jobs_.add(s.id, std::move(e));
       admit_or_hold(s.id);
       ++pending;
       continue;
@@ -77,15 +73,15 @@ void controller::recover() {
     try {
       sched_.restore(e.req, state == job_state::suspended ? job_state::suspended : job_state::running, procs, start);
     } catch (const std::exception& ex) {
-      log("job {} cannot be restored ({}): marking it FAILED", s.id, ex.what());
-      jobs_.emplace(s.id, std::move(e));
+      logging::warn("job {} cannot be restored ({}): marking it FAILED", s.id, ex.what());
+      jobs_.add(s.id, std::move(e));
       transition(s.id, job_state::failed, std::nullopt, std::string("could not be recovered: ") + ex.what());
       after_commit([this, id = s.id] { on_final(id, job_state::failed); });
       continue;
     }
     e.host = sched_.machine().node_of(procs.first());
     e.recovered = true;  // its agent must list it or report its end
-    jobs_.emplace(s.id, std::move(e));
+    jobs_.add(s.id, std::move(e));
     if (state == job_state::resizing) {
       // The map it was sent may never be applied by now: it keeps its old one.
       transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");
@@ -96,7 +92,7 @@ void controller::recover() {
   for (std::size_t index : drained) sched_.apply(core::event::on_node(core::event::kind::node_drain, index));
   decide_needed_ = true;
   recovering_ = false;
-  log("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);
+  logging::info("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);
 }
 
 }  // namespace aqs::daemon

@@ -5,7 +5,7 @@
 // connection that asked, and it ends with the job or when that connection
 // goes.
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
@@ -18,13 +18,13 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
                        "remote_exec needs a launcher connection of job " + std::to_string(m.job_id));
   }
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
-  auto it = jobs_.find(m.job_id);
-  if (j == nullptr || !core::holds_processors(j->state) || it == jobs_.end() || !it->second.host) {
+  const job_entry* e = jobs_.find(m.job_id);
+  if (j == nullptr || !core::holds_processors(j->state) || e == nullptr || !e->host) {
     return reply_error(c, m.id, protocol::error_code::invalid_state, "job " + std::to_string(m.job_id) + " is not running");
   }
   auto on_host = [&](std::size_t n) {  // OpenMPI names hosts up to their first '.'
-    const std::string& h = nodes_[n].host;
-    return n != *it->second.host && (h == m.host || h.substr(0, h.find('.')) == m.host);
+    const std::string& h = nodes_.at(n).host;
+    return n != *e->host && (h == m.host || h.substr(0, h.find('.')) == m.host);
   };
   // The job's node on that host, else (an adaptive job: mpirun starts a
   // daemon on every host it may grow onto) the first UP node there.
@@ -41,14 +41,14 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
     return reply_error(c, m.id, protocol::error_code::not_found,
                        "job " + std::to_string(m.job_id) + " has no processors on another node of host " + m.host);
   }
-  if (steps_.count({m.job_id, *node}) != 0) {
+  const node_entry& target = nodes_.at(*node);
+  if (steps_.runs(m.job_id, *node)) {
     return reply_error(c, m.id, protocol::error_code::invalid_state,
-                       "job " + std::to_string(m.job_id) + " already runs a process on " + nodes_[*node].name);
+                       "job " + std::to_string(m.job_id) + " already runs a process on " + target.name);
   }
-  if (!nodes_[*node].conn) {
-    return reply_error(c, m.id, protocol::error_code::invalid_state, "node " + nodes_[*node].name + " is not connected");
+  if (!target.conn) {
+    return reply_error(c, m.id, protocol::error_code::invalid_state, "node " + target.name + " is not connected");
   }
-  const job_entry& e = it->second;
   protocol::launch l;
   l.id = next_request_id_++;
   l.job_id = m.job_id;
@@ -58,81 +58,64 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
   l.job.environment = m.environment;
   l.job.stdout_pattern = "/dev/null";
   l.job.min_pe = l.job.max_pe = 1;
-  l.user = e.user;
-  l.uid = e.uid;
-  l.gid = e.gid;
+  l.user = e->user;
+  l.uid = e->uid;
+  l.gid = e->gid;
   l.procs = procs.to_string();
   l.nprocs = static_cast<std::int64_t>(procs.count());
-  l.local_cpus = local_cpus(nodes_[*node], procs);
+  l.local_cpus = node_registry::local_cpus(target, procs);
   // A daemon on a spare host idles until the job grows there (and its ranks
   // pin themselves then): it may run on any of the node's cpus.
-  if (l.local_cpus.empty()) l.local_cpus = nodes_[*node].cpus;
+  if (l.local_cpus.empty()) l.local_cpus = target.cpus;
   l.nodelist = core::format_processor_map(spans(), procs);
-  l.job_token = e.token;
-  fill_placement(procs, l.proc_hosts, l.proc_cpus);
-  steps_[{m.job_id, *node}] = step_entry{c, m.id, l.id, false};
+  l.job_token = e->token;
+  nodes_.fill_placement(procs, l.proc_hosts, l.proc_cpus);
+  steps_.add(m.job_id, *node, step_entry{c, m.id, l.id, false});
   send_to_node(*node, std::move(l));
 }
 
 bool controller::step_launch_answered(const node_entry& n, std::int64_t rid, const protocol::message& m) {
-  for (auto it = steps_.begin(); it != steps_.end(); ++it) {
-    if (it->first.second != n.index || it->second.launch != rid) continue;
-    auto conn = it->second.conn.lock();
-    if (const auto* err = std::get_if<protocol::error>(&m)) {
-      if (conn) conn->send(protocol::error{it->second.request, protocol::error_code::internal,
-                                           "could not start on " + n.name + ": " + err->message});
-      steps_.erase(it);
-    } else {
-      it->second.started = true;
-      step_nodes_[it->first.first].insert(n.index);
-      if (conn) conn->send(protocol::ok{it->second.request, {{"node", n.name}}});
+  const auto k = steps_.by_launch(n.index, rid);
+  if (!k) return false;
+  if (const auto* err = std::get_if<protocol::error>(&m)) {
+    const auto s = steps_.take(*k);
+    if (auto conn = s->conn.lock()) {
+      conn->send(protocol::error{s->request, protocol::error_code::internal,
+                                 "could not start on " + n.name + ": " + err->message});
     }
-    return true;
+  } else {
+    steps_.started(*k);
+    const step_entry* s = steps_.find(*k);
+    if (auto conn = s->conn.lock()) conn->send(protocol::ok{s->request, {{"node", n.name}}});
   }
-  return false;
+  return true;
 }
 
 bool controller::step_exited(const node_entry& n, const protocol::job_exited& m) {
-  auto it = steps_.find({m.job_id, n.index});
-  if (it == steps_.end()) return false;
-  if (auto conn = it->second.conn.lock()) {
-    conn->send(protocol::step_ended{m.job_id, n.name, m.exit_code, m.signal});
-  }
-  steps_.erase(it);
+  const auto s = steps_.take({m.job_id, n.index});
+  if (!s) return false;
+  if (auto conn = s->conn.lock()) conn->send(protocol::step_ended{m.job_id, n.name, m.exit_code, m.signal});
   return true;
 }
 
 void controller::end_steps_of(const conn_ptr& conn) {
-  for (auto it = steps_.begin(); it != steps_.end();) {
-    if (it->second.conn.lock() == conn || it->second.conn.expired()) {
-      send_to_node(it->first.second, protocol::kill{next_request_id_++, it->first.first, 9, 0, true});
-      it = steps_.erase(it);
-    } else {
-      ++it;
-    }
+  for (const auto& [job, node] : steps_.take_of(*conn)) {
+    send_to_node(node, protocol::kill{next_request_id_++, job, 9, 0, true});
   }
 }
 
 void controller::end_steps_of_job(std::int64_t job_id) {
-  std::set<std::size_t> nodes;
-  if (auto sn = step_nodes_.find(job_id); sn != step_nodes_.end()) {
-    nodes = std::move(sn->second);
-    step_nodes_.erase(sn);
-  }
-  for (auto it = steps_.lower_bound({job_id, 0}); it != steps_.end() && it->first.first == job_id;) {
-    nodes.insert(it->first.second);
-    if (auto conn = it->second.conn.lock()) conn->send(protocol::step_ended{job_id, nodes_[it->first.second].name, std::nullopt, 15});
-    it = steps_.erase(it);
+  const step_table::job_end ended = steps_.take_job(job_id);
+  for (const auto& [node, launcher] : ended.open) {
+    if (auto conn = launcher.lock()) conn->send(protocol::step_ended{job_id, nodes_.at(node).name, std::nullopt, 15});
   }
   // The agent kills the step if it still runs, and whatever of the job it
   // left behind there.
-  for (std::size_t n : nodes) {
+  for (std::size_t n : ended.nodes) {
     if (sched_.machine().at(n).state != core::node_state::down) {
       send_to_node(n, protocol::kill{next_request_id_++, job_id, 15, 2, true});
     }
   }
 }
-
-bool controller::runs_step(std::int64_t job_id, std::size_t node) const { return steps_.count({job_id, node}) != 0; }
 
 }  // namespace aqs::daemon

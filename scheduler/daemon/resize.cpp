@@ -1,24 +1,17 @@
 // resize: two-phase resizes of adaptive jobs: RESIZING with the new map sent
 // to the job's shim, until it acknowledges or the resize times out (a map
 // the shim has claimed with resize_begin no longer times out).
-#include <boost/asio/steady_timer.hpp>
-
 #include <chrono>
 #include <fmt/format.h>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
 using core::job_state;
 
 namespace {
-
-std::int64_t wall_clock_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string ms(std::int64_t us) { return fmt::format("{:.1f} ms", static_cast<double>(us) / 1000.0); }
 
@@ -38,33 +31,26 @@ std::string ack_note(const protocol::resize_ack& m, std::int64_t sent_us) {
 void controller::begin_resize(std::int64_t id, const core::processor_set& to) {
   transition(id, job_state::resizing, to, "resize to " + std::to_string(to.count()) + " processors");
   after_commit([this, id] {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return;
-    const std::int64_t epoch = ++it->second.epoch;
+    if (!jobs_.is_live(id)) return;
+    const std::int64_t epoch = resizes_.next_epoch(id);
     if (const core::job* j = sched_.find(static_cast<core::job_id>(id))) {
       notify(id, job_state::resizing, std::nullopt, std::nullopt, &j->procs);
     }
     send_map(id);
-    auto timer = std::make_unique<boost::asio::steady_timer>(strand_, options_.resize_timeout);
-    timer->async_wait([this, id, epoch](boost::system::error_code ec) {
-      if (!ec && !stopped_) resize_expired(id, epoch);
+    resizes_.arm(id, epoch, options_.resize_timeout, [this](std::int64_t job, std::int64_t e) {
+      if (!stopped_) resize_expired(job, e);
     });
-    resize_timers_[id] = std::move(timer);
   });
 }
 
 void controller::send_map(std::int64_t id) {
   const core::job* j = sched_.find(static_cast<core::job_id>(id));
-  auto it = jobs_.find(id);
-  auto sh = shims_.find(id);
-  if (j == nullptr || j->state != job_state::resizing || it == jobs_.end() || it->second.epoch == 0 ||
-      sh == shims_.end()) {
-    return;
-  }
-  if (auto conn = sh->second.lock()) {
-    it->second.map_sent_us = wall_clock_us();
-    protocol::new_map m{id, it->second.epoch, j->target.to_string(), {}, {}};
-    fill_placement(j->target, m.proc_hosts, m.proc_cpus);
+  const std::int64_t epoch = resizes_.epoch(id);
+  if (j == nullptr || j->state != job_state::resizing || !jobs_.is_live(id) || epoch == 0) return;
+  if (auto conn = resizes_.shim(id)) {
+    resizes_.map_sent(id, clock_.wall_us());
+    protocol::new_map m{id, epoch, j->target.to_string(), {}, {}};
+    nodes_.fill_placement(j->target, m.proc_hosts, m.proc_cpus);
     conn->send(std::move(m));
   }
 }
@@ -77,8 +63,7 @@ const core::job* controller::current_resize(const conn_ptr& c, std::int64_t rid,
     return nullptr;
   }
   const core::job* j = sched_.find(static_cast<core::job_id>(job_id));
-  auto it = jobs_.find(job_id);
-  if (j == nullptr || it == jobs_.end() || j->state != job_state::resizing || it->second.epoch != epoch) {
+  if (j == nullptr || !jobs_.is_live(job_id) || j->state != job_state::resizing || resizes_.epoch(job_id) != epoch) {
     reply_error(c, rid, protocol::error_code::invalid_state,
                 "map " + std::to_string(epoch) + " of job " + std::to_string(job_id) + " is not the current one");
     return nullptr;
@@ -92,21 +77,20 @@ void controller::handle_resize_begin(const conn_ptr& c, const protocol::resize_b
   if (current_resize(c, m.id, m.job_id, m.epoch) == nullptr) return;
   // Under way: spawning ranks on other hosts may outlast --resize-timeout on
   // a loaded machine; the ack (or the job's end) closes the resize now.
-  resize_timers_.erase(m.job_id);
+  resizes_.disarm(m.job_id);
   c->send(protocol::ok{m.id, {}});
 }
 
 void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m) {
   const core::job* j = current_resize(c, m.id, m.job_id, m.epoch);
   if (j == nullptr) return;
-  auto it = jobs_.find(m.job_id);
   if (m.procs != j->target.to_string()) {
     return reply_error(c, m.id, protocol::error_code::bad_request, "the acknowledged map is not the one sent");
   }
   const core::processor_set to = j->target;
   sched_.apply(core::event::on_job(core::event::kind::resize_ack, static_cast<core::job_id>(m.job_id)));
-  resize_timers_.erase(m.job_id);
-  transition(m.job_id, job_state::running, to, ack_note(m, it->second.map_sent_us));
+  resizes_.disarm(m.job_id);
+  transition(m.job_id, job_state::running, to, ack_note(m, resizes_.sent_us(m.job_id)));
   after_commit([this, c, rid = m.id, id = m.job_id, to] {
     c->send(protocol::ok{rid, {}});
     notify(id, job_state::running, std::nullopt, std::nullopt, &to);
@@ -118,16 +102,15 @@ void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack
 void controller::handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m) {
   const core::job* j = current_resize(c, m.id, m.job_id, m.epoch);
   if (j == nullptr) return;
-  log("job {} cannot apply map {}: {}; it keeps its {} processors", m.job_id, m.epoch, m.reason, j->procs.count());
+  logging::warn("job {} cannot apply map {}: {}; it keeps its {} processors", m.job_id, m.epoch, m.reason, j->procs.count());
   c->send(protocol::ok{m.id, {}});
   keep_old_processors(m.job_id, "resize refused by the job: " + m.reason);
 }
 
 void controller::resize_expired(std::int64_t id, std::int64_t epoch) {
   const core::job* j = sched_.find(static_cast<core::job_id>(id));
-  auto it = jobs_.find(id);
-  if (j == nullptr || it == jobs_.end() || j->state != job_state::resizing || it->second.epoch != epoch) return;
-  log("job {} did not apply map {} within {} ms: it keeps its {} processors", id, epoch,
+  if (j == nullptr || !jobs_.is_live(id) || j->state != job_state::resizing || resizes_.epoch(id) != epoch) return;
+  logging::warn("job {} did not apply map {} within {} ms: it keeps its {} processors", id, epoch,
       options_.resize_timeout.count(), j->procs.count());
   keep_old_processors(id, "resize timed out: keeps its processors");
 }
@@ -137,7 +120,7 @@ void controller::keep_old_processors(std::int64_t id, const std::string& note) {
   if (j == nullptr) return;
   const core::processor_set old = j->procs;
   sched_.apply(core::event::on_job(core::event::kind::resize_timeout, static_cast<core::job_id>(id)));
-  resize_timers_.erase(id);
+  resizes_.disarm(id);
   transition(id, job_state::running, old, note);
   after_commit([this, id, old] { notify(id, job_state::running, std::nullopt, std::nullopt, &old); });
   decide_needed_ = true;

@@ -3,7 +3,8 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
+#include "daemon/permissions.hpp"
 
 namespace aqs::daemon {
 
@@ -12,7 +13,7 @@ using core::job_state;
 
 void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
   const peer_info& p = c->peer();
-  if (p.via != transport::unix_socket || !p.uid) {
+  if (!may_submit(p)) {
     reply_error(c, s.id, protocol::error_code::permission_denied,
                 "jobs are submitted over the Unix socket, where the kernel vouches for the user");
     return;
@@ -72,8 +73,8 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
 }
 
 std::optional<job_state> controller::known_state(std::int64_t id) const {
-  if (auto f = finished_.find(id); f != finished_.end()) return f->second.state;
-  if (jobs_.count(id) != 0) {
+  if (const final_info* f = jobs_.finished(id)) return f->state;
+  if (jobs_.is_live(id)) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
     return j ? j->state : job_state::pending;
   }
@@ -82,7 +83,7 @@ std::optional<job_state> controller::known_state(std::int64_t id) const {
 
 void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
                         std::map<std::int64_t, job_state> dep_states) {
-  if (jobs_.count(id) != 0 || finished_.count(id) != 0) return;  // a retried token
+  if (jobs_.is_known(id)) return;  // a retried token
   job_entry e;
   e.user = who.user;
   e.uid = who.uid;
@@ -92,75 +93,54 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.interactive = spec.interactive;
   e.req = to_core_request(id, spec, who.user, now());
   e.spec = std::move(spec);
-  jobs_.emplace(id, std::move(e));
-  {
-    std::lock_guard lock(shared_mu_);
-    owners_[id] = who.uid;
-  }
+  jobs_.add(id, std::move(e));
+  view_.set_owner(id, who.uid);
   admit_or_hold(id);
 }
 
 void controller::admit_or_hold(std::int64_t id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  job_entry& e = it->second;
-  held_.erase(id);
-  std::vector<std::int64_t> waiting;
-  for (std::int64_t d : e.deps) {
+  job_entry* e = jobs_.find(id);
+  if (e == nullptr) return;
+  deps_.release(id);
+  const auto v = dependency_gate::evaluate(e->deps, [&](std::int64_t d) {
     std::optional<job_state> st = known_state(d);
     if (!st) {
-      auto k = e.dep_known.find(d);
-      if (k != e.dep_known.end()) st = k->second;
+      auto k = e->dep_known.find(d);
+      if (k != e->dep_known.end()) st = k->second;
     }
-    if (st && *st == job_state::completed) continue;
-    if (st && core::is_final(*st)) {
-      const std::string why = "dependency " + std::to_string(d) + " ended " + std::string(core::to_string(*st));
-      log("job {} cancelled: {}", id, why);
+    return st;
+  });
+  switch (v.what) {
+    case dependency_gate::verdict::kind::never: {
+      const std::string why =
+          "dependency " + std::to_string(v.failed_dep) + " ended " + std::string(core::to_string(v.failed_state));
+      logging::info("job {} cancelled: {}", id, why);
       transition(id, job_state::cancelled, std::nullopt, why);
       after_commit([this, id] { on_final(id, job_state::cancelled); });
       kick();
       return;
     }
-    waiting.push_back(d);
+    case dependency_gate::verdict::kind::waiting:
+      deps_.hold(id, v.waiting);
+      return;
+    case dependency_gate::verdict::kind::ready:
+      break;
   }
-  if (!waiting.empty()) {
-    held_.insert(id);
-    for (std::int64_t d : waiting) dependents_.emplace(d, id);
-    return;
-  }
-  sched_.apply(core::event::arrival(e.req));
+  sched_.apply(core::event::arrival(e->req));
   decide_needed_ = true;
   kick();
 }
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
-  std::int32_t uid = 0;
-  if (auto live = jobs_.find(id); live != jobs_.end()) uid = live->second.uid;
-  if (finished_.insert_or_assign(id, final_info{state, uid, code, signal}).second) finished_order_.push_back(id);
-  while (finished_order_.size() > k_finished_kept) {
-    finished_.erase(finished_order_.front());
-    finished_order_.pop_front();
-  }
+  jobs_.finish(id, state, code, signal);
   end_steps_of_job(id);
-  jobs_.erase(id);
-  held_.erase(id);
-  shims_.erase(id);
-  resize_timers_.erase(id);
-  {
-    std::lock_guard lock(shared_mu_);
-    owners_.erase(id);
-    tokens_.erase(id);  // the token dies with the job
-    job_addrs_.erase(id);
-  }
+  deps_.release(id);
+  resizes_.forget(id);
+  view_.forget_job(id);  // the token dies with the job
   notify(id, state, code, signal, nullptr);
-  auto [first, last] = dependents_.equal_range(id);
-  std::vector<std::int64_t> waiting;
-  for (auto it = first; it != last; ++it) waiting.push_back(it->second);
-  dependents_.erase(first, last);
-  for (std::int64_t h : waiting) {
-    if (held_.count(h) != 0) admit_or_hold(h);
-  }
+  watchers_.forget(id);
+  for (std::int64_t h : deps_.ended(id)) admit_or_hold(h);
 }
 
 }  // namespace aqs::daemon

@@ -2,7 +2,8 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
-#include "daemon/log.hpp"
+#include "logging/log.hpp"
+#include "daemon/permissions.hpp"
 
 namespace aqs::daemon {
 
@@ -28,7 +29,6 @@ private:
   peer_info peer_;
 };
 
-constexpr std::size_t k_early_output_max = std::size_t{1} << 20;
 // Bytes of job text after which a list_jobs page ends early (frames hold 16 MiB).
 constexpr std::size_t k_list_page_bytes = std::size_t{8} << 20;
 
@@ -110,17 +110,12 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
   });
 }
 
-bool controller::may_read_job(const conn_ptr& c, std::int32_t owner_uid) {
-  const peer_info& p = c->peer();
-  return is_root(c) || (p.uid && static_cast<std::int32_t>(*p.uid) == owner_uid);
-}
-
 void controller::handle_job_history(const conn_ptr& c, const protocol::job_history& m) {
   asio::post(readers_, [this, c, m] {
     try {
       auto rec = store_.get_job(m.job_id);
       if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
-      if (!may_read_job(c, rec->request.uid)) {
+      if (!may_act_on_job(c->peer(), rec->request.uid)) {
         return reply_error(c, m.id, protocol::error_code::permission_denied,
                            "job " + std::to_string(m.job_id) + " belongs to another user: only its owner and root see its history");
       }
@@ -146,7 +141,7 @@ void controller::handle_job_history(const conn_ptr& c, const protocol::job_histo
 
 void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& n : nodes_) {
+  for (const node_entry& n : nodes_) {
     protocol::node_info info;
     info.name = n.name;
     switch (sched_.machine().at(n.index).state) {
@@ -187,17 +182,17 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
     reply_error(c, m.id, protocol::error_code::permission_denied,
                 "job " + std::to_string(m.job_id) + " belongs to another user: only its owner and root may watch it");
   };
-  if (auto f = finished_.find(m.job_id); f != finished_.end()) {
-    if (!may_read_job(c, f->second.uid)) return refuse();
-    return send_final(f->second.state, f->second.exit_code, f->second.signal);
+  if (const final_info* f = jobs_.finished(m.job_id)) {
+    if (!may_act_on_job(c->peer(), f->uid)) return refuse();
+    return send_final(f->state, f->exit_code, f->signal);
   }
-  auto it = jobs_.find(m.job_id);
-  if (it == jobs_.end()) {
+  const job_entry* live = jobs_.find(m.job_id);
+  if (live == nullptr) {
     asio::post(readers_, [this, c, m, send_final, refuse] {
       try {
         auto rec = store_.get_job(m.job_id);
         if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
-        if (!may_read_job(c, rec->request.uid)) return refuse();
+        if (!may_act_on_job(c->peer(), rec->request.uid)) return refuse();
         send_final(rec->status.state, rec->status.exit_code, rec->status.term_signal);
       } catch (const std::exception& e) {
         reply_error(c, m.id, protocol::error_code::internal, e.what());
@@ -205,8 +200,7 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
     });
     return;
   }
-  if (!may_read_job(c, it->second.uid)) return refuse();
-  watchers_[m.job_id].push_back({c, m.id});
+  if (!may_act_on_job(c->peer(), live->uid)) return refuse();
   c->streaming();  // a stream, not an idle connection
   c->send(protocol::ok{m.id, {}});
   protocol::job_event ev;
@@ -216,60 +210,23 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
   ev.state = j ? j->state : job_state::pending;
   if (j && core::holds_processors(j->state)) ev.procs = j->procs.to_string();
   c->send(ev);
-  job_entry& e = it->second;
-  for (auto& o : e.early_output) {
-    o.id = m.id;
-    c->send(o);
-  }
-  e.early_output.clear();
-  e.early_bytes = 0;
+  watchers_.add(m.job_id, c, m.id);  // and the output that came before it
 }
 
 void controller::handle_output(const conn_ptr& c, const protocol::output& m) {
-  const node_entry* from = node_of_conn(c);
-  auto live = jobs_.find(m.job_id);
-  if (from == nullptr || live == jobs_.end() ||
-      (live->second.host != from->index && !runs_step(m.job_id, from->index))) {
+  const node_entry* from = nodes_.of_conn(*c);
+  const job_entry* live = jobs_.find(m.job_id);
+  if (from == nullptr || live == nullptr || (live->host != from->index && !steps_.runs(m.job_id, from->index))) {
     return;  // not a job this node runs: nobody is shown what it claims
   }
-  auto w = watchers_.find(m.job_id);
-  bool delivered = false;
-  if (w != watchers_.end()) {
-    for (const auto& x : w->second) {
-      if (auto conn = x.conn.lock()) {
-        protocol::output o = m;
-        o.id = x.request_id;
-        conn->send(std::move(o));
-        delivered = true;
-      }
-    }
-  }
-  if (delivered) return;
-  auto it = jobs_.find(m.job_id);
-  if (it == jobs_.end()) return;
-  job_entry& e = it->second;
-  e.early_output.push_back(m);
-  e.early_bytes += m.data.size();
-  while (e.early_bytes > k_early_output_max && !e.early_output.empty()) {
-    e.early_bytes -= e.early_output.front().data.size();
-    e.early_output.pop_front();
-  }
+  watchers_.output(m);
 }
 
 void controller::orphan_interactive(const conn_ptr& gone) {
-  std::vector<std::int64_t> orphans;
-  for (auto& [id, list] : watchers_) {
-    const auto before = list.size();
-    std::erase_if(list, [&](const watcher& w) {
-      auto c = w.conn.lock();
-      return !c || c->serial() == gone->serial();
-    });
-    auto it = jobs_.find(id);
-    if (list.empty() && before > 0 && it != jobs_.end() && it->second.interactive) orphans.push_back(id);
-  }
-  for (std::int64_t id : orphans) {
-    watchers_.erase(id);
-    log("interactive job {} lost its frun: cancelling it", id);
+  for (std::int64_t id : watchers_.drop(*gone)) {
+    const job_entry* e = jobs_.find(id);
+    if (e == nullptr || !e->interactive) continue;
+    logging::info("interactive job {} lost its frun: cancelling it", id);
     protocol::cancel c;
     c.id = 0;
     c.job_ids = {id};
@@ -281,21 +238,7 @@ void controller::orphan_interactive(const conn_ptr& gone) {
 
 void controller::notify(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                         std::optional<std::int32_t> signal, const core::processor_set* procs) {
-  auto w = watchers_.find(id);
-  if (w == watchers_.end()) return;
-  for (const auto& x : w->second) {
-    auto conn = x.conn.lock();
-    if (!conn) continue;
-    protocol::job_event ev;
-    ev.id = x.request_id;
-    ev.job_id = id;
-    ev.state = state;
-    if (code) ev.exit_code = *code;
-    if (signal) ev.signal = *signal;
-    if (procs != nullptr && procs->any()) ev.procs = procs->to_string();
-    conn->send(std::move(ev));
-  }
-  if (core::is_final(state)) watchers_.erase(w);
+  watchers_.notify(id, state, code, signal, procs);
 }
 
 }  // namespace aqs::daemon

@@ -1,0 +1,65 @@
+// access_view: the part of the controller's state that session threads read
+// without going through the strand (who owns a live job, its TCP token and
+// the addresses it may connect from, the node spans for map display). The
+// strand writes it; everything is copied in and out under one mutex.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/map_display.hpp"
+#include "daemon/dispatcher.hpp"
+
+namespace aqs::daemon {
+
+// Where processes started by an agent connect from: its TCP address, or
+// loopback for an agent on aqsd's own machine (Unix socket).
+void add_agent_address(const peer_info& agent, std::set<std::string>& addrs);
+
+// Thread-safe.
+class access_view {
+public:
+  // The wildcard in a job's addresses: any host with a connected agent (an
+  // adaptive job may grow there).
+  static constexpr const char* k_any_agent = "*";
+
+  void set_spans(std::vector<core::node_span> spans);
+  std::vector<core::node_span> spans() const;
+
+  void set_owner(std::int64_t job, std::int32_t uid);
+  void set_token(std::int64_t job, std::string token);
+  void set_job_addresses(std::int64_t job, std::set<std::string> addrs);
+  void set_agent_addresses(std::set<std::string> addrs);
+  // The job's running instance is gone (requeued after a node failure): its
+  // token and addresses die with it, so a leftover process cannot speak for
+  // the job.
+  void forget_instance(std::int64_t job);
+  // The job ended: nothing of it is kept.
+  void forget_job(std::int64_t job);
+
+  std::optional<std::int32_t> owner(std::int64_t job) const;
+  // The secret a TCP peer must prove to speak for the job; nullopt if none.
+  std::optional<std::string> token(std::int64_t job) const;
+  // Whether a role=job peer may speak for its job (on_open). Throws
+  // protocol::protocol_error: not_found for a job that is not live,
+  // permission_denied for another user's job or (TCP) a host the job does
+  // not run on.
+  void check_job_peer(const peer_info& p) const;
+
+private:
+  bool address_allowed(std::int64_t job, const std::string& address) const;  // mu_ held
+
+  mutable std::mutex mu_;
+  std::vector<core::node_span> spans_;
+  std::unordered_map<std::int64_t, std::int32_t> owners_;              // live job -> uid
+  std::unordered_map<std::int64_t, std::string> tokens_;               // job -> shim secret
+  std::unordered_map<std::int64_t, std::set<std::string>> job_addrs_;  // job -> IPs (k_any_agent: any agent's)
+  std::set<std::string> agent_addrs_;                                  // IPs of connected agents
+};
+
+}  // namespace aqs::daemon

@@ -1,0 +1,59 @@
+// resize_tracker: per adaptive job, the connection of its shim (where maps
+// go), the epoch of its newest map and when it was sent, and the timeout of
+// a resize under way. On the strand.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "daemon/clock.hpp"
+#include "daemon/dispatcher.hpp"
+
+namespace aqs::daemon {
+
+class resize_tracker {
+public:
+  // Timers run on `executor` (the strand) through `time`.
+  resize_tracker(clock& time, boost::asio::any_io_executor executor) : clock_(time), executor_(std::move(executor)) {}
+
+  // The job's shim connected (a newer connection replaces an older one).
+  void attach_shim(std::int64_t job, const std::shared_ptr<connection>& c) { state_[job].shim = c; }
+  // `c` closed: if it was the job's shim, the job has none now.
+  void detach_shim(std::int64_t job, const connection& c);
+  // The job's shim, if connected.
+  std::shared_ptr<connection> shim(std::int64_t job) const;
+
+  // A new map for the job: its epoch (1, 2, ...).
+  std::int64_t next_epoch(std::int64_t job) { return ++state_[job].epoch; }
+  // The epoch of the job's newest map, 0 before the first.
+  std::int64_t epoch(std::int64_t job) const;
+  void map_sent(std::int64_t job, std::int64_t wall_us) { state_[job].sent_us = wall_us; }
+  // Wall clock (µs) when the job's newest map went out, 0 if none did.
+  std::int64_t sent_us(std::int64_t job) const;
+
+  // Calls expired(job, epoch) after `timeout` unless disarm(job) (or a newer
+  // arm) comes first.
+  void arm(std::int64_t job, std::int64_t epoch, std::chrono::milliseconds timeout,
+           std::function<void(std::int64_t job, std::int64_t epoch)> expired);
+  // The resize is over, or under way past the point of timing out.
+  void disarm(std::int64_t job);
+  bool armed(std::int64_t job) const;
+  // The job ended: nothing of it is kept.
+  void forget(std::int64_t job) { state_.erase(job); }
+
+private:
+  struct state {
+    std::weak_ptr<connection> shim;
+    std::int64_t epoch = 0;
+    std::int64_t sent_us = 0;
+    std::unique_ptr<timer_handle> timer;
+  };
+  clock& clock_;
+  boost::asio::any_io_executor executor_;
+  std::unordered_map<std::int64_t, state> state_;
+};
+
+}  // namespace aqs::daemon

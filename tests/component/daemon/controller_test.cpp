@@ -1,0 +1,312 @@
+// The controller over the in-memory store, in virtual time: agents, clients
+// and shims are in-memory connections, the store can lose commits or go
+// down, and timeouts (heartbeats, resizes) pass in milliseconds.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "daemon/controller.hpp"
+#include "fake_connection.hpp"
+#include "manual_clock.hpp"
+#include "store/memory_job_store.hpp"
+
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::fake_connection;
+
+namespace {
+
+constexpr uid_t k_user = 1000;
+
+class harness {
+public:
+  explicit harness(daemon::controller_options o = {}) : options_(std::move(o)) {
+    ctl_ = std::make_unique<daemon::controller>(io_, store_, options_, [this] { stop_requested_ = true; }, clock_);
+    ctl_->recover();
+    ctl_->start();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~harness() {
+    // Order: the controller's pools and the store's callbacks call into the
+    // controller and the io_context, so they stop first.
+    ctl_->stop();
+    store_.shutdown();
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+  daemon::controller& ctl() { return *ctl_; }
+  store::memory_job_store& store() { return store_; }
+  test::manual_clock& clock() { return clock_; }
+  bool stop_requested() const { return stop_requested_; }
+  std::int64_t next_id() { return next_id_++; }
+
+  // Passes virtual time; what fell due has run on the strand when this returns.
+  void advance(std::chrono::milliseconds d) {
+    clock_.advance(d);
+    settle();
+  }
+  // Everything posted to the strand so far has run (list_nodes goes through it).
+  void settle() { (void)nodes(); }
+
+  // An agent on the Unix socket as root, registered with `procs` processors.
+  std::shared_ptr<fake_connection> agent(const std::string& name, std::int64_t procs) {
+    auto a = std::make_shared<fake_connection>(protocol::peer_role::node, 0);
+    ctl_->on_open(a);
+    protocol::register_node r;
+    r.id = next_id();
+    r.name = name;
+    r.procs = procs;
+    r.host = name;
+    ctl_->on_message(a, r);
+    const auto reply = a->reply(r.id);
+    REQUIRE(reply);
+    REQUIRE(std::holds_alternative<protocol::ok>(*reply));
+    return a;
+  }
+  std::shared_ptr<fake_connection> client(uid_t uid = k_user) {
+    auto c = std::make_shared<fake_connection>(protocol::peer_role::client, uid);
+    ctl_->on_open(c);
+    return c;
+  }
+  // Submits and returns the job's id (0 if refused; then `refusal` says why).
+  std::int64_t submit(const std::shared_ptr<fake_connection>& c, std::int64_t min_pe, std::int64_t max_pe,
+                      bool adaptive, std::string* refusal = nullptr) {
+    protocol::submit s;
+    s.id = next_id();
+    s.job.name = "job";
+    s.job.argv = {"/bin/true"};
+    s.job.workdir = "/tmp";
+    s.job.min_pe = min_pe;
+    s.job.max_pe = max_pe;
+    s.job.adaptive = adaptive;
+    ctl_->on_message(c, s);
+    const auto reply = c->reply(s.id);
+    REQUIRE(reply);
+    if (const auto* err = std::get_if<protocol::error>(&*reply)) {
+      if (refusal) *refusal = err->message;
+      return 0;
+    }
+    return std::get<protocol::ok>(*reply).result.at("job_id").get<std::int64_t>();
+  }
+  nlohmann::json nodes() {
+    auto c = client(0);
+    protocol::list_nodes m;
+    m.id = next_id();
+    ctl_->on_message(c, m);
+    const auto reply = c->reply(m.id);
+    REQUIRE(reply);
+    return std::get<protocol::ok>(*reply).result.at("nodes");
+  }
+  job_state state_of(std::int64_t job) {
+    const auto rec = store_.get_job(job);
+    REQUIRE(rec);
+    return rec->status.state;
+  }
+  // The store's writer runs on its own thread: what the strand decided is
+  // written a moment later. Waits (real time, up to 2 s) for the job's state.
+  job_state eventually(std::int64_t job, job_state want) {
+    job_state now = state_of(job);
+    for (int i = 0; i < 400 && now != want; ++i) {
+      std::this_thread::sleep_for(5ms);
+      now = state_of(job);
+    }
+    return now;
+  }
+  bool history_says(std::int64_t job, const std::string& text) {
+    for (const auto& e : store_.job_history(job)) {
+      if (e.reason.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+  // The agent is told to launch the job; it says it started.
+  protocol::launch launched(const std::shared_ptr<fake_connection>& a, std::int64_t job) {
+    auto l = a->take<protocol::launch>([job](const protocol::launch& m) { return m.job_id == job; });
+    REQUIRE(l);
+    ctl_->on_message(a, protocol::ok{l->id, {}});
+    return *l;
+  }
+  // The agent reports the job's end and gets its ok (after the commit).
+  bool exited(const std::shared_ptr<fake_connection>& a, std::int64_t job, std::chrono::milliseconds wait = 5s) {
+    protocol::job_exited m;
+    m.id = next_id();
+    m.job_id = job;
+    m.state = job_state::completed;
+    m.exit_code = 0;
+    ctl_->on_message(a, m);
+    const auto reply = a->reply(m.id, wait);
+    return reply && std::holds_alternative<protocol::ok>(*reply);
+  }
+
+private:
+  daemon::controller_options options_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_{io_.get_executor()};
+  test::manual_clock clock_;
+  store::memory_job_store store_;
+  std::unique_ptr<daemon::controller> ctl_;
+  std::thread thread_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<std::int64_t> next_id_{1};
+};
+
+std::string node_state(const nlohmann::json& nodes, const std::string& name) {
+  for (const auto& n : nodes) {
+    if (n.at("name") == name) return n.at("state").get<std::string>();
+  }
+  return "missing";
+}
+
+}  // namespace
+
+TEST_CASE("a node silent past the heartbeat timeout goes DOWN; one that beats stays UP") {
+  harness h;
+  auto quiet = h.agent("n1", 2);
+  auto alive = h.agent("n2", 2);
+  CHECK(node_state(h.nodes(), "n1") == "UP");
+  for (int i = 0; i < 4; ++i) {
+    h.advance(3s);
+    protocol::heartbeat hb;
+    hb.id = h.next_id();
+    h.ctl().on_message(alive, hb);
+    REQUIRE(alive->reply(hb.id));
+  }
+  h.advance(200ms);
+  const auto nodes = h.nodes();
+  CHECK(node_state(nodes, "n1") == "DOWN");
+  CHECK(node_state(nodes, "n2") == "UP");
+  CHECK(quiet->closed());
+  bool stored_down = false;
+  for (int i = 0; i < 400 && !stored_down; ++i) {
+    stored_down = h.store().list_nodes().at(0).state == store::node_state::down;
+    if (!stored_down) std::this_thread::sleep_for(5ms);
+  }
+  CHECK(stored_down);
+}
+
+TEST_CASE("a job runs on the node it is given and ends COMPLETED when its agent says so") {
+  harness h;
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t job = h.submit(c, 2, 2, false);
+  REQUIRE(job > 0);
+  const auto l = h.launched(a, job);
+  CHECK(l.nprocs == 2);
+  CHECK(l.uid == static_cast<std::int64_t>(k_user));
+  CHECK(h.state_of(job) == job_state::running);
+  CHECK(h.exited(a, job));
+  CHECK(h.state_of(job) == job_state::completed);
+}
+
+TEST_CASE("a resize the job never applies times out and the job keeps its processors") {
+  daemon::controller_options o;
+  o.resize_timeout = 30s;
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t grows = h.submit(c, 1, 4, true);
+  h.launched(a, grows);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = grows;
+  h.ctl().on_open(shim);
+  // A second job makes room for itself: the first is asked to shrink.
+  const std::int64_t second = h.submit(c, 2, 2, false);
+  const auto map = shim->take<protocol::new_map>();
+  REQUIRE(map);
+  CHECK(h.state_of(grows) == job_state::resizing);
+  h.advance(29s);
+  CHECK(h.state_of(grows) == job_state::resizing);
+  h.advance(1s);
+  CHECK(h.eventually(grows, job_state::running) == job_state::running);
+  CHECK(h.history_says(grows, "resize timed out"));
+  CHECK(h.state_of(second) == job_state::pending);
+  // Its shim can no longer apply the withdrawn map.
+  protocol::resize_begin b;
+  b.id = h.next_id();
+  b.job_id = grows;
+  b.epoch = map->epoch;
+  h.ctl().on_message(shim, b);
+  const auto reply = shim->reply(b.id);
+  REQUIRE(reply);
+  CHECK(std::holds_alternative<protocol::error>(*reply));
+}
+
+TEST_CASE("a submission while the store is down is refused as unavailable, and taken once it is back") {
+  harness h;
+  h.agent("n1", 4);
+  auto c = h.client();
+  h.store().set_down(true);
+  std::string why;
+  CHECK(h.submit(c, 1, 1, false, &why) == 0);
+  CHECK(why.find("store unavailable") != std::string::npos);
+  h.store().set_down(false);
+  CHECK(h.submit(c, 1, 1, false) > 0);
+}
+
+TEST_CASE("a job's end is acknowledged only once stored: held while the store is down, then written") {
+  harness h;
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t job = h.submit(c, 1, 1, false);
+  h.launched(a, job);
+  h.store().set_down(true);
+  CHECK_FALSE(h.exited(a, job, 300ms));  // no ok: the agent keeps the report and resends it
+  h.store().set_down(false);
+  CHECK(a->take<protocol::ok>());
+  CHECK(h.state_of(job) == job_state::completed);
+}
+
+TEST_CASE("a transition whose commit was lost or in doubt is written exactly once") {
+  harness h;
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t lost = h.submit(c, 1, 1, false);
+  const std::int64_t doubt = h.submit(c, 1, 1, false);
+  h.launched(a, lost);
+  h.launched(a, doubt);
+  h.store().inject(store::memory_job_store::fault::commit_lost);
+  CHECK(h.exited(a, lost));
+  CHECK(h.state_of(lost) == job_state::completed);
+  h.store().inject(store::memory_job_store::fault::commit_in_doubt);
+  CHECK(h.exited(a, doubt));
+  CHECK(h.state_of(doubt) == job_state::completed);
+  std::size_t completions = 0;
+  for (const auto& e : h.store().job_history(doubt)) completions += e.new_state == job_state::completed ? 1 : 0;
+  CHECK(completions == 1);
+  CHECK(h.store().faults_pending() == 0);
+}
+
+TEST_CASE("afterok: a job waits for its dependency and is cancelled when the dependency fails") {
+  harness h;
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t first = h.submit(c, 1, 1, false);
+  h.launched(a, first);
+  protocol::submit s;
+  s.id = h.next_id();
+  s.job.name = "after";
+  s.job.argv = {"/bin/true"};
+  s.job.workdir = "/tmp";
+  s.job.afterok = {first};
+  h.ctl().on_message(c, s);
+  const auto reply = c->reply(s.id);
+  REQUIRE(reply);
+  const std::int64_t after = std::get<protocol::ok>(*reply).result.at("job_id").get<std::int64_t>();
+  h.settle();
+  CHECK(h.state_of(after) == job_state::pending);
+  protocol::job_exited m;
+  m.id = h.next_id();
+  m.job_id = first;
+  m.state = job_state::failed;
+  m.exit_code = 1;
+  h.ctl().on_message(a, m);
+  REQUIRE(a->reply(m.id));
+  CHECK(h.eventually(after, job_state::cancelled) == job_state::cancelled);
+  CHECK(h.history_says(after, "dependency " + std::to_string(first) + " ended FAILED"));
+}
