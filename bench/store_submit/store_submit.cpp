@@ -21,7 +21,7 @@
 
 #include <pqxx/pqxx>
 
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_server.hpp"
 
@@ -137,7 +137,7 @@ double best_ms(int reps, F&& f) {
 
 int main(int argc, char** argv) {
   double seconds = 5;
-  unsigned committers = job_store_options{}.committers;
+  unsigned committers = pg_job_store_options{}.committers;
   long total_jobs = 100'000;
   std::string wal_sync;
   bool durable = true;
@@ -179,10 +179,10 @@ int main(int argc, char** argv) {
         throw std::runtime_error("the server is not durable (fsync or synchronous_commit off)");
       }
     }
-    job_store_options o;
+    pg_job_store_options o;
     o.conninfo = server.connection_string();
     o.committers = committers;
-    job_store store(o);
+    pg_job_store store(o);
 
     std::printf("%s submissions through job_store (fsync %s, synchronous_commit on, wal_sync_method %s, "
                 "%u committers)\n", durable ? "durable" : "NOT DURABLE (diagnosis)", durable ? "on" : "off",
@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
       apply_migrations(c);
     }
     o.conninfo = server.connection_string("aqs_recovery");
-    job_store filled(o);
+    pg_job_store filled(o);
     std::vector<std::future<std::int64_t>> futures;
     for (long n = 0; n < total_jobs; ++n) futures.push_back(filled.submit_async(request(static_cast<int>(n % 16), n)));
     for (auto& f : futures) f.get();
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
 
     std::size_t loaded = 0, listed = 0, listed_user = 0;
     const double recovery_ms = best_ms(3, [&] {
-      job_store fresh(o);  // what aqsd does at start: connect, then load
+      pg_job_store fresh(o);  // what aqsd does at start: connect, then load
       loaded = fresh.load_live_state().jobs.size();
     });
     const double list_ms = best_ms(3, [&] { listed = filled.list_jobs({.include_finished = true}).size(); });

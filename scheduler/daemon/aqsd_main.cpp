@@ -23,6 +23,7 @@
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
 #include "store/migrations.hpp"
+#include "store/pg_job_store.hpp"
 #include "store/pg_server.hpp"
 #include "store/pg_supervisor.hpp"
 
@@ -161,10 +162,10 @@ int main(int argc, char** argv) {
       const int v = store::apply_migrations(c);
       logging::info("job database at schema version {}", v);
     }
-    store::job_store_options store_options;
+    store::pg_job_store_options store_options;
     store_options.conninfo = conninfo;
     store_options.reconnect_timeout = k_store_patience;
-    store::job_store store(store_options);
+    store::pg_job_store store(store_options);
     // The private server is our child: reaped and started again if it dies.
     std::unique_ptr<store::pg_supervisor> supervisor;
     if (pg) supervisor = std::make_unique<store::pg_supervisor>(*pg, [](const std::string& line) { logging::info("{}", line); });

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "daemon/controller.hpp"
+#include "store/pg_job_store.hpp"
 #include "test_pg.hpp"
 
 using namespace aqs;
@@ -105,8 +106,8 @@ struct daemon_under_test {
     io.stop();
     for (auto& t : threads) t.join();
   }
-  static store::job_store_options options(const std::string& conninfo) {
-    store::job_store_options o;
+  static store::pg_job_store_options options(const std::string& conninfo) {
+    store::pg_job_store_options o;
     o.conninfo = conninfo;
     o.committers = 2;
     return o;
@@ -181,7 +182,7 @@ struct daemon_under_test {
 
   boost::asio::io_context io;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
-  store::job_store store;
+  store::pg_job_store store;
   daemon::controller ctl;
   std::vector<std::thread> threads;
   std::int64_t next_id = 100;

@@ -15,7 +15,7 @@
 
 #include <pqxx/pqxx>
 
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_server.hpp"
 #include "store_test_util.hpp"
@@ -60,8 +60,8 @@ void check_acknowledged(const std::string& conninfo, const std::map<std::int64_t
 // returns; the parent kills it.
 [[noreturn]] void submit_until_killed(const std::string& conninfo, int cycle, int fd) {
   try {
-    job_store_options o = options_for(conninfo);
-    job_store store(o);
+    pg_job_store_options o = options_for(conninfo);
+    pg_job_store store(o);
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
@@ -161,9 +161,9 @@ TEST_CASE("a PostgreSQL restart and a PostgreSQL crash in the middle of a load r
     pqxx::connection c(server.connection_string());
     apply_migrations(c);
   }
-  job_store_options o = options_for(server.connection_string());
+  pg_job_store_options o = options_for(server.connection_string());
   o.reconnect_timeout = std::chrono::seconds(60);
-  job_store store(o);
+  pg_job_store store(o);
   const auto running = store.submit(simple_request());
   store.transition({.job_id = running, .to = aqs::core::job_state::running,
                     .procs = aqs::core::processor_set::from_string("11")});
@@ -229,9 +229,9 @@ TEST_CASE("a PostgreSQL restart and a PostgreSQL crash in the middle of a load r
   // A database away for longer than the reconnect budget: the submission
   // fails with store_unavailable (not acknowledged, not lost silently), and
   // the store works again once the database is back.
-  job_store_options quick = options_for(server.connection_string());
+  pg_job_store_options quick = options_for(server.connection_string());
   quick.reconnect_timeout = std::chrono::milliseconds(500);
-  job_store impatient(quick);
+  pg_job_store impatient(quick);
   server.stop();
   job_request late = simple_request();
   late.submit_token = "late";

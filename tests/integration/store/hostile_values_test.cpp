@@ -11,7 +11,7 @@
 #include <pqxx/pqxx>
 
 #include "core/utf8.hpp"
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 #include "store/sql_text.hpp"
 #include "store_test_util.hpp"
 #include "test_pg.hpp"
@@ -72,7 +72,7 @@ std::string join(const std::vector<std::string>& parts) {
 
 TEST_CASE("hostile strings in every text field and array round-trip exactly") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   std::vector<std::int64_t> ids;
   std::vector<job_request> requests;
   for (std::size_t i = 0; i < k_nasty.size(); ++i) {
@@ -113,7 +113,7 @@ TEST_CASE("hostile strings in every text field and array round-trip exactly") {
 
 TEST_CASE("a 1 MB script and 1,000 environment variables round-trip exactly") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   std::mt19937 rng(42);
   std::string script = "#!/bin/bash\n";
   const std::string alphabet = "abc XYZ 019 '\"\\;,{}$`\t\n#%()[]<>|&*?!~";
@@ -148,7 +148,7 @@ TEST_CASE("a 1 MB script and 1,000 environment variables round-trip exactly") {
 
 TEST_CASE("NUL bytes and invalid UTF-8 are refused naming the field, and nothing is written") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   auto refused = [&](auto change, const char* msg) {
     job_request q = simple_request();
     change(q);
@@ -172,7 +172,7 @@ TEST_CASE("NUL bytes and invalid UTF-8 are refused naming the field, and nothing
 
 TEST_CASE("hostile transition reasons and node fields round-trip exactly") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   for (const auto& s : k_nasty) {
     if (s.empty()) continue;
     auto n = store.register_node({.name = "node " + s, .address = s, .nprocs = 1, .cpus = s});

@@ -9,7 +9,7 @@
 
 #include <pqxx/pqxx>
 
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 #include "store/migrations.hpp"
 #include "store_test_util.hpp"
 #include "test_pg.hpp"
@@ -37,7 +37,7 @@ void start(job_store& store, std::int64_t id, const char* map) {
 
 TEST_CASE("a submitted job reads back exactly, PENDING, with its submission event") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   job_request q = simple_request();
   q.argv = {"a", "b"};
   q.environment = {"PATH=/bin", "HOME=/home/alice"};
@@ -76,7 +76,7 @@ TEST_CASE("a submitted job reads back exactly, PENDING, with its submission even
 
 TEST_CASE("submitting the same token twice gives the same job id and one job with one event") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   job_request q = simple_request();
   q.submit_token = "client-retry-7";
   const auto a = store.submit(q);
@@ -93,7 +93,7 @@ TEST_CASE("submitting the same token twice gives the same job id and one job wit
 
 TEST_CASE("a request the database could never hold is refused before it is queued") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   auto bad = [&](auto change, const char* msg) {
     job_request q = simple_request();
     change(q);
@@ -111,7 +111,7 @@ TEST_CASE("a request the database could never hold is refused before it is queue
 
 TEST_CASE("concurrent submissions are group-committed: fewer transactions than jobs, every id distinct") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   constexpr int n = 500;
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < n; ++i) futures.push_back(store.submit_async(simple_request("u" + std::to_string(i % 7))));
@@ -147,7 +147,7 @@ TEST_CASE("a job the database refuses fails alone; the rest of its batch is comm
     tx.exec0("ALTER TABLE jobs ADD CONSTRAINT test_no_evil CHECK (name <> 'evil')");
     tx.commit();
   }
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < 30; ++i) {
     job_request q = simple_request();
@@ -167,7 +167,7 @@ TEST_CASE("a job the database refuses fails alone; the rest of its batch is comm
 
 TEST_CASE("nodes are numbered in registration order and keep their numbers when they register again") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   auto a = store.register_node({.name = "node1", .address = "10.0.0.1", .nprocs = 4, .cpus = "0-3", .memory_mb = 1024});
   auto b = store.register_node({.name = "node2", .nprocs = 8, .gpus = 2});
   auto c = store.register_node({.name = "node3", .nprocs = 2});
@@ -207,7 +207,7 @@ TEST_CASE("nodes are numbered in registration order and keep their numbers when 
 
 TEST_CASE("fjobs listings filter by user and state and hide finished jobs unless asked") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   std::vector<std::int64_t> alice, bob;
   for (int i = 0; i < 5; ++i) alice.push_back(store.submit(simple_request("alice")));
   for (int i = 0; i < 3; ++i) bob.push_back(store.submit(simple_request("bob")));
@@ -248,7 +248,7 @@ TEST_CASE("fjobs listings filter by user and state and hide finished jobs unless
 
 TEST_CASE("recovery loads every live job with its maps and every node, and nothing finished") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   store.register_node({.name = "n1", .nprocs = 4});
   store.register_node({.name = "n2", .nprocs = 4});
   std::vector<std::int64_t> ids;
@@ -291,7 +291,7 @@ TEST_CASE("recovery loads every live job with its maps and every node, and nothi
 
 TEST_CASE("recovery streams more jobs than one fetch holds") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < 25'000; ++i) futures.push_back(store.submit_async(simple_request()));
   std::int64_t last = 0;
@@ -305,7 +305,7 @@ TEST_CASE("recovery streams more jobs than one fetch holds") {
 TEST_CASE("a store refuses a database at another schema version, naming both versions") {
   {
     test_database db = test_database::empty();
-    CHECK_THROWS_WITH_AS(job_store(options_for(db.conninfo())), doctest::Contains("older than"), schema_mismatch);
+    CHECK_THROWS_WITH_AS(pg_job_store(options_for(db.conninfo())), doctest::Contains("older than"), schema_mismatch);
   }
   test_database db;
   {
@@ -314,29 +314,30 @@ TEST_CASE("a store refuses a database at another schema version, naming both ver
     tx.exec0("INSERT INTO schema_version (version, name) VALUES (999, 'future')");
     tx.commit();
   }
-  CHECK_THROWS_WITH_AS(job_store(options_for(db.conninfo())), doctest::Contains("999"), schema_mismatch);
+  CHECK_THROWS_WITH_AS(pg_job_store(options_for(db.conninfo())), doctest::Contains("999"), schema_mismatch);
 }
 
 TEST_CASE("a database that cannot be reached is store_unavailable after the reconnect budget") {
-  job_store_options o = options_for(aqs::test::test_pg_conninfo("no_such_database_here"));
+  pg_job_store_options o = options_for(aqs::test::test_pg_conninfo("no_such_database_here"));
   o.reconnect_timeout = std::chrono::milliseconds(300);
   // A missing database is a FATAL at connect, which libpq reports as a broken
   // connection: retried, then given up.
-  CHECK_THROWS_AS(job_store{o}, store_unavailable);
+  CHECK_THROWS_AS(pg_job_store{o}, store_unavailable);
 }
 
 TEST_CASE("a COMMIT cut off by a lost connection is checked by token and retried once: one job, acknowledged") {
   test_database db;
   std::atomic<int> kills{0};
-  job_store_options o = options_for(db.conninfo());
+  pg_job_store_options o = options_for(db.conninfo());
+  pg_job_store::test_hooks hooks;
   o.committers = 1;
-  o.before_commit = [&](int backend) {
+  hooks.before_commit = [&](int backend) {
     if (kills.fetch_add(1) != 0) return;
     pqxx::connection c(db.conninfo());
     pqxx::nontransaction tx(c);
     tx.exec_params("SELECT pg_terminate_backend($1, 10000)", backend);
   };
-  job_store store(o);
+  pg_job_store store(o, hooks);
   job_request q = simple_request();
   q.submit_token = "cut-off";
   const auto id = store.submit(q);
@@ -350,10 +351,11 @@ TEST_CASE("a COMMIT cut off by a lost connection is checked by token and retried
 TEST_CASE("a COMMIT that landed but whose answer was lost is found by token, not inserted again") {
   test_database db;
   std::atomic<int> fakes{0};
-  job_store_options o = options_for(db.conninfo());
+  pg_job_store_options o = options_for(db.conninfo());
+  pg_job_store::test_hooks hooks;
   o.committers = 1;
-  o.fake_in_doubt_after_commit = [&] { return fakes.fetch_add(1) == 0; };
-  job_store store(o);
+  hooks.fake_in_doubt_after_commit = [&] { return fakes.fetch_add(1) == 0; };
+  pg_job_store store(o, hooks);
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < 20; ++i) futures.push_back(store.submit_async(simple_request()));
   std::set<std::int64_t> ids;

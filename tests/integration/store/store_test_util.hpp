@@ -7,7 +7,7 @@
 
 #include <doctest/doctest.h>
 
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 
 #include "temp_dir.hpp"
 
@@ -26,8 +26,8 @@ inline store::job_request simple_request(std::string user = "alice", int procs =
   return q;
 }
 
-inline store::job_store_options options_for(std::string conninfo) {
-  store::job_store_options o;
+inline store::pg_job_store_options options_for(std::string conninfo) {
+  store::pg_job_store_options o;
   o.conninfo = std::move(conninfo);
   return o;
 }

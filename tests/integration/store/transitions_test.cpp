@@ -7,7 +7,7 @@
 
 #include <pqxx/pqxx>
 
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 #include "store_test_util.hpp"
 #include "test_pg.hpp"
 
@@ -65,7 +65,7 @@ std::string row_image(const std::string& conninfo, std::int64_t id) {
 
 TEST_CASE("every legal transition is written with its event, every illegal one is refused and writes nothing") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   int legal = 0, illegal = 0;
   for (job_state from : k_all_job_states) {
     for (job_state to : k_all_job_states) {
@@ -114,7 +114,7 @@ TEST_CASE("every legal transition is written with its event, every illegal one i
 
 TEST_CASE("the database trigger refuses exactly the transitions the core calls illegal") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   pqxx::connection c(db.conninfo());
   for (job_state from : k_all_job_states) {
     const auto id = job_in(store, from);
@@ -140,7 +140,7 @@ TEST_CASE("the database trigger refuses exactly the transitions the core calls i
 
 TEST_CASE("a resize keeps the old map reserved until the job acknowledges, and records both maps") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   const auto id = job_in(store, job_state::running);
   const auto grow = processor_set::from_string("00111111");
   store.transition({.job_id = id, .to = job_state::resizing, .procs = grow, .reason = "equipartition: arrival"});
@@ -179,7 +179,7 @@ TEST_CASE("a resize keeps the old map reserved until the job acknowledges, and r
 
 TEST_CASE("start and end times, exit status, and a requeue after NODE_FAIL") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   const auto id = job_in(store, job_state::running);
   auto rec = store.get_job(id);
   REQUIRE(rec->status.start_time);
@@ -219,7 +219,7 @@ TEST_CASE("start and end times, exit status, and a requeue after NODE_FAIL") {
 
 TEST_CASE("transitions with the wrong maps, exit status, expectations or job are refused and write nothing") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   const auto pending = job_in(store, job_state::pending);
   const auto running = job_in(store, job_state::running);
   CHECK_THROWS_WITH_AS(store.transition({.job_id = pending, .to = job_state::running}),
@@ -242,7 +242,7 @@ TEST_CASE("transitions with the wrong maps, exit status, expectations or job are
 
 TEST_CASE("the job history is append-only") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   job_in(store, job_state::running);
   pqxx::connection c(db.conninfo());
   pqxx::work tx(c);
@@ -251,16 +251,17 @@ TEST_CASE("the job history is append-only") {
 
 TEST_CASE("a transition whose COMMIT was cut off is checked by the job's state and run again: one event") {
   test_database db;
-  job_store_options o = options_for(db.conninfo());
+  pg_job_store_options o = options_for(db.conninfo());
+  pg_job_store::test_hooks hooks;
   o.committers = 1;
   std::atomic<bool> armed{false};
-  o.before_commit = [&](int backend) {
+  hooks.before_commit = [&](int backend) {
     if (!armed.exchange(false)) return;
     pqxx::connection c(db.conninfo());
     pqxx::nontransaction tx(c);
     tx.exec_params("SELECT pg_terminate_backend($1, 10000)", backend);
   };
-  job_store store(o);
+  pg_job_store store(o, hooks);
   const auto id = job_in(store, job_state::pending);
   armed = true;
   store.transition({.job_id = id, .to = job_state::running, .procs = k_map, .reason = "start"});
@@ -274,10 +275,11 @@ TEST_CASE("a transition whose COMMIT was cut off is checked by the job's state a
 
 TEST_CASE("a transition that committed but whose answer was lost is found, not applied twice") {
   test_database db;
-  job_store_options o = options_for(db.conninfo());
+  pg_job_store_options o = options_for(db.conninfo());
+  pg_job_store::test_hooks hooks;
   std::atomic<bool> armed{false};
-  o.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
-  job_store store(o);
+  hooks.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
+  pg_job_store store(o, hooks);
   const auto id = job_in(store, job_state::running);
   armed = true;
   const job_event e = store.transition({.job_id = id, .to = job_state::completed, .reason = "done", .exit_code = 0});
@@ -292,7 +294,7 @@ TEST_CASE("a transition that committed but whose answer was lost is found, not a
 
 TEST_CASE("a batch of transitions is written whole, or not at all when one of them is illegal") {
   test_database db;
-  job_store store(options_for(db.conninfo()));
+  pg_job_store store(options_for(db.conninfo()));
   const auto a = job_in(store, job_state::running);
   const auto b = job_in(store, job_state::running);
   const auto c = job_in(store, job_state::pending);
@@ -325,10 +327,11 @@ TEST_CASE("a batch of transitions is written whole, or not at all when one of th
 
 TEST_CASE("a batch of transitions whose COMMIT answer was lost is found whole, not applied twice") {
   test_database db;
-  job_store_options o = options_for(db.conninfo());
+  pg_job_store_options o = options_for(db.conninfo());
+  pg_job_store::test_hooks hooks;
   std::atomic<bool> armed{false};
-  o.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
-  job_store store(o);
+  hooks.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
+  pg_job_store store(o, hooks);
   const auto a = job_in(store, job_state::running);
   const auto b = job_in(store, job_state::pending);
   armed = true;

@@ -1,6 +1,6 @@
-// job_store: prepared statements, the state machine, group commit and
+// pg_job_store: prepared statements, the state machine, group commit and
 // reconnection. Every value reaches PostgreSQL as a bound parameter.
-#include "store/job_store.hpp"
+#include "store/pg_job_store.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 
 #include <pqxx/pqxx>
 
-#include "protocol/auth.hpp"
+#include "store/job_rules.hpp"
 #include "store/migrations.hpp"
 #include "store/sql_text.hpp"
 
@@ -18,36 +18,6 @@ namespace aqs::store {
 
 using core::job_state;
 using core::processor_set;
-
-// ---------------------------------------------------------------- errors --
-
-illegal_transition::illegal_transition(std::int64_t job, job_state from, job_state to)
-    : store_error("illegal transition of job " + std::to_string(job) + ": " +
-                  std::string(core::to_string(from)) + " -> " + std::string(core::to_string(to))),
-      job_(job),
-      from_(from),
-      to_(to) {}
-
-unexpected_state::unexpected_state(std::int64_t job, job_state expected, job_state actual)
-    : store_error("job " + std::to_string(job) + " is " + std::string(core::to_string(actual)) +
-                  ", not " + std::string(core::to_string(expected)) + " as expected"),
-      actual_(actual) {}
-
-std::string_view to_string(node_state s) noexcept {
-  switch (s) {
-    case node_state::up: return "UP";
-    case node_state::down: return "DOWN";
-    case node_state::drained: return "DRAINED";
-  }
-  return "UP";
-}
-
-std::optional<node_state> parse_node_state(std::string_view text) noexcept {
-  if (text == "UP") return node_state::up;
-  if (text == "DOWN") return node_state::down;
-  if (text == "DRAINED") return node_state::drained;
-  return std::nullopt;
-}
 
 namespace {
 
@@ -246,6 +216,11 @@ processor_set map_of(const pqxx::field& f) {
   return processor_set::from_string(std::string_view(f.c_str(), f.size()));
 }
 
+std::optional<std::string> opt_text(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<std::string>();
+}
+
 std::vector<std::string> text_array(const pqxx::field& f) {
   return parse_array(std::string_view(f.c_str(), f.size()));
 }
@@ -367,34 +342,6 @@ node_record read_node(const pqxx::row& r) {
   return n;
 }
 
-// ------------------------------------------------------------ validation --
-
-void validate(const job_request& q) {
-  check_text("submit_token", q.submit_token);
-  check_text("user_name", q.user_name);
-  check_text("name", q.name);
-  check_text("script", q.script);
-  check_text("workdir", q.workdir);
-  check_text("stdout_pattern", q.stdout_pattern);
-  check_text("stderr_pattern", q.stderr_pattern);
-  for (const auto& a : q.argv) check_text("argv", a);
-  for (const auto& e : q.environment) check_text("environment", e);
-  if (q.user_name.empty()) throw invalid_job("user_name is empty");
-  if (q.uid < 0) throw invalid_job("uid is negative");
-  if (q.gid < 0) throw invalid_job("gid is negative");
-  if (q.min_pe < 1) throw invalid_job("min_pe must be at least 1, not " + std::to_string(q.min_pe));
-  if (q.max_pe < q.min_pe) {
-    throw invalid_job("max_pe " + std::to_string(q.max_pe) + " is less than min_pe " + std::to_string(q.min_pe));
-  }
-  if (!q.adaptive && q.max_pe != q.min_pe) throw invalid_job("a rigid (not adaptive) job needs min_pe == max_pe");
-  if (q.walltime_s && *q.walltime_s <= 0) throw invalid_job("walltime must be positive");
-  for (auto d : q.dependencies) {
-    if (d <= 0) throw invalid_job("dependency on job " + std::to_string(d) + ", which cannot exist");
-  }
-}
-
-// Stored tokens the store made itself start "aqs-" (clients send bare hex).
-std::string random_token() { return "aqs-" + protocol::random_hex(16); }
 
 void append_batch_json(std::string& out, std::size_t ord, const job_request& q) {
   out += "{\"ord\":" + std::to_string(ord) + ",\"token\":";
@@ -454,9 +401,9 @@ public:
 
 // --------------------------------------------------------------- session --
 
-class job_store::session {
+class pg_job_store::session {
 public:
-  session(const job_store_options& options, job_store& owner) : options_(options), owner_(owner) {}
+  session(const pg_job_store_options& options, pg_job_store& owner) : options_(options), owner_(owner) {}
 
   // The connection, (re)connecting with backoff until `deadline` if there is
   // none. Throws store_unavailable at the deadline, schema_mismatch from the
@@ -509,8 +456,8 @@ public:
   ~session() { drop(); }
 
 private:
-  const job_store_options& options_;
-  job_store& owner_;
+  const pg_job_store_options& options_;
+  pg_job_store& owner_;
   std::unique_ptr<pqxx::connection> conn_;
   std::unique_ptr<quiet_errorhandler> handler_;  // destroyed before conn_
   bool ever_connected_ = false;
@@ -526,7 +473,7 @@ private:
 //   landed (it returns the result if so) and run again only if not. For
 //   read-only work the outcome does not matter: run again.
 template <class R, class Body, class Resolve>
-R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only) {
+R pg_job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only) {
   const auto deadline = std::chrono::steady_clock::now() + options_.reconnect_timeout;
   int rollbacks = 0;
   bool in_doubt = false;
@@ -546,7 +493,7 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
       }
       pqxx::work tx(c);
       R result = body(tx);
-      if (!read_only && options_.before_commit) options_.before_commit(s.backend_pid());
+      if (!read_only && hooks_.before_commit) hooks_.before_commit(s.backend_pid());
       try {
         tx.commit();
       } catch (const pqxx::in_doubt_error&) {
@@ -559,7 +506,7 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
         if (!s.is_open() || is_connection_state(e.sqlstate())) throw commit_unknown{};
         throw;
       }
-      if (!read_only && options_.fake_in_doubt_after_commit && options_.fake_in_doubt_after_commit()) {
+      if (!read_only && hooks_.fake_in_doubt_after_commit && hooks_.fake_in_doubt_after_commit()) {
         throw commit_unknown{};
       }
       return result;
@@ -588,7 +535,10 @@ R job_store::run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_
 
 // ------------------------------------------------------------- lifetime --
 
-job_store::job_store(job_store_options options) : options_(std::move(options)) {
+pg_job_store::pg_job_store(pg_job_store_options options) : pg_job_store(std::move(options), test_hooks{}) {}
+
+pg_job_store::pg_job_store(pg_job_store_options options, test_hooks hooks)
+    : options_(std::move(options)), hooks_(std::move(hooks)) {
   if (options_.committers == 0) options_.committers = 1;
   if (options_.max_batch == 0) options_.max_batch = 1;
   control_ = std::make_unique<session>(options_, *this);
@@ -602,9 +552,9 @@ job_store::job_store(job_store_options options) : options_(std::move(options)) {
   }
 }
 
-job_store::~job_store() { shutdown(); }
+pg_job_store::~pg_job_store() { shutdown(); }
 
-void job_store::shutdown() noexcept {
+void pg_job_store::shutdown() noexcept {
   std::call_once(shutdown_once_, [this] {
     giving_up_ = true;
     std::deque<pending_submit> unsent;
@@ -630,14 +580,14 @@ void job_store::shutdown() noexcept {
   });
 }
 
-job_store::counters job_store::stats() const {
+pg_job_store::counters pg_job_store::stats() const {
   std::lock_guard lk(stats_mu_);
   return stats_;
 }
 
 // ---------------------------------------------------------- submissions --
 
-void job_store::pending_submit::resolve(std::int64_t id, bool created) {
+void pg_job_store::pending_submit::resolve(std::int64_t id, bool created) {
   if (done) {
     done(id, created, nullptr);
   } else {
@@ -645,7 +595,7 @@ void job_store::pending_submit::resolve(std::int64_t id, bool created) {
   }
 }
 
-void job_store::pending_submit::reject(std::exception_ptr e) {
+void pg_job_store::pending_submit::reject(std::exception_ptr e) {
   if (done) {
     done(0, false, e);
   } else {
@@ -653,9 +603,9 @@ void job_store::pending_submit::reject(std::exception_ptr e) {
   }
 }
 
-void job_store::enqueue(pending_submit p) {
-  validate(p.request);
-  if (p.request.submit_token.empty()) p.request.submit_token = random_token();
+void pg_job_store::enqueue(pending_submit p) {
+  check_request(p.request);
+  if (p.request.submit_token.empty()) p.request.submit_token = make_submit_token();
   {
     std::lock_guard lk(queue_mu_);
     if (stopping_) throw store_unavailable("the job store is shutting down");
@@ -664,20 +614,20 @@ void job_store::enqueue(pending_submit p) {
   queue_cv_.notify_one();
 }
 
-std::future<std::int64_t> job_store::submit_async(job_request request) {
+std::future<std::int64_t> pg_job_store::submit_async(job_request request) {
   pending_submit p{std::move(request), {}, {}};
   auto future = p.promise.get_future();
   enqueue(std::move(p));
   return future;
 }
 
-void job_store::submit_then(job_request request, submit_callback done) {
+void pg_job_store::submit_then(job_request request, submit_callback done) {
   enqueue(pending_submit{std::move(request), {}, std::move(done)});
 }
 
-std::int64_t job_store::submit(job_request request) { return submit_async(std::move(request)).get(); }
+std::int64_t pg_job_store::submit(job_request request) { return submit_async(std::move(request)).get(); }
 
-void job_store::committer_loop(unsigned index) {
+void pg_job_store::committer_loop(unsigned index) {
   session& s = *committer_sessions_[index];
   std::vector<pending_submit> batch;
   for (;;) {
@@ -702,7 +652,7 @@ void job_store::committer_loop(unsigned index) {
 // batch costs one WAL flush and no BEGIN/COMMIT round trips. Any connection
 // loss while it runs leaves the outcome unknown; it is then resolved by the
 // batch's submit_tokens before anything is sent again.
-std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<pending_submit>& batch,
+std::vector<std::int64_t> pg_job_store::insert_batch(session& s, const std::vector<pending_submit>& batch,
                                                   std::vector<bool>& created) {
   created.assign(batch.size(), true);
   std::string json = "[";
@@ -754,14 +704,14 @@ std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<
         if (auto ids = ids_in_order(by_token)) return *ids;
         by_token.clear();
       }
-      if (options_.before_commit) options_.before_commit(s.backend_pid());
+      if (hooks_.before_commit) hooks_.before_commit(s.backend_pid());
       bool committed = false;
       try {
         for (const auto& row : tx.exec_prepared("submit_batch", json)) {
           by_token.emplace(row[1].as<std::string>(), row[0].as<std::int64_t>());
         }
         committed = true;
-        if (options_.fake_in_doubt_after_commit && options_.fake_in_doubt_after_commit()) throw commit_unknown{};
+        if (hooks_.fake_in_doubt_after_commit && hooks_.fake_in_doubt_after_commit()) throw commit_unknown{};
         // Tokens that existed already (a client's retry): their jobs' ids.
         if (by_token.size() < batch.size()) {
           for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -803,7 +753,7 @@ std::vector<std::int64_t> job_store::insert_batch(session& s, const std::vector<
   }
 }
 
-void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
+void pg_job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
   try {
     std::vector<bool> created;
     const std::vector<std::int64_t> ids = insert_batch(s, batch, created);
@@ -839,85 +789,6 @@ void job_store::commit_batch(session& s, std::vector<pending_submit>& batch) {
 
 namespace {
 
-// Checks that need no database: the text and the exit status.
-void check_transition(const job_transition& t) {
-  check_text("reason", t.reason);
-  if ((t.exit_code || t.term_signal) && !core::is_final(t.to)) {
-    throw invalid_job("exit status given for job " + std::to_string(t.job_id) + " entering " +
-                      std::string(core::to_string(t.to)) + ", which is not a final state");
-  }
-  if (t.term_signal && *t.term_signal <= 0) throw invalid_job("term_signal must be positive");
-}
-
-// What one transition writes, worked out from the locked row.
-struct planned_transition {
-  job_state from = job_state::pending;
-  std::string old_procs;
-  std::string procs;                        // jobs.procs afterwards
-  std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
-  std::string event_new;                    // the event's new map
-};
-
-// Checks the transition against the job's locked row (its state, procs and
-// resize_procs fields) and works out the new row and event. Throws like
-// job_store::transition.
-planned_transition plan_transition(const job_transition& t, const pqxx::field& state, const pqxx::field& held,
-                                   const pqxx::field& resize) {
-  const job_state from = state_of(state);
-  if (t.from && *t.from != from) throw unexpected_state(t.job_id, *t.from, from);
-  if (!core::is_legal_transition(from, t.to)) throw illegal_transition(t.job_id, from, t.to);
-  const std::string old_procs = held.as<std::string>();
-  std::optional<std::string> old_resize;
-  if (!resize.is_null()) old_resize = resize.as<std::string>();
-
-  std::string procs;                        // jobs.procs afterwards
-  std::optional<std::string> resize_procs;  // jobs.resize_procs afterwards
-  std::string event_new;                    // the event's new map
-  const std::string given = t.procs ? t.procs->to_string() : std::string();
-  if (core::holds_processors(t.to)) {
-    if (t.to == job_state::resizing) {
-      if (given.find('1') == std::string::npos) {
-        throw invalid_job("resizing job " + std::to_string(t.job_id) + " needs the new map");
-      }
-      procs = old_procs;  // still held until the job acknowledges
-      resize_procs = given;
-      event_new = given;
-    } else {
-      if (t.procs) {
-        procs = given;
-      } else if (from == job_state::resizing && old_resize) {
-        procs = *old_resize;
-      } else {
-        procs = old_procs;
-      }
-      if (procs.find('1') == std::string::npos) {
-        throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
-                          std::string(core::to_string(t.to)) + " needs a non-empty processor map");
-      }
-      event_new = procs;
-    }
-  } else if (t.procs && t.procs->any()) {
-    throw invalid_job("job " + std::to_string(t.job_id) + " entering " +
-                      std::string(core::to_string(t.to)) + " holds no processors: no map allowed");
-  }
-
-  return planned_transition{from, old_procs, std::move(procs), std::move(resize_procs), std::move(event_new)};
-}
-
-job_event event_of(const job_transition& t, const planned_transition& p, std::int64_t id, time_point time) {
-  job_event e;
-  e.id = id;
-  e.job_id = t.job_id;
-  e.time = time;
-  e.old_state = p.from;
-  e.new_state = t.to;
-  e.old_procs = processor_set::from_string(p.old_procs);
-  e.new_procs = processor_set::from_string(p.event_new);
-  e.reason = t.reason;
-  e.exit_code = t.exit_code;
-  e.term_signal = t.term_signal;
-  return e;
-}
 
 // One transition inside the caller's transaction: lock, check, update the
 // row and append the event. `before` receives the state the job was in.
@@ -925,7 +796,7 @@ job_event apply_transition(pqxx::work& tx, const job_transition& t, std::optiona
   const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
   if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
   before = state_of(cur[0][0]);
-  const planned_transition p = plan_transition(t, cur[0][0], cur[0][1], cur[0][2]);
+  const planned_transition p = plan_transition(t, *before, cur[0][1].as<std::string>(), opt_text(cur[0][2]));
   const bool clear_start = t.to == job_state::pending;
   const bool set_start = t.to == job_state::running;
   const bool set_end = core::is_final(t.to);
@@ -961,7 +832,7 @@ std::vector<job_event> apply_transitions(pqxx::work& tx, const std::vector<job_t
     if (found == row_of.end()) throw not_found("no job " + std::to_string(t.job_id));
     const pqxx::row row = rows[found->second];
     before[i] = state_of(row[1]);
-    plans.push_back(plan_transition(t, row[1], row[2], row[3]));
+    plans.push_back(plan_transition(t, *before[i], row[2].as<std::string>(), opt_text(row[3])));
     const planned_transition& p = plans.back();
     if (i) json.push_back(',');
     json += "{\"ord\":" + std::to_string(i) + ",\"job_id\":" + std::to_string(t.job_id) + ",\"state\":";
@@ -1029,7 +900,7 @@ std::optional<job_event> transition_landed(pqxx::work& tx, const job_transition&
 
 }  // namespace
 
-job_event job_store::transition(const job_transition& t) {
+job_event pg_job_store::transition(const job_transition& t) {
   check_transition(t);
   std::optional<job_state> before;  // the state the (last) attempt moved from
   std::lock_guard lk(control_mu_);
@@ -1038,7 +909,7 @@ job_event job_store::transition(const job_transition& t) {
       [&](pqxx::work& tx) { return transition_landed(tx, t, before); }, false);
 }
 
-std::vector<job_event> job_store::transition_all(const std::vector<job_transition>& ts) {
+std::vector<job_event> pg_job_store::transition_all(const std::vector<job_transition>& ts) {
   if (ts.empty()) return {};
   std::unordered_map<std::int64_t, int> seen;
   for (const auto& t : ts) {
@@ -1084,7 +955,7 @@ std::optional<R> no_resolve(pqxx::work&) {
 }
 }  // namespace
 
-std::optional<job_record> job_store::get_job(std::int64_t id) {
+std::optional<job_record> pg_job_store::get_job(std::int64_t id) {
   std::lock_guard lk(reader_mu_);
   return run<std::optional<job_record>>(
       *reader_,
@@ -1096,7 +967,7 @@ std::optional<job_record> job_store::get_job(std::int64_t id) {
       no_resolve<std::optional<job_record>>, true);
 }
 
-std::vector<job_event> job_store::job_history(std::int64_t id) {
+std::vector<job_event> pg_job_store::job_history(std::int64_t id) {
   std::lock_guard lk(reader_mu_);
   return run<std::vector<job_event>>(
       *reader_,
@@ -1108,7 +979,7 @@ std::vector<job_event> job_store::job_history(std::int64_t id) {
       no_resolve<std::vector<job_event>>, true);
 }
 
-std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
+std::vector<job_summary> pg_job_store::list_jobs(const job_filter& f) {
   if (f.user_name) check_text("user_name", *f.user_name);
   std::vector<std::string> states;
   for (job_state s : f.states) states.emplace_back(core::to_string(s));
@@ -1159,7 +1030,7 @@ std::vector<job_summary> job_store::list_jobs(const job_filter& f) {
       no_resolve<std::vector<job_summary>>, true);
 }
 
-live_state job_store::load_live_state() {
+live_state pg_job_store::load_live_state() {
   std::lock_guard lk(control_mu_);
   return run<live_state>(
       *control_,
@@ -1180,13 +1051,8 @@ live_state job_store::load_live_state() {
 
 // ---------------------------------------------------------------- nodes --
 
-node_record job_store::register_node(const node_request& q) {
-  check_text("node name", q.name);
-  check_text("node address", q.address);
-  check_text("node cpus", q.cpus);
-  if (q.name.empty()) throw invalid_job("node name is empty");
-  if (q.nprocs < 1) throw invalid_job("node " + q.name + " must have at least 1 processor");
-  if (q.memory_mb < 0 || q.gpus < 0) throw invalid_job("node " + q.name + ": negative memory or GPUs");
+node_record pg_job_store::register_node(const node_request& q) {
+  check_node_request(q);
   std::lock_guard lk(control_mu_);
   // Idempotent (an upsert by name): after an unknown COMMIT, just run again.
   return run<node_record>(
@@ -1212,7 +1078,7 @@ node_record job_store::register_node(const node_request& q) {
       no_resolve<node_record>, false);
 }
 
-void job_store::heartbeat(std::string_view name) {
+void pg_job_store::heartbeat(std::string_view name) {
   const std::string n(name);
   check_text("node name", n);
   std::lock_guard lk(control_mu_);
@@ -1222,7 +1088,7 @@ void job_store::heartbeat(std::string_view name) {
   if (!found) throw not_found("no node " + n);
 }
 
-void job_store::set_node_state(std::string_view name, node_state state) {
+void pg_job_store::set_node_state(std::string_view name, node_state state) {
   const std::string n(name);
   check_text("node name", n);
   std::lock_guard lk(control_mu_);
@@ -1235,7 +1101,7 @@ void job_store::set_node_state(std::string_view name, node_state state) {
   if (!found) throw not_found("no node " + n);
 }
 
-std::vector<node_record> job_store::list_nodes() {
+std::vector<node_record> pg_job_store::list_nodes() {
   std::lock_guard lk(reader_mu_);
   return run<std::vector<node_record>>(
       *reader_,
