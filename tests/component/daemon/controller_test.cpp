@@ -207,6 +207,7 @@ TEST_CASE("a job runs on the node it is given and ends COMPLETED when its agent 
 TEST_CASE("a resize the job never applies times out and the job keeps its processors") {
   daemon::controller_options o;
   o.resize_timeout = 30s;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
   harness h(o);
   auto a = h.agent("n1", 4);
   auto c = h.client();
