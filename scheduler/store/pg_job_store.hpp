@@ -3,11 +3,9 @@
 // group-committed durable submission.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <future>
 #include <memory>
@@ -15,7 +13,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "store/job_store.hpp"
@@ -23,6 +20,10 @@
 #include "store/store_errors.hpp"
 
 namespace aqs::store {
+
+class pg_session;
+class pg_shared;
+class pg_submit_batcher;
 
 struct pg_job_store_options {
   // libpq connection string of a database migrated to this build's schema.
@@ -79,7 +80,7 @@ public:
   ~pg_job_store() override;
 
   void shutdown() noexcept override;
-  bool unreachable() const noexcept override { return unreachable_; }
+  bool unreachable() const noexcept override;
   std::future<std::int64_t> submit_async(job_request request) override;
   std::int64_t submit(job_request request) override;
   void submit_then(job_request request, submit_callback done) override;
@@ -95,48 +96,16 @@ public:
   std::vector<node_record> list_nodes() override;
   counters stats() const override;
 
-  class session;  // one connection with its prepared statements (internal)
-
 private:
-  struct pending_submit {
-    job_request request;
-    std::promise<std::int64_t> promise;
-    submit_callback done;  // set: report here instead of through the promise
-    void resolve(std::int64_t id, bool created);
-    void reject(std::exception_ptr e);
-  };
-  void enqueue(pending_submit p);
-  void committer_loop(unsigned index);
-  void commit_batch(session& s, std::vector<pending_submit>& batch);
-  // Ids in the batch's order; created[i] tells whether job i was inserted
-  // by this batch (false: its token was already there).
-  std::vector<std::int64_t> insert_batch(session& s, const std::vector<pending_submit>& batch,
-                                         std::vector<bool>& created);
-  template <class R, class Body, class Resolve>
-  R run(session& s, Body&& body, Resolve&& resolve_in_doubt, bool read_only);
-
-  pg_job_store_options options_;
-  test_hooks hooks_;
-  std::unique_ptr<session> control_;
+  std::unique_ptr<pg_shared> shared_;  // options, hooks, flags and counters of every session
+  std::unique_ptr<pg_session> control_;  // writes and recovery
   std::mutex control_mu_;
   // Listings and lookups (fjobs, fnodes, job history) have a connection of
   // their own, so a long listing never holds up a transition.
-  std::unique_ptr<session> reader_;
+  std::unique_ptr<pg_session> reader_;
   std::mutex reader_mu_;
-
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<pending_submit> queue_;
-  bool stopping_ = false;
-  std::vector<std::unique_ptr<session>> committer_sessions_;
-  std::vector<std::thread> committers_;
+  std::unique_ptr<pg_submit_batcher> batcher_;
   std::once_flag shutdown_once_;
-  // shutdown() was called: retry loops give up at once.
-  std::atomic<bool> giving_up_{false};
-  std::atomic<bool> unreachable_{false};
-
-  mutable std::mutex stats_mu_;
-  counters stats_;
 };
 
 }  // namespace aqs::store
