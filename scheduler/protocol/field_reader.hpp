@@ -45,7 +45,7 @@ public:
     return *v;
   }
 
-  std::int64_t integer_of(const char* key, const json& v, std::int64_t lo, std::int64_t hi) const {
+  std::int64_t integer_of(std::string_view key, const json& v, std::int64_t lo, std::int64_t hi) const {
     if (!v.is_number_integer()) fail(key, "must be an integer in " + range_text(lo, hi));
     if (v.is_number_unsigned()) {
       const auto u = v.get<std::uint64_t>();
@@ -133,17 +133,20 @@ public:
     out.reserve(a->size());
     const std::string k(key);
     for (std::size_t i = 0; i < a->size(); ++i) {
-      const std::string name = k + "[" + std::to_string(i) + "]";
-      out.push_back(integer_of(name.c_str(), (*a)[i], lo, hi));
+      out.push_back(integer_of(k + "[" + std::to_string(i) + "]", (*a)[i], lo, hi));
     }
     return out;
   }
 
-  reader object(const char* key) const {
-    const json& v = need(key);
+  reader object(const char* key) const { return nested(key, need(key)); }
+  // A reader of the object `v`, the member `key` of this one (an array
+  // element's key is "name[i]").
+  reader nested(std::string_view key, const json& v) const {
     if (!v.is_object()) fail(key, "must be an object");
-    return reader(v, prefix_ + key + ".");
+    return reader(v, name_of(key) + ".");
   }
+  // The full name of a member, as errors show it ("jobs[3].state").
+  std::string name_of(std::string_view key) const { return prefix_ + std::string(key); }
 
   core::job_state state_of(std::string_view key, const json& v) const {
     if (!v.is_string()) fail(key, "must be a job state string");

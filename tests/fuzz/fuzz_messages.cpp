@@ -1,4 +1,4 @@
-// Fuzz target for protocol::parse_message on a frame body: a message that re-encodes to itself, or a protocol_error whose reply encodes.
+// Fuzz target for parse_message and read_reply: what is read re-encodes to itself, a refusal encodes as an error.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +9,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/replies.hpp"
 #include "protocol/results.hpp"
 
 using namespace aqs::protocol;
@@ -31,6 +32,21 @@ void check_results(const nlohmann::json& result, ParseList parse_list, ParseOne 
     if (!(parse_one(parse_json_bounded(dump_json(to_json(item))), "") == item)) violated();
   }
 }
+
+// A reply read_reply accepts is sent again by make_ok as one it reads back the
+// same; one it refuses is refused as bad_request.
+template <class Reply>
+void check_reply(const ok& reply) {
+  Reply r;
+  try {
+    r = read_reply<Reply>(reply);
+  } catch (const protocol_error& e) {
+    if (e.code() != error_code::bad_request) violated();
+    return;
+  }
+  const message again = parse_message(std::string_view(encode_body(make_ok(reply.id, r))));
+  if (!(read_reply<Reply>(std::get<ok>(again)) == r)) violated();
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -50,6 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (const auto* reply = std::get_if<ok>(&m)) {
       check_results(reply->result, parse_job_list, parse_job_info);
       check_results(reply->result, parse_node_list, parse_node_info);
+      // The commands read the results as typed replies.
+      check_reply<hello_reply>(*reply);
+      check_reply<submit_reply>(*reply);
+      check_reply<cancel_reply>(*reply);
+      check_reply<list_jobs_reply>(*reply);
+      check_reply<list_nodes_reply>(*reply);
+      check_reply<job_history_reply>(*reply);
+      check_reply<register_reply>(*reply);
+      check_reply<remote_exec_reply>(*reply);
     }
   } catch (const protocol_error& e) {
     const std::string what = e.what();

@@ -100,7 +100,9 @@ std::optional<protocol::message> connection::next(std::optional<std::chrono::mil
   return read_one(timeout);
 }
 
-nlohmann::json connection::call(protocol::message request) {
+nlohmann::json connection::call(protocol::message request) { return call_ok(std::move(request)).result; }
+
+protocol::ok connection::call_ok(protocol::message request) {
   const auto id = protocol::id_of(request);
   send(request);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -114,7 +116,7 @@ nlohmann::json connection::call(protocol::message request) {
     const bool is_reply = std::holds_alternative<protocol::ok>(*m) || std::holds_alternative<protocol::error>(*m);
     if (is_reply && protocol::id_of(*m) == id) {
       if (auto* e = std::get_if<protocol::error>(&*m)) throw client_error(e->message, e->code);
-      return std::get<protocol::ok>(*m).result;
+      return std::move(std::get<protocol::ok>(*m));
     }
     if (auto* e = std::get_if<protocol::error>(&*m); e && !e->id) throw client_error("aqsd: " + e->message, e->code);
     kept_.push_back(std::move(*m));

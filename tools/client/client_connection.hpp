@@ -15,6 +15,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/replies.hpp"
 
 namespace aqs::client {
 
@@ -52,6 +53,20 @@ public:
   // aqsd's code and message on an error reply, or on a lost connection or
   // timeout.
   nlohmann::json call(protocol::message request);
+  // As call(), but returns the ok reply itself.
+  protocol::ok call_ok(protocol::message request);
+  // As call(), the result read as the request's reply type (protocol::reply_t):
+  // c.ask(protocol::list_nodes{c.next_id()}).nodes. A reply that does not
+  // validate throws client_error ("unreadable reply from aqsd: field ...").
+  template <class Request>
+  protocol::reply_t<Request> ask(const Request& request) {
+    const protocol::ok reply = call_ok(request);
+    try {
+      return protocol::read_reply<protocol::reply_t<Request>>(reply);
+    } catch (const protocol::protocol_error& e) {
+      throw client_error(std::string("unreadable reply from aqsd: ") + e.what());
+    }
+  }
   // As call(), but returns the whole ok reply as aqsd sent it (the JSON
   // text of the message, "type" and "id" included), unparsed: for replies
   // too large to parse whole (list_jobs pages; see json_skim.hpp).

@@ -77,16 +77,12 @@ std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
   return render(rows);
 }
 
-std::string format_history_table(const nlohmann::json& events) {
+std::string format_history_table(const std::vector<protocol::job_history_event>& events) {
   std::vector<std::vector<std::string>> rows{{"TIME", "FROM", "TO", "PROCS", "REASON"}};
-  auto text = [](const nlohmann::json& e, const char* key) {
-    const auto it = e.find(key);
-    return it != e.end() && it->is_string() && !it->get<std::string>().empty() ? it->get<std::string>()
-                                                                               : std::string("-");
-  };
+  auto text = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   for (const auto& e : events) {
-    rows.push_back({text(e, "time"), text(e, "old_state"), text(e, "new_state"), text(e, "new_procs"),
-                    text(e, "reason")});
+    rows.push_back({text(e.time), e.old_state ? std::string(core::to_string(*e.old_state)) : std::string("-"),
+                    std::string(core::to_string(e.new_state)), text(e.new_procs), text(e.reason)});
   }
   return render(rows);
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/replies.hpp"
 #include "protocol/results.hpp"
 
 namespace aqs::client {
@@ -28,7 +29,7 @@ std::string format_nodes_table(const std::vector<protocol::node_info>& nodes);
 // fjobs --history: one line per event of a job_history reply's "events":
 //   TIME FROM TO PROCS REASON
 // (PROCS: the processor map after the event, "-" if none).
-std::string format_history_table(const nlohmann::json& events);
+std::string format_history_table(const std::vector<protocol::job_history_event>& events);
 // The JSON arrays of fjobs --json and fnodes --json (one line each).
 std::string jobs_json(const std::vector<protocol::job_info>& jobs);
 std::string nodes_json(const std::vector<protocol::node_info>& nodes);

@@ -19,11 +19,13 @@ std::int64_t submit(const std::string& socket_path, protocol::submit request, co
       connection c(socket_path);
       request.id = c.next_id();
       sent = true;  // from here on aqsd may have stored it
-      return c.call(request).at("job_id").get<std::int64_t>();
+      const protocol::ok reply = c.call_ok(request);
+      return protocol::read_reply<protocol::submit_reply>(reply).job_id;
     } catch (const client_error& e) {
       if (!sent || !retryable(e) || attempt >= std::max(1, retry.attempts)) throw;
       if (retry.on_retry) retry.on_retry(attempt + 1, e.what());
-    } catch (const nlohmann::json::exception& e) {
+    } catch (const protocol::protocol_error& e) {
+      // Not retried: the job may well be stored, and aqsd would answer the same.
       throw client_error(std::string("unreadable reply from aqsd: ") + e.what());
     }
     std::this_thread::sleep_for(delay);

@@ -23,11 +23,11 @@ int main(int argc, char** argv) {
     client::connection c(
         cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
     if (cmd.history) {
-      const auto events = c.call(protocol::job_history{c.next_id(), *cmd.history})["events"];
+      const auto reply = c.ask(protocol::job_history{c.next_id(), *cmd.history});
       if (cmd.common.json) {
-        std::printf("%s\n", events.dump().c_str());
+        std::printf("%s\n", protocol::to_json(reply)["events"].dump().c_str());
       } else {
-        std::fputs(client::format_history_table(events).c_str(), stdout);
+        std::fputs(client::format_history_table(reply.events).c_str(), stdout);
       }
       return 0;
     }

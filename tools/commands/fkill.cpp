@@ -20,11 +20,11 @@ int main(int argc, char** argv) {
         cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
     auto request = cmdline::build_cancel(cmd);
     request.id = c.next_id();
-    const auto result = c.call(request);
-    if (cmd.common.json) std::printf("%s\n", result.dump().c_str());
+    const protocol::cancel_reply reply = c.ask(request);
+    if (cmd.common.json) std::printf("%s\n", protocol::to_json(reply).dump().c_str());
     int rc = 0;
-    for (const auto& f : result.value("failed", nlohmann::json::array())) {
-      std::fprintf(stderr, "fkill: %s\n", f.value("message", std::string("not cancelled")).c_str());
+    for (const auto& f : reply.failed) {
+      std::fprintf(stderr, "fkill: %s\n", f.message.c_str());
       rc = 1;
     }
     return rc;

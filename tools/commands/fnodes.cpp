@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
     }
     client::connection c(
         cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
-    const auto nodes = protocol::parse_node_list(c.call(protocol::list_nodes{c.next_id()}));
+    const auto listed = c.ask(protocol::list_nodes{c.next_id()}).nodes;
+    const std::vector<protocol::node_info> nodes(listed.begin(), listed.end());  // without "connected"
     std::fputs((cmd.common.json ? client::nodes_json(nodes) + "\n" : client::format_nodes_table(nodes)).c_str(), stdout);
     return 0;
   });

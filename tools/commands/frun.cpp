@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     ::signal(SIGPIPE, SIG_IGN);
 
     submit.id = c.next_id();
-    const auto job = c.call(submit).at("job_id").get<std::int64_t>();
+    const std::int64_t job = c.ask(submit).job_id;
     const std::int64_t watch = c.next_id();
     c.send(protocol::watch_job{watch, job});
     const auto started = std::chrono::steady_clock::now();

@@ -28,6 +28,7 @@
 #include "aqs/mpi_adapter/launch.hpp"
 #include "core/output_pattern.hpp"
 #include "protocol/auth.hpp"
+#include "protocol/replies.hpp"
 
 namespace aqs::node {
 
@@ -292,12 +293,17 @@ awaitable<bool> agent::converse(const std::string& where) {
     fail("aqsd refused to register node " + options_.name + ": " + e->message);
     co_return false;
   }
-  if (auto* okr = std::get_if<protocol::ok>(&*reply); okr && okr->result.contains("kill")) {
+  if (auto* okr = std::get_if<protocol::ok>(&*reply)) {
+    protocol::register_reply registered;
+    try {
+      registered = protocol::read_reply<protocol::register_reply>(*okr);
+    } catch (const protocol::protocol_error& e) {
+      fail("aqsd at " + where + " answered register with an unreadable reply: " + e.what());
+      co_return false;
+    }
     // Jobs aqsd no longer wants here (e.g. it declared them NODE_FAIL while
     // we were away): they go before the node takes new work.
-    for (const auto& id : okr->result["kill"]) {
-      if (id.is_number_integer()) supervisor_.kill(id.get<std::int64_t>(), SIGKILL, 0ms);
-    }
+    for (const std::int64_t id : registered.kill) supervisor_.kill(id, SIGKILL, 0ms);
   }
   connected_ = true;
   last_error_.clear();

@@ -10,6 +10,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/replies.hpp"
 #include "samples.hpp"
 
 using namespace aqs::protocol;
@@ -21,6 +22,32 @@ struct tally {
   int parsed = 0;
   int refused = 0;
 };
+
+// A reply read_reply accepts is sent again by make_ok as one it reads back
+// the same; one it refuses is refused as bad_request.
+template <class Reply>
+void check_reply(const ok& reply) {
+  Reply r;
+  try {
+    r = read_reply<Reply>(reply);
+  } catch (const protocol_error& e) {
+    CHECK(e.code() == error_code::bad_request);
+    return;
+  }
+  const message again = parse_message(std::string_view(encode_body(make_ok(reply.id, r))));
+  CHECK(read_reply<Reply>(std::get<ok>(again)) == r);
+}
+
+void check_replies(const ok& reply) {
+  check_reply<hello_reply>(reply);
+  check_reply<submit_reply>(reply);
+  check_reply<cancel_reply>(reply);
+  check_reply<list_jobs_reply>(reply);
+  check_reply<list_nodes_reply>(reply);
+  check_reply<job_history_reply>(reply);
+  check_reply<register_reply>(reply);
+  check_reply<remote_exec_reply>(reply);
+}
 
 // The property under test: parse either yields a message that re-encodes
 // and re-parses to itself, or throws protocol_error with a known code and a
@@ -38,6 +65,7 @@ void check_body(std::string_view body, tally& t) {
       FAIL("re-encoding a parsed message failed: " << e.what());
     }
     CHECK(parse_message(std::string_view(again)) == m);
+    if (const auto* reply = std::get_if<ok>(&m)) check_replies(*reply);
   } catch (const protocol_error& e) {
     ++t.refused;
     const std::string what = e.what();
@@ -197,4 +225,46 @@ TEST_CASE("deep nesting and huge value counts are refused without exhausting mem
   } catch (const protocol_error& e) {
     CHECK(std::string(e.what()).find("deep") != std::string::npos);
   }
+}
+
+TEST_CASE("field mutations of typed replies give replies or protocol errors only") {
+  job_info job;
+  job.id = 42;
+  job.name = "heat";
+  job.user = "alice";
+  job.procs = "0110";
+  job.nprocs = 2;
+  job.submit_time = "2026-11-21T21:00:00.000Z";
+  listed_node node;
+  node.name = "node1";
+  node.nprocs = 4;
+  node.procs = "0-3";
+  node.jobs = {42};
+  node.connected = true;
+  job_history_reply history{job, {{"2026-11-21T21:00:00.000Z", std::nullopt, aqs::core::job_state::pending, "", "",
+                                   "submitted", std::nullopt, std::nullopt},
+                                  {"2026-11-21T21:00:01.000Z", aqs::core::job_state::pending,
+                                   aqs::core::job_state::failed, "0110", "", "exit 3", 3, std::nullopt}}};
+  const std::vector<ok> replies = {
+      make_ok(1, hello_reply{}),
+      make_ok(2, submit_reply{17}),
+      make_ok(3, cancel_reply{{1, 2}, {{3, error_code::not_found, "no pending or running job 3"}}}),
+      make_ok(4, list_nodes_reply{{node}}),
+      make_ok(5, history),
+      make_ok(6, register_reply{8, {5, 6}}),
+      make_ok(7, remote_exec_reply{"node1"}),
+  };
+  std::mt19937 rng(16);
+  tally t;
+  for (int round = 0; round < 3000; ++round) {
+    json j = to_json(replies[rng() % replies.size()]);
+    // Into the nested objects too: the job, a node, an event, a failure.
+    for (const char* key : {"nodes", "events", "failed"}) {
+      if (j.contains(key) && j[key].is_array() && !j[key].empty() && rng() % 2 == 0) {
+        j[key][0] = mutate_object(j[key][0], rng);
+      }
+    }
+    check_body(mutate_object(j, rng).dump(), t);
+  }
+  CHECK(t.parsed > 0);
 }

@@ -61,6 +61,38 @@ TEST_CASE("every message type survives encoding, framing, decoding and parsing u
   CHECK(types_seen.size() == std::variant_size_v<message>);
 }
 
+// Byte compatibility: what the descriptions write is what the hand-written
+// writers wrote (these bodies are theirs), sparse and null fields included.
+TEST_CASE("the samples encode to the very bytes the wire has always carried") {
+  const std::vector<std::pair<std::size_t, const char*>> bodies = {
+      {1, R"js({"id":8,"job_id":12,"protocol":1,"role":"job","type":"hello"})js"},
+      {2, R"js({"id":8,"job_id":12,"launcher":true,"protocol":1,"role":"job","type":"hello"})js"},
+      {7, R"js({"code":"bad_request","id":null,"message":"invalid JSON","type":"error"})js"},
+      {9, R"js({"data":"","job_id":17,"stream":"stdout","type":"output"})js"},
+      {11, R"js({"id":2,"job":{"adaptive":false,"afterok":[],"argv":["hostname"],"environment":[],)js"
+          R"js("interactive":true,"max_pe":1,"min_pe":1,"name":"hostname","requeue":false,"stdout":"aqs-%j.out",)js"
+          R"js("workdir":"/"},"type":"submit"})js"},
+      {13, R"js({"id":4,"job_ids":[],"type":"cancel","user":"bob"})js"},
+      {15, R"js({"all":false,"id":6,"job_ids":[],"states":[],"type":"list_jobs"})js"},
+      {16, R"js({"all":true,"before_id":4242,"id":6,"job_ids":[],"limit":1000,"newest":true,"states":[],)js"
+          R"js("type":"list_jobs"})js"},
+      {22, R"js({"job_id":42,"procs":"0011","state":"RUNNING","type":"job_event"})js"},
+      {23, R"js({"cpus":[0,1,2,3],"gpus":2,"id":10,"memory_mb":64000,"name":"node2","procs":16,"running":[5,6],)js"
+          R"js("type":"register"})js"},
+      {24, R"js({"cpus":[0,1],"gpus":0,"host":"host-b.example","id":10,"memory_mb":0,"name":"node3","procs":2,)js"
+          R"js("running":[],"type":"register"})js"},
+      {33, R"js({"escalate":false,"grace_s":0,"id":17,"job_id":5,"signal":10,"type":"kill"})js"},
+      {34, R"js({"epoch":2,"job_id":5,"procs":"1100","type":"new_map"})js"},
+      {35, R"js({"epoch":3,"job_id":5,"proc_cpus":[1,0],"proc_hosts":["h1","h2"],"procs":"0110","type":"new_map"})js"},
+      {41, R"js({"job_id":5,"node":"node1","signal":9,"type":"step_ended"})js"},
+  };
+  const auto all = samples();
+  for (const auto& [index, body] : bodies) {
+    CAPTURE(index);
+    CHECK(encode_body(all.at(index)) == body);
+  }
+}
+
 TEST_CASE("replies put the result beside type and id, as the documentation shows") {
   const json j = to_json(ok{3, json{{"job_id", 17}}});
   CHECK(j == json::parse(R"({"type":"ok","id":3,"job_id":17})"));
@@ -149,6 +181,225 @@ TEST_CASE("submit validation names the field at fault and keeps the request id")
     CHECK(e.request_id() == 21);
     CHECK(std::string(e.what()).find(c.field) != std::string::npos);
     CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+// The messages are read from their descriptions since issue 16; these are
+// the exact texts the hand-written readers produced before, one input per
+// rule and check, so peers and scripts see the same refusals.
+TEST_CASE("every validation error reads word for word as it did before the descriptions") {
+  struct bad_input {
+    const char* text;
+    const char* what;
+  };
+  const std::vector<bad_input> cases = {
+      {R"js({"type":"submit","id":21})js",
+       "field 'job' is missing"},
+      {R"js({"type":"submit","id":21,"job":3})js",
+       "field 'job' must be an object"},
+      {R"js({"type":"submit","id":21,"job":{"argv":["a"],"workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.name' is missing"},
+      {R"js({"type":"submit","id":21,"job":{"name":"","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.name' must not be empty"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a\nb","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.name' contains a control character"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a\u0000b","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.name' contains a NUL character"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":[],"workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.argv' must not be empty when there is no script"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":[""],"workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.argv[0]' must not be empty"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":"a","workdir":"/","min_pe":1,"max_pe":1}})js",
+       "field 'job.argv' must be an array"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"run","min_pe":1,"max_pe":1}})js",
+       "field 'job.workdir' must be an absolute path"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","environment":["A=1","=x"],)js"
+       R"js("min_pe":1,"max_pe":1}})js",
+       "field 'job.environment[1]' must have the form KEY=VALUE"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","environment":["PATH",7],)js"
+       R"js("min_pe":1,"max_pe":1}})js",
+       "field 'job.environment[1]' must be a string"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":0,"max_pe":1}})js",
+       "field 'job.min_pe' must be in 1..1048576"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":2.5,"max_pe":1}})js",
+       "field 'job.min_pe' must be an integer in 1..1048576"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":18446744073709551615}})js",
+       "field 'job.max_pe' must be in 1..1048576"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":4,"max_pe":2,)js"
+       R"js("adaptive":true}})js",
+       "field 'job.max_pe' must be >= min_pe"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":2,"max_pe":4}})js",
+       "field 'job.max_pe' must equal min_pe for a rigid job (min_pe < max_pe needs adaptive)"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
+       R"js("adaptive":1}})js",
+       "field 'job.adaptive' must be true or false"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
+       R"js("walltime_s":0}})js",
+       "field 'job.walltime_s' must be in 1..316224000"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
+       R"js("afterok":[3,0]}})js",
+       "field 'job.afterok[1]' must be in 1..9007199254740991"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
+       R"js("umask":512}})js",
+       "field 'job.umask' must be in 0..511"},
+      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
+       R"js("stdout":""}})js",
+       "field 'job.stdout' must not be empty"},
+      {R"js({"type":"list_nodes"})js",
+       "field 'id' is missing"},
+      {R"js({"type":"list_nodes","id":-1})js",
+       "field 'id' must be in 0..9007199254740991"},
+      {R"js({"type":"hello","id":0,"protocol":1,"role":"admin"})js",
+       "field 'role' must be \"client\", \"node\" or \"job\""},
+      {R"js({"type":"hello","id":0,"role":"client"})js",
+       "field 'protocol' is missing"},
+      {R"js({"type":"hello","id":0,"protocol":1,"role":"job"})js",
+       "field 'job_id' is required for role \"job\""},
+      {R"js({"type":"hello","id":0,"protocol":1,"role":"client","launcher":true})js",
+       "field 'launcher' is only for role \"job\""},
+      {R"js({"type":"hello","id":0,"protocol":1,"role":"client","auth":""})js",
+       "field 'auth' must not be empty"},
+      {R"js({"type":"challenge","nonce":"xyz"})js",
+       "field 'nonce' must be 32 to 128 hex digits"},
+      {R"js({"type":"error","id":2,"code":7,"message":"m"})js",
+       "field 'code' must be a string"},
+      {R"js({"type":"output","job_id":1,"stream":"stdout","data":"abc"})js",
+       "field 'data' must be padded base64"},
+      {R"js({"type":"output","job_id":1,"stream":"tty","data":""})js",
+       "field 'stream' must be \"stdout\" or \"stderr\""},
+      {R"js({"type":"cancel","id":1})js",
+       "field 'job_ids' must not be empty when no user is given"},
+      {R"js({"type":"cancel","id":1,"job_ids":[1],"signal":65})js",
+       "field 'signal' must be in 1..64"},
+      {R"js({"type":"list_jobs","id":1,"states":["DONE"]})js",
+       "field 'states[0]' is not a job state (PENDING, RUNNING, ... NODE_FAIL)"},
+      {R"js({"type":"list_jobs","id":1,"states":[3]})js",
+       "field 'states[0]' must be a job state string"},
+      {R"js({"type":"list_jobs","id":1,"limit":10001})js",
+       "field 'limit' must be in 1..10000"},
+      {R"js({"type":"job_history","id":12,"job_id":0})js",
+       "field 'job_id' must be in 1..9007199254740991"},
+      {R"js({"type":"job_event","job_id":1,"state":"running"})js",
+       "field 'state' is not a job state (PENDING, RUNNING, ... NODE_FAIL)"},
+      {R"js({"type":"job_event","job_id":1,"state":"RUNNING","procs":"012"})js",
+       "field 'procs' must contain only 0 and 1"},
+      {R"js({"type":"register","id":1,"name":"n:1","procs":4,"cpus":[0]})js",
+       "field 'name' must not contain ':', ',', '/' or spaces"},
+      {R"js({"type":"register","id":1,"name":"n1","procs":4,"cpus":[]})js",
+       "field 'cpus' must not be empty"},
+      {R"js({"type":"register","id":1,"name":"n1","procs":4})js",
+       "field 'cpus' must not be empty"},
+      {R"js({"type":"register","id":1,"name":"n1","procs":4,"cpus":[65536]})js",
+       "field 'cpus[0]' must be in 0..65535"},
+      {R"js({"type":"register","id":1,"name":"n","procs":1,"cpus":[0],"running":[],"host":"a b"})js",
+       "field 'host' must be a host name (letters, digits, '-', '.', '_')"},
+      {R"js({"type":"register","id":1,"name":"n","procs":1,"cpus":[0],"memory_mb":-1})js",
+       "field 'memory_mb' must be in 0..1099511627776"},
+      {R"js({"type":"job_exited","id":1,"job_id":1,"state":"RUNNING","exit_code":0})js",
+       "field 'state' must be COMPLETED, FAILED, CANCELLED or TIMEOUT"},
+      {R"js({"type":"job_exited","id":1,"job_id":1,"state":"COMPLETED"})js",
+       "field 'exit_code' or 'signal' must be given, not both"},
+      {R"js({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":1,"signal":9})js",
+       "field 'exit_code' or 'signal' must be given, not both"},
+      {R"js({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":256})js",
+       "field 'exit_code' must be in 0..255"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":2,"local_cpus":[0],)js"
+       R"js("nodelist":"n:0"})js",
+       "field 'nprocs' must equal the number of 1s in 'procs'"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[],)js"
+       R"js("nodelist":"n:0"})js",
+       "field 'local_cpus' must not be empty"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":-1,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
+       R"js("nodelist":"n:0"})js",
+       "field 'uid' must be in 0..4294967294"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
+       R"js("nodelist":"n:0","spare_hosts":["h3","bad host"]})js",
+       "field 'spare_hosts[1]' must be a host name (letters, digits, '-', '.', '_')"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
+       R"js("nodelist":"n:0","spare_hosts":["bad host",7]})js",
+       "field 'spare_hosts[1]' must be a string"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
+       R"js("nodelist":"n:0","spare_hosts":"h3"})js",
+       "field 'spare_hosts' must be an array"},
+      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
+       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
+       R"js("nodelist":"n:0","proc_hosts":["a","b","c"],"proc_cpus":[0,1,65536]})js",
+       "field 'proc_cpus[2]' must be in 0..65535"},
+      {R"js({"type":"kill","id":1,"job_id":1,"signal":65})js",
+       "field 'signal' must be in 1..64"},
+      {R"js({"type":"kill","id":1,"job_id":1,"signal":9,"grace_s":3601})js",
+       "field 'grace_s' must be in 0..3600"},
+      {R"js({"type":"kill","id":1,"job_id":1,"signal":9,"escalate":"no"})js",
+       "field 'escalate' must be true or false"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"0120"})js",
+       "field 'procs' must contain only 0 and 1"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"0000"})js",
+       "field 'procs' must contain at least one 1"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a"],"proc_cpus":[0,1]})js",
+       "field 'proc_hosts' must have one entry per processor"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_cpus":[0,1]})js",
+       "field 'proc_hosts' is missing"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a","b"],"proc_cpus":[0]})js",
+       "field 'proc_cpus' must have one entry per processor"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a",7],"proc_cpus":[0,1]})js",
+       "field 'proc_hosts[1]' must be a string"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a","a\nb"],"proc_cpus":[0,1]})js",
+       "field 'proc_hosts[1]' contains a control character"},
+      {R"js({"type":"resize_ack","id":1,"job_id":1,"epoch":0,"procs":"1"})js",
+       "field 'epoch' must be in 1..9007199254740991"},
+      {R"js({"type":"resize_ack","id":1,"job_id":1,"epoch":1,"procs":"1","wait_us":-1})js",
+       "field 'wait_us' must be in 0..9007199254740992"},
+      {R"js({"type":"resize_refused","id":1,"job_id":1,"epoch":1,"reason":""})js",
+       "field 'reason' must not be empty"},
+      {R"js({"type":"resize_begin","id":1,"job_id":1})js",
+       "field 'epoch' is missing"},
+      {R"js({"type":"remote_exec","id":1,"job_id":1,"host":"h","command":"","environment":[]})js",
+       "field 'command' must not be empty"},
+      {R"js({"type":"remote_exec","id":1,"job_id":1,"host":"h","command":"x","environment":["X"]})js",
+       "field 'environment[0]' must have the form KEY=VALUE"},
+      {R"js({"type":"step_ended","job_id":1,"exit_code":0})js",
+       "field 'node' is missing"},
+      {R"js({"type":"heartbeat","id":1,"running":[0]})js",
+       "field 'running[0]' must be in 1..9007199254740991"},
+      {R"js({"type":"job_started","id":1})js",
+       "field 'job_id' is missing"},
+      {R"js({"type":"watch_job","id":1,"job_id":"1"})js",
+       "field 'job_id' must be an integer in 1..9007199254740991"},
+      {R"js({"type":"node_leaving","id":"x"})js",
+       "field 'id' must be an integer in 0..9007199254740991"},
+      {R"js({"type":"shutdown","id":9007199254740992})js",
+       "field 'id' must be in 0..9007199254740991"},
+      {R"js({"type":"ok"})js",
+       "field 'id' is missing"},
+      {R"js({"type":"frobnicate","id":3})js",
+       "unknown message type \"frobnicate\""},
+      {R"js([1,2])js",
+       "a message must be a JSON object"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    CHECK(std::string(parse_error(c.text).what()) == c.what);
+  }
+  // Bounds on sizes, and text that is not UTF-8 in a JSON value built in memory.
+  CHECK(std::string(submit_error([](json& j) { j["job"]["name"] = std::string(257, 'n'); }).what()) ==
+        "field 'job.name' is longer than 256 bytes");
+  json many = {{"type", "list_jobs"}, {"id", 1}};
+  const std::size_t max_states = aqs::core::k_all_job_states.size() * 4;
+  many["states"] = std::vector<std::string>(max_states + 1, "RUNNING");
+  CHECK(std::string(parse_error(many.dump()).what()) ==
+        "field 'states' has more than " + std::to_string(max_states) + " entries");
+  try {
+    parse_message(json{{"type", "submit"}, {"id", 1}, {"job", {{"name", "caf\xe9"}}}});
+    FAIL("no error");
+  } catch (const protocol_error& e) {
+    CHECK(std::string(e.what()) == "field 'job.name' is not valid UTF-8");
   }
 }
 

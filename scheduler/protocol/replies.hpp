@@ -1,0 +1,159 @@
+// replies: the typed results of ok replies, encoded into an ok and read back from one with validation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/job_state.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/results.hpp"
+
+namespace aqs::protocol {
+
+// Each reply below is what an ok to one request holds beside "type" and
+// "id" (docs/protocol.md). Requests not listed here are answered with an
+// empty ok {}. make_ok(id, reply) is the ok the server sends; read_reply<R>
+// reads a received ok as R, throwing protocol_error(bad_request) naming the
+// field ("failed[0].code") for anything else; unknown members are ignored.
+
+// To hello.
+struct hello_reply {
+  std::int64_t protocol = k_protocol_version;
+  std::string server = "aqsd";
+  friend bool operator==(const hello_reply&, const hello_reply&) = default;
+};
+
+// To submit: the job's id (the same one again when a submit_token repeats).
+struct submit_reply {
+  std::int64_t job_id = 0;
+  friend bool operator==(const submit_reply&, const submit_reply&) = default;
+};
+
+// To cancel: the jobs cancelled (or signalled), and those that could not be,
+// with why.
+struct cancel_failure {
+  std::int64_t job_id = 0;
+  error_code code = error_code::internal;
+  std::string message;
+  friend bool operator==(const cancel_failure&, const cancel_failure&) = default;
+};
+struct cancel_reply {
+  std::vector<std::int64_t> cancelled;
+  std::vector<cancel_failure> failed;
+  friend bool operator==(const cancel_reply&, const cancel_reply&) = default;
+};
+
+// To list_jobs: one page (see list_jobs). The server sends the jobs as text
+// written by append_json, so a page of 10,000 jobs costs no JSON objects.
+struct list_jobs_reply {
+  std::vector<job_info> jobs;
+  bool more = false;
+  friend bool operator==(const list_jobs_reply&, const list_jobs_reply&) = default;
+};
+
+// To list_nodes: each node as listed, and whether its agent is connected now
+// (not part of fnodes --json).
+struct listed_node : node_info {
+  bool connected = false;
+  friend bool operator==(const listed_node&, const listed_node&) = default;
+};
+struct list_nodes_reply {
+  std::vector<listed_node> nodes;
+  friend bool operator==(const list_nodes_reply&, const list_nodes_reply&) = default;
+};
+
+// To job_history: the job as listed and its state changes, oldest first.
+struct job_history_event {
+  std::string time;                          // ISO 8601
+  std::optional<core::job_state> old_state;  // unset (null) for the first event
+  core::job_state new_state = core::job_state::pending;
+  std::string old_procs;                     // maps as 0/1 text; "" when none
+  std::string new_procs;
+  std::string reason;
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::int64_t> signal;
+  friend bool operator==(const job_history_event&, const job_history_event&) = default;
+};
+struct job_history_reply {
+  job_info job;
+  std::vector<job_history_event> events;
+  friend bool operator==(const job_history_reply&, const job_history_reply&) = default;
+};
+
+// To register: the node's first global processor number, and the jobs it
+// reported running that the server no longer wants there.
+struct register_reply {
+  std::int64_t first_proc = 0;
+  std::vector<std::int64_t> kill;
+  friend bool operator==(const register_reply&, const register_reply&) = default;
+};
+
+// To remote_exec, once the step started: the node it runs on.
+struct remote_exec_reply {
+  std::string node;
+  friend bool operator==(const remote_exec_reply&, const remote_exec_reply&) = default;
+};
+
+// The reply type of each request that has one: reply_t<submit> is submit_reply.
+template <class Request>
+struct reply_for;
+template <>
+struct reply_for<hello> {
+  using type = hello_reply;
+};
+template <>
+struct reply_for<submit> {
+  using type = submit_reply;
+};
+template <>
+struct reply_for<cancel> {
+  using type = cancel_reply;
+};
+template <>
+struct reply_for<list_jobs> {
+  using type = list_jobs_reply;
+};
+template <>
+struct reply_for<list_nodes> {
+  using type = list_nodes_reply;
+};
+template <>
+struct reply_for<job_history> {
+  using type = job_history_reply;
+};
+template <>
+struct reply_for<register_node> {
+  using type = register_reply;
+};
+template <>
+struct reply_for<remote_exec> {
+  using type = remote_exec_reply;
+};
+template <class Request>
+using reply_t = typename reply_for<Request>::type;
+
+ok make_ok(std::int64_t id, const hello_reply& r);
+ok make_ok(std::int64_t id, const submit_reply& r);
+ok make_ok(std::int64_t id, const cancel_reply& r);
+// The jobs go into ok::raw_members (append_json), not into ok::result.
+ok make_ok(std::int64_t id, const list_jobs_reply& r);
+ok make_ok(std::int64_t id, const list_nodes_reply& r);
+ok make_ok(std::int64_t id, const job_history_reply& r);
+ok make_ok(std::int64_t id, const register_reply& r);
+ok make_ok(std::int64_t id, const remote_exec_reply& r);
+
+// The result object of a reply, as the members of its ok (fkill --json and
+// fjobs --history --json print it, or a part of it).
+nlohmann::json to_json(const cancel_reply& r);
+nlohmann::json to_json(const job_history_reply& r);
+
+// Defined for the reply types above.
+template <class Reply>
+Reply read_reply(const ok& reply);
+
+}  // namespace aqs::protocol
