@@ -19,9 +19,9 @@
 
 #include "core/strategy.hpp"
 #include "daemon/controller.hpp"
-#include "logging/log.hpp"
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
+#include "logging/log.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_job_store.hpp"
 #include "store/pg_server.hpp"

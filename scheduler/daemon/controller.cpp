@@ -4,8 +4,8 @@
 
 #include <boost/asio/post.hpp>
 
-#include "logging/log.hpp"
 #include "daemon/permissions.hpp"
+#include "logging/log.hpp"
 #include "protocol/auth.hpp"
 
 namespace aqs::daemon {

@@ -34,6 +34,7 @@
 #include "daemon/resize_tracker.hpp"
 #include "daemon/step_table.hpp"
 #include "daemon/watch_list.hpp"
+#include "protocol/replies.hpp"
 #include "store/job_store.hpp"
 
 namespace aqs::daemon {

@@ -3,8 +3,8 @@
 #include <csignal>
 
 #include "daemon/controller.hpp"
-#include "logging/log.hpp"
 #include "daemon/permissions.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
@@ -27,8 +27,9 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
   const std::string caller = p.uid ? user_name_of(*p.uid) : "root";
   std::vector<std::int64_t> targets = m.job_ids;
   if (targets.empty() && m.user) targets = jobs_.of_user(*m.user);
-  nlohmann::json cancelled = nlohmann::json::array();
-  nlohmann::json failed = nlohmann::json::array();
+  protocol::cancel_reply reply;
+  auto& cancelled = reply.cancelled;
+  auto& failed = reply.failed;
   protocol::error_code first_code = protocol::error_code::not_found;
   std::string first_message;
   auto refuse = [&](std::int64_t id, protocol::error_code code, std::string msg) {
@@ -36,7 +37,7 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       first_code = code;
       first_message = msg;
     }
-    failed.push_back({{"job_id", id}, {"code", protocol::to_string(code)}, {"message", std::move(msg)}});
+    failed.push_back({id, code, std::move(msg)});
   };
   for (std::int64_t id : targets) {
     job_entry* found = jobs_.find(id);
@@ -91,9 +92,7 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     return;
   }
   // Pending jobs are CANCELLED in the store when the reply goes out.
-  after_commit([c, rid, cancelled, failed] {
-    c->send(protocol::ok{rid, {{"cancelled", cancelled}, {"failed", failed}}});
-  });
+  after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
   kick();
 }
 

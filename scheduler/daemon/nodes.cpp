@@ -110,7 +110,7 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
     logging::info("node {} is UP again", n.name);
   }
   // Jobs it runs that we no longer want there die before it takes new work.
-  nlohmann::json kill = nlohmann::json::array();
+  std::vector<std::int64_t> kill;
   for (std::int64_t r : m.running) {
     job_entry* e = jobs_.find(r);
     const core::job* j = sched_.find(static_cast<core::job_id>(r));
@@ -124,8 +124,11 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
       kill.push_back(r);
     }
   }
-  if (!kill.empty()) logging::info("node {}: killing {} job(s) it still ran that ended here: {}", n.name, kill.size(), kill.dump());
-  c->send(protocol::ok{m.id, {{"first_proc", n.first_proc}, {"kill", kill}}});
+  if (!kill.empty()) {
+    logging::info("node {}: killing {} job(s) it still ran that ended here: {}", n.name, kill.size(),
+                  fmt::join(kill, ","));
+  }
+  c->send(protocol::make_ok(m.id, protocol::register_reply{static_cast<std::int64_t>(n.first_proc), kill}));
   std::vector<protocol::message> queued = std::move(n.queued);
   n.queued.clear();
   for (auto& q : queued) {

@@ -86,7 +86,7 @@ bool controller::step_launch_answered(const node_entry& n, std::int64_t rid, con
   } else {
     steps_.started(*k);
     const step_entry* s = steps_.find(*k);
-    if (auto conn = s->conn.lock()) conn->send(protocol::ok{s->request, {{"node", n.name}}});
+    if (auto conn = s->conn.lock()) conn->send(protocol::make_ok(s->request, protocol::remote_exec_reply{n.name}));
   }
   return true;
 }

@@ -25,6 +25,7 @@
 
 #include "protocol/auth.hpp"
 #include "protocol/framing.hpp"
+#include "protocol/replies.hpp"
 
 namespace aqs::daemon {
 
@@ -163,7 +164,7 @@ private:
     try {
       st_->handler.on_open(this->shared_from_this());
       opened_ = true;
-      enqueue(protocol::ok{hello_id_, {{"protocol", protocol::k_protocol_version}, {"server", "aqsd"}}});
+      enqueue(protocol::make_ok(hello_id_, protocol::hello_reply{}));
       return true;
     } catch (const protocol::protocol_error& e) {
       enqueue(protocol::make_error(e));

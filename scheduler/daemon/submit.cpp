@@ -3,8 +3,8 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
-#include "logging/log.hpp"
 #include "daemon/permissions.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
@@ -60,7 +60,7 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
     // acts on the id at once (fkill, watch_job) finds the job known.
     post([this, c, s, who, deps, id, created] {
       if (created) arrive(id, s.job, who, deps);
-      c->send(protocol::ok{s.id, {{"job_id", id}}});
+      c->send(protocol::make_ok(s.id, protocol::submit_reply{id}));
     });
   };
   try {

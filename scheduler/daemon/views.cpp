@@ -2,8 +2,8 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
-#include "logging/log.hpp"
 #include "daemon/permissions.hpp"
+#include "logging/log.hpp"
 
 namespace aqs::daemon {
 
@@ -120,19 +120,21 @@ void controller::handle_job_history(const conn_ptr& c, const protocol::job_histo
                            "job " + std::to_string(m.job_id) + " belongs to another user: only its owner and root see its history");
       }
       const auto nodes = spans();
-      nlohmann::json events = nlohmann::json::array();
+      protocol::job_history_reply reply;
+      reply.job = to_job_info(summary_of(*rec), nodes);
       for (const auto& e : store_.job_history(m.job_id)) {
-        nlohmann::json ev = {{"time", iso8601(e.time)},
-                             {"old_state", e.old_state ? nlohmann::json(core::to_string(*e.old_state)) : nlohmann::json()},
-                             {"new_state", core::to_string(e.new_state)},
-                             {"old_procs", e.old_procs.none() ? std::string() : e.old_procs.to_string()},
-                             {"new_procs", e.new_procs.none() ? std::string() : e.new_procs.to_string()},
-                             {"reason", e.reason}};
-        if (e.exit_code) ev["exit_code"] = *e.exit_code;
-        if (e.term_signal) ev["signal"] = *e.term_signal;
-        events.push_back(std::move(ev));
+        protocol::job_history_event ev;
+        ev.time = iso8601(e.time);
+        ev.old_state = e.old_state;
+        ev.new_state = e.new_state;
+        if (!e.old_procs.none()) ev.old_procs = e.old_procs.to_string();
+        if (!e.new_procs.none()) ev.new_procs = e.new_procs.to_string();
+        ev.reason = e.reason;
+        ev.exit_code = e.exit_code;
+        ev.signal = e.term_signal;
+        reply.events.push_back(std::move(ev));
       }
-      c->send(protocol::ok{m.id, {{"job", protocol::to_json(to_job_info(summary_of(*rec), nodes))}, {"events", events}}});
+      c->send(protocol::make_ok(m.id, reply));
     } catch (const std::exception& e) {
       reply_error(c, m.id, protocol::error_code::internal, std::string("cannot read the job: ") + e.what());
     }
@@ -140,9 +142,9 @@ void controller::handle_job_history(const conn_ptr& c, const protocol::job_histo
 }
 
 void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m) {
-  nlohmann::json out = nlohmann::json::array();
+  protocol::list_nodes_reply reply;
   for (const node_entry& n : nodes_) {
-    protocol::node_info info;
+    protocol::listed_node info;
     info.name = n.name;
     switch (sched_.machine().at(n.index).state) {
       case core::node_state::up: info.state = protocol::node_state::up; break;
@@ -160,11 +162,10 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
     std::sort(info.jobs.begin(), info.jobs.end());
     info.memory_mb = n.memory_mb;
     info.gpus = n.gpus;
-    nlohmann::json j = protocol::to_json(info);
-    j["connected"] = static_cast<bool>(n.conn);
-    out.push_back(std::move(j));
+    info.connected = static_cast<bool>(n.conn);
+    reply.nodes.push_back(std::move(info));
   }
-  c->send(protocol::ok{m.id, {{"nodes", std::move(out)}}});
+  c->send(protocol::make_ok(m.id, reply));
 }
 
 void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
