@@ -1,7 +1,9 @@
 // agent: connection, handshake and registration, heartbeats, launch and kill
 // handling, and reliable reporting of job ends.
 #include "agent.hpp"
+#include "job_environment.hpp"
 #include "job_process.hpp"
+#include "job_script.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,9 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fcntl.h>
 #include <pwd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -25,8 +25,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "aqs/mpi_adapter/launch.hpp"
-#include "core/output_pattern.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/replies.hpp"
 
@@ -45,29 +43,6 @@ std::string host_name() {
   return buf;
 }
 
-// AQS_CPUS: "3,0,1" (one node-local cpu per processor of the job's map).
-std::string join_numbers(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(v[i]);
-  }
-  return out;
-}
-
-// AQS_HOSTS: the host of every processor, runs written once: "a*4,b*2".
-std::string join_hosts(const std::vector<std::string>& v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size();) {
-    std::size_t j = i;
-    while (j < v.size() && v[j] == v[i]) ++j;
-    if (!out.empty()) out += ',';
-    out += v[i] + "*" + std::to_string(j - i);
-    i = j;
-  }
-  return out;
-}
-
 }  // namespace
 
 agent::agent(asio::io_context& io, agent_options options, std::function<void(const std::string&)> on_fatal)
@@ -75,7 +50,9 @@ agent::agent(asio::io_context& io, agent_options options, std::function<void(con
       options_(std::move(options)),
       on_fatal_(std::move(on_fatal)),
       supervisor_(io, [this](const job_outcome& o) { on_job_end(o); }, options_.spool, fencing_for(options_)),
-      backoff_timer_(io) {}
+      backoff_timer_(io),
+      output_(io, [this](protocol::output o) { send_output(std::move(o)); },
+              [this](const job_outcome& o) { report_end(o); }) {}
 
 agent::~agent() { stop(); }
 
@@ -94,28 +71,7 @@ void agent::log(const std::string& line) const {
 }
 
 void agent::start() {
-  const std::string spool = options_.spool.string();
-  std::error_code ec;
-  std::filesystem::create_directories(options_.spool.parent_path(), ec);
-  if (::mkdir(spool.c_str(), 0711) != 0 && errno != EEXIST) {
-    throw std::runtime_error("cannot create spool directory " + spool + ": " + std::strerror(errno));
-  }
-  // A root agent writes job scripts here and hands them to their users: a
-  // directory someone else prepared (or a symlink to one) would let them
-  // redirect those writes onto any file.
-  struct stat sb {};
-  if (::lstat(spool.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-    throw std::runtime_error("spool " + spool + " is not a directory (a symlink?): refusing to use it");
-  }
-  if (sb.st_uid != ::geteuid()) {
-    throw std::runtime_error("spool directory " + spool + " belongs to uid " + std::to_string(sb.st_uid) +
-                             ", not to this agent's uid " + std::to_string(::geteuid()) + ": refusing to use it");
-  }
-  // Jobs run as their users and must be able to execute their own script,
-  // but not list or create entries.
-  if (::chmod(spool.c_str(), 0711) != 0) {
-    throw std::runtime_error("cannot set the mode of spool directory " + spool + ": " + std::strerror(errno));
-  }
+  prepare_spool(options_.spool);
   // Jobs a previous agent on this spool left running (it was killed, or
   // the machine's agent was upgraded) are ours again; those that ended
   // meanwhile are reported once aqsd is reached.
@@ -463,139 +419,64 @@ void agent::handle(protocol::message m) {
 }
 
 void agent::handle_launch(const protocol::launch& l) {
-  auto refuse = [&](protocol::error_code code, const std::string& why) {
-    log("job " + std::to_string(l.job_id) + " not started: " + why);
-    send(protocol::error{l.id, code, why});
-  };
   if (supervisor_.is_running(l.job_id)) {
     send(protocol::ok{l.id, {}});  // a repeated launch after a reconnect: already running
     return;
   }
   if (draining_) {
-    return refuse(protocol::error_code::invalid_state, "node " + options_.name + " is shutting down");
+    return refuse_launch(l, protocol::error_code::invalid_state, "node " + options_.name + " is shutting down");
   }
   const bool root = ::geteuid() == 0;
   if (!root && static_cast<uid_t>(l.uid) != ::getuid()) {
-    return refuse(protocol::error_code::permission_denied,
-                  "this agent runs as uid " + std::to_string(::getuid()) + " and cannot start jobs of uid " +
-                      std::to_string(l.uid) + " (run aqs-node as root)");
+    return refuse_launch(l, protocol::error_code::permission_denied,
+                         "this agent runs as uid " + std::to_string(::getuid()) + " and cannot start jobs of uid " +
+                             std::to_string(l.uid) + " (run aqs-node as root)");
   }
-  launch_spec spec;
-  if (root) {
-    spec.uid = static_cast<uid_t>(l.uid);
-    spec.gid = static_cast<gid_t>(l.gid);
-  }
-  spec.workdir = l.job.workdir;
-  // The submitter's (old clients send none: the traditional 0022).
-  spec.umask = static_cast<mode_t>(l.job.umask.value_or(022) & 0777);
-  // The job's own environment, then what AQS tells every job.
-  const std::vector<std::pair<std::string, std::string>> ours = {
-      {"AQS_JOB_ID", std::to_string(l.job_id)}, {"AQS_JOB_NAME", l.job.name},
-      {"AQS_PROCS", l.procs},                    {"AQS_NPROCS", std::to_string(l.nprocs)},
-      {"AQS_NODELIST", l.nodelist},              {"AQS_NODENAME", options_.name}};
-  std::vector<std::pair<std::string, std::string>> extra;
-  // Where a job's shim (and fsub inside a job) finds aqsd.
-  if (options_.socket_path) extra.emplace_back("AQS_SOCKET", *options_.socket_path);
-  if (options_.server) extra.emplace_back("AQS_SERVER", *options_.server);
-  if (!l.proc_cpus.empty()) {
-    extra.emplace_back("AQS_CPUS", join_numbers(l.proc_cpus));
-    extra.emplace_back("AQS_HOSTS", join_hosts(l.proc_hosts));
-  }
-  if (l.uid == 0) {
-    extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
-    extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-  }
-  // The job's plain `mpirun ./app` starts one rank per processor of its map
-  // on that processor's host (aqs::mpi_adapter's hostfile and variables;
-  // daemons on other hosts through aqs-rsh). A rigid job's rankfile binds
-  // each rank to its cpu; an adaptive job's shim pins its ranks itself and
-  // spawns more on the processors it gains, on any host.
-  bool placed = false;
-  if (!l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size()) {
-    try {
-      mpi_adapter::allocation a;
-      a.procs = mpi_adapter::make_processors(l.proc_hosts, std::vector<int>(l.proc_cpus.begin(), l.proc_cpus.end()));
-      a.launch_agent = options_.rsh_agent;
-      a.tcp_interfaces = options_.mpi_interfaces;
-      a.adaptive = l.job.adaptive;
-      a.spare_hosts = l.spare_hosts;
-      const auto files = mpi_adapter::write_launch_files(mpi_dir(l.job_id), a);
-      for (auto& kv : mpi_adapter::launch_environment(a, files)) extra.push_back(std::move(kv));
-      placed = true;
-    } catch (const std::exception& e) {
-      log("job " + std::to_string(l.job_id) + ": no MPI launch files (its mpirun keeps OpenMPI's defaults): " +
-          e.what());
-    }
-  }
-  // The shim still pins and spawns: mpirun must neither bind nor refuse to
-  // start more ranks than it has slots.
-  if (l.job.adaptive && !placed) {
-    for (auto& kv : mpi_adapter::adaptive_placement()) extra.push_back(std::move(kv));
-  }
-  for (const auto& kv : l.job.environment) {
-    const std::string key = kv.substr(0, kv.find('='));
-    bool shadowed = key == "AQS_JOB_TOKEN" || key == "AQS_CPUS" || key == "AQS_HOSTS";
-    for (const auto& [k, v] : extra) shadowed = shadowed || k == key;
-    for (const auto& [k, v] : ours) shadowed = shadowed || k == key;
-    if (!shadowed) spec.env.push_back(kv);
-  }
-  for (const auto& [k, v] : ours) spec.env.push_back(k + "=" + v);
-  for (const auto& [k, v] : extra) spec.env.push_back(k + "=" + v);
-  if (l.job_token) spec.env.push_back("AQS_JOB_TOKEN=" + *l.job_token);
-
-  const core::pattern_values values{l.job_id, l.job.name, l.user};
-  spec.stdout_path = core::expand_output_pattern(l.job.stdout_pattern, values);
-  if (l.job.stderr_pattern) spec.stderr_path = core::expand_output_pattern(*l.job.stderr_pattern, values);
-  for (auto c : l.local_cpus) spec.cpus.push_back(static_cast<int>(c));
+  const node_environment node{options_.name, options_.socket_path, options_.server, options_.rsh_agent,
+                              options_.mpi_interfaces};
+  launch_spec spec = job_environment(l, node, root, mpi_launch_dir(options_.spool, l.job_id),
+                                     [this](const std::string& why) { log(why); });
+  set_output_files(l, spec);
 
   if (l.job.script) {
-    const auto path = options_.spool / ("job-" + std::to_string(l.job_id) + ".script");
-    // A fresh file, never one that was there (or a link planted in its place).
-    ::unlink(path.c_str());
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
-    bool written = fd >= 0;
-    if (written) {
-      const std::string& text = *l.job.script;
-      std::size_t off = 0;
-      while (written && off < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-        written = n > 0;
-        off += written ? static_cast<std::size_t>(n) : 0;
-      }
-      if (root && written) written = ::fchown(fd, spec.uid.value_or(0), spec.gid.value_or(0)) == 0;
-      ::close(fd);
-    }
-    if (!written) {
+    const auto path = script_path(options_.spool, l.job_id);
+    std::optional<file_owner> owner;  // mode 0700: the job's user must own it to run it
+    if (root) owner = file_owner{static_cast<uid_t>(l.uid), static_cast<gid_t>(l.gid)};
+    if (!write_job_script(path, *l.job.script, owner)) {
       std::error_code ec;
-      std::filesystem::remove_all(mpi_dir(l.job_id), ec);
-      return refuse(protocol::error_code::internal, "cannot write the job script to " + path.string());
+      std::filesystem::remove_all(mpi_launch_dir(options_.spool, l.job_id), ec);
+      return refuse_launch(l, protocol::error_code::internal, "cannot write the job script to " + path.string());
     }
-    // A script without a shebang runs with /bin/sh, as sbatch scripts do.
-    if (l.job.script->rfind("#!", 0) != 0) spec.argv.push_back("/bin/sh");
-    spec.argv.push_back(path.string());
+    spec.argv = script_command(path, *l.job.script);
   }
   spec.argv.insert(spec.argv.end(), l.job.argv.begin(), l.job.argv.end());
 
+  // Interactive (frun): output goes through pipes to aqsd, not to files.
+  output_pipes pipes;
+  if (l.job.interactive) {
+    if (!pipes.open()) {
+      const std::string why = std::string("cannot create pipes: ") + std::strerror(errno);
+      return refuse_launch(l, protocol::error_code::internal, why);
+    }
+    pipes.attach(spec);
+  }
   std::optional<std::chrono::milliseconds> limit;
   if (l.job.walltime_s) limit = std::chrono::seconds(*l.job.walltime_s);
-  // Interactive (frun): output goes through pipes to aqsd, not to files.
-  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  if (l.job.interactive) {
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-      for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
-        if (fd >= 0) ::close(fd);
-      }
-      return refuse(protocol::error_code::internal, std::string("cannot create pipes: ") + std::strerror(errno));
-    }
-    spec.stdout_fd = out_pipe[1];
-    spec.stderr_fd = err_pipe[1];
+  try {
+    supervisor_.start_async(l.job_id, spec, limit, options_.timeout_grace, on_started(l));
+  } catch (const std::exception& e) {
+    remove_job_files(options_.spool, l.job_id);  // a job that never started leaves nothing
+    return refuse_launch(l, protocol::error_code::bad_request, e.what());
   }
-  const std::int64_t job_id = l.job_id, request = l.id;
-  auto forget_script = [this, job_id] {
-    std::error_code ec;
-    std::filesystem::remove(options_.spool / ("job-" + std::to_string(job_id) + ".script"), ec);
-    std::filesystem::remove_all(mpi_dir(job_id), ec);  // a job that never started leaves nothing
-  };
+  if (l.job.interactive) output_.forward(l.job_id, std::move(pipes));
+}
+
+void agent::refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why) {
+  log("job " + std::to_string(l.job_id) + " not started: " + why);
+  send(protocol::error{l.id, code, why});
+}
+
+job_supervisor::started_callback agent::on_started(const protocol::launch& l) {
   // The step starts the job while we go on; its answer comes back here.
   // The answer belongs to this connection: after a reconnect its request id
   // means nothing (or another request) to aqsd, which sends the launch again
@@ -604,15 +485,10 @@ void agent::handle_launch(const protocol::launch& l) {
   auto answer = [this, generation](protocol::message m) {
     if (connected_ && generation == generation_) send(m);
   };
-  auto started = [this, job_id, request, forget_script, answer](std::optional<std::string> error) {
+  return [this, job_id = l.job_id, request = l.id, answer](std::optional<std::string> error) {
     if (error) {
-      forget_script();
-      auto s = streams_.find(job_id);
-      if (s != streams_.end()) {
-        boost::system::error_code ignored;
-        if (s->second.out) s->second.out->close(ignored);
-        if (s->second.err) s->second.err->close(ignored);
-      }
+      remove_job_files(options_.spool, job_id);  // a job that never started leaves nothing
+      output_.abandon(job_id);
       log("job " + std::to_string(job_id) + " not started: " + *error);
       answer(protocol::error{request, protocol::error_code::bad_request, *error});
       return;
@@ -620,46 +496,6 @@ void agent::handle_launch(const protocol::launch& l) {
     answer(protocol::ok{request, {}});
     report(protocol::job_started{0, job_id});
   };
-  try {
-    supervisor_.start_async(l.job_id, spec, limit, options_.timeout_grace, started);
-  } catch (const std::exception& e) {
-    forget_script();
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) {
-      if (fd >= 0) ::close(fd);
-    }
-    return refuse(protocol::error_code::bad_request, e.what());
-  }
-  if (l.job.interactive) {
-    ::close(out_pipe[1]);  // the step has its own copies now
-    ::close(err_pipe[1]);
-    job_streams& js = streams_[l.job_id];
-    js.out = std::make_unique<asio::posix::stream_descriptor>(io_, out_pipe[0]);
-    js.err = std::make_unique<asio::posix::stream_descriptor>(io_, err_pipe[0]);
-    js.open = 2;
-    asio::co_spawn(io_, read_stream(l.job_id, false), asio::detached);
-    asio::co_spawn(io_, read_stream(l.job_id, true), asio::detached);
-  }
-}
-
-awaitable<void> agent::read_stream(std::int64_t job_id, bool is_stderr) {
-  std::array<char, 64 * 1024> buf{};
-  while (true) {
-    auto it = streams_.find(job_id);
-    if (it == streams_.end()) co_return;
-    auto& d = is_stderr ? it->second.err : it->second.out;
-    if (!d || !d->is_open()) break;
-    boost::system::error_code ec;
-    const std::size_t n = co_await d->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
-    if (n > 0) {
-      protocol::output o;
-      o.job_id = job_id;
-      o.stream = is_stderr ? "stderr" : "stdout";
-      o.data.assign(buf.data(), n);
-      send_output(std::move(o));
-    }
-    if (ec) break;  // EOF: every writer is gone (or we gave up waiting)
-  }
-  stream_closed(job_id);
 }
 
 void agent::send_output(protocol::output o) {
@@ -680,34 +516,9 @@ void agent::send_output(protocol::output o) {
   if (dropped) log("aqsd is away: dropped the oldest interactive output beyond 4 MiB");
 }
 
-void agent::stream_closed(std::int64_t job_id) {
-  auto it = streams_.find(job_id);
-  if (it == streams_.end()) return;
-  if (--it->second.open > 0) return;
-  std::optional<job_outcome> ended = std::move(it->second.ended);
-  streams_.erase(it);
-  if (ended) report_end(*ended);
-}
-
 void agent::on_job_end(const job_outcome& o) {
-  auto it = streams_.find(o.job_id);
-  if (it != streams_.end() && it->second.open > 0) {
-    // Its output first: the end is reported once the pipes are drained. A
-    // process that escaped the job's group and keeps them open gets 2 s.
-    it->second.ended = o;
-    it->second.linger = std::make_unique<asio::steady_timer>(io_, 2s);
-    const std::int64_t id = o.job_id;
-    it->second.linger->async_wait([this, id](boost::system::error_code ec) {
-      if (ec) return;
-      auto s = streams_.find(id);
-      if (s == streams_.end()) return;
-      boost::system::error_code ignored;
-      if (s->second.out) s->second.out->close(ignored);
-      if (s->second.err) s->second.err->close(ignored);
-    });
-    return;
-  }
-  report_end(o);
+  // An interactive job's output first: its end is reported once its pipes are drained.
+  if (!output_.hold_end(o)) report_end(o);
 }
 
 std::string default_rsh_agent() {
@@ -728,30 +539,12 @@ void agent::remove_stale_job_files() {
   // died between writing them and the job's start or end. (Adopted jobs
   // that ended meanwhile have already been reported, and theirs removed.)
   std::error_code ec;
-  std::vector<std::filesystem::path> stale;
-  for (const auto& e : std::filesystem::directory_iterator(options_.spool, ec)) {
-    const std::string name = e.path().filename().string();
-    const auto ext = e.path().extension().string();
-    if (name.rfind("job-", 0) != 0 || (ext != ".mpi" && ext != ".script")) continue;
-    std::int64_t id = 0;
-    try {
-      id = std::stoll(e.path().stem().string().substr(4));
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (!supervisor_.is_running(id)) stale.push_back(e.path());
-  }
+  const auto stale = stale_job_files(options_.spool, [this](std::int64_t id) { return supervisor_.is_running(id); });
   for (const auto& p : stale) std::filesystem::remove_all(p, ec);
 }
 
-std::filesystem::path agent::mpi_dir(std::int64_t job_id) const {
-  return options_.spool / ("job-" + std::to_string(job_id) + ".mpi");
-}
-
 void agent::report_end(const job_outcome& o) {
-  std::error_code ec;
-  std::filesystem::remove(options_.spool / ("job-" + std::to_string(o.job_id) + ".script"), ec);
-  std::filesystem::remove_all(mpi_dir(o.job_id), ec);
+  remove_job_files(options_.spool, o.job_id);
   if (ended_for_leaving_.count(o.job_id) != 0 && o.state == core::job_state::cancelled) {
     // Killed because this node is leaving: node_leaving tells aqsd, which
     // ends it as on a node failure (NODE_FAIL, or requeued).

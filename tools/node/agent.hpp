@@ -19,9 +19,9 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "job_output.hpp"
 #include "job_supervisor.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
@@ -99,22 +99,13 @@ private:
   void report(protocol::message m);  // a request kept until acknowledged
   void handle(protocol::message m);
   void handle_launch(const protocol::launch& l);
+  void refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why);
+  // What the launch's answer does once the step has started the job or failed to.
+  job_supervisor::started_callback on_started(const protocol::launch& l);
   void on_job_end(const job_outcome& o);
   void report_end(const job_outcome& o);
-  // Where a job's MPI launch files (hostfile, rankfile) live while it runs.
-  std::filesystem::path mpi_dir(std::int64_t job_id) const;
   // At start, after adopting: removes spool files of jobs not running here.
   void remove_stale_job_files();
-  // Interactive jobs: their stdout/stderr pipes, read until EOF and sent as
-  // output messages; the job's end is reported only after both are drained.
-  struct job_streams {
-    std::unique_ptr<boost::asio::posix::stream_descriptor> out, err;
-    int open = 0;
-    std::optional<job_outcome> ended;
-    std::unique_ptr<boost::asio::steady_timer> linger;
-  };
-  boost::asio::awaitable<void> read_stream(std::int64_t job_id, bool is_stderr);
-  void stream_closed(std::int64_t job_id);
   void send_output(protocol::output o);
   void fail(const std::string& why);
   void log(const std::string& line) const;
@@ -137,7 +128,7 @@ private:
   std::uint64_t generation_ = 0;  // connection count: old heartbeat loops stop
   std::int64_t next_id_ = 1;
   std::map<std::int64_t, protocol::message> outbox_;  // id -> unacknowledged report
-  std::map<std::int64_t, job_streams> streams_;       // interactive jobs
+  output_forwarder output_;                           // interactive jobs' stdout and stderr
   std::deque<protocol::output> pending_output_;       // while aqsd is away (bounded)
   std::size_t pending_output_bytes_ = 0;
   std::set<std::int64_t> ended_for_leaving_;  // killed by shutdown(): aqsd ends them with the node

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "client/exec_path.hpp"
+#include "unique_fd.hpp"
 
 namespace aqs::node {
 
@@ -106,17 +107,13 @@ pid_t launch(const launch_spec& spec) {
   }
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
+  unique_fd error_r(pipefd[0]), error_w(pipefd[1]);
 
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    throw launch_error(std::string("fork failed: ") + std::strerror(err));
-  }
+  if (pid < 0) throw launch_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
-    const int fd = pipefd[1];
-    ::close(pipefd[0]);
+    const int fd = error_w.get();
+    error_r.reset();
     if (::setpgid(0, 0) != 0) child_fail(fd, k_setpgid);
     // The agent may ignore or block signals; the job starts with defaults.
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);
@@ -156,13 +153,13 @@ pid_t launch(const launch_spec& spec) {
     ::execve(exe.c_str(), argv.data(), envp.data());
     child_fail(fd, k_exec);
   }
-  ::close(pipefd[1]);
+  error_w.reset();
   child_failure failure{};
   ssize_t got;
   do {
-    got = ::read(pipefd[0], &failure, sizeof failure);
+    got = ::read(error_r.get(), &failure, sizeof failure);
   } while (got < 0 && errno == EINTR);
-  ::close(pipefd[0]);
+  error_r.reset();
   if (got == static_cast<ssize_t>(sizeof failure)) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -187,11 +184,10 @@ struct proc_stat {
 std::optional<proc_stat> read_proc_stat(pid_t pid) noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   char buf[512];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
   if (n <= 0) return std::nullopt;
   buf[n] = '\0';
   const char* p = std::strrchr(buf, ')');
@@ -242,11 +238,12 @@ int signal_tagged(std::int64_t job_id, int sig) noexcept {
     if (end == e->d_name || *end != '\0' || pid <= 1 || pid == self) continue;
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%ld/environ", pid);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+    const unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
     std::size_t len = 0;
-    for (ssize_t r; len < env.size() && (r = ::read(fd, env.data() + len, env.size() - len)) > 0;) len += static_cast<std::size_t>(r);
-    ::close(fd);
+    for (ssize_t r; len < env.size() && (r = ::read(fd.get(), env.data() + len, env.size() - len)) > 0;) {
+      len += static_cast<std::size_t>(r);
+    }
     // Entries are NUL-terminated: look for a whole "AQS_JOB_ID=N" entry.
     for (std::size_t at = 0; at < len;) {
       const char* entry = env.data() + at;

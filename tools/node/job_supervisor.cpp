@@ -23,11 +23,6 @@
 
 namespace aqs::node {
 
-void job_supervisor::unique_fd::reset() noexcept {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
 job_supervisor::job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool,
                                std::optional<fencing> fence)
     : io_(io), on_exit_(std::move(on_exit)), spool_(std::move(spool)), sigchld_(io, SIGCHLD), fence_(fence) {
@@ -80,10 +75,10 @@ std::int64_t now_ms() {
 // No fsync: the records must outlive the agent, not the machine (whose
 // crash ends the jobs too), and a flush per job would cost more than the job.
 bool write_atomically(const char* path, const char* tmp, const char* text, std::size_t len) {
-  const int fd = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, text, len) == static_cast<ssize_t>(len);
-  ::close(fd);
+  unique_fd fd(::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return false;
+  const bool ok = ::write(fd.get(), text, len) == static_cast<ssize_t>(len);
+  fd.reset();
   return ok && ::rename(tmp, path) == 0;
 }
 
@@ -137,7 +132,7 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  const int sfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  unique_fd sfd(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fence) lease = -1;
   std::int64_t lost_at = -1;  // when the lease was found lost; -1: it is held
   bool termed = false, killed = false;
@@ -145,7 +140,7 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
     int status = 0;
     for (pid_t p; (p = ::waitpid(-1, &status, WNOHANG)) > 0;) {
       if (p == pgid) {
-        if (sfd >= 0) ::close(sfd);
+        sfd.reset();
         if (killed || termed) {
           // Fenced: no agent is there to reap what dies now; wait (a
           // moment, bounded) for what the SIGKILL hit.
@@ -182,11 +177,11 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
         }
       }
     }
-    if (sfd < 0 && (timeout < 0 || timeout > 100)) timeout = 100;  // no signalfd: poll for the job's end
-    pollfd fds[2] = {{sfd, POLLIN, 0}, {lease >= 0 && lost_at < 0 && !killed ? lease : -1, POLLIN, 0}};
+    if (!sfd && (timeout < 0 || timeout > 100)) timeout = 100;  // no signalfd: poll for the job's end
+    pollfd fds[2] = {{sfd.get(), POLLIN, 0}, {lease >= 0 && lost_at < 0 && !killed ? lease : -1, POLLIN, 0}};
     if (::poll(fds, 2, timeout) > 0 && (fds[0].revents & POLLIN)) {
       signalfd_siginfo info[8];
-      while (::read(sfd, info, sizeof info) > 0) {
+      while (::read(sfd.get(), info, sizeof info) > 0) {
       }
     }
   }
@@ -210,22 +205,19 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
   ::unlink(lease_path.c_str());
   unique_fd lease_r, lease_w;
   if (fence_ && ::mkfifo(lease_path.c_str(), 0600) == 0) {
-    lease_r = unique_fd(::open(lease_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
-    if (lease_r.fd >= 0) lease_w = unique_fd(::open(lease_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
-    if (lease_w.fd < 0) lease_r.reset();
+    lease_r.reset(::open(lease_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (lease_r) lease_w.reset(::open(lease_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (!lease_w) lease_r.reset();
   }
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
+  unique_fd report_r(report[0]), report_w(report[1]);
   const pid_t step = ::fork();
-  if (step < 0) {
-    ::close(report[0]);
-    ::close(report[1]);
-    throw launch_error(std::string("fork failed: ") + std::strerror(errno));
-  }
+  if (step < 0) throw launch_error(std::string("fork failed: ") + std::strerror(errno));
   if (step == 0) {
     // The step: a single-threaded copy of the agent that outlives it. It
     // keeps nothing of the agent's (above all not its connection to aqsd).
-    ::close(report[0]);
+    report_r.reset();
     ::setsid();
     // Orphans of the job (an MPI daemon whose mpirun died) stay ours, so a
     // fencing kill still finds them by descent when the agent is gone.
@@ -237,7 +229,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     sigaddset(&only_chld, SIGCHLD);  // read through a signalfd (step_wait); the job unblocks it
     ::sigprocmask(SIG_SETMASK, &only_chld, nullptr);
     lease_w.reset();
-    close_all_but({report[1], spec.stdout_fd, spec.stderr_fd, lease_r.fd});
+    close_all_but({report_w.get(), spec.stdout_fd, spec.stderr_fd, lease_r.get()});
     std::string said;
     pid_t pgid = 0;
     try {
@@ -246,12 +238,12 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     } catch (const std::exception& e) {
       said = std::string("E") + e.what();
     }
-    (void)!::write(report[1], said.data(), said.size());
-    ::close(report[1]);
+    (void)!::write(report_w.get(), said.data(), said.size());
+    report_w.reset();
     if (spec.stdout_fd >= 0) ::close(spec.stdout_fd);
     if (spec.stderr_fd >= 0) ::close(spec.stderr_fd);
     if (pgid <= 0) ::_exit(0);
-    const int status = step_wait(pgid, job_id, lease_r.fd, fence_);
+    const int status = step_wait(pgid, job_id, lease_r.get(), fence_);
     ::kill(-pgid, SIGKILL);  // what the job left in its group,
     signal_session(::getpid(), ::getpid(), SIGKILL);  // in the step's session,
     signal_tagged(job_id, SIGKILL);  // and what left both (still ours: we are its subreaper)
@@ -260,14 +252,14 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
     ::_exit(0);
   }
-  ::close(report[1]);
+  report_w.reset();
   lease_r.reset();
   job& j = jobs_[job_id];
   j.id = job_id;
   j.step = step;
   j.starting = true;
   j.lease = std::move(lease_w);
-  j.report = std::make_unique<boost::asio::posix::stream_descriptor>(io_, report[0]);
+  j.report = std::make_unique<boost::asio::posix::stream_descriptor>(io_, report_r.release());
   j.limit_ms = time_limit;
   j.grace = grace;
   j.started = std::move(started);
@@ -383,8 +375,8 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     }
     const bool step_alive = ::kill(static_cast<pid_t>(step), 0) == 0 && start_ticks(static_cast<pid_t>(step)) == ticks;
     // pidfd_open(2) by number: glibc 2.36's <sys/pidfd.h> is not usable from C++.
-    const int fd = step_alive ? static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(step), 0)) : -1;
-    if (fd < 0) {
+    unique_fd pidfd(step_alive ? static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(step), 0)) : -1);
+    if (!pidfd) {
       // The step is gone without a word (killed with its agent): the job
       // cannot be trusted to be whole; end what is left of it.
       signal_job(static_cast<pid_t>(pgid), static_cast<pid_t>(step), SIGKILL);
@@ -400,7 +392,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     // Holding the lease again tells the step its job is adopted: it is not
     // fenced. A step of an agent without leases has no FIFO: nothing to do.
     j.lease = unique_fd(::open(record(id, "lease").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
-    j.pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
+    j.pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd.release());
     j.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code e) {
       if (!e) step_ended(id, 0);
     });

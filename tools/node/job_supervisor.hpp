@@ -19,6 +19,7 @@
 
 #include "core/job_state.hpp"
 #include "job_process.hpp"
+#include "unique_fd.hpp"
 
 namespace aqs::node {
 
@@ -106,23 +107,6 @@ public:
   bool is_running(std::int64_t job_id) const { return jobs_.count(job_id) != 0; }
 
 private:
-  // An owned file descriptor (the write end of a step's lease).
-  struct unique_fd {
-    int fd = -1;
-    unique_fd() = default;
-    explicit unique_fd(int f) : fd(f) {}
-    unique_fd(unique_fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
-    unique_fd& operator=(unique_fd&& o) noexcept {
-      if (this != &o) {
-        reset();
-        fd = o.fd;
-        o.fd = -1;
-      }
-      return *this;
-    }
-    ~unique_fd() { reset(); }
-    void reset() noexcept;
-  };
   struct job {
     std::int64_t id = 0;
     pid_t pgid = 0;
