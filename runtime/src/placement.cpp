@@ -3,6 +3,9 @@
 
 #include <charconv>
 #include <stdexcept>
+#include <string>
+
+#include "core/processor_set.hpp"
 
 namespace aqs::runtime {
 
@@ -31,15 +34,17 @@ void for_each_item(std::string_view text, F f) {
 }  // namespace
 
 std::vector<int> parse_map(std::string_view map) {
-  std::vector<int> procs;
-  for (std::size_t i = 0; i < map.size(); ++i) {
-    if (map[i] == '1') {
-      procs.push_back(static_cast<int>(i));
-    } else if (map[i] != '0') {
-      throw std::invalid_argument("bad processor map: only 0 and 1 may appear");
-    }
+  // The one parser of the 0/1 form, the scheduling core's.
+  core::processor_set set;
+  try {
+    set = core::processor_set::from_string(map);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("bad ") + e.what());
   }
-  if (procs.empty()) throw std::invalid_argument("bad processor map: no processor in it");
+  if (set.none()) throw std::invalid_argument("bad processor map: no processor in it");
+  std::vector<int> procs;
+  procs.reserve(set.count());
+  set.for_each([&](std::size_t p) { procs.push_back(static_cast<int>(p)); });
   return procs;
 }
 

@@ -25,6 +25,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "logging/log.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/replies.hpp"
 
@@ -63,12 +64,8 @@ fencing fencing_for(const agent_options& o) {
   return fencing{kill - std::min<ms>(2000ms, kill / 2), kill};
 }
 
-void agent::log(const std::string& line) const {
-  std::time_t t = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
-  std::fprintf(stderr, "%s aqs-node[%s]: %s\n", stamp, options_.name.c_str(), line.c_str());
-}
+void agent::log(const std::string& line) const { logging::info("{}", line); }
+void agent::warn(const std::string& line) const { logging::warn("{}", line); }
 
 void agent::start() {
   prepare_spool(options_.spool);
@@ -102,7 +99,7 @@ awaitable<void> agent::drain(std::function<void()> done) {
     boost::system::error_code ec;
     co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
   }
-  if (!outbox_.empty()) log(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
+  if (!outbox_.empty()) warn(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
   if (connected_) {
     // The jobs are gone: now aqsd may take the node DOWN (and requeue them
     // elsewhere) at once rather than after its heartbeat timeout. It closes
@@ -116,7 +113,7 @@ awaitable<void> agent::drain(std::function<void()> done) {
       boost::system::error_code ec;
       co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
     }
-    if (!left_) log("aqsd did not acknowledge that this node is leaving");
+    if (!left_) warn("aqsd did not acknowledge that this node is leaving");
   }
   stop();
   if (done) done();
@@ -163,7 +160,7 @@ bool agent::connect_endpoint(asio::generic::stream_protocol::endpoint& ep, std::
   boost::system::error_code ec;
   auto results = resolver.resolve(host, port, ec);
   if (ec || results.empty()) {
-    if (last_error_ != ec.message()) log("cannot resolve " + where + ": " + (last_error_ = ec.message()));
+    if (last_error_ != ec.message()) warn("cannot resolve " + where + ": " + (last_error_ = ec.message()));
     return false;
   }
   ep = asio::generic::stream_protocol::endpoint(results.begin()->endpoint());
@@ -180,7 +177,7 @@ awaitable<bool> agent::serve_once() {
   boost::system::error_code ec;
   co_await sock_->async_connect(ep, asio::redirect_error(use_awaitable, ec));
   if (ec) {
-    if (last_error_ != ec.message()) log("cannot reach aqsd at " + where + ": " + (last_error_ = ec.message()) + " (retrying)");
+    if (last_error_ != ec.message()) warn("cannot reach aqsd at " + where + ": " + (last_error_ = ec.message()) + " (retrying)");
     co_return false;
   }
   decoder_ = protocol::frame_decoder();
@@ -221,7 +218,7 @@ awaitable<bool> agent::converse(const std::string& where) {
     if (transient(e->code)) {
       // aqsd is busy (its connection limits) or failed for a moment: the
       // node's jobs must not pay for that with an agent that gives up.
-      if (last_error_ != e->message) log("aqsd at " + where + " cannot take this agent now: " + (last_error_ = e->message) + " (retrying)");
+      if (last_error_ != e->message) warn("aqsd at " + where + " cannot take this agent now: " + (last_error_ = e->message) + " (retrying)");
       co_return false;
     }
     fail("aqsd at " + where + " refused this agent: " + e->message);
@@ -243,7 +240,7 @@ awaitable<bool> agent::converse(const std::string& where) {
     if (e->code == protocol::error_code::invalid_state || transient(e->code)) {
       // The name is still held by our previous connection (aqsd has not yet
       // seen it close) or by another agent: wait and try again.
-      if (last_error_ != e->message) log("aqsd refused to register node " + options_.name + ": " + (last_error_ = e->message));
+      if (last_error_ != e->message) warn("aqsd refused to register node " + options_.name + ": " + (last_error_ = e->message));
       co_return false;
     }
     fail("aqsd refused to register node " + options_.name + ": " + e->message);
@@ -306,7 +303,7 @@ std::optional<protocol::message> agent::take_frame() {
     try {
       return protocol::parse_message(std::string_view(body));
     } catch (const protocol::protocol_error& e) {
-      log(std::string("ignoring a malformed message from aqsd: ") + e.what());
+      warn(std::string("ignoring a malformed message from aqsd: ") + e.what());
     }
   }
   return std::nullopt;
@@ -323,7 +320,7 @@ awaitable<std::optional<protocol::message>> agent::read_one() {
     try {
       decoder_.feed(std::string_view(buf_.data(), n), frames_);
     } catch (const protocol::protocol_error& e) {
-      log(std::string("broken frame from aqsd, reconnecting: ") + e.what());
+      warn(std::string("broken frame from aqsd, reconnecting: ") + e.what());
       framing_ok = false;
     }
     if (!framing_ok) {
@@ -345,7 +342,7 @@ void agent::send(const protocol::message& m) {
   try {
     frame = protocol::encode(m);
   } catch (const protocol::protocol_error& e) {
-    log(std::string("cannot encode ") + std::string(protocol::type_of(m)) + ": " + e.what());
+    warn(std::string("cannot encode ") + std::string(protocol::type_of(m)) + ": " + e.what());
     return;
   }
   out_.push_back(std::move(frame));
@@ -412,7 +409,7 @@ void agent::handle(protocol::message m) {
       outbox_.erase(it);
     }
   } else if (auto* e = std::get_if<protocol::error>(&m)) {
-    if (e->id && outbox_.erase(*e->id) > 0) log("aqsd refused a report: " + e->message);
+    if (e->id && outbox_.erase(*e->id) > 0) warn("aqsd refused a report: " + e->message);
   } else {
     log("ignoring " + std::string(protocol::type_of(m)) + " from aqsd");
   }
@@ -472,7 +469,7 @@ void agent::handle_launch(const protocol::launch& l) {
 }
 
 void agent::refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why) {
-  log("job " + std::to_string(l.job_id) + " not started: " + why);
+  warn("job " + std::to_string(l.job_id) + " not started: " + why);
   send(protocol::error{l.id, code, why});
 }
 
@@ -489,7 +486,7 @@ job_supervisor::started_callback agent::on_started(const protocol::launch& l) {
     if (error) {
       remove_job_files(options_.spool, job_id);  // a job that never started leaves nothing
       output_.abandon(job_id);
-      log("job " + std::to_string(job_id) + " not started: " + *error);
+      warn("job " + std::to_string(job_id) + " not started: " + *error);
       answer(protocol::error{request, protocol::error_code::bad_request, *error});
       return;
     }
@@ -513,7 +510,7 @@ void agent::send_output(protocol::output o) {
     pending_output_.pop_front();
     dropped = true;
   }
-  if (dropped) log("aqsd is away: dropped the oldest interactive output beyond 4 MiB");
+  if (dropped) warn("aqsd is away: dropped the oldest interactive output beyond 4 MiB");
 }
 
 void agent::on_job_end(const job_outcome& o) {

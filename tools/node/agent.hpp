@@ -108,7 +108,8 @@ private:
   void remove_stale_job_files();
   void send_output(protocol::output o);
   void fail(const std::string& why);
-  void log(const std::string& line) const;
+  void log(const std::string& line) const;   // aqs::logging, info
+  void warn(const std::string& line) const;  // aqs::logging, warning
   std::int64_t next_id() { return next_id_++; }
 
   boost::asio::io_context& io_;

@@ -14,6 +14,7 @@
 
 #include "agent.hpp"
 #include "aqs/mpi_adapter/launch.hpp"
+#include "logging/log.hpp"
 #include "node_discovery.hpp"
 
 namespace {
@@ -58,6 +59,9 @@ int main(int argc, char** argv) {
                  "aqsd's --heartbeat-timeout (default 10): a job whose agent died and was not restarted in time "
                  "kills itself before aqsd may start it elsewhere")
       ->check(CLI::Range(0.1, 86400.0));
+  std::string log_level;
+  app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -81,6 +85,8 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--name must be 1 to 64 characters without spaces or '/'");
     }
     o.name = name;
+    aqs::logging::set_program("aqs-node[" + name + "]");
+    if (!log_level.empty()) aqs::logging::set_level(*aqs::logging::parse_level(log_level));
     auto found = aqs::node::discover_resources();
     o.cpus = cpus_text.empty() ? found.cpus : aqs::node::parse_cpu_list(cpus_text);
     o.procs = procs > 0 ? procs : static_cast<std::int64_t>(o.cpus.size());
