@@ -4,16 +4,19 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/enum_names.hpp"
+
 namespace aqs::core {
 
-std::string_view to_string(node_state s) noexcept {
-  switch (s) {
-    case node_state::up: return "UP";
-    case node_state::drained: return "DRAINED";
-    case node_state::down: return "DOWN";
-  }
-  return "?";
-}
+namespace {
+constexpr enum_table<node_state, 3> k_node_states = {{
+    {node_state::up, "UP"},
+    {node_state::drained, "DRAINED"},
+    {node_state::down, "DOWN"},
+}};
+}  // namespace
+
+std::string_view to_string(node_state s) noexcept { return name_in(k_node_states, s, "?"); }
 
 cluster cluster::uniform(std::size_t nodes, std::size_t procs_per_node) {
   cluster c;

@@ -1,29 +1,27 @@
 // job_state: names and the transition table.
 #include "core/job_state.hpp"
 
+#include "core/enum_names.hpp"
+
 namespace aqs::core {
 
-std::string_view to_string(job_state s) noexcept {
-  switch (s) {
-    case job_state::pending: return "PENDING";
-    case job_state::running: return "RUNNING";
-    case job_state::resizing: return "RESIZING";
-    case job_state::suspended: return "SUSPENDED";
-    case job_state::completed: return "COMPLETED";
-    case job_state::failed: return "FAILED";
-    case job_state::cancelled: return "CANCELLED";
-    case job_state::timeout: return "TIMEOUT";
-    case job_state::node_fail: return "NODE_FAIL";
-  }
-  return "UNKNOWN";
-}
+namespace {
+constexpr enum_table<job_state, 9> k_names = {{
+    {job_state::pending, "PENDING"},
+    {job_state::running, "RUNNING"},
+    {job_state::resizing, "RESIZING"},
+    {job_state::suspended, "SUSPENDED"},
+    {job_state::completed, "COMPLETED"},
+    {job_state::failed, "FAILED"},
+    {job_state::cancelled, "CANCELLED"},
+    {job_state::timeout, "TIMEOUT"},
+    {job_state::node_fail, "NODE_FAIL"},
+}};
+}  // namespace
 
-std::optional<job_state> parse_job_state(std::string_view text) noexcept {
-  for (job_state s : k_all_job_states) {
-    if (to_string(s) == text) return s;
-  }
-  return std::nullopt;
-}
+std::string_view to_string(job_state s) noexcept { return name_in(k_names, s, "UNKNOWN"); }
+
+std::optional<job_state> parse_job_state(std::string_view text) noexcept { return value_in(k_names, text); }
 
 bool is_final(job_state s) noexcept {
   switch (s) {

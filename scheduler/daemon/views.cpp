@@ -32,22 +32,6 @@ private:
 // Bytes of job text after which a list_jobs page ends early (frames hold 16 MiB).
 constexpr std::size_t k_list_page_bytes = std::size_t{8} << 20;
 
-store::job_summary summary_of(const store::job_record& r) {
-  store::job_summary s;
-  s.id = r.id;
-  s.user_name = r.request.user_name;
-  s.uid = r.request.uid;
-  s.name = r.request.name;
-  s.min_pe = r.request.min_pe;
-  s.max_pe = r.request.max_pe;
-  s.adaptive = r.request.adaptive;
-  s.walltime_s = r.request.walltime_s;
-  s.priority = r.request.priority;
-  s.requeue = r.request.requeue;
-  s.dependencies = r.request.dependencies;
-  s.status = r.status;
-  return s;
-}
 
 }  // namespace
 
@@ -121,7 +105,7 @@ void controller::handle_job_history(const conn_ptr& c, const protocol::job_histo
       }
       const auto nodes = spans();
       protocol::job_history_reply reply;
-      reply.job = to_job_info(summary_of(*rec), nodes);
+      reply.job = to_job_info(store::summary_of(*rec), nodes);
       for (const auto& e : store_.job_history(m.job_id)) {
         protocol::job_history_event ev;
         ev.time = iso8601(e.time);

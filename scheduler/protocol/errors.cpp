@@ -1,13 +1,12 @@
 // errors: wire spellings of the protocol error codes.
 #include "protocol/errors.hpp"
 
-#include <array>
-#include <utility>
+#include "core/enum_names.hpp"
 
 namespace aqs::protocol {
 
 namespace {
-constexpr std::array<std::pair<error_code, std::string_view>, 9> k_names = {{
+constexpr core::enum_table<error_code, 9> k_names = {{
     {error_code::bad_request, "bad_request"},
     {error_code::unknown_type, "unknown_type"},
     {error_code::unsupported_version, "unsupported_version"},
@@ -20,18 +19,8 @@ constexpr std::array<std::pair<error_code, std::string_view>, 9> k_names = {{
 }};
 }  // namespace
 
-std::string_view to_string(error_code c) noexcept {
-  for (const auto& [code, name] : k_names) {
-    if (code == c) return name;
-  }
-  return "internal";
-}
+std::string_view to_string(error_code c) noexcept { return core::name_in(k_names, c, "internal"); }
 
-std::optional<error_code> parse_error_code(std::string_view text) noexcept {
-  for (const auto& [code, name] : k_names) {
-    if (name == text) return code;
-  }
-  return std::nullopt;
-}
+std::optional<error_code> parse_error_code(std::string_view text) noexcept { return core::value_in(k_names, text); }
 
 }  // namespace aqs::protocol

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/enum_names.hpp"
 #include "protocol/base64.hpp"
 #include "protocol/field_reader.hpp"
 #include "protocol/framing.hpp"
@@ -554,21 +555,17 @@ message read_by_type(std::string_view t, const reader& r, const json& whole) {
 
 // ---- public API --------------------------------------------------------
 
-std::string_view to_string(peer_role r) noexcept {
-  switch (r) {
-    case peer_role::client: return "client";
-    case peer_role::node: return "node";
-    case peer_role::job: return "job";
-  }
-  return "client";
-}
+namespace {
+constexpr core::enum_table<peer_role, 3> k_roles = {{
+    {peer_role::client, "client"},
+    {peer_role::node, "node"},
+    {peer_role::job, "job"},
+}};
+}  // namespace
 
-std::optional<peer_role> parse_role(std::string_view text) noexcept {
-  if (text == "client") return peer_role::client;
-  if (text == "node") return peer_role::node;
-  if (text == "job") return peer_role::job;
-  return std::nullopt;
-}
+std::string_view to_string(peer_role r) noexcept { return core::name_in(k_roles, r, "client"); }
+
+std::optional<peer_role> parse_role(std::string_view text) noexcept { return core::value_in(k_roles, text); }
 
 std::string_view type_of(const message& m) noexcept {
   return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::type; }, m);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "core/enum_names.hpp"
 #include "protocol/field_reader.hpp"
 #include "protocol/messages.hpp"
 
@@ -39,20 +40,19 @@ const json& list_of(const json& result, const char* key) {
 
 }  // namespace
 
-std::string_view to_string(node_state s) noexcept {
-  switch (s) {
-    case node_state::up: return "UP";
-    case node_state::down: return "DOWN";
-    case node_state::drain: return "DRAIN";
-  }
-  return "DOWN";
-}
+namespace {
+// The wire says DRAIN (fnodes --json), the store and the core DRAINED.
+constexpr core::enum_table<node_state, 3> k_node_states = {{
+    {node_state::up, "UP"},
+    {node_state::down, "DOWN"},
+    {node_state::drain, "DRAIN"},
+}};
+}  // namespace
+
+std::string_view to_string(node_state s) noexcept { return core::name_in(k_node_states, s, "DOWN"); }
 
 std::optional<node_state> parse_node_state(std::string_view text) noexcept {
-  if (text == "UP") return node_state::up;
-  if (text == "DOWN") return node_state::down;
-  if (text == "DRAIN") return node_state::drain;
-  return std::nullopt;
+  return core::value_in(k_node_states, text);
 }
 
 json to_json(const job_info& j) {

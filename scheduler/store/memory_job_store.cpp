@@ -13,27 +13,6 @@ namespace aqs::store {
 using core::job_state;
 using core::processor_set;
 
-namespace {
-
-job_summary summary_of(const job_record& r) {
-  job_summary s;
-  s.id = r.id;
-  s.user_name = r.request.user_name;
-  s.uid = r.request.uid;
-  s.name = r.request.name;
-  s.min_pe = r.request.min_pe;
-  s.max_pe = r.request.max_pe;
-  s.adaptive = r.request.adaptive;
-  s.walltime_s = r.request.walltime_s;
-  s.priority = r.request.priority;
-  s.requeue = r.request.requeue;
-  s.dependencies = r.request.dependencies;
-  s.status = r.status;
-  return s;
-}
-
-}  // namespace
-
 memory_job_store::memory_job_store(memory_job_store_options options) : options_(std::move(options)) {
   callback_thread_ = std::thread([this] { callback_loop(); });
 }

@@ -165,21 +165,8 @@ void append_summaries(const pqxx::result& r, std::vector<job_summary>& out) {
 job_record read_record(const pqxx::result& r, std::size_t row) {
   job_summary s;
   pg_row_reader<job_summary>(r, summary_columns()).read(r[static_cast<pqxx::result::size_type>(row)], s);
-  job_record j;
+  job_record j = record_of(std::move(s));  // then the columns only a record has
   pg_row_reader<job_record>(r, record_columns()).read(r[static_cast<pqxx::result::size_type>(row)], j);
-  j.id = s.id;
-  j.status = std::move(s.status);
-  job_request& q = j.request;
-  q.user_name = std::move(s.user_name);
-  q.uid = s.uid;
-  q.name = std::move(s.name);
-  q.min_pe = s.min_pe;
-  q.max_pe = s.max_pe;
-  q.adaptive = s.adaptive;
-  q.walltime_s = s.walltime_s;
-  q.priority = s.priority;
-  q.requeue = s.requeue;
-  q.dependencies = std::move(s.dependencies);
   return j;
 }
 

@@ -1,22 +1,57 @@
-// records: node states as the store spells them.
+// records: node states as the store spells them; summaries and records.
 #include "store/records.hpp"
+
+#include "core/enum_names.hpp"
 
 namespace aqs::store {
 
-std::string_view to_string(node_state s) noexcept {
-  switch (s) {
-    case node_state::up: return "UP";
-    case node_state::down: return "DOWN";
-    case node_state::drained: return "DRAINED";
-  }
-  return "UP";
-}
+namespace {
+constexpr core::enum_table<node_state, 3> k_node_states = {{
+    {node_state::up, "UP"},
+    {node_state::down, "DOWN"},
+    {node_state::drained, "DRAINED"},
+}};
+}  // namespace
+
+std::string_view to_string(node_state s) noexcept { return core::name_in(k_node_states, s, "UP"); }
 
 std::optional<node_state> parse_node_state(std::string_view text) noexcept {
-  if (text == "UP") return node_state::up;
-  if (text == "DOWN") return node_state::down;
-  if (text == "DRAINED") return node_state::drained;
-  return std::nullopt;
+  return core::value_in(k_node_states, text);
+}
+
+job_summary summary_of(const job_record& r) {
+  job_summary s;
+  s.id = r.id;
+  s.user_name = r.request.user_name;
+  s.uid = r.request.uid;
+  s.name = r.request.name;
+  s.min_pe = r.request.min_pe;
+  s.max_pe = r.request.max_pe;
+  s.adaptive = r.request.adaptive;
+  s.walltime_s = r.request.walltime_s;
+  s.priority = r.request.priority;
+  s.requeue = r.request.requeue;
+  s.dependencies = r.request.dependencies;
+  s.status = r.status;
+  return s;
+}
+
+job_record record_of(job_summary s) {
+  job_record j;
+  j.id = s.id;
+  j.status = std::move(s.status);
+  job_request& q = j.request;
+  q.user_name = std::move(s.user_name);
+  q.uid = s.uid;
+  q.name = std::move(s.name);
+  q.min_pe = s.min_pe;
+  q.max_pe = s.max_pe;
+  q.adaptive = s.adaptive;
+  q.walltime_s = s.walltime_s;
+  q.priority = s.priority;
+  q.requeue = s.requeue;
+  q.dependencies = std::move(s.dependencies);
+  return j;
 }
 
 }  // namespace aqs::store

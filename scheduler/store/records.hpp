@@ -164,4 +164,10 @@ struct job_filter {
   std::optional<std::int64_t> before_id{};
 };
 
+// A listing's view of a job (what job_summary holds of its record), and back:
+// a record holding only those fields. The one place that knows which fields
+// the two share.
+job_summary summary_of(const job_record& r);
+job_record record_of(job_summary s);
+
 }  // namespace aqs::store

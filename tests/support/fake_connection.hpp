@@ -32,12 +32,17 @@ public:
   const daemon::peer_info& peer() const noexcept override { return peer_; }
   std::uint64_t serial() const noexcept override { return serial_; }
   daemon::peer_info& mutable_peer() { return peer_; }
+  // Speak for a job, as its shim or (launcher) its aqs-rsh; before on_open.
+  void speak_for(std::int64_t job, bool launcher) {
+    peer_.job_id = job;
+    peer_.launcher = launcher;
+  }
   bool closed() const { return closed_; }
 
-  // Waits up to `timeout` for a message of type T matching pred, and removes it.
+  // Waits up to `timeout` (default 10 s) for a message of type T matching pred, and removes it.
   template <class T>
   std::optional<T> take(const std::function<bool(const T&)>& pred = [](const T&) { return true; },
-                        std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+                        std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     std::unique_lock lock(mu_);
     std::optional<T> out;
     cv_.wait_for(lock, timeout, [&] {
@@ -53,7 +58,7 @@ public:
     return out;
   }
   // The reply (ok or error) to request `id`.
-  std::optional<protocol::message> reply(std::int64_t id, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  std::optional<protocol::message> reply(std::int64_t id, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     std::unique_lock lock(mu_);
     std::optional<protocol::message> out;
     cv_.wait_for(lock, timeout, [&] {

@@ -220,6 +220,7 @@ TEST_CASE("a resize the job never applies times out and the job keeps its proces
   const std::int64_t second = h.submit(c, 2, 2, false);
   const auto map = shim->take<protocol::new_map>();
   REQUIRE(map);
+  h.settle();  // the timeout is armed right after the map goes out, on the strand
   CHECK(h.state_of(grows) == job_state::resizing);
   h.advance(29s);
   CHECK(h.state_of(grows) == job_state::resizing);

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "daemon/controller.hpp"
+#include "fake_connection.hpp"
 #include "store/pg_job_store.hpp"
 #include "test_pg.hpp"
 
@@ -22,75 +23,7 @@ using core::job_state;
 
 namespace {
 
-std::atomic<std::uint64_t> g_serial{1};
-
-// A connection that records what the controller sends.
-class fake_conn final : public daemon::connection {
-public:
-  fake_conn(protocol::peer_role role, std::optional<uid_t> uid) {
-    peer_.role = role;
-    peer_.uid = uid;
-    peer_.gid = uid;
-    peer_.remote = "test";
-  }
-  void send(protocol::message m) override {
-    std::lock_guard lock(mu_);
-    got_.push_back(std::move(m));
-    cv_.notify_all();
-  }
-  void close() override { closed = true; }
-  const daemon::peer_info& peer() const noexcept override { return peer_; }
-  // Speak for a job, as its shim or (launcher) its aqs-rsh; before on_open.
-  void speak_for(std::int64_t job, bool launcher) {
-    peer_.job_id = job;
-    peer_.launcher = launcher;
-  }
-  std::uint64_t serial() const noexcept override { return serial_; }
-
-  // Waits up to 10 s for a message of type T matching pred, and removes it.
-  template <class T>
-  std::optional<T> take(std::function<bool(const T&)> pred = [](const T&) { return true; },
-                        std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    std::optional<T> out;
-    cv_.wait_for(lock, timeout, [&] {
-      for (auto it = got_.begin(); it != got_.end(); ++it) {
-        if (const T* t = std::get_if<T>(&*it); t != nullptr && pred(*t)) {
-          out = *t;
-          got_.erase(it);
-          return true;
-        }
-      }
-      return false;
-    });
-    return out;
-  }
-  // The reply (ok or error) to request `id`.
-  std::optional<protocol::message> reply(std::int64_t id, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    std::optional<protocol::message> out;
-    cv_.wait_for(lock, timeout, [&] {
-      for (auto it = got_.begin(); it != got_.end(); ++it) {
-        const bool is_reply = std::holds_alternative<protocol::ok>(*it) || std::holds_alternative<protocol::error>(*it);
-        if (is_reply && protocol::id_of(*it) == id) {
-          out = *it;
-          got_.erase(it);
-          return true;
-        }
-      }
-      return false;
-    });
-    return out;
-  }
-  std::atomic<bool> closed{false};
-
-private:
-  daemon::peer_info peer_;
-  std::uint64_t serial_ = g_serial++;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<protocol::message> got_;
-};
+using fake_conn = test::fake_connection;
 
 // aqsd without its network: a controller on a running io_context.
 struct daemon_under_test {
@@ -484,5 +417,5 @@ TEST_CASE("a node whose agent says it is leaving goes DOWN at once and its job e
     if (!down) std::this_thread::sleep_for(20ms);
   }
   CHECK(down);
-  CHECK(n0->closed);
+  CHECK(n0->closed());
 }
