@@ -18,6 +18,8 @@ constexpr enum_table<node_state, 3> k_node_states = {{
 
 std::string_view to_string(node_state s) noexcept { return name_in(k_node_states, s, "?"); }
 
+std::optional<node_state> parse_node_state(std::string_view text) noexcept { return value_in(k_node_states, text); }
+
 cluster cluster::uniform(std::size_t nodes, std::size_t procs_per_node) {
   cluster c;
   for (std::size_t i = 0; i < nodes; ++i) c.add_node("node" + std::to_string(i), procs_per_node);

@@ -19,6 +19,8 @@ enum class node_state : unsigned char {
 };
 
 std::string_view to_string(node_state s) noexcept;
+// "UP", "DRAINED", "DOWN" (as the store keeps them); nullopt for anything else.
+std::optional<node_state> parse_node_state(std::string_view text) noexcept;
 
 struct node {
   std::string name;

@@ -1,23 +1,7 @@
-// records: node states as the store spells them; summaries and records.
+// records: summaries and records.
 #include "store/records.hpp"
 
-#include "core/enum_names.hpp"
-
 namespace aqs::store {
-
-namespace {
-constexpr core::enum_table<node_state, 3> k_node_states = {{
-    {node_state::up, "UP"},
-    {node_state::down, "DOWN"},
-    {node_state::drained, "DRAINED"},
-}};
-}  // namespace
-
-std::string_view to_string(node_state s) noexcept { return core::name_in(k_node_states, s, "UP"); }
-
-std::optional<node_state> parse_node_state(std::string_view text) noexcept {
-  return core::value_in(k_node_states, text);
-}
 
 job_summary summary_of(const job_record& r) {
   job_summary s;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster.hpp"
 #include "core/job_state.hpp"
 #include "core/processor_set.hpp"
 
@@ -112,9 +113,10 @@ struct job_transition {
   std::optional<std::int32_t> term_signal{};  // final states only
 };
 
-enum class node_state { up, down, drained };
-std::string_view to_string(node_state s) noexcept;
-std::optional<node_state> parse_node_state(std::string_view text) noexcept;
+// A node's state is the core's (UP, DRAINED, DOWN: the same spellings in the
+// nodes table).
+using core::node_state;
+using core::parse_node_state;
 
 // What a node agent registers.
 struct node_request {
