@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -99,43 +100,18 @@ struct remote_exec_reply {
   friend bool operator==(const remote_exec_reply&, const remote_exec_reply&) = default;
 };
 
-// The reply type of each request that has one: reply_t<submit> is submit_reply.
+// The reply type of each request that has one: reply_t<submit> is
+// submit_reply. Declared only, never defined: reply_t reads their types.
+hello_reply reply_to(const hello&);
+submit_reply reply_to(const submit&);
+cancel_reply reply_to(const cancel&);
+list_jobs_reply reply_to(const list_jobs&);
+list_nodes_reply reply_to(const list_nodes&);
+job_history_reply reply_to(const job_history&);
+register_reply reply_to(const register_node&);
+remote_exec_reply reply_to(const remote_exec&);
 template <class Request>
-struct reply_for;
-template <>
-struct reply_for<hello> {
-  using type = hello_reply;
-};
-template <>
-struct reply_for<submit> {
-  using type = submit_reply;
-};
-template <>
-struct reply_for<cancel> {
-  using type = cancel_reply;
-};
-template <>
-struct reply_for<list_jobs> {
-  using type = list_jobs_reply;
-};
-template <>
-struct reply_for<list_nodes> {
-  using type = list_nodes_reply;
-};
-template <>
-struct reply_for<job_history> {
-  using type = job_history_reply;
-};
-template <>
-struct reply_for<register_node> {
-  using type = register_reply;
-};
-template <>
-struct reply_for<remote_exec> {
-  using type = remote_exec_reply;
-};
-template <class Request>
-using reply_t = typename reply_for<Request>::type;
+using reply_t = decltype(reply_to(std::declval<const Request&>()));
 
 ok make_ok(std::int64_t id, const hello_reply& r);
 ok make_ok(std::int64_t id, const submit_reply& r);

@@ -374,7 +374,7 @@ node_record memory_job_store::register_node(const node_request& q) {
   return result;
 }
 
-void memory_job_store::heartbeat(std::string_view name) {
+void memory_job_store::update_node(std::string_view name, const std::function<void(node_record&)>& change) {
   const std::string n(name);
   check_text("node name", n);
   std::lock_guard lk(mu_);
@@ -383,21 +383,16 @@ void memory_job_store::heartbeat(std::string_view name) {
   if (found == nodes_.end()) throw not_found("no node " + n);
   const commit_outcome outcome = next_commit();
   if (outcome == commit_outcome::lost) fail_commit(outcome);
-  found->last_heartbeat = now();
+  change(*found);
   if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
 }
 
+void memory_job_store::heartbeat(std::string_view name) {
+  update_node(name, [this](node_record& r) { r.last_heartbeat = now(); });
+}
+
 void memory_job_store::set_node_state(std::string_view name, node_state state) {
-  const std::string n(name);
-  check_text("node name", n);
-  std::lock_guard lk(mu_);
-  check_up();
-  auto found = std::find_if(nodes_.begin(), nodes_.end(), [&](const node_record& r) { return r.name == n; });
-  if (found == nodes_.end()) throw not_found("no node " + n);
-  const commit_outcome outcome = next_commit();
-  if (outcome == commit_outcome::lost) fail_commit(outcome);
-  found->state = state;
-  if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
+  update_node(name, [state](node_record& r) { r.state = state; });
 }
 
 std::vector<node_record> memory_job_store::list_nodes() {

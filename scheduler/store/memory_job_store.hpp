@@ -117,6 +117,8 @@ private:
   std::int64_t submit_locked(job_request& request, bool& created);
   job_event apply_locked(const job_transition& t, const planned_transition& p, time_point at);
   planned_transition plan_locked(const job_transition& t) const;
+  // A write to one node's row (heartbeat, state): checks, fault, change.
+  void update_node(std::string_view name, const std::function<void(node_record&)>& change);
   // Runs `done` on the callback thread.
   void deliver(std::function<void()> done);
   void callback_loop();
