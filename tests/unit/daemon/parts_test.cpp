@@ -32,6 +32,12 @@ peer_info unix_peer(uid_t uid) {
   return p;
 }
 
+peer_info no_uid_peer() {
+  peer_info p;
+  p.uid.reset();
+  return p;
+}
+
 peer_info tcp_peer(std::string address) {
   peer_info p;
   p.via = transport::tcp;
@@ -52,13 +58,13 @@ TEST_CASE("only a job's owner and administrators may act on it") {
   CHECK_FALSE(daemon::may_act_on_job(unix_peer(1001), 1000));
   CHECK(daemon::may_act_on_job(unix_peer(0), 1000));
   CHECK(daemon::may_act_on_job(tcp_peer("10.0.0.2"), 1000));  // it proved the cluster key
-  CHECK_FALSE(daemon::may_act_on_job(peer_info{.uid = std::nullopt}, 1000));
+  CHECK_FALSE(daemon::may_act_on_job(no_uid_peer(), 1000));
 }
 
 TEST_CASE("submissions come only over the Unix socket from a known uid") {
   CHECK(daemon::may_submit(unix_peer(1000)));
   CHECK_FALSE(daemon::may_submit(tcp_peer("10.0.0.2")));
-  CHECK_FALSE(daemon::may_submit(peer_info{.uid = std::nullopt}));
+  CHECK_FALSE(daemon::may_submit(no_uid_peer()));
 }
 
 TEST_CASE("a role=job peer speaks only for a live job of its own user, from one of the job's hosts") {
@@ -125,7 +131,10 @@ TEST_CASE("the node registry places a map on hosts and cpus, and finds spare hos
   CHECK(r.of_conn(*r.at(2).conn) == &r.at(2));
   CHECK(r.find("n1") == &r.at(1));
   CHECK(r.find("n9") == nullptr);
-  CHECK_THROWS(r.add(daemon::node_entry{.name = "late", .index = 7}));
+  daemon::node_entry late;
+  late.name = "late";
+  late.index = 7;
+  CHECK_THROWS(r.add(std::move(late)));
 }
 
 TEST_CASE("the job table keeps the newest ended jobs' final states, bounded") {
