@@ -1,9 +1,11 @@
 // client_connection: blocking socket I/O with poll() timeouts.
 #include "client/client_connection.hpp"
 
+#include "client/commands.hpp"
 #include "client/json_skim.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <poll.h>
 #include "protocol/auth.hpp"
@@ -159,5 +161,9 @@ std::string connection::call_text(protocol::message request) {
 }
 
 std::string random_token() { return protocol::random_hex(16); }
+
+std::string socket_path(const std::optional<std::string>& from_option) {
+  return cmdline::resolve_socket_path(from_option, std::getenv("AQS_SOCKET"), k_default_socket);
+}
 
 }  // namespace aqs::client

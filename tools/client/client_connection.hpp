@@ -98,4 +98,9 @@ private:
 // A random idempotency key for a submission: protocol::random_hex(16).
 std::string random_token();
 
+// aqsd's socket for a command: its --socket PATH, else $AQS_SOCKET, else
+// k_default_socket (cmdline::resolve_socket_path with this process's
+// environment).
+std::string socket_path(const std::optional<std::string>& from_option);
+
 }  // namespace aqs::client
