@@ -18,15 +18,26 @@ namespace aqs::test {
 
 namespace {
 
-void send_fd(int channel, int fd) {
+// A message of one byte with room for one descriptor (SCM_RIGHTS), as
+// sendmsg and recvmsg take it.
+struct fd_message {
   char byte = 'x';
   iovec iov{&byte, 1};
   alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof ctrl;
+  fd_message() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl;
+    msg.msg_controllen = sizeof ctrl;
+  }
+  fd_message(const fd_message&) = delete;
+  fd_message& operator=(const fd_message&) = delete;
+};
+
+void send_fd(int channel, int fd) {
+  fd_message m;
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -36,14 +47,8 @@ void send_fd(int channel, int fd) {
 }
 
 int receive_fd(int channel) {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof ctrl;
+  fd_message m;
+  msghdr& msg = m.msg;
   if (::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC) <= 0) return -1;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;

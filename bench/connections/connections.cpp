@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
-#include <filesystem>
 #include <fstream>
 #include <grp.h>
 #include <pwd.h>
@@ -25,7 +24,6 @@
 #include "bench_system.hpp"
 #include "raw_peer.hpp"
 
-namespace fs = std::filesystem;
 using namespace aqs;
 using namespace std::chrono_literals;
 
@@ -154,10 +152,6 @@ int main(int argc, char** argv) {
     if (u->made) (void)std::system(("/usr/sbin/userdel " + u->name).c_str());
   }
   if (rc != 0) return rc;
-  const char* out_dir = std::getenv("AQS_BENCH_RESULTS");
-  const fs::path out = fs::path(out_dir ? out_dir : "bench/results") / "connections.json";
-  fs::create_directories(out.parent_path());
-  std::ofstream(out) << results.dump(2) << "\n";
-  std::printf("results: %s\n", out.c_str());
+  bench::write_results("connections", results);
   return 0;
 }

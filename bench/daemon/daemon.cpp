@@ -21,8 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -38,7 +36,6 @@
 
 #include "bench_system.hpp"
 
-namespace fs = std::filesystem;
 using clk = std::chrono::steady_clock;
 using namespace aqs;
 using aqs::bench::iso_seconds;
@@ -259,10 +256,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_daemon: %s\n", e.what());
     return 1;
   }
-  const char* out_dir = std::getenv("AQS_BENCH_RESULTS");
-  const fs::path out = fs::path(out_dir ? out_dir : "bench/results") / "daemon.json";
-  fs::create_directories(out.parent_path());
-  std::ofstream(out) << results.dump(2) << "\n";
-  std::printf("results: %s\n", out.c_str());
+  aqs::bench::write_results("daemon", results);
   return 0;
 }

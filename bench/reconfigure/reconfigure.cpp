@@ -290,10 +290,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_reconfigure: %s\n", e.what());
     return 1;
   }
-  const char* out_dir = std::getenv("AQS_BENCH_RESULTS");
-  const fs::path out = fs::path(out_dir ? out_dir : "bench/results") / "reconfigure.json";
-  fs::create_directories(out.parent_path());
-  std::ofstream(out) << results.dump(2) << "\n";
-  std::printf("results: %s\n", out.c_str());
+  bench::write_results("reconfigure", results);
   return 0;
 }

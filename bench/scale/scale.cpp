@@ -316,9 +316,7 @@ int main(int argc, char** argv) {
   const std::vector<long> queue_sizes = quick ? std::vector<long>{1000, 10000} : std::vector<long>{1000, 10000, 100000};
   nlohmann::json results = {{"benchmark", "scale"}, {"procs_per_node", k_procs_per_node}, {"clients", k_clients},
                             {"rows", nlohmann::json::array()}};
-  const char* dir = std::getenv("AQS_BENCH_RESULTS");
-  const fs::path out = fs::path(dir != nullptr ? dir : "bench/results") / "scale.json";
-  fs::create_directories(out.parent_path());
+  const fs::path out = aqs::bench::results_file("scale");
   // Written after every row: a run stopped half way keeps what it measured.
   auto save = [&] { std::ofstream(out) << results.dump(2) << "\n"; };
   try {

@@ -234,4 +234,17 @@ double pct(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
 }
 
+fs::path results_file(const std::string& name) {
+  const char* out_dir = std::getenv("AQS_BENCH_RESULTS");
+  const fs::path out = fs::path(out_dir ? out_dir : "bench/results") / (name + ".json");
+  fs::create_directories(out.parent_path());
+  return out;
+}
+
+void write_results(const std::string& name, const nlohmann::json& results) {
+  const fs::path out = results_file(name);
+  std::ofstream(out) << results.dump(2) << "\n";
+  std::printf("results: %s\n", out.c_str());
+}
+
 }  // namespace aqs::bench

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "client/client_connection.hpp"
 #include "netns_hosts.hpp"
 #include "protocol/results.hpp"
@@ -102,5 +104,12 @@ std::string slurp(const std::filesystem::path& p);
 // The median and the p-quantile (0..1) of `v`, 0 when empty.
 double median(std::vector<double> v);
 double pct(std::vector<double> v, double p);
+
+// Where benchmark `name` keeps its results: $AQS_BENCH_RESULTS/<name>.json
+// (default bench/results/<name>.json), the folder made if missing.
+std::filesystem::path results_file(const std::string& name);
+// Writes `results` there (indented) and says where on stdout
+// ("results: PATH").
+void write_results(const std::string& name, const nlohmann::json& results);
 
 }  // namespace aqs::bench

@@ -16,23 +16,16 @@
 //
 // Usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K]
 //                 [--out FILE] [--checksum]
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
+#include "example.hpp"  // first (see there): failing, the safe point, options, --out/--checksum
+
 #include <aqs/adaptive.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <chrono>
@@ -40,6 +33,10 @@
 #include <vector>
 
 namespace {
+
+using example::check;
+using example::migrate;
+using example::parse_int;
 
 constexpr const char* kUsage =
     "usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K] [--pace-ms D] [--out FILE] [--checksum]\n"
@@ -64,42 +61,22 @@ struct Options {
   bool help = false;
 };
 
-bool parse_int(std::string_view s, int64_t min, int64_t max, int64_t& v) {
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, v);
-  return ec == std::errc() && p == end && v >= min && v <= max;
-}
-
 // Fills `o`; on a bad command line returns false with a one-line reason.
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
   for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
+    example::Option arg;
+    if (!example::read_option(argc, argv, i, {"-h", "--help", "--checksum"},
+                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms"}, arg, err)) {
+      return false;
+    }
+    const std::string_view name = arg.name, value = arg.value;
+    if (name == "-h" || name == "--help") {
       o.help = true;
       continue;
     }
-    if (arg == "--checksum") {
+    if (name == "--checksum") {
       o.checksum = true;
       continue;
-    }
-    std::string_view name = arg, value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    if (name != "--rows" && name != "--cols" && name != "--iters" && name != "--migrate-every" && name != "--out" &&
-        name != "--pace-ms") {
-      err = "unknown option '" + std::string(arg) + "' (try --help)";
-      return false;
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        err = "option " + std::string(name) + " needs a value";
-        return false;
-      }
-      value = argv[++i];
     }
     if (name == "--out") {
       if (value.empty()) {
@@ -137,23 +114,6 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
     return false;
   }
   return true;
-}
-
-[[noreturn]] void fail(const char* what, const char* why) {
-  std::fprintf(stderr, "jacobi2d: %s: %s\n", what, why);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();  // not reached
-}
-
-void check(int rc, const char* what) {
-  if (rc != AQS_SUCCESS) fail(what, AQS_Error_string());
-}
-
-// The safe point. A failed expansion (AQS_ERR_SPAWN) leaves the job on its old
-// ranks, which simply go on.
-void migrate() {
-  int rc = MPI_Migrate();
-  if (rc != AQS_SUCCESS && rc != AQS_ERR_SPAWN) fail("MPI_Migrate", AQS_Error_string());
 }
 
 struct Local {
@@ -217,18 +177,6 @@ double sweep(const Local& l, size_t cols, uint64_t rows, std::vector<double>& ne
   return delta;
 }
 
-// 64-bit FNV-1a.
-struct Fnv1a {
-  uint64_t h = 14695981039346656037ull;
-  void add(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  }
-};
-
 // Rank 0 receives every block in rank order (= global row order), hashes it
 // and writes it to `path` (if not empty). Returns false on rank 0 if the file
 // could not be written (after receiving everything, so no rank is left
@@ -242,12 +190,7 @@ bool gather_output(const Local& l, size_t cols, MPI_Comm comm, int rank, int siz
   if (rank != 0) {
     MPI_Send(l.u, static_cast<int>(l.n()), row, 0, 3, comm);
   } else {
-    std::FILE* f = nullptr;
-    if (!path.empty() && !(f = std::fopen(path.c_str(), "wb"))) {
-      std::fprintf(stderr, "jacobi2d: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
-      ok = false;
-    }
-    Fnv1a fnv;
+    example::RawOutput out(path);
     std::vector<double> buf;
     for (int r = 0; r < size; ++r) {
       const double* data = l.u;
@@ -262,19 +205,10 @@ bool gather_output(const Local& l, size_t cols, MPI_Comm comm, int rank, int siz
         data = buf.data();
         n = static_cast<size_t>(count);
       }
-      fnv.add(data, n * cols * sizeof(double));
-      if (f && std::fwrite(data, sizeof(double), n * cols, f) != n * cols) {
-        std::fprintf(stderr, "jacobi2d: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-        ok = false;
-        std::fclose(f);
-        f = nullptr;
-      }
+      out.add(data, n * cols * sizeof(double));
     }
-    if (f && std::fclose(f) != 0) {
-      std::fprintf(stderr, "jacobi2d: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-      ok = false;
-    }
-    hash = fnv.h;
+    ok = out.finish();
+    hash = out.hash();
   }
   MPI_Type_free(&row);
   return ok;
@@ -283,22 +217,12 @@ bool gather_output(const Local& l, size_t cols, MPI_Comm comm, int rank, int siz
 }  // namespace
 
 int main(int argc, char** argv) {
+  example::program_name = "jacobi2d";
   MPI_Init(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 
   Options opt;
   std::string err;
-  if (!parse_options(argc, argv, opt, err) || opt.help) {
-    if (world_rank == 0) {
-      if (opt.help && err.empty())
-        std::fputs(kUsage, stdout);
-      else
-        std::fprintf(stderr, "jacobi2d: %s\n", err.c_str());
-    }
-    MPI_Finalize();
-    return err.empty() ? 0 : 2;
-  }
+  if (!parse_options(argc, argv, opt, err) || opt.help) return example::end_at_command_line(kUsage, err);
   const size_t cols = opt.cols;
 
   check(AQS_Init(), "AQS_Init");

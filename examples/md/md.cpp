@@ -21,28 +21,26 @@
 //
 // Usage: md [--mb-per-rank M | --particles N] [--steps S] [--dt DT]
 //           [--migrate-every K] [--tolerance T] [--out FILE] [--checksum]
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
+#include "example.hpp"  // first (see there): failing, the safe point, options, --out/--checksum
+
 #include <aqs/adaptive.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace {
+
+using example::check;
+using example::fail;
+using example::migrate;
 
 struct Particle {
   double x;  // displacement from the lattice site
@@ -79,11 +77,7 @@ struct Options {
   bool help = false;
 };
 
-bool parse_int(std::string_view s, int64_t min, int64_t& v) {
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, v);
-  return ec == std::errc() && p == end && v >= min;
-}
+bool parse_int(std::string_view s, int64_t min, int64_t& v) { return example::parse_int(s, min, INT64_MAX, v); }
 
 bool parse_positive(std::string_view s, double& v) {
   const char* end = s.data() + s.size();
@@ -95,34 +89,21 @@ bool parse_positive(std::string_view s, double& v) {
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
   bool saw_mb = false;
   for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
+    example::Option arg;
+    if (!example::read_option(argc, argv, i, {"-h", "--help", "--checksum"},
+                              {"--mb-per-rank", "--particles", "--steps", "--dt", "--migrate-every", "--tolerance",
+                               "--out"},
+                              arg, err)) {
+      return false;
+    }
+    const std::string_view name = arg.name, value = arg.value;
+    if (name == "-h" || name == "--help") {
       o.help = true;
       continue;
     }
-    if (arg == "--checksum") {
+    if (name == "--checksum") {
       o.checksum = true;
       continue;
-    }
-    std::string_view name = arg, value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    static constexpr std::string_view known[] = {"--mb-per-rank", "--particles", "--steps", "--dt",
-                                                 "--migrate-every", "--tolerance", "--out"};
-    if (std::find(std::begin(known), std::end(known), name) == std::end(known)) {
-      err = "unknown option '" + std::string(arg) + "' (try --help)";
-      return false;
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        err = "option " + std::string(name) + " needs a value";
-        return false;
-      }
-      value = argv[++i];
     }
     auto bad = [&](const char* what) {
       err = "bad value '" + std::string(value) + "' for " + std::string(name) + " (" + what + ")";
@@ -163,23 +144,6 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
     o.particles = static_cast<uint64_t>(n);
   }
   return true;
-}
-
-[[noreturn]] void fail(const char* what, const char* why) {
-  std::fprintf(stderr, "md: %s: %s\n", what, why);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  std::abort();  // not reached
-}
-
-void check(int rc, const char* what) {
-  if (rc != AQS_SUCCESS) fail(what, AQS_Error_string());
-}
-
-// The safe point. A failed expansion (AQS_ERR_SPAWN) leaves the job on its old
-// ranks, which simply go on.
-void migrate() {
-  int rc = MPI_Migrate();
-  if (rc != AQS_SUCCESS && rc != AQS_ERR_SPAWN) fail("MPI_Migrate", AQS_Error_string());
 }
 
 struct Local {
@@ -283,18 +247,6 @@ void step(const Local& l, double dt, uint64_t n_total, MPI_Comm comm, int rank) 
   }
 }
 
-// 64-bit FNV-1a.
-struct Fnv1a {
-  uint64_t h = 14695981039346656037ull;
-  void add(const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  }
-};
-
 // Rank 0 receives every rank's displacements in rank order (= particle
 // order), hashes them and writes them to `path` (if not empty). Returns false
 // on rank 0 if the file could not be written (after receiving everything, so
@@ -307,13 +259,7 @@ bool gather_output(const Local& l, MPI_Comm comm, int rank, int size, const std:
     MPI_Send(xs.data(), static_cast<int>(xs.size()), MPI_DOUBLE, 0, 3, comm);
     return true;
   }
-  bool ok = true;
-  std::FILE* f = nullptr;
-  if (!path.empty() && !(f = std::fopen(path.c_str(), "wb"))) {
-    std::fprintf(stderr, "md: cannot open %s: %s\n", path.c_str(), std::strerror(errno));
-    ok = false;
-  }
-  Fnv1a fnv;
+  example::RawOutput out(path);
   for (int r = 0; r < size; ++r) {
     if (r > 0) {
       MPI_Status st;
@@ -323,20 +269,10 @@ bool gather_output(const Local& l, MPI_Comm comm, int rank, int size, const std:
       xs.resize(static_cast<size_t>(count));
       MPI_Recv(xs.data(), count, MPI_DOUBLE, r, 3, comm, MPI_STATUS_IGNORE);
     }
-    fnv.add(xs.data(), xs.size() * sizeof(double));
-    if (f && std::fwrite(xs.data(), sizeof(double), xs.size(), f) != xs.size()) {
-      std::fprintf(stderr, "md: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-      ok = false;
-      std::fclose(f);
-      f = nullptr;
-    }
+    out.add(xs.data(), xs.size() * sizeof(double));
   }
-  if (f && std::fclose(f) != 0) {
-    std::fprintf(stderr, "md: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    ok = false;
-  }
-  hash = fnv.h;
-  return ok;
+  hash = out.hash();
+  return out.finish();
 }
 
 // Replicated state: every active rank holds the same copy, and a rank added
@@ -350,22 +286,12 @@ struct Clock {
 }  // namespace
 
 int main(int argc, char** argv) {
+  example::program_name = "md";
   MPI_Init(&argc, &argv);
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 
   Options opt;
   std::string err;
-  if (!parse_options(argc, argv, opt, err) || opt.help) {
-    if (world_rank == 0) {
-      if (err.empty())
-        std::fputs(kUsage, stdout);
-      else
-        std::fprintf(stderr, "md: %s\n", err.c_str());
-    }
-    MPI_Finalize();
-    return err.empty() ? 0 : 2;
-  }
+  if (!parse_options(argc, argv, opt, err) || opt.help) return example::end_at_command_line(kUsage, err);
   const uint64_t n_total = opt.particles;
 
   check(AQS_Init(), "AQS_Init");

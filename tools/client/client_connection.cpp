@@ -1,9 +1,11 @@
 // client_connection: blocking socket I/O with poll() timeouts.
 #include "client/client_connection.hpp"
 
+#include "client/commands.hpp"
 #include "client/json_skim.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <poll.h>
 #include "protocol/auth.hpp"
@@ -100,6 +102,18 @@ std::optional<protocol::message> connection::next(std::optional<std::chrono::mil
   return read_one(timeout);
 }
 
+template <class T>
+T connection::read_before(std::chrono::steady_clock::time_point deadline,
+                          std::optional<T> (connection::*read)(std::optional<std::chrono::milliseconds>)) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto got = (this->*read)(std::max(left, std::chrono::milliseconds(0)));
+    if (got) return std::move(*got);
+    if (std::chrono::steady_clock::now() < deadline) continue;  // interrupted by a signal
+    throw client_error("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
+  }
+}
+
 nlohmann::json connection::call(protocol::message request) { return call_ok(std::move(request)).result; }
 
 protocol::ok connection::call_ok(protocol::message request) {
@@ -107,19 +121,14 @@ protocol::ok connection::call_ok(protocol::message request) {
   send(request);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    auto m = read_one(std::max(left, std::chrono::milliseconds(0)));
-    if (!m) {
-      if (std::chrono::steady_clock::now() < deadline) continue;  // interrupted by a signal
-      throw client_error("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
+    protocol::message m = read_before(deadline, &connection::read_one);
+    const bool is_reply = std::holds_alternative<protocol::ok>(m) || std::holds_alternative<protocol::error>(m);
+    if (is_reply && protocol::id_of(m) == id) {
+      if (auto* e = std::get_if<protocol::error>(&m)) throw client_error(e->message, e->code);
+      return std::move(std::get<protocol::ok>(m));
     }
-    const bool is_reply = std::holds_alternative<protocol::ok>(*m) || std::holds_alternative<protocol::error>(*m);
-    if (is_reply && protocol::id_of(*m) == id) {
-      if (auto* e = std::get_if<protocol::error>(&*m)) throw client_error(e->message, e->code);
-      return std::move(std::get<protocol::ok>(*m));
-    }
-    if (auto* e = std::get_if<protocol::error>(&*m); e && !e->id) throw client_error("aqsd: " + e->message, e->code);
-    kept_.push_back(std::move(*m));
+    if (auto* e = std::get_if<protocol::error>(&m); e && !e->id) throw client_error("aqsd: " + e->message, e->code);
+    kept_.push_back(std::move(m));
   }
 }
 
@@ -129,27 +138,22 @@ std::string connection::call_text(protocol::message request) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   const std::string want_id = std::to_string(id.value_or(0));
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    auto body = read_frame(std::max(left, std::chrono::milliseconds(0)));
-    if (!body) {
-      if (std::chrono::steady_clock::now() < deadline) continue;  // interrupted by a signal
-      throw client_error("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
-    }
+    std::string body = read_before(deadline, &connection::read_frame);
     // Only the envelope is looked at; the reply's values stay text.
     std::vector<std::pair<std::string, text_span>> members;
     try {
-      members = object_members(*body);
+      members = object_members(body);
     } catch (const std::invalid_argument& e) {
       throw client_error(std::string("unreadable message from aqsd: ") + e.what());
     }
     std::string_view type, rid;
     for (const auto& [k, v] : members) {
-      if (k == "type") type = v.in(*body);
-      if (k == "id") rid = v.in(*body);
+      if (k == "type") type = v.in(body);
+      if (k == "id") rid = v.in(body);
     }
-    if (type == "\"ok\"" && rid == want_id) return std::move(*body);
+    if (type == "\"ok\"" && rid == want_id) return body;
     // An error, or something else: read as call() would.
-    protocol::message m = parse(*body);
+    protocol::message m = parse(body);
     if (auto* e = std::get_if<protocol::error>(&m)) {
       if (e->id == id) throw client_error(e->message, e->code);
       if (!e->id) throw client_error("aqsd: " + e->message, e->code);
@@ -159,5 +163,9 @@ std::string connection::call_text(protocol::message request) {
 }
 
 std::string random_token() { return protocol::random_hex(16); }
+
+std::string socket_path(const std::optional<std::string>& from_option) {
+  return cmdline::resolve_socket_path(from_option, std::getenv("AQS_SOCKET"), k_default_socket);
+}
 
 }  // namespace aqs::client

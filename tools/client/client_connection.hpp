@@ -82,6 +82,12 @@ public:
 private:
   std::optional<protocol::message> read_one(std::optional<std::chrono::milliseconds> timeout);
   std::optional<std::string> read_frame(std::optional<std::chrono::milliseconds> timeout);
+  // Reads with `read` (read_one or read_frame) until it gives something;
+  // throws client_error when `deadline` passes first (a signal's
+  // interruption only reads again).
+  template <class T>
+  T read_before(std::chrono::steady_clock::time_point deadline,
+                std::optional<T> (connection::*read)(std::optional<std::chrono::milliseconds>));
   static protocol::message parse(const std::string& body);
 
   std::string path_;
@@ -97,5 +103,10 @@ private:
 
 // A random idempotency key for a submission: protocol::random_hex(16).
 std::string random_token();
+
+// aqsd's socket for a command: its --socket PATH, else $AQS_SOCKET, else
+// k_default_socket (cmdline::resolve_socket_path with this process's
+// environment).
+std::string socket_path(const std::optional<std::string>& from_option);
 
 }  // namespace aqs::client

@@ -2,9 +2,20 @@
 #include "client/submit.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
+extern char** environ;
+
 namespace aqs::client {
+
+cmdline::submit_context this_process_context() {
+  cmdline::submit_context ctx;
+  ctx.cwd = std::filesystem::current_path().string();
+  for (char** e = environ; *e != nullptr; ++e) ctx.environment.emplace_back(*e);
+  ctx.submit_token = random_token();
+  return ctx;
+}
 
 bool retryable(const client_error& e) noexcept {
   return !e.code() || *e.code() == protocol::error_code::internal;

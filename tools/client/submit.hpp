@@ -8,6 +8,7 @@
 #include <string>
 
 #include "client/client_connection.hpp"
+#include "client/job_options.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::client {
@@ -38,5 +39,9 @@ bool retryable(const client_error& e) noexcept;
 // was sent) or refuses the job, else the last failure once the attempts are
 // spent.
 std::int64_t submit(const std::string& socket_path, protocol::submit request, const submit_retry& retry = {});
+
+// What fsub and frun pass with a job: this process's current directory,
+// environment and umask, and a fresh submit_token.
+cmdline::submit_context this_process_context();
 
 }  // namespace aqs::client

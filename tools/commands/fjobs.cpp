@@ -2,7 +2,6 @@
 // history (--history), as a table or one JSON array.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
@@ -13,15 +12,9 @@
 using namespace aqs;
 
 int main(int argc, char** argv) {
-  return client::run_command("fjobs", [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = cmdline::parse_fjobs_command_line(args);
-    if (cmd.common.help) {
-      std::fputs(cmdline::fjobs_usage().c_str(), stdout);
-      return 0;
-    }
-    client::connection c(
-        cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
+  return client::run_command("fjobs", argc, argv, cmdline::parse_fjobs_command_line, cmdline::fjobs_usage,
+                             [](const cmdline::fjobs_command_line& cmd) {
+    client::connection c(client::socket_path(cmd.common.socket));
     if (cmd.history) {
       const auto reply = c.ask(protocol::job_history{c.next_id(), *cmd.history});
       if (cmd.common.json) {

@@ -1,6 +1,5 @@
 // fkill: cancels jobs (or sends them a signal); only your own unless root.
 #include <cstdio>
-#include <cstdlib>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
@@ -9,15 +8,9 @@
 using namespace aqs;
 
 int main(int argc, char** argv) {
-  return client::run_command("fkill", [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = cmdline::parse_fkill_command_line(args);
-    if (cmd.common.help) {
-      std::fputs(cmdline::fkill_usage().c_str(), stdout);
-      return 0;
-    }
-    client::connection c(
-        cmdline::resolve_socket_path(cmd.common.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
+  return client::run_command("fkill", argc, argv, cmdline::parse_fkill_command_line, cmdline::fkill_usage,
+                             [](const cmdline::fkill_command_line& cmd) {
+    client::connection c(client::socket_path(cmd.common.socket));
     auto request = cmdline::build_cancel(cmd);
     request.id = c.next_id();
     const protocol::cancel_reply reply = c.ask(request);

@@ -2,16 +2,13 @@
 // its output, forwards Ctrl-C as a cancel, and exits with the job's code.
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <unistd.h>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
 #include "client/job_options.hpp"
 #include "client/run_command.hpp"
-
-extern char** environ;
+#include "client/submit.hpp"
 
 using namespace aqs;
 using namespace std::chrono_literals;
@@ -34,20 +31,10 @@ void write_all(int fd, const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return client::run_command("frun", [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = cmdline::parse_frun_command_line(args);
-    if (cmd.options.help) {
-      std::fputs(cmdline::frun_usage().c_str(), stdout);
-      return 0;
-    }
-    cmdline::submit_context ctx;
-    ctx.cwd = std::filesystem::current_path().string();
-    for (char** e = environ; *e != nullptr; ++e) ctx.environment.emplace_back(*e);
-    ctx.submit_token = client::random_token();
-    auto submit = cmdline::build_frun_request(cmd, ctx);
-    client::connection c(
-        cmdline::resolve_socket_path(cmd.options.socket, std::getenv("AQS_SOCKET"), client::k_default_socket));
+  return client::run_command("frun", argc, argv, cmdline::parse_frun_command_line, cmdline::frun_usage,
+                             [](const cmdline::frun_command_line& cmd) {
+    auto submit = cmdline::build_frun_request(cmd, client::this_process_context());
+    client::connection c(client::socket_path(cmd.options.socket));
 
     // Ctrl-C interrupts the wait (no SA_RESTART) so that it is acted on at once.
     struct sigaction sa {};

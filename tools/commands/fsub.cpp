@@ -1,7 +1,6 @@
 // fsub: submits a batch job (a script with #AQS/#SBATCH directives, or --wrap)
 // and prints its id.
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,18 +11,11 @@
 #include "client/run_command.hpp"
 #include "client/submit.hpp"
 
-extern char** environ;
-
 using namespace aqs;
 
 int main(int argc, char** argv) {
-  return client::run_command("fsub", [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = cmdline::parse_fsub_command_line(args);
-    if (cmd.options.help) {
-      std::fputs(cmdline::fsub_usage().c_str(), stdout);
-      return 0;
-    }
+  return client::run_command("fsub", argc, argv, cmdline::parse_fsub_command_line, cmdline::fsub_usage,
+                             [](const cmdline::fsub_command_line& cmd) {
     std::optional<std::string> script;
     if (cmd.script_path) {
       std::ifstream in(*cmd.script_path, std::ios::binary);
@@ -34,14 +26,9 @@ int main(int argc, char** argv) {
       text << in.rdbuf();
       script = text.str();
     }
-    cmdline::submit_context ctx;
-    ctx.cwd = std::filesystem::current_path().string();
-    for (char** e = environ; *e != nullptr; ++e) ctx.environment.emplace_back(*e);
-    ctx.submit_token = client::random_token();
-    auto req = cmdline::build_fsub_request(cmd, script, ctx);
+    auto req = cmdline::build_fsub_request(cmd, script, client::this_process_context());
     for (const auto& w : req.warnings) std::fprintf(stderr, "fsub: warning: %s\n", w.c_str());
-    const std::string socket =
-        cmdline::resolve_socket_path(cmd.options.socket, std::getenv("AQS_SOCKET"), client::k_default_socket);
+    const std::string socket = client::socket_path(cmd.options.socket);
     // A lost reply (the connection broke, aqsd's database was briefly
     // away) is retried with the same token: the job is made once and its id
     // printed once.

@@ -69,6 +69,12 @@ exit_status decode_wait_status(int status) noexcept {
   return s;
 }
 
+report_pipe make_report_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
+  return {unique_fd(fds[0]), unique_fd(fds[1])};
+}
+
 pid_t launch(const launch_spec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) throw launch_error("nothing to run: empty command");
   if (spec.stdout_path.empty() && spec.stdout_fd < 0) throw launch_error("no output file given");
@@ -105,9 +111,7 @@ pid_t launch(const launch_spec& spec) {
     if (c < 0 || c >= CPU_SETSIZE) throw launch_error("processor " + std::to_string(c) + " is out of range");
     CPU_SET(c, &mask);
   }
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
-  unique_fd error_r(pipefd[0]), error_w(pipefd[1]);
+  auto [error_r, error_w] = make_report_pipe();
 
   const pid_t pid = ::fork();
   if (pid < 0) throw launch_error(std::string("fork failed: ") + std::strerror(errno));

@@ -9,6 +9,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "unique_fd.hpp"
+
 namespace aqs::node {
 
 // What the agent needs to start a job. Paths are absolute or relative to
@@ -39,6 +41,14 @@ class launch_error : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+// A close-on-exec pipe over which a forked child reports to the agent (what
+// failed before exec, or what the step says). Throws launch_error ("pipe
+// failed: ...").
+struct report_pipe {
+  unique_fd reader, writer;
+};
+report_pipe make_report_pipe();
 
 // How a job's main process ended.
 struct exit_status {

@@ -209,9 +209,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     if (lease_r) lease_w.reset(::open(lease_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     if (!lease_w) lease_r.reset();
   }
-  int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) throw launch_error(std::string("pipe failed: ") + std::strerror(errno));
-  unique_fd report_r(report[0]), report_w(report[1]);
+  auto [report_r, report_w] = make_report_pipe();
   const pid_t step = ::fork();
   if (step < 0) throw launch_error(std::string("fork failed: ") + std::strerror(errno));
   if (step == 0) {
