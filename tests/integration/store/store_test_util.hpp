@@ -9,21 +9,13 @@
 
 #include "store/pg_job_store.hpp"
 
+#include "store_samples.hpp"
 #include "temp_dir.hpp"
 
 namespace aqs::test {
 
 inline store::job_request simple_request(std::string user = "alice", int procs = 2) {
-  store::job_request q;
-  q.user_name = std::move(user);
-  q.uid = 1000;
-  q.gid = 1000;
-  q.name = "job";
-  q.script = "#!/bin/sh\nhostname\n";
-  q.workdir = "/home/" + q.user_name;
-  q.min_pe = procs;
-  q.max_pe = procs;
-  return q;
+  return sample_request(std::move(user), procs);
 }
 
 inline store::pg_job_store_options options_for(std::string conninfo) {

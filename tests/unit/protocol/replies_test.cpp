@@ -8,6 +8,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/replies.hpp"
+#include "samples.hpp"
 
 using namespace aqs::protocol;
 using aqs::core::job_state;
@@ -16,20 +17,11 @@ using nlohmann::json;
 namespace {
 
 job_info sample_job_info(std::int64_t id) {
-  job_info j;
+  job_info j = aqs::test::sample_job_info();
   j.id = id;
   j.name = "heat" + std::to_string(id);
-  j.user = "alice";
-  j.state = job_state::running;
-  j.adaptive = true;
-  j.min_pe = 2;
-  j.max_pe = 8;
-  j.procs = "00111100";
-  j.nprocs = 4;
-  j.nodes = "node0:2-3,node1:0-1";
-  j.submit_time = "2026-11-21T21:00:00.000Z";
+  j.submit_time = "2026-11-21T21:00:00.000Z";  // as aqsd writes times
   j.start_time = "2026-11-21T21:00:01.000Z";
-  j.walltime_s = 600;
   return j;
 }
 

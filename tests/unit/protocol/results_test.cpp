@@ -5,29 +5,14 @@
 
 #include "protocol/errors.hpp"
 #include "protocol/results.hpp"
+#include "samples.hpp"
 
 using namespace aqs::protocol;
 using aqs::core::job_state;
 using nlohmann::json;
 
 namespace {
-job_info sample_job_info() {
-  job_info j;
-  j.id = 42;
-  j.name = "heat";
-  j.user = "alice";
-  j.state = job_state::running;
-  j.adaptive = true;
-  j.min_pe = 2;
-  j.max_pe = 8;
-  j.procs = "00111100";
-  j.nprocs = 4;
-  j.nodes = "node0:2-3,node1:0-1";
-  j.submit_time = "2026-11-21T21:00:00Z";
-  j.start_time = "2026-11-21T21:00:01Z";
-  j.walltime_s = 600;
-  return j;
-}
+using aqs::test::sample_job_info;
 
 std::string error_of(const json& j) {
   try {

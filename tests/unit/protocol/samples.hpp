@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "protocol/messages.hpp"
+#include "protocol/results.hpp"
 
 namespace aqs::test {
 
@@ -89,6 +90,25 @@ inline std::vector<message> samples() {
       node_leaving{21},
       resize_begin{22, 5, 3},
   };
+}
+
+// A listed job (fjobs), as results_test and replies_test encode and read it.
+inline job_info sample_job_info() {
+  job_info j;
+  j.id = 42;
+  j.name = "heat";
+  j.user = "alice";
+  j.state = job_state::running;
+  j.adaptive = true;
+  j.min_pe = 2;
+  j.max_pe = 8;
+  j.procs = "00111100";
+  j.nprocs = 4;
+  j.nodes = "node0:2-3,node1:0-1";
+  j.submit_time = "2026-11-21T21:00:00Z";
+  j.start_time = "2026-11-21T21:00:01Z";
+  j.walltime_s = 600;
+  return j;
 }
 
 }  // namespace aqs::test

@@ -14,6 +14,7 @@
 #include "core/job_state.hpp"
 #include "core/processor_set.hpp"
 #include "store/job_store.hpp"
+#include "store_samples.hpp"
 
 namespace aqs::test::contract {
 
@@ -26,18 +27,7 @@ using store::job_transition;
 inline const processor_set k_map = processor_set::from_string("00111100");
 inline const processor_set k_other_map = processor_set::from_string("11111100");
 
-inline job_request request(std::string user = "alice", int procs = 2) {
-  job_request q;
-  q.user_name = std::move(user);
-  q.uid = 1000;
-  q.gid = 1000;
-  q.name = "job";
-  q.script = "#!/bin/sh\nhostname\n";
-  q.workdir = "/home/" + q.user_name;
-  q.min_pe = procs;
-  q.max_pe = procs;
-  return q;
-}
+inline job_request request(std::string user = "alice", int procs = 2) { return sample_request(std::move(user), procs); }
 
 // A fresh adaptive job brought into `state` by legal transitions.
 inline std::int64_t job_in(job_store& s, job_state state) {
