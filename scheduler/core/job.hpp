@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/geometry.hpp"
 #include "core/job_state.hpp"
 #include "core/processor_set.hpp"
 
@@ -25,6 +27,10 @@ struct job_request {
   double submit_time = 0;  // seconds, the caller's clock
   int priority = 0;        // higher first; ties by submit time, then id
   bool requeue_on_node_fail = true;  // else a node loss fails the job
+  // How the processors must be laid out (tasks, nodes, memory, GPUs); the
+  // default places by count alone. A shaped rigid job's min_pe == max_pe is
+  // ntasks * cpus_per_task; an exclusive one holds its nodes' every processor.
+  job_shape shape{};
 };
 
 struct job {
@@ -42,6 +48,8 @@ struct job {
   // 9,216-processor map is 144 popcounts.
   std::size_t nprocs = 0;
   std::size_t ntarget = 0;
+  // A shaped job's tasks, memory and GPUs per node, taken at its start.
+  std::vector<shaped_allocation::on_node> placed;
 
   std::size_t size() const noexcept { return nprocs; }
   bool adaptive() const noexcept { return req.adaptive; }

@@ -34,6 +34,7 @@ scheduler::scheduler(cluster c, std::unique_ptr<strategy> policy)
   if (!policy_) misuse("scheduler: no strategy");
   held_ = processor_set(cluster_.size());
   reserved_ = processor_set(cluster_.size());
+  res_.resize(cluster_.nodes().size());
   refresh_usable();
 }
 
@@ -68,6 +69,7 @@ std::size_t scheduler::pinned_count(const job& j) const noexcept {
 
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
   std::size_t index = cluster_.add_node(std::move(name), procs);
+  res_.resize(cluster_.nodes().size());
   held_.resize(cluster_.size());
   reserved_.resize(cluster_.size());
   for (auto& [id, j] : jobs_) {
@@ -76,6 +78,50 @@ std::size_t scheduler::add_node(std::string name, std::size_t procs) {
   }
   refresh_usable();
   return index;
+}
+
+void scheduler::set_node_resources(std::size_t index, std::uint64_t memory_mb, std::size_t gpus) {
+  if (index >= res_.size()) misuse("node " + std::to_string(index) + " is not registered");
+  res_[index].memory_mb = memory_mb;
+  res_[index].gpus = gpus;
+}
+
+std::optional<std::string> scheduler::never_fits(const job_request& r, const std::vector<std::size_t>& nodes) const {
+  std::vector<std::size_t> all = nodes;
+  if (all.empty()) {
+    all.resize(cluster_.nodes().size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  }
+  if (r.shape.plain()) {
+    std::size_t total = 0;
+    for (const std::size_t i : all) total += i < cluster_.nodes().size() ? cluster_.at(i).procs : 0;
+    if (r.min_pe > total) {
+      return "it needs " + std::to_string(r.min_pe) + " processors; there are " + std::to_string(total);
+    }
+    return std::nullopt;
+  }
+  return core::never_fits(cluster_, res_, all, r.shape, r.min_pe);
+}
+
+void scheduler::take_resources(job& j) {
+  for (const auto& on : j.placed) {
+    node_resources& r = res_.at(on.node);
+    r.memory_used_mb += on.memory_mb;
+    r.gpus_used += on.gpus;
+    ++r.jobs;
+    if (j.req.shape.exclusive) r.exclusive_owner = true;
+  }
+}
+
+void scheduler::give_back_resources(job& j) {
+  for (const auto& on : j.placed) {
+    node_resources& r = res_.at(on.node);
+    r.memory_used_mb -= std::min(r.memory_used_mb, on.memory_mb);
+    r.gpus_used -= std::min(r.gpus_used, on.gpus);
+    if (r.jobs > 0) --r.jobs;
+    if (j.req.shape.exclusive) r.exclusive_owner = false;
+  }
+  j.placed.clear();
 }
 
 void scheduler::refresh_usable() {
@@ -102,6 +148,7 @@ void scheduler::new_epoch() {
 }
 
 void scheduler::release(job& j) {
+  give_back_resources(j);
   processor_set all = j.procs | j.target;
   held_ -= all;
   reserved_ -= all;
@@ -258,6 +305,25 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
   held_ |= procs;
   by_end_.insert({j.estimated_end, r.id});
   if (r.adaptive) adaptive_.insert(r.id);
+  if (!r.shape.plain()) {
+    // What its start took, from the map it holds: tasks, memory and GPUs on
+    // each of its nodes.
+    std::vector<std::size_t> nodes, counts;
+    for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
+      const node& n = cluster_.at(i);
+      const std::size_t here = procs.count_range(n.first_proc, n.first_proc + n.procs);
+      if (here == 0) continue;
+      nodes.push_back(i);
+      counts.push_back(here);
+    }
+    const auto tasks = task_layout(counts, r.shape.cpus_per_task,
+                                   r.shape.ntasks != 0 ? r.shape.ntasks : n / std::max<std::size_t>(r.shape.cpus_per_task, 1),
+                                   r.shape.tasks_per_node);
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      j.placed.push_back({nodes[k], tasks[k], r.shape.memory_on_node(counts[k]), r.shape.gpus_per_node});
+    }
+    take_resources(j);
+  }
   jobs_.emplace(r.id, std::move(j));
   refresh_counts();
 }
@@ -347,9 +413,32 @@ std::vector<decision> scheduler::decide(double now) {
   std::size_t free_n = free.count();
   // Starts, in the strategy's order. A start whose processors are still being
   // vacated waits for the acknowledgements (the next decide() redoes the plan).
+  // A shaped job that does not fit the nodes' free room now (the strategy
+  // counts processors only) waits, and so do the starts planned after it:
+  // later, smaller jobs must not take the room it is waiting for.
+  bool shape_blocked = false;
   for (const plan::sized& s : p.starts) {
     job& j = jobs_.at(s.job);
-    if (s.procs > free_n) continue;
+    if (shape_blocked || s.procs > free_n) continue;
+    if (!j.req.shape.plain()) {
+      auto placed = place_shaped(cluster_, free, res_, j.req.shape, s.procs);
+      if (!placed) {
+        // Unless it could not run even on idle UP nodes (some are down):
+        // then nothing it waits for can come from the jobs behind it.
+        std::vector<std::size_t> up;
+        for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
+          if (cluster_.at(i).state == node_state::up) up.push_back(i);
+        }
+        shape_blocked = !up.empty() && !core::never_fits(cluster_, res_, up, j.req.shape, s.procs);
+        continue;
+      }
+      free -= placed->procs;
+      free_n -= std::min(free_n, placed->procs.count());
+      j.placed = std::move(placed->nodes);
+      take_resources(j);
+      start_job(j, placed->procs, now, out);
+      continue;
+    }
     processor_set procs = place_new(free, s.procs);
     free -= procs;
     free_n -= s.procs;

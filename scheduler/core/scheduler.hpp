@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/cluster.hpp"
+#include "core/geometry.hpp"
 #include "core/job.hpp"
 #include "core/strategy.hpp"
 
@@ -86,6 +88,9 @@ public:
   // std::invalid_argument like cluster::add_node. Call decide() afterwards
   // to use it.
   std::size_t add_node(std::string name, std::size_t procs);
+  // What node `index` has besides processors (memory in MB, 0: unknown, and
+  // GPUs), for shaped jobs. Throws std::invalid_argument for a bad index.
+  void set_node_resources(std::size_t index, std::uint64_t memory_mb, std::size_t gpus);
   // Recovery (a restarted daemon): puts back a job that already holds
   // `procs`, RUNNING or SUSPENDED, started at `start_time`, without a
   // decision. Throws std::invalid_argument, changing nothing, for a duplicate
@@ -128,6 +133,11 @@ public:
   // without a popcount when no held processor is off an UP node.
   std::size_t pinned_count(const job& j) const noexcept;
   std::optional<plan::reservation_t> reservation() const noexcept { return reservation_; }
+  // Per node: memory and GPUs, what shaped jobs use of them, exclusive use.
+  const std::vector<node_resources>& resources() const noexcept { return res_; }
+  // Why a job with this request could never start on the given nodes (all
+  // nodes when empty) even on an idle cluster, or nullopt (geometry.hpp).
+  std::optional<std::string> never_fits(const job_request& r, const std::vector<std::size_t>& nodes = {}) const;
 
 private:
   job& get_mut(job_id id);
@@ -148,6 +158,9 @@ private:
   void refresh_counts() noexcept { counts_dirty_ = true; }
   void refresh_usable();
   void new_epoch();  // arrival or completion: frozen jobs may be asked again
+  // Takes (or gives back) the memory and GPUs of a shaped job's placement.
+  void take_resources(job& j);
+  void give_back_resources(job& j);
 
   cluster cluster_;
   std::unique_ptr<strategy> policy_;
@@ -160,6 +173,7 @@ private:
   mutable bool counts_dirty_ = true;
   std::vector<decision> pending_;  // decisions made by apply() (node loss), returned by decide()
   std::optional<plan::reservation_t> reservation_;
+  std::vector<node_resources> res_;  // one per node
 };
 
 }  // namespace aqs::core
