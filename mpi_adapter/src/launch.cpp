@@ -75,6 +75,15 @@ void check_host(const std::string& what, const std::string& host) {
   }
 }
 
+// Hosts in order of first appearance with their number of ranks.
+std::vector<std::pair<std::string, int>> host_counts(const std::vector<processor>& procs);
+std::vector<std::pair<std::string, int>> rank_counts(const allocation& a) {
+  if (a.ranks.empty()) return host_counts(a.procs);
+  std::vector<processor> first;
+  for (const auto& r : a.ranks) first.push_back(a.procs.at(r.front()));
+  return host_counts(first);
+}
+
 // Hosts in order of first appearance with their number of processors.
 std::vector<std::pair<std::string, int>> host_counts(const std::vector<processor>& procs) {
   std::vector<std::pair<std::string, int>> out;
@@ -234,6 +243,18 @@ void validate(const allocation& a) {
                              " and host " + shown(it->second) + " are both '" + it->first + "' to mpirun"));
     }
   }
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+    const auto& r = a.ranks[i];
+    if (a.adaptive) throw allocation_error("an adaptive job has one rank per processor");
+    if (r.empty()) throw allocation_error("rank " + std::to_string(i) + " has no processor");
+    for (const std::size_t k : r) {
+      if (k >= a.procs.size()) throw allocation_error("rank " + std::to_string(i) + " names a processor beyond the map");
+      if (a.procs[k].host != a.procs[r.front()].host) {
+        throw allocation_error("rank " + std::to_string(i) + " spans hosts " + shown(a.procs[r.front()].host) +
+                               " and " + shown(a.procs[k].host));
+      }
+    }
+  }
   if (a.launch_agent.empty() && by_mpirun_name.size() > 1) {
     throw allocation_error("the allocation spans " + std::to_string(by_mpirun_name.size()) +
                            " hosts, which needs the launch agent (aqs-rsh), and no path to it was given");
@@ -243,7 +264,7 @@ void validate(const allocation& a) {
 std::string hostfile_text(const allocation& a) {
   validate(a);
   std::string out;
-  for (const auto& [host, n] : host_counts(a.procs)) out += host + " slots=" + std::to_string(n) + "\n";
+  for (const auto& [host, n] : rank_counts(a)) out += host + " slots=" + std::to_string(n) + "\n";
   // No ranks at launch, but a daemon (mpirun's virtual machine spans every
   // host of its hostfile) for the spawns that grow the job there.
   for (const auto& host : a.spare_hosts) out += host + " slots=0\n";
@@ -253,6 +274,16 @@ std::string hostfile_text(const allocation& a) {
 std::string rankfile_text(const allocation& a) {
   validate(a);
   std::string out;
+  if (!a.ranks.empty()) {
+    for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+      std::set<int> cpus;
+      for (const std::size_t k : a.ranks[i]) cpus.insert(a.procs[k].cpu);
+      std::string list;
+      for (const int c : cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+      out += "rank " + std::to_string(i) + "=" + a.procs[a.ranks[i].front()].host + " slot=" + list + "\n";
+    }
+    return out;
+  }
   for (std::size_t i = 0; i < a.procs.size(); ++i) {
     out += "rank " + std::to_string(i) + "=" + a.procs[i].host + " slot=" + std::to_string(a.procs[i].cpu) + "\n";
   }

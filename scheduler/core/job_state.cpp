@@ -6,7 +6,7 @@
 namespace aqs::core {
 
 namespace {
-constexpr enum_table<job_state, 9> k_names = {{
+constexpr enum_table<job_state, 10> k_names = {{
     {job_state::pending, "PENDING"},
     {job_state::running, "RUNNING"},
     {job_state::resizing, "RESIZING"},
@@ -16,6 +16,7 @@ constexpr enum_table<job_state, 9> k_names = {{
     {job_state::cancelled, "CANCELLED"},
     {job_state::timeout, "TIMEOUT"},
     {job_state::node_fail, "NODE_FAIL"},
+    {job_state::out_of_memory, "OUT_OF_MEMORY"},
 }};
 }  // namespace
 
@@ -30,6 +31,7 @@ bool is_final(job_state s) noexcept {
     case job_state::cancelled:
     case job_state::timeout:
     case job_state::node_fail:
+    case job_state::out_of_memory:
       return true;
     default:
       return false;
@@ -47,19 +49,20 @@ bool is_legal_transition(job_state from, job_state to) noexcept {
       return to == running || to == cancelled || to == failed;
     case running:
       return to == resizing || to == suspended || to == completed || to == failed ||
-             to == cancelled || to == timeout || to == node_fail;
+             to == cancelled || to == timeout || to == node_fail || to == out_of_memory;
     case resizing:
       return to == running || to == completed || to == failed || to == cancelled ||
-             to == timeout || to == node_fail;
+             to == timeout || to == node_fail || to == out_of_memory;
     case suspended:
       return to == running || to == failed || to == cancelled || to == timeout ||
-             to == node_fail;
+             to == node_fail || to == out_of_memory;
     case node_fail:
       return to == pending;
     case completed:
     case failed:
     case cancelled:
     case timeout:
+    case out_of_memory:
       return false;
   }
   return false;

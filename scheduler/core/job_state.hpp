@@ -17,12 +17,14 @@ enum class job_state : unsigned char {
   cancelled,
   timeout,
   node_fail,
+  out_of_memory,  // killed for using more memory than it asked for (--mem)
 };
 
-inline constexpr std::array<job_state, 9> k_all_job_states = {
-    job_state::pending,   job_state::running, job_state::resizing,
+inline constexpr std::array<job_state, 10> k_all_job_states = {
+    job_state::pending,   job_state::running,   job_state::resizing,
     job_state::suspended, job_state::completed, job_state::failed,
-    job_state::cancelled, job_state::timeout, job_state::node_fail};
+    job_state::cancelled, job_state::timeout,   job_state::node_fail,
+    job_state::out_of_memory};
 
 // "PENDING", "RUNNING", ... as stored, shown by fjobs and sent on the wire.
 std::string_view to_string(job_state s) noexcept;
@@ -38,9 +40,9 @@ bool holds_processors(job_state s) noexcept;
 
 // The legal transitions:
 //   PENDING   -> RUNNING | CANCELLED | FAILED (e.g. a dependency failed)
-//   RUNNING   -> RESIZING | SUSPENDED | COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL
-//   RESIZING  -> RUNNING | COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL
-//   SUSPENDED -> RUNNING | FAILED | CANCELLED | TIMEOUT | NODE_FAIL
+//   RUNNING   -> RESIZING | SUSPENDED | COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY
+//   RESIZING  -> RUNNING | COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY
+//   SUSPENDED -> RUNNING | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY
 //   NODE_FAIL -> PENDING (requeue)
 bool is_legal_transition(job_state from, job_state to) noexcept;
 

@@ -29,7 +29,11 @@ std::string expand_output_pattern(std::string_view pattern, const pattern_values
     }
     std::string value;
     switch (pattern[k]) {
-      case 'j': value = std::to_string(values.job_id); break;
+      case 'j':
+      case 'J': value = std::to_string(values.job_id); break;
+      case 'N': value = std::string(values.node); break;
+      case 'A': value = std::to_string(values.array_job_id != 0 ? values.array_job_id : values.job_id); break;
+      case 'a': value = values.array_task_id >= 0 ? std::to_string(values.array_task_id) : "4294967294"; break;
       case 'x': value = std::string(values.job_name); break;
       case 'u': value = std::string(values.user); break;
       case '%':

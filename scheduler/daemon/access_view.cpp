@@ -16,6 +16,26 @@ void add_agent_address(const peer_info& agent, std::set<std::string>& addrs) {
   }
 }
 
+void access_view::set_machine(core::cluster machine, std::vector<core::node_resources> resources) {
+  std::lock_guard lk(mu_);
+  machine_ = std::move(machine);
+  resources_ = std::move(resources);
+}
+
+std::optional<std::string> access_view::never_fits(const core::job_request& r) const {
+  std::lock_guard lk(mu_);
+  if (machine_.nodes().empty()) return std::nullopt;
+  std::vector<std::size_t> all(machine_.nodes().size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (r.shape.plain()) {
+    if (r.min_pe > machine_.size()) {
+      return "it needs " + std::to_string(r.min_pe) + " processors; the cluster has " + std::to_string(machine_.size());
+    }
+    return std::nullopt;
+  }
+  return core::never_fits(machine_, resources_, all, r.shape, r.min_pe);
+}
+
 void access_view::set_spans(std::vector<core::node_span> spans) {
   std::lock_guard lock(mu_);
   spans_ = std::move(spans);

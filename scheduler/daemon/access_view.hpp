@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/geometry.hpp"
+#include "core/job.hpp"
 #include "core/map_display.hpp"
 #include "daemon/dispatcher.hpp"
 
@@ -30,6 +32,12 @@ public:
 
   void set_spans(std::vector<core::node_span> spans);
   std::vector<core::node_span> spans() const;
+
+  // The nodes as submission checks see them (processors, memory, GPUs).
+  void set_machine(core::cluster machine, std::vector<core::node_resources> resources);
+  // Why a job could never run on the registered nodes, even all idle; nullopt
+  // when it could, or while no node has registered (jobs wait for nodes then).
+  std::optional<std::string> never_fits(const core::job_request& r) const;
 
   void set_owner(std::int64_t job, std::int32_t uid);
   void set_token(std::int64_t job, std::string token);
@@ -56,6 +64,8 @@ private:
 
   mutable std::mutex mu_;
   std::vector<core::node_span> spans_;
+  core::cluster machine_;
+  std::vector<core::node_resources> resources_;
   std::unordered_map<std::int64_t, std::int32_t> owners_;              // live job -> uid
   std::unordered_map<std::int64_t, std::string> tokens_;               // job -> shim secret
   std::unordered_map<std::int64_t, std::set<std::string>> job_addrs_;  // job -> IPs (k_any_agent: any agent's)

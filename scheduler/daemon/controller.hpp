@@ -26,6 +26,7 @@
 #include "core/scheduler.hpp"
 #include "daemon/access_view.hpp"
 #include "daemon/clock.hpp"
+#include "daemon/array_table.hpp"
 #include "daemon/dependency_gate.hpp"
 #include "daemon/dispatcher.hpp"
 #include "daemon/job_records.hpp"
@@ -139,6 +140,10 @@ private:
   // Queues the submission for group commit; the reply follows the arrival.
   void store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
                         std::map<std::int64_t, core::job_state> deps);
+  // A job array: its first task stored alone (its id is the array's), then
+  // the others in one batch, all arriving once every one is stored.
+  void store_array(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+                   std::map<std::int64_t, core::job_state> deps);
   void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
               std::map<std::int64_t, core::job_state> dep_states);
   void admit_or_hold(std::int64_t id);
@@ -230,6 +235,7 @@ private:
   node_registry nodes_;
   job_table jobs_;
   dependency_gate deps_;
+  array_table arrays_;
   resize_tracker resizes_;
   step_table steps_;
   watch_list watchers_;

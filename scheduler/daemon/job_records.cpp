@@ -40,7 +40,27 @@ store::job_request to_store_request(const protocol::job_spec& spec, const submit
   r.requeue = spec.requeue;
   r.umask = static_cast<std::int32_t>(spec.umask.value_or(022));
   r.dependencies = spec.afterok;
+  if (spec.geometry) r.geometry = protocol::geometry_json(*spec.geometry);
   return r;
+}
+
+core::job_shape shape_of(const protocol::job_geometry& g) {
+  core::job_shape s;
+  s.ntasks = static_cast<std::size_t>(g.ntasks);
+  s.cpus_per_task = static_cast<std::size_t>(g.cpus_per_task);
+  s.tasks_per_node = static_cast<std::size_t>(g.ntasks_per_node.value_or(0));
+  s.min_nodes = static_cast<std::size_t>(g.nodes_min.value_or(0));
+  s.max_nodes = static_cast<std::size_t>(g.nodes_max.value_or(0));
+  s.exclusive = g.exclusive;
+  s.mem_per_node_mb = static_cast<std::uint64_t>(g.mem_per_node_mb.value_or(0));
+  s.mem_per_cpu_mb = static_cast<std::uint64_t>(g.mem_per_cpu_mb.value_or(0));
+  s.gpus_per_node = static_cast<std::size_t>(g.gpus_per_node.value_or(0));
+  return s;
+}
+
+std::optional<protocol::job_geometry> geometry_of(const std::string& json_text) {
+  if (json_text.empty()) return std::nullopt;
+  return protocol::parse_geometry(json_text);
 }
 
 protocol::job_spec to_spec(const store::job_record& rec) {
@@ -60,6 +80,7 @@ protocol::job_spec to_spec(const store::job_record& rec) {
   s.afterok = r.dependencies;
   s.requeue = r.requeue;
   s.umask = r.umask;
+  s.geometry = geometry_of(r.geometry);
   // An interactive job's watcher is gone after a restart; its output goes to
   // the files like a batch job's.
   s.interactive = false;
@@ -77,6 +98,7 @@ core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spe
   r.walltime = spec.walltime_s ? static_cast<double>(*spec.walltime_s) : k_unlimited_walltime_s;
   r.submit_time = submit_time;
   r.requeue_on_node_fail = spec.requeue;
+  if (spec.geometry) r.shape = shape_of(*spec.geometry);
   return r;
 }
 
@@ -91,6 +113,7 @@ core::job_request to_core_request(const store::job_summary& s) {
   r.submit_time = to_seconds(s.status.submit_time);
   r.priority = s.priority;
   r.requeue_on_node_fail = s.requeue;
+  if (const auto g = geometry_of(s.geometry)) r.shape = shape_of(*g);
   return r;
 }
 
@@ -171,6 +194,19 @@ protocol::job_info to_job_info(const store::job_summary& s, std::span<const core
     j.exit_code = 128 + *s.status.term_signal;  // as the shell reports a killed command
   }
   if (s.walltime_s) j.walltime_s = *s.walltime_s;
+  if (!s.geometry.empty()) {
+    // Listing 100,000 jobs reads this per job: most have none.
+    try {
+      const auto g = protocol::parse_geometry(s.geometry);
+      if (g.array_task_id) {
+        j.array_task_id = g.array_task_id;
+        j.array_job_id = g.array_job_id.value_or(s.id);
+      }
+      j.partition = g.partition;
+    } catch (const std::exception&) {
+      // A geometry this build cannot read: listed without it.
+    }
+  }
   return j;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ std::string user_name_of(std::int64_t uid);
 // The run-time estimate the core plans with when a job gave no limit: long
 // enough that EASY never counts on it ending.
 inline constexpr double k_unlimited_walltime_s = 365.0 * 24 * 3600;
+
+// The core's shape of a job geometry, and a stored geometry (JSON text,
+// empty for none) read back; throws protocol_error for a malformed one.
+core::job_shape shape_of(const protocol::job_geometry& g);
+std::optional<protocol::job_geometry> geometry_of(const std::string& json_text);
 
 store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who);
 // The launchable job as it was submitted (script, argv, files, environment).

@@ -25,7 +25,16 @@ void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace,
 void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
   const peer_info& p = c->peer();
   const std::string caller = p.uid ? user_name_of(*p.uid) : "root";
-  std::vector<std::int64_t> targets = m.job_ids;
+  std::vector<std::int64_t> targets;
+  // An array's id names all its live tasks (scancel's way).
+  for (const std::int64_t id : m.job_ids) {
+    const auto tasks = arrays_.tasks_of(id);
+    if (tasks.empty()) {
+      targets.push_back(id);
+    } else {
+      targets.insert(targets.end(), tasks.begin(), tasks.end());
+    }
+  }
   if (targets.empty() && m.user) targets = jobs_.of_user(*m.user);
   protocol::cancel_reply reply;
   auto& cancelled = reply.cancelled;

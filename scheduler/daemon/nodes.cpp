@@ -21,7 +21,10 @@ std::string cpu_ranges(const std::vector<std::int64_t>& cpus) {
 
 }  // namespace
 
-void controller::refresh_spans() { view_.set_spans(nodes_.spans()); }
+void controller::refresh_spans() {
+  view_.set_spans(nodes_.spans());
+  view_.set_machine(sched_.machine(), sched_.resources());
+}
 
 void controller::send_to_node(std::size_t index, protocol::message m) {
   node_entry& n = nodes_.at(index);
@@ -103,6 +106,9 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
   n.host = m.host.empty() ? m.name : m.host;
   n.memory_mb = m.memory_mb;
   n.gpus = m.gpus;
+  sched_.set_node_resources(index, static_cast<std::uint64_t>(std::max<std::int64_t>(m.memory_mb, 0)),
+                            static_cast<std::size_t>(std::max<std::int64_t>(m.gpus, 0)));
+  refresh_spans();
   n.last_seen = clock_.now();
   n.last_stored_heartbeat = n.last_seen;
   if (sched_.machine().at(index).state == core::node_state::down) {

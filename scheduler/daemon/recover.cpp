@@ -38,6 +38,8 @@ void controller::recover() {
     }
     n.memory_mb = rec.memory_mb;
     n.gpus = rec.gpus;
+    sched_.set_node_resources(index, static_cast<std::uint64_t>(std::max<std::int64_t>(rec.memory_mb, 0)),
+                              static_cast<std::size_t>(std::max<std::int64_t>(rec.gpus, 0)));
     // Its agent has one heartbeat timeout from now to come back.
     n.last_seen = t;
     n.last_stored_heartbeat = t;
@@ -58,13 +60,24 @@ void controller::recover() {
     e.deps = s.dependencies;
     view_.set_owner(s.id, s.uid);
     const job_state state = s.status.state;
+    // A task of a throttled array takes a place of its array again (running
+    // ones first in id order, as they come).
+    bool admitted = true;
+    try {
+      if (const auto g = geometry_of(s.geometry); g && g->array_task_id) {
+        admitted = arrays_.arrive(g->array_job_id.value_or(s.id), s.id, g->array_max_running.value_or(0)) ||
+                   state != job_state::pending;
+      }
+    } catch (const std::exception& ex) {
+      logging::warn("job {}: unreadable geometry ({})", s.id, ex.what());
+    }
     if (state == job_state::pending) {
       for (std::int64_t d : e.deps) {
         if (known_state(d)) continue;
         if (auto rec = store_.get_job(d)) e.dep_known[d] = rec->status.state;
       }
       jobs_.add(s.id, std::move(e));
-      admit_or_hold(s.id);
+      if (admitted) admit_or_hold(s.id);
       ++pending;
       continue;
     }

@@ -1,6 +1,11 @@
 // submit: durable submission, then arrival in the core or, while
 // dependencies are unfinished, in the held set.
+#include <atomic>
+#include <memory>
+
 #include <boost/asio/post.hpp>
+
+#include "core/array_spec.hpp"
 
 #include "daemon/controller.hpp"
 #include "daemon/permissions.hpp"
@@ -19,6 +24,14 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
     return;
   }
   submitter who{user_name_of(*p.uid), static_cast<std::int32_t>(*p.uid), static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
+  if (s.job.geometry) {
+    // A job that asked for a layout the nodes can never give is refused now,
+    // with the reason, rather than pending forever (Slurm does the same).
+    if (auto why = view_.never_fits(to_core_request(0, s.job, who.user, 0))) {
+      reply_error(c, s.id, protocol::error_code::bad_request, "the job can never run on this cluster: " + *why);
+      return;
+    }
+  }
   if (s.job.afterok.empty()) return store_submission(c, s, who, {});
   // Dependencies are checked against the store, off the session's thread.
   asio::post(readers_, [this, c, s, who] {
@@ -43,6 +56,7 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
 
 void controller::store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
+  if (s.job.geometry && s.job.geometry->array) return store_array(c, s, who, std::move(deps));
   auto done = [this, c, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
     if (error) {
       try {
@@ -65,6 +79,98 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
   };
   try {
     store_.submit_then(to_store_request(s.job, who), std::move(done));
+  } catch (const store::store_unavailable& e) {
+    reply_error(c, s.id, protocol::error_code::internal, std::string("store unavailable, retrying (submit again): ") + e.what());
+  } catch (const store::store_error& e) {
+    reply_error(c, s.id, protocol::error_code::bad_request, e.what());
+  }
+}
+
+void controller::store_array(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+                             std::map<std::int64_t, job_state> deps) {
+  const core::array_spec spec = core::parse_array_spec(*s.job.geometry->array);  // validated with the message
+  const std::size_t n = spec.tasks.size();
+  auto task = [s, spec, n](std::size_t k, std::optional<std::int64_t> array_id) {
+    protocol::job_spec j = s.job;
+    auto& g = *j.geometry;
+    g.array.reset();
+    g.array_task_id = spec.tasks[k];
+    g.array_job_id = array_id;
+    if (spec.max_running > 0) g.array_max_running = spec.max_running;
+    g.array_task_count = static_cast<std::int64_t>(n);
+    // A resent request (same token) finds each task it stored before.
+    if (j.submit_token) j.submit_token = *j.submit_token + "#" + std::to_string(spec.tasks[k]);
+    return j;
+  };
+  struct stored {
+    std::int64_t id = 0;
+    bool created = false;
+    std::exception_ptr error;
+  };
+  auto results = std::make_shared<std::vector<stored>>(n);
+  auto specs = std::make_shared<std::vector<protocol::job_spec>>();
+  specs->reserve(n);
+  specs->push_back(task(0, std::nullopt));
+  auto finish = [this, c, s, who, deps, results, specs] {
+    post([this, c, s, who, deps, results, specs] {
+      std::size_t ok = 0;
+      std::exception_ptr first_error;
+      for (std::size_t k = 0; k < results->size(); ++k) {
+        const stored& r = (*results)[k];
+        if (r.error) {
+          if (!first_error) first_error = r.error;
+          continue;
+        }
+        ++ok;
+        if (r.created) arrive(r.id, (*specs)[k], who, deps);
+      }
+      if (!first_error) {
+        c->send(protocol::make_ok(s.id, protocol::submit_reply{(*results)[0].id}));
+        return;
+      }
+      std::string why;
+      try {
+        std::rethrow_exception(first_error);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      reply_error(c, s.id, protocol::error_code::internal,
+                  "only " + std::to_string(ok) + " of " + std::to_string(results->size()) +
+                      " array tasks were stored (submit again with the same token to store the rest): " + why);
+    });
+  };
+  try {
+    store_.submit_then(to_store_request(specs->front(), who),
+                       [this, who, n, task, results, specs, finish, c, s](std::int64_t id0, bool created0,
+                                                                        std::exception_ptr error) {
+      (*results)[0] = {id0, created0, error};
+      if (error) {
+        // Nothing stored: the whole array is refused as a single job would be.
+        try {
+          std::rethrow_exception(error);
+        } catch (const store::store_unavailable& e) {
+          reply_error(c, s.id, protocol::error_code::internal,
+                      std::string("store unavailable, retrying (submit again): ") + e.what());
+        } catch (const std::exception& e) {
+          reply_error(c, s.id, protocol::error_code::bad_request, e.what());
+        }
+        return;
+      }
+      if (n == 1) return finish();
+      for (std::size_t k = 1; k < n; ++k) specs->push_back(task(k, id0));
+      auto left = std::make_shared<std::atomic<std::size_t>>(n - 1);
+      for (std::size_t k = 1; k < n; ++k) {
+        auto done = [results, left, finish, k](std::int64_t id, bool created, std::exception_ptr e) {
+          (*results)[k] = {id, created, e};
+          if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
+        };
+        try {
+          store_.submit_then(to_store_request((*specs)[k], who), done);
+        } catch (...) {
+          done(0, false, std::current_exception());
+        }
+      }
+    });
   } catch (const store::store_unavailable& e) {
     reply_error(c, s.id, protocol::error_code::internal, std::string("store unavailable, retrying (submit again): ") + e.what());
   } catch (const store::store_error& e) {
@@ -95,6 +201,11 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);
+  const auto& g = jobs_.at(id).spec->geometry;
+  if (g && g->array_task_id &&
+      !arrays_.arrive(g->array_job_id.value_or(id), id, g->array_max_running.value_or(0))) {
+    return;  // its array's throttle: it waits for a running task to end
+  }
   admit_or_hold(id);
 }
 
@@ -141,6 +252,7 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   notify(id, state, code, signal, nullptr);
   watchers_.forget(id);
   for (std::int64_t h : deps_.ended(id)) admit_or_hold(h);
+  if (const auto next = arrays_.ended(id)) admit_or_hold(*next);
 }
 
 }  // namespace aqs::daemon

@@ -1,6 +1,8 @@
 // messages: JSON encoding and validating decoding of every protocol message, from one description per message.
 #include "protocol/messages.hpp"
 
+#include "core/array_spec.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -126,8 +128,9 @@ struct exit_state {
   core::job_state read(const reader& in, std::string_view key, const json& v) const {
     using core::job_state;
     const job_state s = job_state_name{}.read(in, key, v);
-    if (s != job_state::completed && s != job_state::failed && s != job_state::cancelled && s != job_state::timeout) {
-      in.fail(key, "must be COMPLETED, FAILED, CANCELLED or TIMEOUT");
+    if (s != job_state::completed && s != job_state::failed && s != job_state::cancelled && s != job_state::timeout &&
+        s != job_state::out_of_memory) {
+      in.fail(key, "must be COMPLETED, FAILED, CANCELLED, TIMEOUT or OUT_OF_MEMORY");
     }
     return s;
   }
@@ -178,6 +181,45 @@ struct placement_entry {
 // ---- one description per message ---------------------------------------------
 
 template <>
+struct record<job_geometry> {
+  using R = job_geometry;
+  static constexpr auto fields = std::tuple{
+      field("ntasks", &R::ntasks, k_pe),
+      field("cpus_per_task", &R::cpus_per_task, k_pe),
+      field("ntasks_per_node", &R::ntasks_per_node, k_pe),
+      field("nodes_min", &R::nodes_min, k_pe),
+      field("nodes_max", &R::nodes_max, k_pe),
+      check<R>([](const reader& in, const R& g) {
+        if (g.nodes_min && g.nodes_max && *g.nodes_max < *g.nodes_min) in.fail("nodes_max", "must be >= nodes_min");
+        if (g.nodes_min && *g.nodes_min > g.ntasks) in.fail("nodes_min", "must be <= ntasks (a node with no task)");
+        if (g.ntasks > k_max_pe / g.cpus_per_task) in.fail("cpus_per_task", "ntasks * cpus_per_task is too large");
+      }),
+      field("exclusive", &R::exclusive, flag{}, presence::sparse),
+      field("mem_per_node_mb", &R::mem_per_node_mb, k_memory_mb),
+      field("mem_per_cpu_mb", &R::mem_per_cpu_mb, k_memory_mb),
+      check<R>([](const reader& in, const R& g) {
+        if (g.mem_per_node_mb && g.mem_per_cpu_mb) in.fail("mem_per_cpu_mb", "give memory per node or per cpu, not both");
+      }),
+      field("gpus_per_node", &R::gpus_per_node, k_gpus),
+      field("partition", &R::partition, k_name),
+      field("recorded", &R::recorded, list<text>{256, k_name}, presence::sparse),
+      field("array", &R::array, k_name),
+      check<R>([](const reader& in, const R& g) {
+        if (!g.array) return;
+        try {
+          (void)core::parse_array_spec(*g.array);
+        } catch (const std::invalid_argument& e) {
+          in.fail("array", e.what());
+        }
+      }),
+      field("array_task_id", &R::array_task_id, integer{0, core::k_max_array_index}),
+      field("array_job_id", &R::array_job_id, k_job_id),
+      field("array_max_running", &R::array_max_running, integer{1, core::k_max_array_index}),
+      field("array_task_count", &R::array_task_count, integer{1, core::k_max_array_index}),
+  };
+};
+
+template <>
 struct record<job_spec> {
   using R = job_spec;
   static constexpr auto fields = std::tuple{
@@ -209,6 +251,14 @@ struct record<job_spec> {
       field("submit_token", &R::submit_token, k_name),
       field("interactive", &R::interactive, flag{}),
       field("umask", &R::umask, integer{0, 0777}),
+      field("geometry", &R::geometry, object<job_geometry>{}),
+      check<R>([](const reader& in, const R& s) {
+        if (!s.geometry) return;
+        const auto& g = *s.geometry;
+        if (!s.adaptive && g.ntasks * g.cpus_per_task != s.min_pe) {
+          in.fail("geometry.ntasks", "ntasks * cpus_per_task must equal min_pe for a rigid job");
+        }
+      }),
   };
 };
 
@@ -657,6 +707,14 @@ std::string encode_body(const message& m) {
 }
 
 std::string encode(const message& m) { return encode_frame(encode_body(m)); }
+
+std::string geometry_json(const job_geometry& g) { return dump_json(detail::to_object(g)); }
+
+job_geometry parse_geometry(std::string_view json_text) {
+  const json j = parse_json_bounded(json_text);
+  if (!j.is_object()) throw protocol_error(error_code::bad_request, "a job geometry must be a JSON object");
+  return detail::from_object<job_geometry>(reader(j, "geometry"));
+}
 
 error make_error(const protocol_error& e) {
   error out;

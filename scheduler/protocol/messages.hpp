@@ -46,6 +46,33 @@ enum class peer_role : unsigned char { client, node, job };
 std::string_view to_string(peer_role r) noexcept;
 std::optional<peer_role> parse_role(std::string_view text) noexcept;
 
+// A job's layout beyond its processor count, as Slurm's options give it
+// (wire: the "geometry" object of a job; see docs/protocol.md). A rigid
+// job's min_pe == max_pe == ntasks * cpus_per_task. Memory in MB.
+struct job_geometry {
+  std::int64_t ntasks = 1;
+  std::int64_t cpus_per_task = 1;
+  std::optional<std::int64_t> ntasks_per_node;
+  std::optional<std::int64_t> nodes_min;
+  std::optional<std::int64_t> nodes_max;
+  bool exclusive = false;
+  std::optional<std::int64_t> mem_per_node_mb;
+  std::optional<std::int64_t> mem_per_cpu_mb;
+  std::optional<std::int64_t> gpus_per_node;
+  std::optional<std::string> partition;
+  // Slurm options accepted and kept but not acted on ("account=proj").
+  std::vector<std::string> recorded;
+  // A job array: in a submit, "0-99%10" (core/array_spec.hpp) makes one job
+  // per task; each task's job carries its index, its array's id (the first
+  // task's job id; unset on the first task itself) and the throttle.
+  std::optional<std::string> array;
+  std::optional<std::int64_t> array_task_id;
+  std::optional<std::int64_t> array_job_id;
+  std::optional<std::int64_t> array_max_running;
+  std::optional<std::int64_t> array_task_count;
+  friend bool operator==(const job_geometry&, const job_geometry&) = default;
+};
+
 // What a job asks for: the body of submit, and the job part of launch.
 // Exactly one of two shapes: a batch script (`script` set, `argv` its
 // arguments, possibly empty) or a command (`script` unset, `argv` non-empty,
@@ -68,6 +95,7 @@ struct job_spec {
   std::optional<std::string> submit_token; // idempotency key: a retry returns the same job
   bool interactive = false;                // frun: output is streamed, not written to files
   std::optional<std::int64_t> umask;       // the submitter's umask (0..0777); unset: 0022
+  std::optional<job_geometry> geometry;    // unset: any processors anywhere
   friend bool operator==(const job_spec&, const job_spec&) = default;
 };
 
@@ -453,5 +481,10 @@ std::string encode(const message& m);
 
 // An error reply for a protocol_error caught while handling a request.
 error make_error(const protocol_error& e);
+
+// A job geometry as its JSON object (the store keeps it as such), and back:
+// validated as in a submit; throws protocol_error(bad_request) naming the field.
+std::string geometry_json(const job_geometry& g);
+job_geometry parse_geometry(std::string_view json_text);
 
 }  // namespace aqs::protocol

@@ -70,7 +70,10 @@ json to_json(const job_info& j) {
               {"start_time", opt(j.start_time)},
               {"end_time", opt(j.end_time)},
               {"exit_code", opt(j.exit_code)},
-              {"walltime_s", opt(j.walltime_s)}};
+              {"walltime_s", opt(j.walltime_s)},
+              {"array_job_id", opt(j.array_job_id)},
+              {"array_task_id", opt(j.array_task_id)},
+              {"partition", opt(j.partition)}};
 }
 
 json to_json(const node_info& n) {
@@ -134,7 +137,11 @@ void append_opt(std::string& out, const std::optional<std::int64_t>& v) {
 
 void append_json(std::string& out, const job_info& j) {
   // The members in nlohmann's order (sorted by key), as to_json(j).dump().
-  out += j.adaptive ? "{\"adaptive\":true,\"end_time\":" : "{\"adaptive\":false,\"end_time\":";
+  out += j.adaptive ? "{\"adaptive\":true,\"array_job_id\":" : "{\"adaptive\":false,\"array_job_id\":";
+  append_opt(out, j.array_job_id);
+  out += ",\"array_task_id\":";
+  append_opt(out, j.array_task_id);
+  out += ",\"end_time\":";
   append_opt(out, j.end_time);
   out += ",\"exit_code\":";
   append_opt(out, j.exit_code);
@@ -150,6 +157,8 @@ void append_json(std::string& out, const job_info& j) {
   append_string(out, j.nodes);
   out += ",\"nprocs\":";
   append_int(out, j.nprocs);
+  out += ",\"partition\":";
+  append_opt(out, j.partition);
   out += ",\"procs\":";
   append_string(out, j.procs);
   out += ",\"start_time\":";
@@ -188,6 +197,9 @@ job_info parse_job_info(const json& j, const std::string& where) {
   out.end_time = r.opt_string("end_time", k_time);
   out.exit_code = r.opt_integer("exit_code", 0, 255);
   out.walltime_s = r.opt_integer("walltime_s", 1, k_max_walltime_s);
+  out.array_job_id = r.opt_integer("array_job_id", 1, k_max_job_id);
+  out.array_task_id = r.opt_integer("array_task_id", 0, 4'000'000);
+  out.partition = r.opt_string("partition", k_name);
   return out;
 }
 

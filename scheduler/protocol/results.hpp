@@ -30,6 +30,10 @@ struct job_info {
   std::optional<std::string> end_time;
   std::optional<std::int64_t> exit_code;
   std::optional<std::int64_t> walltime_s;  // null: no limit
+  // A job array's task: the array's id (its first task's job id) and the index.
+  std::optional<std::int64_t> array_job_id;
+  std::optional<std::int64_t> array_task_id;
+  std::optional<std::string> partition;  // as asked (-p); null: the default
   friend bool operator==(const job_info&, const job_info&) = default;
 };
 

@@ -77,6 +77,10 @@ const pg_column<job_summary> k_summary[] = {
     {"priority", [](const pqxx::field& f, job_summary& j) { j.priority = f.as<std::int32_t>(); }},
     {"requeue", [](const pqxx::field& f, job_summary& j) { j.requeue = f.as<bool>(); }},
     {"dependencies", [](const pqxx::field& f, job_summary& j) { j.dependencies = bigint_array(f); }},
+    {"geometry",
+     [](const pqxx::field& f, job_summary& j) {
+       if (!f.is_null()) j.geometry = f.as<std::string>();
+     }},
     {"state", [](const pqxx::field& f, job_summary& j) { j.status.state = state_of(f); }},
     {"submit_time", [](const pqxx::field& f, job_summary& j) { j.status.submit_time = micros(f); }},
     {"start_time", [](const pqxx::field& f, job_summary& j) { j.status.start_time = opt_micros(f); }},

@@ -49,7 +49,10 @@ void append_batch_json(std::string& out, std::size_t ord, const job_request& q) 
     if (i) out.push_back(',');
     out += '"' + std::to_string(q.dependencies[i]) + '"';
   }
-  out += "],\"umask\":" + std::to_string(q.umask) + "}";
+  out += "],\"umask\":" + std::to_string(q.umask) + ",\"geometry\":";
+  // Already JSON (the daemon wrote it from the protocol's object).
+  out += q.geometry.empty() ? std::string("null") : q.geometry;
+  out += "}";
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ job_summary summary_of(const job_record& r) {
   s.priority = r.request.priority;
   s.requeue = r.request.requeue;
   s.dependencies = r.request.dependencies;
+  s.geometry = r.request.geometry;
   s.status = r.status;
   return s;
 }
@@ -35,6 +36,7 @@ job_record record_of(job_summary s) {
   q.priority = s.priority;
   q.requeue = s.requeue;
   q.dependencies = std::move(s.dependencies);
+  q.geometry = std::move(s.geometry);
   return j;
 }
 

@@ -42,6 +42,9 @@ struct job_request {
   bool requeue = false;             // go back to PENDING after NODE_FAIL
   std::vector<std::int64_t> dependencies{};  // afterok job ids
   std::int32_t umask = 022;         // the submitter's, applied to the job's files and processes
+  // The protocol's job geometry as compact JSON text (tasks, nodes, memory,
+  // GPUs, partition); empty: none asked. The store keeps it, the daemon reads it.
+  std::string geometry{};
 
   friend bool operator==(const job_request&, const job_request&) = default;
 };
@@ -80,6 +83,7 @@ struct job_summary {
   std::int32_t priority = 0;
   bool requeue = false;
   std::vector<std::int64_t> dependencies{};
+  std::string geometry{};  // as job_request::geometry: recovery places the job by it
   job_status status{};
 };
 

@@ -284,6 +284,7 @@ void cluster::start_agent(int i) {
   std::vector<std::string> argv{bin().aqs_node, "--name", name, "--procs", std::to_string(o_.procs_per_node),
                                 "--spool", (dir_ / ("spool-" + name)).string(), "--heartbeat",
                                 std::to_string(o_.agent_heartbeat_s)};
+  argv.insert(argv.end(), o_.agent_args.begin(), o_.agent_args.end());
   if (hosts_) {
     // MPI jobs' traffic held to the hosts' bridge, as an admin would to the
     // cluster's network.

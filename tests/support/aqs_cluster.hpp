@@ -62,6 +62,7 @@ public:
     bool netns = false;
     std::string policy = "equipartition";
     std::vector<std::string> aqsd_args;  // more aqsd flags (e.g. --idle-timeout 1)
+    std::vector<std::string> agent_args;  // more flags for every agent (e.g. --memory 64G --gpus 4)
   };
   explicit cluster(options o);
   ~cluster();  // stops everything; kills what is left, by process group

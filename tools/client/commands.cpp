@@ -173,11 +173,25 @@ fkill_command_line parse_fkill_command_line(std::span<const std::string> args) {
   }
   if (out.common.help) return out;
   for (const auto& p : s.positionals) {
+    if (const auto us = p.find('_'); us != std::string::npos) {
+      const std::string_view task = std::string_view(p).substr(us + 1);
+      std::int64_t index = 0;
+      bool ok = !task.empty() && task.size() <= 7;
+      for (const char ch : task) {
+        if (ch < '0' || ch > '9') ok = false;
+        if (ok) index = index * 10 + (ch - '0');
+      }
+      if (!ok) throw usage_error("invalid array task '" + p + "' (expected ARRAY_TASK, such as 123_4)");
+      out.array_tasks.emplace_back(parse_job_id(std::string_view(p).substr(0, us)), index);
+      continue;
+    }
     const auto id = parse_job_id(p);
     if (std::find(out.job_ids.begin(), out.job_ids.end(), id) == out.job_ids.end()) out.job_ids.push_back(id);
   }
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
-  if (out.job_ids.empty() && !out.user) throw usage_error("no job id given (fkill ID... or fkill --user USER)");
+  if (out.job_ids.empty() && out.array_tasks.empty() && !out.user) {
+    throw usage_error("no job id given (fkill ID... or fkill --user USER)");
+  }
   return out;
 }
 
@@ -190,7 +204,8 @@ protocol::cancel build_cancel(const fkill_command_line& cmd) {
 }
 
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
-  static constexpr std::array<opt_spec, 6> specific = {{{'a', "all", false},
+  static constexpr std::array<opt_spec, 7> specific = {{{'a', "all", false},
+                                                         {'r', "array", false},
                                                          {'u', "user", true},
                                                          {'j', "jobs", true},
                                                          {'t', "states", true},
@@ -201,6 +216,7 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
   for (const auto& [name, value] : s.options) {
     if (apply_common(out.common, name, value)) continue;
     if (name == "all") out.all = true;
+    if (name == "array") out.expand_arrays = true;
     if (name == "history") out.history = parse_job_id(value);
     if (name == "limit") {
       std::int64_t v = 0;
@@ -280,6 +296,8 @@ std::string fjobs_usage() {
   return "Usage: fjobs [options]\n"
          "List queued and running jobs with state, size, processor map and times.\n"
          "  -a, --all             include finished jobs\n"
+         "  -r, --array           each pending task of a job array on its own line\n"
+         "                        (else one line per array: 123_[4-99])\n"
          "  -u, --user USER       only USER's jobs\n"
          "  -j, --jobs ID[,ID]    only these jobs\n"
          "  -t, --states S[,S]    only jobs in these states (e.g. running,pending)\n"

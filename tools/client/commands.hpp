@@ -36,7 +36,8 @@ struct common_options {
 // IDs or --user (or both) are required unless --help.
 struct fkill_command_line {
   common_options common;
-  std::vector<std::int64_t> job_ids;
+  std::vector<std::int64_t> job_ids;  // an array's id: all its tasks
+  std::vector<std::pair<std::int64_t, std::int64_t>> array_tasks;  // "123_4": task 4 of array 123
   std::optional<int> signal;
   std::optional<std::string> user;
 };
@@ -55,6 +56,7 @@ struct fjobs_command_line {
   std::vector<core::job_state> states;
   std::optional<std::int64_t> history;  // one job's transitions instead of a list
   std::optional<std::int64_t> limit;    // --limit N: the newest N (0: no limit)
+  bool expand_arrays = false;           // -r, --array: each pending array task on its own line
 };
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args);
 // How many of the newest matching jobs fjobs shows: --limit N (0: all);

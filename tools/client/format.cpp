@@ -1,6 +1,8 @@
 // format: fixed-width tables sized to their contents.
 #include "client/format.hpp"
 
+#include "core/array_spec.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -46,9 +48,24 @@ std::string render(const std::vector<std::vector<std::string>>& rows) {
 
 }  // namespace
 
-std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now) {
+std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now, bool expand_arrays) {
   std::vector<std::vector<std::string>> rows{{"JOBID", "NAME", "USER", "STATE", "NPROCS", "MIN-MAX", "TIME", "NODES"}};
-  for (const auto& j : jobs) {
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const auto& j = jobs[k];
+    std::string id = std::to_string(j.id);
+    if (j.array_job_id && j.array_task_id) {
+      id = std::to_string(*j.array_job_id) + "_" + std::to_string(*j.array_task_id);
+      // The pending tasks of an array that follow each other: one line,
+      // "123_[4-99]", as squeue shows them (fjobs -r lists each).
+      if (!expand_arrays && j.state == core::job_state::pending) {
+        std::vector<std::int64_t> tasks{*j.array_task_id};
+        while (k + 1 < jobs.size() && jobs[k + 1].state == core::job_state::pending &&
+               jobs[k + 1].array_job_id == j.array_job_id && jobs[k + 1].array_task_id) {
+          tasks.push_back(*jobs[++k].array_task_id);
+        }
+        if (tasks.size() > 1) id = std::to_string(*j.array_job_id) + "_[" + core::format_array_tasks(tasks) + "]";
+      }
+    }
     std::string time = "-";
     const auto start = j.start_time ? parse_iso_time(*j.start_time) : std::nullopt;
     if (start) {
@@ -60,7 +77,7 @@ std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, doubl
     if (core::is_final(j.state)) where = j.exit_code ? "exit " + std::to_string(*j.exit_code) : "";
     const std::string range =
         j.min_pe == j.max_pe ? std::to_string(j.min_pe) : std::to_string(j.min_pe) + "-" + std::to_string(j.max_pe);
-    rows.push_back({std::to_string(j.id), j.name, j.user, std::string(core::to_string(j.state)),
+    rows.push_back({id, j.name, j.user, std::string(core::to_string(j.state)),
                     std::to_string(j.nprocs), range + (j.adaptive ? " adaptive" : ""), time, where});
   }
   return render(rows);

@@ -23,7 +23,9 @@ std::optional<double> parse_iso_time(const std::string& text);
 // format (M:SS, H:MM:SS, D-HH:MM:SS); "-" if it never ran. NODES is the
 // compact map ("node2:0-3,node3:0-1"); for a finished job its exit code.
 // `now` is the current time in seconds since the epoch.
-std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now);
+// Pending tasks of one job array in a row are one line ("123_[4-9]") unless
+// `expand_arrays`; other tasks show as "123_4".
+std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now, bool expand_arrays = false);
 // fnodes: NODE STATE PROCS NPROCS JOBS MEMORY
 std::string format_nodes_table(const std::vector<protocol::node_info>& nodes);
 // fjobs --history: one line per event of a job_history reply's "events":

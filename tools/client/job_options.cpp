@@ -14,6 +14,7 @@
 #include "client/text_util.hpp"
 #include "client/time_limit.hpp"
 #include "client/usage_error.hpp"
+#include "core/array_spec.hpp"
 #include "protocol/errors.hpp"
 
 namespace aqs::cmdline {
@@ -23,6 +24,8 @@ namespace {
 enum class opt_id {
   procs, min, max, adaptive, time, name, output, error, chdir, dependency,
   requeue, no_requeue, wrap, parsable, json, help, socket, mpi, no_mpi,
+  nodes, ntasks_per_node, cpus_per_task, exclusive, mem, mem_per_cpu, gres, gpus, gpus_per_node, partition,
+  array,
 };
 
 struct opt_def {
@@ -33,7 +36,7 @@ struct opt_def {
   bool command_line_only;
 };
 
-constexpr std::array<opt_def, 19> k_options = {{
+constexpr auto k_options = std::to_array<opt_def>({
     {opt_id::procs, 'n', {"ntasks", "procs"}, true, false},
     {opt_id::min, 0, {"min", ""}, true, false},
     {opt_id::max, 0, {"max", ""}, true, false},
@@ -53,7 +56,154 @@ constexpr std::array<opt_def, 19> k_options = {{
     {opt_id::socket, 0, {"socket", ""}, true, true},
     {opt_id::mpi, 0, {"mpi", ""}, false, true},
     {opt_id::no_mpi, 0, {"no-mpi", ""}, false, true},
-}};
+    {opt_id::nodes, 'N', {"nodes", ""}, true, false},
+    {opt_id::ntasks_per_node, 0, {"ntasks-per-node", "tasks-per-node"}, true, false},
+    {opt_id::cpus_per_task, 'c', {"cpus-per-task", ""}, true, false},
+    {opt_id::exclusive, 0, {"exclusive", ""}, false, false},
+    {opt_id::mem, 0, {"mem", ""}, true, false},
+    {opt_id::mem_per_cpu, 0, {"mem-per-cpu", ""}, true, false},
+    {opt_id::gres, 0, {"gres", ""}, true, false},
+    {opt_id::gpus, 'G', {"gpus", ""}, true, false},
+    {opt_id::gpus_per_node, 0, {"gpus-per-node", ""}, true, false},
+    {opt_id::partition, 'p', {"partition", ""}, true, false},
+    {opt_id::array, 'a', {"array", ""}, true, false},
+});
+
+// Slurm options that AQS accepts and records on the job without acting on
+// them (one warning each), so that scripts from other sites run. Ignoring
+// any of these never runs a job smaller or earlier than asked.
+struct recorded_def {
+  std::string_view name;
+  char short_name;
+  bool takes_value;
+};
+constexpr auto k_recorded = std::to_array<recorded_def>({
+    {"account", 'A', true},         {"qos", 'q', true},
+    {"mail-type", 0, true},         {"mail-user", 0, true},
+    {"hint", 0, true},              {"constraint", 'C', true},
+    {"comment", 0, true},           {"export", 0, true},
+    {"reservation", 0, true},       {"licenses", 'L', true},
+    {"signal", 0, true},            {"open-mode", 0, true},
+    {"get-user-env", 0, false},     {"no-kill", 'k', false},
+    {"distribution", 'm', true},    {"threads-per-core", 0, true},
+    {"cores-per-socket", 0, true},  {"sockets-per-node", 0, true},
+    {"ntasks-per-core", 0, true},   {"ntasks-per-socket", 0, true},
+    {"mem-bind", 0, true},          {"cpu-freq", 0, true},
+    {"gpu-bind", 0, true},          {"gpu-freq", 0, true},
+    {"gres-flags", 0, true},        {"nice", 0, true},
+    {"priority", 0, true},          {"profile", 0, true},
+    {"propagate", 0, true},         {"wckey", 0, true},
+    {"acctg-freq", 0, true},        {"tmp", 0, true},
+    {"time-min", 0, true},          {"verbose", 'v', false},
+    {"quiet", 'Q', false},          {"kill-on-invalid-dep", 0, true},
+    {"mcs-label", 0, true},         {"network", 0, true},
+    {"overcommit", 'O', false},     {"oversubscribe", 's', false},
+    {"spread-job", 0, false},       {"use-min-nodes", 0, false},
+    {"wait-all-nodes", 0, true},    {"switches", 0, true},
+    {"power", 0, true},             {"prefer", 0, true},
+    {"reboot", 0, false},           {"delay-boot", 0, true},
+    {"core-spec", 'S', true},       {"thread-spec", 0, true},
+    {"contiguous", 0, false},       {"mincpus", 0, true},
+    {"cluster-constraint", 0, true}, {"container", 0, true},
+    {"bb", 0, true},                {"bbf", 0, true},
+    {"ignore-pbs", 0, false},       {"extra-node-info", 'B', true},
+});
+
+// Slurm options whose meaning AQS cannot honour: ignoring them would run
+// something else than the script asks for, so they are refused with why.
+struct refused_def {
+  std::string_view name;
+  char short_name;
+  std::string_view why;
+};
+constexpr auto k_refused = std::to_array<refused_def>({
+    {"begin", 'b', "AQS cannot defer a job's start (--begin)"},
+    {"hold", 'H', "AQS cannot submit a job held (--hold)"},
+    {"nodelist", 'w', "AQS does not place jobs on named nodes (--nodelist)"},
+    {"exclude", 'x', "AQS does not exclude named nodes (--exclude)"},
+    {"nodefile", 'F', "AQS does not place jobs on named nodes (--nodefile)"},
+    {"wait", 'W', "fsub does not wait for the job to end (--wait)"},
+    {"test-only", 0, "AQS has no test-only submission"},
+    {"gpus-per-task", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
+    {"gpus-per-socket", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
+    {"ntasks-per-gpu", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
+    {"cpus-per-gpu", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
+    {"mem-per-gpu", 0, "AQS takes memory per node or per cpu (--mem, --mem-per-cpu)"},
+    {"clusters", 'M', "this AQS command submits to one cluster"},
+    {"uid", 0, "a job runs as the user who submits it"},
+    {"gid", 0, "a job runs with its submitter's group"},
+    {"input", 'i', "a batch job's standard input is /dev/null"},
+    {"batch", 0, "AQS does not select nodes by features"},
+    {"deadline", 0, "AQS has no deadlines"},
+});
+
+// srun's own options that only tune how a step's tasks start (frun runs
+// them with mpirun): accepted with a warning on frun's command line.
+constexpr auto k_step_recorded = std::to_array<recorded_def>({
+    {"mpi", 0, true},         {"cpu-bind", 0, true},   {"kill-on-bad-exit", 'K', false},
+    {"label", 'l', false},    {"unbuffered", 'u', false}, {"overlap", 0, false},
+    {"exact", 0, false},      {"wait", 'W', true},     {"accel-bind", 0, true},
+    {"pty", 0, false},        {"jobid", 0, true},      {"ntasks-per-core", 0, true},
+});
+
+const recorded_def* find_step_recorded(std::string_view name, bool is_short) {
+  for (const auto& r : k_step_recorded) {
+    if (is_short ? (r.short_name != 0 && name.size() == 1 && r.short_name == name[0]) : r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+const recorded_def* find_recorded(std::string_view name, bool is_short) {
+  for (const auto& r : k_recorded) {
+    if (is_short ? (r.short_name != 0 && name.size() == 1 && r.short_name == name[0]) : r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+const refused_def* find_refused(std::string_view name, bool is_short) {
+  for (const auto& r : k_refused) {
+    if (is_short ? (r.short_name != 0 && name.size() == 1 && r.short_name == name[0]) : r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+// Edit distance (with transpositions), for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1, 0));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The known long option closest to a misspelt one, if close enough.
+std::optional<std::string> suggestion(std::string_view name) {
+  std::vector<std::string_view> all;
+  for (const auto& d : k_options) {
+    for (const auto n : d.long_names) {
+      if (!n.empty()) all.push_back(n);
+    }
+  }
+  for (const auto& r : k_recorded) all.push_back(r.name);
+  for (const auto& r : k_refused) all.push_back(r.name);
+  std::optional<std::string> best;
+  std::size_t best_d = 0;
+  for (const auto n : all) {
+    const std::size_t dist = distance(name, n);
+    const std::size_t limit = std::max<std::size_t>(1, std::min<std::size_t>(3, n.size() / 4));
+    if (dist <= limit && (!best || dist < best_d)) {
+      best = std::string(n);
+      best_d = dist;
+    }
+  }
+  return best;
+}
 
 const opt_def* find_long(std::string_view name) {
   for (const auto& d : k_options) {
@@ -89,6 +239,10 @@ struct parse_context {
   std::vector<std::string>* warnings = nullptr;
   std::set<std::string>* warned = nullptr;
 
+  // Which of --mem / --mem-per-cpu this source gave: sbatch refuses both
+  // from one source (a later source, the command line, may replace either).
+  std::set<std::string>* memory_kinds = nullptr;
+
   bool directive() const { return src == source::aqs_directive || src == source::sbatch_directive; }
   [[noreturn]] void fail(const std::string& msg) const { throw usage_error(where + msg); }
 };
@@ -105,6 +259,87 @@ std::int64_t parse_count(const parse_context& pc, std::string_view value, std::s
             ": expected a whole number from 1 to " + std::to_string(protocol::k_max_pe));
   }
   return v;
+}
+
+// A whole number (0 allowed with `zero_ok`) of at most 15 digits, or nullopt.
+std::optional<std::int64_t> whole(std::string_view v, bool zero_ok = false) {
+  if (v.empty() || v.size() > 15) return std::nullopt;
+  std::int64_t n = 0;
+  for (const char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  if (n == 0 && !zero_ok) return std::nullopt;
+  return n;
+}
+
+// -N: "2" or "1-4" (Slurm's min-max).
+void parse_nodes(const parse_context& pc, std::string_view value, std::string_view opt, job_options& o) {
+  const auto dash = value.find('-');
+  const auto lo = whole(value.substr(0, dash));
+  const auto hi = dash == std::string_view::npos ? lo : whole(value.substr(dash + 1));
+  if (!lo || !hi || *lo > protocol::k_max_pe || *hi > protocol::k_max_pe) {
+    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) + ": expected N or MIN-MAX nodes");
+  }
+  if (*hi < *lo) pc.fail(std::string(opt) + " " + shown(value) + ": the maximum is below the minimum");
+  o.nodes_min = *lo;
+  o.nodes_max = *hi;
+}
+
+// --mem / --mem-per-cpu: a number with an optional unit K, M, G or T
+// (default M, as Slurm), in MB rounded up.
+std::int64_t parse_memory(const parse_context& pc, std::string_view value, std::string_view opt) {
+  std::string_view digits = value;
+  std::int64_t scale_kb = 1024;  // M
+  if (!value.empty()) {
+    switch (value.back()) {
+      case 'K': case 'k': scale_kb = 1; digits.remove_suffix(1); break;
+      case 'M': case 'm': digits.remove_suffix(1); break;
+      case 'G': case 'g': scale_kb = 1024 * 1024; digits.remove_suffix(1); break;
+      case 'T': case 't': scale_kb = std::int64_t{1024} * 1024 * 1024; digits.remove_suffix(1); break;
+      default: break;
+    }
+  }
+  const auto n = whole(digits, true);
+  if (!n || *n > (std::int64_t{1} << 40) / scale_kb) {
+    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) +
+            ": expected a size such as 4000, 500M, 4G or 1T (default unit MB)");
+  }
+  return (*n * scale_kb + 1023) / 1024;
+}
+
+// --gres: "gpu:2", "gpu:v100:2", "gpu" (one); other resources are recorded.
+void parse_gres(const parse_context& pc, std::string_view value, std::string_view opt, job_options& o,
+                std::vector<std::string>& others) {
+  for (const auto item : split(value, ',')) {
+    const auto fields = split(item, ':');
+    if (fields[0] != "gpu") {
+      if (item.empty() || fields[0] == "none") continue;
+      others.push_back(std::string(item));
+      continue;
+    }
+    std::int64_t n = 1;
+    if (fields.size() > 1) {
+      const auto last = whole(fields.back());
+      if (last) {
+        n = *last;
+      } else if (fields.size() > 2) {
+        pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) + ": expected gpu[:TYPE]:COUNT");
+      }
+    }
+    if (n > (1 << 16)) pc.fail("invalid GPU count in '" + shown(value) + "' for " + std::string(opt));
+    o.gpus_per_node = n;
+  }
+}
+
+// --gpus / --gpus-per-node: "2" or "TYPE:2".
+std::int64_t parse_gpus(const parse_context& pc, std::string_view value, std::string_view opt) {
+  const auto colon = value.rfind(':');
+  const auto n = whole(colon == std::string_view::npos ? value : value.substr(colon + 1));
+  if (!n || *n > (1 << 16)) {
+    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) + ": expected [TYPE:]COUNT");
+  }
+  return *n;
 }
 
 // "afterok:1:2,afterok:3" -> {1, 2, 3}.
@@ -146,6 +381,12 @@ std::string nonempty(const parse_context& pc, std::string_view value, std::strin
   return std::string(value);
 }
 
+void note_memory_kind(const parse_context& pc, const std::string& kind) {
+  if (pc.memory_kinds == nullptr) return;
+  pc.memory_kinds->insert(kind);
+  if (pc.memory_kinds->size() > 1) pc.fail("--mem and --mem-per-cpu are mutually exclusive");
+}
+
 // --mpi and --no-mpi contradict each other: no "last one wins" here, since
 // either guess would run something else than one of them asks for.
 void set_mpi(const parse_context& pc, job_options& o, bool mpi) {
@@ -181,27 +422,87 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
     case opt_id::socket: o.socket = nonempty(pc, value, opt); break;
     case opt_id::mpi: set_mpi(pc, o, true); break;
     case opt_id::no_mpi: set_mpi(pc, o, false); break;
+    case opt_id::nodes: parse_nodes(pc, value, opt, o); break;
+    case opt_id::ntasks_per_node: o.ntasks_per_node = parse_count(pc, value, opt); break;
+    case opt_id::cpus_per_task: o.cpus_per_task = parse_count(pc, value, opt); break;
+    case opt_id::exclusive: o.exclusive = true; break;
+    case opt_id::mem:
+      note_memory_kind(pc, "--mem");
+      o.mem_mb = parse_memory(pc, value, opt);
+      o.mem_per_cpu_mb.reset();
+      break;
+    case opt_id::mem_per_cpu:
+      note_memory_kind(pc, "--mem-per-cpu");
+      o.mem_per_cpu_mb = parse_memory(pc, value, opt);
+      if (*o.mem_per_cpu_mb == 0) pc.fail(std::string(opt) + " must be above 0");
+      o.mem_mb.reset();
+      break;
+    case opt_id::gres: {
+      std::vector<std::string> others;
+      parse_gres(pc, value, opt, o, others);
+      for (const auto& g : others) {
+        o.recorded.push_back("gres=" + g);
+        if (pc.warnings != nullptr) {
+          pc.warnings->push_back(pc.where + "--gres=" + shown(g) + " is recorded; AQS schedules only GPUs");
+        }
+      }
+      break;
+    }
+    case opt_id::gpus: o.gpus_total = parse_gpus(pc, value, opt); break;
+    case opt_id::gpus_per_node: o.gpus_per_node = parse_gpus(pc, value, opt); break;
+    case opt_id::partition: o.partition = nonempty(pc, value, opt); break;
+    case opt_id::array:
+      try {
+        (void)core::parse_array_spec(value);
+      } catch (const std::invalid_argument& e) {
+        pc.fail(std::string(opt) + ": " + e.what());
+      }
+      o.array = std::string(value);
+      break;
   }
 }
 
-// An option AQS does not know. On #SBATCH lines: warn once, skip its value
-// (the attached one, or the next word unless that looks like an option).
-// Elsewhere: an error. Returns how many extra words were consumed.
-std::size_t unknown_option(const parse_context& pc, std::string_view word, std::string_view name,
-                           bool has_inline_value, bool next_is_value) {
-  // Ignoring these would silently run something else than the script asks for.
-  if (name == "--array" || name == "-a") pc.fail("job arrays (" + std::string(name) + ") are not supported by AQS");
-  if (pc.src != source::sbatch_directive) {
-    const char* cmd = pc.src == source::frun ? "frun" : "fsub";
-    pc.fail("unknown option '" + shown(name) + "'" +
-            (pc.directive() ? std::string(" in #AQS directive") : " (see " + std::string(cmd) + " --help)"));
+// An option that is not one of AQS's own. Slurm options AQS records are
+// accepted with one warning (their value skipped with them); Slurm options
+// it cannot honour are refused saying why; anything else is an error that
+// suggests the option meant, as Slurm does. Returns how many extra words
+// were consumed.
+std::size_t other_option(const parse_context& pc, job_options& o, std::string_view name, bool is_short,
+                         std::optional<std::string_view> inline_value, std::optional<std::string_view> next) {
+  const std::string_view bare = name.substr(is_short ? 1 : 2);
+  const recorded_def* step = pc.src == source::frun ? find_step_recorded(bare, is_short) : nullptr;
+  if (const refused_def* r = step != nullptr ? nullptr : find_refused(bare, is_short)) {
+    pc.fail(std::string(r->why) + " (" + std::string(name) + ")");
   }
-  (void)word;
-  const std::string key(name);
-  if (pc.warned != nullptr && pc.warned->insert(key).second && pc.warnings != nullptr) {
-    pc.warnings->push_back("#SBATCH " + shown(key) + " has no AQS equivalent; ignored");
+  if (const recorded_def* r = step != nullptr ? step : find_recorded(bare, is_short)) {
+    std::size_t used = 0;
+    std::string value;
+    if (r->takes_value) {
+      if (inline_value) {
+        value = std::string(*inline_value);
+      } else if (next) {
+        value = std::string(*next);
+        used = 1;
+      } else {
+        pc.fail("option '" + std::string(name) + "' needs a value");
+      }
+    } else if (inline_value) {
+      value = std::string(*inline_value);
+    }
+    const std::string entry = std::string(r->name) + (value.empty() ? "" : "=" + value);
+    // --export=ALL is what AQS does anyway.
+    if (r->name == "export" && (value == "ALL" || value.starts_with("ALL,"))) return used;
+    o.recorded.push_back(entry);
+    const std::string key(r->name);
+    if (pc.warned != nullptr && pc.warned->insert(key).second && pc.warnings != nullptr) {
+      pc.warnings->push_back(pc.where + "--" + shown(entry) + " is recorded; AQS does not act on it");
+    }
+    return used;
   }
-  return (!has_inline_value && next_is_value) ? 1 : 0;
+  const auto close = is_short ? std::nullopt : suggestion(bare);
+  pc.fail("unknown option '" + shown(name) + "'" + (close ? " (did you mean '--" + *close + "'?)" : std::string()) +
+          (pc.directive() ? std::string(pc.src == source::aqs_directive ? " in #AQS directive" : " in #SBATCH directive")
+                          : " (see " + std::string(pc.src == source::frun ? "frun" : "fsub") + " --help)"));
 }
 
 // Parses options from words[i..]. Returns the index of the first word that
@@ -229,9 +530,10 @@ std::size_t parse_words(const parse_context& pc, std::span<const std::string> wo
       d = find_short(w[1]);
       if (w.size() > 2) inline_value = wv.substr(2);
     }
-    const bool next_is_value = i + 1 < words.size() && !words[i + 1].starts_with("-");
     if (d == nullptr) {
-      i += 1 + unknown_option(pc, w, name, inline_value.has_value(), next_is_value);
+      std::optional<std::string_view> next;
+      if (i + 1 < words.size()) next = words[i + 1];
+      i += 1 + other_option(pc, o, name, is_short, inline_value, next);
       continue;
     }
     if ((d->id == opt_id::mpi || d->id == opt_id::no_mpi) && pc.src != source::frun) {
@@ -251,6 +553,10 @@ std::size_t parse_words(const parse_context& pc, std::span<const std::string> wo
         if (i + 1 >= words.size()) pc.fail("option '" + std::string(name) + "' needs a value");
         value = words[++i];
       }
+    } else if (inline_value && d->id == opt_id::exclusive) {
+      // --exclusive=user|mcs|topo: AQS only has whole nodes for the job.
+      if (!is_long) pc.fail("option '" + std::string(name) + "' takes no value");
+      value = *inline_value;
     } else if (inline_value) {
       pc.fail("option '" + std::string(name) + "' takes no value");
     }
@@ -333,9 +639,85 @@ std::string base_name(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+// Slurm's geometry options into the job's geometry and size (min_pe ==
+// max_pe == ntasks * cpus_per_task), checked as sbatch checks them. Unset
+// when none is given and the size comes from --min/--max (AQS's own way).
+std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol::job_spec& s, bool by_range,
+                                                  std::vector<std::string>* warnings) {
+  const bool shaped = o.nodes_min || o.ntasks_per_node || o.cpus_per_task || o.exclusive || o.mem_mb ||
+                      o.mem_per_cpu_mb || o.gpus_per_node || o.gpus_total;
+  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array) return std::nullopt;
+  protocol::job_geometry g;
+  g.partition = o.partition;
+  g.recorded = o.recorded;
+  g.array = o.array;
+  if (o.array && (s.adaptive || by_range)) {
+    throw usage_error("job arrays are of rigid jobs (-n N); an adaptive job is one job that changes size");
+  }
+  if (s.adaptive || by_range) {
+    if (shaped) {
+      throw usage_error(
+          "-N, --ntasks-per-node, -c, --exclusive, --mem, --mem-per-cpu and GPUs are for rigid jobs (-n N); an "
+          "adaptive job is sized by --min/--max and placed by the scheduler");
+    }
+    g.ntasks = s.min_pe;
+    return g;
+  }
+  const std::int64_t c = o.cpus_per_task.value_or(1);
+  std::int64_t ntasks = 1;
+  if (o.procs) {
+    ntasks = *o.procs;
+  } else if (o.nodes_min) {
+    ntasks = *o.nodes_min * o.ntasks_per_node.value_or(1);  // sbatch: one task per node by default
+  } else if (o.ntasks_per_node) {
+    ntasks = *o.ntasks_per_node;
+  }
+  std::optional<std::int64_t> nodes_min = o.nodes_min, nodes_max = o.nodes_max;
+  if (nodes_min && *nodes_min > ntasks) {
+    // sbatch does the same: a node with no task would sit idle.
+    if (warnings != nullptr) {
+      warnings->push_back("can't run " + std::to_string(ntasks) + (ntasks == 1 ? " task" : " tasks") + " on " +
+                          std::to_string(*nodes_min) + " nodes, setting nodes to " + std::to_string(ntasks));
+    }
+    nodes_min = ntasks;
+    nodes_max = std::min(*nodes_max, ntasks);
+  }
+  if (o.ntasks_per_node && nodes_max) {
+    const std::int64_t need = (ntasks + *o.ntasks_per_node - 1) / *o.ntasks_per_node;
+    if (need > *nodes_max) {
+      throw usage_error(std::to_string(ntasks) + " tasks at " + std::to_string(*o.ntasks_per_node) +
+                        " per node need " + std::to_string(need) + " nodes, but -N allows at most " +
+                        std::to_string(*nodes_max));
+    }
+  }
+  if (ntasks > protocol::k_max_pe / c) throw usage_error("-n times -c is more than " + std::to_string(protocol::k_max_pe) + " processors");
+  g.ntasks = ntasks;
+  g.cpus_per_task = c;
+  g.ntasks_per_node = o.ntasks_per_node;
+  g.nodes_min = nodes_min;
+  g.nodes_max = nodes_max;
+  g.exclusive = o.exclusive.value_or(false);
+  if (o.mem_mb) {
+    if (*o.mem_mb == 0) {
+      g.exclusive = true;  // Slurm: --mem=0 is all of each node's memory
+    } else {
+      g.mem_per_node_mb = o.mem_mb;
+    }
+  }
+  g.mem_per_cpu_mb = o.mem_per_cpu_mb;
+  if (o.gpus_per_node && o.gpus_total) throw usage_error("give --gpus or GPUs per node (--gres=gpu:N, --gpus-per-node), not both");
+  if (o.gpus_per_node && *o.gpus_per_node > 0) g.gpus_per_node = o.gpus_per_node;
+  if (o.gpus_total && *o.gpus_total > 0) {
+    const std::int64_t nodes = nodes_min.value_or(1);
+    g.gpus_per_node = (*o.gpus_total + nodes - 1) / nodes;
+  }
+  s.min_pe = s.max_pe = ntasks * c;
+  return g;
+}
+
 // Size, name, workdir, patterns, environment: what fsub and frun share.
 protocol::job_spec common_spec(const job_options& o, const std::string& default_name,
-                               const submit_context& ctx) {
+                               const submit_context& ctx, std::vector<std::string>* warnings = nullptr) {
   protocol::job_spec s;
   const bool by_n = o.procs.has_value();
   const bool by_range = o.min_pe.has_value() || o.max_pe.has_value();
@@ -355,6 +737,7 @@ protocol::job_spec common_spec(const job_options& o, const std::string& default_
     }
   }
   s.adaptive = adaptive;
+  s.geometry = geometry_of(o, s, by_range, warnings);
   if (o.time_limit_s && *o.time_limit_s > 0) s.walltime_s = *o.time_limit_s;
   s.name = o.job_name.value_or(default_name);
   if (s.name.empty()) s.name = "job";
@@ -369,12 +752,17 @@ protocol::job_spec common_spec(const job_options& o, const std::string& default_
   std::string workdir = wd.lexically_normal().string();
   while (workdir.size() > 1 && workdir.back() == '/') workdir.pop_back();
   s.workdir = workdir;
-  s.stdout_pattern = o.output.value_or(std::string(core::k_default_output_pattern));
+  // An array's tasks each get a file of their own by default, as sbatch's.
+  s.stdout_pattern = o.output.value_or(o.array ? std::string("aqs-%A_%a.out") : std::string(core::k_default_output_pattern));
   s.stderr_pattern = o.error;
   for (const auto& e : ctx.environment) {
     const auto eq = e.find('=');
-    if (eq != std::string::npos && eq > 0) s.environment.push_back(e);
+    if (eq == std::string::npos || eq == 0 || e.starts_with("PWD=")) continue;
+    s.environment.push_back(e);
   }
+  // The directory fsub ran in, whatever a parent left in $PWD: the job's
+  // SLURM_SUBMIT_DIR (Slurm takes it from getcwd() too).
+  if (!ctx.cwd.empty()) s.environment.push_back("PWD=" + ctx.cwd);
   s.afterok = o.afterok.value_or(std::vector<std::int64_t>{});
   s.requeue = o.requeue.value_or(false);
   s.submit_token = ctx.submit_token;
@@ -451,13 +839,30 @@ void merge(job_options& base, const job_options& over) {
   take(base.parsable, over.parsable);
   take(base.socket, over.socket);
   take(base.mpi, over.mpi);
+  if (over.nodes_min) {
+    base.nodes_min = over.nodes_min;
+    base.nodes_max = over.nodes_max;
+  }
+  take(base.ntasks_per_node, over.ntasks_per_node);
+  take(base.cpus_per_task, over.cpus_per_task);
+  take(base.exclusive, over.exclusive);
+  if (over.mem_mb || over.mem_per_cpu_mb) {
+    base.mem_mb = over.mem_mb;
+    base.mem_per_cpu_mb = over.mem_per_cpu_mb;
+  }
+  take(base.gpus_per_node, over.gpus_per_node);
+  take(base.gpus_total, over.gpus_total);
+  take(base.partition, over.partition);
+  take(base.array, over.array);
+  base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());
   base.json = base.json || over.json;
   base.help = base.help || over.help;
 }
 
 fsub_command_line parse_fsub_command_line(std::span<const std::string> args) {
   fsub_command_line out;
-  const parse_context pc{source::fsub, "", nullptr, nullptr};
+  std::set<std::string> warned, memory_kinds;
+  const parse_context pc{source::fsub, "", &out.warnings, &warned, &memory_kinds};
   const std::size_t first = parse_words(pc, args, out.options);
   if (out.options.help) return out;
   if (first < args.size()) {
@@ -474,7 +879,8 @@ fsub_command_line parse_fsub_command_line(std::span<const std::string> args) {
 
 frun_command_line parse_frun_command_line(std::span<const std::string> args) {
   frun_command_line out;
-  const parse_context pc{source::frun, "", nullptr, nullptr};
+  std::set<std::string> warned, memory_kinds;
+  const parse_context pc{source::frun, "", &out.warnings, &warned, &memory_kinds};
   const std::size_t first = parse_words(pc, args, out.options);
   if (out.options.help) return out;
   out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(first), args.end());
@@ -484,7 +890,7 @@ frun_command_line parse_frun_command_line(std::span<const std::string> args) {
 
 script_directives parse_directives(std::string_view script) {
   script_directives out;
-  std::set<std::string> warned;
+  std::set<std::string> warned, memory_kinds;
   std::size_t pos = 0;
   std::size_t line_no = 0;
   while (pos < script.size()) {
@@ -501,13 +907,16 @@ script_directives parse_directives(std::string_view script) {
     if (line.starts_with("#AQS") && (line.size() == 4 || line[4] == ' ' || line[4] == '\t')) {
       src = source::aqs_directive;
       rest = line.substr(4);
-    } else if (line.starts_with("#SBATCH") && (line.size() == 7 || line[7] == ' ' || line[7] == '\t')) {
+    } else if (line.starts_with("#SBATCH") &&
+               (line.size() == 7 || line[7] == ' ' || line[7] == '\t' || line[7] == '-')) {
+      // sbatch needs no blank after the keyword ("#SBATCH--gres=gpu:1").
       src = source::sbatch_directive;
       rest = line.substr(7);
     } else {
       continue;  // an ordinary comment
     }
-    const parse_context pc{src, "script line " + std::to_string(line_no) + ": ", &out.warnings, &warned};
+    const parse_context pc{src, "script line " + std::to_string(line_no) + ": ", &out.warnings, &warned,
+                           &memory_kinds};
     const auto words = split_words(pc, rest);
     job_options line_opts;
     const std::size_t stop = parse_words(pc, words, line_opts);
@@ -543,8 +952,9 @@ fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std:
     out.warnings = std::move(d.warnings);
   }
   merge(opts, cmd.options);
+  out.warnings.insert(out.warnings.end(), cmd.warnings.begin(), cmd.warnings.end());
   const std::string default_name = cmd.options.wrap ? std::string("wrap") : base_name(*cmd.script_path);
-  out.request.job = common_spec(opts, default_name, ctx);
+  out.request.job = common_spec(opts, default_name, ctx, &out.warnings);
   out.request.job.script = std::move(script);
   out.request.job.argv = cmd.script_args;
   for (const auto& a : out.request.job.argv) check_text(a, "a script argument");
@@ -561,6 +971,7 @@ std::int64_t process_umask() noexcept {
 }
 
 protocol::submit build_frun_request(const frun_command_line& cmd, const submit_context& ctx) {
+  if (cmd.options.array) throw usage_error("--array is for batch jobs (fsub); frun runs one interactive job");
   protocol::submit out;
   out.job = common_spec(cmd.options, base_name(cmd.command.front()), ctx);
   out.job.argv = frun_argv(cmd, out.job);
@@ -575,7 +986,16 @@ std::string fsub_usage() {
          "       fsub [options] --wrap \"command\"\n"
          "Submit a batch job; prints \"Submitted job N\". Options may also be given as #AQS or\n"
          "#SBATCH lines at the top of the script; the command line wins.\n"
-         "  -n, --ntasks, --procs N  run on exactly N processors\n"
+         "  -n, --ntasks N           N tasks (one processor each unless -c); --procs N is the same\n"
+         "  -N, --nodes N[-M]        on N nodes (at most M); one task per node unless -n says more\n"
+         "      --ntasks-per-node K  exactly K tasks on every node used\n"
+         "  -c, --cpus-per-task C    C processors per task, on one node (threads of an OpenMP task)\n"
+         "      --exclusive          whole nodes, shared with no other job\n"
+         "      --mem SIZE           memory per node (K, M, G, T; default M; 0: all of it)\n"
+         "      --mem-per-cpu SIZE   memory per processor\n"
+         "      --gres gpu[:TYPE]:N  N GPUs per node (also --gpus-per-node N; -G, --gpus N in all)\n"
+         "  -p, --partition NAME     the partition (see sinfo/fnodes)\n"
+         "  -a, --array LIST[%K]     a job per index: 0-99, 1,3,5-9:2; %K: at most K at once\n"
          "      --min N, --max M     adaptive size range (with --adaptive)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
          "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
@@ -589,7 +1009,9 @@ std::string fsub_usage() {
          "      --parsable           print only the job id\n"
          "      --json               print the result as JSON\n"
          "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
-         "  -h, --help               this help\n";
+         "  -h, --help               this help\n"
+         "Slurm options AQS does not act on (--account, --qos, --mail-*, --hint, ...) are\n"
+         "accepted with a warning; options it cannot honour (--begin, --nodelist, ...) are errors.\n";
 }
 
 std::string frun_usage() {
@@ -598,7 +1020,15 @@ std::string frun_usage() {
          "and exits with the job's exit code. Like srun, an MPI program (an executable that\n"
          "links libmpi.so) runs as one rank per processor, started with mpirun from PATH;\n"
          "other commands run once. Adaptive jobs run the command as given.\n"
-         "  -n, --ntasks, --procs N  run on exactly N processors\n"
+         "  -n, --ntasks N           N tasks (one processor each unless -c); --procs N is the same\n"
+         "  -N, --nodes N[-M]        on N nodes (at most M); one task per node unless -n says more\n"
+         "      --ntasks-per-node K  exactly K tasks on every node used\n"
+         "  -c, --cpus-per-task C    C processors per task, on one node (threads of an OpenMP task)\n"
+         "      --exclusive          whole nodes, shared with no other job\n"
+         "      --mem SIZE           memory per node (K, M, G, T; default M; 0: all of it)\n"
+         "      --mem-per-cpu SIZE   memory per processor\n"
+         "      --gres gpu[:TYPE]:N  N GPUs per node (also --gpus-per-node N; -G, --gpus N in all)\n"
+         "  -p, --partition NAME     the partition (see sinfo/fnodes)\n"
          "      --min N, --max M     adaptive size range (with --adaptive)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
          "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"

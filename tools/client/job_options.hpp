@@ -58,6 +58,20 @@ struct job_options {
   bool help = false;
   std::optional<std::string> socket;
   std::optional<bool> mpi;  // --mpi: true, --no-mpi: false, neither: frun decides
+  // Slurm's geometry (see geometry.hpp in the core): each replaces its own
+  // kind only; --mem and --mem-per-cpu replace each other.
+  std::optional<std::int64_t> nodes_min, nodes_max;  // -N N[-M]
+  std::optional<std::int64_t> ntasks_per_node;
+  std::optional<std::int64_t> cpus_per_task;
+  std::optional<bool> exclusive;
+  std::optional<std::int64_t> mem_mb;          // --mem; 0: all of each node's memory
+  std::optional<std::int64_t> mem_per_cpu_mb;  // --mem-per-cpu
+  std::optional<std::int64_t> gpus_per_node;   // --gres=gpu[:type]:N, --gpus-per-node
+  std::optional<std::int64_t> gpus_total;      // -G, --gpus
+  std::optional<std::string> partition;        // -p, --partition
+  std::optional<std::string> array;            // -a, --array "0-99%10" (core/array_spec.hpp)
+  // Options AQS records but does not act on ("account=proj"), in order.
+  std::vector<std::string> recorded;
   friend bool operator==(const job_options&, const job_options&) = default;
 };
 
@@ -68,6 +82,7 @@ void merge(job_options& base, const job_options& over);
 // (the first non-option word ends the options, as with sbatch; "--" also does).
 struct fsub_command_line {
   job_options options;
+  std::vector<std::string> warnings;  // recorded-only options, one line each
   std::optional<std::string> script_path;
   std::vector<std::string> script_args;
 };
@@ -80,6 +95,7 @@ fsub_command_line parse_fsub_command_line(std::span<const std::string> args);
 // The command line of frun: options, then the command and its arguments.
 struct frun_command_line {
   job_options options;
+  std::vector<std::string> warnings;
   std::vector<std::string> command;
 };
 // Throws usage_error as above, for --wrap, for a missing command, or for

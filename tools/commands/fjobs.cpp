@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     } else {
       const double now =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      std::fputs(client::format_jobs_table(client::parse_jobs(listing), now).c_str(), stdout);
+      std::fputs(client::format_jobs_table(client::parse_jobs(listing), now, cmd.expand_arrays).c_str(), stdout);
       if (listing.older_left_out && !cmd.limit) {
         std::fprintf(stderr, "fjobs: the newest %lld jobs; --limit N shows more, --limit 0 all\n",
                      static_cast<long long>(*limit));

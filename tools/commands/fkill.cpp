@@ -1,8 +1,10 @@
 // fkill: cancels jobs (or sends them a signal); only your own unless root.
+#include <algorithm>
 #include <cstdio>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
+#include "client/job_listing.hpp"
 #include "client/run_command.hpp"
 
 using namespace aqs;
@@ -12,6 +14,21 @@ int main(int argc, char** argv) {
                              [](const cmdline::fkill_command_line& cmd) {
     client::connection c(client::socket_path(cmd.common.socket));
     auto request = cmdline::build_cancel(cmd);
+    if (!cmd.array_tasks.empty()) {
+      // "123_4": the job that is task 4 of array 123, found among the live jobs.
+      const auto live = client::parse_jobs(client::list_job_pages(c, protocol::list_jobs{}, std::nullopt));
+      for (const auto& [array, task] : cmd.array_tasks) {
+        const auto it = std::find_if(live.begin(), live.end(), [&](const protocol::job_info& j) {
+          return j.array_job_id == array && j.array_task_id == task;
+        });
+        if (it == live.end()) {
+          std::fprintf(stderr, "fkill: no pending or running task %lld_%lld\n", static_cast<long long>(array),
+                       static_cast<long long>(task));
+          return 1;
+        }
+        request.job_ids.push_back(it->id);
+      }
+    }
     request.id = c.next_id();
     const protocol::cancel_reply reply = c.ask(request);
     if (cmd.common.json) std::printf("%s\n", protocol::to_json(reply).dump().c_str());

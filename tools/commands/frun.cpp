@@ -1,12 +1,16 @@
 // frun: runs a command as an interactive job: waits for processors, streams
 // its output, forwards Ctrl-C as a cancel, and exits with the job's code.
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <vector>
 #include <cstdio>
 #include <unistd.h>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
 #include "client/job_options.hpp"
+#include "client/job_step.hpp"
 #include "client/run_command.hpp"
 #include "client/submit.hpp"
 
@@ -33,7 +37,20 @@ void write_all(int fd, const std::string& data) {
 int main(int argc, char** argv) {
   return client::run_command("frun", argc, argv, cmdline::parse_frun_command_line, cmdline::frun_usage,
                              [](const cmdline::frun_command_line& cmd) {
-    auto submit = cmdline::build_frun_request(cmd, client::this_process_context());
+    const auto ctx = client::this_process_context();
+    if (cmdline::inside_a_job(ctx.environment)) {
+      // srun inside an sbatch job: a step in this job's allocation.
+      for (const auto& w : cmd.warnings) std::fprintf(stderr, "frun: warning: %s\n", w.c_str());
+      const auto step = cmdline::step_argv(cmd, ctx.environment, ctx.cwd);
+      std::vector<char*> args;
+      for (const auto& a : step) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      std::fprintf(stderr, "frun: cannot run %s: %s\n", args[0], std::strerror(errno));
+      return 127;
+    }
+    auto submit = cmdline::build_frun_request(cmd, ctx);
+    for (const auto& w : cmd.warnings) std::fprintf(stderr, "frun: warning: %s\n", w.c_str());
     client::connection c(client::socket_path(cmd.options.socket));
 
     // Ctrl-C interrupts the wait (no SA_RESTART) so that it is acted on at once.

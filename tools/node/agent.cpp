@@ -433,7 +433,7 @@ void agent::handle_launch(const protocol::launch& l) {
                               options_.mpi_interfaces};
   launch_spec spec = job_environment(l, node, root, mpi_launch_dir(options_.spool, l.job_id),
                                      [this](const std::string& why) { log(why); });
-  set_output_files(l, spec);
+  set_output_files(l, spec, options_.name);
 
   if (l.job.script) {
     const auto path = script_path(options_.spool, l.job_id);
@@ -461,6 +461,13 @@ void agent::handle_launch(const protocol::launch& l) {
   if (l.job.walltime_s) limit = std::chrono::seconds(*l.job.walltime_s);
   try {
     supervisor_.start_async(l.job_id, spec, limit, options_.timeout_grace, on_started(l));
+    // --mem / --mem-per-cpu: what the job may keep resident on this node.
+    if (const auto& g = l.job.geometry) {
+      const std::uint64_t mb =
+          g->mem_per_node_mb ? static_cast<std::uint64_t>(*g->mem_per_node_mb)
+                             : static_cast<std::uint64_t>(g->mem_per_cpu_mb.value_or(0)) * l.local_cpus.size();
+      if (mb > 0) supervisor_.limit_memory(l.job_id, mb);
+    }
   } catch (const std::exception& e) {
     remove_job_files(options_.spool, l.job_id);  // a job that never started leaves nothing
     return refuse_launch(l, protocol::error_code::bad_request, e.what());

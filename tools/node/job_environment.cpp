@@ -1,10 +1,13 @@
 // job_environment: AQS's variables for a job, and the MPI placement that lets its plain `mpirun ./app` use its cpus.
 #include "job_environment.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 #include "aqs/mpi_adapter/launch.hpp"
+#include "core/geometry.hpp"
 
 namespace aqs::node {
 
@@ -35,13 +38,187 @@ std::string join_hosts(const std::vector<std::string>& v) {
   return out;
 }
 
+// The job's nodes in map order, their processors and their tasks (Slurm's
+// layout: geometry.hpp), from the launch's "node2:0-3,node3:0-1".
+struct job_layout {
+  std::vector<std::string> nodes;
+  std::vector<std::size_t> procs;
+  std::vector<std::size_t> tasks;
+  std::size_t ntasks = 0;
+  std::size_t cpus_per_task = 1;
+};
+
+std::size_t count_ranges(std::string_view ranges) {
+  std::size_t n = 0;
+  const auto dash = ranges.find('-');
+  if (dash == std::string_view::npos) return 1;
+  try {
+    n = std::stoul(std::string(ranges.substr(dash + 1))) - std::stoul(std::string(ranges.substr(0, dash))) + 1;
+  } catch (const std::exception&) {
+    n = 1;
+  }
+  return n;
+}
+
+job_layout layout_of(const protocol::launch& l) {
+  job_layout out;
+  std::string_view rest(l.nodelist);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const auto colon = item.rfind(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string name(item.substr(0, colon));
+    const std::size_t n = count_ranges(item.substr(colon + 1));
+    if (!out.nodes.empty() && out.nodes.back() == name) {
+      out.procs.back() += n;
+    } else {
+      out.nodes.push_back(name);
+      out.procs.push_back(n);
+    }
+  }
+  const auto& g = l.job.geometry;
+  if (g && !l.job.adaptive) {
+    out.cpus_per_task = static_cast<std::size_t>(g->cpus_per_task);
+    out.ntasks = static_cast<std::size_t>(g->ntasks);
+    out.tasks = core::task_layout(out.procs, out.cpus_per_task, out.ntasks,
+                                  static_cast<std::size_t>(g->ntasks_per_node.value_or(0)));
+  } else {
+    out.tasks = out.procs;
+    out.ntasks = static_cast<std::size_t>(l.nprocs);
+  }
+  return out;
+}
+
+// Slurm's host list form: "node[1-3,7],gpu0".
+std::string compressed_hostlist(const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::string>> split;  // prefix, digits
+  for (const auto& n : names) {
+    std::size_t d = n.size();
+    while (d > 0 && n[d - 1] >= '0' && n[d - 1] <= '9') --d;
+    split.emplace_back(n.substr(0, d), n.substr(d));
+  }
+  std::string out;
+  for (std::size_t i = 0; i < split.size();) {
+    std::size_t j = i;
+    while (j < split.size() && split[j].first == split[i].first && !split[j].second.empty() &&
+           split[j].second.size() == split[i].second.size()) {
+      ++j;
+    }
+    if (!out.empty()) out += ',';
+    if (j - i <= 1) {
+      out += split[i].first + split[i].second;
+      i = std::max(j, i + 1);
+      continue;
+    }
+    std::string body;
+    std::size_t k = i;
+    while (k < j) {
+      std::size_t m = k;
+      while (m + 1 < j && std::stoul(split[m + 1].second) == std::stoul(split[m].second) + 1) ++m;
+      if (!body.empty()) body += ',';
+      body += split[k].second + (m > k ? "-" + split[m].second : "");
+      k = m + 1;
+    }
+    out += split[i].first + "[" + body + "]";
+    i = j;
+  }
+  return out;
+}
+
+// The processors of each rank when a rank is not one processor: per node,
+// its first tasks * cpus_per_task processors in map order, cpus_per_task each.
+std::vector<std::vector<std::size_t>> rank_processors(const job_layout& lay) {
+  std::vector<std::vector<std::size_t>> ranks;
+  bool plain = lay.cpus_per_task == 1;
+  for (std::size_t k = 0; k < lay.procs.size(); ++k) plain = plain && lay.tasks[k] == lay.procs[k];
+  if (plain) return ranks;
+  std::size_t base = 0;
+  for (std::size_t k = 0; k < lay.procs.size(); ++k) {
+    for (std::size_t t = 0; t < lay.tasks[k]; ++t) {
+      std::vector<std::size_t> r;
+      for (std::size_t c = 0; c < lay.cpus_per_task; ++c) r.push_back(base + t * lay.cpus_per_task + c);
+      ranks.push_back(std::move(r));
+    }
+    base += lay.procs[k];
+  }
+  return ranks;
+}
+
+// Slurm's variables, as sbatch gives them to a batch script (the names
+// scripts and workflow tools read), from the launch and its geometry.
+variables slurm_variables(const protocol::launch& l, const node_environment& node, const job_layout& lay) {
+  const std::string id = std::to_string(l.job_id);
+  const std::string hosts = compressed_hostlist(lay.nodes);
+  const std::string nnodes = std::to_string(lay.nodes.size());
+  std::string submit_dir = l.job.workdir;
+  for (const auto& kv : l.job.environment) {
+    if (kv.starts_with("PWD=")) submit_dir = kv.substr(4);
+  }
+  std::size_t here = 0;
+  for (std::size_t k = 0; k < lay.nodes.size(); ++k) {
+    if (lay.nodes[k] == node.node_name) here = lay.procs[k];
+  }
+  variables v = {{"SLURM_JOB_ID", id},
+                 {"SLURM_JOBID", id},
+                 {"SLURM_JOB_NAME", l.job.name},
+                 {"SLURM_JOB_USER", l.user},
+                 {"SLURM_JOB_UID", std::to_string(l.uid)},
+                 {"SLURM_JOB_GID", std::to_string(l.gid)},
+                 {"SLURM_NTASKS", std::to_string(lay.ntasks)},
+                 {"SLURM_NPROCS", std::to_string(lay.ntasks)},
+                 {"SLURM_JOB_NODELIST", hosts},
+                 {"SLURM_NODELIST", hosts},
+                 {"SLURM_NNODES", nnodes},
+                 {"SLURM_JOB_NUM_NODES", nnodes},
+                 {"SLURM_TASKS_PER_NODE", core::tasks_per_node_text(lay.tasks)},
+                 {"SLURM_JOB_CPUS_PER_NODE", core::tasks_per_node_text(lay.procs)},
+                 {"SLURM_CPUS_ON_NODE", std::to_string(here)},
+                 {"SLURM_SUBMIT_DIR", submit_dir},
+                 {"SLURM_NODEID", "0"},
+                 {"SLURM_PROCID", "0"},
+                 {"SLURM_LOCALID", "0"},
+                 {"SLURMD_NODENAME", node.node_name},
+                 {"SLURM_CLUSTER_NAME", "aqs"},
+                 {"SLURM_JOB_PARTITION", "aqs"}};
+  if (const auto& g = l.job.geometry) {
+    if (g->partition) v.back().second = *g->partition;
+    if (g->cpus_per_task > 1) {
+      v.emplace_back("SLURM_CPUS_PER_TASK", std::to_string(g->cpus_per_task));
+    }
+    if (g->ntasks_per_node) v.emplace_back("SLURM_NTASKS_PER_NODE", std::to_string(*g->ntasks_per_node));
+    if (g->mem_per_node_mb) v.emplace_back("SLURM_MEM_PER_NODE", std::to_string(*g->mem_per_node_mb));
+    if (g->mem_per_cpu_mb) v.emplace_back("SLURM_MEM_PER_CPU", std::to_string(*g->mem_per_cpu_mb));
+    if (g->gpus_per_node) v.emplace_back("SLURM_GPUS_ON_NODE", std::to_string(*g->gpus_per_node));
+    if (g->array_task_id) {
+      const std::string array_id = std::to_string(g->array_job_id.value_or(l.job_id));
+      v.emplace_back("SLURM_ARRAY_JOB_ID", array_id);
+      v.emplace_back("SLURM_ARRAY_TASK_ID", std::to_string(*g->array_task_id));
+      v.emplace_back("AQS_ARRAY_JOB_ID", array_id);
+      v.emplace_back("AQS_ARRAY_TASK_ID", std::to_string(*g->array_task_id));
+      if (g->array_task_count) v.emplace_back("SLURM_ARRAY_TASK_COUNT", std::to_string(*g->array_task_count));
+    }
+    for (const auto& r : g->recorded) {
+      if (r.starts_with("account=")) v.emplace_back("SLURM_JOB_ACCOUNT", r.substr(8));
+      if (r.starts_with("qos=")) v.emplace_back("SLURM_JOB_QOS", r.substr(4));
+    }
+  }
+  // OpenMPI must not take these for a Slurm allocation it should launch
+  // into with srun: AQS's hostfile, rankfile and aqs-rsh do that.
+  v.emplace_back("OMPI_MCA_ras", "^slurm");
+  v.emplace_back("OMPI_MCA_plm", "^slurm");
+  v.emplace_back("OMPI_MCA_ess", "^slurm");
+  return v;
+}
+
 // The job's plain `mpirun ./app` starts one rank per processor of its map
 // on that processor's host (aqs::mpi_adapter's hostfile and variables;
 // daemons on other hosts through aqs-rsh). A rigid job's rankfile binds
 // each rank to its cpu; an adaptive job's shim pins its ranks itself and
 // spawns more on the processors it gains, on any host.
 variables mpi_placement(const protocol::launch& l, const node_environment& node, const std::filesystem::path& mpi_dir,
-                        const std::function<void(const std::string&)>& warn) {
+                        const job_layout& lay, const std::function<void(const std::string&)>& warn) {
   bool placed = false;
   variables out;
   if (!l.proc_cpus.empty() && l.proc_cpus.size() == l.proc_hosts.size()) {
@@ -52,6 +229,7 @@ variables mpi_placement(const protocol::launch& l, const node_environment& node,
       a.tcp_interfaces = node.mpi_interfaces;
       a.adaptive = l.job.adaptive;
       a.spare_hosts = l.spare_hosts;
+      if (!l.job.adaptive) a.ranks = rank_processors(lay);
       const auto files = mpi_adapter::write_launch_files(mpi_dir, a);
       for (auto& kv : mpi_adapter::launch_environment(a, files)) out.push_back(std::move(kv));
       placed = true;
@@ -87,7 +265,9 @@ std::vector<std::string> job_variables(const protocol::launch& l, const node_env
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
-  for (auto& kv : mpi_placement(l, node, mpi_dir, warn)) extra.push_back(std::move(kv));
+  const job_layout lay = layout_of(l);
+  for (auto& kv : slurm_variables(l, node, lay)) extra.push_back(std::move(kv));
+  for (auto& kv : mpi_placement(l, node, mpi_dir, lay, warn)) extra.push_back(std::move(kv));
   // The job's own variables may be another job's (fsub run inside a job):
   // that job's token and placement never pass on, even where this launch
   // sets none, and AQS's variables win over the job's.

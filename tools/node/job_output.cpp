@@ -17,8 +17,12 @@ namespace aqs::node {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-void set_output_files(const protocol::launch& l, launch_spec& spec) {
-  const core::pattern_values values{l.job_id, l.job.name, l.user};
+void set_output_files(const protocol::launch& l, launch_spec& spec, std::string_view node_name) {
+  core::pattern_values values{l.job_id, l.job.name, l.user, node_name, 0, -1};
+  if (const auto& g = l.job.geometry; g && g->array_task_id) {
+    values.array_job_id = g->array_job_id.value_or(l.job_id);
+    values.array_task_id = *g->array_task_id;
+  }
   spec.stdout_path = core::expand_output_pattern(l.job.stdout_pattern, values);
   if (l.job.stderr_pattern) spec.stderr_path = core::expand_output_pattern(*l.job.stderr_pattern, values);
 }

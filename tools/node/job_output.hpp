@@ -23,7 +23,7 @@
 namespace aqs::node {
 
 // Sets spec's output files from the job's patterns (%j, %x, %u expanded).
-void set_output_files(const protocol::launch& l, launch_spec& spec);
+void set_output_files(const protocol::launch& l, launch_spec& spec, std::string_view node_name);
 
 // An interactive job's stdout and stderr pipes: the step gets the write
 // ends, the agent reads the other ends.

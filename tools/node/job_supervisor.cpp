@@ -441,6 +441,64 @@ void job_supervisor::terminate(job& j, core::job_state as, int sig, std::chrono:
   });
 }
 
+bool job_supervisor::limit_memory(std::int64_t job_id, std::uint64_t mb, std::chrono::milliseconds every) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  it->second.memory_limit_mb = mb;
+  memory_every_ = every;
+  if (!memory_timer_) watch_memory();
+  return true;
+}
+
+std::uint64_t job_supervisor::resident_bytes(pid_t pgid) {
+  static const long page = ::sysconf(_SC_PAGESIZE);
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::ifstream in(e.path() / "stat");
+    std::string text;
+    if (!std::getline(in, text)) continue;
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+    // majflt cmajflt utime stime cutime cstime priority nice threads
+    // itrealvalue starttime vsize rss: fields after the last ')'.
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(text.substr(close + 2));
+    std::string state;
+    long long ppid = 0, pgrp = 0;
+    if (!(fields >> state >> ppid >> pgrp) || pgrp != pgid) continue;
+    std::string skip;
+    for (int i = 0; i < 18; ++i) fields >> skip;  // session .. vsize (fields 6-23)
+    long long rss = 0;
+    if (fields >> rss && rss > 0) total += static_cast<std::uint64_t>(rss) * static_cast<std::uint64_t>(page);
+  }
+  return total;
+}
+
+void job_supervisor::watch_memory() {
+  memory_timer_ = std::make_unique<boost::asio::steady_timer>(io_, memory_every_);
+  memory_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    bool any = false;
+    for (auto& [id, j] : jobs_) {
+      if (j.memory_limit_mb == 0) continue;
+      any = true;
+      if (j.starting || j.pgid <= 0 || j.killed_as) continue;
+      const std::uint64_t used = resident_bytes(j.pgid);
+      if (used > j.memory_limit_mb * 1024 * 1024) {
+        terminate(j, core::job_state::out_of_memory, SIGKILL, std::chrono::milliseconds(0));
+      }
+    }
+    if (any) {
+      watch_memory();
+    } else {
+      memory_timer_.reset();
+    }
+  });
+}
+
 std::vector<std::int64_t> job_supervisor::running() const {
   std::vector<std::int64_t> ids;
   ids.reserve(jobs_.size());

@@ -102,6 +102,17 @@ public:
   // The job's end has been reported and acknowledged: its spool records go.
   void forget(std::int64_t job_id);
 
+  // Kills the job (SIGKILL to its process group; it ends OUT_OF_MEMORY)
+  // once the resident memory of its processes here, summed, exceeds `mb`
+  // megabytes. There are no cgroups: every `every` the agent reads
+  // /proc/PID/stat of the processes in the job's process group and adds
+  // their RSS, so a spike shorter than that can pass unseen. False for a
+  // job not running here.
+  bool limit_memory(std::int64_t job_id, std::uint64_t mb,
+                    std::chrono::milliseconds every = std::chrono::milliseconds(250));
+  // The resident memory of a process group, in bytes (0 if it has none).
+  static std::uint64_t resident_bytes(pid_t pgid);
+
   // Ids of the jobs running here, in no particular order.
   std::vector<std::int64_t> running() const;
   bool is_running(std::int64_t job_id) const { return jobs_.count(job_id) != 0; }
@@ -125,7 +136,9 @@ private:
     std::unique_ptr<boost::asio::steady_timer> limit;
     std::unique_ptr<boost::asio::steady_timer> escalate;
     unique_fd lease;  // while we hold it, the step knows its agent lives
+    std::uint64_t memory_limit_mb = 0;  // 0: none
   };
+  void watch_memory();
   void wait_for_children();
   void reap();
   // The step ended (wait status of the step itself): read the job's status
@@ -144,6 +157,8 @@ private:
   std::unordered_map<std::int64_t, job> jobs_;
   std::unordered_map<pid_t, std::int64_t> by_pid_;
   std::optional<fencing> fence_;
+  std::unique_ptr<boost::asio::steady_timer> memory_timer_;
+  std::chrono::milliseconds memory_every_{250};
 };
 
 }  // namespace aqs::node

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
                "aqs-node"};
   std::string server, socket_path, key_file, name, cpus_text, spool, rsh_agent, mpi_interfaces;
   std::int64_t procs = 0;
+  std::string memory_text;
+  std::int64_t gpus = -1;
   double heartbeat_s = 2.0;
   double node_down_timeout_s = 10.0;
   app.add_option("--server", server, "aqsd's address HOST:PORT (TCP, needs --key)");
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--cpus", cpus_text, "advertise only these cores, e.g. 0-3,6 (default: all we may use)");
   app.add_option("--procs", procs, "advertise N processors whatever the hardware (pinned round-robin on the cores)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--memory", memory_text,
+                 "advertise this much memory whatever the hardware: MB, or with a unit K, M, G, T (e.g. 16G)");
+  app.add_option("--gpus", gpus, "advertise N GPUs whatever the hardware")->check(CLI::Range(0, 1 << 16));
   app.add_option("--spool", spool,
                  "where job scripts are kept: a directory of this agent's user (default "
                  "/var/spool/aqs/node-NAME as root, else /tmp/aqs-node-UID-NAME)");
@@ -90,8 +95,8 @@ int main(int argc, char** argv) {
     auto found = aqs::node::discover_resources();
     o.cpus = cpus_text.empty() ? found.cpus : aqs::node::parse_cpu_list(cpus_text);
     o.procs = procs > 0 ? procs : static_cast<std::int64_t>(o.cpus.size());
-    o.memory_mb = found.memory_mb;
-    o.gpus = found.gpus;
+    o.memory_mb = memory_text.empty() ? found.memory_mb : aqs::node::parse_memory_mb(memory_text);
+    o.gpus = gpus >= 0 ? gpus : found.gpus;
     if (spool.empty()) {
       spool = ::geteuid() == 0 ? "/var/spool/aqs/node-" + name
                                : "/tmp/aqs-node-" + std::to_string(::geteuid()) + "-" + name;

@@ -58,4 +58,28 @@ std::vector<int> parse_cpu_list(std::string_view text) {
   return out;
 }
 
+std::int64_t parse_memory_mb(std::string_view text) {
+  std::string_view digits = text;
+  std::int64_t kb = 1024;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': kb = 1; digits.remove_suffix(1); break;
+      case 'M': case 'm': digits.remove_suffix(1); break;
+      case 'G': case 'g': kb = 1024 * 1024; digits.remove_suffix(1); break;
+      case 'T': case 't': kb = std::int64_t{1024} * 1024 * 1024; digits.remove_suffix(1); break;
+      default: break;
+    }
+  }
+  std::int64_t n = 0;
+  bool ok = !digits.empty() && digits.size() <= 12;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') ok = false;
+    if (ok) n = n * 10 + (c - '0');
+  }
+  if (!ok || n > (std::int64_t{1} << 40) / kb) {
+    throw std::invalid_argument("--memory '" + std::string(text) + "' is not a size such as 16G, 512M or 4000");
+  }
+  return (n * kb + 1023) / 1024;
+}
+
 }  // namespace aqs::node

@@ -22,4 +22,8 @@ node_resources discover_resources();
 // message for bad syntax or a core the machine does not have.
 std::vector<int> parse_cpu_list(std::string_view text);
 
+// "16G", "512M", "4000" (MB), "1T", "2048K": a memory size in MB, as
+// Slurm writes them (rounded up). Throws std::invalid_argument naming the text.
+std::int64_t parse_memory_mb(std::string_view text);
+
 }  // namespace aqs::node

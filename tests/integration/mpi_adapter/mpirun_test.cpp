@@ -251,7 +251,7 @@ TEST_CASE("plain mpirun starts three ranks on cpus 1, 0, 1 of this host, each bo
   const auto cpus = usable_cpus();
   const auto host = this_host();
   // Two ranks on one cpu: a node advertising more processors than cores.
-  const allocation a{{{host, cpus[1]}, {host, cpus[0]}, {host, cpus[1]}}, ::geteuid() == 0, {}, "", false, {}};
+  const allocation a{{{host, cpus[1]}, {host, cpus[0]}, {host, cpus[1]}}, ::geteuid() == 0, {}, "", false, {}, {}};
   expect_exact_launch(a, tmp.path(), host);
 }
 
@@ -259,14 +259,14 @@ TEST_CASE("plain mpirun starts two ranks on cpus 0 and 1 of this host") {
   aqs::test::temp_dir tmp("aqs-mpi-adapter");
   const auto cpus = usable_cpus();
   const auto host = this_host();
-  const allocation a{{{host, cpus[0]}, {host, cpus[1]}}, ::geteuid() == 0, {}, "", false, {}};
+  const allocation a{{{host, cpus[0]}, {host, cpus[1]}}, ::geteuid() == 0, {}, "", false, {}, {}};
   expect_exact_launch(a, tmp.path(), host);
 }
 
 TEST_CASE("mpirun takes localhost for this host, and keeps its own traffic on the given interface") {
   aqs::test::temp_dir tmp("aqs-mpi-adapter");
   const auto cpus = usable_cpus();
-  const allocation a{{{"localhost", cpus[1]}, {"localhost", cpus[0]}}, ::geteuid() == 0, {"lo"}, "", false, {}};
+  const allocation a{{{"localhost", cpus[1]}, {"localhost", cpus[0]}}, ::geteuid() == 0, {"lo"}, "", false, {}, {}};
   expect_exact_launch(a, tmp.path(), this_host());
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("a job on two hosts starts the other host's daemon through the launch 
   const allocation a{{{host, cpus[0]}, {other, cpus[1]}, {host, cpus[1]}, {other, cpus[0]}, {other, cpus[1]}},
                      ::geteuid() == 0,
                      {},
-                     agent.string(), false, {}};
+                     agent.string(), false, {}, {}};
   expect_exact_launch(a, tmp.path(), host);
   // One daemon for the other host, started by mpirun itself; none for this one.
   CHECK(aqs::test::slurp(tmp.path() / "agent.log") == other + " from " + host + "\n");
@@ -301,7 +301,7 @@ TEST_CASE("on more hosts than mpirun starts directly, only mpirun's node calls t
   const auto agent = write_pretend_agent(tmp.path());
   const std::vector<processor> procs = {
       {host, cpus[0]}, {"aqs-pretend-n2", cpus[1]}, {"aqs-pretend-n3", cpus[0]}, {"aqs-pretend-n4", cpus[1]}};
-  const allocation a{procs, ::geteuid() == 0, {}, agent.string(), false, {}};
+  const allocation a{procs, ::geteuid() == 0, {}, agent.string(), false, {}, {}};
   // A fan-out of one (routed_radix, 64 by default) stands for a cluster
   // larger than the fan-out: without plm_rsh_no_tree_spawn, each daemon would
   // start the next one through the agent, from its own host.

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
+#include <vector>
 
 #include "job_supervisor.hpp"
 #include "temp_dir.hpp"
@@ -143,4 +145,14 @@ TEST_CASE("many short jobs at once are all reaped and reported") {
     CHECK(o.status.exit_code == i % 3);
   }
   CHECK(b.sup.running().empty());
+}
+
+TEST_CASE("the resident memory of a process group counts what its processes touched, page by page") {
+  const auto before = aqs::node::job_supervisor::resident_bytes(::getpgrp());
+  std::vector<char> block(64 << 20);
+  for (std::size_t i = 0; i < block.size(); i += 4096) block[i] = 1;
+  const auto after = aqs::node::job_supervisor::resident_bytes(::getpgrp());
+  CHECK(after >= before + (60u << 20));
+  CHECK(after < before + (200u << 20));
+  CHECK(aqs::node::job_supervisor::resident_bytes(0x7ffffff0) == 0);  // no such group
 }

@@ -108,8 +108,8 @@ TEST_CASE("every legal transition is written with its event, every illegal one i
       }
     }
   }
-  CHECK(legal == 22);
-  CHECK(illegal == 59);
+  CHECK(legal == 25);
+  CHECK(illegal == 75);
 }
 
 TEST_CASE("the database trigger refuses exactly the transitions the core calls illegal") {

@@ -18,7 +18,7 @@ using namespace aqs::mpi_adapter;
 namespace {
 
 allocation on(std::vector<processor> procs, std::string agent = "") {
-  return allocation{std::move(procs), false, {}, std::move(agent), false, {}};
+  return allocation{std::move(procs), false, {}, std::move(agent), false, {}, {}};
 }
 
 // The message of the allocation_error that `f` throws ("" if none).
@@ -110,7 +110,7 @@ TEST_CASE("given interfaces carry both MPI messages and OpenMPI's own traffic") 
 }
 
 TEST_CASE("everything at once comes in a fixed order") {
-  const allocation a{{{"a", 0}, {"b", 0}, {"a", 0}}, true, {"ib0"}, "/opt/aqs/bin/aqs-rsh", false, {}};
+  const allocation a{{{"a", 0}, {"b", 0}, {"a", 0}}, true, {"ib0"}, "/opt/aqs/bin/aqs-rsh", false, {}, {}};
   CHECK(launch_environment(a, k_files) == base_env_and({{"OMPI_MCA_mpi_yield_when_idle", "1"},
                                                         {"OMPI_MCA_plm_rsh_agent", "/opt/aqs/bin/aqs-rsh"},
                                                         {"OMPI_MCA_plm_rsh_no_tree_spawn", "1"},

@@ -86,11 +86,11 @@ TEST_CASE("a job's output files are its patterns expanded, and without an error 
   l.user = "ann";
   l.job.stdout_pattern = "out-%j-%x-%u.txt";
   launch_spec spec;
-  set_output_files(l, spec);
+  set_output_files(l, spec, "node0");
   CHECK(spec.stdout_path == "out-42-sim-ann.txt");
   CHECK(spec.stderr_path.empty());
   l.job.stderr_pattern = "err-%6j";
-  set_output_files(l, spec);
+  set_output_files(l, spec, "node0");
   CHECK(spec.stderr_path == "err-000042");
 }
 

@@ -297,7 +297,7 @@ TEST_CASE("every validation error reads word for word as it did before the descr
       {R"js({"type":"register","id":1,"name":"n","procs":1,"cpus":[0],"memory_mb":-1})js",
        "field 'memory_mb' must be in 0..1099511627776"},
       {R"js({"type":"job_exited","id":1,"job_id":1,"state":"RUNNING","exit_code":0})js",
-       "field 'state' must be COMPLETED, FAILED, CANCELLED or TIMEOUT"},
+       "field 'state' must be COMPLETED, FAILED, CANCELLED, TIMEOUT or OUT_OF_MEMORY"},
       {R"js({"type":"job_exited","id":1,"job_id":1,"state":"COMPLETED"})js",
        "field 'exit_code' or 'signal' must be given, not both"},
       {R"js({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":1,"signal":9})js",

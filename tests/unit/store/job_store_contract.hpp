@@ -178,8 +178,8 @@ TEST_CASE_TEMPLATE_DEFINE("every legal transition is written with its event and 
       }
     }
   }
-  CHECK(legal == 22);
-  CHECK(illegal == 59);
+  CHECK(legal == 25);
+  CHECK(illegal == 75);
 }
 
 TEST_CASE_TEMPLATE_DEFINE(

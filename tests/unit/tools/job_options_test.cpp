@@ -59,7 +59,7 @@ TEST_CASE("a plain fsub builds a complete submit request with the documented def
   CHECK(j.script == "#!/bin/sh\necho hi\n");
   CHECK(j.argv == args{"a", "b c"});
   CHECK(j.workdir == "/home/alice");
-  CHECK(j.environment == args{"PATH=/usr/bin", "HOME=/home/alice"});
+  CHECK(j.environment == args{"PATH=/usr/bin", "HOME=/home/alice", "PWD=/home/alice"});
   CHECK(j.stdout_pattern == "aqs-%j.out");
   CHECK_FALSE(j.stderr_pattern.has_value());
   CHECK(j.min_pe == 1);
@@ -116,8 +116,8 @@ TEST_CASE("size rules: --min alone, --max alone, adaptive defaults, and their er
 }
 
 TEST_CASE("command-line mistakes are one-line errors") {
-  CHECK(fsub_error({"--mem=4G", "j.sh"}).find("unknown option '--mem'") != std::string::npos);
-  CHECK(fsub_error({"-x", "j.sh"}).find("unknown option '-x'") != std::string::npos);
+  CHECK(fsub_error({"--memory=4G", "j.sh"}).find("unknown option '--memory'") != std::string::npos);
+  CHECK(fsub_error({"-y", "j.sh"}).find("unknown option '-y'") != std::string::npos);
   CHECK(fsub_error({"-t"}).find("needs a value") != std::string::npos);
   CHECK(fsub_error({"--adaptive=yes", "j.sh"}).find("takes no value") != std::string::npos);
   CHECK(fsub_error({"-t", "1:2:3:4", "j.sh"}).find("invalid time limit '1:2:3:4'") != std::string::npos);
@@ -190,24 +190,90 @@ TEST_CASE("later directive lines override earlier ones") {
   CHECK(d.options.time_limit_s == 120);
 }
 
-TEST_CASE("unknown #SBATCH options are warned about once and ignored with their values") {
+TEST_CASE("Slurm geometry options mean the same in #SBATCH, #AQS and on the command line") {
+  const std::string sbatch = "#!/bin/sh\n#SBATCH -N 2 --ntasks-per-node=4 -c 3 --mem=4G --gres=gpu:v100:2 -p debug\n";
+  const std::string aqs = "#!/bin/sh\n#AQS -N 2 --ntasks-per-node=4 -c 3 --mem=4G --gres=gpu:v100:2 -p debug\n";
+  const auto a = fsub({"j.sh"}, sbatch).request.job;
+  const auto b = fsub({"j.sh"}, aqs).request.job;
+  const auto c = fsub({"-N", "2", "--ntasks-per-node", "4", "-c3", "--mem", "4G", "--gres=gpu:v100:2", "-p", "debug",
+                       "j.sh"})
+                     .request.job;
+  for (const auto* j : {&a, &b, &c}) {
+    REQUIRE(j->geometry);
+    const auto& g = *j->geometry;
+    CHECK(g.ntasks == 8);
+    CHECK(g.cpus_per_task == 3);
+    CHECK(g.ntasks_per_node == 4);
+    CHECK(g.nodes_min == 2);
+    CHECK(g.nodes_max == 2);
+    CHECK(g.mem_per_node_mb == 4096);
+    CHECK(g.gpus_per_node == 2);
+    CHECK(g.partition == "debug");
+    CHECK(j->min_pe == 24);
+    CHECK(j->max_pe == 24);
+  }
+  CHECK(a.geometry == b.geometry);
+  CHECK(a.geometry == c.geometry);
+}
+
+TEST_CASE("sbatch's size rules: -N alone is a task per node, -c multiplies, --mem=0 is whole nodes") {
+  auto g = [](const args& a) { return *fsub(a).request.job.geometry; };
+  CHECK(g({"-N", "3", "j.sh"}).ntasks == 3);
+  CHECK(g({"-N", "1-4", "-n", "6", "j.sh"}).nodes_max == 4);
+  CHECK(fsub({"-c", "24", "j.sh"}).request.job.min_pe == 24);
+  CHECK(g({"-c", "24", "j.sh"}).ntasks == 1);
+  CHECK(g({"--mem=0", "j.sh"}).exclusive);
+  CHECK(g({"--mem-per-cpu=2000", "j.sh"}).mem_per_cpu_mb == 2000);
+  CHECK(g({"--mem=500K", "j.sh"}).mem_per_node_mb == 1);
+  CHECK(g({"--mem=1T", "j.sh"}).mem_per_node_mb == 1024 * 1024);
+  CHECK(g({"-N", "2", "--gpus=3", "j.sh"}).gpus_per_node == 2);
+  // A later --mem replaces a script's --mem-per-cpu (Slurm: command line wins).
+  const auto m = fsub({"--mem=1G", "j.sh"}, "#!/bin/sh\n#SBATCH --mem-per-cpu=100\n").request.job.geometry;
+  CHECK(m->mem_per_node_mb == 1024);
+  CHECK_FALSE(m->mem_per_cpu_mb);
+  const auto shrunk = fsub({"-N", "4", "-n", "2", "j.sh"});
+  CHECK(shrunk.request.job.geometry->nodes_min == 2);
+  CHECK(shrunk.warnings.back() == "can't run 2 tasks on 4 nodes, setting nodes to 2");
+  CHECK(fsub_error({"-N", "2", "-n", "10", "--ntasks-per-node=2", "j.sh"}).find("need 5 nodes") != std::string::npos);
+  CHECK(fsub_error({"-N", "3-2", "j.sh"}).find("below the minimum") != std::string::npos);
+  CHECK(fsub_error({"--mem=lots", "j.sh"}).find("--mem") != std::string::npos);
+  CHECK(fsub_error({"-c", "2", "--min", "1", "--max", "4", "--adaptive", "j.sh"}).find("rigid jobs") != std::string::npos);
+  // No geometry option: AQS's own sizing, sent without a geometry.
+  CHECK_FALSE(fsub({"--min", "2", "--max", "4", "--adaptive", "j.sh"}).request.job.geometry);
+}
+
+TEST_CASE("options AQS records but does not act on are accepted everywhere with one warning") {
   const std::string script =
       "#!/bin/sh\n"
-      "#SBATCH --mem=4G\n"
-      "#SBATCH -N 2 -n 8\n"
-      "#SBATCH --partition debug\n"
-      "#SBATCH --mem=8G\n"
-      "#SBATCH --exclusive -J x\n"
+      "#SBATCH --account=proj1 --qos=normal\n"
+      "#SBATCH --mail-type=END,FAIL\n"
+      "#SBATCH --mail-type=ALL\n"
+      "#SBATCH --hint=nomultithread -J x\n"
+      "#SBATCH --export=ALL\n"
       "echo\n";
   const auto d = parse_directives(script);
-  CHECK(d.options.procs == 8);
   CHECK(d.options.job_name == "x");
   REQUIRE(d.warnings.size() == 4);
-  CHECK(d.warnings[0] == "#SBATCH --mem has no AQS equivalent; ignored");
-  CHECK(d.warnings[1] == "#SBATCH -N has no AQS equivalent; ignored");
-  CHECK(d.warnings[2] == "#SBATCH --partition has no AQS equivalent; ignored");
-  CHECK(d.warnings[3] == "#SBATCH --exclusive has no AQS equivalent; ignored");
-  CHECK(fsub({"j.sh"}, script).warnings.size() == 4);
+  CHECK(d.warnings[0] == "script line 2: --account=proj1 is recorded; AQS does not act on it");
+  CHECK(d.warnings[2] == "script line 3: --mail-type=END,FAIL is recorded; AQS does not act on it");
+  const auto r = fsub({"-A", "proj2", "j.sh"}, script);
+  CHECK(r.warnings.size() == 5);
+  REQUIRE(r.request.job.geometry);
+  CHECK(r.request.job.geometry->recorded.front() == "account=proj1");
+  CHECK(r.request.job.geometry->recorded.back() == "account=proj2");
+  CHECK(fsub({"--qos", "high", "j.sh"}).warnings.size() == 1);
+}
+
+TEST_CASE("a misspelt option is an error that suggests the right one, in scripts and on the command line") {
+  CHECK(fsub_error({"--ntask-per-node=2", "j.sh"}) ==
+        "unknown option '--ntask-per-node' (did you mean '--ntasks-per-node'?) (see fsub --help)");
+  CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#SBATCH --cpus-per-tsk=4\n") ==
+        "script line 2: unknown option '--cpus-per-tsk' (did you mean '--cpus-per-task'?) in #SBATCH directive");
+  CHECK(fsub_error({"--partiton=x", "j.sh"}).find("did you mean '--partition'") != std::string::npos);
+  CHECK(fsub_error({"--frobnicate", "j.sh"}).find("did you mean") == std::string::npos);
+  // What AQS cannot honour is refused saying why, never ignored.
+  CHECK(fsub_error({"--begin=now+1hour", "j.sh"}).find("--begin") != std::string::npos);
+  CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#SBATCH -w node3\n").find("named nodes") != std::string::npos);
 }
 
 TEST_CASE("bad directives are errors naming the script line") {
@@ -220,14 +286,15 @@ TEST_CASE("bad directives are errors naming the script line") {
     FAIL("no usage_error for " << script);
     return std::string();
   };
-  CHECK(err("#!/bin/sh\n#AQS --mem=4G\n") == "script line 2: unknown option '--mem' in #AQS directive");
+  CHECK(err("#!/bin/sh\n#AQS --memory=4G\n") == "script line 2: unknown option '--memory' in #AQS directive");
   CHECK(err("#!/bin/sh\n\n#SBATCH -t forever\n").find("script line 3: ") == 0);
   CHECK(err("#!/bin/sh\n#SBATCH -J 'unterminated\n").find("unterminated quote") != std::string::npos);
   CHECK(err("#!/bin/sh\n#SBATCH --wrap=true\n").find("only allowed on the command line") != std::string::npos);
   CHECK(err("#!/bin/sh\n#AQS -n 2 stray\n").find("unexpected argument 'stray'") != std::string::npos);
   CHECK(err("#!/bin/sh\n#SBATCH --dependency=afternotok:4\n").find("not supported") != std::string::npos);
-  CHECK(err("#!/bin/sh\n#SBATCH --array=1-10\n").find("job arrays") != std::string::npos);
-  CHECK(err("#!/bin/sh\n#SBATCH -a 1-3\n").find("job arrays") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH --array=10-1\n").find("reversed array range") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH -a 1-3%0\n").find("%0") != std::string::npos);
+  CHECK(parse_directives("#!/bin/sh\n#SBATCH --array=0-99%10\n").options.array == "0-99%10");
 }
 
 TEST_CASE("lines that only look like directives are ordinary comments") {

@@ -35,6 +35,11 @@ struct allocation {
   // spawn finds it there (OpenMPI 4.1 cannot add a host at a spawn: the
   // "add-host" info key leaves the new ranks unreachable).
   std::vector<std::string> spare_hosts;
+  // A rigid job's ranks when they are not one per processor (Slurm's tasks
+  // with several cpus each, or fewer tasks than processors on a whole
+  // node): rank i runs on the processors procs[k] for k in ranks[i], all on
+  // one host, bound to all their cpus. Empty: rank i on procs[i].
+  std::vector<std::vector<std::size_t>> ranks;
 };
 
 // An allocation that mpirun could not be told about. what() is one line
@@ -86,7 +91,8 @@ void validate_interfaces(const std::vector<std::string>& interfaces);
 // as validate().
 std::string hostfile_text(const allocation& a);
 
-// "rank i=host slot=cpu" per processor, i in map order; the slots are
+// "rank i=host slot=cpu" per processor (or "slot=cpu,cpu" per rank of
+// `ranks`), i in map order; the slots are
 // physical (OS) cpu numbers, which launch_environment() tells mpirun. Throws
 // allocation_error as validate().
 std::string rankfile_text(const allocation& a);

@@ -1,0 +1,276 @@
+// Real public #SBATCH scripts (tests/data/sbatch/, each credited there),
+// submitted unchanged by an unprivileged user to a cluster of namespace
+// hosts: each runs with the geometry it asked for (tasks, nodes, tasks per
+// node, cpus per task, memory; ranks on the right hosts; Slurm's variables)
+// or is refused at submission with a one-line reason. None runs smaller.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+
+namespace {
+
+// One row of expected.tsv: what Slurm itself makes of the script.
+struct expectation {
+  std::string file;
+  std::map<std::string, std::string> v;  // column -> value ("-": unset)
+  std::optional<long> num(const std::string& k) const {
+    const auto it = v.find(k);
+    if (it == v.end() || it->second == "-" || it->second.empty()) return std::nullopt;
+    try {
+      return std::stol(it->second);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  std::string text(const std::string& k) const {
+    const auto it = v.find(k);
+    return it == v.end() ? "-" : it->second;
+  }
+};
+
+std::vector<expectation> read_expected(const fs::path& tsv) {
+  std::ifstream in(tsv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> cols;
+  {
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, '\t');) cols.push_back(c);
+  }
+  std::vector<expectation> out;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::stringstream ss(line);
+    expectation e;
+    std::size_t i = 0;
+    for (std::string c; std::getline(ss, c, '\t'); ++i) {
+      if (i < cols.size()) e.v[cols[i]] = c;
+    }
+    e.file = e.text("file");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Scripts AQS refuses at submission, and what the refusal must say.
+const std::map<std::string, std::string> k_refusals = {
+    {"01-swc-array-throttle.sh", "job arrays"},
+    {"02-swc-array-mail.sh", "job arrays"},
+    {"08-paderborn-array-mem-per-cpu.sh", "job arrays"},
+    {"12-hpcnow-array-range.sh", "job arrays"},
+    {"34-brown-array-list.sh", "job arrays"},
+    {"31-cedar-template-mem-conflict.sh", "--mem and --mem-per-cpu are mutually exclusive"},
+    {"33-jasmin-dependency-singleton.sh", "singleton"},
+};
+
+// "2(x3),1" -> {2, 2, 2, 1}.
+std::vector<long> expand_counts(const std::string& text) {
+  std::vector<long> out;
+  std::stringstream ss(text);
+  for (std::string part; std::getline(ss, part, ',');) {
+    const auto paren = part.find('(');
+    const long n = std::stol(part.substr(0, paren));
+    long times = 1;
+    if (paren != std::string::npos) times = std::stol(part.substr(paren + 2));
+    for (long k = 0; k < times; ++k) out.push_back(n);
+  }
+  return out;
+}
+
+// "probe k=v k=v ..." lines of every file under dir, by job id.
+std::map<std::string, std::vector<std::map<std::string, std::string>>> probe_lines(const fs::path& dir) {
+  std::map<std::string, std::vector<std::map<std::string, std::string>>> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) {
+      const auto at = line.find("probe ");
+      if (at == std::string::npos) continue;
+      std::map<std::string, std::string> kv;
+      std::stringstream ss(line.substr(at + 6));
+      for (std::string w; ss >> w;) {
+        const auto eq = w.find('=');
+        if (eq != std::string::npos) kv[w.substr(0, eq)] = w.substr(eq + 1);
+      }
+      out[kv["jobid"]].push_back(std::move(kv));
+    }
+  }
+  return out;
+}
+
+// The number of ranks the script's probe line starts: mpirun/srun with
+// -n/-np N, else the job's tasks; nullopt when it runs the probe once.
+std::optional<long> launched_ranks(const std::string& script, long ntasks) {
+  std::stringstream ss(script);
+  for (std::string line; std::getline(ss, line);) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#' || line.find("$AQS_PROBE") == std::string::npos) continue;
+    if (line.find("mpirun") == std::string::npos && line.find("srun") == std::string::npos) return std::nullopt;
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"((?:-np?|--ntasks=?)\s*([0-9]+))"))) return std::stol(m[1]);
+    return ntasks;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("every corpus #SBATCH script runs with the geometry it asked for, or is refused with a reason") {
+  if (!testbed::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  const fs::path corpus = fs::path(AQS_SOURCE_DIR) / "tests" / "data" / "sbatch";
+  const auto expected = read_expected(corpus / "expected.tsv");
+  REQUIRE(expected.size() >= 25);
+
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 4;
+  o.procs_per_node = 128;
+  o.netns = true;
+  o.heartbeat_timeout_s = 30;
+  o.agent_args = {"--memory", "512G", "--gpus", "4"};
+  test::cluster c(o);
+  c.wait_nodes_up(4);
+  const auto user = c.user("aqs-test-corpus");
+
+  // What a user has: the probe (instead of each site's program) and the
+  // Slurm command the scripts call inside the job (srun is frun).
+  const fs::path bin_dir = user.home / "bin";
+  fs::create_directories(bin_dir);
+  const fs::path probe = bin_dir / "probe.sh";
+  {
+    std::ofstream p(probe);
+    p << "#!/bin/sh\n"
+         "echo \"probe rank=${OMPI_COMM_WORLD_RANK:--} host=$(hostname) jobid=${SLURM_JOB_ID:-} "
+         "ntasks=${SLURM_NTASKS:-} nnodes=${SLURM_NNODES:-} cpt=${SLURM_CPUS_PER_TASK:--} "
+         "tpn=${SLURM_TASKS_PER_NODE:-} cpn=${SLURM_JOB_CPUS_PER_NODE:-} nodelist=${SLURM_JOB_NODELIST:-} "
+         "mem=${SLURM_MEM_PER_NODE:--} memcpu=${SLURM_MEM_PER_CPU:--} gpus=${SLURM_GPUS_ON_NODE:--} "
+         "name=${SLURM_JOB_NAME:-} submitdir=${SLURM_SUBMIT_DIR:-}\"\n";
+  }
+  fs::permissions(probe, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+  fs::create_symlink(bin().frun, bin_dir / "srun");
+  REQUIRE(::chown(bin_dir.c_str(), user.uid, user.gid) == 0);
+  REQUIRE(::chown(probe.c_str(), user.uid, user.gid) == 0);
+  const std::string path = bin_dir.string() + ":" + fs::path(MPIEXEC).parent_path().string() + ":/usr/bin:/bin";
+
+  std::map<std::string, std::int64_t> ids;
+  std::map<std::string, fs::path> dirs;
+  for (const auto& e : expected) {
+    CAPTURE(e.file);
+    // Each script in a directory of its own, as a user would keep them,
+    // with the directories its output patterns name.
+    const fs::path dir = user.home / e.file.substr(0, 2);
+    fs::create_directories(dir);
+    for (const char* sub : {"logs", "log", "out", "output", "slurm_logs", "jobs"}) fs::create_directories(dir / sub);
+    fs::copy_file(corpus / e.file, dir / e.file);
+    for (const auto& f : fs::recursive_directory_iterator(dir)) {
+      REQUIRE(::chown(f.path().c_str(), user.uid, user.gid) == 0);
+    }
+    REQUIRE(::chown(dir.c_str(), user.uid, user.gid) == 0);
+    dirs[e.file] = dir;
+    const auto r = test::run({bin().fsub, "--parsable", e.file},
+                             {{"AQS_SOCKET", c.socket()}, {"PATH", path}, {"AQS_PROBE", probe.string()}}, user.uid,
+                             user.gid, dir.string());
+    const auto refusal = k_refusals.find(e.file);
+    if (refusal != k_refusals.end()) {
+      CHECK(r.status != 0);
+      CHECK(r.err.find(refusal->second) != std::string::npos);
+      // One line of error (warnings about other options may come before it).
+      std::stringstream err(r.err);
+      int errors = 0;
+      for (std::string l; std::getline(err, l);) errors += l.find(": warning: ") == std::string::npos ? 1 : 0;
+      CHECK(errors == 1);
+      continue;
+    }
+    INFO("fsub said: " << r.err);
+    REQUIRE(r.status == 0);
+    const auto last = r.out.find_last_not_of("\n");
+    ids[e.file] = std::stoll(r.out.substr(0, last + 1));
+  }
+  c.wait_idle(std::chrono::seconds(600));
+
+  for (const auto& e : expected) {
+    if (ids.count(e.file) == 0) continue;
+    CAPTURE(e.file);
+    const std::int64_t id = ids[e.file];
+    const auto info = c.job(id);
+    REQUIRE(info);
+    CHECK(info->state == job_state::completed);
+    const auto lines = probe_lines(dirs[e.file])[std::to_string(id)];
+    REQUIRE_FALSE(lines.empty());
+    const auto& env = lines.front();
+    const long ntasks = e.num("ntasks").value_or(1);
+    CHECK(env.at("ntasks") == std::to_string(ntasks));
+    const long cpt = e.num("cpus_per_task").value_or(1);
+    if (cpt > 1) CHECK(env.at("cpt") == std::to_string(cpt));
+    const auto tasks = expand_counts(env.at("tpn"));
+    const auto cpus = expand_counts(env.at("cpn"));
+    REQUIRE(tasks.size() == cpus.size());
+    CHECK(std::accumulate(tasks.begin(), tasks.end(), 0L) == ntasks);
+    CHECK(env.at("nnodes") == std::to_string(tasks.size()));
+    if (const auto lo = e.num("nodes_min")) CHECK(static_cast<long>(tasks.size()) >= *lo);
+    if (const auto hi = e.num("nodes_max")) CHECK(static_cast<long>(tasks.size()) <= *hi);
+    const bool exclusive = e.text("exclusive") == "yes" || e.text("mem_per_node_mb") == "0";
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+      if (const auto per = e.num("ntasks_per_node")) CHECK(tasks[k] <= *per);
+      // Never fewer processors than its tasks need; exactly that unless whole nodes.
+      if (exclusive) {
+        CHECK(cpus[k] == 128);
+      } else {
+        CHECK(cpus[k] == tasks[k] * cpt);
+      }
+    }
+    if (const auto mem = e.num("mem_per_node_mb"); mem && *mem > 0) CHECK(env.at("mem") == std::to_string(*mem));
+    if (const auto mem = e.num("mem_per_cpu_mb")) CHECK(env.at("memcpu") == std::to_string(*mem));
+    if (const auto g = e.num("gpus_per_node")) CHECK(env.at("gpus") == std::to_string(*g));
+    CHECK(env.at("submitdir") == dirs[e.file].string());
+    const std::string script = test::slurp(corpus / e.file);
+    if (const auto ranks = launched_ranks(script, ntasks)) {
+      // Every rank ran, each on the host of its node, as many per host as
+      // the node has tasks (node<i> is on host<i>).
+      std::map<std::string, long> per_host;
+      std::set<std::string> rank_ids;
+      for (const auto& l : lines) {
+        if (l.at("rank") == "-") continue;
+        rank_ids.insert(l.at("rank"));
+        ++per_host[l.at("host")];
+      }
+      CHECK(static_cast<long>(rank_ids.size()) == *ranks);
+      if (*ranks == ntasks) {
+        std::vector<long> got;
+        for (const auto& [h, n] : per_host) got.push_back(n);
+        auto want = tasks;
+        std::sort(got.begin(), got.end());
+        std::sort(want.begin(), want.end());
+        CHECK(got == want);
+      }
+    }
+  }
+  // %N in an output name is the node the script ran on (script 17).
+  bool named_by_node = false;
+  for (const auto& f : fs::directory_iterator(dirs["17-sdsc-expanse-output-node.sh"])) {
+    named_by_node = named_by_node || std::regex_match(f.path().filename().string(),
+                                                      std::regex(R"(hello-my-hostname-is\.o[0-9]+\.node[0-3])"));
+  }
+  CHECK(named_by_node);
+}

@@ -1,0 +1,222 @@
+// Slurm-style jobs end to end on a real cluster (aqsd, agents, the
+// commands as processes, as an unprivileged user): geometry refused at
+// submission with its reason, Slurm's variables in the job, a job over its
+// --mem ending OUT_OF_MEMORY, job arrays (one request, throttle, %A_%a
+// output names, fkill of one task and of a whole array), and frun inside a
+// job starting a step in the job's own allocation.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <unistd.h>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+using test::slurp;
+
+namespace {
+
+test::cluster::options small(const test::test_database& db) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 3;
+  o.procs_per_node = 4;
+  o.agent_args = {"--memory", "4G", "--gpus", "2"};
+  return o;
+}
+
+std::int64_t id_of(const test::run_result& r) {
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 0);
+  return std::stoll(r.out);
+}
+
+std::map<std::string, std::string> env_of(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a geometry the cluster can never give is refused at submission with its reason") {
+  test::test_database db;
+  test::cluster c(small(db));
+  c.wait_nodes_up(3);
+  const auto u = c.user("aqs-test-geo");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-N", "2", "-n", "32"}, "tasks"},
+      {{"-c", "8"}, "largest node has 4"},
+      {{"--mem=8G"}, "MB of memory"},
+      {{"--gres=gpu:3"}, "GPUs per node"},
+      {{"-N", "4"}, "at least 4 nodes"},
+  };
+  for (const auto& [opts, why] : cases) {
+    std::vector<std::string> args = opts;
+    args.insert(args.end(), {"--wrap", "true"});
+    CAPTURE(opts.front());
+    const auto r = c.cmd(bin().fsub, args, &u);
+    CHECK(r.status != 0);
+    CHECK(r.err.find("can never run on this cluster") != std::string::npos);
+    CHECK(r.err.find(why) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK(c.jobs().empty());  // nothing was stored
+  // A misspelt option is refused before anything is sent.
+  const auto typo = c.cmd(bin().fsub, {"--ntask-per-node=2", "--wrap", "true"}, &u);
+  CHECK(typo.status != 0);
+  CHECK(typo.err.find("did you mean '--ntasks-per-node'") != std::string::npos);
+}
+
+TEST_CASE("a Slurm batch job gets its geometry and Slurm's variables, and a step inside it uses its allocation") {
+  test::test_database db;
+  test::cluster c(small(db));
+  c.wait_nodes_up(3);
+  const auto u = c.user("aqs-test-env");
+  const fs::path script = u.home / "env.sh";
+  {
+    std::ofstream s(script);
+    s << "#!/bin/sh\n"
+         "#SBATCH -N 2 --ntasks-per-node=2 -c 2 --mem=1G -J envjob -A myproj\n"
+         "#SBATCH -o env-%j-%N.out\n"
+         "env | grep -E '^(SLURM|AQS)_' | sort\n"
+         "echo STEP\n"
+         "'" << bin().frun << "' --no-mpi /bin/sh -c 'echo task $(hostname) $OMPI_COMM_WORLD_RANK'\n";
+  }
+  REQUIRE(::chown(script.c_str(), u.uid, u.gid) == 0);
+  const auto r = c.cmd(bin().fsub, {"--parsable", script.string()}, &u, u.home.string());
+  CHECK(r.err.find("--account=myproj is recorded") != std::string::npos);
+  const std::int64_t id = id_of(r);
+  const auto done = c.wait_state(id, {job_state::completed, job_state::failed}, 120s);
+  CHECK(done.state == job_state::completed);
+  // %N: the node its script ran on.
+  fs::path out;
+  for (const auto& f : fs::directory_iterator(u.home)) {
+    if (f.path().filename().string().rfind("env-" + std::to_string(id) + "-node", 0) == 0) out = f.path();
+  }
+  REQUIRE_FALSE(out.empty());
+  const std::string text = slurp(out);
+  auto env = env_of(text.substr(0, text.find("STEP")));
+  CHECK(env["SLURM_JOB_ID"] == std::to_string(id));
+  CHECK(env["SLURM_JOB_NAME"] == "envjob");
+  CHECK(env["SLURM_NTASKS"] == "4");
+  CHECK(env["SLURM_CPUS_PER_TASK"] == "2");
+  CHECK(env["SLURM_NNODES"] == "2");
+  CHECK(env["SLURM_TASKS_PER_NODE"] == "2(x2)");
+  CHECK(env["SLURM_JOB_CPUS_PER_NODE"] == "4(x2)");
+  CHECK(env["SLURM_MEM_PER_NODE"] == "1024");
+  CHECK(env["SLURM_JOB_ACCOUNT"] == "myproj");
+  CHECK(env["SLURM_SUBMIT_DIR"] == u.home.string());
+  CHECK(env["SLURM_JOB_NODELIST"].find("node[") == 0);
+  CHECK(env.count("OMP_NUM_THREADS") == 0);  // left to the script, as Slurm does
+  // The step ran one task per task of the job, two on each of its nodes.
+  std::multiset<std::string> ranks;
+  std::istringstream lines(text.substr(text.find("STEP")));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("task ", 0) == 0) ranks.insert(line);
+  }
+  CHECK(ranks.size() == 4);
+  // No second job was made for the step.
+  CHECK(c.jobs().size() == 1);
+}
+
+TEST_CASE("a job over its --mem ends OUT_OF_MEMORY, and one within it completes") {
+  test::test_database db;
+  test::cluster c(small(db));
+  c.wait_nodes_up(3);
+  const auto u = c.user("aqs-test-oom");
+  // tail holds a 200 MB line for 5 s: over a 100 MB limit, within a 1 GB one (tail may hold twice the line while it grows its buffer).
+  const std::string hog = "{ head -c 200000000 /dev/zero; sleep 5; } | tail -n 1 | wc -c";
+  const auto over = id_of(c.cmd(bin().fsub, {"--parsable", "--mem=100M", "--wrap", hog}, &u, u.home.string()));
+  const auto within = id_of(c.cmd(bin().fsub, {"--parsable", "--mem=1G", "--wrap", hog}, &u, u.home.string()));
+  CHECK(c.wait_state(over, {job_state::out_of_memory, job_state::completed, job_state::failed}, 60s).state ==
+        job_state::out_of_memory);
+  CHECK(c.wait_state(within, {job_state::out_of_memory, job_state::completed, job_state::failed}, 60s).state ==
+        job_state::completed);
+  const auto h = c.cmd(bin().fjobs, {"--history", std::to_string(over)}, &u);
+  CHECK(h.out.find("memory limit exceeded") != std::string::npos);
+}
+
+TEST_CASE("a job array is one request: each task runs with its index, a throttle holds the rest, fkill takes one or all") {
+  test::test_database db;
+  test::cluster c(small(db));
+  c.wait_nodes_up(3);
+  const auto u = c.user("aqs-test-array");
+  // Six tasks, at most two at once, each writing its own file.
+  const auto r = c.cmd(bin().fsub,
+                       {"--parsable", "--array=0-5%2", "-o", "a-%A_%a.out", "--wrap",
+                        "echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $SLURM_ARRAY_TASK_COUNT; sleep 1"},
+                       &u, u.home.string());
+  const std::int64_t array = id_of(r);
+  int most_running = 0;
+  for (int i = 0; i < 300; ++i) {
+    int running = 0, left = 0;
+    for (const auto& j : c.jobs(true)) {
+      if (j.array_job_id != array) continue;
+      running += j.state == job_state::running ? 1 : 0;
+      left += core::is_final(j.state) ? 0 : 1;
+    }
+    most_running = std::max(most_running, running);
+    if (left == 0) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(most_running <= 2);
+  CHECK(most_running >= 1);
+  std::set<int> seen;
+  for (int t = 0; t < 6; ++t) {
+    const fs::path f = u.home / ("a-" + std::to_string(array) + "_" + std::to_string(t) + ".out");
+    REQUIRE(fs::exists(f));
+    std::istringstream in(slurp(f));
+    std::int64_t a = 0;
+    int task = -1, count = 0;
+    in >> a >> task >> count;
+    CHECK(a == array);
+    CHECK(task == t);
+    CHECK(count == 6);
+    seen.insert(task);
+  }
+  CHECK(seen.size() == 6);
+  const auto listed = c.cmd(bin().fjobs, {"--all", "--json"}, &u);
+  const auto all = nlohmann::json::parse(listed.out);
+  int tasks = 0;
+  for (const auto& j : all) tasks += j["array_job_id"] == array ? 1 : 0;
+  CHECK(tasks == 6);
+
+  // A long array: one task cancelled by A_T, then the whole array by its id.
+  const auto big = id_of(c.cmd(bin().fsub, {"--parsable", "--array=1-20", "--wrap", "sleep 300"}, &u, u.home.string()));
+  const auto q = c.cmd(bin().fjobs, {}, &u);
+  CHECK(q.out.find(std::to_string(big) + "_[") != std::string::npos);  // the pending ones collapsed
+  const auto expanded = c.cmd(bin().fjobs, {"-r"}, &u);
+  CHECK(expanded.out.find(std::to_string(big) + "_20") != std::string::npos);
+  CHECK(c.cmd(bin().fkill, {std::to_string(big) + "_20"}, &u).status == 0);
+  int cancelled = 0;
+  for (const auto& j : c.jobs(true)) {
+    if (j.array_job_id == big && j.array_task_id == 20) cancelled += j.state == job_state::cancelled ? 1 : 0;
+  }
+  CHECK(cancelled == 1);
+  // Another user may not cancel it.
+  const auto other = c.user("aqs-test-array2");
+  CHECK(c.cmd(bin().fkill, {std::to_string(big)}, &other).status != 0);
+  CHECK(c.cmd(bin().fkill, {std::to_string(big)}, &u).status == 0);
+  c.wait_idle(60s);
+  for (const auto& j : c.jobs(true)) {
+    if (j.array_job_id == big) CHECK(j.state == job_state::cancelled);
+  }
+}
