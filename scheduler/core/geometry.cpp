@@ -205,8 +205,10 @@ std::optional<std::string> never_fits(const cluster& c, const std::vector<node_r
   }
   if (shape.tasks_per_node > 0) {
     const std::size_t need = (tasks + shape.tasks_per_node - 1) / shape.tasks_per_node;
-    return "it needs " + std::to_string(std::max(need, shape.min_nodes)) + " nodes with room for " +
-           std::to_string(shape.tasks_per_node * cpt) + " processors each; the cluster has " +
+    const std::size_t per = shape.tasks_per_node * cpt;
+    const std::size_t n = std::max(need, shape.min_nodes);
+    return "it needs " + std::to_string(n) + (n == 1 ? " node" : " nodes") + " with room for " +
+           std::to_string(per) + (per == 1 ? " processor" : " processors") + " each; there are " +
            std::to_string(nodes.size()) + " nodes of at most " + std::to_string(most_procs) + " processors";
   }
   if (shape.min_nodes > nodes.size()) {

@@ -36,6 +36,31 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r) c
   return core::never_fits(machine_, resources_, all, r.shape, r.min_pe);
 }
 
+void access_view::set_reason(std::int64_t job, std::string reason) {
+  std::lock_guard lk(mu_);
+  if (reason.empty()) {
+    reasons_.held.erase(job);
+  } else {
+    reasons_.held[job] = std::move(reason);
+  }
+}
+
+void access_view::set_queue_head(std::optional<std::int64_t> job) {
+  std::lock_guard lk(mu_);
+  reasons_.head = job;
+}
+
+access_view::reasons_t access_view::reasons() const {
+  std::lock_guard lk(mu_);
+  return reasons_;
+}
+
+std::string access_view::reasons_t::of_pending(std::int64_t job) const {
+  const auto it = held.find(job);
+  if (it != held.end()) return it->second;
+  return head == job ? "Resources" : "Priority";
+}
+
 void access_view::set_spans(std::vector<core::node_span> spans) {
   std::lock_guard lock(mu_);
   spans_ = std::move(spans);
@@ -77,6 +102,7 @@ void access_view::forget_job(std::int64_t job) {
   owners_.erase(job);
   tokens_.erase(job);
   job_addrs_.erase(job);
+  reasons_.held.erase(job);
 }
 
 std::optional<std::int32_t> access_view::owner(std::int64_t job) const {

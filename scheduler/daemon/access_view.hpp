@@ -39,6 +39,18 @@ public:
   // when it could, or while no node has registered (jobs wait for nodes then).
   std::optional<std::string> never_fits(const core::job_request& r) const;
 
+  // Why pending jobs wait: a reason set for a job held outside the core
+  // ("" clears it), and the job next in the core's queue; the others wait
+  // for Priority.
+  void set_reason(std::int64_t job, std::string reason);
+  void set_queue_head(std::optional<std::int64_t> job);
+  struct reasons_t {
+    std::unordered_map<std::int64_t, std::string> held;
+    std::optional<std::int64_t> head;
+    std::string of_pending(std::int64_t job) const;
+  };
+  reasons_t reasons() const;
+
   void set_owner(std::int64_t job, std::int32_t uid);
   void set_token(std::int64_t job, std::string token);
   void set_job_addresses(std::int64_t job, std::set<std::string> addrs);
@@ -66,6 +78,7 @@ private:
   std::vector<core::node_span> spans_;
   core::cluster machine_;
   std::vector<core::node_resources> resources_;
+  reasons_t reasons_;
   std::unordered_map<std::int64_t, std::int32_t> owners_;              // live job -> uid
   std::unordered_map<std::int64_t, std::string> tokens_;               // job -> shim secret
   std::unordered_map<std::int64_t, std::set<std::string>> job_addrs_;  // job -> IPs (k_any_agent: any agent's)

@@ -214,6 +214,8 @@ void controller::decide_and_write() {
     decide_needed_ = false;
     try {
       apply_decisions(sched_.decide(now()));
+      const auto& q = sched_.queue();
+      view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
     } catch (const std::exception& e) {
       logging::warn("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
     }

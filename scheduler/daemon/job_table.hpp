@@ -34,6 +34,9 @@ struct job_entry {
   std::string token;      // the shim's TCP secret
   bool cancel_requested = false;
   std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
+  // Kept after launch for its steps on other nodes (their Slurm variables).
+  std::string name;
+  std::optional<protocol::job_geometry> geometry;
 };
 
 // How a job ended, for those who ask after it left the live table.

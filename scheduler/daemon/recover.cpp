@@ -58,6 +58,12 @@ void controller::recover() {
     e.uid = s.uid;
     e.gid = s.uid;  // read with the script when it is launched
     e.deps = s.dependencies;
+    e.name = s.name;
+    try {
+      e.geometry = geometry_of(s.geometry);
+    } catch (const std::exception&) {
+      // Warned about below.
+    }
     view_.set_owner(s.id, s.uid);
     const job_state state = s.status.state;
     // A task of a throttled array takes a place of its array again (running
@@ -77,7 +83,11 @@ void controller::recover() {
         if (auto rec = store_.get_job(d)) e.dep_known[d] = rec->status.state;
       }
       jobs_.add(s.id, std::move(e));
-      if (admitted) admit_or_hold(s.id);
+      if (admitted) {
+        admit_or_hold(s.id);
+      } else {
+        view_.set_reason(s.id, "JobArrayTaskLimit");
+      }
       ++pending;
       continue;
     }

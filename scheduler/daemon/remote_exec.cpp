@@ -52,12 +52,19 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
   protocol::launch l;
   l.id = next_request_id_++;
   l.job_id = m.job_id;
-  l.job.name = "step";
+  l.job.name = e->name.empty() ? "step" : e->name;
   l.job.argv = {"/bin/sh", "-c", m.command};
   l.job.workdir = "/";
   l.job.environment = m.environment;
   l.job.stdout_pattern = "/dev/null";
   l.job.min_pe = l.job.max_pe = 1;
+  // The job's layout, so that its ranks here see the job's Slurm variables
+  // (and its memory limit applies on this node too).
+  if (e->geometry && !e->req.adaptive) {
+    l.job.geometry = e->geometry;
+    l.job.geometry->array.reset();
+    l.job.min_pe = l.job.max_pe = e->geometry->ntasks * e->geometry->cpus_per_task;
+  }
   l.user = e->user;
   l.uid = e->uid;
   l.gid = e->gid;

@@ -198,12 +198,15 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.dep_known = std::move(dep_states);
   e.interactive = spec.interactive;
   e.req = to_core_request(id, spec, who.user, now());
+  e.name = spec.name;
+  e.geometry = spec.geometry;
   e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);
   const auto& g = jobs_.at(id).spec->geometry;
   if (g && g->array_task_id &&
       !arrays_.arrive(g->array_job_id.value_or(id), id, g->array_max_running.value_or(0))) {
+    view_.set_reason(id, "JobArrayTaskLimit");
     return;  // its array's throttle: it waits for a running task to end
   }
   admit_or_hold(id);
@@ -233,10 +236,12 @@ void controller::admit_or_hold(std::int64_t id) {
     }
     case dependency_gate::verdict::kind::waiting:
       deps_.hold(id, v.waiting);
+      view_.set_reason(id, "Dependency");
       return;
     case dependency_gate::verdict::kind::ready:
       break;
   }
+  view_.set_reason(id, "");
   sched_.apply(core::event::arrival(e->req));
   decide_needed_ = true;
   kick();

@@ -56,6 +56,12 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
         found.resize(static_cast<std::size_t>(page));
       }
       const auto nodes = spans();
+      const auto why = view_.reasons();
+      auto info = [&](const store::job_summary& s) {
+        protocol::job_info j = to_job_info(s, nodes);
+        if (j.state == core::job_state::pending) j.reason = why.of_pending(s.id);
+        return j;
+      };
       // The jobs go out as JSON text written straight from the rows: built
       // as a JSON object and dumped, 10,000 jobs cost about 0.15 s of CPU
       // here, most of it in allocations (docs/benchmarks.md, fjobs).
@@ -67,7 +73,7 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
         // over a big cluster (16,384 processors: 32 KiB per job).
         if (text.size() > k_list_page_bytes && sent > 0) break;
         if (sent > 0) text += ',';
-        protocol::append_json(text, to_job_info(s, nodes));
+        protocol::append_json(text, info(s));
         ++sent;
       }
       text += ']';
@@ -80,7 +86,7 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
           const std::size_t skip = found.size() - sent;
           for (std::size_t i = skip; i < found.size(); ++i) {
             if (i > skip) text += ',';
-            protocol::append_json(text, to_job_info(found[i], nodes));
+            protocol::append_json(text, info(found[i]));
           }
           text += ']';
         }

@@ -73,7 +73,8 @@ json to_json(const job_info& j) {
               {"walltime_s", opt(j.walltime_s)},
               {"array_job_id", opt(j.array_job_id)},
               {"array_task_id", opt(j.array_task_id)},
-              {"partition", opt(j.partition)}};
+              {"partition", opt(j.partition)},
+              {"reason", opt(j.reason)}};
 }
 
 json to_json(const node_info& n) {
@@ -161,6 +162,8 @@ void append_json(std::string& out, const job_info& j) {
   append_opt(out, j.partition);
   out += ",\"procs\":";
   append_string(out, j.procs);
+  out += ",\"reason\":";
+  append_opt(out, j.reason);
   out += ",\"start_time\":";
   append_opt(out, j.start_time);
   out += ",\"state\":";
@@ -200,6 +203,7 @@ job_info parse_job_info(const json& j, const std::string& where) {
   out.array_job_id = r.opt_integer("array_job_id", 1, k_max_job_id);
   out.array_task_id = r.opt_integer("array_task_id", 0, 4'000'000);
   out.partition = r.opt_string("partition", k_name);
+  out.reason = r.opt_string("reason", k_name);
   return out;
 }
 

@@ -34,6 +34,9 @@ struct job_info {
   std::optional<std::int64_t> array_job_id;
   std::optional<std::int64_t> array_task_id;
   std::optional<std::string> partition;  // as asked (-p); null: the default
+  // Why a PENDING job waits (Slurm's words): Dependency, JobArrayTaskLimit,
+  // Resources (the next to start), Priority (behind others); null otherwise.
+  std::optional<std::string> reason;
   friend bool operator==(const job_info&, const job_info&) = default;
 };
 

@@ -75,6 +75,7 @@ std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, doubl
     }
     std::string where = j.nodes;
     if (core::is_final(j.state)) where = j.exit_code ? "exit " + std::to_string(*j.exit_code) : "";
+    if (j.state == core::job_state::pending && j.reason) where = "(" + *j.reason + ")";  // as squeue shows it
     const std::string range =
         j.min_pe == j.max_pe ? std::to_string(j.min_pe) : std::to_string(j.min_pe) + "-" + std::to_string(j.max_pe);
     rows.push_back({id, j.name, j.user, std::string(core::to_string(j.state)),

@@ -291,8 +291,13 @@ void parse_nodes(const parse_context& pc, std::string_view value, std::string_vi
 std::int64_t parse_memory(const parse_context& pc, std::string_view value, std::string_view opt) {
   std::string_view digits = value;
   std::int64_t scale_kb = 1024;  // M
-  if (!value.empty()) {
-    switch (value.back()) {
+  // Slurm also takes "3600mb", "50GB": the unit with a B.
+  if (digits.size() >= 2 && (digits.back() == 'B' || digits.back() == 'b') &&
+      std::string_view("KkMmGgTt").find(digits[digits.size() - 2]) != std::string_view::npos) {
+    digits.remove_suffix(1);
+  }
+  if (!digits.empty()) {
+    switch (digits.back()) {
       case 'K': case 'k': scale_kb = 1; digits.remove_suffix(1); break;
       case 'M': case 'm': digits.remove_suffix(1); break;
       case 'G': case 'g': scale_kb = 1024 * 1024; digits.remove_suffix(1); break;
@@ -533,6 +538,12 @@ std::size_t parse_words(const parse_context& pc, std::span<const std::string> wo
     if (d == nullptr) {
       std::optional<std::string_view> next;
       if (i + 1 < words.size()) next = words[i + 1];
+      i += 1 + other_option(pc, o, name, is_short, inline_value, next);
+      continue;
+    }
+    if (d->id == opt_id::mpi && inline_value && pc.src == source::frun) {
+      // srun's --mpi=pmix (a plugin name), not frun's --mpi flag.
+      std::optional<std::string_view> next;
       i += 1 + other_option(pc, o, name, is_short, inline_value, next);
       continue;
     }

@@ -61,8 +61,12 @@ std::vector<int> parse_cpu_list(std::string_view text) {
 std::int64_t parse_memory_mb(std::string_view text) {
   std::string_view digits = text;
   std::int64_t kb = 1024;
-  if (!text.empty()) {
-    switch (text.back()) {
+  if (digits.size() >= 2 && (digits.back() == 'B' || digits.back() == 'b') &&
+      std::string_view("KkMmGgTt").find(digits[digits.size() - 2]) != std::string_view::npos) {
+    digits.remove_suffix(1);
+  }
+  if (!digits.empty()) {
+    switch (digits.back()) {
       case 'K': case 'k': kb = 1; digits.remove_suffix(1); break;
       case 'M': case 'm': digits.remove_suffix(1); break;
       case 'G': case 'g': kb = 1024 * 1024; digits.remove_suffix(1); break;

@@ -226,6 +226,8 @@ TEST_CASE("sbatch's size rules: -N alone is a task per node, -c multiplies, --me
   CHECK(g({"--mem-per-cpu=2000", "j.sh"}).mem_per_cpu_mb == 2000);
   CHECK(g({"--mem=500K", "j.sh"}).mem_per_node_mb == 1);
   CHECK(g({"--mem=1T", "j.sh"}).mem_per_node_mb == 1024 * 1024);
+  CHECK(g({"--mem-per-cpu=3600mb", "j.sh"}).mem_per_cpu_mb == 3600);
+  CHECK(g({"--mem=50GB", "j.sh"}).mem_per_node_mb == 50 * 1024);
   CHECK(g({"-N", "2", "--gpus=3", "j.sh"}).gpus_per_node == 2);
   // A later --mem replaces a script's --mem-per-cpu (Slurm: command line wins).
   const auto m = fsub({"--mem=1G", "j.sh"}, "#!/bin/sh\n#SBATCH --mem-per-cpu=100\n").request.job.geometry;
