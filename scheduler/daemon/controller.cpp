@@ -343,6 +343,8 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         after_commit([this, id, to = d.to] {
           notify(id, job_state::running, std::nullopt, std::nullopt, &to);
           launch(id, to);
+          // Jobs waiting with `after:ID` may go now that it started.
+          for (const std::int64_t h : deps_.started(id)) admit_or_hold(h);
         });
         break;
       case kind::resize:

@@ -1,6 +1,8 @@
 // dependency_gate: afterok's rule and the held set.
 #include "daemon/dependency_gate.hpp"
 
+#include <algorithm>
+
 namespace aqs::daemon {
 
 dependency_gate::verdict dependency_gate::evaluate(
@@ -25,7 +27,20 @@ dependency_gate::verdict dependency_gate::evaluate(
 
 void dependency_gate::hold(std::int64_t job, const std::vector<std::int64_t>& waiting) {
   held_.insert(job);
-  for (std::int64_t d : waiting) dependents_.emplace(d, job);
+  for (std::int64_t d : waiting) {
+    // Held again after a start: each (dependency, job) once.
+    auto [first, last] = dependents_.equal_range(d);
+    if (std::none_of(first, last, [job](const auto& kv) { return kv.second == job; })) dependents_.emplace(d, job);
+  }
+}
+
+std::vector<std::int64_t> dependency_gate::started(std::int64_t dep) const {
+  auto [first, last] = dependents_.equal_range(dep);
+  std::vector<std::int64_t> out;
+  for (auto it = first; it != last; ++it) {
+    if (held_.count(it->second) != 0) out.push_back(it->second);
+  }
+  return out;
 }
 
 std::vector<std::int64_t> dependency_gate::ended(std::int64_t dep) {

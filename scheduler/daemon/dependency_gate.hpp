@@ -36,6 +36,9 @@ public:
   void release(std::int64_t job) { held_.erase(job); }
   // `dep` ended: the held jobs that waited on it, to be evaluated again.
   std::vector<std::int64_t> ended(std::int64_t dep);
+  // `dep` started: the held jobs that wait on it (an `after` dependency may
+  // be met now), still waiting on it until evaluated again.
+  std::vector<std::int64_t> started(std::int64_t dep) const;
   std::size_t held_count() const noexcept { return held_.size(); }
 
 private:

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "core/array_spec.hpp"
+#include "core/dependency.hpp"
 
 #include "daemon/controller.hpp"
 #include "daemon/permissions.hpp"
@@ -216,14 +217,27 @@ void controller::admit_or_hold(std::int64_t id) {
   job_entry* e = jobs_.find(id);
   if (e == nullptr) return;
   deps_.release(id);
-  const auto v = dependency_gate::evaluate(e->deps, [&](std::int64_t d) {
+  auto state_of = [&](std::int64_t d) {
     std::optional<job_state> st = known_state(d);
     if (!st) {
       auto k = e->dep_known.find(d);
       if (k != e->dep_known.end()) st = k->second;
     }
     return st;
-  });
+  };
+  dependency_gate::verdict v;
+  if (e->geometry && e->geometry->dependency) {
+    // after, afterany, afternotok, '?' (core/dependency.hpp); validated on arrival.
+    const auto r = core::evaluate(core::parse_dependency(*e->geometry->dependency), state_of);
+    v.what = r.what == core::dependency_verdict::kind::ready     ? dependency_gate::verdict::kind::ready
+             : r.what == core::dependency_verdict::kind::waiting ? dependency_gate::verdict::kind::waiting
+                                                                 : dependency_gate::verdict::kind::never;
+    v.waiting = r.waiting;
+    v.failed_dep = r.failed_job;
+    v.failed_state = r.failed_state;
+  } else {
+    v = dependency_gate::evaluate(e->deps, state_of);
+  }
   switch (v.what) {
     case dependency_gate::verdict::kind::never: {
       const std::string why =

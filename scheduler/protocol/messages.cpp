@@ -2,6 +2,7 @@
 #include "protocol/messages.hpp"
 
 #include "core/array_spec.hpp"
+#include "core/dependency.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -216,6 +217,15 @@ struct record<job_geometry> {
       field("array_job_id", &R::array_job_id, k_job_id),
       field("array_max_running", &R::array_max_running, integer{1, core::k_max_array_index}),
       field("array_task_count", &R::array_task_count, integer{1, core::k_max_array_index}),
+      field("dependency", &R::dependency, text{k_max_path, true, true}),
+      check<R>([](const reader& in, const R& g) {
+        if (!g.dependency) return;
+        try {
+          (void)core::parse_dependency(*g.dependency, k_max_ids);
+        } catch (const std::invalid_argument& e) {
+          in.fail("dependency", e.what());
+        }
+      }),
   };
 };
 

@@ -70,6 +70,10 @@ struct job_geometry {
   std::optional<std::int64_t> array_job_id;
   std::optional<std::int64_t> array_max_running;
   std::optional<std::int64_t> array_task_count;
+  // A dependency beyond afterok (core/dependency.hpp): "afterany:4,after:5",
+  // "afterok:7?afternotok:8". Its jobs are also in the job's afterok list,
+  // which then only says which jobs it names.
+  std::optional<std::string> dependency;
   friend bool operator==(const job_geometry&, const job_geometry&) = default;
 };
 

@@ -15,6 +15,7 @@
 #include "client/time_limit.hpp"
 #include "client/usage_error.hpp"
 #include "core/array_spec.hpp"
+#include "core/dependency.hpp"
 #include "protocol/errors.hpp"
 
 namespace aqs::cmdline {
@@ -347,38 +348,18 @@ std::int64_t parse_gpus(const parse_context& pc, std::string_view value, std::st
   return *n;
 }
 
-// "afterok:1:2,afterok:3" -> {1, 2, 3}.
-std::vector<std::int64_t> parse_dependency(const parse_context& pc, std::string_view value) {
-  if (value.find('?') != std::string_view::npos) {
-    pc.fail("dependency '" + shown(value) + "': alternatives with '?' are not supported (use afterok:ID)");
+// Slurm's dependency list ("afterok:1:2,afterany:3", "after:4?afternotok:5"):
+// the jobs it names go into o.afterok; anything beyond plain afterok is kept
+// as text for the job's geometry.
+void parse_dependency(const parse_context& pc, std::string_view value, job_options& o) {
+  core::dependency d;
+  try {
+    d = core::parse_dependency(value, protocol::k_max_ids);
+  } catch (const std::invalid_argument& e) {
+    pc.fail(std::string("--dependency: ") + e.what());
   }
-  std::vector<std::int64_t> ids;
-  // Repeats count once, found through a set: a script can name a million
-  // ids, and a pairwise search for them took minutes.
-  std::unordered_set<std::int64_t> seen;
-  for (const auto part : split(value, ',')) {
-    const auto fields = split(part, ':');
-    if (fields[0] != "afterok") {
-      pc.fail("dependency type '" + shown(fields[0]) + "' is not supported (AQS supports afterok:ID[:ID...])");
-    }
-    if (fields.size() < 2) pc.fail("dependency '" + shown(part) + "' names no job (use afterok:ID)");
-    for (std::size_t i = 1; i < fields.size(); ++i) {
-      const auto f = fields[i];
-      std::int64_t v = 0;
-      bool ok = !f.empty() && f.size() <= 15;
-      for (const char c : f) {
-        if (c < '0' || c > '9') ok = false;
-        if (ok) v = v * 10 + (c - '0');
-      }
-      if (!ok || v < 1) pc.fail("invalid job id '" + shown(f) + "' in dependency (expected afterok:ID[:ID...])");
-      if (!seen.insert(v).second) continue;
-      ids.push_back(v);
-      if (ids.size() > protocol::k_max_ids) {
-        pc.fail("too many dependencies (at most " + std::to_string(protocol::k_max_ids) + " jobs)");
-      }
-    }
-  }
-  return ids;
+  o.afterok = d.jobs();
+  o.dependency = d.plain_afterok() ? std::optional<std::string>() : core::to_string(d);
 }
 
 std::string nonempty(const parse_context& pc, std::string_view value, std::string_view opt) {
@@ -417,7 +398,7 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
     case opt_id::output: o.output = nonempty(pc, value, opt); break;
     case opt_id::error: o.error = nonempty(pc, value, opt); break;
     case opt_id::chdir: o.chdir = nonempty(pc, value, opt); break;
-    case opt_id::dependency: o.afterok = parse_dependency(pc, value); break;
+    case opt_id::dependency: parse_dependency(pc, value, o); break;
     case opt_id::requeue: o.requeue = true; break;
     case opt_id::no_requeue: o.requeue = false; break;
     case opt_id::wrap: o.wrap = nonempty(pc, value, opt); break;
@@ -657,8 +638,9 @@ std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol
                                                   std::vector<std::string>* warnings) {
   const bool shaped = o.nodes_min || o.ntasks_per_node || o.cpus_per_task || o.exclusive || o.mem_mb ||
                       o.mem_per_cpu_mb || o.gpus_per_node || o.gpus_total;
-  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array) return std::nullopt;
+  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array && !o.dependency) return std::nullopt;
   protocol::job_geometry g;
+  g.dependency = o.dependency;
   g.partition = o.partition;
   g.recorded = o.recorded;
   g.array = o.array;
@@ -844,7 +826,10 @@ void merge(job_options& base, const job_options& over) {
   take(base.output, over.output);
   take(base.error, over.error);
   take(base.chdir, over.chdir);
-  take(base.afterok, over.afterok);
+  if (over.afterok) {
+    base.afterok = over.afterok;
+    base.dependency = over.dependency;
+  }
   take(base.requeue, over.requeue);
   take(base.wrap, over.wrap);
   take(base.parsable, over.parsable);
@@ -1014,7 +999,8 @@ std::string fsub_usage() {
          "  -o, --output PATTERN     stdout file; %j job id, %x name, %u user (default aqs-%j.out)\n"
          "  -e, --error PATTERN      stderr file (default: with stdout)\n"
          "  -D, --chdir DIR          working directory (default: the current one)\n"
-         "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
+         "  -d, --dependency LIST    afterok:ID[:ID..] (completed), afterany: (ended), afternotok:\n"
+         "                           (failed), after: (started); ',' all of them, '?' any\n"
          "      --requeue            requeue the job if its node fails (--no-requeue: don't)\n"
          "      --wrap CMD           run CMD with /bin/sh instead of a script\n"
          "      --parsable           print only the job id\n"
@@ -1045,7 +1031,8 @@ std::string frun_usage() {
          "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
          "  -J, --job-name NAME      default: the command's file name\n"
          "  -D, --chdir DIR          working directory (default: the current one)\n"
-         "  -d, --dependency afterok:ID[:ID...]  start only after these jobs completed\n"
+         "  -d, --dependency LIST    afterok:ID[:ID..] (completed), afterany: (ended), afternotok:\n"
+         "                           (failed), after: (started); ',' all of them, '?' any\n"
          "      --mpi                run the command under mpirun even if it does not look like MPI\n"
          "      --no-mpi             run the command once even if it is an MPI program\n"
          "      --json               print events as JSON\n"

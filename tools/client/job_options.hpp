@@ -50,7 +50,8 @@ struct job_options {
   std::optional<std::string> output;
   std::optional<std::string> error;
   std::optional<std::string> chdir;
-  std::optional<std::vector<std::int64_t>> afterok;
+  std::optional<std::vector<std::int64_t>> afterok;  // every job the dependency names
+  std::optional<std::string> dependency;              // beyond afterok: the whole expression
   std::optional<bool> requeue;
   std::optional<std::string> wrap;
   std::optional<bool> parsable;

@@ -220,3 +220,38 @@ TEST_CASE("a job array is one request: each task runs with its index, a throttle
     if (j.array_job_id == big) CHECK(j.state == job_state::cancelled);
   }
 }
+
+TEST_CASE("dependencies after, afterany, afterok, afternotok and '?' start, wait or cancel jobs as Slurm's do") {
+  test::test_database db;
+  test::cluster c(small(db));
+  c.wait_nodes_up(3);
+  const auto u = c.user("aqs-test-deps");
+  auto sub = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "--parsable");
+    return id_of(c.cmd(bin().fsub, args, &u, u.home.string()));
+  };
+  const auto failing = sub({"--wrap", "sleep 3; exit 3"});
+  const auto any = sub({"-d", "afterany:" + std::to_string(failing), "--wrap", "true"});
+  const auto notok = sub({"-d", "afternotok:" + std::to_string(failing), "--wrap", "true"});
+  const auto ok = sub({"-d", "afterok:" + std::to_string(failing), "--wrap", "true"});
+  const auto either = sub({"-d", "afterok:" + std::to_string(failing) + "?afterany:" + std::to_string(failing),
+                           "--wrap", "true"});
+  // While its dependency runs, a job says why it waits.
+  const auto waiting = c.job(any);
+  REQUIRE(waiting);
+  if (waiting->state == job_state::pending) CHECK(waiting->reason == "Dependency");
+  const std::vector<job_state> done{job_state::completed, job_state::failed, job_state::cancelled};
+  CHECK(c.wait_state(failing, done, 60s).state == job_state::failed);
+  CHECK(c.wait_state(any, done, 60s).state == job_state::completed);
+  CHECK(c.wait_state(notok, done, 60s).state == job_state::completed);
+  CHECK(c.wait_state(ok, done, 60s).state == job_state::cancelled);
+  CHECK(c.wait_state(either, done, 60s).state == job_state::completed);
+  // after: starts once the other started, not when it ends.
+  const auto longer = sub({"--wrap", "sleep 6"});
+  const auto follower = sub({"-d", "after:" + std::to_string(longer), "--wrap", "true"});
+  const auto f = c.wait_state(follower, done, 60s);
+  CHECK(f.state == job_state::completed);
+  const auto l = c.job(longer);
+  REQUIRE(l);
+  CHECK(l->state == job_state::running);  // the follower ended while it still ran
+}

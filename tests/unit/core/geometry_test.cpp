@@ -2,6 +2,7 @@
 // counts, memory, GPUs, whole nodes; and the refusal reasons.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <memory>
 
 #include "core/geometry.hpp"
@@ -168,4 +169,51 @@ TEST_CASE("the scheduler starts a shaped job only where it fits, and later jobs 
   d = s.handle(event::completion(2), now);
   REQUIRE(d.size() == 2);
   CHECK(d[0].job == 3);
+}
+
+// ---- dependencies (core/dependency.hpp) ----
+#include "core/dependency.hpp"
+
+TEST_CASE("Slurm dependency lists parse into terms joined by all (',') or any ('?')") {
+  const auto d = parse_dependency("afterok:1:2,afterany:3,after:4,afternotok:5");
+  REQUIRE(d.terms.size() == 5);
+  CHECK_FALSE(d.any);
+  CHECK(d.terms[2].what == dependency::kind::afterany);
+  CHECK(d.jobs() == std::vector<std::int64_t>{1, 2, 3, 4, 5});
+  CHECK(to_string(d) == "afterok:1:2,afterany:3,after:4,afternotok:5");
+  CHECK(parse_dependency("afterok:7?afternotok:8").any);
+  CHECK(to_string(parse_dependency("afterok:7?afternotok:8")) == "afterok:7?afternotok:8");
+  CHECK(parse_dependency("afterok:1:2").plain_afterok());
+  CHECK_FALSE(parse_dependency("afterany:1").plain_afterok());
+  CHECK_THROWS_WITH(parse_dependency("singleton"), doctest::Contains("'singleton' is not supported"));
+  CHECK_THROWS_WITH(parse_dependency("afterok:1,afterok:2?afterok:3"), doctest::Contains("mixes"));
+  CHECK_THROWS_WITH(parse_dependency("afterok:x"), doctest::Contains("invalid job id 'x'"));
+  CHECK_THROWS_WITH(parse_dependency("afterok"), doctest::Contains("names no job"));
+}
+
+TEST_CASE("each dependency type is met, waits or becomes impossible by its job's state") {
+  std::map<std::int64_t, job_state> states;
+  auto of = [&](std::int64_t j) -> std::optional<job_state> {
+    auto it = states.find(j);
+    return it == states.end() ? std::nullopt : std::optional<job_state>(it->second);
+  };
+  using k = dependency_verdict::kind;
+  states[1] = job_state::pending;
+  CHECK(evaluate(parse_dependency("after:1"), of).what == k::waiting);
+  states[1] = job_state::running;
+  CHECK(evaluate(parse_dependency("after:1"), of).what == k::ready);
+  CHECK(evaluate(parse_dependency("afterany:1"), of).what == k::waiting);
+  states[1] = job_state::failed;
+  CHECK(evaluate(parse_dependency("afterany:1"), of).what == k::ready);
+  CHECK(evaluate(parse_dependency("afternotok:1"), of).what == k::ready);
+  const auto v = evaluate(parse_dependency("afterok:1"), of);
+  CHECK(v.what == k::never);
+  CHECK(v.failed_job == 1);
+  states[2] = job_state::completed;
+  CHECK(evaluate(parse_dependency("afternotok:2"), of).what == k::never);
+  // Any: one met term is enough; all impossible is never.
+  CHECK(evaluate(parse_dependency("afterok:1?afterok:2"), of).what == k::ready);
+  CHECK(evaluate(parse_dependency("afterok:1?afternotok:2"), of).what == k::never);
+  CHECK(evaluate(parse_dependency("afterok:1?afterok:3"), of).what == k::waiting);
+  CHECK(evaluate(parse_dependency("afterok:1?afterok:3"), of).waiting == std::vector<std::int64_t>{3});
 }

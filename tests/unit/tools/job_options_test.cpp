@@ -121,7 +121,11 @@ TEST_CASE("command-line mistakes are one-line errors") {
   CHECK(fsub_error({"-t"}).find("needs a value") != std::string::npos);
   CHECK(fsub_error({"--adaptive=yes", "j.sh"}).find("takes no value") != std::string::npos);
   CHECK(fsub_error({"-t", "1:2:3:4", "j.sh"}).find("invalid time limit '1:2:3:4'") != std::string::npos);
-  CHECK(fsub_error({"--dependency=afterany:3", "j.sh"}).find("'afterany' is not supported") != std::string::npos);
+  CHECK(fsub_error({"--dependency=singleton", "j.sh"}).find("'singleton' is not supported") != std::string::npos);
+  const auto any = fsub({"--dependency=afterany:3?afternotok:4", "j.sh"}).request.job;
+  CHECK(any.afterok == std::vector<std::int64_t>{3, 4});
+  CHECK(any.geometry->dependency == "afterany:3?afternotok:4");
+  CHECK_FALSE(fsub({"--dependency=afterok:3", "j.sh"}).request.job.geometry);
   CHECK(fsub_error({"--dependency=afterok", "j.sh"}).find("names no job") != std::string::npos);
   CHECK(fsub_error({"--dependency=afterok:x", "j.sh"}).find("invalid job id 'x'") != std::string::npos);
   CHECK(fsub_error({"-J", "", "j.sh"}).find("empty value") != std::string::npos);
@@ -293,7 +297,7 @@ TEST_CASE("bad directives are errors naming the script line") {
   CHECK(err("#!/bin/sh\n#SBATCH -J 'unterminated\n").find("unterminated quote") != std::string::npos);
   CHECK(err("#!/bin/sh\n#SBATCH --wrap=true\n").find("only allowed on the command line") != std::string::npos);
   CHECK(err("#!/bin/sh\n#AQS -n 2 stray\n").find("unexpected argument 'stray'") != std::string::npos);
-  CHECK(err("#!/bin/sh\n#SBATCH --dependency=afternotok:4\n").find("not supported") != std::string::npos);
+  CHECK(err("#!/bin/sh\n#SBATCH --dependency=aftercorr:4\n").find("not supported") != std::string::npos);
   CHECK(err("#!/bin/sh\n#SBATCH --array=10-1\n").find("reversed array range") != std::string::npos);
   CHECK(err("#!/bin/sh\n#SBATCH -a 1-3%0\n").find("%0") != std::string::npos);
   CHECK(parse_directives("#!/bin/sh\n#SBATCH --array=0-99%10\n").options.array == "0-99%10");
@@ -337,7 +341,10 @@ TEST_CASE("--mpi and --no-mpi are frun's, command-line only, and exclude each ot
       CHECK(std::string(e.what()) == "give either --mpi or --no-mpi, not both");
     }
   }
-  CHECK_THROWS_AS(parse_frun_command_line(args{"--mpi=yes", "./app"}), usage_error);
+  // --mpi=TYPE is srun's (a plugin): recorded with a warning, not frun's flag.
+  const auto plugin = parse_frun_command_line(args{"--mpi=pmix", "./app"});
+  CHECK_FALSE(plugin.options.mpi.has_value());
+  CHECK(plugin.warnings.size() == 1);
   CHECK(fsub_error({"--mpi", "j.sh"}).find("'--mpi' is for frun") != std::string::npos);
   CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#AQS --no-mpi\n").find("'--no-mpi' is for frun") != std::string::npos);
   CHECK(frun_usage().find("--mpi") != std::string::npos);
