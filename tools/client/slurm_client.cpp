@@ -56,19 +56,29 @@ std::vector<job_view> fetch_jobs(client::connection& c, const protocol::list_job
   };
   std::vector<job_view> out;
   out.reserve(jobs.size());
+  // A finished job's history tells where it ran ("started on node2:0-3"),
+  // the signal that ended it and who cancelled it: one more request each, so
+  // only for the first k_max_histories of them.
+  constexpr std::size_t k_max_histories = 2000;
+  std::size_t histories = 0;
   for (const auto& j : jobs) {
     job_view v = make_view(j, lookup);
-    const bool ask = details && core::is_final(j.state) &&
-                     (j.state == core::job_state::cancelled || (!j.exit_code && j.start_time));
+    const bool ask = details && core::is_final(j.state) && (j.start_time || j.state == core::job_state::cancelled) &&
+                     histories < k_max_histories;
     if (ask) {
+      ++histories;
       try {
         const auto h = c.ask(protocol::job_history{c.next_id(), j.id});
         for (const auto& e : h.events) {
+          const std::string started = "started on ";
+          if (e.new_state == core::job_state::running && e.reason.starts_with(started) && v.hosts.empty()) {
+            v.hosts = job_hosts(e.reason.substr(started.size()));
+          }
           if (!core::is_final(e.new_state)) continue;
           if (e.signal) v.signal = e.signal;
-          const std::string prefix = "cancelled by ";
-          if (e.new_state == core::job_state::cancelled && e.reason.starts_with(prefix)) {
-            v.cancelled_by = lookup(e.reason.substr(prefix.size()));
+          const std::string by = "cancelled by ";
+          if (e.new_state == core::job_state::cancelled && e.reason.starts_with(by)) {
+            v.cancelled_by = lookup(e.reason.substr(by.size()));
           }
         }
       } catch (const client::client_error&) {
@@ -93,6 +103,7 @@ std::vector<node_view> fetch_nodes(client::connection& c) {
     v.allocated = std::min(v.allocated, n.nprocs);
     out.push_back(std::move(v));
   }
+  std::sort(out.begin(), out.end(), [](const node_view& a, const node_view& b) { return host_order(a.info.name, b.info.name); });
   return out;
 }
 

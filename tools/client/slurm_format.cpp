@@ -132,16 +132,36 @@ std::string slurm_time(std::optional<std::time_t> t, const char* time_format) {
   return buf;
 }
 
-std::string compress_hostlist(const std::vector<std::string>& hosts) {
-  // Runs of hosts with the same prefix and numeric suffixes of the same width.
-  struct split_name {
-    std::string prefix, digits;
-  };
-  auto split = [](const std::string& h) {
-    std::size_t i = h.size();
-    while (i > 0 && std::isdigit(static_cast<unsigned char>(h[i - 1])) != 0) --i;
-    return split_name{h.substr(0, i), h.substr(i)};
-  };
+namespace {
+
+struct split_name {
+  std::string prefix, digits;
+};
+
+split_name split_host(const std::string& h) {
+  std::size_t i = h.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(h[i - 1])) != 0) --i;
+  return split_name{h.substr(0, i), h.substr(i)};
+}
+
+}  // namespace
+
+bool host_order(const std::string& a, const std::string& b) {
+  const split_name x = split_host(a), y = split_host(b);
+  if (x.prefix != y.prefix) return x.prefix < y.prefix;
+  if (x.digits.size() > 18 || y.digits.size() > 18 || x.digits.empty() || y.digits.empty()) return x.digits < y.digits;
+  const long long p = std::stoll(x.digits), q = std::stoll(y.digits);
+  if (p != q) return p < q;
+  return x.digits < y.digits;
+}
+
+std::string compress_hostlist(const std::vector<std::string>& unsorted) {
+  // Runs of hosts with the same prefix and numeric suffixes of the same
+  // width, in Slurm's order.
+  const auto split = split_host;
+  std::vector<std::string> hosts = unsorted;
+  std::stable_sort(hosts.begin(), hosts.end(), host_order);
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
   std::string out;
   std::size_t i = 0;
   while (i < hosts.size()) {
@@ -169,7 +189,10 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
     std::size_t k = 0;
     while (k < nums.size()) {
       std::size_t e = k;
-      while (e + 1 < nums.size() && nums[e + 1].size() == nums[k].size() &&
+      // Zero-padded numbers only run on at their own width.
+      auto padded = [](const std::string& d) { return d.size() > 1 && d[0] == '0'; };
+      while (e + 1 < nums.size() &&
+             (nums[e + 1].size() == nums[e].size() || (!padded(nums[e + 1]) && !padded(nums[e]))) &&
              std::stoll(nums[e + 1]) == std::stoll(nums[e]) + 1) {
         ++e;
       }
@@ -647,7 +670,11 @@ std::string sacct_state(const job_view& j) {
 }
 
 std::string sacct_exit_code(const job_view& j) {
-  return std::to_string(j.info.exit_code.value_or(0)) + ":" + std::to_string(j.signal.value_or(0));
+  // A job killed by a signal has no exit code of its own (the shell's
+  // 128 + N is not one): Slurm prints "0:N".
+  std::int64_t code = j.info.exit_code.value_or(0);
+  if (j.signal && code == 128 + *j.signal) code = 0;
+  return std::to_string(code) + ":" + std::to_string(j.signal.value_or(0));
 }
 
 std::string render_sacct(const std::vector<sacct_field>& fields, const std::vector<job_view>& jobs, bool header,
@@ -921,6 +948,11 @@ std::string render_sinfo(const sinfo_format& f, const std::vector<node_view>& no
         // The partition column is as wide as the names need (sinfo's
         // "compute size later" for its default format).
         int width = field.width;
+        // With -N the node names' column is as wide as the widest name.
+        if (field.code == 'N' && width == 0 && grouping == sinfo_grouping::per_node) {
+          width = 8;
+          for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.info.name.size()));
+        }
         if ((field.code == 'P' || field.code == 'R') && width > 0) {
           width = std::max<int>(static_cast<int>(k_default_partition.size()) + 1, static_cast<int>(std::string_view("PARTITION").size()));
         }

@@ -54,6 +54,8 @@ std::string slurm_time(std::optional<std::time_t> t, const char* time_format = n
 // Host lists: "node1,node2,node3,node7" -> "node[1-3,7]", "a,b" -> "a,b";
 // zero-padded numbers keep their width ("n01,n02" -> "n[01-02]").
 std::string compress_hostlist(const std::vector<std::string>& hosts);
+// Slurm's order of host names: by prefix, then by number ("node2" < "node10").
+bool host_order(const std::string& a, const std::string& b);
 // The host names of a job's compact map "node2:0-3,node3:0-1", in order.
 std::vector<std::string> job_hosts(const std::string& nodes);
 // How many processors of host `host` the map holds.

@@ -88,7 +88,8 @@ TEST_CASE("host lists compress into Slurm's bracket ranges keeping zero padding"
   CHECK(slurm::compress_hostlist({"node1"}) == "node1");
   CHECK(slurm::compress_hostlist({"n01", "n02", "n03"}) == "n[01-03]");
   CHECK(slurm::compress_hostlist({"a", "b"}) == "a,b");
-  CHECK(slurm::compress_hostlist({"node1", "gpu1", "gpu2"}) == "node1,gpu[1-2]");
+  CHECK(slurm::compress_hostlist({"node1", "gpu1", "gpu2"}) == "gpu[1-2],node1");
+  CHECK(slurm::compress_hostlist({"node10", "node9", "node2"}) == "node[2,9-10]");
   CHECK(slurm::compress_hostlist({}).empty());
   CHECK(slurm::job_hosts("node2:0-3,node3:0-1,5") == std::vector<std::string>{"node2", "node3"});
   CHECK(slurm::procs_on_host("node2:0-3,node3:0-1,5", "node3") == 3);
@@ -153,6 +154,11 @@ TEST_CASE("sacct prints Slurm's columns, parsable forms, CANCELLED by UID and Ex
         "job6|00:01:05|1|node1|2026-03-01T10:00:05|2026-03-01T10:01:10\n");
   CHECK(slurm::render_sacct(slurm::parse_sacct_fields("JobName%3"), {view(failed)}, false, slurm::sacct_style::table,
                             k_now) == "jo+ \n");
+  auto killed = failed;
+  killed.exit_code = 143;
+  auto killed_view = view(killed);
+  killed_view.signal = 15;
+  CHECK(slurm::sacct_exit_code(killed_view) == "0:15");
   CHECK_THROWS_WITH(slurm::parse_sacct_fields("JobID,Bogus"), "Invalid field requested: \"Bogus\"");
 }
 
@@ -175,7 +181,7 @@ TEST_CASE("sinfo groups nodes by state in one default partition, or one line per
         "PARTITION\nmain*\nmain*\n");
   const std::string per_node =
       slurm::render_sinfo(slurm::default_sinfo_format(true), nodes, false, slurm::sinfo_grouping::per_node);
-  CHECK(per_node == "node1      1     main* idle  \nnode2      1     main* mix   \nnode3      1     main* idle  \n");
+  CHECK(per_node == "node1         1     main* idle  \nnode2         1     main* mix   \nnode3         1     main* idle  \n");
   CHECK(slurm::render_sinfo(slurm::parse_sinfo_format("%D %C"), nodes, false, slurm::sinfo_grouping::all) ==
         "3 2/10/0/12\n");
 }
