@@ -109,4 +109,22 @@ std::vector<node_view> fetch_nodes(client::connection& c) {
 
 std::time_t now() { return std::time(nullptr); }
 
+std::string slurm_usage_message(const std::string& message, const std::string& name, bool& getopt_style) {
+  getopt_style = false;
+  for (const char* cmd : {"fsub", "frun"}) {
+    const std::string see = std::string(" (see ") + cmd + " --help)";
+    const std::string unknown = "unknown option '";
+    if (message.starts_with(unknown) && message.ends_with("'" + see)) {
+      getopt_style = true;
+      return "unrecognized option '" + message.substr(unknown.size(), message.size() - unknown.size() - see.size() - 1) +
+             "'\nTry \"" + name + " --help\" for more information";
+    }
+    const std::size_t at = message.find(see);
+    if (at != std::string::npos) {
+      return message.substr(0, at) + " (see " + name + " --help)" + message.substr(at + see.size());
+    }
+  }
+  return message;
+}
+
 }  // namespace aqs::slurm

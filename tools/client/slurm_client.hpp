@@ -35,6 +35,12 @@ std::vector<node_view> fetch_nodes(client::connection& c);
 // Now, for the formats.
 std::time_t now();
 
+// fsub/frun's complaint in Slurm's words: "unknown option '--x' (see fsub
+// --help)" becomes getopt's "unrecognized option '--x'\nTry \"sbatch --help\"
+// for more information" (then `getopt_style`, printed without "error:"), and
+// "fsub --help"/"frun --help" become "NAME --help".
+std::string slurm_usage_message(const std::string& message, const std::string& name, bool& getopt_style);
+
 // A Slurm command's main(): body() returns the exit status; failures are
 // printed as Slurm prints them and give 1 (usage errors: as getopt does).
 template <class Body>
@@ -44,7 +50,9 @@ int run_slurm(const std::string& name, Body&& body) noexcept {
   } catch (const usage_error& e) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), e.what());
   } catch (const cmdline::usage_error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+    bool getopt_style = false;
+    const std::string m = slurm_usage_message(e.what(), name, getopt_style);
+    std::fprintf(stderr, getopt_style ? "%s: %s\n" : "%s: error: %s\n", name.c_str(), m.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
   } catch (...) {

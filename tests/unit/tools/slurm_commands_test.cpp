@@ -1,6 +1,7 @@
 // slurm_commands: Slurm's command lines read as getopt_long reads them.
 #include <doctest/doctest.h>
 
+#include "client/slurm_client.hpp"
 #include "client/slurm_commands.hpp"
 
 using namespace aqs;
@@ -93,4 +94,14 @@ TEST_CASE("sbatch/srun options AQS does not act on are dropped with a warning on
                                               nobody_knows);
   CHECK(s.args == words({"-n1", "snakemake", "-j", "1"}));
   CHECK(s.warnings.size() == 2);
+}
+
+TEST_CASE("fsub's complaints read as Slurm's: an unknown option as getopt says it, help pointing at the Slurm name") {
+  bool getopt_style = false;
+  CHECK(slurm::slurm_usage_message("unknown option '--bogus' (see fsub --help)", "sbatch", getopt_style) ==
+        "unrecognized option '--bogus'\nTry \"sbatch --help\" for more information");
+  CHECK(getopt_style);
+  CHECK(slurm::slurm_usage_message("invalid time '1:2:3:4' (see frun --help)", "srun", getopt_style) ==
+        "invalid time '1:2:3:4' (see srun --help)");
+  CHECK_FALSE(getopt_style);
 }
