@@ -242,12 +242,12 @@ rule total:
     output: "t{t}.txt"
     shell: "cat {input} | awk '{{s += $1}} END {{print s}}' > {output}"
 )";
-  // Snakemake 7's --slurm polls sacct about every 33 s: a few minutes in all.
-  // 8 jobs at a time: each batch job and the srun inside it hold a processor
+  // Snakemake 7's --slurm polls sacct every 33 s unless told to check at
+  // most once a second (a value above 1 is replaced by 1/33). 8 jobs at a time: each batch job and the srun inside it hold a processor
   // each, 16 in all, so they never wait on each other.
   std::string snakemake = have.out;
   while (!snakemake.empty() && snakemake.back() == '\n') snakemake.pop_back();
-  const auto r = s.run_argv({snakemake, "--slurm", "--jobs", "8", "--latency-wait", "10"}, nullptr, 800s, w.string());
+  const auto r = s.run_argv({snakemake, "--slurm", "--jobs", "8", "--latency-wait", "10", "--max-status-checks-per-second", "1"}, nullptr, 800s, w.string());
   INFO("snakemake stdout: " << r.out);
   INFO("snakemake stderr: " << r.err);
   INFO("job logs: " << slurm_logs(w));
