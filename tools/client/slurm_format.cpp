@@ -1,0 +1,1106 @@
+// slurm_format: Slurm's layouts. The facts (widths, headers, justification,
+// truncation, default formats) follow Slurm's squeue/print.c, sacct and
+// common/print_fields.c, sinfo/opts.c; the code is AQS's own.
+#include "client/slurm_format.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "client/format.hpp"
+
+namespace aqs::slurm {
+
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) { return upper(a) == upper(b); }
+
+constexpr std::int64_t k_year_secs = 365LL * 24 * 3600;
+
+// Slurm's _print_str: right-justified values are padded on the left (cut to
+// the width only when `cut`); left-justified ones are always cut to the
+// width, then padded.
+std::string field_text(const std::string& value, int width, bool right, bool cut) {
+  if (width <= 0) return value;
+  const auto w = static_cast<std::size_t>(width);
+  std::string out;
+  if (right) {
+    out = value.size() < w ? std::string(w - value.size(), ' ') + value : value;
+    if (cut && out.size() > w) out.resize(w);
+  } else {
+    out = value.substr(0, w);
+    out.append(w - out.size(), ' ');
+  }
+  return out;
+}
+
+std::string two(std::int64_t v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%02lld", static_cast<long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+state_names slurm_state(core::job_state s) {
+  const std::string name(core::to_string(s));
+  static const std::map<std::string, std::string, std::less<>> compact = {
+      {"PENDING", "PD"},      {"RUNNING", "R"},     {"SUSPENDED", "S"},  {"COMPLETED", "CD"},
+      {"CANCELLED", "CA"},    {"FAILED", "F"},      {"TIMEOUT", "TO"},   {"NODE_FAIL", "NF"},
+      {"PREEMPTED", "PR"},    {"BOOT_FAIL", "BF"},  {"DEADLINE", "DL"},  {"OUT_OF_MEMORY", "OOM"},
+      {"COMPLETING", "CG"},   {"CONFIGURING", "CF"}, {"REQUEUED", "RQ"}, {"RESIZING", "RS"},
+  };
+  if (name == "RESIZING") return {"RUNNING", "R"};
+  const auto it = compact.find(name);
+  return {name, it != compact.end() ? it->second : name};
+}
+
+std::optional<std::vector<core::job_state>> parse_state_word(std::string_view word) {
+  const std::string w = upper(word);
+  if (w == "ALL") return std::vector<core::job_state>(core::k_all_job_states.begin(), core::k_all_job_states.end());
+  std::vector<core::job_state> out;
+  for (const core::job_state s : core::k_all_job_states) {
+    const state_names n = slurm_state(s);
+    if (n.name == w || n.compact == w || core::to_string(s) == w) out.push_back(s);
+  }
+  if (!out.empty()) return out;
+  static constexpr std::array<std::string_view, 22> known = {
+      "PD", "PENDING", "R", "RUNNING", "S", "SUSPENDED", "CD", "COMPLETED", "CA", "CANCELLED", "F", "FAILED",
+      "TO", "TIMEOUT", "NF", "NODE_FAIL", "PR", "PREEMPTED", "BF", "BOOT_FAIL", "DL", "DEADLINE"};
+  static constexpr std::array<std::string_view, 16> more = {
+      "OOM", "OUT_OF_MEMORY", "CG", "COMPLETING", "CF", "CONFIGURING", "RD", "RESV_DEL_HOLD", "RF", "REQUEUE_FED",
+      "RH", "REQUEUE_HOLD", "RQ", "REQUEUED", "RS", "RESIZING"};
+  for (const auto k : known) {
+    if (k == w) return out;
+  }
+  for (const auto k : more) {
+    if (k == w) return out;
+  }
+  for (const auto k : {"SE", "SPECIAL_EXIT", "SI", "SIGNALING", "SO", "STAGE_OUT", "ST", "STOPPED", "EXPEDITING"}) {
+    if (k == w) return out;
+  }
+  return std::nullopt;
+}
+
+std::string squeue_secs(std::int64_t t) {
+  if (t < 0 || t > k_year_secs) return "INVALID";
+  const std::int64_t s = t % 60, m = (t / 60) % 60, h = (t / 3600) % 24, d = t / 86400;
+  if (d != 0) return std::to_string(d) + "-" + two(h) + ":" + two(m) + ":" + two(s);
+  if (h != 0) return std::to_string(h) + ":" + two(m) + ":" + two(s);
+  return std::to_string(m) + ":" + two(s);
+}
+
+std::string sacct_secs(std::int64_t t) {
+  if (t < 0) t = 0;
+  const std::int64_t s = t % 60, m = (t / 60) % 60, h = (t / 3600) % 24, d = t / 86400;
+  if (d != 0) return std::to_string(d) + "-" + two(h) + ":" + two(m) + ":" + two(s);
+  return two(h) + ":" + two(m) + ":" + two(s);
+}
+
+std::string squeue_limit(std::optional<std::int64_t> secs) {
+  if (!secs || *secs <= 0) return "UNLIMITED";
+  return squeue_secs(*secs);
+}
+
+std::string sacct_limit(std::optional<std::int64_t> secs) {
+  if (!secs || *secs <= 0) return "UNLIMITED";
+  return sacct_secs(*secs);
+}
+
+std::string slurm_time(std::optional<std::time_t> t, const char* time_format) {
+  if (!t || *t == 0) return "Unknown";
+  std::tm tm{};
+  ::localtime_r(&*t, &tm);
+  const char* fmt = "%FT%T";
+  if (time_format != nullptr && *time_format != '\0' && std::string_view(time_format) != "standard" &&
+      std::string_view(time_format).find('%') != std::string_view::npos) {
+    fmt = time_format;
+  }
+  char buf[128];
+  if (std::strftime(buf, sizeof buf, fmt, &tm) == 0) return "Unknown";
+  return buf;
+}
+
+namespace {
+
+struct split_name {
+  std::string prefix, digits;
+};
+
+split_name split_host(const std::string& h) {
+  std::size_t i = h.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(h[i - 1])) != 0) --i;
+  return split_name{h.substr(0, i), h.substr(i)};
+}
+
+}  // namespace
+
+bool host_order(const std::string& a, const std::string& b) {
+  const split_name x = split_host(a), y = split_host(b);
+  if (x.prefix != y.prefix) return x.prefix < y.prefix;
+  if (x.digits.size() > 18 || y.digits.size() > 18 || x.digits.empty() || y.digits.empty()) return x.digits < y.digits;
+  const long long p = std::stoll(x.digits), q = std::stoll(y.digits);
+  if (p != q) return p < q;
+  return x.digits < y.digits;
+}
+
+std::string compress_hostlist(const std::vector<std::string>& unsorted) {
+  // Runs of hosts with the same prefix and numeric suffixes of the same
+  // width, in Slurm's order.
+  const auto split = split_host;
+  std::vector<std::string> hosts = unsorted;
+  std::stable_sort(hosts.begin(), hosts.end(), host_order);
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  std::string out;
+  std::size_t i = 0;
+  while (i < hosts.size()) {
+    const split_name first = split(hosts[i]);
+    if (first.digits.empty() || first.digits.size() > 18) {
+      out += (out.empty() ? "" : ",") + hosts[i];
+      ++i;
+      continue;
+    }
+    // Gather this prefix's consecutive entries.
+    std::vector<std::string> nums{first.digits};
+    std::size_t j = i + 1;
+    while (j < hosts.size()) {
+      const split_name n = split(hosts[j]);
+      if (n.prefix != first.prefix || n.digits.empty() || n.digits.size() > 18) break;
+      nums.push_back(n.digits);
+      ++j;
+    }
+    if (nums.size() == 1) {
+      out += (out.empty() ? "" : ",") + hosts[i];
+      i = j;
+      continue;
+    }
+    std::string ranges;
+    std::size_t k = 0;
+    while (k < nums.size()) {
+      std::size_t e = k;
+      // Zero-padded numbers only run on at their own width.
+      auto padded = [](const std::string& d) { return d.size() > 1 && d[0] == '0'; };
+      while (e + 1 < nums.size() &&
+             (nums[e + 1].size() == nums[e].size() || (!padded(nums[e + 1]) && !padded(nums[e]))) &&
+             std::stoll(nums[e + 1]) == std::stoll(nums[e]) + 1) {
+        ++e;
+      }
+      ranges += (ranges.empty() ? "" : ",") + nums[k] + (e > k ? "-" + nums[e] : "");
+      k = e + 1;
+    }
+    out += (out.empty() ? "" : ",") + first.prefix + "[" + ranges + "]";
+    i = j;
+  }
+  return out;
+}
+
+std::vector<std::string> job_hosts(const std::string& nodes) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < nodes.size()) {
+    const std::size_t colon = nodes.find(':', pos);
+    if (colon == std::string::npos) break;
+    out.push_back(nodes.substr(pos, colon - pos));
+    // Ranges after the colon are separated by ',' too: the next host starts
+    // after a ',' followed by a non-digit.
+    std::size_t next = colon + 1;
+    while (next < nodes.size()) {
+      if (nodes[next] == ',' && next + 1 < nodes.size() && std::isdigit(static_cast<unsigned char>(nodes[next + 1])) == 0) {
+        break;
+      }
+      ++next;
+    }
+    pos = next + 1;
+  }
+  return out;
+}
+
+std::int64_t procs_on_host(const std::string& nodes, const std::string& host) {
+  std::int64_t total = 0;
+  std::size_t pos = 0;
+  while (pos < nodes.size()) {
+    const std::size_t colon = nodes.find(':', pos);
+    if (colon == std::string::npos) break;
+    const std::string name = nodes.substr(pos, colon - pos);
+    std::size_t next = colon + 1;
+    while (next < nodes.size()) {
+      if (nodes[next] == ',' && next + 1 < nodes.size() && std::isdigit(static_cast<unsigned char>(nodes[next + 1])) == 0) {
+        break;
+      }
+      ++next;
+    }
+    if (name == host) {
+      const std::string ranges = nodes.substr(colon + 1, next - colon - 1);
+      std::size_t p = 0;
+      while (p < ranges.size()) {
+        std::size_t comma = ranges.find(',', p);
+        if (comma == std::string::npos) comma = ranges.size();
+        const std::string r = ranges.substr(p, comma - p);
+        const std::size_t dash = r.find('-');
+        try {
+          if (dash == std::string::npos) {
+            if (!r.empty()) total += 1;
+          } else {
+            total += std::stoll(r.substr(dash + 1)) - std::stoll(r.substr(0, dash)) + 1;
+          }
+        } catch (const std::exception&) {
+        }
+        p = comma + 1;
+      }
+    }
+    pos = next + 1;
+  }
+  return total;
+}
+
+job_view make_view(const protocol::job_info& j, const uid_lookup& uid_of) {
+  job_view v;
+  v.info = j;
+  auto t = [](const std::optional<std::string>& s) -> std::optional<std::time_t> {
+    if (!s) return std::nullopt;
+    const auto d = client::parse_iso_time(*s);
+    if (!d) return std::nullopt;
+    return static_cast<std::time_t>(*d);
+  };
+  v.submit = t(j.submit_time);
+  v.start = t(j.start_time);
+  v.end = t(j.end_time);
+  v.hosts = job_hosts(j.nodes);
+  if (uid_of) v.uid = uid_of(j.user);
+  return v;
+}
+
+std::int64_t elapsed(const job_view& j, std::time_t now) {
+  if (!j.start) return 0;
+  const std::time_t until = j.end.value_or(now);
+  return std::max<std::int64_t>(0, until - *j.start);
+}
+
+std::int64_t cpus_of(const job_view& j) { return j.info.nprocs > 0 ? j.info.nprocs : j.info.min_pe; }
+
+std::int64_t node_count(const job_view& j) {
+  return j.hosts.empty() ? 1 : static_cast<std::int64_t>(j.hosts.size());
+}
+
+// ---------------------------------------------------------------- squeue
+
+namespace {
+
+struct squeue_code {
+  char code;
+  std::string_view long_name;
+  std::string_view header;
+  bool cut;  // NodeList and ReasonList are never cut
+};
+
+constexpr std::array<squeue_code, 40> k_squeue_codes = {{
+    {'a', "Account", "ACCOUNT", true},
+    {'A', "JobId", "JOBID", true},
+    {'B', "BatchHost", "EXEC_HOST", true},
+    {'c', "MinCPUs", "MIN_CPUS", true},
+    {'C', "NumCPUs", "CPUS", true},
+    {'D', "NumNodes", "NODES", true},
+    {'e', "EndTime", "END_TIME", true},
+    {'E', "Dependency", "DEPENDENCY", true},
+    {'F', "ArrayJobId", "ARRAY_JOB_ID", true},
+    {'g', "GroupName", "GROUP", true},
+    {'G', "GroupId", "GROUP", true},
+    {'h', "OverSubscribe", "OVER_SUBSCRIBE", true},
+    {'i', "JobArrayId", "JOBID", true},
+    {'j', "Name", "NAME", true},
+    {'k', "Comment", "COMMENT", true},
+    {'K', "ArrayTaskId", "ARRAY_TASK_ID", true},
+    {'l', "TimeLimit", "TIME_LIMIT", true},
+    {'L', "TimeLeft", "TIME_LEFT", true},
+    {'m', "MinMemory", "MIN_MEMORY", true},
+    {'M', "TimeUsed", "TIME", true},
+    {'N', "NodeList", "NODELIST", false},
+    {'o', "Command", "COMMAND", true},
+    {'p', "Priority", "PRIORITY", true},
+    {'P', "Partition", "PARTITION", true},
+    {'q', "QOS", "QOS", true},
+    {'Q', "PriorityLong", "PRIORITY", true},
+    {'r', "Reason", "REASON", true},
+    {'R', "ReasonList", "NODELIST(REASON)", false},
+    {'S', "StartTime", "START_TIME", true},
+    {'t', "StateCompact", "ST", true},
+    {'T', "State", "STATE", true},
+    {'u', "UserName", "USER", true},
+    {'U', "UserId", "UID", true},
+    {'V', "SubmitTime", "SUBMIT_TIME", true},
+    {'y', "Nice", "NICE", true},
+    {'Z', "WorkDir", "WORK_DIR", true},
+    {'z', "SCT", "S:C:T", true},
+    {'v', "Reservation", "RESERVATION", true},
+    {'w', "WCKey", "WCKEY", true},
+    {'W', "Licenses", "LICENSES", true},
+}};
+
+const squeue_code* find_squeue_code(char c) {
+  for (const auto& s : k_squeue_codes) {
+    if (s.code == c) return &s;
+  }
+  return nullptr;
+}
+
+// Pending jobs show why they wait in squeue's ReasonList; AQS has no reason
+// to report yet: "None", as Slurm prints for a job it has not looked at.
+std::string reason_of(const job_view& j) {
+  switch (j.info.state) {
+    case core::job_state::failed: return "NonZeroExitCode";
+    case core::job_state::timeout: return "TimeLimit";
+    case core::job_state::node_fail: return "NodeDown";
+    default: return "None";
+  }
+}
+
+bool reason_instead_of_nodes(const job_view& j) {
+  const std::string st = slurm_state(j.info.state).name;
+  return st == "PENDING" || st == "TIMEOUT" || st == "FAILED" || st == "OUT_OF_MEMORY" || st == "DEADLINE";
+}
+
+std::string squeue_value(char code, const job_view& j, std::time_t now, const char* tf) {
+  const auto& i = j.info;
+  switch (code) {
+    case 'a': return "(null)";
+    case 'A':
+    case 'i':
+    case 'F': return std::to_string(i.id);
+    case 'B': return j.hosts.empty() ? "n/a" : j.hosts.front();
+    case 'c': return "1";
+    case 'C': return std::to_string(cpus_of(j));
+    case 'D': return std::to_string(node_count(j));
+    case 'e': {
+      if (j.end) return slurm_time(j.end, tf);
+      if (j.start && i.walltime_s && *i.walltime_s > 0) return slurm_time(*j.start + *i.walltime_s, tf);
+      if (j.start) return "NONE";
+      return "N/A";
+    }
+    case 'E': return "(null)";
+    case 'g':
+    case 'G': return "(null)";
+    case 'h': return "OK";
+    case 'j': return i.name;
+    case 'k': return "(null)";
+    case 'K': return "N/A";
+    case 'l': return squeue_limit(i.walltime_s);
+    case 'L': {
+      if (!i.walltime_s || *i.walltime_s <= 0) return "UNLIMITED";
+      return squeue_secs(*i.walltime_s - elapsed(j, now));
+    }
+    case 'm': return "0";
+    case 'M': return squeue_secs(elapsed(j, now));
+    case 'N': return compress_hostlist(j.hosts);
+    case 'o': return "(null)";
+    case 'p': return "0.00000000000000";
+    case 'P': return std::string(k_default_partition);
+    case 'q': return "normal";
+    case 'Q': return "0";
+    case 'r': return reason_of(j);
+    case 'R': return reason_instead_of_nodes(j) ? "(" + reason_of(j) + ")" : compress_hostlist(j.hosts);
+    case 'S': return j.start ? slurm_time(j.start, tf) : "N/A";
+    case 't': return slurm_state(i.state).compact;
+    case 'T': return slurm_state(i.state).name;
+    case 'u': return i.user;
+    case 'U': return j.uid ? std::to_string(*j.uid) : "4294967294";
+    case 'V': return j.submit ? slurm_time(j.submit, tf) : "N/A";
+    case 'y': return "0";
+    case 'Z': return "(null)";
+    case 'z': return "*:*:*";
+    case 'v': return "(null)";
+    case 'w': return "(null)";
+    case 'W': return "(null)";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+squeue_format parse_squeue_format(std::string_view format) {
+  squeue_format out;
+  const std::size_t first = format.find('%');
+  if (first == std::string_view::npos) {
+    out.prefix = std::string(format);
+    return out;
+  }
+  out.prefix = std::string(format.substr(0, first));
+  std::size_t pos = first;
+  while (pos < format.size()) {
+    // format[pos] == '%'
+    std::size_t i = pos + 1;
+    squeue_field f;
+    if (i < format.size() && format[i] == '.') {
+      f.right = true;
+      ++i;
+    }
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) != 0) {
+      f.width = f.width * 10 + (format[i] - '0');
+      ++i;
+    }
+    if (i >= format.size()) break;
+    const char c = format[i++];
+    std::size_t next = format.find('%', i);
+    if (next == std::string_view::npos) next = format.size();
+    f.suffix = std::string(format.substr(i, next - i));
+    if (find_squeue_code(c) == nullptr) {
+      out.errors.push_back(std::string("Invalid job format specification: ") + c);
+      f.code = 0;
+      f.suffix = "%" + std::string(format.substr(pos + 1, next - pos - 1));
+    } else {
+      f.code = c;
+    }
+    out.fields.push_back(std::move(f));
+    pos = next;
+  }
+  return out;
+}
+
+squeue_format parse_squeue_long_format(std::string_view format) {
+  squeue_format out;
+  std::size_t pos = 0;
+  while (pos <= format.size()) {
+    std::size_t comma = format.find(',', pos);
+    if (comma == std::string_view::npos) comma = format.size();
+    const std::string_view token = format.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (token.empty()) {
+      if (comma >= format.size()) break;
+      continue;
+    }
+    squeue_field f;
+    std::string_view name = token;
+    const std::size_t colon = token.find(':');
+    if (colon != std::string_view::npos) {
+      name = token.substr(0, colon);
+      std::size_t i = colon + 1;
+      if (i < token.size() && token[i] == '.') {
+        f.right = true;
+        ++i;
+      }
+      while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) != 0) {
+        f.width = f.width * 10 + (token[i] - '0');
+        ++i;
+      }
+      f.suffix = std::string(token.substr(i));
+    } else {
+      f.width = 20;
+    }
+    const squeue_code* found = nullptr;
+    for (const auto& s : k_squeue_codes) {
+      if (iequals(s.long_name, name)) found = &s;
+    }
+    if (found == nullptr && iequals(name, "JobID")) found = find_squeue_code('A');
+    if (found == nullptr) {
+      out.errors.push_back("Invalid job format specification: " + std::string(name));
+      f.code = 0;
+      f.suffix = std::string(f.width > 0 ? std::string(static_cast<std::size_t>(f.width), ' ') : "") + f.suffix;
+    } else {
+      f.code = found->code;
+    }
+    out.fields.push_back(std::move(f));
+    if (comma >= format.size()) break;
+  }
+  return out;
+}
+
+squeue_format default_squeue_format() {
+  return parse_squeue_long_format(
+      "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,statecompact:.2 ,timeused:.10 ,numnodes:.6 ,reasonlist:0");
+}
+
+std::string render_squeue(const squeue_format& f, const std::vector<job_view>& jobs, bool header, std::time_t now,
+                          const char* time_format) {
+  std::string out;
+  auto line = [&](const job_view* j) {
+    std::string l = f.prefix;
+    for (const auto& field : f.fields) {
+      if (field.code != 0) {
+        const squeue_code* c = find_squeue_code(field.code);
+        const std::string v = j != nullptr ? squeue_value(field.code, *j, now, time_format) : std::string(c->header);
+        // Times computed by _print_secs are not cut (they are never wider).
+        l += field_text(v, field.width, field.right, c->cut);
+      }
+      l += field.suffix;
+    }
+    out += l + "\n";
+  };
+  if (header) line(nullptr);
+  for (const auto& j : jobs) line(&j);
+  return out;
+}
+
+// ---------------------------------------------------------------- sacct
+
+namespace {
+
+struct sacct_column {
+  std::string_view name;
+  int width;
+};
+
+// Slurm's order matters: a prefix picks the first match ("jobid" -> JobID).
+constexpr std::array<sacct_column, 33> k_sacct_columns = {{
+    {"Account", 10},   {"AllocCPUS", 10}, {"AllocNodes", 10}, {"AllocTRES", 10}, {"Cluster", 10},
+    {"Comment", 14},   {"CPUTime", 10},   {"CPUTimeRAW", 10}, {"DerivedExitCode", 15}, {"Elapsed", 10},
+    {"ElapsedRaw", 10}, {"Eligible", 19}, {"End", 19},        {"ExitCode", 8},     {"GID", 6},
+    {"Group", 9},      {"JobID", -12},    {"JobIDRaw", -12},  {"JobName", 10},     {"NCPUS", 10},
+    {"NNodes", 8},     {"NodeList", 15},  {"NTasks", 8},      {"Partition", 10},   {"QOS", 10},
+    {"Reason", 22},    {"ReqCPUS", 8},    {"Start", 19},      {"State", 10},       {"Submit", 19},
+    {"Timelimit", 10}, {"UID", 6},        {"User", 9},
+}};
+
+constexpr std::array<sacct_column, 2> k_sacct_more = {{{"WorkDir", 20}, {"ReqMem", 10}}};
+
+enum class value_kind { text, number, date };
+
+struct sacct_value {
+  std::string text;
+  value_kind kind = value_kind::text;
+  bool null = false;
+};
+
+sacct_value sacct_field_value(const std::string& name, const job_view& j, std::time_t now, const char* tf) {
+  const auto& i = j.info;
+  auto num = [](std::int64_t v) { return sacct_value{std::to_string(v), value_kind::number, false}; };
+  auto text = [](std::string v) { return sacct_value{std::move(v), value_kind::text, false}; };
+  auto date = [&](std::optional<std::time_t> t) { return sacct_value{slurm_time(t, tf), value_kind::date, false}; };
+  auto null_text = [] { return sacct_value{"", value_kind::text, true}; };
+  const bool ran = j.start.has_value();
+  if (name == "Account") return null_text();
+  if (name == "AllocCPUS" || name == "NCPUS") return num(ran || i.nprocs > 0 ? cpus_of(j) : 0);
+  if (name == "AllocNodes") return text(std::to_string(ran ? node_count(j) : 0));
+  if (name == "AllocTRES") return ran ? text("cpu=" + std::to_string(cpus_of(j)) + ",node=" + std::to_string(node_count(j))) : null_text();
+  if (name == "Cluster") return text("aqs");
+  if (name == "Comment") return null_text();
+  if (name == "CPUTime") return text(sacct_secs(elapsed(j, now) * cpus_of(j)));
+  if (name == "CPUTimeRAW") return num(elapsed(j, now) * cpus_of(j));
+  if (name == "DerivedExitCode") return text("0:0");
+  if (name == "Elapsed") return text(sacct_secs(elapsed(j, now)));
+  if (name == "ElapsedRaw") return num(elapsed(j, now));
+  if (name == "Eligible") return date(j.submit);
+  if (name == "End") return j.end ? date(j.end) : text("Unknown");
+  if (name == "ExitCode") return text(sacct_exit_code(j));
+  if (name == "GID") return null_text();
+  if (name == "Group") return null_text();
+  if (name == "JobID" || name == "JobIDRaw") return text(std::to_string(i.id));
+  if (name == "JobName") return text(i.name);
+  if (name == "NNodes") return num(node_count(j));
+  if (name == "NodeList") return text(j.hosts.empty() ? "None assigned" : compress_hostlist(j.hosts));
+  if (name == "NTasks") return null_text();
+  if (name == "Partition") return text(std::string(k_default_partition));
+  if (name == "QOS") return text("normal");
+  if (name == "Reason") return text(reason_of(j));
+  if (name == "ReqCPUS") return num(i.min_pe);
+  if (name == "ReqMem") return text("0");
+  if (name == "Start") return j.start ? date(j.start) : text("Unknown");
+  if (name == "State") return text(sacct_state(j));
+  if (name == "Submit") return date(j.submit);
+  if (name == "Timelimit") return text(sacct_limit(i.walltime_s));
+  if (name == "UID") return j.uid ? num(*j.uid) : null_text();
+  if (name == "User") return text(i.user);
+  if (name == "WorkDir") return null_text();
+  return null_text();
+}
+
+}  // namespace
+
+std::vector<sacct_field> parse_sacct_fields(std::string_view list) {
+  std::vector<sacct_field> out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view token = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front())) != 0) token.remove_prefix(1);
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())) != 0) token.remove_suffix(1);
+    if (!token.empty()) {
+      std::optional<int> width;
+      const std::size_t pct = token.find('%');
+      if (pct != std::string_view::npos) {
+        width = std::atoi(std::string(token.substr(pct + 1)).c_str());
+        token = token.substr(0, pct);
+      }
+      const sacct_column* found = nullptr;
+      for (const auto& c : k_sacct_columns) {
+        if (token.size() <= c.name.size() && iequals(c.name.substr(0, token.size()), token)) {
+          found = &c;
+          break;
+        }
+      }
+      if (found == nullptr) {
+        for (const auto& c : k_sacct_more) {
+          if (token.size() <= c.name.size() && iequals(c.name.substr(0, token.size()), token)) {
+            found = &c;
+            break;
+          }
+        }
+      }
+      if (found == nullptr || token.empty()) {
+        throw std::invalid_argument("Invalid field requested: \"" + std::string(token) + "\"");
+      }
+      int w = found->width;
+      if (width) w = found->width < 0 ? -*width : *width;
+      out.push_back({std::string(found->name), w});
+    }
+    if (comma >= list.size()) break;
+  }
+  return out;
+}
+
+std::vector<sacct_field> default_sacct_fields() {
+  return parse_sacct_fields("jobid,jobname,partition,account,alloccpus,state,exitcode");
+}
+
+std::string sacct_state(const job_view& j) {
+  std::string s = slurm_state(j.info.state).name;
+  if (s == "CANCELLED" && j.cancelled_by) s += " by " + std::to_string(*j.cancelled_by);
+  return s;
+}
+
+std::string sacct_exit_code(const job_view& j) {
+  // A job killed by a signal has no exit code of its own (the shell's
+  // 128 + N is not one): Slurm prints "0:N".
+  std::int64_t code = j.info.exit_code.value_or(0);
+  if (j.signal && code == 128 + *j.signal) code = 0;
+  return std::to_string(code) + ":" + std::to_string(j.signal.value_or(0));
+}
+
+std::string render_sacct(const std::vector<sacct_field>& fields, const std::vector<job_view>& jobs, bool header,
+                         sacct_style style, std::time_t now, const std::string& delimiter, const char* time_format) {
+  std::string out;
+  auto cell = [&](std::string value, int len, value_kind kind, bool null, bool last) {
+    if (style == sacct_style::parsable2) return value + (last ? "" : delimiter);
+    if (style == sacct_style::parsable) return value + delimiter;
+    const auto abs_len = static_cast<std::size_t>(std::abs(len));
+    const bool right = len >= 0;
+    if (null) value = " ";
+    if (kind == value_kind::text && !null && value.size() > abs_len && abs_len > 0) {
+      value.resize(abs_len);
+      value.back() = '+';
+    } else if (kind == value_kind::date && value.size() > abs_len) {
+      value.resize(abs_len);
+    }
+    std::string padded = value.size() >= abs_len ? value
+                         : right              ? std::string(abs_len - value.size(), ' ') + value
+                                              : value + std::string(abs_len - value.size(), ' ');
+    return padded + " ";
+  };
+  if (header) {
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      std::string name = fields[k].name;
+      if (style == sacct_style::table) name = name.substr(0, static_cast<std::size_t>(std::abs(fields[k].width)));
+      out += cell(name, fields[k].width, value_kind::date /* cut, no '+' */, false, k + 1 == fields.size());
+    }
+    out += "\n";
+    if (style == sacct_style::table) {
+      for (const auto& f : fields) out += std::string(static_cast<std::size_t>(std::abs(f.width)), '-') + " ";
+      out += "\n";
+    }
+  }
+  for (const auto& j : jobs) {
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      const sacct_value v = sacct_field_value(fields[k].name, j, now, time_format);
+      out += cell(v.text, fields[k].width, v.kind, v.null, k + 1 == fields.size());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- sinfo
+
+std::string sinfo_state(const node_view& n) {
+  switch (n.info.state) {
+    case protocol::node_state::down: return "down";
+    case protocol::node_state::drain: return n.allocated > 0 ? "drng" : "drain";
+    case protocol::node_state::up: break;
+  }
+  if (n.allocated <= 0) return "idle";
+  if (n.allocated >= n.info.nprocs) return "alloc";
+  return "mix";
+}
+
+std::string sinfo_state_long(const node_view& n) {
+  const std::string s = sinfo_state(n);
+  if (s == "alloc") return "allocated";
+  if (s == "mix") return "mixed";
+  if (s == "drain") return "drained";
+  if (s == "drng") return "draining";
+  return s;
+}
+
+namespace {
+
+struct sinfo_code {
+  char code;
+  std::string_view long_name;
+  std::string_view header;
+};
+
+constexpr std::array<sinfo_code, 16> k_sinfo_codes = {{
+    {'P', "Partition", "PARTITION"},
+    {'R', "PartitionName", "PARTITION"},
+    {'a', "Available", "AVAIL"},
+    {'l', "Time", "TIMELIMIT"},
+    {'D', "Nodes", "NODES"},
+    {'t', "StateCompact", "STATE"},
+    {'T', "StateLong", "STATE"},
+    {'N', "NodeList", "NODELIST"},
+    {'n', "NodeHost", "HOSTNAMES"},
+    {'c', "CPUs", "CPUS"},
+    {'C', "CPUsState", "CPUS(A/I/O/T)"},
+    {'m', "Memory", "MEMORY"},
+    {'G', "Gres", "GRES"},
+    {'F', "NodeAIOT", "NODES(A/I/O/T)"},
+    {'A', "NodeAI", "NODES(A/I)"},
+    {'s', "Size", "JOB_SIZE"},
+}};
+
+const sinfo_code* find_sinfo_code(char c) {
+  for (const auto& s : k_sinfo_codes) {
+    if (s.code == c) return &s;
+  }
+  return nullptr;
+}
+
+struct sinfo_group {
+  std::vector<const node_view*> nodes;
+};
+
+std::string sinfo_value(char code, const sinfo_group& g) {
+  std::vector<std::string> names;
+  std::int64_t cpus_min = -1, cpus_max = 0, alloc = 0, idle = 0, other = 0, total = 0, mem = -1, gpus = 0;
+  std::int64_t nodes_alloc = 0, nodes_idle = 0, nodes_other = 0;
+  for (const node_view* n : g.nodes) {
+    names.push_back(n->info.name);
+    cpus_min = cpus_min < 0 ? n->info.nprocs : std::min(cpus_min, n->info.nprocs);
+    cpus_max = std::max(cpus_max, n->info.nprocs);
+    total += n->info.nprocs;
+    mem = mem < 0 ? n->info.memory_mb : std::min(mem, n->info.memory_mb);
+    gpus = std::max(gpus, n->info.gpus);
+    if (n->info.state != protocol::node_state::up) {
+      other += n->info.nprocs;
+      ++nodes_other;
+    } else {
+      alloc += n->allocated;
+      idle += n->info.nprocs - n->allocated;
+      if (n->allocated > 0) {
+        ++nodes_alloc;
+      } else {
+        ++nodes_idle;
+      }
+    }
+  }
+  const node_view& first = *g.nodes.front();
+  switch (code) {
+    case 'P': return std::string(k_default_partition) + "*";
+    case 'R': return std::string(k_default_partition);
+    case 'a': return "up";
+    case 'l': return "infinite";
+    case 'D': return std::to_string(g.nodes.size());
+    case 't': return sinfo_state(first);
+    case 'T': return sinfo_state_long(first);
+    case 'N':
+    case 'n': return compress_hostlist(names);
+    case 'c': return cpus_min == cpus_max ? std::to_string(cpus_max) : std::to_string(cpus_min) + "+";
+    case 'C':
+      return std::to_string(alloc) + "/" + std::to_string(idle) + "/" + std::to_string(other) + "/" + std::to_string(total);
+    case 'm': return std::to_string(std::max<std::int64_t>(mem, 1));
+    case 'G': return gpus > 0 ? "gpu:" + std::to_string(gpus) : "(null)";
+    case 'F':
+      return std::to_string(nodes_alloc) + "/" + std::to_string(nodes_idle) + "/" + std::to_string(nodes_other) + "/" +
+             std::to_string(g.nodes.size());
+    case 'A': return std::to_string(nodes_alloc) + "/" + std::to_string(nodes_idle);
+    case 's': return "1-infinite";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+sinfo_format parse_sinfo_format(std::string_view format) {
+  // The same grammar as squeue's -o.
+  const squeue_format s = [&] {
+    squeue_format out;
+    const std::size_t first = format.find('%');
+    out.prefix = std::string(format.substr(0, first == std::string_view::npos ? format.size() : first));
+    if (first == std::string_view::npos) return out;
+    std::size_t pos = first;
+    while (pos < format.size()) {
+      std::size_t i = pos + 1;
+      squeue_field f;
+      if (i < format.size() && format[i] == '.') {
+        f.right = true;
+        ++i;
+      }
+      // sinfo's %#P: as wide as the widest partition name
+      if (i < format.size() && format[i] == '#') ++i;
+      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) != 0) {
+        f.width = f.width * 10 + (format[i] - '0');
+        ++i;
+      }
+      if (i >= format.size()) break;
+      f.code = format[i++];
+      std::size_t next = format.find('%', i);
+      if (next == std::string_view::npos) next = format.size();
+      f.suffix = std::string(format.substr(i, next - i));
+      if (find_sinfo_code(f.code) == nullptr) {
+        out.errors.push_back(std::string("Invalid node format specification: ") + f.code);
+        f.suffix = "%" + std::string(format.substr(pos + 1, next - pos - 1));
+        f.code = 0;
+      }
+      out.fields.push_back(std::move(f));
+      pos = next;
+    }
+    return out;
+  }();
+  sinfo_format out;
+  out.prefix = s.prefix;
+  out.errors = s.errors;
+  for (const auto& f : s.fields) out.fields.push_back({f.code, f.width, f.right, f.suffix});
+  return out;
+}
+
+sinfo_format parse_sinfo_long_format(std::string_view format) {
+  sinfo_format out;
+  std::size_t pos = 0;
+  while (pos < format.size()) {
+    std::size_t comma = format.find(',', pos);
+    if (comma == std::string_view::npos) comma = format.size();
+    const std::string_view token = format.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (token.empty()) continue;
+    sinfo_field f;
+    std::string_view name = token;
+    const std::size_t colon = token.find(':');
+    if (colon != std::string_view::npos) {
+      name = token.substr(0, colon);
+      std::size_t i = colon + 1;
+      if (i < token.size() && token[i] == '.') {
+        f.right = true;
+        ++i;
+      }
+      while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) != 0) {
+        f.width = f.width * 10 + (token[i] - '0');
+        ++i;
+      }
+      f.suffix = std::string(token.substr(i));
+    } else {
+      f.width = 20;
+    }
+    const sinfo_code* found = nullptr;
+    for (const auto& c : k_sinfo_codes) {
+      if (iequals(c.long_name, name)) found = &c;
+    }
+    if (found == nullptr) {
+      out.errors.push_back("Invalid node format specification: " + std::string(name));
+      continue;
+    }
+    f.code = found->code;
+    out.fields.push_back(std::move(f));
+  }
+  return out;
+}
+
+sinfo_format default_sinfo_format(bool node_oriented) {
+  if (node_oriented) return parse_sinfo_long_format("nodelist:0 ,nodes:.6 ,partition:.9 ,statecompact:6");
+  return parse_sinfo_long_format("partition:9 ,available:.5 ,time:.10 ,nodes:.6 ,statecompact:.6 ,nodelist:0");
+}
+
+std::string render_sinfo(const sinfo_format& f, const std::vector<node_view>& nodes, bool header, sinfo_grouping grouping) {
+  std::vector<sinfo_group> groups;
+  if (grouping == sinfo_grouping::per_node) {
+    for (const auto& n : nodes) groups.push_back({{&n}});
+  } else if (grouping == sinfo_grouping::all) {
+    if (!nodes.empty()) groups.emplace_back();
+    for (const auto& n : nodes) groups.back().nodes.push_back(&n);
+  } else {
+    std::map<std::string, std::size_t> by_state;
+    for (const auto& n : nodes) {
+      const std::string key = sinfo_state(n);
+      const auto it = by_state.find(key);
+      if (it == by_state.end()) {
+        by_state[key] = groups.size();
+        groups.push_back({{&n}});
+      } else {
+        groups[it->second].nodes.push_back(&n);
+      }
+    }
+  }
+  std::string out;
+  auto line = [&](const sinfo_group* g) {
+    std::string l = f.prefix;
+    for (const auto& field : f.fields) {
+      if (field.code != 0) {
+        const std::string v = g != nullptr ? sinfo_value(field.code, *g) : std::string(find_sinfo_code(field.code)->header);
+        // The partition column is as wide as the names need (sinfo's
+        // "compute size later" for its default format).
+        int width = field.width;
+        // With -N the node names' column is as wide as the widest name.
+        if (field.code == 'N' && width == 0 && grouping == sinfo_grouping::per_node) {
+          width = 8;
+          for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.info.name.size()));
+        }
+        if ((field.code == 'P' || field.code == 'R') && width > 0) {
+          width = std::max<int>(static_cast<int>(k_default_partition.size()) + 1, static_cast<int>(std::string_view("PARTITION").size()));
+        }
+        l += field_text(v, width, field.right, field.code != 'N' && field.code != 'n');
+      }
+      l += field.suffix;
+    }
+    out += l + "\n";
+  };
+  if (header) line(nullptr);
+  for (const auto& g : groups) line(&g);
+  return out;
+}
+
+// ---------------------------------------------------------------- JSON
+
+namespace {
+
+nlohmann::json number(std::int64_t v, bool set = true, bool infinite = false) {
+  return {{"set", set || infinite}, {"infinite", infinite}, {"number", v}};
+}
+
+nlohmann::json unset_number() { return number(0, false, false); }
+
+// A time limit in minutes, or infinite.
+nlohmann::json limit_json(const std::optional<std::int64_t>& walltime_s) {
+  if (!walltime_s || *walltime_s <= 0) return number(0, false, true);
+  return number((*walltime_s + 59) / 60);
+}
+
+nlohmann::json meta(const char* command) {
+  return {{"plugin", {{"type", ""}, {"name", ""}, {"data_parser", "data_parser/v0.0.40"}, {"accounting_storage", ""}}},
+          {"client", {{"source", command}, {"user", ""}, {"group", ""}}},
+          {"command", nlohmann::json::array({command, "--json"})},
+          {"slurm", {{"version", {{"major", "22"}, {"micro", "0"}, {"minor", "05"}}}, {"release", "22.05.0"}, {"cluster", "aqs"}}}};
+}
+
+nlohmann::json exit_code_json(const job_view& j) {
+  const bool done = core::is_final(j.info.state);
+  std::string status = "PENDING";
+  if (done) status = j.info.exit_code.value_or(0) == 0 ? "SUCCESS" : "ERROR";
+  return {{"status", nlohmann::json::array({status})},
+          {"return_code", done ? number(j.info.exit_code.value_or(0)) : unset_number()},
+          {"signal", {{"id", j.signal ? number(*j.signal) : unset_number()}, {"name", ""}}}};
+}
+
+std::optional<std::int64_t> opt_time(std::optional<std::time_t> t) {
+  if (!t) return std::nullopt;
+  return static_cast<std::int64_t>(*t);
+}
+
+}  // namespace
+
+std::string squeue_json(const std::vector<job_view>& jobs, std::time_t now) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& j : jobs) {
+    const auto& i = j.info;
+    a.push_back({
+        {"account", ""},
+        {"job_id", i.id},
+        {"array_job_id", number(0)},
+        {"array_task_id", unset_number()},
+        {"batch_flag", true},
+        {"batch_host", j.hosts.empty() ? "" : j.hosts.front()},
+        {"cpus", number(cpus_of(j))},
+        {"end_time", number(opt_time(j.end).value_or(0))},
+        {"exit_code", exit_code_json(j)},
+        {"job_state", nlohmann::json::array({slurm_state(i.state).name})},
+        {"name", i.name},
+        {"node_count", number(node_count(j))},
+        {"nodes", compress_hostlist(j.hosts)},
+        {"partition", k_default_partition},
+        {"state_reason", reason_of(j)},
+        {"start_time", number(opt_time(j.start).value_or(0))},
+        {"submit_time", number(opt_time(j.submit).value_or(0))},
+        {"time_limit", limit_json(i.walltime_s)},
+        {"run_time", number(elapsed(j, now))},
+        {"user_id", j.uid.value_or(0)},
+        {"user_name", i.user},
+        {"minimum_cpus", number(i.min_pe)},
+        {"maximum_cpus", number(i.max_pe)},
+        {"tasks", number(i.min_pe)},
+    });
+  }
+  nlohmann::json doc = {{"jobs", a}, {"last_backfill", number(0)}, {"last_update", number(static_cast<std::int64_t>(now))},
+                        {"meta", meta("squeue")}, {"errors", nlohmann::json::array()},
+                        {"warnings", nlohmann::json::array()}};
+  return doc.dump(2);
+}
+
+std::string sacct_json(const std::vector<job_view>& jobs, std::time_t now) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& j : jobs) {
+    const auto& i = j.info;
+    a.push_back({
+        {"account", ""},
+        {"allocation_nodes", j.start ? node_count(j) : 0},
+        {"cluster", "aqs"},
+        {"exit_code", exit_code_json(j)},
+        {"job_id", i.id},
+        {"name", i.name},
+        {"nodes", j.hosts.empty() ? "None assigned" : compress_hostlist(j.hosts)},
+        {"partition", k_default_partition},
+        {"required", {{"CPUs", i.min_pe}}},
+        {"state", {{"current", nlohmann::json::array({slurm_state(i.state).name})}, {"reason", reason_of(j)}}},
+        {"steps", nlohmann::json::array()},
+        {"time",
+         {{"elapsed", elapsed(j, now)},
+          {"eligible", opt_time(j.submit).value_or(0)},
+          {"end", opt_time(j.end).value_or(0)},
+          {"start", opt_time(j.start).value_or(0)},
+          {"submission", opt_time(j.submit).value_or(0)},
+          {"suspended", 0},
+          {"limit", limit_json(i.walltime_s)}}},
+        {"user", i.user},
+    });
+  }
+  nlohmann::json doc = {{"jobs", a}, {"meta", meta("sacct")}, {"errors", nlohmann::json::array()},
+                        {"warnings", nlohmann::json::array()}};
+  return doc.dump(2);
+}
+
+std::string sinfo_json(const std::vector<node_view>& nodes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& n : nodes) {
+    std::string state = upper(sinfo_state_long(n));
+    if (state == "ALLOCATED" || state == "MIXED" || state == "IDLE" || state == "DOWN") {
+    } else if (state == "DRAINED") {
+      state = "IDLE";
+    } else if (state == "DRAINING") {
+      state = "ALLOCATED";
+    }
+    nlohmann::json states = nlohmann::json::array({state});
+    if (n.info.state == protocol::node_state::drain) states.push_back("DRAIN");
+    a.push_back({
+        {"node", {{"state", states}}},
+        {"nodes", {{"allocated", n.allocated > 0 ? 1 : 0}, {"idle", n.allocated == 0 ? 1 : 0}, {"other", 0},
+                   {"total", 1}, {"nodes", nlohmann::json::array({n.info.name})}}},
+        {"cpus", {{"allocated", n.allocated}, {"idle", n.info.nprocs - n.allocated}, {"other", 0},
+                  {"total", n.info.nprocs}, {"minimum", n.info.nprocs}, {"maximum", n.info.nprocs}}},
+        {"memory", {{"minimum", n.info.memory_mb}, {"maximum", n.info.memory_mb}}},
+        {"gres", {{"total", n.info.gpus > 0 ? "gpu:" + std::to_string(n.info.gpus) : ""}}},
+        {"partition", {{"name", k_default_partition}, {"alternate", ""}}},
+    });
+  }
+  nlohmann::json doc = {{"sinfo", a}, {"meta", meta("sinfo")}, {"errors", nlohmann::json::array()},
+                        {"warnings", nlohmann::json::array()}};
+  return doc.dump(2);
+}
+
+}  // namespace aqs::slurm

@@ -1,0 +1,122 @@
+// aqs-sbatch: Slurm's sbatch over AQS: everything fsub takes (#SBATCH
+// directives, --wrap, ...), the script on standard input when none is named,
+// "Submitted batch job ID" (--parsable: "ID"), Slurm's exit status 1 on any
+// failure. Slurm options fsub does not know yet and that change nothing AQS
+// does (--export, --account, --mail-type, ...) are accepted with a warning.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <unistd.h>
+
+#include "client/job_options.hpp"
+#include "client/slurm_client.hpp"
+#include "client/submit.hpp"
+
+using namespace aqs;
+
+namespace {
+
+bool fsub_knows(const std::string& spelled, const std::optional<std::string>& value) {
+  std::vector<std::string> probe;
+  if (value && spelled.starts_with("--")) {
+    probe.push_back(spelled + "=" + *value);
+  } else {
+    probe.push_back(spelled);
+    if (value) probe.push_back(*value);
+  }
+  probe.emplace_back("--wrap=true");
+  try {
+    (void)cmdline::parse_fsub_command_line(probe);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string name = slurm::command_name(argv[0], "sbatch");
+  return slurm::run_slurm(name, [&] {
+    const std::vector<std::string> raw(argv + 1, argv + argc);
+    for (const auto& a : raw) {
+      if (a == "--help" || a == "-h") {
+        std::fputs(slurm::sbatch_usage().c_str(), stdout);
+        return 0;
+      }
+      if (a == "--usage") {
+        std::fputs(slurm::sbatch_usage().c_str(), stdout);
+        return 0;
+      }
+      if (a == "-V" || a == "--version") {
+        std::printf("%s\n", slurm::k_version_line);
+        return 0;
+      }
+      if (a == "--" || (!a.starts_with("-"))) break;
+    }
+    const slurm::translated_args t = slurm::translate_submit_args(raw, false, fsub_knows);
+    for (const auto& w : t.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+
+    cmdline::fsub_command_line cmd;
+    bool from_stdin = false;
+    try {
+      cmd = cmdline::parse_fsub_command_line(t.args);
+    } catch (const cmdline::usage_error&) {
+      // No script named and no --wrap: sbatch reads the script from its
+      // standard input (if that is not a terminal).
+      std::vector<std::string> with_stdin = t.args;
+      with_stdin.emplace_back("/dev/stdin");
+      if (::isatty(STDIN_FILENO) != 0) throw;
+      try {
+        cmd = cmdline::parse_fsub_command_line(with_stdin);
+      } catch (const cmdline::usage_error&) {
+        (void)cmdline::parse_fsub_command_line(t.args);  // the original complaint
+        throw;
+      }
+      if (!cmd.script_path || *cmd.script_path != "/dev/stdin" || !cmd.script_args.empty()) {
+        (void)cmdline::parse_fsub_command_line(t.args);
+        throw;
+      }
+      from_stdin = true;
+    }
+    std::optional<std::string> script;
+    if (from_stdin) {
+      script = std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      if (script->empty()) throw slurm::command_error("Batch script is empty!");
+      // Slurm names such a job "sbatch" unless the script or -J names it.
+      if (!cmd.options.job_name && !cmdline::parse_directives(*script).options.job_name) cmd.options.job_name = "sbatch";
+    } else if (cmd.script_path) {
+      std::ifstream in(*cmd.script_path, std::ios::binary);
+      if (!in || std::filesystem::is_directory(*cmd.script_path)) {
+        throw slurm::command_error("Unable to open file " + *cmd.script_path);
+      }
+      std::ostringstream text;
+      text << in.rdbuf();
+      script = text.str();
+    }
+    auto req = cmdline::build_fsub_request(cmd, script, client::this_process_context());
+    for (const auto& w : req.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+    client::submit_retry retry;
+    retry.on_retry = [&](int attempt, const std::string& why) {
+      std::fprintf(stderr, "%s: %s; sending the job again (attempt %d)\n", name.c_str(), why.c_str(), attempt);
+    };
+    std::int64_t id = 0;
+    try {
+      id = client::submit(client::socket_path(cmd.options.socket), req.request, retry);
+    } catch (const client::client_error& e) {
+      throw slurm::command_error(std::string("Batch job submission failed: ") + e.what());
+    }
+    std::fflush(stderr);
+    if (req.json) {
+      std::printf("{\"job_id\":%lld}\n", static_cast<long long>(id));
+    } else if (req.parsable) {
+      std::printf("%lld\n", static_cast<long long>(id));
+    } else {
+      std::printf("Submitted batch job %lld\n", static_cast<long long>(id));
+    }
+    return 0;
+  });
+}

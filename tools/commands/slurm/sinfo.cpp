@@ -1,0 +1,51 @@
+// aqs-sinfo: Slurm's sinfo over aqsd: the nodes grouped by state in one
+// partition (AQS's nodes form one default partition until partitions exist).
+#include <cstdio>
+#include <cstdlib>
+
+#include "client/slurm_client.hpp"
+
+using namespace aqs;
+
+int main(int argc, char** argv) {
+  const std::string name = slurm::command_name(argv[0], "sinfo");
+  return slurm::run_slurm(name, [&] {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const auto cmd = slurm::parse_sinfo_command_line(args);
+    if (cmd.help || cmd.usage) {
+      std::fputs(slurm::sinfo_usage().c_str(), stdout);
+      return 0;
+    }
+    if (cmd.version) {
+      std::printf("%s\n", slurm::k_version_line);
+      return 0;
+    }
+    slurm::sinfo_format format = slurm::default_sinfo_format(cmd.node_oriented);
+    if (cmd.format) {
+      format = slurm::parse_sinfo_format(*cmd.format);
+    } else if (cmd.long_format) {
+      format = slurm::parse_sinfo_long_format(*cmd.long_format);
+    } else if (const char* env = std::getenv("SINFO_FORMAT"); env != nullptr && *env != '\0') {
+      format = slurm::parse_sinfo_format(env);
+    } else if (cmd.summarize) {
+      format = slurm::parse_sinfo_long_format("partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0");
+    } else if (cmd.long_list) {
+      format = slurm::parse_sinfo_long_format(
+          cmd.node_oriented ? "nodelist:0 ,nodes:.6 ,partition:.9 ,statelong:.11 ,cpus:4 ,memory:.6"
+                            : "partition:9 ,available:.5 ,time:.10 ,nodes:.6 ,statelong:.11 ,nodelist:0");
+    }
+    for (const auto& e : format.errors) std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.c_str());
+    client::connection c(client::socket_path(std::nullopt));
+    const auto nodes = slurm::fetch_nodes(c);
+    if (cmd.json) {
+      std::printf("%s\n", slurm::sinfo_json(nodes).c_str());
+      return 0;
+    }
+    const auto grouping = cmd.node_oriented ? slurm::sinfo_grouping::per_node
+                          : cmd.summarize   ? slurm::sinfo_grouping::all
+                                            : slurm::sinfo_grouping::by_state;
+    const std::string text = slurm::render_sinfo(format, nodes, !cmd.noheader, grouping);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  });
+}
