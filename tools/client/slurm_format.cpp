@@ -354,10 +354,13 @@ const squeue_code* find_squeue_code(char c) {
   return nullptr;
 }
 
-// Pending jobs show why they wait in squeue's ReasonList; AQS has no reason
-// to report yet: "None", as Slurm prints for a job it has not looked at.
+// Pending jobs show why they wait in squeue's ReasonList: aqsd's reason
+// (Dependency, JobArrayTaskLimit, Resources, Priority); ended ones why they
+// ended; "None" otherwise, as Slurm prints for a job it has not looked at.
 std::string reason_of(const job_view& j) {
+  if (j.info.state == core::job_state::pending && j.info.reason) return *j.info.reason;
   switch (j.info.state) {
+    case core::job_state::out_of_memory: return "OutOfMemory";
     case core::job_state::failed: return "NonZeroExitCode";
     case core::job_state::timeout: return "TimeLimit";
     case core::job_state::node_fail: return "NodeDown";
@@ -375,8 +378,12 @@ std::string squeue_value(char code, const job_view& j, std::time_t now, const ch
   switch (code) {
     case 'a': return "(null)";
     case 'A':
+    case 'F': return std::to_string(i.array_job_id.value_or(i.id));
+    case 'K': return i.array_task_id ? std::to_string(*i.array_task_id) : "N/A";
     case 'i':
-    case 'F': return std::to_string(i.id);
+      // An array's task as squeue shows it: ARRAY_TASK.
+      if (i.array_job_id && i.array_task_id) return std::to_string(*i.array_job_id) + "_" + std::to_string(*i.array_task_id);
+      return std::to_string(i.id);
     case 'B': return j.hosts.empty() ? "n/a" : j.hosts.front();
     case 'c': return "1";
     case 'C': return std::to_string(cpus_of(j));
@@ -393,7 +400,6 @@ std::string squeue_value(char code, const job_view& j, std::time_t now, const ch
     case 'h': return "OK";
     case 'j': return i.name;
     case 'k': return "(null)";
-    case 'K': return "N/A";
     case 'l': return squeue_limit(i.walltime_s);
     case 'L': {
       if (!i.walltime_s || *i.walltime_s <= 0) return "UNLIMITED";
@@ -404,7 +410,7 @@ std::string squeue_value(char code, const job_view& j, std::time_t now, const ch
     case 'N': return compress_hostlist(j.hosts);
     case 'o': return "(null)";
     case 'p': return "0.00000000000000";
-    case 'P': return std::string(k_default_partition);
+    case 'P': return i.partition.value_or(std::string(k_default_partition));
     case 'q': return "normal";
     case 'Q': return "0";
     case 'r': return reason_of(j);
@@ -1013,8 +1019,8 @@ std::string squeue_json(const std::vector<job_view>& jobs, std::time_t now) {
     a.push_back({
         {"account", ""},
         {"job_id", i.id},
-        {"array_job_id", number(0)},
-        {"array_task_id", unset_number()},
+        {"array_job_id", number(i.array_job_id.value_or(0))},
+        {"array_task_id", i.array_task_id ? number(*i.array_task_id) : unset_number()},
         {"batch_flag", true},
         {"batch_host", j.hosts.empty() ? "" : j.hosts.front()},
         {"cpus", number(cpus_of(j))},
@@ -1024,7 +1030,7 @@ std::string squeue_json(const std::vector<job_view>& jobs, std::time_t now) {
         {"name", i.name},
         {"node_count", number(node_count(j))},
         {"nodes", compress_hostlist(j.hosts)},
-        {"partition", k_default_partition},
+        {"partition", i.partition.value_or(std::string(k_default_partition))},
         {"state_reason", reason_of(j)},
         {"start_time", number(opt_time(j.start).value_or(0))},
         {"submit_time", number(opt_time(j.submit).value_or(0))},
