@@ -436,7 +436,15 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
     }
     case opt_id::gpus: o.gpus_total = parse_gpus(pc, value, opt); break;
     case opt_id::gpus_per_node: o.gpus_per_node = parse_gpus(pc, value, opt); break;
-    case opt_id::partition: o.partition = nonempty(pc, value, opt); break;
+    case opt_id::partition:
+      o.partition = nonempty(pc, value, opt);
+      // AQS has one partition of every node (there are no others to name):
+      // the name is kept, as sbatch scripts from other sites carry theirs.
+      if (pc.warned != nullptr && pc.warned->insert("partition").second && pc.warnings != nullptr) {
+        pc.warnings->push_back(pc.where + "partition '" + shown(value) +
+                               "' is recorded; this cluster has one partition of all its nodes");
+      }
+      break;
     case opt_id::array:
       try {
         (void)core::parse_array_spec(value);
