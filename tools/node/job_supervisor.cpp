@@ -450,9 +450,9 @@ bool job_supervisor::limit_memory(std::int64_t job_id, std::uint64_t mb, std::ch
   return true;
 }
 
-std::uint64_t job_supervisor::resident_bytes(pid_t pgid) {
+std::unordered_map<pid_t, std::uint64_t> job_supervisor::resident_by_group() {
   static const long page = ::sysconf(_SC_PAGESIZE);
-  std::uint64_t total = 0;
+  std::unordered_map<pid_t, std::uint64_t> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
@@ -464,17 +464,25 @@ std::uint64_t job_supervisor::resident_bytes(pid_t pgid) {
     // majflt cmajflt utime stime cutime cstime priority nice threads
     // itrealvalue starttime vsize rss: fields after the last ')'.
     const auto close = text.rfind(')');
-    if (close == std::string::npos) continue;
+    if (close == std::string::npos || close + 2 > text.size()) continue;
     std::istringstream fields(text.substr(close + 2));
     std::string state;
     long long ppid = 0, pgrp = 0;
-    if (!(fields >> state >> ppid >> pgrp) || pgrp != pgid) continue;
+    if (!(fields >> state >> ppid >> pgrp)) continue;
     std::string skip;
     for (int i = 0; i < 18; ++i) fields >> skip;  // session .. vsize (fields 6-23)
     long long rss = 0;
-    if (fields >> rss && rss > 0) total += static_cast<std::uint64_t>(rss) * static_cast<std::uint64_t>(page);
+    if (fields >> rss && rss > 0) {
+      out[static_cast<pid_t>(pgrp)] += static_cast<std::uint64_t>(rss) * static_cast<std::uint64_t>(page);
+    }
   }
-  return total;
+  return out;
+}
+
+std::uint64_t job_supervisor::resident_bytes(pid_t pgid) {
+  const auto all = resident_by_group();
+  const auto it = all.find(pgid);
+  return it == all.end() ? 0 : it->second;
 }
 
 void job_supervisor::watch_memory() {
@@ -482,11 +490,14 @@ void job_supervisor::watch_memory() {
   memory_timer_->async_wait([this](boost::system::error_code ec) {
     if (ec) return;
     bool any = false;
+    std::optional<std::unordered_map<pid_t, std::uint64_t>> rss;  // one pass over /proc per tick
     for (auto& [id, j] : jobs_) {
       if (j.memory_limit_mb == 0) continue;
       any = true;
       if (j.starting || j.pgid <= 0 || j.killed_as) continue;
-      const std::uint64_t used = resident_bytes(j.pgid);
+      if (!rss) rss = resident_by_group();
+      const auto found = rss->find(j.pgid);
+      const std::uint64_t used = found == rss->end() ? 0 : found->second;
       if (used > j.memory_limit_mb * 1024 * 1024) {
         terminate(j, core::job_state::out_of_memory, SIGKILL, std::chrono::milliseconds(0));
       }

@@ -112,6 +112,8 @@ public:
                     std::chrono::milliseconds every = std::chrono::milliseconds(250));
   // The resident memory of a process group, in bytes (0 if it has none).
   static std::uint64_t resident_bytes(pid_t pgid);
+  // Every process group's resident memory, from one pass over /proc.
+  static std::unordered_map<pid_t, std::uint64_t> resident_by_group();
 
   // Ids of the jobs running here, in no particular order.
   std::vector<std::int64_t> running() const;
