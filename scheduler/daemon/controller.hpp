@@ -142,6 +142,8 @@ private:
                         std::map<std::int64_t, core::job_state> deps);
   // A job array: its first task stored alone (its id is the array's), then
   // the others in one batch, all arriving once every one is stored.
+  // A submission the store did not take: store_unavailable (retry) or refused.
+  void reply_store_refusal(const conn_ptr& c, std::int64_t request, std::exception_ptr error);
   void store_array(const conn_ptr& c, const protocol::submit& s, const submitter& who,
                    std::map<std::int64_t, core::job_state> deps);
   void arrive(std::int64_t id, protocol::job_spec spec, submitter who,

@@ -55,22 +55,23 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
   });
 }
 
+void controller::reply_store_refusal(const conn_ptr& c, std::int64_t request, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const store::store_unavailable& e) {
+    // Not stored, not acknowledged: the client may retry with its token.
+    reply_error(c, request, protocol::error_code::internal,
+                std::string("store unavailable, retrying (submit again): ") + e.what());
+  } catch (const std::exception& e) {
+    reply_error(c, request, protocol::error_code::bad_request, e.what());
+  }
+}
+
 void controller::store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
   if (s.job.geometry && s.job.geometry->array) return store_array(c, s, who, std::move(deps));
   auto done = [this, c, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
-    if (error) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const store::store_unavailable& e) {
-        // Not stored, not acknowledged: the client may retry with its token.
-        reply_error(c, s.id, protocol::error_code::internal,
-                    std::string("store unavailable, retrying (submit again): ") + e.what());
-      } catch (const std::exception& e) {
-        reply_error(c, s.id, protocol::error_code::bad_request, e.what());
-      }
-      return;
-    }
+    if (error) return reply_store_refusal(c, s.id, error);
     // The reply goes out from the strand, after the arrival: a client that
     // acts on the id at once (fkill, watch_job) finds the job known.
     post([this, c, s, who, deps, id, created] {
@@ -145,18 +146,8 @@ void controller::store_array(const conn_ptr& c, const protocol::submit& s, const
                        [this, who, n, task, results, specs, finish, c, s](std::int64_t id0, bool created0,
                                                                         std::exception_ptr error) {
       (*results)[0] = {id0, created0, error};
-      if (error) {
-        // Nothing stored: the whole array is refused as a single job would be.
-        try {
-          std::rethrow_exception(error);
-        } catch (const store::store_unavailable& e) {
-          reply_error(c, s.id, protocol::error_code::internal,
-                      std::string("store unavailable, retrying (submit again): ") + e.what());
-        } catch (const std::exception& e) {
-          reply_error(c, s.id, protocol::error_code::bad_request, e.what());
-        }
-        return;
-      }
+      // Nothing stored: the whole array is refused as a single job would be.
+      if (error) return reply_store_refusal(c, s.id, error);
       if (n == 1) return finish();
       for (std::size_t k = 1; k < n; ++k) specs->push_back(task(k, id0));
       auto left = std::make_shared<std::atomic<std::size_t>>(n - 1);

@@ -985,12 +985,10 @@ protocol::submit build_frun_request(const frun_command_line& cmd, const submit_c
   return out;
 }
 
-std::string fsub_usage() {
-  return "Usage: fsub [options] script [args...]\n"
-         "       fsub [options] --wrap \"command\"\n"
-         "Submit a batch job; prints \"Submitted job N\". Options may also be given as #AQS or\n"
-         "#SBATCH lines at the top of the script; the command line wins.\n"
-         "  -n, --ntasks N           N tasks (one processor each unless -c); --procs N is the same\n"
+namespace {
+// The size and layout options, the same for fsub and frun.
+std::string geometry_usage() {
+  return "  -n, --ntasks N           N tasks (one processor each unless -c); --procs N is the same\n"
          "  -N, --nodes N[-M]        on N nodes (at most M); one task per node unless -n says more\n"
          "      --ntasks-per-node K  exactly K tasks on every node used\n"
          "  -c, --cpus-per-task C    C processors per task, on one node (threads of an OpenMP task)\n"
@@ -998,7 +996,16 @@ std::string fsub_usage() {
          "      --mem SIZE           memory per node (K, M, G, T; default M; 0: all of it)\n"
          "      --mem-per-cpu SIZE   memory per processor\n"
          "      --gres gpu[:TYPE]:N  N GPUs per node (also --gpus-per-node N; -G, --gpus N in all)\n"
-         "  -p, --partition NAME     the partition (see sinfo/fnodes)\n"
+         "  -p, --partition NAME     recorded (one partition of all nodes)\n";
+}
+}  // namespace
+
+std::string fsub_usage() {
+  return "Usage: fsub [options] script [args...]\n"
+         "       fsub [options] --wrap \"command\"\n"
+         "Submit a batch job; prints \"Submitted job N\". Options may also be given as #AQS or\n"
+         "#SBATCH lines at the top of the script; the command line wins.\n"
+         + geometry_usage() +
          "  -a, --array LIST[%K]     a job per index: 0-99, 1,3,5-9:2; %K: at most K at once\n"
          "      --min N, --max M     adaptive size range (with --adaptive)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
@@ -1025,15 +1032,7 @@ std::string frun_usage() {
          "and exits with the job's exit code. Like srun, an MPI program (an executable that\n"
          "links libmpi.so) runs as one rank per processor, started with mpirun from PATH;\n"
          "other commands run once. Adaptive jobs run the command as given.\n"
-         "  -n, --ntasks N           N tasks (one processor each unless -c); --procs N is the same\n"
-         "  -N, --nodes N[-M]        on N nodes (at most M); one task per node unless -n says more\n"
-         "      --ntasks-per-node K  exactly K tasks on every node used\n"
-         "  -c, --cpus-per-task C    C processors per task, on one node (threads of an OpenMP task)\n"
-         "      --exclusive          whole nodes, shared with no other job\n"
-         "      --mem SIZE           memory per node (K, M, G, T; default M; 0: all of it)\n"
-         "      --mem-per-cpu SIZE   memory per processor\n"
-         "      --gres gpu[:TYPE]:N  N GPUs per node (also --gpus-per-node N; -G, --gpus N in all)\n"
-         "  -p, --partition NAME     the partition (see sinfo/fnodes)\n"
+         + geometry_usage() +
          "      --min N, --max M     adaptive size range (with --adaptive)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
          "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
