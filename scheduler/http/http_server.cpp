@@ -3,6 +3,7 @@
 // and the REST handlers as thin adapters over the controller's dispatcher.
 #include "http/http_server.hpp"
 
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <deque>
@@ -309,6 +310,15 @@ private:
                 const identity& who) {
     const std::string_view p = r.path;
     if (p == "/api/v1/openapi.json") return make_response(200, std::string(openapi_document()));
+    if (p == "/") {
+      // The page holds no data (it fetches the API with the user's token):
+      // anyone may load it. It loads nothing from elsewhere.
+      response_t res = make_response(200, std::string(dashboard_document()), "text/html; charset=utf-8");
+      res.set("Content-Security-Policy",
+              "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+              "connect-src 'self'; frame-ancestors 'none'");
+      return res;
+    }
     if (p == "/api/v1/whoami") {
       const auto& c = *who.claims;
       return make_response(200, json{{"user", c.user}, {"uid", c.uid}, {"token_id", c.id}, {"expires_at", c.expires_at}}
@@ -468,6 +478,7 @@ private:
       lowest().expires_after(st_->options.request_timeout);
       co_await bhttp::async_read(stream_, buffer, parser, asio::redirect_error(use_awaitable, ec));
       if (ec) {
+        bool answered = true;
         if (ec == bhttp::error::body_limit) {
           co_await write(error_response(413, "the body is larger than " + std::to_string(st_->options.max_body) +
                                                  " bytes"), false);
@@ -477,7 +488,10 @@ private:
         } else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
                    ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
           co_await write(error_response(400, "malformed HTTP request: " + ec.message()), false);
+        } else {
+          answered = false;
         }
+        if (answered) co_await linger();
         break;
       }
       request_t req = parser.release();
@@ -519,6 +533,23 @@ private:
       }
     }
     finish();
+  }
+
+  // After refusing a request whose body is still coming, read (and drop)
+  // what the client sends for a moment before closing: closing with unread
+  // bytes resets the connection, and the client would lose the answer.
+  awaitable<void> linger() {
+    if constexpr (!k_tls) {
+      beast::error_code ec;
+      lowest().socket().shutdown(asio::socket_base::shutdown_send, ec);
+      lowest().expires_after(std::chrono::seconds(2));
+      std::array<char, 16384> sink{};
+      std::size_t total = 0;
+      while (!ec && total < st_->options.max_body * 2) {
+        total += co_await lowest().async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+      }
+    }
+    co_return;
   }
 
   awaitable<bool> write(response_t res, bool keep) {

@@ -86,5 +86,7 @@ private:
 
 // The OpenAPI 3 document of the API (scheduler/http/openapi.json, compiled in).
 std::string_view openapi_document() noexcept;
+// The dashboard served at / (scheduler/http/dashboard.html, compiled in).
+std::string_view dashboard_document() noexcept;
 
 }  // namespace aqs::http

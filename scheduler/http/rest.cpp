@@ -17,6 +17,7 @@ using nlohmann::json;
 
 const std::vector<route>& routes() {
   static const std::vector<route> all = {
+      {"GET", "/", access::anyone},
       {"GET", "/api/v1/openapi.json", access::anyone},
       {"GET", "/api/v1/whoami", access::token},
       {"GET", "/api/v1/jobs", access::public_read},

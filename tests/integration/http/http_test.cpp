@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <pwd.h>
+#include <set>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -231,7 +232,7 @@ TEST_CASE("a token acts as its user: their own job is submitted, read and cancel
 
   r = http_request(s.web, "DELETE", "/api/v1/jobs/" + std::to_string(job), bob.token);
   CHECK(r.status == 403);
-  CHECK(r.error().find("another user") != std::string::npos);
+  CHECK(r.error().find("belongs to " + std::string(k_alice)) != std::string::npos);
   CHECK(s.get("/api/v1/jobs/" + std::to_string(job) + "/history", bob.token).status == 403);
   CHECK(s.c->job(job)->state == job_state::running);
 
@@ -312,8 +313,10 @@ TEST_CASE("the job list filters by state and user and pages; nodes and the proce
 
   auto r = s.get("/api/v1/jobs?user=" + std::string(k_alice), bob.token);
   REQUIRE(r.status == 200);
+  CAPTURE(r.body);
   std::vector<std::int64_t> ids;
-  for (const auto& j : r.json().at("jobs")) ids.push_back(j.at("id"));
+  const json listed = r.json();  // not in the for's range: a temporary's member would dangle
+  for (const auto& j : listed.at("jobs")) ids.push_back(j.at("id"));
   CHECK(ids == std::vector<std::int64_t>{a1, a2});
   r = s.get("/api/v1/jobs?limit=1", bob.token);
   CHECK(r.json().at("jobs").size() == 1);
@@ -331,8 +334,10 @@ TEST_CASE("the job list filters by state and user and pages; nodes and the proce
   CHECK(r.json().at("nodes").size() == 2);
   r = s.get("/api/v1/cluster/map", bob.token);
   REQUIRE(r.status == 200);
+  CAPTURE(r.body);
   std::set<std::int64_t> holders;
-  for (const auto& n : r.json().at("nodes")) {
+  const json map = r.json();
+  for (const auto& n : map.at("nodes")) {
     CHECK(n.at("processors").size() == 4);
     for (const auto& h : n.at("processors")) {
       if (!h.is_null()) holders.insert(h.get<std::int64_t>());

@@ -58,7 +58,7 @@ TEST_CASE("routes match their paths and ids, and a known path with another metho
   CHECK(m.path_known);
   CHECK(m.allow == "GET, DELETE");
   for (const char* bad : {"/api/v1/jobs/x", "/api/v1/jobs/0", "/api/v1/jobs/-1", "/api/v1/jobs/42/", "/api/v2/jobs",
-                          "/api/v1/jobs/99999999999999999999", "/"}) {
+                          "/api/v1/jobs/99999999999999999999", "//", "/index.html"}) {
     CAPTURE(bad);
     CHECK_FALSE(http::match_route("GET", bad).path_known);
   }
@@ -151,4 +151,16 @@ TEST_CASE("the processor map shows every processor's holder and the live jobs") 
   CHECK(m["nodes"][0]["reserved"] == json::array({3}));
   CHECK(m["jobs"][0]["target"] == "0110");
   CHECK(m["jobs"][0]["state"] == "RESIZING");
+}
+
+TEST_CASE("the dashboard page loads nothing from elsewhere: no URL outside aqsd") {
+  const std::string page(http::dashboard_document());
+  CHECK(page.starts_with("<!doctype html>"));
+  for (const char* outside : {"http://", "https://", "src=\"//", "href=\"//", "@import"}) {
+    CAPTURE(outside);
+    CHECK(page.find(outside) == std::string::npos);
+  }
+  // It uses the API it is served with.
+  CHECK(page.find("/api/v1/cluster/map") != std::string::npos);
+  CHECK(page.find("/api/v1/events") != std::string::npos);
 }
