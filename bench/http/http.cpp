@@ -71,7 +71,11 @@ load_result load(unsigned short port, const std::string& token, const std::strin
           p.body_limit(std::uint64_t{1} << 30);
           bhttp::read(s, buf, p);
           mine.push_back(std::chrono::duration<double, std::milli>(clk::now() - t0).count());
-          if (p.get().result_int() != 200) ++failures;
+          if (p.get().result_int() != 200) {
+            if (failures++ == 0) {
+              std::fprintf(stderr, "first failure: %u %s\n", p.get().result_int(), p.get().body().substr(0, 200).c_str());
+            }
+          }
           bytes += p.get().body().size();
         }
       } catch (const std::exception& e) {

@@ -43,17 +43,24 @@ void controller::snapshot(std::function<void(cluster_snapshot)> done) {
       s.nodes.push_back(std::move(sn));
     }
     for (const auto& [id, e] : jobs_.live()) {
+      const core::job* j = sched_.find(static_cast<core::job_id>(id));
+      const core::job_state st = j ? j->state : core::job_state::pending;
+      switch (st) {
+        case core::job_state::running: ++s.jobs_running; break;
+        case core::job_state::resizing: ++s.jobs_resizing; break;
+        case core::job_state::suspended: ++s.jobs_suspended; break;
+        default: ++s.jobs_pending; break;
+      }
+      if (j == nullptr || !core::holds_processors(st)) continue;
       snapshot_job sj;
       sj.id = id;
       sj.user = e.user;
+      sj.state = st;
       sj.adaptive = e.req.adaptive;
       sj.min_pe = static_cast<std::int64_t>(e.req.min_pe);
       sj.max_pe = static_cast<std::int64_t>(e.req.max_pe);
-      if (const core::job* j = sched_.find(static_cast<core::job_id>(id))) {
-        sj.state = j->state;
-        if (j->procs.any()) sj.procs = j->procs.to_string();
-        if (j->state == core::job_state::resizing) sj.target = j->target.to_string();
-      }
+      if (j->procs.any()) sj.procs = j->procs.to_string();
+      if (st == core::job_state::resizing) sj.target = j->target.to_string();
       s.jobs.push_back(std::move(sj));
     }
     std::sort(s.jobs.begin(), s.jobs.end(), [](const snapshot_job& a, const snapshot_job& b) { return a.id < b.id; });

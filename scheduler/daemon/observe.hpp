@@ -39,7 +39,11 @@ struct snapshot_job {
 
 struct cluster_snapshot {
   std::vector<snapshot_node> nodes;
-  std::vector<snapshot_job> jobs;  // live jobs, by id
+  // The jobs holding processors (running, resizing, suspended), by id: a
+  // queue of 10,000 pending jobs is listed by the job list, not here.
+  std::vector<snapshot_job> jobs;
+  // Live jobs by state (pending includes those held on dependencies).
+  std::int64_t jobs_pending = 0, jobs_running = 0, jobs_resizing = 0, jobs_suspended = 0;
   std::int64_t cpus_total = 0, cpus_alloc = 0, cpus_idle = 0, cpus_reserved = 0, cpus_unavailable = 0;
   double taken_at = 0;  // Unix seconds
 };

@@ -425,11 +425,14 @@ private:
 template <class Stream>
 class session : public std::enable_shared_from_this<session<Stream>> {
 public:
-  session(Stream stream, state_ptr st, std::string address, std::uint64_t serial)
+  // `address`: the client's IP (what per-address limits count); `remote`:
+  // with its port (logs, peer_info).
+  session(Stream stream, state_ptr st, std::string address, std::string remote, std::uint64_t serial)
       : stream_(std::move(stream)),
         timer_(stream_.get_executor()),
         st_(std::move(st)),
         address_(std::move(address)),
+        remote_(std::move(remote)),
         serial_(serial) {}
 
   void start() {
@@ -498,7 +501,7 @@ private:
       const bool keep = req.keep_alive();
       lowest().expires_never();
       identity who;
-      plan p = api(st_).prepare(req, who, address_);
+      plan p = api(st_).prepare(req, who, remote_);
       // Per-user limit: requests under way, streams included.
       std::optional<std::int64_t> slot;
       if (!std::holds_alternative<response_t>(p) && who.claims) {
@@ -714,6 +717,7 @@ private:
   asio::steady_timer timer_;
   state_ptr st_;
   std::string address_;
+  std::string remote_;
   std::uint64_t serial_;
   bool stopping_ = false;
 };
@@ -775,10 +779,10 @@ awaitable<void> accept_loop(state_ptr st) {
     }
     if (st->tls) {
       auto s = std::make_shared<session<beast::ssl_stream<beast::tcp_stream>>>(
-          beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(sock)), *st->tls), st, remote, serial);
+          beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(sock)), *st->tls), st, address, remote, serial);
       s->start();
     } else {
-      auto s = std::make_shared<session<beast::tcp_stream>>(beast::tcp_stream(std::move(sock)), st, remote, serial);
+      auto s = std::make_shared<session<beast::tcp_stream>>(beast::tcp_stream(std::move(sock)), st, address, remote, serial);
       s->start();
     }
   }

@@ -67,19 +67,10 @@ private:
 }  // namespace
 
 std::string render_openmetrics(const daemon::cluster_snapshot& s, const daemon::metrics_snapshot& m) {
-  using core::job_state;
   writer w;
-  std::int64_t pending = 0, running = 0, resizing = 0, suspended = 0;
-  for (const auto& j : s.jobs) {
-    switch (j.state) {
-      case job_state::pending: ++pending; break;
-      case job_state::running: ++running; break;
-      case job_state::resizing: ++resizing; break;
-      case job_state::suspended: ++suspended; break;
-      default: break;
-    }
-  }
-  w.gauge("aqs_jobs", "Live jobs (pending, running, resizing or suspended).", static_cast<std::int64_t>(s.jobs.size()));
+  const std::int64_t pending = s.jobs_pending, running = s.jobs_running, resizing = s.jobs_resizing,
+                     suspended = s.jobs_suspended;
+  w.gauge("aqs_jobs", "Live jobs (pending, running, resizing or suspended).", pending + running + resizing + suspended);
   w.gauge("aqs_jobs_pending", "Jobs waiting for processors or for their dependencies.", pending);
   w.gauge("aqs_jobs_running", "Jobs running (RUNNING; resizing ones are counted apart).", running);
   w.gauge("aqs_jobs_resizing", "Adaptive jobs between a new map and its acknowledgement.", resizing);

@@ -173,6 +173,11 @@ std::string cluster_map_json(const daemon::cluster_snapshot& s) {
   }
   json out = {{"nodes", std::move(nodes)},
               {"jobs", std::move(jobs)},
+              {"counts",
+               {{"PENDING", s.jobs_pending},
+                {"RUNNING", s.jobs_running},
+                {"RESIZING", s.jobs_resizing},
+                {"SUSPENDED", s.jobs_suspended}}},
               {"cpus",
                {{"total", s.cpus_total},
                 {"alloc", s.cpus_alloc},

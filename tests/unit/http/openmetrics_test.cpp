@@ -31,10 +31,8 @@ std::string sample_exposition() {
     n.connected = i == 0;
     s.nodes.push_back(n);
   }
-  daemon::snapshot_job j;
-  j.state = core::job_state::running;
-  s.jobs = {j, j};
-  s.jobs[1].state = core::job_state::pending;
+  s.jobs_running = 1;
+  s.jobs_pending = 1;
   s.cpus_total = 8;
   s.cpus_alloc = 3;
   s.cpus_idle = 1;
