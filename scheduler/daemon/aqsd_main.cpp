@@ -21,6 +21,7 @@
 #include "daemon/controller.hpp"
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
+#include "http/http_server.hpp"
 #include "logging/log.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_job_store.hpp"
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   std::size_t max_per_user = 256;
   double idle_timeout_s = 300;
   std::string log_level;
+  http::http_options hopts;
+  std::string http_cert, http_key;
+  double token_lifespan_s = static_cast<double>(daemon::token_authority::k_default_lifespan_s);
   app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
       ->required();
   app.add_option("--db", db, "PostgreSQL connection string (default: a private server under --state-dir)");
@@ -91,6 +95,16 @@ int main(int argc, char** argv) {
   app.add_option("--idle-timeout", idle_timeout_s,
                  "seconds a client connection with nothing outstanding may stay silent (0: never closed)")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--http", hopts.listen,
+                 "HOST:PORT for the REST API, event stream and /metrics (off by default; port 0: any)");
+  app.add_option("--http-cert", http_cert, "TLS certificate chain (PEM) for --http")->check(CLI::ExistingFile);
+  app.add_option("--http-key", http_key, "TLS private key (PEM) for --http")->check(CLI::ExistingFile);
+  app.add_flag("--http-insecure", hopts.insecure,
+               "allow plain HTTP on an address other than loopback (tokens then cross the network in clear)");
+  app.add_flag("--http-public", hopts.public_read,
+               "serve the read-only views (jobs, nodes, processor map, events, metrics) without a token");
+  app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
+      ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   try {
@@ -106,6 +120,20 @@ int main(int argc, char** argv) {
     (void)core::make_strategy(policy);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqsd: %s\n", e.what());
+    return 2;
+  }
+
+  if (!hopts.listen.empty()) {
+    try {
+      if (!http_cert.empty()) hopts.cert_file = http_cert;
+      if (!http_key.empty()) hopts.key_file = http_key;
+      http::validate(hopts);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "aqsd: %s\n", e.what());
+      return 2;
+    }
+  } else if (!http_cert.empty() || !http_key.empty() || hopts.insecure || hopts.public_read) {
+    std::fprintf(stderr, "aqsd: --http-cert, --http-key, --http-insecure and --http-public need --http HOST:PORT\n");
     return 2;
   }
 
@@ -178,9 +206,13 @@ int main(int argc, char** argv) {
     copts.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(heartbeat_timeout_s * 1000));
     copts.resize_timeout = std::chrono::milliseconds(static_cast<long>(resize_timeout_s * 1000));
     copts.kill_grace = std::chrono::seconds(static_cast<long>(kill_grace_s + 0.5));
+    copts.revoked_tokens_file = dir.revoked_tokens_file();
+    copts.token_lifespan_s = static_cast<std::int64_t>(token_lifespan_s);
+    std::unique_ptr<http::http_server> web;
     auto stop = [&] {
       boost::asio::post(io, [&] {
         if (srv) srv->stop();
+        if (web) web->stop();
         io.stop();
       });
     };
@@ -201,6 +233,16 @@ int main(int argc, char** argv) {
       daemon::state_dir::write_file(dir.addr_file(), listen.substr(0, colon) + ":" + std::to_string(srv->tcp_port()) + "\n",
                                     0644);
     }
+    if (!hopts.listen.empty()) {
+      hopts.max_requests_per_user = max_per_user;
+      web = std::make_unique<http::http_server>(io, hopts, ctl);
+      web->start();
+      const auto colon = hopts.listen.rfind(':');
+      daemon::state_dir::write_file(dir.http_addr_file(),
+                                    hopts.listen.substr(0, colon) + ":" + std::to_string(web->port()) + "\n", 0644);
+      logging::info("HTTP API on {}://{}:{}{}", web->tls() ? "https" : "http", hopts.listen.substr(0, colon), web->port(),
+                    hopts.public_read ? " (read-only views public)" : "");
+    }
     ctl.start();
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
@@ -219,6 +261,7 @@ int main(int argc, char** argv) {
     // Order matters: the controller's pools and the store's committers call
     // into the controller and the io_context, so they stop first.
     ctl.stop();
+    web.reset();
     srv.reset();
     if (supervisor) supervisor->stop();
     if (pg) {

@@ -22,7 +22,8 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       strand_(asio::make_strand(io)),
       clock_(time),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
-      resizes_(time, strand_) {}
+      resizes_(time, strand_),
+      tokens_(options_.cluster_key, options_.revoked_tokens_file) {}
 
 controller::~controller() { stop(); }
 
@@ -167,6 +168,10 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           post([this, c, msg] { handle_remote_exec(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::node_leaving>) {
           post([this, c, msg] { handle_node_leaving(c, msg); });
+        } else if constexpr (std::is_same_v<T, protocol::issue_token>) {
+          handle_issue_token(c, msg);
+        } else if constexpr (std::is_same_v<T, protocol::revoke_token>) {
+          handle_revoke_token(c, msg);
         } else {
           const auto id = protocol::id_of(m);
           if (id) reply_error(c, *id, protocol::error_code::unknown_type,
@@ -213,7 +218,10 @@ void controller::decide_and_write() {
   if (decide_needed_) {
     decide_needed_ = false;
     try {
-      apply_decisions(sched_.decide(now()));
+      const auto t0 = std::chrono::steady_clock::now();
+      auto decisions = sched_.decide(now());
+      metrics_.decided(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      apply_decisions(decisions);
       const auto& q = sched_.queue();
       view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
     } catch (const std::exception& e) {
@@ -297,10 +305,14 @@ void controller::write_batch(batch b) {
     try {
       // Stopped before all was written: nothing of it was acted on or
       // acknowledged, so nothing is lost (agents resend their reports).
+      const auto t0 = std::chrono::steady_clock::now();
       for (auto& op : shared->store_ops) {
         if (!until_stored([&] { op(store_); })) return;
       }
       if (!write_transitions(shared->transitions)) return;
+      if (!shared->transitions.empty() || !shared->store_ops.empty()) {
+        metrics_.committed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
     } catch (const std::exception& e) {
       post([this, why = std::string(e.what())] { fatal("the job store failed: " + why); });
       return;

@@ -31,9 +31,12 @@
 #include "daemon/dispatcher.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon/job_table.hpp"
+#include "daemon/metrics.hpp"
 #include "daemon/node_registry.hpp"
+#include "daemon/observe.hpp"
 #include "daemon/resize_tracker.hpp"
 #include "daemon/step_table.hpp"
+#include "daemon/token_authority.hpp"
 #include "daemon/watch_list.hpp"
 #include "protocol/replies.hpp"
 #include "store/job_store.hpp"
@@ -51,6 +54,10 @@ struct controller_options {
   std::chrono::seconds kill_grace{10};
   // Most jobs in one list_jobs reply page.
   std::int64_t list_page = protocol::k_max_list;
+  // Where HTTP token revocations are kept (unset: in memory only).
+  std::optional<std::filesystem::path> revoked_tokens_file;
+  // ftoken without --lifespan.
+  std::int64_t token_lifespan_s = token_authority::k_default_lifespan_s;
 };
 
 // An owner of parts, one concern each (docs/architecture.md): the core
@@ -103,6 +110,18 @@ public:
   void on_message(const std::shared_ptr<connection>& conn, protocol::message m) override;
   void on_close(const std::shared_ptr<connection>& conn) override;
   std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override;
+
+  // ---- for read-only fronts (observe.cpp) -------------------------------
+  // The bearer tokens this daemon issues (ftoken) and the HTTP front checks.
+  const token_authority& tokens() const noexcept { return tokens_; }
+  // Counters and latencies for /metrics.
+  const metrics& stats() const noexcept { return metrics_; }
+  // Takes a snapshot on the strand and calls `done` with it there (keep it
+  // short: post elsewhere for anything slow). Never called once stopped.
+  void snapshot(std::function<void(cluster_snapshot)> done);
+  // Called on the strand with every committed state or map change; set
+  // before start(). Must not block.
+  void on_change(change_sink sink) { change_sink_ = std::move(sink); }
 
 private:
   using conn_ptr = std::shared_ptr<connection>;
@@ -209,6 +228,9 @@ private:
               std::optional<std::int32_t> signal, const core::processor_set* procs);
   std::vector<core::node_span> spans() const { return view_.spans(); }
   // recover.cpp: recover() itself
+  // tokens.cpp: bearer tokens for the HTTP API (ftoken)
+  void handle_issue_token(const conn_ptr& c, const protocol::issue_token& m);
+  void handle_revoke_token(const conn_ptr& c, const protocol::revoke_token& m);
 
   // Launcher tokens are bound to the job's hosts: the addresses its
   // processes may connect from over TCP.
@@ -251,6 +273,9 @@ private:
 
   // Read from session threads (thread-safe).
   access_view view_;
+  token_authority tokens_;
+  metrics metrics_;
+  change_sink change_sink_;  // set before start, called on the strand
 };
 
 }  // namespace aqs::daemon

@@ -12,7 +12,9 @@
 
 namespace aqs::daemon {
 
-enum class transport : unsigned char { unix_socket, tcp };
+// http: a request to the HTTP API carrying a bearer token that aqsd issued
+// (uid and gid are the token's user's; see daemon/token_authority.hpp).
+enum class transport : unsigned char { unix_socket, tcp, http };
 
 // Who is at the other end of a connection, as established by the handshake.
 struct peer_info {
@@ -20,6 +22,7 @@ struct peer_info {
   protocol::peer_role role = protocol::peer_role::client;
   // Unix socket: the kernel's SO_PEERCRED, which the peer cannot forge.
   // TCP: unset (the peer proved it holds the cluster key or a job token).
+  // HTTP: the user of the bearer token, which aqsd signed.
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
   std::optional<pid_t> pid;

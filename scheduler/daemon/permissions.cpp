@@ -22,6 +22,10 @@ std::optional<std::string> job_peer_refusal(const peer_info& p, std::int64_t job
   return std::nullopt;
 }
 
-bool may_submit(const peer_info& p) { return p.via == transport::unix_socket && p.uid.has_value(); }
+bool may_submit(const peer_info& p) {
+  return (p.via == transport::unix_socket || p.via == transport::http) && p.uid.has_value();
+}
+
+bool may_get_token(const peer_info& p) { return p.via == transport::unix_socket && p.uid.has_value(); }
 
 }  // namespace aqs::daemon

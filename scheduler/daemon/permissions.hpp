@@ -25,8 +25,13 @@ bool may_act_on_job(const peer_info& p, std::int32_t owner_uid);
 std::optional<std::string> job_peer_refusal(const peer_info& p, std::int64_t job, std::int32_t owner_uid,
                                             bool address_allowed);
 
-// Submissions come over the Unix socket only, where the kernel vouches for
-// the user (a TCP peer holds the cluster key but has no user).
+// Submissions come over the Unix socket, where the kernel vouches for the
+// user, or over HTTP with a token aqsd issued to that user (a TCP peer holds
+// the cluster key but has no user).
 bool may_submit(const peer_info& p);
+
+// HTTP tokens are issued and revoked over the Unix socket only: a token
+// cannot beget tokens, and a TCP peer has no user to issue one for.
+bool may_get_token(const peer_info& p);
 
 }  // namespace aqs::daemon

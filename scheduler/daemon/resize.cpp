@@ -33,6 +33,7 @@ void controller::begin_resize(std::int64_t id, const core::processor_set& to) {
   after_commit([this, id] {
     if (!jobs_.is_live(id)) return;
     const std::int64_t epoch = resizes_.next_epoch(id);
+    metrics_.resize_started();
     if (const core::job* j = sched_.find(static_cast<core::job_id>(id))) {
       notify(id, job_state::resizing, std::nullopt, std::nullopt, &j->procs);
     }
@@ -90,7 +91,16 @@ void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack
   const core::processor_set to = j->target;
   sched_.apply(core::event::on_job(core::event::kind::resize_ack, static_cast<core::job_id>(m.job_id)));
   resizes_.disarm(m.job_id);
-  transition(m.job_id, job_state::running, to, ack_note(m, resizes_.sent_us(m.job_id)));
+  const std::int64_t sent = resizes_.sent_us(m.job_id);
+  metrics_.resize_ended("acked", sent > 0 ? static_cast<double>(clock_.wall_us() - sent) / 1e6 : -1.0);
+  auto phase = [&](const char* name, const std::optional<std::int64_t>& us) {
+    if (us) metrics_.resize_phase(name, static_cast<double>(*us) / 1e6);
+  };
+  phase("wait", m.wait_us);
+  phase("spawn", m.spawn_us);
+  phase("data", m.data_us);
+  phase("total", m.total_us);
+  transition(m.job_id, job_state::running, to, ack_note(m, sent));
   after_commit([this, c, rid = m.id, id = m.job_id, to] {
     c->send(protocol::ok{rid, {}});
     notify(id, job_state::running, std::nullopt, std::nullopt, &to);
@@ -104,6 +114,7 @@ void controller::handle_resize_refused(const conn_ptr& c, const protocol::resize
   if (j == nullptr) return;
   logging::warn("job {} cannot apply map {}: {}; it keeps its {} processors", m.job_id, m.epoch, m.reason, j->procs.count());
   c->send(protocol::ok{m.id, {}});
+  metrics_.resize_ended("refused", -1.0);
   keep_old_processors(m.job_id, "resize refused by the job: " + m.reason);
 }
 
@@ -112,6 +123,7 @@ void controller::resize_expired(std::int64_t id, std::int64_t epoch) {
   if (j == nullptr || !jobs_.is_live(id) || j->state != job_state::resizing || resizes_.epoch(id) != epoch) return;
   logging::warn("job {} did not apply map {} within {} ms: it keeps its {} processors", id, epoch,
       options_.resize_timeout.count(), j->procs.count());
+  metrics_.resize_ended("timeout", -1.0);
   keep_old_processors(id, "resize timed out: keeps its processors");
 }
 

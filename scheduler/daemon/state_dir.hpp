@@ -17,6 +17,8 @@ public:
 // DIR/aqsd.sock        the Unix socket (default)
 // DIR/aqsd.pid         our pid while we run
 // DIR/aqsd.addr        the TCP address we listen on (with --listen)
+// DIR/aqsd.http        the HTTP address we listen on (with --http)
+// DIR/revoked-tokens   HTTP bearer tokens revoked (ftoken --revoke), 0600
 // DIR/aqsd.log         the log when not in the foreground
 // DIR/postgres/        the private PostgreSQL (without --db)
 struct state_dir {
@@ -26,6 +28,8 @@ struct state_dir {
   std::filesystem::path socket() const { return root / "aqsd.sock"; }
   std::filesystem::path pid_file() const { return root / "aqsd.pid"; }
   std::filesystem::path addr_file() const { return root / "aqsd.addr"; }
+  std::filesystem::path http_addr_file() const { return root / "aqsd.http"; }
+  std::filesystem::path revoked_tokens_file() const { return root / "revoked-tokens"; }
   std::filesystem::path log_file() const { return root / "aqsd.log"; }
   std::filesystem::path postgres_dir() const { return root / "postgres"; }
 

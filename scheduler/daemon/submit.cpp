@@ -75,7 +75,10 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
     // The reply goes out from the strand, after the arrival: a client that
     // acts on the id at once (fkill, watch_job) finds the job known.
     post([this, c, s, who, deps, id, created] {
-      if (created) arrive(id, s.job, who, deps);
+      if (created) {
+        metrics_.submitted();
+        arrive(id, s.job, who, deps);
+      }
       c->send(protocol::make_ok(s.id, protocol::submit_reply{id}));
     });
   };
@@ -195,6 +198,7 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);
+  notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);  // nobody watches yet: the event stream
   const auto& g = jobs_.at(id).spec->geometry;
   if (g && g->array_task_id &&
       !arrays_.arrive(g->array_job_id.value_or(id), id, g->array_max_running.value_or(0))) {
@@ -255,6 +259,7 @@ void controller::admit_or_hold(std::int64_t id) {
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
   jobs_.finish(id, state, code, signal);
+  metrics_.job_ended(std::string(core::to_string(state)));
   end_steps_of_job(id);
   deps_.release(id);
   resizes_.forget(id);

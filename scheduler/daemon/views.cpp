@@ -230,6 +230,23 @@ void controller::orphan_interactive(const conn_ptr& gone) {
 void controller::notify(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                         std::optional<std::int32_t> signal, const core::processor_set* procs) {
   watchers_.notify(id, state, code, signal, procs);
+  if (change_sink_) {
+    job_change ch;
+    ch.job_id = id;
+    ch.state = state;
+    ch.exit_code = code;
+    ch.signal = signal;
+    if (procs != nullptr && procs->any()) ch.procs = procs->to_string();
+    if (state == job_state::resizing) {
+      if (const core::job* j = sched_.find(static_cast<core::job_id>(id))) ch.target = j->target.to_string();
+    }
+    ch.time = now();
+    try {
+      change_sink_(ch);
+    } catch (const std::exception& e) {
+      logging::warn("a change listener failed: {}", e.what());
+    }
+  }
 }
 
 }  // namespace aqs::daemon

@@ -387,6 +387,27 @@ struct record<shutdown> {
 };
 
 template <>
+struct record<issue_token> {
+  static constexpr auto fields = std::tuple{
+      field("id", &issue_token::id, k_request_id),
+      field("lifespan_s", &issue_token::lifespan_s, integer{1, k_max_token_lifespan_s}),
+  };
+};
+
+template <>
+struct record<revoke_token> {
+  using R = revoke_token;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("token_id", &R::token_id, k_name),
+      field("all", &R::all, flag{}, presence::sparse),
+      check<R>([](const reader& in, const R& m) {
+        if (m.all == m.token_id.has_value()) in.fail("token_id", "is required, unless all is true (and not with it)");
+      }),
+  };
+};
+
+template <>
 struct record<job_event> {
   using R = job_event;
   static constexpr auto fields = std::tuple{
@@ -650,7 +671,8 @@ bool may_send(peer_role r, const message& m) noexcept {
       return std::holds_alternative<submit>(m) || std::holds_alternative<cancel>(m) ||
              std::holds_alternative<list_jobs>(m) || std::holds_alternative<list_nodes>(m) ||
              std::holds_alternative<job_history>(m) || std::holds_alternative<watch_job>(m) ||
-             std::holds_alternative<shutdown>(m);
+             std::holds_alternative<shutdown>(m) || std::holds_alternative<issue_token>(m) ||
+             std::holds_alternative<revoke_token>(m);
     case peer_role::node:
       return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
              std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||

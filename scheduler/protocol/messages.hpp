@@ -40,6 +40,7 @@ inline constexpr std::size_t k_max_output_chunk = std::size_t{1} << 20;  // raw 
 inline constexpr std::size_t k_max_text = 4096;       // error messages
 inline constexpr std::int64_t k_max_signal = 64;
 inline constexpr std::int64_t k_max_grace_s = 3600;
+inline constexpr std::int64_t k_max_token_lifespan_s = std::int64_t{31} * 24 * 3600;  // HTTP bearer tokens
 
 // Who is at the other end, declared in hello.
 enum class peer_role : unsigned char { client, node, job };
@@ -238,6 +239,28 @@ struct shutdown {
   static constexpr std::string_view type = "shutdown";
   std::int64_t id = 0;
   friend bool operator==(const shutdown&, const shutdown&) = default;
+};
+
+// Client -> server, Unix socket only: a bearer token for aqsd's HTTP API
+// that acts as the caller (its SO_PEERCRED uid), valid `lifespan_s` seconds
+// (unset: the server's default). Reply: ok {token, token_id, user, uid,
+// expires_at} (token_reply).
+struct issue_token {
+  static constexpr std::string_view type = "issue_token";
+  std::int64_t id = 0;
+  std::optional<std::int64_t> lifespan_s;  // 1..k_max_token_lifespan_s
+  friend bool operator==(const issue_token&, const issue_token&) = default;
+};
+
+// Client -> server, Unix socket only: revokes the caller's token whose id is
+// `token_id` (root: anyone's), or with `all` every token the caller was
+// issued until now. Exactly one of the two. Reply: ok {}.
+struct revoke_token {
+  static constexpr std::string_view type = "revoke_token";
+  std::int64_t id = 0;
+  std::optional<std::string> token_id;
+  bool all = false;
+  friend bool operator==(const revoke_token&, const revoke_token&) = default;
 };
 
 // Server -> client: a job changed state (for watch_job).
@@ -442,7 +465,7 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
-                             resize_begin>;
+                             resize_begin, issue_token, revoke_token>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

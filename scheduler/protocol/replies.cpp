@@ -133,6 +133,17 @@ struct record<remote_exec_reply> {
   static constexpr auto fields = std::tuple{field("node", &remote_exec_reply::node, k_name)};
 };
 
+template <>
+struct record<token_reply> {
+  static constexpr auto fields = std::tuple{
+      field("token", &token_reply::token, text{4096, true, true}),
+      field("token_id", &token_reply::token_id, k_name),
+      field("user", &token_reply::user, k_name),
+      field("uid", &token_reply::uid, integer{0, 4294967295}),
+      field("expires_at", &token_reply::expires_at, integer{0, k_max_job_id}),
+  };
+};
+
 }  // namespace detail
 
 namespace {
@@ -151,6 +162,7 @@ ok make_ok(std::int64_t id, const list_nodes_reply& r) { return described_ok(id,
 ok make_ok(std::int64_t id, const job_history_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const register_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const remote_exec_reply& r) { return described_ok(id, r); }
+ok make_ok(std::int64_t id, const token_reply& r) { return described_ok(id, r); }
 
 ok make_ok(std::int64_t id, const list_jobs_reply& r) {
   // The jobs as text (append_json), as aqsd has always sent them: the same
@@ -184,5 +196,6 @@ template list_nodes_reply read_reply<list_nodes_reply>(const ok&);
 template job_history_reply read_reply<job_history_reply>(const ok&);
 template register_reply read_reply<register_reply>(const ok&);
 template remote_exec_reply read_reply<remote_exec_reply>(const ok&);
+template token_reply read_reply<token_reply>(const ok&);
 
 }  // namespace aqs::protocol

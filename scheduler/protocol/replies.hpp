@@ -100,6 +100,17 @@ struct remote_exec_reply {
   friend bool operator==(const remote_exec_reply&, const remote_exec_reply&) = default;
 };
 
+// To issue_token: the bearer token (opaque to clients), its id (what
+// revoke_token names), whom it acts as, and when it expires (Unix seconds).
+struct token_reply {
+  std::string token;
+  std::string token_id;
+  std::string user;
+  std::int64_t uid = 0;
+  std::int64_t expires_at = 0;
+  friend bool operator==(const token_reply&, const token_reply&) = default;
+};
+
 // The reply type of each request that has one: reply_t<submit> is
 // submit_reply. Declared only, never defined: reply_t reads their types.
 hello_reply reply_to(const hello&);
@@ -110,6 +121,7 @@ list_nodes_reply reply_to(const list_nodes&);
 job_history_reply reply_to(const job_history&);
 register_reply reply_to(const register_node&);
 remote_exec_reply reply_to(const remote_exec&);
+token_reply reply_to(const issue_token&);
 template <class Request>
 using reply_t = decltype(reply_to(std::declval<const Request&>()));
 
@@ -122,6 +134,7 @@ ok make_ok(std::int64_t id, const list_nodes_reply& r);
 ok make_ok(std::int64_t id, const job_history_reply& r);
 ok make_ok(std::int64_t id, const register_reply& r);
 ok make_ok(std::int64_t id, const remote_exec_reply& r);
+ok make_ok(std::int64_t id, const token_reply& r);
 
 // The result object of a reply, as the members of its ok (fkill --json and
 // fjobs --history --json print it, or a part of it).

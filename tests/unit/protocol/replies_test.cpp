@@ -92,6 +92,7 @@ TEST_CASE("every reply survives make_ok, framing, parsing and read_reply unchang
   check_round_trip(register_reply{8, {5, 6}});
   check_round_trip(register_reply{0, {}});
   check_round_trip(remote_exec_reply{"node1"});
+  check_round_trip(token_reply{"abc.def", "0123abcd", "alice", 1000, 1763900000});
 }
 
 // The expressions below are those of aqsd's handlers (scheduler/daemon) that

@@ -1,0 +1,245 @@
+// bench_http: the HTTP API under load. aqsd --http with 10,000 jobs queued
+// (one 8-processor node runs 8 of them, the rest wait); 200 client threads,
+// each on its own keep-alive connection with a token, GET /api/v1/jobs:
+// the default page (1,000 jobs) and the whole queue (limit=10000). Then 100
+// event-stream watchers and a burst of state changes: how long until every
+// watcher has seen every event.
+//   bench_http [--quick] [--jobs N] [--clients N] [--requests N]
+// Prints a table and writes $AQS_BENCH_RESULTS/http.json.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <utility>  // before Boost.Asio (1.74 misses it)
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench_system.hpp"
+#include "protocol/replies.hpp"
+
+using namespace aqs;
+using clk = std::chrono::steady_clock;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+
+namespace {
+
+struct load_result {
+  std::vector<double> ms;
+  int failures = 0;
+  double seconds = 0;
+  std::size_t bytes = 0;
+};
+
+// `clients` threads, each `requests` GETs of `target` on one keep-alive connection.
+load_result load(unsigned short port, const std::string& token, const std::string& target, int clients, int requests) {
+  load_result out;
+  std::mutex mu;
+  std::atomic<int> failures{0};
+  std::atomic<std::size_t> bytes{0};
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> ts;
+  for (int c = 0; c < clients; ++c) {
+    ts.emplace_back([&] {
+      std::vector<double> mine;
+      try {
+        asio::io_context io;
+        beast::tcp_stream s(io);
+        s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+        ++ready;
+        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        beast::flat_buffer buf;
+        for (int i = 0; i < requests; ++i) {
+          bhttp::request<bhttp::empty_body> req{bhttp::verb::get, target, 11};
+          req.set(bhttp::field::host, "127.0.0.1");
+          req.set(bhttp::field::authorization, "Bearer " + token);
+          const auto t0 = clk::now();
+          bhttp::write(s, req);
+          bhttp::response_parser<bhttp::string_body> p;
+          p.body_limit(std::uint64_t{1} << 30);
+          bhttp::read(s, buf, p);
+          mine.push_back(std::chrono::duration<double, std::milli>(clk::now() - t0).count());
+          if (p.get().result_int() != 200) {
+            if (failures++ == 0) {
+              std::fprintf(stderr, "first failure: %u %s\n", p.get().result_int(), p.get().body().substr(0, 200).c_str());
+            }
+          }
+          bytes += p.get().body().size();
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "client: %s\n", e.what());
+        ++failures;
+        ++ready;
+      }
+      std::lock_guard lock(mu);
+      out.ms.insert(out.ms.end(), mine.begin(), mine.end());
+    });
+  }
+  while (ready < clients) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto t0 = clk::now();
+  go = true;
+  for (auto& t : ts) t.join();
+  out.seconds = std::chrono::duration<double>(clk::now() - t0).count();
+  out.failures = failures;
+  out.bytes = bytes;
+  return out;
+}
+
+// Reads an event stream until it has seen `count` events (or the deadline).
+int count_events(asio::ip::tcp::socket& sock, int count, clk::time_point deadline) {
+  int seen = 0;
+  std::string text;
+  char buf[65536];
+  sock.non_blocking(true);
+  while (seen < count && clk::now() < deadline) {
+    boost::system::error_code ec;
+    const std::size_t n = sock.read_some(asio::buffer(buf), ec);
+    if (ec == asio::error::would_block) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    if (ec) break;
+    text.append(buf, n);
+    std::size_t at = 0;
+    while ((at = text.find("event: job\n")) != std::string::npos) {
+      ++seen;
+      text.erase(0, at + 11);
+    }
+  }
+  return seen;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  int jobs = 10000, clients = 200, requests = 5, watchers = 100;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return std::stoi(argv[++i]);
+    };
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--jobs") {
+      jobs = next();
+    } else if (a == "--clients") {
+      clients = next();
+    } else if (a == "--requests") {
+      requests = next();
+    } else {
+      std::fprintf(stderr, "usage: bench_http [--quick] [--jobs N] [--clients N] [--requests N]\n");
+      return 2;
+    }
+  }
+  if (quick) {
+    jobs = std::min(jobs, 1000);
+    clients = std::min(clients, 20);
+    watchers = 10;
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  ::signal(SIGPIPE, SIG_IGN);
+  aqs::bench::stop_on_signals();
+  nlohmann::json results = {{"benchmark", "http"}, {"jobs", jobs}, {"clients", clients}, {"requests_per_client", requests}};
+  try {
+    aqs::bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 1, 8, {"--http", "127.0.0.1:0", "--max-connections-per-user", "1024"}});
+    const std::string addr = aqs::bench::slurp(sys.dir() / "state" / "aqsd.http");
+    const auto port = static_cast<unsigned short>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+    client::connection w(sys.socket());
+    const std::string token = w.ask(protocol::issue_token{w.next_id(), 3600}).token;
+
+    // The queue: pipelined submissions of jobs that sleep (8 run, the rest wait).
+    const auto t_submit = clk::now();
+    for (int i = 0; i < jobs; ++i) {
+      protocol::submit s;
+      s.id = w.next_id();
+      s.job.name = "bench-" + std::to_string(i);
+      s.job.argv = {"sleep", "3600"};
+      s.job.workdir = sys.work().string();
+      s.job.stdout_pattern = "/dev/null";
+      w.send(s);
+      if (i % 500 == 499 || i + 1 == jobs) {
+        // Drain the replies so far (aqsd answers each once committed).
+        int expect = (i % 500) + 1;
+        while (expect > 0) {
+          auto m = w.next(std::chrono::seconds(120));
+          if (!m) throw std::runtime_error("no reply to a submission in 120 s");
+          if (std::holds_alternative<protocol::error>(*m)) throw std::runtime_error(std::get<protocol::error>(*m).message);
+          if (std::holds_alternative<protocol::ok>(*m)) --expect;
+        }
+      }
+    }
+    std::printf("%d jobs submitted in %.1f s\n", jobs, std::chrono::duration<double>(clk::now() - t_submit).count());
+    std::printf("%-56s %10s %10s %10s %10s\n", "GET", "p50 ms", "p99 ms", "req/s", "MB/s");
+    auto measure = [&](const std::string& key, const std::string& target, int n) {
+      (void)load(port, token, target, 2, 1);  // warm up
+      const load_result r = load(port, token, target, clients, n);
+      const double p50 = aqs::bench::median(r.ms), p99 = aqs::bench::pct(r.ms, 0.99);
+      const double rate = static_cast<double>(r.ms.size()) / r.seconds;
+      std::printf("%-56s %10.1f %10.1f %10.1f %10.1f\n", (target + " x" + std::to_string(clients)).c_str(), p50, p99, rate,
+                  static_cast<double>(r.bytes) / r.seconds / 1e6);
+      results[key] = {{"target", target}, {"p50_ms", p50}, {"p99_ms", p99}, {"requests_per_s", rate},
+                      {"requests", r.ms.size()}, {"failures", r.failures},
+                      {"bytes_per_response", r.ms.empty() ? 0.0 : static_cast<double>(r.bytes) / static_cast<double>(r.ms.size())}};
+      if (r.failures > 0) throw std::runtime_error(std::to_string(r.failures) + " failed requests on " + target);
+    };
+    measure("jobs_page", "/api/v1/jobs", requests);
+    measure("jobs_all", "/api/v1/jobs?limit=10000", std::max(1, requests / 5));
+    measure("job_one", "/api/v1/jobs/" + std::to_string(jobs / 2), requests * 4);
+    measure("cluster_map", "/api/v1/cluster/map", requests * 4);
+    measure("metrics", "/metrics", requests * 4);
+
+    // Event streams: `watchers` clients, then the queue cancelled by user in
+    // one request (every job changes state once): time until every watcher
+    // has seen every change.
+    std::vector<std::unique_ptr<asio::io_context>> ios;
+    std::vector<std::unique_ptr<asio::ip::tcp::socket>> socks;
+    for (int i = 0; i < watchers; ++i) {
+      ios.push_back(std::make_unique<asio::io_context>());
+      socks.push_back(std::make_unique<asio::ip::tcp::socket>(*ios.back()));
+      socks.back()->connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+      const std::string req = "GET /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\n\r\n";
+      asio::write(*socks.back(), asio::buffer(req));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // subscribed
+    const auto t_cancel = clk::now();
+    protocol::cancel all;
+    all.id = w.next_id();
+    all.user = "root";
+    w.call(all);
+    std::vector<double> done_s(static_cast<std::size_t>(watchers), -1);
+    std::vector<int> seen(static_cast<std::size_t>(watchers), 0);
+    std::vector<std::thread> readers;
+    for (int i = 0; i < watchers; ++i) {
+      readers.emplace_back([&, i] {
+        seen[static_cast<std::size_t>(i)] = count_events(*socks[static_cast<std::size_t>(i)], jobs, t_cancel + std::chrono::seconds(300));
+        done_s[static_cast<std::size_t>(i)] = std::chrono::duration<double>(clk::now() - t_cancel).count();
+      });
+    }
+    for (auto& t : readers) t.join();
+    const int min_seen = *std::min_element(seen.begin(), seen.end());
+    const double last = *std::max_element(done_s.begin(), done_s.end());
+    std::printf("%d watchers, %d cancellations: every watcher saw %d events; the last one all of them after %.2f s (%.0f events/s each)\n",
+                watchers, jobs, min_seen, last, min_seen / last);
+    results["events"] = {{"watchers", watchers}, {"changes", jobs}, {"min_events_seen", min_seen},
+                         {"all_delivered_s", last}, {"events_per_s_per_watcher", min_seen / last}};
+    aqs::bench::write_results("http", results);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_http: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

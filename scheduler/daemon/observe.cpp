@@ -1,0 +1,76 @@
+// observe: snapshots of the scheduling state for read-only fronts (HTTP API,
+// /metrics), taken on the strand.
+#include <algorithm>
+
+#include "daemon/controller.hpp"
+
+namespace aqs::daemon {
+
+void controller::snapshot(std::function<void(cluster_snapshot)> done) {
+  post([this, done = std::move(done)] {
+    cluster_snapshot s;
+    s.taken_at = now();
+    const auto& machine = sched_.machine();
+    const auto steady_now = clock_.now();
+    std::vector<std::int64_t> holder(machine.size(), 0);
+    for (const auto& [end, id] : sched_.holding_by_end()) {
+      const core::job& j = sched_.get(id);
+      j.procs.for_each([&](std::size_t p) { holder[p] = static_cast<std::int64_t>(id); });
+      // A growing job's new processors are its own already (held for it).
+      j.target.for_each([&](std::size_t p) {
+        if (holder[p] == 0) holder[p] = static_cast<std::int64_t>(id);
+      });
+    }
+    const core::processor_set& reserved = sched_.reserved();
+    for (const node_entry& n : nodes_) {
+      snapshot_node sn;
+      sn.name = n.name;
+      switch (machine.at(n.index).state) {
+        case core::node_state::up: sn.state = "UP"; break;
+        case core::node_state::drained: sn.state = "DRAIN"; break;
+        case core::node_state::down: sn.state = "DOWN"; break;
+      }
+      sn.first_proc = static_cast<std::int64_t>(n.first_proc);
+      sn.nprocs = static_cast<std::int64_t>(n.nprocs);
+      sn.connected = static_cast<bool>(n.conn);
+      sn.heartbeat_age_s = n.last_seen == node_entry::time_point{}
+                               ? -1.0
+                               : std::chrono::duration<double>(steady_now - n.last_seen).count();
+      for (std::size_t p = n.first_proc; p < n.first_proc + n.nprocs && p < holder.size(); ++p) {
+        sn.holder.push_back(holder[p]);
+        sn.reserved.push_back(reserved.test(p));
+      }
+      s.nodes.push_back(std::move(sn));
+    }
+    for (const auto& [id, e] : jobs_.live()) {
+      const core::job* j = sched_.find(static_cast<core::job_id>(id));
+      const core::job_state st = j ? j->state : core::job_state::pending;
+      switch (st) {
+        case core::job_state::running: ++s.jobs_running; break;
+        case core::job_state::resizing: ++s.jobs_resizing; break;
+        case core::job_state::suspended: ++s.jobs_suspended; break;
+        default: ++s.jobs_pending; break;
+      }
+      if (j == nullptr || !core::holds_processors(st)) continue;
+      snapshot_job sj;
+      sj.id = id;
+      sj.user = e.user;
+      sj.state = st;
+      sj.adaptive = e.req.adaptive;
+      sj.min_pe = static_cast<std::int64_t>(e.req.min_pe);
+      sj.max_pe = static_cast<std::int64_t>(e.req.max_pe);
+      if (j->procs.any()) sj.procs = j->procs.to_string();
+      if (st == core::job_state::resizing) sj.target = j->target.to_string();
+      s.jobs.push_back(std::move(sj));
+    }
+    std::sort(s.jobs.begin(), s.jobs.end(), [](const snapshot_job& a, const snapshot_job& b) { return a.id < b.id; });
+    s.cpus_total = static_cast<std::int64_t>(machine.size());
+    s.cpus_alloc = static_cast<std::int64_t>(sched_.held_count() - sched_.reserved_count());
+    s.cpus_reserved = static_cast<std::int64_t>(sched_.reserved_count());
+    s.cpus_idle = static_cast<std::int64_t>(sched_.free_count());
+    s.cpus_unavailable = s.cpus_total - static_cast<std::int64_t>(sched_.usable_count());
+    done(std::move(s));
+  });
+}
+
+}  // namespace aqs::daemon

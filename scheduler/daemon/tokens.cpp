@@ -1,0 +1,61 @@
+// tokens: ftoken's requests: a bearer token for the HTTP API as the caller,
+// and revoking tokens. Over the Unix socket only, where the kernel vouches
+// for the caller.
+#include <algorithm>
+
+#include "daemon/controller.hpp"
+#include "daemon/permissions.hpp"
+#include "logging/log.hpp"
+
+namespace aqs::daemon {
+
+void controller::handle_issue_token(const conn_ptr& c, const protocol::issue_token& m) {
+  const peer_info& p = c->peer();
+  if (!may_get_token(p)) {
+    return reply_error(c, m.id, protocol::error_code::permission_denied,
+                       "tokens are issued over the Unix socket, where the kernel vouches for the user");
+  }
+  const auto uid = static_cast<std::int64_t>(*p.uid);
+  protocol::token_reply r;
+  r.user = user_name_of(uid);
+  r.uid = uid;
+  auto [token, claims] = tokens_.issue(uid, r.user, m.lifespan_s.value_or(options_.token_lifespan_s), clock_.wall_us());
+  r.token = std::move(token);
+  r.token_id = claims.id;
+  r.expires_at = claims.expires_at;
+  logging::info("HTTP token {} issued to {} (uid {}), expires at {}", claims.id, r.user, uid, claims.expires_at);
+  c->send(protocol::make_ok(m.id, r));
+}
+
+void controller::handle_revoke_token(const conn_ptr& c, const protocol::revoke_token& m) {
+  const peer_info& p = c->peer();
+  if (!may_get_token(p)) {
+    return reply_error(c, m.id, protocol::error_code::permission_denied,
+                       "tokens are revoked over the Unix socket, where the kernel vouches for the user");
+  }
+  const auto uid = static_cast<std::int64_t>(*p.uid);
+  try {
+    if (m.all) {
+      tokens_.revoke_all(uid, clock_.wall_us());
+      logging::info("every HTTP token of uid {} revoked", uid);
+    } else {
+      const std::string& id = *m.token_id;
+      const bool hex = id.size() == 32 && std::all_of(id.begin(), id.end(), [](char ch) {
+        return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+      });
+      if (!hex) {
+        return reply_error(c, m.id, protocol::error_code::bad_request,
+                           "field 'token_id' must be a token id (32 lowercase hex digits, as ftoken printed it)");
+      }
+      // Root revokes whoever's token it is; a user only their own (an id of
+      // someone else's token, revoked by another user, changes nothing).
+      tokens_.revoke(is_admin(p) ? std::nullopt : std::optional<std::int64_t>(uid), id, clock_.wall_us());
+      logging::info("HTTP token {} revoked by uid {}", id, uid);
+    }
+  } catch (const std::exception& e) {
+    return reply_error(c, m.id, protocol::error_code::internal, std::string("cannot keep the revocation: ") + e.what());
+  }
+  c->send(protocol::ok{m.id, {}});
+}
+
+}  // namespace aqs::daemon

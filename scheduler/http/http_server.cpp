@@ -1,0 +1,883 @@
+// http_server: listener, sessions (plain and TLS) with Boost.Beast and C++20
+// coroutines on a strand per connection, the bearer-token check, the limits,
+// and the REST handlers as thin adapters over the controller's dispatcher.
+#include "http/http_server.hpp"
+
+#include <array>
+#include <atomic>
+#include <charconv>
+#include <deque>
+#include <mutex>
+#include <pwd.h>
+#include <sstream>
+#include <unordered_map>
+#include <utility>  // before Boost.Asio: 1.74's awaitable.hpp uses std::exchange without it
+#include <variant>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "core/job_state.hpp"
+#include "daemon/controller.hpp"
+#include "http/openmetrics.hpp"
+#include "http/rest.hpp"
+#include "logging/log.hpp"
+#include "protocol/json_limits.hpp"
+#include "protocol/replies.hpp"
+
+namespace aqs::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace ssl = asio::ssl;
+using asio::awaitable;
+using asio::use_awaitable;
+using nlohmann::json;
+using request_t = bhttp::request<bhttp::string_body>;
+using response_t = bhttp::response<bhttp::string_body>;
+
+namespace {
+
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One event stream's queue: filled on the controller's strand, drained by
+// its session. Thread-safe.
+struct sse_feed {
+  std::mutex mu;
+  std::deque<std::string> queued;
+  std::size_t bytes = 0;
+  bool overflowed = false;
+  std::function<void()> wake;  // posts to the session's strand (under mu)
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- state --
+
+struct http_server::state {
+  asio::io_context& io;
+  http_options options;
+  daemon::controller& ctl;
+  std::unique_ptr<ssl::context> tls;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+  std::atomic<unsigned short> port{0};
+
+  std::mutex mu;
+  bool stopped = false;
+  std::size_t connections = 0;
+  std::unordered_map<std::string, std::size_t> per_address;
+  std::unordered_map<std::int64_t, std::size_t> per_user;  // requests under way by uid
+  std::vector<std::weak_ptr<sse_feed>> feeds;
+  std::unordered_map<std::uint64_t, std::function<void()>> closers;  // session -> close it
+  std::uint64_t next_session = 1;
+
+  state(asio::io_context& i, http_options o, daemon::controller& c) : io(i), options(std::move(o)), ctl(c) {}
+
+  // On the controller's strand: one event to every stream.
+  void publish(const daemon::job_change& ch) {
+    const std::string text = "event: job\ndata: " + change_json(ch) + "\n\n";
+    std::vector<std::shared_ptr<sse_feed>> live;
+    {
+      std::lock_guard lock(mu);
+      for (auto it = feeds.begin(); it != feeds.end();) {
+        if (auto f = it->lock()) {
+          live.push_back(std::move(f));
+          ++it;
+        } else {
+          it = feeds.erase(it);
+        }
+      }
+    }
+    for (auto& f : live) {
+      std::function<void()> wake;
+      {
+        std::lock_guard lock(f->mu);
+        if (f->overflowed) continue;
+        f->bytes += text.size();
+        if (f->bytes > options.max_stream_backlog) {
+          f->overflowed = true;  // a client that does not read is dropped
+          f->queued.clear();
+        } else {
+          f->queued.push_back(text);
+        }
+        wake = f->wake;
+      }
+      if (wake) wake();
+    }
+  }
+};
+
+namespace {
+
+using state_ptr = std::shared_ptr<http_server::state>;
+
+// Who is asking: a verified token's user, or nobody.
+struct identity {
+  std::optional<daemon::token_claims> claims;
+  daemon::peer_info peer;
+};
+
+// A connection for one request handled by the controller: it catches the
+// one reply (ok or error) and hands it to the waiting session.
+class request_conn final : public daemon::connection {
+public:
+  request_conn(daemon::peer_info p, std::function<void(protocol::message)> deliver)
+      : peer_(std::move(p)), deliver_(std::move(deliver)) {
+    static std::atomic<std::uint64_t> next{std::uint64_t{1} << 62};  // apart from the socket server's serials
+    serial_ = next++;
+  }
+  void send(protocol::message m) override {
+    if (!std::holds_alternative<protocol::ok>(m) && !std::holds_alternative<protocol::error>(m)) return;
+    std::function<void(protocol::message)> d;
+    {
+      std::lock_guard lock(mu_);
+      d = std::move(deliver_);
+      deliver_ = nullptr;
+    }
+    if (d) d(std::move(m));
+  }
+  void close() override {}
+  const daemon::peer_info& peer() const noexcept override { return peer_; }
+  std::uint64_t serial() const noexcept override { return serial_; }
+
+private:
+  daemon::peer_info peer_;
+  std::mutex mu_;
+  std::function<void(protocol::message)> deliver_;
+  std::uint64_t serial_ = 0;
+};
+
+response_t make_response(unsigned status, std::string body, std::string_view type = "application/json") {
+  response_t res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::server, "aqsd");
+  res.set(bhttp::field::content_type, beast::string_view(type.data(), type.size()));
+  res.set(bhttp::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+response_t error_response(unsigned status, std::string_view message) {
+  response_t res = make_response(status, error_body(message));
+  if (status == 401) res.set(bhttp::field::www_authenticate, "Bearer realm=\"aqsd\"");
+  return res;
+}
+
+response_t from_protocol_error(const protocol::error& e) { return error_response(status_of(e.code), e.message); }
+
+// What a request needs once parsed and authorized: an answer now, a
+// request to the controller and how to turn its reply into the answer, a
+// snapshot of the scheduling state, or an event stream.
+struct ask_controller {
+  protocol::message request;
+  std::function<response_t(const protocol::ok&)> finish;
+};
+struct ask_snapshot {
+  std::function<response_t(const daemon::cluster_snapshot&)> finish;
+};
+struct open_stream {};
+using plan = std::variant<response_t, ask_controller, ask_snapshot, open_stream>;
+
+std::optional<std::string> bearer_of(const request_t& req) {
+  const auto it = req.find(bhttp::field::authorization);
+  if (it == req.end()) return std::nullopt;
+  const std::string_view v(it->value().data(), it->value().size());
+  if (v.size() < 7 || !beast::iequals(beast::string_view(v.data(), 7), "Bearer ")) return std::string();
+  std::string_view t = v.substr(7);
+  while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  return std::string(t);
+}
+
+// The job list's JSON from a list_jobs ok: {"more":..,"jobs":[...]}.
+std::string jobs_page(const protocol::ok& ok) {
+  if (ok.raw_members.empty()) return ok.result.dump() + "\n";
+  const bool more = ok.result.value("more", false);
+  return std::string("{\"more\":") + (more ? "true" : "false") + "," + ok.raw_members + "}\n";
+}
+
+json jobs_of(const protocol::ok& ok) {
+  if (ok.raw_members.empty()) return ok.result.value("jobs", json::array());
+  return json::parse("{" + ok.raw_members + "}").at("jobs");
+}
+
+std::optional<std::int64_t> integer_param(const std::string& name, const std::string& v, std::int64_t lo,
+                                          std::int64_t hi) {
+  std::int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc{} || p != v.data() + v.size() || n < lo || n > hi) {
+    throw protocol::protocol_error(protocol::error_code::bad_request,
+                                   "parameter '" + name + "' must be an integer in " + std::to_string(lo) + ".." +
+                                       std::to_string(hi));
+  }
+  return n;
+}
+
+// ---- the handlers: parse, build the protocol request, format the reply ----
+
+class api {
+public:
+  explicit api(const state_ptr& st) : st_(st) {}
+
+  // Authorization and routing. Never throws.
+  plan prepare(const request_t& req, identity& who, const std::string& remote) noexcept {
+    try {
+      return prepare_or_throw(req, who, remote);
+    } catch (const protocol::protocol_error& e) {
+      return error_response(status_of(e.code()), e.what());
+    } catch (const std::exception& e) {
+      return error_response(500, e.what());
+    }
+  }
+
+  // Finishing a controller reply; never throws.
+  static response_t finish(const ask_controller& a, const protocol::message& reply) noexcept {
+    try {
+      if (const auto* e = std::get_if<protocol::error>(&reply)) return from_protocol_error(*e);
+      return a.finish(std::get<protocol::ok>(reply));
+    } catch (const std::exception& e) {
+      return error_response(500, std::string("cannot format the reply: ") + e.what());
+    }
+  }
+  static response_t finish(const ask_snapshot& a, const daemon::cluster_snapshot& s) noexcept {
+    try {
+      return a.finish(s);
+    } catch (const std::exception& e) {
+      return error_response(500, std::string("cannot format the reply: ") + e.what());
+    }
+  }
+
+private:
+  plan prepare_or_throw(const request_t& req, identity& who, const std::string& remote) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const auto q = target.find('?');
+    const std::string_view path = target.substr(0, q);
+    const std::string_view query = q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
+    const std::string_view method(req.method_string().data(), req.method_string().size());
+    const route_match m = match_route(method, path);
+    if (!m.path_known) return error_response(404, "no such resource: " + std::string(path));
+    if (m.r == nullptr) {
+      response_t res = error_response(405, std::string(method) + " is not allowed here (allowed: " + m.allow + ")");
+      res.set(bhttp::field::allow, m.allow);
+      return res;
+    }
+    // Who is asking. A token that is present but bad is refused whatever
+    // the route: the client believes it is someone.
+    who.peer.via = daemon::transport::http;
+    who.peer.role = protocol::peer_role::client;
+    who.peer.remote = "http:" + remote;
+    if (const auto token = bearer_of(req)) {
+      auto verdict = st_->ctl.tokens().verify(*token, wall_us());
+      if (auto* why = std::get_if<std::string>(&verdict)) return error_response(401, *why);
+      auto& c = std::get<daemon::token_claims>(verdict);
+      // The user must still exist under that name (a deleted account's
+      // token, or a uid given to someone else, acts as nobody).
+      passwd pw{};
+      passwd* found = nullptr;
+      std::vector<char> buf(16384);
+      if (::getpwuid_r(static_cast<uid_t>(c.uid), &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr ||
+          c.user != found->pw_name) {
+        return error_response(401, "the token's user " + c.user + " no longer exists");
+      }
+      who.peer.uid = static_cast<uid_t>(c.uid);
+      who.peer.gid = found->pw_gid;
+      who.peer.remote += " token=" + c.id;
+      who.claims = std::move(c);
+    } else if (m.r->who == access::token || (m.r->who == access::public_read && !st_->options.public_read)) {
+      return error_response(401, "this needs a bearer token (get one with ftoken)");
+    }
+    return dispatch(*m.r, m.id, req, query, who);
+  }
+
+  plan dispatch(const route& r, std::optional<std::int64_t> id, const request_t& req, std::string_view query,
+                const identity& who) {
+    const std::string_view p = r.path;
+    if (p == "/api/v1/openapi.json") return make_response(200, std::string(openapi_document()));
+    if (p == "/") {
+      // The page holds no data (it fetches the API with the user's token):
+      // anyone may load it. It loads nothing from elsewhere.
+      response_t res = make_response(200, std::string(dashboard_document()), "text/html; charset=utf-8");
+      res.set("Content-Security-Policy",
+              "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+              "connect-src 'self'; frame-ancestors 'none'");
+      return res;
+    }
+    if (p == "/api/v1/whoami") {
+      const auto& c = *who.claims;
+      return make_response(200, json{{"user", c.user}, {"uid", c.uid}, {"token_id", c.id}, {"expires_at", c.expires_at}}
+                                        .dump() + "\n");
+    }
+    if (p == "/api/v1/events") return open_stream{};
+    if (p == "/metrics") {
+      return ask_snapshot{[st = st_](const daemon::cluster_snapshot& s) {
+        return make_response(200, render_openmetrics(s, st->ctl.stats().read()), k_openmetrics_type);
+      }};
+    }
+    if (p == "/api/v1/cluster/map") {
+      return ask_snapshot{[](const daemon::cluster_snapshot& s) { return make_response(200, cluster_map_json(s)); }};
+    }
+    if (p == "/api/v1/nodes") {
+      return ask_controller{protocol::list_nodes{1},
+                            [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    }
+    if (p == "/api/v1/jobs" && r.method == "GET") return list_jobs(query);
+    if (p == "/api/v1/jobs" && r.method == "POST") return submit(req);
+    if (p == "/api/v1/jobs/{id}" && r.method == "GET") {
+      protocol::list_jobs l;
+      l.id = 1;
+      l.all = true;
+      l.job_ids = {*id};
+      return ask_controller{l, [job = *id](const protocol::ok& ok) {
+                              json jobs = jobs_of(ok);
+                              if (jobs.empty()) return error_response(404, "no job " + std::to_string(job));
+                              return make_response(200, jobs.at(0).dump() + "\n");
+                            }};
+    }
+    if (p == "/api/v1/jobs/{id}" && r.method == "DELETE") {
+      protocol::cancel c;
+      c.id = 1;
+      c.job_ids = {*id};
+      return ask_controller{c, [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    }
+    if (p == "/api/v1/jobs/{id}/history") {
+      return ask_controller{protocol::job_history{1, *id},
+                            [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    }
+    return error_response(404, "no such resource");
+  }
+
+  plan list_jobs(std::string_view query) {
+    json l = {{"type", "list_jobs"}, {"id", 1}};
+    json states = json::array();
+    std::int64_t limit = 1000;
+    for (const auto& [k, v] : parse_query(query)) {
+      if (k == "state") {
+        std::string_view rest = v;
+        while (!rest.empty()) {
+          const auto comma = rest.find(',');
+          std::string one(rest.substr(0, comma));
+          for (char& ch : one) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+          if (!one.empty()) states.push_back(one);
+          rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        }
+      } else if (k == "user") {
+        l["user"] = v;
+      } else if (k == "limit") {
+        limit = *integer_param(k, v, 1, protocol::k_max_list);
+      } else if (k == "after") {
+        l["after_id"] = *integer_param(k, v, 0, protocol::k_max_job_id);
+      } else if (k == "all") {
+        if (v != "true" && v != "false" && v != "1" && v != "0") {
+          throw protocol::protocol_error(protocol::error_code::bad_request, "parameter 'all' must be true or false");
+        }
+        l["all"] = v == "true" || v == "1";
+      } else {
+        throw protocol::protocol_error(protocol::error_code::bad_request,
+                                       "unknown parameter '" + k + "' (state, user, limit, after, all)");
+      }
+    }
+    l["limit"] = limit;
+    if (!states.empty()) {
+      l["states"] = states;
+      if (!l.contains("all")) l["all"] = true;  // a final state asked for by name is shown
+    }
+    return ask_controller{protocol::parse_message(l),
+                          [](const protocol::ok& ok) { return make_response(200, jobs_page(ok)); }};
+  }
+
+  plan submit(const request_t& req) {
+    const auto ct = req.find(bhttp::field::content_type);
+    if (ct != req.end() && ct->value().find("json") == beast::string_view::npos) {
+      return error_response(415, "the body must be JSON (Content-Type: application/json)");
+    }
+    const json body = protocol::parse_json_bounded(req.body());
+    json msg = {{"type", "submit"}, {"id", 1}, {"job", job_from_rest(body)}};
+    return ask_controller{protocol::parse_message(msg), [](const protocol::ok& ok) {
+                            const std::int64_t id = ok.result.at("job_id").get<std::int64_t>();
+                            response_t res = make_response(201, json{{"job_id", id}}.dump() + "\n");
+                            res.set(bhttp::field::location, "/api/v1/jobs/" + std::to_string(id));
+                            return res;
+                          }};
+  }
+
+  state_ptr st_;
+};
+
+// ---------------------------------------------------------------- session --
+
+template <class Stream>
+class session : public std::enable_shared_from_this<session<Stream>> {
+public:
+  // `address`: the client's IP (what per-address limits count); `remote`:
+  // with its port (logs, peer_info).
+  session(Stream stream, state_ptr st, std::string address, std::string remote, std::uint64_t serial)
+      : stream_(std::move(stream)),
+        timer_(stream_.get_executor()),
+        st_(std::move(st)),
+        address_(std::move(address)),
+        remote_(std::move(remote)),
+        serial_(serial) {}
+
+  void start() {
+    auto self = this->shared_from_this();
+    {
+      std::lock_guard lock(st_->mu);
+      st_->closers[serial_] = [weak = std::weak_ptr<session>(self)] {
+        if (auto s = weak.lock()) s->close_from_outside();
+      };
+    }
+    asio::co_spawn(stream_.get_executor(), [self] { return self->run(); }, asio::detached);
+  }
+
+  void close_from_outside() {
+    asio::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      self->stopping_ = true;
+      self->timer_.cancel();
+      beast::error_code ec;
+      beast::get_lowest_layer(self->stream_).socket().shutdown(asio::socket_base::shutdown_both, ec);
+      beast::get_lowest_layer(self->stream_).close();
+    });
+  }
+
+private:
+  static constexpr bool k_tls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  auto& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // GCC 12 miscompiles some try blocks in coroutines: everything that may
+  // throw runs in plain member functions that catch for themselves.
+  awaitable<void> run() {
+    beast::error_code ec;
+    if constexpr (k_tls) {
+      lowest().expires_after(st_->options.handshake_timeout);
+      co_await stream_.async_handshake(ssl::stream_base::server, asio::redirect_error(use_awaitable, ec));
+      if (ec) {
+        finish();
+        co_return;
+      }
+    }
+    beast::flat_buffer buffer;
+    while (!stopping_) {
+      bhttp::request_parser<bhttp::string_body> parser;
+      parser.body_limit(st_->options.max_body);
+      parser.header_limit(static_cast<std::uint32_t>(st_->options.max_header));
+      lowest().expires_after(st_->options.request_timeout);
+      co_await bhttp::async_read(stream_, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (ec) {
+        bool answered = true;
+        if (ec == bhttp::error::body_limit) {
+          co_await write(error_response(413, "the body is larger than " + std::to_string(st_->options.max_body) +
+                                                 " bytes"), false);
+        } else if (ec == bhttp::error::header_limit) {
+          co_await write(error_response(431, "the header is larger than " + std::to_string(st_->options.max_header) +
+                                                 " bytes"), false);
+        } else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+                   ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+          co_await write(error_response(400, "malformed HTTP request: " + ec.message()), false);
+        } else {
+          answered = false;
+        }
+        if (answered) co_await linger();
+        break;
+      }
+      request_t req = parser.release();
+      const bool keep = req.keep_alive();
+      lowest().expires_never();
+      identity who;
+      plan p = api(st_).prepare(req, who, remote_);
+      // Per-user limit: requests under way, streams included.
+      std::optional<std::int64_t> slot;
+      if (!std::holds_alternative<response_t>(p) && who.claims) {
+        if (!take_slot(who.claims->uid)) {
+          p = error_response(429, "too many requests under way for " + who.claims->user + " (limit " +
+                                      std::to_string(st_->options.max_requests_per_user) + ")");
+        } else {
+          slot = who.claims->uid;
+        }
+      }
+      response_t res;
+      bool streamed = false;
+      if (auto* r = std::get_if<response_t>(&p)) {
+        res = std::move(*r);
+      } else if (auto* a = std::get_if<ask_controller>(&p)) {
+        res = co_await ask(*a, who.peer);
+      } else if (auto* s = std::get_if<ask_snapshot>(&p)) {
+        res = co_await snapshot(*s);
+      } else {
+        co_await stream_events();
+        streamed = true;
+      }
+      if (slot) give_slot(*slot);
+      if (streamed) break;
+      res.keep_alive(keep);
+      if (!co_await write(std::move(res), keep) || !keep) break;
+    }
+    if constexpr (k_tls) {
+      if (!stopping_) {
+        lowest().expires_after(std::chrono::seconds(2));
+        co_await stream_.async_shutdown(asio::redirect_error(use_awaitable, ec));
+      }
+    }
+    finish();
+  }
+
+  // After refusing a request whose body is still coming, read (and drop)
+  // what the client sends for a moment before closing: closing with unread
+  // bytes resets the connection, and the client would lose the answer.
+  awaitable<void> linger() {
+    if constexpr (!k_tls) {
+      beast::error_code ec;
+      lowest().socket().shutdown(asio::socket_base::shutdown_send, ec);
+      lowest().expires_after(std::chrono::seconds(2));
+      std::array<char, 16384> sink{};
+      std::size_t total = 0;
+      while (!ec && total < st_->options.max_body * 2) {
+        total += co_await lowest().async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+      }
+    }
+    co_return;
+  }
+
+  awaitable<bool> write(response_t res, bool keep) {
+    res.keep_alive(keep);
+    beast::error_code ec;
+    lowest().expires_after(st_->options.request_timeout);
+    co_await bhttp::async_write(stream_, res, asio::redirect_error(use_awaitable, ec));
+    co_return !ec;
+  }
+
+  // The controller answers on its own threads; the answer is handed over
+  // under a mutex and the session woken by cancelling its timer on its strand.
+  struct waiter {
+    std::mutex mu;
+    std::optional<protocol::message> reply;
+    std::optional<daemon::cluster_snapshot> snap;
+  };
+
+  std::function<void()> waker() {
+    return [self = this->shared_from_this()] {
+      asio::post(self->stream_.get_executor(), [self] { self->timer_.cancel(); });
+    };
+  }
+
+  awaitable<response_t> ask(const ask_controller& a, const daemon::peer_info& peer) {
+    auto w = std::make_shared<waiter>();
+    auto wake = waker();
+    timer_.expires_after(st_->options.handler_timeout);
+    auto conn = std::make_shared<request_conn>(peer, [w, wake](protocol::message m) {
+      {
+        std::lock_guard lock(w->mu);
+        w->reply = std::move(m);
+      }
+      wake();
+    });
+    send_to_controller(conn, a.request);
+    co_await wait_for(w);
+    std::optional<protocol::message> got;
+    {
+      std::lock_guard lock(w->mu);
+      got = std::move(w->reply);
+    }
+    if (!got) co_return error_response(504, "aqsd did not answer in time");
+    co_return api::finish(a, *got);
+  }
+
+  awaitable<response_t> snapshot(const ask_snapshot& s) {
+    auto w = std::make_shared<waiter>();
+    auto wake = waker();
+    timer_.expires_after(st_->options.handler_timeout);
+    st_->ctl.snapshot([w, wake](daemon::cluster_snapshot snap) {
+      {
+        std::lock_guard lock(w->mu);
+        w->snap = std::move(snap);
+      }
+      wake();
+    });
+    co_await wait_for(w);
+    std::optional<daemon::cluster_snapshot> got;
+    {
+      std::lock_guard lock(w->mu);
+      got = std::move(w->snap);
+    }
+    if (!got) co_return error_response(504, "aqsd did not answer in time");
+    co_return api::finish(s, *got);
+  }
+
+  awaitable<void> wait_for(const std::shared_ptr<waiter>& w) {
+    auto ready = [&] {
+      std::lock_guard lock(w->mu);
+      return w->reply.has_value() || w->snap.has_value();
+    };
+    // The wake-up is posted to this strand, so it cannot slip in between
+    // the check and the wait.
+    while (!ready() && !stopping_) {
+      beast::error_code ec;
+      co_await timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+      if (!ec) break;  // the deadline passed
+    }
+  }
+
+  void send_to_controller(const std::shared_ptr<request_conn>& conn, const protocol::message& m) {
+    try {
+      st_->ctl.on_message(conn, m);
+    } catch (const protocol::protocol_error& e) {
+      auto err = protocol::make_error(e);
+      err.id = 1;
+      conn->send(std::move(err));
+    } catch (const std::exception& e) {
+      conn->send(protocol::error{1, protocol::error_code::internal, e.what()});
+    }
+  }
+
+  bool take_slot(std::int64_t uid) {
+    std::lock_guard lock(st_->mu);
+    std::size_t& n = st_->per_user[uid];
+    if (n >= st_->options.max_requests_per_user) return false;
+    ++n;
+    return true;
+  }
+  void give_slot(std::int64_t uid) {
+    std::lock_guard lock(st_->mu);
+    auto it = st_->per_user.find(uid);
+    if (it != st_->per_user.end() && --it->second == 0) st_->per_user.erase(it);
+  }
+
+  // Server-sent events: job changes as the controller commits them, a
+  // comment line every keepalive_interval (which also finds a client gone).
+  awaitable<void> stream_events() {
+    auto feed = std::make_shared<sse_feed>();
+    {
+      std::lock_guard lock(feed->mu);
+      feed->wake = waker();
+    }
+    {
+      std::lock_guard lock(st_->mu);
+      st_->feeds.push_back(feed);
+    }
+    beast::error_code ec;
+    static constexpr std::string_view head =
+        "HTTP/1.1 200 OK\r\nServer: aqsd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+        "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n: aqsd job events\n\n";
+    lowest().expires_after(st_->options.request_timeout);
+    co_await asio::async_write(stream_, asio::buffer(head), asio::redirect_error(use_awaitable, ec));
+    while (!ec && !stopping_) {
+      std::string out;
+      bool dropped = false;
+      {
+        std::lock_guard lock(feed->mu);
+        dropped = feed->overflowed;
+        for (auto& t : feed->queued) out += t;
+        feed->queued.clear();
+        feed->bytes = 0;
+      }
+      if (dropped) break;
+      if (out.empty()) {
+        timer_.expires_after(st_->options.keepalive_interval);
+        beast::error_code wait_ec;
+        co_await timer_.async_wait(asio::redirect_error(use_awaitable, wait_ec));
+        if (wait_ec || stopping_) continue;  // woken: events (or stop)
+        out = ": keep-alive\n\n";
+      }
+      lowest().expires_after(st_->options.request_timeout);
+      co_await asio::async_write(stream_, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
+    }
+    std::lock_guard lock(feed->mu);
+    feed->wake = nullptr;  // it holds this session
+  }
+
+  void finish() {
+    beast::error_code ec;
+    lowest().socket().shutdown(asio::socket_base::shutdown_both, ec);
+    lowest().close();
+    std::lock_guard lock(st_->mu);
+    st_->closers.erase(serial_);
+    --st_->connections;
+    auto it = st_->per_address.find(address_);
+    if (it != st_->per_address.end() && --it->second == 0) st_->per_address.erase(it);
+  }
+
+  Stream stream_;
+  asio::steady_timer timer_;
+  state_ptr st_;
+  std::string address_;
+  std::string remote_;
+  std::uint64_t serial_;
+  bool stopping_ = false;
+};
+
+// Refuses a connection over a limit: a plain 429 that needs no reading (TLS
+// peers are just closed: no handshake is spent on them).
+template <class Socket>
+void refuse(Socket& sock, bool tls, const std::string& why) {
+  boost::system::error_code ec;
+  if (!tls) {
+    response_t res = error_response(429, why);
+    res.keep_alive(false);
+    std::ostringstream text;
+    text << res;
+    sock.non_blocking(true, ec);
+    if (!ec) asio::write(sock, asio::buffer(text.str()), ec);
+  }
+  sock.shutdown(asio::socket_base::shutdown_both, ec);
+  sock.close(ec);
+}
+
+awaitable<void> accept_loop(state_ptr st) {
+  asio::steady_timer backoff(st->io);
+  while (true) {
+    boost::system::error_code ec;
+    auto sock = co_await st->acceptor->async_accept(asio::make_strand(st->io), asio::redirect_error(use_awaitable, ec));
+    if (ec == asio::error::operation_aborted || !st->acceptor->is_open()) co_return;
+    if (ec) {
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
+    auto ep = sock.remote_endpoint(ec);
+    const std::string address = ec ? std::string("unknown") : ep.address().to_string();
+    const std::string remote = ec ? address : address + ":" + std::to_string(ep.port());
+    std::string refusal;
+    std::uint64_t serial = 0;
+    {
+      std::lock_guard lock(st->mu);
+      if (st->stopped) {
+        sock.close(ec);
+        continue;
+      }
+      if (st->connections >= st->options.max_connections) {
+        refusal = "aqsd has too many HTTP connections (" + std::to_string(st->options.max_connections) + "): retry later";
+      } else if (st->per_address[address] >= st->options.max_connections_per_address) {
+        refusal = "too many connections from " + address + " (limit " +
+                  std::to_string(st->options.max_connections_per_address) + "): close some and retry";
+      } else {
+        ++st->connections;
+        ++st->per_address[address];
+        serial = st->next_session++;
+      }
+      if (st->per_address[address] == 0) st->per_address.erase(address);
+    }
+    if (!refusal.empty()) {
+      refuse(sock, st->tls != nullptr, refusal);
+      continue;
+    }
+    if (st->tls) {
+      auto s = std::make_shared<session<beast::ssl_stream<beast::tcp_stream>>>(
+          beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(sock)), *st->tls), st, address, remote, serial);
+      s->start();
+    } else {
+      auto s = std::make_shared<session<beast::tcp_stream>>(beast::tcp_stream(std::move(sock)), st, address, remote, serial);
+      s->start();
+    }
+  }
+}
+
+std::pair<std::string, std::string> split_host_port(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size() || colon == 0) {
+    throw http_error("--http expects HOST:PORT, got '" + text + "'");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, text.substr(colon + 1)};
+}
+
+}  // namespace
+
+http_server::http_server(asio::io_context& io, http_options options, daemon::controller& ctl)
+    : state_(std::make_shared<state>(io, std::move(options), ctl)) {}
+
+http_server::~http_server() { stop(); }
+
+namespace {
+
+asio::ip::tcp::endpoint checked_endpoint(const http_options& o, asio::io_context& io) {
+  if (o.cert_file.has_value() != o.key_file.has_value()) {
+    throw http_error("--http-cert and --http-key go together");
+  }
+  auto [host, port] = split_host_port(o.listen);
+  asio::ip::tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  auto results = resolver.resolve(host, port, asio::ip::tcp::resolver::passive | asio::ip::tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) throw http_error("cannot resolve --http " + o.listen + ": " + ec.message());
+  const auto ep = results.begin()->endpoint();
+  if (!o.cert_file && !o.insecure && !ep.address().is_loopback()) {
+    throw http_error("--http " + o.listen +
+                     " is not a loopback address: give --http-cert and --http-key (TLS), or --http-insecure "
+                     "to send tokens in clear on purpose");
+  }
+  return ep;
+}
+
+}  // namespace
+
+void validate(const http_options& o) {
+  asio::io_context io;
+  (void)checked_endpoint(o, io);
+}
+
+void http_server::start() {
+  auto& st = *state_;
+  const auto& o = st.options;
+  const auto ep = checked_endpoint(o, st.io);
+  boost::system::error_code ec;
+  if (o.cert_file) {
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                     ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+    ctx->use_certificate_chain_file(o.cert_file->string(), ec);
+    if (ec) throw http_error("cannot read the certificate " + o.cert_file->string() + ": " + ec.message());
+    ctx->use_private_key_file(o.key_file->string(), ssl::context::pem, ec);
+    if (ec) throw http_error("cannot read the private key " + o.key_file->string() + ": " + ec.message());
+    st.tls = std::move(ctx);
+  }
+  auto acc = std::make_unique<asio::ip::tcp::acceptor>(st.io);
+  acc->open(ep.protocol(), ec);
+  if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acc->bind(ep, ec);
+  if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw http_error("cannot listen on " + o.listen + " (--http): " + ec.message());
+  st.port = acc->local_endpoint().port();
+  st.acceptor = std::move(acc);
+  st.ctl.on_change([weak = std::weak_ptr<state>(state_)](const daemon::job_change& ch) {
+    if (auto s = weak.lock()) s->publish(ch);
+  });
+  asio::co_spawn(st.io, accept_loop(state_), asio::detached);
+}
+
+void http_server::stop() {
+  auto& st = *state_;
+  std::vector<std::function<void()>> closers;
+  {
+    std::lock_guard lock(st.mu);
+    if (st.stopped) return;
+    st.stopped = true;
+    for (auto& [serial, c] : st.closers) closers.push_back(c);
+  }
+  asio::post(st.io, [s = state_] {
+    boost::system::error_code ec;
+    if (s->acceptor) s->acceptor->close(ec);
+  });
+  for (auto& c : closers) c();
+}
+
+unsigned short http_server::port() const noexcept { return state_->port; }
+bool http_server::tls() const noexcept { return state_->tls != nullptr; }
+
+}  // namespace aqs::http

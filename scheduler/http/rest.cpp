@@ -1,0 +1,230 @@
+// rest: routes, the REST submit body, statuses and the JSON of views.
+#include "http/rest.hpp"
+
+#include <charconv>
+#include <set>
+
+#include "client/time_limit.hpp"
+#include "client/usage_error.hpp"
+#include "core/enum_names.hpp"
+#include "core/job_state.hpp"
+#include "protocol/json_limits.hpp"
+#include "protocol/messages.hpp"
+
+namespace aqs::http {
+
+using nlohmann::json;
+
+const std::vector<route>& routes() {
+  static const std::vector<route> all = {
+      {"GET", "/", access::anyone},
+      {"GET", "/api/v1/openapi.json", access::anyone},
+      {"GET", "/api/v1/whoami", access::token},
+      {"GET", "/api/v1/jobs", access::public_read},
+      {"POST", "/api/v1/jobs", access::token},
+      {"GET", "/api/v1/jobs/{id}", access::public_read},
+      {"DELETE", "/api/v1/jobs/{id}", access::token},
+      {"GET", "/api/v1/jobs/{id}/history", access::token},
+      {"GET", "/api/v1/nodes", access::public_read},
+      {"GET", "/api/v1/cluster/map", access::public_read},
+      {"GET", "/api/v1/events", access::public_read},
+      {"GET", "/metrics", access::public_read},
+  };
+  return all;
+}
+
+namespace {
+
+// Matches "/api/v1/jobs/{id}" against "/api/v1/jobs/42".
+bool path_matches(std::string_view pattern, std::string_view path, std::optional<std::int64_t>& id) {
+  while (!pattern.empty()) {
+    const auto brace = pattern.find("{id}");
+    if (brace == std::string_view::npos) return pattern == path;
+    if (path.substr(0, brace) != pattern.substr(0, brace)) return false;
+    path.remove_prefix(brace);
+    pattern.remove_prefix(brace + 4);
+    const auto end = path.find('/');
+    const std::string_view digits = path.substr(0, end);
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (digits.empty() || ec != std::errc{} || p != digits.data() + digits.size() || v < 1 ||
+        v > protocol::k_max_job_id) {
+      return false;
+    }
+    id = v;
+    path.remove_prefix(digits.size());
+  }
+  return path.empty();
+}
+
+}  // namespace
+
+route_match match_route(std::string_view method, std::string_view path) {
+  route_match m;
+  for (const route& r : routes()) {
+    std::optional<std::int64_t> id;
+    if (!path_matches(r.path, path, id)) continue;
+    m.path_known = true;
+    m.allow += (m.allow.empty() ? "" : ", ") + std::string(r.method);
+    if (r.method == method) {
+      m.r = &r;
+      m.id = id;
+    }
+  }
+  return m;
+}
+
+json job_from_rest(const json& body) {
+  auto bad = [](const std::string& what) { throw protocol::protocol_error(protocol::error_code::bad_request, what); };
+  if (!body.is_object()) bad("the body must be a JSON object");
+  static const std::set<std::string, std::less<>> protocol_fields = {
+      "name", "script", "argv", "workdir", "stdout", "stderr", "min_pe", "max_pe", "adaptive",
+      "walltime_s", "afterok", "requeue", "submit_token", "umask"};
+  json job = json::object();
+  for (const auto& [key, value] : body.items()) {
+    if (protocol_fields.count(key) != 0) {
+      job[key] = value;
+    } else if (key != "ntasks" && key != "time" && key != "environment") {
+      bad("unknown field '" + key + "' (see /api/v1/openapi.json)");
+    }
+  }
+  if (const auto it = body.find("ntasks"); it != body.end() && !it->is_null()) {
+    if (body.contains("min_pe") || body.contains("max_pe")) bad("field 'ntasks' goes without min_pe and max_pe");
+    job["min_pe"] = *it;
+    job["max_pe"] = *it;
+  }
+  if (!job.contains("min_pe") && !job.contains("max_pe")) {
+    job["min_pe"] = 1;
+    job["max_pe"] = 1;
+  } else if (!job.contains("max_pe")) {
+    job["max_pe"] = job["min_pe"];
+  } else if (!job.contains("min_pe")) {
+    job["min_pe"] = job["max_pe"];
+  }
+  if (const auto it = body.find("time"); it != body.end() && !it->is_null()) {
+    if (body.contains("walltime_s")) bad("field 'time' goes without walltime_s");
+    if (!it->is_string()) bad("field 'time' must be a string such as \"10\", \"1:30:00\" or \"2-00:00:00\"");
+    try {
+      const std::int64_t s = cmdline::parse_time_limit(it->get<std::string>());
+      if (s > 0) job["walltime_s"] = s;
+    } catch (const cmdline::usage_error& e) {
+      bad(std::string("field 'time': ") + e.what());
+    }
+  }
+  if (const auto it = body.find("environment"); it != body.end() && !it->is_null()) {
+    if (it->is_object()) {
+      json env = json::array();
+      for (const auto& [k, v] : it->items()) {
+        if (!v.is_string()) bad("field 'environment." + k + "' must be a string");
+        env.push_back(k + "=" + v.get<std::string>());
+      }
+      job["environment"] = std::move(env);
+    } else {
+      job["environment"] = *it;
+    }
+  }
+  return job;
+}
+
+unsigned status_of(protocol::error_code code) {
+  using protocol::error_code;
+  switch (code) {
+    case error_code::bad_request: return 400;
+    case error_code::unknown_type: return 400;
+    case error_code::unsupported_version: return 400;
+    case error_code::unauthorized: return 401;
+    case error_code::permission_denied: return 403;
+    case error_code::not_found: return 404;
+    case error_code::invalid_state: return 409;
+    case error_code::too_large: return 413;
+    case error_code::internal: return 500;
+  }
+  return 500;
+}
+
+std::string error_body(std::string_view message) {
+  return json{{"error", protocol::utf8_safe(message, protocol::k_max_text)}}.dump() + "\n";
+}
+
+std::string cluster_map_json(const daemon::cluster_snapshot& s) {
+  json nodes = json::array();
+  for (const auto& n : s.nodes) {
+    json holders = json::array();
+    for (std::int64_t h : n.holder) holders.push_back(h == 0 ? json(nullptr) : json(h));
+    json reserved = json::array();
+    for (std::size_t i = 0; i < n.reserved.size(); ++i) {
+      if (n.reserved[i]) reserved.push_back(n.first_proc + static_cast<std::int64_t>(i));
+    }
+    nodes.push_back({{"name", n.name},
+                     {"state", n.state},
+                     {"first_proc", n.first_proc},
+                     {"nprocs", n.nprocs},
+                     {"connected", n.connected},
+                     {"processors", std::move(holders)},
+                     {"reserved", std::move(reserved)}});
+  }
+  json jobs = json::array();
+  for (const auto& j : s.jobs) {
+    json o = {{"id", j.id},           {"user", j.user},     {"state", core::to_string(j.state)},
+              {"adaptive", j.adaptive}, {"min_pe", j.min_pe}, {"max_pe", j.max_pe},
+              {"procs", j.procs}};
+    if (!j.target.empty()) o["target"] = j.target;
+    jobs.push_back(std::move(o));
+  }
+  json out = {{"nodes", std::move(nodes)},
+              {"jobs", std::move(jobs)},
+              {"counts",
+               {{"PENDING", s.jobs_pending},
+                {"RUNNING", s.jobs_running},
+                {"RESIZING", s.jobs_resizing},
+                {"SUSPENDED", s.jobs_suspended}}},
+              {"cpus",
+               {{"total", s.cpus_total},
+                {"alloc", s.cpus_alloc},
+                {"idle", s.cpus_idle},
+                {"reserved", s.cpus_reserved},
+                {"unavailable", s.cpus_unavailable}}},
+              {"time", s.taken_at}};
+  return out.dump() + "\n";
+}
+
+std::string change_json(const daemon::job_change& c) {
+  json o = {{"job_id", c.job_id}, {"state", core::to_string(c.state)}, {"procs", c.procs}, {"time", c.time}};
+  if (!c.target.empty()) o["target"] = c.target;
+  if (c.exit_code) o["exit_code"] = *c.exit_code;
+  if (c.signal) o["signal"] = *c.signal;
+  return o.dump();
+}
+
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto decode = [](std::string_view s) {
+    std::string r;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '+') {
+        r += ' ';
+      } else if (s[i] == '%') {
+        unsigned v = 0;
+        if (i + 2 >= s.size() || std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16).ptr != s.data() + i + 3) {
+          throw protocol::protocol_error(protocol::error_code::bad_request, "malformed %-escape in the query string");
+        }
+        r += static_cast<char>(v);
+        i += 2;
+      } else {
+        r += s[i];
+      }
+    }
+    return r;
+  };
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    out.emplace_back(decode(part.substr(0, eq)), eq == std::string_view::npos ? "" : decode(part.substr(eq + 1)));
+  }
+  return out;
+}
+
+}  // namespace aqs::http

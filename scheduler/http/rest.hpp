@@ -1,0 +1,70 @@
+// rest: the HTTP API's routes and its pure translations: a REST submit body
+// into the protocol's job, protocol error codes into HTTP statuses, and the
+// JSON of processor maps and job changes. No I/O (tested alone).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/observe.hpp"
+#include "protocol/errors.hpp"
+
+namespace aqs::http {
+
+// Who may call a route without a bearer token.
+enum class access : unsigned char {
+  anyone,       // always public (the API's own description)
+  public_read,  // with --http-public, else a token is needed
+  token,        // always a token
+};
+
+struct route {
+  std::string_view method;  // GET, POST, DELETE
+  std::string_view path;    // OpenAPI form: "/api/v1/jobs/{id}"
+  access who;
+};
+
+// Every route the server answers, in the form the OpenAPI document uses
+// (tests hold the document and this table to each other).
+const std::vector<route>& routes();
+
+// The route matching `method` and `target`'s path, with {id} read into
+// `id`. nullopt: no such path (404); a path with other methods only gives
+// `method_allowed` false and the allowed methods (405).
+struct route_match {
+  const route* r = nullptr;
+  std::optional<std::int64_t> id;
+  bool path_known = false;
+  std::string allow;  // "GET, DELETE" when the path exists
+};
+route_match match_route(std::string_view method, std::string_view path);
+
+// The JSON object of a REST submit (docs/http-api.md) as the protocol's
+// "job" object: the fields fsub sends, plus "ntasks" (min = max), "time"
+// (Slurm's formats, as fsub -t) and "environment" also as an object. Unknown
+// fields are refused (a misspelt "ntask" must not give one processor).
+// Throws protocol::protocol_error(bad_request) naming the field; the result
+// is validated by the protocol's own parse_message afterwards.
+nlohmann::json job_from_rest(const nlohmann::json& body);
+
+// The HTTP status of a protocol error code.
+unsigned status_of(protocol::error_code code);
+
+// {"error": message}.
+std::string error_body(std::string_view message);
+
+// GET /api/v1/cluster/map.
+std::string cluster_map_json(const daemon::cluster_snapshot& s);
+// One server-sent event's data.
+std::string change_json(const daemon::job_change& c);
+
+// The query string's parameters ("a=1&b=x%20y"), percent-decoded; a
+// malformed escape throws protocol_error(bad_request).
+std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query);
+
+}  // namespace aqs::http

@@ -1,0 +1,139 @@
+// The /metrics exposition: OpenMetrics structure (families, suffixes, label
+// syntax, cumulative buckets, # EOF) and, when promtool is installed, its
+// lint (Debian 12's promtool 2.42 reads only the classic text format, so it
+// is given the exposition with counters' TYPE lines named as their samples
+// and without # EOF).
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "http/openmetrics.hpp"
+#include "temp_dir.hpp"
+
+using namespace aqs;
+
+namespace {
+
+std::string sample_exposition() {
+  daemon::cluster_snapshot s;
+  for (int i = 0; i < 2; ++i) {
+    daemon::snapshot_node n;
+    n.name = "node" + std::to_string(i) + "\"x\\";  // escaped in labels
+    n.state = i == 0 ? "UP" : "DOWN";
+    n.nprocs = 4;
+    n.first_proc = 4 * i;
+    n.heartbeat_age_s = 0.25;
+    n.connected = i == 0;
+    s.nodes.push_back(n);
+  }
+  s.jobs_running = 1;
+  s.jobs_pending = 1;
+  s.cpus_total = 8;
+  s.cpus_alloc = 3;
+  s.cpus_idle = 1;
+  s.cpus_unavailable = 4;
+  daemon::metrics m;
+  m.submitted();
+  m.decided(0.0003);
+  m.decided(2.0);
+  m.committed(0.004);
+  m.resize_started();
+  m.resize_ended("acked", 0.2);
+  m.resize_phase("spawn", 0.1);
+  m.job_ended("COMPLETED");
+  return http::render_openmetrics(s, m.read());
+}
+
+}  // namespace
+
+TEST_CASE("the exposition is well-formed OpenMetrics: declared families, allowed suffixes, cumulative buckets, # EOF") {
+  const std::string text = sample_exposition();
+  REQUIRE(text.ends_with("# EOF\n"));
+  CHECK(text.find("# EOF") == text.size() - 6);
+  std::map<std::string, std::string> families;  // name -> type
+  std::istringstream in(text);
+  std::string line;
+  const std::regex type_line(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (gauge|counter|histogram))");
+  const std::regex sample_line(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (\S+))");
+  std::map<std::string, double> last_bucket;
+  while (std::getline(in, line)) {
+    CAPTURE(line);
+    std::smatch m;
+    if (line == "# EOF") break;
+    if (std::regex_match(line, m, type_line)) {
+      CHECK(families.count(m[1]) == 0);  // one declaration per family
+      families[m[1]] = m[2];
+      continue;
+    }
+    if (line.starts_with("# HELP ")) continue;
+    REQUIRE(std::regex_match(line, m, sample_line));
+    const std::string name = m[1];
+    // The family a sample belongs to, by the suffixes its type allows.
+    bool found = false;
+    for (const auto& [family, type] : families) {
+      if (type == "gauge" && name == family) found = true;
+      if (type == "counter" && name == family + "_total") found = true;
+      if (type == "histogram" && (name == family + "_bucket" || name == family + "_sum" || name == family + "_count")) found = true;
+    }
+    CHECK(found);
+    const double v = std::stod(m[5]);
+    if (name.ends_with("_bucket")) {
+      const std::string series = line.substr(0, line.find("le="));
+      if (last_bucket.count(series) != 0 && line.find("le=\"0.0005\"") == std::string::npos) CHECK(v >= last_bucket[series]);
+      last_bucket[series] = v;
+    }
+  }
+  CHECK(families.at("aqs_jobs_running") == "gauge");
+  CHECK(families.at("aqs_submissions") == "counter");
+  CHECK(families.at("aqs_resize_latency_seconds") == "histogram");
+  CHECK(text.find("aqs_jobs_running 1\n") != std::string::npos);
+  CHECK(text.find("aqs_jobs_pending 1\n") != std::string::npos);
+  CHECK(text.find("aqs_cpus_alloc 3\n") != std::string::npos);
+  CHECK(text.find("aqs_submissions_total 1\n") != std::string::npos);
+  CHECK(text.find("aqs_resizes_total{outcome=\"acked\"} 1\n") != std::string::npos);
+  CHECK(text.find("aqs_decision_seconds_bucket{le=\"+Inf\"} 2\n") != std::string::npos);
+  CHECK(text.find("aqs_decision_seconds_bucket{le=\"0.0005\"} 1\n") != std::string::npos);
+  CHECK(text.find("aqs_node_heartbeat_age_seconds{node=\"node0\\\"x\\\\\"} 0.25\n") != std::string::npos);
+  CHECK(text.find("aqs_jobs_ended_total{state=\"COMPLETED\"} 1\n") != std::string::npos);
+}
+
+TEST_CASE("promtool check metrics finds nothing to lint in the exposition") {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
+    MESSAGE("promtool is not installed (Debian package prometheus): lint skipped");
+    return;
+  }
+  // promtool 2.42 parses the classic text format: counters' TYPE and HELP
+  // lines name their _total samples there, and there is no # EOF.
+  std::string text = sample_exposition();
+  std::istringstream in(text);
+  std::string line, classic;
+  std::map<std::string, bool> counters;
+  while (std::getline(in, line)) {
+    if (line == "# EOF") continue;
+    if (line.starts_with("# TYPE ") && line.ends_with(" counter")) {
+      const std::string name = line.substr(7, line.size() - 7 - 8);
+      counters[name] = true;
+      line = "# TYPE " + name + "_total counter";
+    } else if (line.starts_with("# HELP ")) {
+      const std::string rest = line.substr(7);
+      const std::string name = rest.substr(0, rest.find(' '));
+      if (counters.count(name) != 0) line = "# HELP " + name + "_total" + rest.substr(name.size());
+    }
+    classic += line + "\n";
+  }
+  test::temp_dir dir;
+  const auto file = dir.path() / "metrics.prom";
+  std::ofstream(file) << classic;
+  const auto out = dir.path() / "lint.txt";
+  const int rc = std::system(("promtool check metrics < " + file.string() + " > " + out.string() + " 2>&1").c_str());
+  std::ifstream lint(out);
+  const std::string said((std::istreambuf_iterator<char>(lint)), std::istreambuf_iterator<char>());
+  CAPTURE(said);
+  CHECK(rc == 0);
+  CHECK(said.empty());
+}

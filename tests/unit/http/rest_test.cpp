@@ -1,0 +1,166 @@
+// The HTTP API's routes, held against its OpenAPI document both ways, and the
+// pure translations: REST submit bodies, statuses, query strings.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "http/http_server.hpp"
+#include "http/rest.hpp"
+#include "protocol/messages.hpp"
+
+using namespace aqs;
+using nlohmann::json;
+
+TEST_CASE("every route the server answers is in the OpenAPI document, and every documented operation is served") {
+  const json doc = json::parse(http::openapi_document());
+  CHECK(doc.at("openapi").get<std::string>().starts_with("3."));
+  std::set<std::pair<std::string, std::string>> documented;
+  for (const auto& [path, item] : doc.at("paths").items()) {
+    for (const auto& [method, op] : item.items()) {
+      if (method == "parameters") continue;
+      std::string upper = method;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      documented.emplace(upper, path);
+    }
+  }
+  std::set<std::pair<std::string, std::string>> served;
+  for (const auto& r : http::routes()) served.emplace(std::string(r.method), std::string(r.path));
+  CHECK(documented == served);
+  // Public routes say so (security: [] or an empty alternative); the others need the bearer scheme.
+  for (const auto& r : http::routes()) {
+    const json& op = doc.at("paths").at(std::string(r.path)).at([&] {
+      std::string m(r.method);
+      for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return m;
+    }());
+    CAPTURE(r.path);
+    const json security = op.value("security", doc.at("security"));
+    const bool allows_none = security.empty() || std::any_of(security.begin(), security.end(), [](const json& s) { return s.empty(); });
+    CHECK(allows_none == (r.who != http::access::token));
+  }
+}
+
+TEST_CASE("routes match their paths and ids, and a known path with another method is told apart") {
+  auto m = http::match_route("GET", "/api/v1/jobs/42");
+  REQUIRE(m.r != nullptr);
+  CHECK(m.r->path == "/api/v1/jobs/{id}");
+  CHECK(m.id == 42);
+  m = http::match_route("DELETE", "/api/v1/jobs/7");
+  REQUIRE(m.r != nullptr);
+  CHECK(m.r->method == "DELETE");
+  m = http::match_route("GET", "/api/v1/jobs/7/history");
+  REQUIRE(m.r != nullptr);
+  CHECK(m.id == 7);
+  m = http::match_route("PUT", "/api/v1/jobs/7");
+  CHECK(m.r == nullptr);
+  CHECK(m.path_known);
+  CHECK(m.allow == "GET, DELETE");
+  for (const char* bad : {"/api/v1/jobs/x", "/api/v1/jobs/0", "/api/v1/jobs/-1", "/api/v1/jobs/42/", "/api/v2/jobs",
+                          "/api/v1/jobs/99999999999999999999", "//", "/index.html"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(http::match_route("GET", bad).path_known);
+  }
+}
+
+TEST_CASE("a REST submit body becomes the protocol's job, validated by the protocol") {
+  const json body = {{"name", "heat"},
+                     {"script", "#!/bin/sh\nhostname\n"},
+                     {"workdir", "/tmp"},
+                     {"ntasks", 4},
+                     {"time", "1:30:00"},
+                     {"environment", {{"A", "1"}, {"B", "x=y"}}}};
+  const json job = http::job_from_rest(body);
+  CHECK(job.at("min_pe") == 4);
+  CHECK(job.at("max_pe") == 4);
+  CHECK(job.at("walltime_s") == 5400);
+  CHECK(job.at("environment") == json::array({"A=1", "B=x=y"}));
+  const auto m = protocol::parse_message(json{{"type", "submit"}, {"id", 1}, {"job", job}});
+  const auto& s = std::get<protocol::submit>(m);
+  CHECK(s.job.name == "heat");
+  CHECK(s.job.min_pe == 4);
+
+  const json adaptive = http::job_from_rest({{"name", "a"}, {"argv", {"x"}}, {"workdir", "/"}, {"min_pe", 2}, {"max_pe", 8}, {"adaptive", true}});
+  CHECK(adaptive.at("min_pe") == 2);
+  CHECK(adaptive.at("max_pe") == 8);
+  CHECK(http::job_from_rest({{"name", "a"}, {"argv", {"x"}}, {"workdir", "/"}}).at("max_pe") == 1);
+}
+
+TEST_CASE("a REST submit body with an unknown field, conflicting sizes or a bad time is refused naming it") {
+  auto refusal = [](const json& body) -> std::string {
+    try {
+      const json job = http::job_from_rest(body);
+      (void)protocol::parse_message(json{{"type", "submit"}, {"id", 1}, {"job", job}});
+    } catch (const protocol::protocol_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(refusal({{"name", "a"}, {"workdir", "/"}, {"argv", {"x"}}, {"ntask", 4}}).find("ntask") != std::string::npos);
+  CHECK(refusal({{"name", "a"}, {"workdir", "/"}, {"argv", {"x"}}, {"ntasks", 4}, {"min_pe", 2}}).find("ntasks") != std::string::npos);
+  CHECK(refusal({{"name", "a"}, {"workdir", "/"}, {"argv", {"x"}}, {"time", "soon"}}).find("time") != std::string::npos);
+  CHECK(refusal({{"name", "a"}, {"workdir", "relative"}, {"argv", {"x"}}}).find("workdir") != std::string::npos);
+  CHECK(refusal({{"name", "a"}, {"workdir", "/"}, {"argv", {"x"}}, {"min_pe", 2}, {"max_pe", 4}}).find("adaptive") != std::string::npos);
+  CHECK(refusal({{"name", "a"}, {"workdir", "/"}, {"argv", {"x"}}, {"interactive", true}}).find("interactive") != std::string::npos);
+  CHECK(refusal(json::array()) != "");
+}
+
+TEST_CASE("protocol error codes map to the HTTP statuses of the API") {
+  using protocol::error_code;
+  CHECK(http::status_of(error_code::bad_request) == 400);
+  CHECK(http::status_of(error_code::unauthorized) == 401);
+  CHECK(http::status_of(error_code::permission_denied) == 403);
+  CHECK(http::status_of(error_code::not_found) == 404);
+  CHECK(http::status_of(error_code::invalid_state) == 409);
+  CHECK(http::status_of(error_code::too_large) == 413);
+  CHECK(http::status_of(error_code::internal) == 500);
+  CHECK(json::parse(http::error_body("no job 4")) == json{{"error", "no job 4"}});
+}
+
+TEST_CASE("query strings are split and percent-decoded, and a broken escape is a bad request") {
+  const auto q = http::parse_query("state=RUNNING%2CPENDING&user=al+ice&&limit=5&flag");
+  REQUIRE(q.size() == 4);
+  CHECK(q[0] == std::pair<std::string, std::string>{"state", "RUNNING,PENDING"});
+  CHECK(q[1].second == "al ice");
+  CHECK(q[3] == std::pair<std::string, std::string>{"flag", ""});
+  CHECK_THROWS_AS(http::parse_query("a=%4"), protocol::protocol_error);
+  CHECK_THROWS_AS(http::parse_query("a=%zz"), protocol::protocol_error);
+}
+
+TEST_CASE("the processor map shows every processor's holder and the live jobs") {
+  daemon::cluster_snapshot s;
+  daemon::snapshot_node n;
+  n.name = "n1";
+  n.state = "UP";
+  n.first_proc = 0;
+  n.nprocs = 4;
+  n.holder = {0, 5, 5, 0};
+  n.reserved = {false, false, false, true};
+  s.nodes.push_back(n);
+  daemon::snapshot_job j;
+  j.id = 5;
+  j.user = "alice";
+  j.state = core::job_state::resizing;
+  j.adaptive = true;
+  j.procs = "0111";
+  j.target = "0110";
+  s.jobs.push_back(j);
+  const json m = json::parse(http::cluster_map_json(s));
+  CHECK(m["nodes"][0]["processors"] == json::array({nullptr, 5, 5, nullptr}));
+  CHECK(m["nodes"][0]["reserved"] == json::array({3}));
+  CHECK(m["jobs"][0]["target"] == "0110");
+  CHECK(m["jobs"][0]["state"] == "RESIZING");
+}
+
+TEST_CASE("the dashboard page loads nothing from elsewhere: no URL outside aqsd") {
+  const std::string page(http::dashboard_document());
+  CHECK(page.starts_with("<!doctype html>"));
+  for (const char* outside : {"http://", "https://", "src=\"//", "href=\"//", "@import"}) {
+    CAPTURE(outside);
+    CHECK(page.find(outside) == std::string::npos);
+  }
+  // It uses the API it is served with.
+  CHECK(page.find("/api/v1/cluster/map") != std::string::npos);
+  CHECK(page.find("/api/v1/events") != std::string::npos);
+}
