@@ -64,4 +64,26 @@ int run_slurm(const std::string& name, Body&& body) noexcept {
 // What "-V/--version" prints.
 inline constexpr const char* k_version_line = "slurm 22.05.0 (AQS compatibility commands)";
 
+// Whether an AQS command line parser takes the option as spelled (with its
+// value, if any), followed by `tail` so that the line is complete: how sbatch
+// and srun learn which Slurm options fsub and frun handle themselves.
+template <class Parse>
+bool parser_accepts(Parse&& parse, const std::string& spelled, const std::optional<std::string>& value,
+                    const std::string& tail) {
+  std::vector<std::string> probe;
+  if (value && spelled.starts_with("--")) {
+    probe.push_back(spelled + "=" + *value);
+  } else {
+    probe.push_back(spelled);
+    if (value) probe.push_back(*value);
+  }
+  probe.push_back(tail);
+  try {
+    (void)parse(probe);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace aqs::slurm

@@ -20,20 +20,7 @@ using namespace aqs;
 namespace {
 
 bool fsub_knows(const std::string& spelled, const std::optional<std::string>& value) {
-  std::vector<std::string> probe;
-  if (value && spelled.starts_with("--")) {
-    probe.push_back(spelled + "=" + *value);
-  } else {
-    probe.push_back(spelled);
-    if (value) probe.push_back(*value);
-  }
-  probe.emplace_back("--wrap=true");
-  try {
-    (void)cmdline::parse_fsub_command_line(probe);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
+  return slurm::parser_accepts(cmdline::parse_fsub_command_line, spelled, value, "--wrap=true");
 }
 
 }  // namespace
