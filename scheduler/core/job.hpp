@@ -50,6 +50,14 @@ struct job {
   std::size_t ntarget = 0;
   // A shaped job's tasks, memory and GPUs per node, taken at its start.
   std::vector<shaped_allocation::on_node> placed;
+  // Held (fctl hold): pending but out of the queue until released.
+  bool held = false;
+  // SUSPENDED: the processors it ran on (it holds none while suspended: its
+  // processes are stopped and others may use them). A rigid job resumes on
+  // exactly these; an adaptive one on any processors, sent as a new map.
+  processor_set home;
+  // SUSPENDED and asked to resume: it is in the queue, waiting for room.
+  bool resume_wanted = false;
 
   std::size_t size() const noexcept { return nprocs; }
   bool adaptive() const noexcept { return req.adaptive; }
@@ -64,6 +72,8 @@ struct decision {
     resize,   // send the job the map `to` (it holds `from` until it acknowledges)
     requeue,  // the job lost processors with a node: killed, back in the queue
     fail,     // the job lost processors with a node and does not requeue: NODE_FAIL
+    resume,   // a suspended job runs again on `to` (rigid: its old processors;
+              // adaptive: any, and it is RESIZING until it applies the map)
   };
   kind what = kind::start;
   job_id job = 0;

@@ -49,13 +49,14 @@ bool is_legal_transition(job_state from, job_state to) noexcept {
       return to == running || to == cancelled || to == failed;
     case running:
       return to == resizing || to == suspended || to == completed || to == failed ||
-             to == cancelled || to == timeout || to == node_fail || to == out_of_memory;
+             to == cancelled || to == timeout || to == node_fail || to == out_of_memory ||
+             to == pending;  // requeued (fctl requeue)
     case resizing:
       return to == running || to == completed || to == failed || to == cancelled ||
-             to == timeout || to == node_fail || to == out_of_memory;
+             to == timeout || to == node_fail || to == out_of_memory || to == pending;
     case suspended:
       return to == running || to == failed || to == cancelled || to == timeout ||
-             to == node_fail || to == out_of_memory;
+             to == node_fail || to == out_of_memory || to == pending;
     case node_fail:
       return to == pending;
     case completed:

@@ -15,6 +15,7 @@ std::string_view to_string(decision::kind k) noexcept {
     case decision::kind::resize: return "resize";
     case decision::kind::requeue: return "requeue";
     case decision::kind::fail: return "fail";
+    case decision::kind::resume: return "resume";
   }
   return "?";
 }
@@ -185,6 +186,9 @@ void scheduler::apply(const event& e) {
       }
       if (j.state == job_state::pending) {
         queue_.erase(key_of(j.req));
+      } else if (j.state == job_state::suspended) {
+        if (j.resume_wanted) queue_.erase(key_of(j.req));
+        suspended_.erase(e.job);
       } else {
         release(j);
       }
@@ -207,14 +211,59 @@ void scheduler::apply(const event& e) {
     }
     case k::suspend: {
       job& j = get_mut(e.job);
+      if (j.state == job_state::resizing) misuse(job_name(e.job) + " is being resized; suspend it once it has applied its map");
       if (j.state != job_state::running) misuse(job_name(e.job) + " is not running");
+      processor_set home = j.procs;
+      release(j);
+      j.home = std::move(home);
       j.state = job_state::suspended;
+      j.resume_wanted = false;
+      suspended_.insert(e.job);
+      refresh_counts();
       break;
     }
     case k::resume: {
       job& j = get_mut(e.job);
       if (j.state != job_state::suspended) misuse(job_name(e.job) + " is not suspended");
-      j.state = job_state::running;
+      if (j.resume_wanted) misuse(job_name(e.job) + " is already waiting to resume");
+      j.resume_wanted = true;
+      queue_.insert(key_of(j.req));
+      break;
+    }
+    case k::hold: {
+      job& j = get_mut(e.job);
+      if (j.state != job_state::pending) misuse(job_name(e.job) + " is not pending");
+      if (j.held) misuse(job_name(e.job) + " is already held");
+      j.held = true;
+      queue_.erase(key_of(j.req));
+      break;
+    }
+    case k::release: {
+      job& j = get_mut(e.job);
+      if (!j.held) misuse(job_name(e.job) + " is not held");
+      j.held = false;
+      queue_.insert(key_of(j.req));
+      new_epoch();
+      break;
+    }
+    case k::requeue: {
+      job& j = get_mut(e.job);
+      if (!is_legal_transition(j.state, job_state::pending) || j.state == job_state::node_fail) {
+        misuse(job_name(e.job) + " is not running or suspended");
+      }
+      if (j.state == job_state::suspended) {
+        suspended_.erase(e.job);
+        if (j.resume_wanted) queue_.erase(key_of(j.req));
+      } else {
+        release(j);
+      }
+      j.home = processor_set(cluster_.size());
+      j.resume_wanted = false;
+      j.frozen = false;
+      j.state = job_state::pending;
+      queue_.insert(key_of(j.req));
+      refresh_counts();
+      new_epoch();
       break;
     }
     case k::resize_ack:
@@ -277,6 +326,32 @@ void scheduler::apply(const event& e) {
           }
           pending_.push_back(std::move(d));
         }
+        // A suspended job's processes live on its old processors: losing
+        // one of them ends it too.
+        std::vector<job_id> stopped;
+        for (job_id id : suspended_) {
+          if (jobs_.at(id).home.intersects(lost)) stopped.push_back(id);
+        }
+        for (job_id id : stopped) {
+          job& j = jobs_.at(id);
+          suspended_.erase(id);
+          if (j.resume_wanted) queue_.erase(key_of(j.req));
+          decision d;
+          d.job = id;
+          d.from = j.home;
+          d.to = processor_set(cluster_.size());
+          j.home = processor_set(cluster_.size());
+          j.resume_wanted = false;
+          if (j.req.requeue_on_node_fail) {
+            d.what = decision::kind::requeue;
+            j.state = job_state::pending;
+            queue_.insert(key_of(j.req));
+          } else {
+            d.what = decision::kind::fail;
+            jobs_.erase(id);
+          }
+          pending_.push_back(std::move(d));
+        }
       }
       refresh_usable();
       break;
@@ -297,6 +372,17 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
   job j;
   j.req = r;
   j.state = state;
+  if (state == job_state::suspended) {
+    // Its processes are stopped; it holds nothing until it resumes.
+    j.procs = processor_set(cluster_.size());
+    j.target = processor_set(cluster_.size());
+    j.home = procs;
+    j.start_time = start_time;
+    j.estimated_end = start_time + r.walltime;
+    jobs_.emplace(r.id, std::move(j));
+    suspended_.insert(r.id);
+    return;
+  }
   j.procs = procs;
   j.nprocs = n;
   j.target = processor_set(cluster_.size());
@@ -305,27 +391,32 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
   held_ |= procs;
   by_end_.insert({j.estimated_end, r.id});
   if (r.adaptive) adaptive_.insert(r.id);
-  if (!r.shape.plain()) {
-    // What its start took, from the map it holds: tasks, memory and GPUs on
-    // each of its nodes.
-    std::vector<std::size_t> nodes, counts;
-    for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
-      const node& n = cluster_.at(i);
-      const std::size_t here = procs.count_range(n.first_proc, n.first_proc + n.procs);
-      if (here == 0) continue;
-      nodes.push_back(i);
-      counts.push_back(here);
-    }
-    const auto tasks = task_layout(counts, r.shape.cpus_per_task,
-                                   r.shape.ntasks != 0 ? r.shape.ntasks : n / std::max<std::size_t>(r.shape.cpus_per_task, 1),
-                                   r.shape.tasks_per_node);
-    for (std::size_t k = 0; k < nodes.size(); ++k) {
-      j.placed.push_back({nodes[k], tasks[k], r.shape.memory_on_node(counts[k]), r.shape.gpus_per_node});
-    }
-    take_resources(j);
-  }
+  if (!r.shape.plain()) restore_placement(j);
   jobs_.emplace(r.id, std::move(j));
   refresh_counts();
+}
+
+void scheduler::restore_placement(job& j) {
+  // What its start took, from the map it holds: tasks, memory and GPUs on
+  // each of its nodes.
+  const job_request& r = j.req;
+  const std::size_t n = j.nprocs;
+  std::vector<std::size_t> nodes, counts;
+  for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
+    const node& nd = cluster_.at(i);
+    const std::size_t here = j.procs.count_range(nd.first_proc, nd.first_proc + nd.procs);
+    if (here == 0) continue;
+    nodes.push_back(i);
+    counts.push_back(here);
+  }
+  const auto tasks = task_layout(counts, r.shape.cpus_per_task,
+                                 r.shape.ntasks != 0 ? r.shape.ntasks : n / std::max<std::size_t>(r.shape.cpus_per_task, 1),
+                                 r.shape.tasks_per_node);
+  j.placed.clear();
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    j.placed.push_back({nodes[k], tasks[k], r.shape.memory_on_node(counts[k]), r.shape.gpus_per_node});
+  }
+  take_resources(j);
 }
 
 void scheduler::start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out) {
@@ -346,6 +437,42 @@ void scheduler::start_job(job& j, const processor_set& procs, double now, std::v
   out.push_back(std::move(d));
 }
 
+void scheduler::resume_job(job& j, const processor_set& procs, std::size_t n, double now,
+                           std::vector<decision>& out) {
+  queue_.erase(key_of(j.req));
+  suspended_.erase(j.req.id);
+  decision d;
+  d.what = decision::kind::resume;
+  d.job = j.req.id;
+  d.from = j.home;
+  d.to = procs;
+  j.resume_wanted = false;
+  j.home = processor_set(cluster_.size());
+  j.procs = procs;
+  j.nprocs = n;
+  held_ |= procs;
+  // Time limits do not run while suspended; EASY's estimate starts again.
+  j.estimated_end = now + j.req.walltime;
+  by_end_.insert({j.estimated_end, j.req.id});
+  if (j.req.adaptive) {
+    adaptive_.insert(j.req.id);
+    // Its ranks still sit where they were stopped: it applies `procs` as a
+    // new map, RESIZING until it acknowledges (nothing to reserve: the map
+    // it holds is already the new one).
+    j.target = procs;
+    j.ntarget = n;
+    j.state = job_state::resizing;
+    ++j.resizes;
+  } else {
+    j.state = job_state::running;
+    if (!j.req.shape.plain()) {
+      // Its memory and GPUs, as at its start.
+      restore_placement(j);
+    }
+  }
+  out.push_back(std::move(d));
+}
+
 void scheduler::check_plan(const plan& p) const {
   // Each job at most once in the whole plan: a second entry would be judged
   // against a state the first one changed, so a plan could not be checked as
@@ -354,7 +481,9 @@ void scheduler::check_plan(const plan& p) const {
   named.reserve(p.starts.size() + p.targets.size());
   for (const plan::sized& s : p.starts) {
     const job& j = get(s.job);
-    if (j.state != job_state::pending) misuse("strategy started " + job_name(s.job) + ", which is not pending");
+    const bool resuming = j.state == job_state::suspended && j.resume_wanted;
+    if (j.state != job_state::pending && !resuming) misuse("strategy started " + job_name(s.job) + ", which is not queued");
+    if (j.held) misuse("strategy started " + job_name(s.job) + ", which is held");
     if (s.procs < j.req.min_pe || s.procs > j.req.max_pe) misuse("strategy sized " + job_name(s.job) + " outside its min..max");
     named.push_back(s.job);
   }
@@ -401,15 +530,26 @@ std::vector<decision> scheduler::decide(double now) {
   // hands to others (equipartition.hpp), while a processor given back on a
   // drained node is lost to everyone.
   processor_set off_up = held_ - usable_;
+  // Rigid jobs waiting to resume need their old processors back: nobody else
+  // is given those, and shrinking jobs give them back first.
+  processor_set promised(cluster_.size());
+  for (job_id id : suspended_) {
+    const job& q = jobs_.at(id);
+    if (q.resume_wanted && !q.req.adaptive) promised |= q.home;
+  }
+  const bool any_promised = promised.any();
   for (const plan::sized& t : p.targets) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
-    processor_set to = place_shrink(j.procs, j.size() - t.procs, off_up);
+    const processor_set keep = any_promised && j.procs.intersects(promised) ? off_up | (j.procs - promised) : off_up;
+    processor_set to = place_shrink(j.procs, j.size() - t.procs, keep);
     reserved_ |= j.procs - to;
     begin_resize(j, to, t.procs, out);
   }
 
   processor_set free = usable_ - held_;
+  const processor_set promised_free = any_promised ? free & promised : processor_set(cluster_.size());
+  if (any_promised) free -= promised;
   std::size_t free_n = free.count();
   // Starts, in the strategy's order. A start whose processors are still being
   // vacated waits for the acknowledgements (the next decide() redoes the plan).
@@ -419,6 +559,20 @@ std::vector<decision> scheduler::decide(double now) {
   bool shape_blocked = false;
   for (const plan::sized& s : p.starts) {
     job& j = jobs_.at(s.job);
+    if (j.state == job_state::suspended) {
+      if (!j.req.adaptive) {
+        // Its processes can only continue where they are.
+        if ((j.home - promised_free).any()) continue;
+        resume_job(j, j.home, j.home.count(), now, out);
+        continue;
+      }
+      if (shape_blocked || s.procs > free_n) continue;
+      processor_set procs = place_new(free, s.procs);
+      free -= procs;
+      free_n -= s.procs;
+      resume_job(j, procs, s.procs, now, out);
+      continue;
+    }
     if (shape_blocked || s.procs > free_n) continue;
     if (!j.req.shape.plain()) {
       auto placed = place_shaped(cluster_, free, res_, j.req.shape, s.procs);

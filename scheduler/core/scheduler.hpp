@@ -25,8 +25,11 @@ struct event {
     arrival,         // request: a new job enters the queue
     completion,      // job ended (final: completed, failed, cancelled, timeout); a pending job is dequeued
     change_request,  // job asks for new min_pe/max_pe
-    suspend,         // running job stops using its processors but keeps them
-    resume,          // suspended job runs again
+    suspend,         // running job is stopped: its processors go back to the pool
+    resume,          // suspended job asks to run again: it queues for room (decision resume)
+    hold,            // pending job leaves the queue until released (fctl hold)
+    release,         // held job goes back to the queue at its old place
+    requeue,         // running or suspended job is killed and queued again (fctl requeue)
     node_down,       // node: its processors are gone, jobs on them requeue or fail
     node_up,         // node: usable again
     node_drain,      // node: keeps running jobs, gets no new ones
@@ -107,6 +110,7 @@ public:
   const strategy& policy() const noexcept { return *policy_; }
   const job* find(job_id id) const;
   const job& get(job_id id) const;  // throws std::invalid_argument if unknown
+  // Pending jobs that are not held, and suspended jobs asking to resume.
   const std::set<queue_key>& queue() const noexcept { return queue_; }
   // Jobs holding processors, by estimated end (EASY's release order).
   const std::set<std::pair<double, job_id>>& holding_by_end() const noexcept { return by_end_; }
@@ -143,6 +147,11 @@ private:
   job& get_mut(job_id id);
   void release(job& j);  // drops all processors the job holds or was promised
   void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
+  // A suspended job runs again on procs (n of them).
+  void resume_job(job& j, const processor_set& procs, std::size_t n, double now, std::vector<decision>& out);
+  // A shaped job's placement (tasks, memory, GPUs per node) from the map it
+  // holds, taken as at its start (recovery, resume).
+  void restore_placement(job& j);
   // Throws std::invalid_argument, changing nothing, unless every start and
   // target of the plan may be carried out (or skipped) as decide() does.
   void check_plan(const plan& p) const;
@@ -174,6 +183,7 @@ private:
   std::vector<decision> pending_;  // decisions made by apply() (node loss), returned by decide()
   std::optional<plan::reservation_t> reservation_;
   std::vector<node_resources> res_;  // one per node
+  std::set<job_id> suspended_;       // SUSPENDED jobs (their home maps)
 };
 
 }  // namespace aqs::core

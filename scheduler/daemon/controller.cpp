@@ -140,6 +140,8 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           logging::info("shutdown requested by {}", c->peer().remote);
           c->send(protocol::ok{msg.id, {}});
           request_stop_();
+        } else if constexpr (std::is_same_v<T, protocol::control>) {
+          handle_control(c, msg);
         } else if constexpr (std::is_same_v<T, protocol::cancel>) {
           post([this, c, msg] { handle_cancel(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::list_nodes>) {
@@ -362,6 +364,11 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
       case kind::resize:
         begin_resize(id, d.to);
         break;
+      case kind::resume: {
+        const core::job* j = sched_.find(d.job);
+        resumed(id, d.to, j != nullptr && j->req.adaptive);
+        break;
+      }
       case kind::requeue:
       case kind::fail: {
         const bool requeue = d.what == kind::requeue;

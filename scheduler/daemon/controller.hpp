@@ -183,6 +183,24 @@ private:
   // kill.cpp
   void handle_cancel(const conn_ptr& c, const protocol::cancel& m);
   void send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate = true);
+  // control.cpp: fctl (hold, release, suspend, resume, requeue, update) and
+  // a job's own range requests. Each action returns why it was refused.
+  void handle_control(const conn_ptr& c, const protocol::control& m);
+  std::optional<std::string> hold(std::int64_t id, job_entry& e, const core::job* j, bool admin, const std::string& caller);
+  std::optional<std::string> release(std::int64_t id, job_entry& e, const core::job* j, bool admin,
+                                     const std::string& caller);
+  std::optional<std::string> suspend(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
+  std::optional<std::string> resume(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
+  std::optional<std::string> requeue(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
+  std::optional<std::string> update(std::int64_t id, job_entry& e, const core::job* j, const protocol::control& m,
+                                    const std::string& caller);
+  // The core's resume decision: RUNNING again on `to` (an adaptive job is
+  // sent `to` as a new map), its processes continued on every node.
+  void resumed(std::int64_t id, const core::processor_set& to, bool adaptive);
+  // Queues a store::job_update in the current batch.
+  void record_update(store::job_update u);
+  // `sig` to the job's processes on its node and on every node of its steps.
+  void signal_everywhere(std::int64_t id, int sig);
   // resize.cpp
   void begin_resize(std::int64_t id, const core::processor_set& to);
   void send_map(std::int64_t id);

@@ -33,6 +33,9 @@ struct job_entry {
   int misses = 0;         // heartbeats of its host without it
   std::string token;      // the shim's TCP secret
   bool cancel_requested = false;
+  // fctl's mark, as stored (store::job_status::control): "held-user",
+  // "held-admin", "resume" or "".
+  std::string control;
   std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
   // Kept after launch for its steps on other nodes (their Slurm variables).
   std::string name;

@@ -59,6 +59,7 @@ void controller::recover() {
     e.gid = s.uid;  // read with the script when it is launched
     e.deps = s.dependencies;
     e.name = s.name;
+    e.control = s.status.control;
     try {
       e.geometry = geometry_of(s.geometry);
     } catch (const std::exception&) {
@@ -105,6 +106,11 @@ void controller::recover() {
     e.host = sched_.machine().node_of(procs.first());
     e.recovered = true;  // its agent must list it or report its end
     jobs_.add(s.id, std::move(e));
+    if (state == job_state::suspended && s.status.control == "resume") {
+      // Asked to resume before aqsd stopped: it waits for room again.
+      sched_.apply(core::event::on_job(core::event::kind::resume, static_cast<core::job_id>(s.id)));
+      view_.set_reason(s.id, "Resources");
+    }
     if (state == job_state::resizing) {
       // The map it was sent may never be applied by now: it keeps its old one.
       transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");

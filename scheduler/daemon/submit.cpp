@@ -252,6 +252,11 @@ void controller::admit_or_hold(std::int64_t id) {
   }
   view_.set_reason(id, "");
   sched_.apply(core::event::arrival(e->req));
+  if (e->control == "held-user" || e->control == "held-admin") {
+    // Held while it waited (fctl hold), or before aqsd restarted.
+    sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
+    view_.set_reason(id, e->control == "held-admin" ? "JobHeldAdmin" : "JobHeldUser");
+  }
   decide_needed_ = true;
   kick();
 }

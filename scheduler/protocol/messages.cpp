@@ -345,6 +345,30 @@ struct record<cancel> {
 };
 
 template <>
+struct record<control> {
+  using R = control;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("action", &R::action, k_name),
+      field("job_ids", &R::job_ids, k_job_ids),
+      field("min_pe", &R::min_pe, integer{1, k_max_pe}),
+      field("max_pe", &R::max_pe, integer{1, k_max_pe}),
+      field("time_limit_s", &R::time_limit_s, integer{0, k_max_walltime_s}),
+      check<R>([](const reader& in, const R& m) {
+        static constexpr std::string_view actions[] = {"hold", "release", "suspend", "resume", "requeue", "update"};
+        if (std::find(std::begin(actions), std::end(actions), m.action) == std::end(actions)) {
+          in.fail("action", "must be one of hold, release, suspend, resume, requeue, update");
+        }
+        if (m.job_ids.empty()) in.fail("job_ids", "must not be empty");
+        const bool sized = m.min_pe || m.max_pe || m.time_limit_s;
+        if (m.action == "update" && !sized) in.fail("action", "update needs min_pe, max_pe or time_limit_s");
+        if (m.action != "update" && sized) in.fail("action", "only update takes min_pe, max_pe or time_limit_s");
+        if (m.min_pe && m.max_pe && *m.min_pe > *m.max_pe) in.fail("max_pe", "must not be below min_pe");
+      }),
+  };
+};
+
+template <>
 struct record<list_jobs> {
   using R = list_jobs;
   static constexpr auto fields = std::tuple{
@@ -672,7 +696,7 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<list_jobs>(m) || std::holds_alternative<list_nodes>(m) ||
              std::holds_alternative<job_history>(m) || std::holds_alternative<watch_job>(m) ||
              std::holds_alternative<shutdown>(m) || std::holds_alternative<issue_token>(m) ||
-             std::holds_alternative<revoke_token>(m);
+             std::holds_alternative<revoke_token>(m) || std::holds_alternative<control>(m);
     case peer_role::node:
       return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
              std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||
@@ -680,7 +704,8 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<error>(m) || std::holds_alternative<node_leaving>(m);
     case peer_role::job:
       return std::holds_alternative<resize_begin>(m) || std::holds_alternative<resize_ack>(m) ||
-             std::holds_alternative<resize_refused>(m) || std::holds_alternative<remote_exec>(m);
+             std::holds_alternative<resize_refused>(m) || std::holds_alternative<remote_exec>(m) ||
+             std::holds_alternative<control>(m);
   }
   return false;
 }

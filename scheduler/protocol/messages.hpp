@@ -188,6 +188,31 @@ struct cancel {
   friend bool operator==(const cancel&, const cancel&) = default;
 };
 
+// fctl: changes live jobs (the owner's or, for root, anyone's), like
+// scontrol. `action` is one of:
+//   hold, release   a pending job leaves the queue / comes back; a job held by
+//                   root is released by root only
+//   suspend, resume a running job's processes are stopped on every node and
+//                   its processors freed / it queues to run again (rigid: on
+//                   its old processors; adaptive: on any, sent as a new map)
+//   requeue         a running or suspended job is killed and queued again
+//   update          a new min_pe..max_pe (adaptive jobs: any live state;
+//                   rigid: pending only) and/or time_limit_s (pending only;
+//                   0: none)
+// A job (role job, its shim) may send update for itself: aqs_request_range.
+// Reply: ok {done: [ids], failed: [{job_id, code, message}]}; when every
+// job failed, the first failure as an error.
+struct control {
+  static constexpr std::string_view type = "control";
+  std::int64_t id = 0;
+  std::string action;
+  std::vector<std::int64_t> job_ids;
+  std::optional<std::int64_t> min_pe;
+  std::optional<std::int64_t> max_pe;
+  std::optional<std::int64_t> time_limit_s;
+  friend bool operator==(const control&, const control&) = default;
+};
+
 // Reply: ok {jobs: [job objects, by increasing id], more: bool}. Without
 // `all`, finished jobs are left out. A long history does not fit one frame:
 // the server returns at most `limit` (or its own cap) jobs with id >
@@ -465,7 +490,7 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
-                             resize_begin, issue_token, revoke_token>;
+                             resize_begin, issue_token, revoke_token, control>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

@@ -82,6 +82,15 @@ struct record<cancel_reply> {
 };
 
 template <>
+struct record<control_reply> {
+  using R = control_reply;
+  static constexpr auto fields = std::tuple{
+      field("done", &R::done, list<integer>{k_max_entries, k_job_id}),
+      field("failed", &R::failed, list<object<cancel_failure>>{k_max_entries, {}}),
+  };
+};
+
+template <>
 struct record<list_jobs_reply> {
   using R = list_jobs_reply;
   static constexpr auto fields = std::tuple{
@@ -163,6 +172,7 @@ ok make_ok(std::int64_t id, const job_history_reply& r) { return described_ok(id
 ok make_ok(std::int64_t id, const register_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const remote_exec_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const token_reply& r) { return described_ok(id, r); }
+ok make_ok(std::int64_t id, const control_reply& r) { return described_ok(id, r); }
 
 ok make_ok(std::int64_t id, const list_jobs_reply& r) {
   // The jobs as text (append_json), as aqsd has always sent them: the same
@@ -181,6 +191,7 @@ ok make_ok(std::int64_t id, const list_jobs_reply& r) {
 
 json to_json(const cancel_reply& r) { return detail::to_object(r); }
 json to_json(const job_history_reply& r) { return detail::to_object(r); }
+json to_json(const control_reply& r) { return detail::to_object(r); }
 
 template <class Reply>
 Reply read_reply(const ok& reply) {
@@ -197,5 +208,6 @@ template job_history_reply read_reply<job_history_reply>(const ok&);
 template register_reply read_reply<register_reply>(const ok&);
 template remote_exec_reply read_reply<remote_exec_reply>(const ok&);
 template token_reply read_reply<token_reply>(const ok&);
+template control_reply read_reply<control_reply>(const ok&);
 
 }  // namespace aqs::protocol

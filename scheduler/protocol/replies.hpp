@@ -100,6 +100,14 @@ struct remote_exec_reply {
   friend bool operator==(const remote_exec_reply&, const remote_exec_reply&) = default;
 };
 
+// To control (fctl): the jobs changed, and those that could not be, each
+// with why (the same shape as cancel's failures).
+struct control_reply {
+  std::vector<std::int64_t> done;
+  std::vector<cancel_failure> failed;
+  friend bool operator==(const control_reply&, const control_reply&) = default;
+};
+
 // To issue_token: the bearer token (opaque to clients), its id (what
 // revoke_token names), whom it acts as, and when it expires (Unix seconds).
 struct token_reply {
@@ -122,6 +130,7 @@ job_history_reply reply_to(const job_history&);
 register_reply reply_to(const register_node&);
 remote_exec_reply reply_to(const remote_exec&);
 token_reply reply_to(const issue_token&);
+control_reply reply_to(const control&);
 template <class Request>
 using reply_t = decltype(reply_to(std::declval<const Request&>()));
 
@@ -135,10 +144,12 @@ ok make_ok(std::int64_t id, const job_history_reply& r);
 ok make_ok(std::int64_t id, const register_reply& r);
 ok make_ok(std::int64_t id, const remote_exec_reply& r);
 ok make_ok(std::int64_t id, const token_reply& r);
+ok make_ok(std::int64_t id, const control_reply& r);
 
 // The result object of a reply, as the members of its ok (fkill --json and
 // fjobs --history --json print it, or a part of it).
 nlohmann::json to_json(const cancel_reply& r);
+nlohmann::json to_json(const control_reply& r);
 nlohmann::json to_json(const job_history_reply& r);
 
 // Defined for the reply types above.

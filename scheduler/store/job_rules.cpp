@@ -107,6 +107,27 @@ job_event event_of(const job_transition& t, const planned_transition& p, std::in
   return e;
 }
 
+void check_update(const job_update& u, job_state state, bool adaptive, std::int32_t min_pe, std::int32_t max_pe) {
+  const std::string job = "job " + std::to_string(u.job_id);
+  if (u.reason.empty()) throw invalid_job(job + ": an update needs a reason");
+  check_text("reason", u.reason);
+  if (core::is_final(state)) throw invalid_job(job + " has ended (" + std::string(core::to_string(state)) + ")");
+  if (u.control) {
+    const std::string& c = *u.control;
+    if (!c.empty() && c != "held-user" && c != "held-admin" && c != "resume") {
+      throw invalid_job(job + ": unknown control '" + c + "'");
+    }
+    if ((c == "held-user" || c == "held-admin") && state != job_state::pending) {
+      throw invalid_job(job + " is not pending");
+    }
+    if (c == "resume" && state != job_state::suspended) throw invalid_job(job + " is not suspended");
+  }
+  const std::int32_t lo = u.min_pe.value_or(min_pe), hi = u.max_pe.value_or(max_pe);
+  if (lo < 1 || hi < lo) throw invalid_job(job + ": need 1 <= min <= max");
+  if (!adaptive && lo != hi) throw invalid_job(job + " is rigid: its min and max stay equal");
+  if (u.walltime_s && *u.walltime_s < 0) throw invalid_job(job + ": a time limit cannot be negative");
+}
+
 bool is_live(job_state s) noexcept {
   return s == job_state::pending || s == job_state::running || s == job_state::resizing ||
          s == job_state::suspended;

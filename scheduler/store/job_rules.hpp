@@ -21,6 +21,11 @@ std::string make_submit_token();
 // status. Throws invalid_job.
 void check_transition(const job_transition& t);
 
+// Checks a job_update against the job as stored (its state, kind and
+// range). Throws invalid_job.
+void check_update(const job_update& u, core::job_state state, bool adaptive, std::int32_t min_pe,
+                  std::int32_t max_pe);
+
 // Throws invalid_job for a node request that can never be registered.
 void check_node_request(const node_request& q);
 

@@ -79,6 +79,12 @@ public:
   // none is. Returns the events in the order given.
   virtual std::vector<job_event> transition_all(const std::vector<job_transition>& ts) = 0;
 
+  // Writes a job_update and appends its event, in one transaction. Throws
+  // not_found, or invalid_job (a final job; an empty reason; min > max; a
+  // rigid job given min != max; a control that does not fit the job's
+  // state) and writes nothing.
+  virtual job_event update_job(const job_update& u) = 0;
+
   // The job in full, or nullopt.
   virtual std::optional<job_record> get_job(std::int64_t id) = 0;
   // The job's events, oldest first (empty for an unknown job).

@@ -203,6 +203,7 @@ planned_transition memory_job_store::plan_locked(const job_transition& t) const 
 
 job_event memory_job_store::apply_locked(const job_transition& t, const planned_transition& p, time_point at) {
   job_status& st = jobs_.at(t.job_id).status;
+  if (st.state != t.to) st.control.clear();
   st.state = t.to;
   st.procs = processor_set::from_string(p.procs);
   st.resize_procs.reset();
@@ -218,6 +219,34 @@ job_event memory_job_store::apply_locked(const job_transition& t, const planned_
   st.term_signal = t.term_signal;
   job_event e = event_of(t, p, next_event_++, at);
   events_[t.job_id].push_back(e);
+  return e;
+}
+
+job_event memory_job_store::update_job(const job_update& u) {
+  std::lock_guard lk(mu_);
+  check_up();
+  auto it = jobs_.find(u.job_id);
+  if (it == jobs_.end()) throw not_found("no job " + std::to_string(u.job_id));
+  job_record& r = it->second;
+  check_update(u, r.status.state, r.request.adaptive, r.request.min_pe, r.request.max_pe);
+  const commit_outcome outcome = next_commit();
+  if (outcome == commit_outcome::lost) fail_commit(outcome);
+  if (u.control) r.status.control = *u.control;
+  if (u.min_pe) r.request.min_pe = *u.min_pe;
+  if (u.max_pe) r.request.max_pe = *u.max_pe;
+  if (u.walltime_s) {
+    r.request.walltime_s.reset();
+    if (*u.walltime_s > 0) r.request.walltime_s = *u.walltime_s;
+  }
+  job_event e;
+  e.id = next_event_++;
+  e.job_id = u.job_id;
+  e.time = now();
+  e.old_state = r.status.state;
+  e.new_state = r.status.state;
+  e.reason = u.reason;
+  events_[u.job_id].push_back(e);
+  if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
   return e;
 }
 

@@ -117,6 +117,50 @@ std::vector<job_event> pg_job_store::transition_all(const std::vector<job_transi
       false);
 }
 
+job_event pg_job_store::update_job(const job_update& u) {
+  if (u.reason.empty()) throw invalid_job("job " + std::to_string(u.job_id) + ": an update needs a reason");
+  std::lock_guard lk(control_mu_);
+  return control_->run<job_event>(
+      [&](pqxx::work& tx) {
+        const pqxx::result cur =
+            tx.exec_params("SELECT state, adaptive, min_pe, max_pe FROM jobs WHERE id = $1 FOR UPDATE", u.job_id);
+        if (cur.empty()) throw not_found("no job " + std::to_string(u.job_id));
+        const job_state state = state_of(cur[0]["state"]);
+        check_update(u, state, cur[0]["adaptive"].as<bool>(), cur[0]["min_pe"].as<std::int32_t>(),
+                     cur[0]["max_pe"].as<std::int32_t>());
+        std::optional<std::string> control;
+        if (u.control && !u.control->empty()) control = *u.control;
+        std::optional<std::int32_t> walltime;
+        if (u.walltime_s && *u.walltime_s > 0) walltime = *u.walltime_s;
+        const pqxx::result ev = tx.exec_params(
+            "WITH j AS ("
+            "  UPDATE jobs SET control = CASE WHEN $2 THEN $3 ELSE control END,"
+            "    min_pe = coalesce($4, min_pe), max_pe = coalesce($5, max_pe),"
+            "    walltime_s = CASE WHEN $6 THEN $7 ELSE walltime_s END"
+            "  WHERE id = $1 RETURNING state)"
+            " INSERT INTO job_events (job_id, old_state, new_state, reason)"
+            " SELECT $1, state, state, $8 FROM j RETURNING id, time",
+            u.job_id, u.control.has_value(), control, u.min_pe, u.max_pe, u.walltime_s.has_value(), walltime,
+            u.reason);
+        if (ev.size() != 1) throw store_error("job " + std::to_string(u.job_id) + " vanished during its update");
+        job_event e;
+        e.id = ev[0]["id"].as<std::int64_t>();
+        e.job_id = u.job_id;
+        e.time = micros(ev[0]["time"]);
+        e.old_state = state;
+        e.new_state = state;
+        e.reason = u.reason;
+        return e;
+      },
+      [&](pqxx::work&) -> std::optional<job_event> {
+        // An update is idempotent but its event is not: rather than write it
+        // twice, say that the outcome is unknown.
+        throw store_unavailable("lost the connection while committing an update of job " +
+                                std::to_string(u.job_id) + "; its state needs checking");
+      },
+      false);
+}
+
 // --------------------------------------------------------------- queries --
 
 std::optional<job_record> pg_job_store::get_job(std::int64_t id) {

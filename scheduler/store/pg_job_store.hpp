@@ -86,6 +86,7 @@ public:
   void submit_then(job_request request, submit_callback done) override;
   job_event transition(const job_transition& t) override;
   std::vector<job_event> transition_all(const std::vector<job_transition>& ts) override;
+  job_event update_job(const job_update& u) override;
   std::optional<job_record> get_job(std::int64_t id) override;
   std::vector<job_event> job_history(std::int64_t id) override;
   std::vector<job_summary> list_jobs(const job_filter& filter = {}) override;

@@ -92,6 +92,10 @@ const pg_column<job_summary> k_summary[] = {
      [](const pqxx::field& f, job_summary& j) {
        if (!f.is_null()) j.status.resize_procs = map_of(f);
      }},
+    {"control",
+     [](const pqxx::field& f, job_summary& j) {
+       if (!f.is_null()) j.status.control = f.as<std::string>();
+     }},
 };
 
 const pg_column<job_record> k_record[] = {

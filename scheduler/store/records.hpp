@@ -59,6 +59,10 @@ struct job_status {
   std::optional<std::int32_t> term_signal{};
   core::processor_set procs{};             // processors held; empty unless RUNNING/RESIZING/SUSPENDED
   std::optional<core::processor_set> resize_procs{};  // RESIZING only: the map asked for
+  // fctl's mark on a live job: "" (none), "held-user", "held-admin" (a held
+  // PENDING job) or "resume" (a SUSPENDED job waiting to run again). Any
+  // state change clears it.
+  std::string control{};
 };
 
 // A job in full: what get_job returns.
@@ -115,6 +119,17 @@ struct job_transition {
   std::string reason{};
   std::optional<std::int32_t> exit_code{};    // final states only
   std::optional<std::int32_t> term_signal{};  // final states only
+};
+
+// A change to a live job that is not a state change (fctl hold, release,
+// resume, update; a job's own range request): the fields set are written
+// and one event is appended with the job's state as both old and new state.
+struct job_update {
+  std::int64_t job_id = 0;
+  std::optional<std::string> control{};    // "" clears it
+  std::optional<std::int32_t> min_pe{}, max_pe{};
+  std::optional<std::int32_t> walltime_s{};  // 0: no limit
+  std::string reason{};                    // the event's text (required)
 };
 
 // A node's state is the core's (UP, DRAINED, DOWN: the same spellings in the

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <utility>
 
+#include "client/time_limit.hpp"
 #include "client/text_util.hpp"
 #include "client/usage_error.hpp"
 
@@ -201,6 +202,81 @@ protocol::cancel build_cancel(const fkill_command_line& cmd) {
   if (cmd.signal) c.signal = *cmd.signal;
   c.user = cmd.user;
   return c;
+}
+
+fctl_command_line parse_fctl_command_line(std::span<const std::string> args) {
+  static constexpr std::array<opt_spec, 3> specific = {{{0, "min", true}, {0, "max", true}, {'t', "time", true}}};
+  const scanned s = scan(args, specific, "fctl");
+  fctl_command_line out;
+  auto count = [](const std::string& name, const std::string& value) {
+    std::int64_t v = 0;
+    bool ok = !value.empty() && value.size() <= 7;
+    for (const char c : value) {
+      if (c < '0' || c > '9') ok = false;
+      if (ok) v = v * 10 + (c - '0');
+    }
+    if (!ok || v < 1) throw usage_error("invalid --" + name + " '" + value + "' (expected a number of processors, 1 or more)");
+    return v;
+  };
+  for (const auto& [name, value] : s.options) {
+    if (apply_common(out.common, name, value)) continue;
+    if (name == "min") out.min_pe = count(name, value);
+    if (name == "max") out.max_pe = count(name, value);
+    if (name == "time") {
+      // "UNLIMITED" (scontrol's word) or "0" clears it.
+      std::string upper;
+      for (const char c : value) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+      out.time_limit_s = upper == "UNLIMITED" || upper == "INFINITE" || value == "0" ? 0 : parse_time_limit(value);
+    }
+  }
+  if (out.common.help) return out;
+  static constexpr std::array<std::string_view, 6> actions = {"hold", "release", "suspend", "resume", "requeue", "update"};
+  if (s.positionals.empty()) throw usage_error("no action given (fctl hold|release|suspend|resume|requeue|update ID...)");
+  out.action = s.positionals.front();
+  if (std::find(actions.begin(), actions.end(), out.action) == actions.end()) {
+    throw usage_error("unknown action '" + out.action + "' (expected hold, release, suspend, resume, requeue or update)");
+  }
+  for (std::size_t i = 1; i < s.positionals.size(); ++i) {
+    const auto id = parse_job_id(s.positionals[i]);
+    if (std::find(out.job_ids.begin(), out.job_ids.end(), id) == out.job_ids.end()) out.job_ids.push_back(id);
+  }
+  if (out.job_ids.empty()) throw usage_error("no job id given (fctl " + out.action + " ID...)");
+  if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
+  const bool sized = out.min_pe || out.max_pe || out.time_limit_s;
+  if (out.action == "update" && !sized) throw usage_error("update needs --min, --max or --time");
+  if (out.action != "update" && sized) throw usage_error("--min, --max and --time go with update only");
+  if (out.min_pe && out.max_pe && *out.min_pe > *out.max_pe) {
+    throw usage_error("--min " + std::to_string(*out.min_pe) + " is above --max " + std::to_string(*out.max_pe));
+  }
+  return out;
+}
+
+protocol::control build_control(const fctl_command_line& cmd) {
+  protocol::control c;
+  c.action = cmd.action;
+  c.job_ids = cmd.job_ids;
+  c.min_pe = cmd.min_pe;
+  c.max_pe = cmd.max_pe;
+  c.time_limit_s = cmd.time_limit_s;
+  return c;
+}
+
+std::string fctl_usage() {
+  return "Usage: fctl ACTION [options] ID...\n"
+         "Change your jobs (any job, for root), like Slurm's scontrol.\n"
+         "  hold ID...       keep pending jobs from starting (JobHeldUser; by root: JobHeldAdmin)\n"
+         "  release ID...    let held jobs start again (a job root held: root only)\n"
+         "  suspend ID...    stop running jobs (SIGSTOP on every node) and free their processors;\n"
+         "                   their time limits stop too\n"
+         "  resume ID...     let suspended jobs run again once there is room: a rigid job on its\n"
+         "                   old processors, an adaptive one on any (sent as a new map)\n"
+         "  requeue ID...    kill running or suspended jobs and queue them again\n"
+         "  update ID... [--min N] [--max N] [-t|--time LIMIT]\n"
+         "                   a new processor range (adaptive jobs; rigid ones while pending, with\n"
+         "                   --min equal to --max) or time limit (pending jobs; UNLIMITED clears it)\n"
+         "      --json       print the result as JSON\n"
+         "      --socket PATH  aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
+         "  -h, --help       this help\n";
 }
 
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {

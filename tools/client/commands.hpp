@@ -66,6 +66,22 @@ inline constexpr std::int64_t k_default_finished_window = 1000;
 std::optional<std::int64_t> listing_limit(const fjobs_command_line& cmd);
 protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd);
 
+// fctl ACTION [options] ID...   (scontrol's job verbs)
+//   hold | release | suspend | resume | requeue ID...
+//   update ID... [--min N] [--max N] [-t|--time LIMIT]
+// ACTION comes first; at least one ID; update needs one of its options and
+// the other actions take none of them.
+struct fctl_command_line {
+  common_options common;
+  std::string action;
+  std::vector<std::int64_t> job_ids;
+  std::optional<std::int64_t> min_pe, max_pe;
+  std::optional<std::int64_t> time_limit_s;  // 0: none
+};
+fctl_command_line parse_fctl_command_line(std::span<const std::string> args);
+protocol::control build_control(const fctl_command_line& cmd);
+std::string fctl_usage();
+
 // fnodes [--json]
 struct fnodes_command_line {
   common_options common;

@@ -376,9 +376,13 @@ void agent::handle(protocol::message m) {
   if (auto* l = std::get_if<protocol::launch>(&m)) {
     handle_launch(*l);
   } else if (auto* k = std::get_if<protocol::kill>(&m)) {
-    bool found = k->escalate
-                     ? supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))
-                     : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
+    const bool job_control = !k->escalate && (k->signal == SIGSTOP || k->signal == SIGCONT);
+    bool found = k->escalate    ? supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))
+                 : job_control ? supervisor_.pause(k->job_id, k->signal == SIGSTOP)
+                               : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
+    // fctl suspend/resume: the job's processes that left its group (an MPI
+    // daemon in its own session, and its ranks) stop and continue too.
+    if (job_control && signal_tagged(k->job_id, static_cast<int>(k->signal)) > 0) found = true;
     if (k->escalate) {
       // Processes of the job that left its group and session (an MPI daemon
       // that made itself a session leader, and its ranks) go too; killing

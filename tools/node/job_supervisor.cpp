@@ -310,7 +310,13 @@ void job_supervisor::reported(std::int64_t job_id) {
   const auto deferred = std::move(j.deferred);
   const auto step_exited = j.step_exited;
   if (started) started(std::nullopt);
-  for (const auto& [sig, grace] : deferred) kill(job_id, sig, grace);
+  for (const auto& [sig, grace] : deferred) {
+    if (sig == SIGSTOP || sig == SIGCONT) {
+      pause(job_id, sig == SIGSTOP);
+    } else {
+      kill(job_id, sig, grace);
+    }
+  }
   if (step_exited) step_ended(job_id, *step_exited);
 }
 
@@ -327,7 +333,9 @@ pid_t job_supervisor::start(std::int64_t job_id, const launch_spec& spec,
 }
 
 void job_supervisor::arm_limit(job& j, std::chrono::milliseconds left, std::chrono::milliseconds grace) {
-  j.limit = std::make_unique<boost::asio::steady_timer>(io_, std::max(left, std::chrono::milliseconds(0)));
+  left = std::max(left, std::chrono::milliseconds(0));
+  j.deadline = std::chrono::steady_clock::now() + left;
+  j.limit = std::make_unique<boost::asio::steady_timer>(io_, left);
   const std::int64_t job_id = j.id;
   j.limit->async_wait([this, job_id, grace](boost::system::error_code ec) {
     if (ec) return;
@@ -425,6 +433,28 @@ bool job_supervisor::signal(std::int64_t job_id, int sig) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
   signal_job(it->second.pgid, 0, sig);  // a signal for the job's own processes only
+  return true;
+}
+
+bool job_supervisor::pause(std::int64_t job_id, bool stop) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  job& j = it->second;
+  if (j.starting) {
+    j.deferred.emplace_back(stop ? SIGSTOP : SIGCONT, std::chrono::milliseconds(0));
+    return true;
+  }
+  signal_job(j.pgid, 0, stop ? SIGSTOP : SIGCONT);
+  if (stop) {
+    if (j.limit && !j.paused_left) {
+      j.paused_left = std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - std::chrono::steady_clock::now());
+      j.limit->cancel();
+      j.limit.reset();
+    }
+  } else if (j.paused_left) {
+    arm_limit(j, *j.paused_left, j.grace);
+    j.paused_left.reset();
+  }
   return true;
 }
 

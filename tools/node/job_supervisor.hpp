@@ -92,6 +92,11 @@ public:
   // Sends sig to the job's process group and nothing more (no escalation,
   // no change to how the job is reported). False for a job not running here.
   bool signal(std::int64_t job_id, int sig);
+  // fctl suspend/resume: SIGSTOP (stop) or SIGCONT to the job's process
+  // group, and its time limit stops running while it is stopped. False for
+  // a job not running here. (A job adopted by a restarted agent while
+  // stopped counts its stopped time from its spool record.)
+  bool pause(std::int64_t job_id, bool stop);
 
   // Takes over the jobs a previous agent on this spool started: running
   // steps are watched again (time limits re-armed from their start), and
@@ -136,6 +141,8 @@ private:
     std::chrono::milliseconds grace{0};
     started_callback started;
     std::unique_ptr<boost::asio::steady_timer> limit;
+    std::chrono::steady_clock::time_point deadline{};         // while `limit` is armed
+    std::optional<std::chrono::milliseconds> paused_left;     // stopped: what was left of its limit
     std::unique_ptr<boost::asio::steady_timer> escalate;
     unique_fd lease;  // while we hold it, the step knows its agent lives
     std::uint64_t memory_limit_mb = 0;  // 0: none

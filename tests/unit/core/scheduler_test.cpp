@@ -298,17 +298,106 @@ TEST_CASE("a change request resizes a running adaptive job into its new bounds")
   CHECK_THROWS_AS(s.apply(event::change(2, 3, 3)), std::invalid_argument);
 }
 
-TEST_CASE("a suspended job keeps its processors and is not resized") {
+TEST_CASE("a suspended job frees its processors; others grow into them; resumed, it gets a new map") {
   auto s = make("equipartition", 1, 8);
   s.handle(event::arrival(adaptive(1, 2, 8)), 0);
-  s.handle(event::on_job(event::kind::suspend, 1), 1);
+  s.handle(event::arrival(adaptive(2, 2, 8)), 0);
+  for (auto& d : s.decide(0)) (void)d;
+  // Both at 4 once their maps are applied.
+  for (job_id id : {job_id{1}, job_id{2}}) {
+    if (s.get(id).state == job_state::resizing) s.apply(event::on_job(event::kind::resize_ack, id));
+  }
+  s.decide(0);
+  CHECK(s.get(1).size() == 4);
+  s.apply(event::on_job(event::kind::suspend, 1));
   CHECK(s.get(1).state == job_state::suspended);
-  auto d = s.handle(event::arrival(adaptive(2, 2, 8)), 2);
-  CHECK(d.empty());
-  d = s.handle(event::on_job(event::kind::resume, 1), 3);
-  REQUIRE(d.size() == 1);
+  CHECK(s.get(1).size() == 0);
+  CHECK(s.get(1).home.count() == 4);
+  CHECK(s.free_count() == 4);
+  auto d = s.decide(1);
+  REQUIRE(d.size() == 1);  // job 2 grows into what job 1 left
   CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.count() == 8);
+  s.apply(event::on_job(event::kind::resize_ack, 2));
+  CHECK_THROWS_AS(s.apply(event::on_job(event::kind::suspend, 1)), std::invalid_argument);
+  // Resume: job 2 shrinks to make room; job 1 gets a map as a resize.
+  s.apply(event::on_job(event::kind::resume, 1));
   CHECK_THROWS_AS(s.apply(event::on_job(event::kind::resume, 1)), std::invalid_argument);
+  d = s.decide(2);
+  REQUIRE(d.size() >= 1);
+  CHECK(d[0].what == kind::resize);  // job 2 shrinks first
+  CHECK(d[0].job == 2);
+  s.apply(event::on_job(event::kind::resize_ack, 2));
+  d = s.decide(3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resume);
+  CHECK(d[0].job == 1);
+  CHECK(d[0].to.count() >= 2);
+  CHECK(s.get(1).state == job_state::resizing);  // until its shim applies the map
+  s.apply(event::on_job(event::kind::resize_ack, 1));
+  CHECK(s.get(1).state == job_state::running);
+  CHECK(s.held_count() == 8);
+}
+
+TEST_CASE("a suspended rigid job resumes on its own processors only, which nobody else is then given") {
+  auto s = make("fcfs", 1, 4);
+  s.handle(event::arrival(rigid(1, 2, 100)), 0);
+  const processor_set home = s.get(1).procs;
+  s.apply(event::on_job(event::kind::suspend, 1));
+  auto d = s.handle(event::arrival(rigid(2, 4, 100)), 1);  // takes every processor, job 1's too
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  s.apply(event::on_job(event::kind::resume, 1));
+  CHECK(s.decide(2).empty());  // its processors are job 2's
+  s.handle(event::arrival(rigid(3, 2, 100)), 3);
+  s.apply(event::completion(2));
+  d = s.decide(4);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].what == kind::resume);
+  CHECK(d[0].to == home);
+  CHECK(d[1].what == kind::start);
+  CHECK(d[1].job == 3);
+  CHECK(!d[1].to.intersects(home));
+  CHECK(s.get(1).state == job_state::running);
+}
+
+TEST_CASE("a held job stays out of the queue until released; requeue puts a running job back") {
+  auto s = make("fcfs", 1, 4);
+  s.apply(event::arrival(rigid(1, 2, 100)));
+  s.apply(event::on_job(event::kind::hold, 1));
+  CHECK(s.get(1).held);
+  CHECK(s.queue().empty());
+  CHECK(s.decide(0).empty());
+  CHECK_THROWS_AS(s.apply(event::on_job(event::kind::hold, 1)), std::invalid_argument);
+  s.apply(event::on_job(event::kind::release, 1));
+  auto d = s.decide(1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK_THROWS_AS(s.apply(event::on_job(event::kind::hold, 1)), std::invalid_argument);  // running
+  CHECK_THROWS_AS(s.apply(event::on_job(event::kind::release, 1)), std::invalid_argument);
+  s.apply(event::on_job(event::kind::requeue, 1));
+  CHECK(s.get(1).state == job_state::pending);
+  CHECK(s.free_count() == 4);
+  d = s.decide(2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  // A held job that is cancelled leaves nothing behind.
+  s.apply(event::arrival(rigid(2, 4, 100)));
+  s.apply(event::on_job(event::kind::hold, 2));
+  s.apply(event::completion(2, job_state::cancelled));
+  CHECK(s.find(2) == nullptr);
+}
+
+TEST_CASE("a suspended job on a node that goes down is requeued or fails") {
+  auto s = make("fcfs", 2, 2);
+  s.handle(event::arrival(rigid(1, 2, 100)), 0);
+  const std::size_t node = s.machine().node_of(s.get(1).procs.first());
+  s.apply(event::on_job(event::kind::suspend, 1));
+  s.apply(event::on_node(event::kind::node_down, node));
+  auto d = s.decide(1);
+  REQUIRE(!d.empty());
+  CHECK(d[0].what == kind::requeue);
+  CHECK(d[0].job == 1);
 }
 
 TEST_CASE("misuse is refused with an exception and leaves the state unchanged") {

@@ -93,6 +93,8 @@ inline std::vector<message> samples() {
       issue_token{24, std::nullopt},
       revoke_token{25, std::string("0123abcd"), false},
       revoke_token{26, std::nullopt, true},
+      control{27, "hold", {4, 5}, std::nullopt, std::nullopt, std::nullopt},
+      control{28, "update", {4}, 2, 8, 3600},
   };
 }
 

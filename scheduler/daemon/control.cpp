@@ -1,0 +1,267 @@
+// control: fctl's requests (hold, release, suspend, resume, requeue,
+// update) and a running job's own range requests (aqs_request_range).
+// Each is checked against the job's owner and state, applied to the core,
+// written to the store, and only then acted on (signals to the agents).
+#include <csignal>
+
+#include "core/map_display.hpp"
+#include "daemon/controller.hpp"
+#include "daemon/permissions.hpp"
+#include "logging/log.hpp"
+
+namespace aqs::daemon {
+
+using core::job_state;
+
+namespace {
+
+std::string job_name(std::int64_t id) { return "job " + std::to_string(id); }
+
+}  // namespace
+
+void controller::record_update(store::job_update u) {
+  batch_.store_ops.push_back([u = std::move(u)](store::job_store& s) {
+    try {
+      s.update_job(u);
+    } catch (const store::store_unavailable&) {
+      throw;  // retried until the store is back
+    } catch (const store::store_error& e) {
+      // The strand checked the job first; a refusal here is a bug, and not
+      // worth stopping the daemon for.
+      logging::warn("job {}: update refused by the store: {}", u.job_id, e.what());
+    }
+  });
+}
+
+void controller::signal_everywhere(std::int64_t id, int sig) {
+  const job_entry* e = jobs_.find(id);
+  std::set<std::size_t> nodes;
+  if (e != nullptr && e->host) nodes.insert(*e->host);
+  if (const auto* sn = steps_.nodes_of(id)) nodes.insert(sn->begin(), sn->end());
+  for (std::size_t n : nodes) {
+    if (n < nodes_.size() && sched_.machine().at(n).state != core::node_state::down) {
+      send_to_node(n, protocol::kill{next_request_id_++, id, sig, 0, false});
+    }
+  }
+}
+
+void controller::handle_control(const conn_ptr& c, const protocol::control& m) {
+  const peer_info& p = c->peer();
+  const bool as_job = p.role == protocol::peer_role::job;
+  const std::string caller = as_job ? "the job itself" : p.uid ? user_name_of(*p.uid) : "root";
+  protocol::control_reply reply;
+  std::optional<protocol::cancel_failure> first;
+  auto refuse = [&](std::int64_t id, protocol::error_code code, std::string msg) {
+    if (!first) first = protocol::cancel_failure{id, code, msg};
+    reply.failed.push_back({id, code, std::move(msg)});
+  };
+  for (const std::int64_t id : m.job_ids) {
+    job_entry* e = jobs_.find(id);
+    if (as_job && (p.job_id != id || m.action != "update" || m.time_limit_s)) {
+      refuse(id, protocol::error_code::unauthorized,
+             "a job may only ask for a new range of processors for itself");
+      continue;
+    }
+    if (e == nullptr) {
+      if (const final_info* f = jobs_.finished(id)) {
+        refuse(id, protocol::error_code::invalid_state,
+               job_name(id) + " has already ended (" + std::string(core::to_string(f->state)) + ")");
+      } else {
+        refuse(id, protocol::error_code::not_found, "no pending or running job " + std::to_string(id));
+      }
+      continue;
+    }
+    if (!as_job && !may_act_on_job(p, e->uid)) {
+      refuse(id, protocol::error_code::permission_denied, job_name(id) + " belongs to " + e->user + ", not to " + caller);
+      continue;
+    }
+    if (e->cancel_requested) {
+      refuse(id, protocol::error_code::invalid_state, job_name(id) + " is being cancelled");
+      continue;
+    }
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    std::optional<std::string> why;
+    if (m.action == "hold") {
+      why = hold(id, *e, j, is_admin(p), caller);
+    } else if (m.action == "release") {
+      why = release(id, *e, j, is_admin(p), caller);
+    } else if (m.action == "suspend") {
+      why = suspend(id, *e, j, caller);
+    } else if (m.action == "resume") {
+      why = resume(id, *e, j, caller);
+    } else if (m.action == "requeue") {
+      why = requeue(id, *e, j, caller);
+    } else {
+      why = update(id, *e, j, m, caller);
+    }
+    if (why) {
+      refuse(id, protocol::error_code::invalid_state, std::move(*why));
+      continue;
+    }
+    reply.done.push_back(id);
+  }
+  const std::int64_t rid = m.id;
+  if (reply.done.empty() && first) {
+    reply_error(c, rid, first->code, first->message);
+    return;
+  }
+  after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
+  decide_needed_ = true;
+  kick();
+}
+
+std::optional<std::string> controller::hold(std::int64_t id, job_entry& e, const core::job* j, bool admin,
+                                            const std::string& caller) {
+  if (!e.control.empty() && e.control != "resume") return job_name(id) + " is already held";
+  const bool queued = j != nullptr && j->state == job_state::pending;
+  // A job waiting for its dependencies is not in the core yet: it is held
+  // when it is admitted.
+  if (j != nullptr && !queued) return job_name(id) + " is not pending (" + std::string(core::to_string(j->state)) + ")";
+  if (j == nullptr && !deps_.is_held(id) && !arrays_.is_waiting(id)) return job_name(id) + " is not pending";
+  if (queued) sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
+  e.control = admin ? "held-admin" : "held-user";
+  view_.set_reason(id, admin ? "JobHeldAdmin" : "JobHeldUser");
+  record_update({id, e.control, std::nullopt, std::nullopt, std::nullopt, "held by " + caller});
+  logging::info("job {} held by {}", id, caller);
+  return std::nullopt;
+}
+
+std::optional<std::string> controller::release(std::int64_t id, job_entry& e, const core::job* j, bool admin,
+                                               const std::string& caller) {
+  if (e.control != "held-user" && e.control != "held-admin") return job_name(id) + " is not held";
+  if (e.control == "held-admin" && !admin) return job_name(id) + " was held by an administrator; only root may release it";
+  e.control.clear();
+  view_.set_reason(id, "");
+  if (j != nullptr && j->held) {
+    sched_.apply(core::event::on_job(core::event::kind::release, static_cast<core::job_id>(id)));
+  } else if (deps_.is_held(id)) {
+    view_.set_reason(id, "Dependency");
+  }
+  record_update({id, std::string(), std::nullopt, std::nullopt, std::nullopt, "released by " + caller});
+  logging::info("job {} released by {}", id, caller);
+  return std::nullopt;
+}
+
+std::optional<std::string> controller::suspend(std::int64_t id, job_entry& e, const core::job* j,
+                                               const std::string& caller) {
+  if (j == nullptr || (j->state != job_state::running && j->state != job_state::resizing)) {
+    return job_name(id) + " is not running";
+  }
+  if (j->state == job_state::resizing) return job_name(id) + " is being resized; suspend it once it has applied its new map";
+  if (!e.host || !e.launch_confirmed) return job_name(id) + " is still starting; suspend it once it runs";
+  const core::processor_set was = j->procs;
+  sched_.apply(core::event::on_job(core::event::kind::suspend, static_cast<core::job_id>(id)));
+  transition(id, job_state::suspended, std::nullopt,
+             "suspended by " + caller + " (its " + std::to_string(was.count()) + " processors freed)");
+  after_commit([this, id] {
+    signal_everywhere(id, SIGSTOP);
+    notify(id, job_state::suspended, std::nullopt, std::nullopt, nullptr);
+  });
+  logging::info("job {} suspended by {}", id, caller);
+  return std::nullopt;
+}
+
+std::optional<std::string> controller::resume(std::int64_t id, job_entry& e, const core::job* j,
+                                              const std::string& caller) {
+  if (j == nullptr || j->state != job_state::suspended) return job_name(id) + " is not suspended";
+  if (j->resume_wanted) return job_name(id) + " is already waiting to resume";
+  sched_.apply(core::event::on_job(core::event::kind::resume, static_cast<core::job_id>(id)));
+  e.control = "resume";
+  view_.set_reason(id, "Resources");
+  record_update({id, e.control, std::nullopt, std::nullopt, std::nullopt,
+                 "resume asked by " + caller + (j->req.adaptive ? "" : ": waits for its processors")});
+  logging::info("job {} asked to resume by {}", id, caller);
+  return std::nullopt;
+}
+
+void controller::resumed(std::int64_t id, const core::processor_set& to, bool adaptive) {
+  job_entry* e = jobs_.find(id);
+  if (e != nullptr) e->control.clear();
+  view_.set_reason(id, "");
+  transition(id, job_state::running, to, "resumed on " + core::format_processor_map(spans(), to));
+  if (adaptive) {
+    // Its ranks are where they stopped: the new map moves them at the
+    // next MPI_Migrate().
+    refresh_job_addresses(id, to, true);
+    begin_resize(id, to);
+  }
+  after_commit([this, id, to] {
+    signal_everywhere(id, SIGCONT);
+    notify(id, job_state::running, std::nullopt, std::nullopt, &to);
+  });
+}
+
+std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, const core::job* j,
+                                               const std::string& caller) {
+  if (j == nullptr || !core::holds_processors(j->state)) {
+    return job_name(id) + " is not running or suspended";
+  }
+  if (e.interactive) return job_name(id) + " is interactive (frun); it cannot be requeued";
+  sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
+  transition(id, job_state::pending, std::nullopt, "requeued by " + caller);
+  const std::optional<std::size_t> host = e.host;
+  e.host.reset();
+  e.token.clear();  // the killed instance can no longer speak for the job
+  e.control.clear();
+  view_.forget_instance(id);
+  view_.set_reason(id, "");
+  e.launch_confirmed = false;
+  e.misses = 0;
+  resizes_.disarm(id);
+  after_commit([this, id, host] {
+    end_steps_of_job(id);
+    if (host && *host < nodes_.size() && sched_.machine().at(*host).state != core::node_state::down) {
+      send_to_node(*host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
+    }
+    notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
+  });
+  logging::info("job {} requeued by {}", id, caller);
+  return std::nullopt;
+}
+
+std::optional<std::string> controller::update(std::int64_t id, job_entry& e, const core::job* j,
+                                              const protocol::control& m, const std::string& caller) {
+  const bool pending = j == nullptr || j->state == job_state::pending;
+  store::job_update u;
+  u.job_id = id;
+  std::string what;
+  if (m.min_pe || m.max_pe) {
+    const std::size_t lo = m.min_pe ? static_cast<std::size_t>(*m.min_pe) : e.req.min_pe;
+    const std::size_t hi = m.max_pe ? static_cast<std::size_t>(*m.max_pe) : e.req.max_pe;
+    if (hi < lo) return job_name(id) + ": the new minimum " + std::to_string(lo) + " is above the maximum " + std::to_string(hi);
+    if (!e.req.adaptive) {
+      if (lo != hi) return job_name(id) + " is rigid: give it one size (--min and --max equal)";
+      if (!pending) return job_name(id) + " is rigid and has started: its size cannot change";
+    }
+    if (e.req.adaptive && !e.req.shape.plain()) return job_name(id) + " has a task geometry: its range cannot change";
+    core::job_request r = e.req;
+    r.min_pe = lo;
+    r.max_pe = hi;
+    if (auto never = sched_.never_fits(r)) return job_name(id) + " can never have that: " + *never;
+    if (j != nullptr) {
+      sched_.apply(core::event::change(static_cast<core::job_id>(id), lo, hi));
+    }
+    e.req.min_pe = lo;
+    e.req.max_pe = hi;
+    u.min_pe = static_cast<std::int32_t>(lo);
+    u.max_pe = static_cast<std::int32_t>(hi);
+    what = "range " + std::to_string(lo) + "-" + std::to_string(hi);
+  }
+  if (m.time_limit_s) {
+    if (!pending) return job_name(id) + " has started: its time limit is the one it started with";
+    u.walltime_s = static_cast<std::int32_t>(*m.time_limit_s);
+    e.req.walltime = *m.time_limit_s > 0 ? static_cast<double>(*m.time_limit_s) : e.req.walltime;
+    if (e.spec) {
+      e.spec->walltime_s.reset();
+      if (*m.time_limit_s > 0) e.spec->walltime_s = *m.time_limit_s;
+    }
+    what += std::string(what.empty() ? "" : ", ") + "time limit " +
+            (*m.time_limit_s > 0 ? std::to_string(*m.time_limit_s) + " s" : std::string("none"));
+  }
+  u.reason = what + (caller == "the job itself" ? " requested by the job" : " set by " + caller);
+  record_update(std::move(u));
+  logging::info("job {}: {}", id, what);
+  return std::nullopt;
+}
+
+}  // namespace aqs::daemon
