@@ -40,11 +40,13 @@ using example::parse_int;
 
 constexpr const char* kUsage =
     "usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K] [--pace-ms D] [--out FILE] [--checksum]\n"
+    "                [--ask ITER:MIN:MAX]...\n"
     "  --rows R           grid rows, boundary included (default 2048, at least 3)\n"
     "  --cols C           grid columns, boundary included (default 2048, at least 3)\n"
     "  --iters N          Jacobi iterations (default 500)\n"
     "  --migrate-every K  call MPI_Migrate() at the top of every K-th iteration (default 1)\n"
     "  --pace-ms D        sleep D ms per iteration, standing in for a bigger grid (default 0)\n"
+    "  --ask ITER:MIN:MAX at iteration ITER ask the scheduler for MIN..MAX processors (repeatable)\n"
     "  --out FILE         rank 0 writes the final grid there: rows*cols raw doubles, row-major\n"
     "  --checksum         print 'checksum <hex>', the 64-bit FNV-1a hash of those bytes\n";
 
@@ -59,6 +61,14 @@ struct Options {
   std::string out;
   bool checksum = false;
   bool help = false;
+  // --ask ITER:MIN:MAX (repeatable): at iteration ITER the job asks aqsd for
+  // MIN..MAX processors (AQS_Request_range): more for an expensive phase,
+  // its old range back after it.
+  struct ask {
+    int64_t iter;
+    int min, max;
+  };
+  std::vector<ask> asks;
 };
 
 // Fills `o`; on a bad command line returns false with a one-line reason.
@@ -66,7 +76,8 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
   for (int i = 1; i < argc; ++i) {
     example::Option arg;
     if (!example::read_option(argc, argv, i, {"-h", "--help", "--checksum"},
-                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms"}, arg, err)) {
+                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms", "--ask"}, arg,
+                              err)) {
       return false;
     }
     const std::string_view name = arg.name, value = arg.value;
@@ -94,6 +105,17 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
         return false;
       }
       (name == "--rows" ? o.rows : o.cols) = static_cast<uint64_t>(v);
+    } else if (name == "--ask") {
+      // ITER:MIN:MAX
+      const std::string text(value);
+      const auto c1 = text.find(':'), c2 = text.rfind(':');
+      int64_t at = 0, lo = 0, hi = 0;
+      if (c1 == std::string::npos || c1 == c2 || !parse_int(text.substr(0, c1), 0, INT64_MAX, at) ||
+          !parse_int(text.substr(c1 + 1, c2 - c1 - 1), 1, 1 << 20, lo) || !parse_int(text.substr(c2 + 1), lo, 1 << 20, hi)) {
+        err = "bad value '" + text + "' for --ask (ITER:MIN:MAX, 1 <= MIN <= MAX)";
+        return false;
+      }
+      o.asks.push_back({at, static_cast<int>(lo), static_cast<int>(hi)});
     } else if (name == "--pace-ms") {
       if (!parse_int(value, 0, 3600 * 1000, v)) {
         err = "bad value '" + std::string(value) + "' for --pace-ms (an integer >= 0)";
@@ -240,6 +262,13 @@ int main(int argc, char** argv) {
   MPI_Comm comm = MPI_COMM_NULL;
 
   while (iter < opt.iters) {
+    for (const auto& a : opt.asks) {
+      if (a.iter != iter || !AQS_Adaptive()) continue;
+      check(AQS_Request_range(a.min, a.max), "AQS_Request_range");
+      int st = AQS_RANGE_NONE;
+      AQS_Range_status(&st, nullptr);
+      if (st != AQS_RANGE_NONE) std::printf("iter %" PRId64 ": asked for %d-%d processors\n", iter, a.min, a.max);
+    }
     if (iter % opt.migrate_every == 0) migrate();
     comm = AQS_Comm();
     MPI_Comm_rank(comm, &rank);

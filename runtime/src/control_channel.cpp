@@ -141,8 +141,20 @@ void control_channel::take(std::vector<std::string>& frames) {
         newest_ = std::move(u);
       }
     } else if (auto* ok = std::get_if<protocol::ok>(&m)) {
-      answer_claim(ok->id, claim_result::go);
+      if (!answer_claim(ok->id, claim_result::go)) {
+        // A control reply lists the job under failed when refused.
+        std::string why;
+        if (ok->result.is_object() && ok->result.contains("failed") && ok->result["failed"].is_array() &&
+            !ok->result["failed"].empty() && ok->result["failed"][0].contains("message")) {
+          why = ok->result["failed"][0]["message"].get<std::string>();
+        }
+        answer_range(ok->id, why.empty() ? range_state::accepted : range_state::refused, why);
+      }
     } else if (auto* e = std::get_if<protocol::error>(&m)) {
+      if (e->id && answer_range(*e->id, range_state::refused, e->message)) {
+        std::fprintf(stderr, "aqs: aqsd refused the range request: %s\n", e->message.c_str());
+        continue;
+      }
       // An aqsd from before resize_begin does not know it: apply as before.
       if (e->id && answer_claim(*e->id, e->code == protocol::error_code::unknown_type ? claim_result::go
                                                                                        : claim_result::declined)) {
@@ -155,6 +167,38 @@ void control_channel::take(std::vector<std::string>& frames) {
     }
   }
   frames.clear();
+}
+
+void control_channel::request_range(std::int64_t min, std::int64_t max) {
+  protocol::control c;
+  {
+    std::lock_guard lock(send_mu_);
+    c.id = next_id_++;
+  }
+  c.action = "update";
+  c.job_ids = {job_id_};
+  c.min_pe = min;
+  c.max_pe = max;
+  {
+    std::lock_guard lock(range_mu_);
+    range_id_ = c.id;
+    range_ = range_state::pending;
+    range_reason_.clear();
+  }
+  send_frame(protocol::encode(c));
+}
+
+std::pair<control_channel::range_state, std::string> control_channel::range_status() const {
+  std::lock_guard lock(range_mu_);
+  return {range_, range_reason_};
+}
+
+bool control_channel::answer_range(std::int64_t id, range_state r, const std::string& reason) {
+  std::lock_guard lock(range_mu_);
+  if (id == 0 || id != range_id_) return false;
+  range_ = r;
+  range_reason_ = reason;
+  return true;
 }
 
 bool control_channel::answer_claim(std::int64_t id, claim_result r) {

@@ -61,6 +61,14 @@ public:
   // processors. Same errors.
   void refuse(std::int64_t epoch, const std::string& reason);
 
+  // Sends a control update {min_pe, max_pe} for this job (the app's
+  // AQS_Request_range) without waiting; the answer lands in range_status().
+  // Throws std::runtime_error if the connection is gone.
+  void request_range(std::int64_t min, std::int64_t max);
+  enum class range_state { none, pending, accepted, refused };
+  // The newest range request's fate and, when refused, aqsd's reason.
+  std::pair<range_state, std::string> range_status() const;
+
   // False once aqsd closed the connection or sent something unreadable.
   bool alive() const noexcept { return alive_.load(std::memory_order_acquire); }
 
@@ -86,6 +94,12 @@ private:
   std::condition_variable claim_cv_;
   std::int64_t claim_id_ = 0;
   std::optional<claim_result> claim_answer_;
+  // The newest range request: its id and what aqsd answered.
+  mutable std::mutex range_mu_;
+  std::int64_t range_id_ = 0;
+  range_state range_ = range_state::none;
+  std::string range_reason_;
+  bool answer_range(std::int64_t id, range_state r, const std::string& reason);
   int wake_[2] = {-1, -1};  // the destructor wakes the reader through this pipe
   std::thread reader_;
 };

@@ -167,6 +167,37 @@ MPI_Comm AQS_Comm(void) {
   return s.initialized && !s.finalized ? s.active : MPI_COMM_NULL;
 }
 
+int AQS_Request_range(int min, int max) {
+  shim& s = the_shim();
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Request_range outside AQS_Init .. AQS_Finalize");
+  if (min < 1 || max < min) return fail(AQS_ERR_ARG, "AQS_Request_range: need 1 <= min <= max");
+  if (!s.adaptive || !s.control_at) return fail(AQS_ERR_STATE, "AQS_Request_range: the job does not run under AQS");
+  if (!s.control) return AQS_SUCCESS;  // another rank holds the connection and sends it
+  try {
+    s.control->request_range(min, max);
+  } catch (const std::exception& ex) {
+    return fail(AQS_ERR_CONTROL, std::string("AQS_Request_range: ") + ex.what());
+  }
+  return AQS_SUCCESS;
+}
+
+int AQS_Range_status(int* status, const char** reason) {
+  shim& s = the_shim();
+  if (status == nullptr) return fail(AQS_ERR_ARG, "AQS_Range_status: null status");
+  *status = AQS_RANGE_NONE;
+  if (reason != nullptr) *reason = nullptr;
+  if (!s.control) return AQS_SUCCESS;
+  auto [state, why] = s.control->range_status();
+  s.range_reason = std::move(why);
+  using rs = control_channel::range_state;
+  *status = state == rs::pending ? AQS_RANGE_PENDING
+            : state == rs::accepted ? AQS_RANGE_ACCEPTED
+            : state == rs::refused  ? AQS_RANGE_REFUSED
+                                    : AQS_RANGE_NONE;
+  if (reason != nullptr && state == rs::refused) *reason = s.range_reason.c_str();
+  return AQS_SUCCESS;
+}
+
 int MPI_Migrate(void) {
   shim& s = the_shim();
   if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "MPI_Migrate outside AQS_Init .. AQS_Finalize");

@@ -85,6 +85,7 @@ struct shim {
   // Leader only: the channel to aqsd.
   std::optional<control_address> control_at;
   std::unique_ptr<control_channel> control;
+  std::string range_reason;  // AQS_Range_status's reason, kept for the caller
   // Scripted maps (testing aid, $AQS_TEST_MAPS "CALL:MAP,..."): the leader
   // applies MAP at its CALL-th MPI_Migrate().
   std::vector<std::pair<std::int64_t, std::string>> scripted;

@@ -113,6 +113,28 @@ typedef struct {
 } AQS_Timings;
 AQS_API int AQS_Last_timings(AQS_Timings* timings);
 
+/* ----- asking for a new range ---------------------------------------------
+ * A running job asks the scheduler to run it on min..max processors from now
+ * on (its fsub --min/--max, or fctl update): more in an expensive phase, fewer
+ * after. Non-blocking: the request is sent and the call returns; the
+ * scheduler stores the range and decides again, and a new map, if any,
+ * arrives at a later MPI_Migrate() (a grow waits until processors are free).
+ * Not collective and no communication: call it on every active rank (the
+ * rank that holds the connection to aqsd sends it; on the others it only
+ * returns AQS_SUCCESS). AQS_ERR_ARG for min < 1 or max < min; AQS_ERR_STATE
+ * outside AQS_Init .. AQS_Finalize or when the job does not run under AQS;
+ * AQS_ERR_CONTROL when the connection to aqsd is gone. */
+AQS_API int AQS_Request_range(int min, int max);
+
+/* What became of the newest AQS_Request_range() on this rank:
+ * AQS_RANGE_NONE (never asked, or not the rank that sends), _PENDING (no
+ * answer yet), _ACCEPTED (stored; maps follow as processors allow) or
+ * _REFUSED (*reason, if not null, points at aqsd's one-line reason, e.g.
+ * "job 12 can never have that: it needs 64 processors; there are 16";
+ * valid until the next request). */
+enum { AQS_RANGE_NONE = 0, AQS_RANGE_PENDING = 1, AQS_RANGE_ACCEPTED = 2, AQS_RANGE_REFUSED = 3 };
+AQS_API int AQS_Range_status(int* status, const char** reason);
+
 /* ----- block-distributed arrays -------------------------------------------
  * An array of `n` elements of `elem_size` bytes, distributed in blocks over
  * the active ranks in rank order (rank i of p holds n/p elements, one more
