@@ -193,30 +193,40 @@ void controller::resumed(std::int64_t id, const core::processor_set& to, bool ad
 
 std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, const core::job* j,
                                                const std::string& caller) {
-  if (j == nullptr || !core::holds_processors(j->state)) {
-    return job_name(id) + " is not running or suspended";
-  }
+  if (j == nullptr || !core::holds_processors(j->state)) return job_name(id) + " is not running or suspended";
   if (e.interactive) return job_name(id) + " is interactive (frun); it cannot be requeued";
+  if (e.requeue_by) return job_name(id) + " is already being requeued";
+  if (!e.host) return job_name(id) + " is still starting; requeue it once it runs";
+  // It goes back to the queue when its agent reports it gone (requeued()):
+  // until then its processes may still run, and a new instance must not
+  // start beside them.
+  e.requeue_by = caller;
+  after_commit([this, id, host = *e.host] {
+    end_steps_of_job(id);
+    send_to_node(host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
+  });
+  logging::info("job {} requeued by {}: killing it", id, caller);
+  return std::nullopt;
+}
+
+void controller::requeued(std::int64_t id) {
+  job_entry* e = jobs_.find(id);
+  if (e == nullptr) return;
+  const std::string by = e->requeue_by.value_or("root");
+  e->requeue_by.reset();
   sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
-  transition(id, job_state::pending, std::nullopt, "requeued by " + caller);
-  const std::optional<std::size_t> host = e.host;
-  e.host.reset();
-  e.token.clear();  // the killed instance can no longer speak for the job
-  e.control.clear();
+  transition(id, job_state::pending, std::nullopt, "requeued by " + by);
+  e->host.reset();
+  e->token.clear();  // the killed instance can no longer speak for the job
+  e->control.clear();
   view_.forget_instance(id);
   view_.set_reason(id, "");
-  e.launch_confirmed = false;
-  e.misses = 0;
+  e->launch_confirmed = false;
+  e->misses = 0;
   resizes_.disarm(id);
-  after_commit([this, id, host] {
-    end_steps_of_job(id);
-    if (host && *host < nodes_.size() && sched_.machine().at(*host).state != core::node_state::down) {
-      send_to_node(*host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
-    }
-    notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
-  });
-  logging::info("job {} requeued by {}", id, caller);
-  return std::nullopt;
+  after_commit([this, id] { notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  decide_needed_ = true;
+  kick();
 }
 
 std::optional<std::string> controller::update(std::int64_t id, job_entry& e, const core::job* j,

@@ -378,6 +378,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         if (job_entry* e = jobs_.find(id)) {
           host = e->host;
           e->host.reset();
+          e->requeue_by.reset();  // the node's loss decided its fate first
           // The lost instance's token dies with it: if it still runs
           // somewhere, it can no longer speak for the job.
           e->token.clear();

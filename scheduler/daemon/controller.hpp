@@ -197,6 +197,8 @@ private:
   // The core's resume decision: RUNNING again on `to` (an adaptive job is
   // sent `to` as a new map), its processes continued on every node.
   void resumed(std::int64_t id, const core::processor_set& to, bool adaptive);
+  // The agent reported a job that fctl requeue killed: back to PENDING.
+  void requeued(std::int64_t id);
   // Queues a store::job_update in the current batch.
   void record_update(store::job_update u);
   // `sig` to the job's processes on its node and on every node of its steps.

@@ -182,8 +182,11 @@ protocol::job_info to_job_info(const store::job_summary& s, std::span<const core
   j.adaptive = s.adaptive;
   j.min_pe = s.min_pe;
   j.max_pe = s.max_pe;
-  j.procs = s.status.procs.none() ? std::string() : s.status.procs.to_string();
-  j.nprocs = static_cast<std::int64_t>(s.status.procs.count());
+  // A suspended job holds no processors (others may run on them); `nodes`
+  // still says where its stopped processes are.
+  const bool holds = s.status.state != core::job_state::suspended;
+  j.procs = s.status.procs.none() || !holds ? std::string() : s.status.procs.to_string();
+  j.nprocs = holds ? static_cast<std::int64_t>(s.status.procs.count()) : 0;
   j.nodes = s.status.procs.none() ? std::string() : core::format_processor_map(nodes, s.status.procs);
   j.submit_time = iso8601(s.status.submit_time);
   if (s.status.start_time) j.start_time = iso8601(*s.status.start_time);

@@ -36,6 +36,8 @@ struct job_entry {
   // fctl's mark, as stored (store::job_status::control): "held-user",
   // "held-admin", "resume" or "".
   std::string control;
+  // fctl requeue: who asked; the job is requeued when its agent reports it ended.
+  std::optional<std::string> requeue_by;
   std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
   // Kept after launch for its steps on other nodes (their Slurm variables).
   std::string name;

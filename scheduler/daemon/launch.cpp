@@ -128,6 +128,11 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
     c->send(protocol::ok{m.id, {}});
     return;
   }
+  if (e->requeue_by && !e->cancel_requested) {
+    requeued(m.job_id);
+    after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
+    return;
+  }
   std::optional<std::int32_t> code, sig;
   if (m.exit_code) code = static_cast<std::int32_t>(*m.exit_code);
   if (m.signal) sig = static_cast<std::int32_t>(*m.signal);

@@ -31,7 +31,7 @@ namespace aqs::test {
 
 const binaries& bin() {
   static const binaries b{AQS_AQSD_BINARY, AQS_NODE_BINARY, AQS_FSUB_BINARY, AQS_FRUN_BINARY,
-                          AQS_FKILL_BINARY, AQS_FJOBS_BINARY, AQS_FNODES_BINARY};
+                          AQS_FKILL_BINARY, AQS_FJOBS_BINARY, AQS_FNODES_BINARY, AQS_FCTL_BINARY};
   return b;
 }
 

@@ -42,7 +42,7 @@ struct test_user {
 
 // The paths of the binaries under test (from the build).
 struct binaries {
-  std::string aqsd, aqs_node, fsub, frun, fkill, fjobs, fnodes;
+  std::string aqsd, aqs_node, fsub, frun, fkill, fjobs, fnodes, fctl;
 };
 const binaries& bin();
 
