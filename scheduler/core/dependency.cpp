@@ -48,12 +48,18 @@ dependency parse_dependency(std::string_view text, std::size_t max_ids) {
     const auto cut = text.find(sep);
     const std::string_view item = text.substr(0, cut);
     if (item.empty()) throw std::invalid_argument("empty item in dependency list");
+    if (item == "singleton") {
+      d.singleton = true;
+      if (cut == std::string_view::npos) break;
+      text = text.substr(cut + 1);
+      continue;
+    }
     const auto colon = item.find(':');
     const std::string_view type = item.substr(0, colon);
     const auto k = value_in(k_kinds, type);
     if (!k) {
       throw std::invalid_argument("dependency type '" + shown(type) +
-                                  "' is not supported (AQS supports after, afterany, afterok and afternotok)");
+                                  "' is not supported (AQS supports after, afterany, afterok, afternotok and singleton)");
     }
     if (colon == std::string_view::npos) throw std::invalid_argument("dependency '" + shown(item) + "' names no job");
     std::string_view ids = item.substr(colon + 1);
@@ -82,7 +88,7 @@ dependency parse_dependency(std::string_view text, std::size_t max_ids) {
 }
 
 std::string to_string(const dependency& d) {
-  std::string out;
+  std::string out = d.singleton ? "singleton" : "";
   for (std::size_t i = 0; i < d.terms.size();) {
     std::size_t j = i;
     if (!out.empty()) out += d.any ? '?' : ',';

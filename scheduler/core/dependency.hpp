@@ -22,6 +22,9 @@ struct dependency {
   };
   std::vector<term> terms;
   bool any = false;  // joined by '?': one satisfied term is enough; else (',') all
+  // "singleton": besides the terms, every earlier job of the same user and
+  // name must have ended (the daemon knows which those are).
+  bool singleton = false;
   friend bool operator==(const dependency&, const dependency&) = default;
 
   // Every job named, each once, in order of first mention.
@@ -32,8 +35,9 @@ struct dependency {
 };
 
 // Parses TYPE:ID[:ID...] items joined by ',' (all) or by '?' (any), TYPE one
-// of after, afterany, afterok, afternotok. Throws std::invalid_argument with
-// a one-line reason (an unknown type such as singleton or aftercorr, a bad
+// of after, afterany, afterok, afternotok, and the item "singleton" (which
+// always must hold, whatever the separator). Throws std::invalid_argument
+// with a one-line reason (an unknown type such as aftercorr, a bad
 // id, ',' and '?' mixed, more than `max_ids` ids).
 dependency parse_dependency(std::string_view text, std::size_t max_ids = 65536);
 // The canonical text ("afterok:1:2,afterany:3").

@@ -223,7 +223,21 @@ void controller::admit_or_hold(std::int64_t id) {
   dependency_gate::verdict v;
   if (e->geometry && e->geometry->dependency) {
     // after, afterany, afternotok, '?' (core/dependency.hpp); validated on arrival.
-    const auto r = core::evaluate(core::parse_dependency(*e->geometry->dependency), state_of);
+    const core::dependency dep = core::parse_dependency(*e->geometry->dependency);
+    if (dep.singleton) {
+      // Slurm's singleton: after every earlier job of this user and name.
+      std::vector<std::int64_t> earlier;
+      for (const auto& [other, oe] : jobs_.live()) {
+        if (other < id && oe.uid == e->uid && oe.name == e->name) earlier.push_back(other);
+      }
+      if (!earlier.empty()) {
+        std::sort(earlier.begin(), earlier.end());
+        deps_.hold(id, earlier);
+        view_.set_reason(id, "Dependency");
+        return;
+      }
+    }
+    const auto r = core::evaluate(dep, state_of);
     v.what = r.what == core::dependency_verdict::kind::ready     ? dependency_gate::verdict::kind::ready
              : r.what == core::dependency_verdict::kind::waiting ? dependency_gate::verdict::kind::waiting
                                                                  : dependency_gate::verdict::kind::never;

@@ -73,7 +73,6 @@ std::vector<expectation> read_expected(const fs::path& tsv) {
 // Scripts AQS refuses at submission, and what the refusal must say.
 const std::map<std::string, std::string> k_refusals = {
     {"31-cedar-template-mem-conflict.sh", "--mem and --mem-per-cpu are mutually exclusive"},
-    {"33-jasmin-dependency-singleton.sh", "singleton"},
 
 };
 

@@ -255,3 +255,32 @@ TEST_CASE("dependencies after, afterany, afterok, afternotok and '?' start, wait
   REQUIRE(l);
   CHECK(l->state == job_state::running);  // the follower ended while it still ran
 }
+
+TEST_CASE("singleton: a job waits for every earlier job of its user and name, not for others'") {
+  test::test_database db;
+  test::cluster c(small(db));
+  c.wait_nodes_up(3);
+  const auto u = c.user("aqs-test-deps");
+  const auto v = c.user("aqs-test-deps2");
+  auto sub = [&](const test::test_user& who, std::vector<std::string> args) {
+    args.insert(args.begin(), "--parsable");
+    return id_of(c.cmd(bin().fsub, args, &who, who.home.string()));
+  };
+  const fs::path log = u.home / "order.log";
+  const auto first = sub(u, {"-J", "solo", "--wrap", "sleep 3; echo first >> " + log.string()});
+  const auto second = sub(u, {"-J", "solo", "-d", "singleton", "--wrap", "echo second >> " + log.string()});
+  // Another name, and another user's job of that name, do not wait.
+  const auto other_name = sub(u, {"-J", "duo", "-d", "singleton", "--wrap", "true"});
+  const auto other_user = sub(v, {"-J", "solo", "-d", "singleton", "--wrap", "true"});
+  const std::vector<job_state> done{job_state::completed, job_state::failed, job_state::cancelled};
+  CHECK(c.wait_state(other_name, done, 60s).state == job_state::completed);
+  CHECK(c.wait_state(other_user, done, 60s).state == job_state::completed);
+  const auto waiting = c.job(second);
+  REQUIRE(waiting);
+  if (c.job(first)->state != job_state::completed) {
+    CHECK(waiting->state == job_state::pending);
+    CHECK(waiting->reason == "Dependency");
+  }
+  CHECK(c.wait_state(second, done, 60s).state == job_state::completed);
+  CHECK(test::slurp(log) == "first\nsecond\n");
+}

@@ -185,7 +185,10 @@ TEST_CASE("Slurm dependency lists parse into terms joined by all (',') or any ('
   CHECK(to_string(parse_dependency("afterok:7?afternotok:8")) == "afterok:7?afternotok:8");
   CHECK(parse_dependency("afterok:1:2").plain_afterok());
   CHECK_FALSE(parse_dependency("afterany:1").plain_afterok());
-  CHECK_THROWS_WITH(parse_dependency("singleton"), doctest::Contains("'singleton' is not supported"));
+  CHECK(parse_dependency("singleton").singleton);
+  CHECK(parse_dependency("singleton").terms.empty());
+  CHECK(to_string(parse_dependency("afterok:3,singleton")) == "singleton,afterok:3");
+  CHECK_THROWS_WITH(parse_dependency("aftercorr:1"), doctest::Contains("'aftercorr' is not supported"));
   CHECK_THROWS_WITH(parse_dependency("afterok:1,afterok:2?afterok:3"), doctest::Contains("mixes"));
   CHECK_THROWS_WITH(parse_dependency("afterok:x"), doctest::Contains("invalid job id 'x'"));
   CHECK_THROWS_WITH(parse_dependency("afterok"), doctest::Contains("names no job"));

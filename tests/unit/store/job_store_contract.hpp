@@ -348,6 +348,53 @@ TEST_CASE_TEMPLATE_DEFINE("listings filter by user, state and id, page, and reco
   CHECK(st.nodes[0].name == "n0");
 }
 
+TEST_CASE_TEMPLATE_DEFINE("fctl's updates are written with their event; a state change clears the control mark",
+                          F, job_store_contract_updates) {
+  using namespace aqs::test::contract;
+  F fixture;
+  job_store& s = fixture.store();
+  const auto pending = job_in(s, job_state::pending);
+  const auto before = s.job_history(pending).size();
+  const auto e = s.update_job({.job_id = pending, .control = "held-user", .reason = "held by alice"});
+  CHECK(e.old_state == job_state::pending);
+  CHECK(e.new_state == job_state::pending);
+  CHECK(s.get_job(pending)->status.control == "held-user");
+  s.update_job({.job_id = pending, .min_pe = 2, .max_pe = 6, .walltime_s = 60, .reason = "range 2-6 set by root"});
+  auto rec = s.get_job(pending);
+  CHECK(rec->request.min_pe == 2);
+  CHECK(rec->request.max_pe == 6);
+  CHECK(rec->request.walltime_s == 60);
+  CHECK(rec->status.control == "held-user");
+  const auto hist = s.job_history(pending);
+  REQUIRE(hist.size() == before + 2);
+  CHECK(hist.back().reason == "range 2-6 set by root");
+  // The live state carries the mark, for recovery.
+  bool seen = false;
+  for (const auto& j : s.load_live_state().jobs) {
+    if (j.id == pending) seen = j.status.control == "held-user";
+  }
+  CHECK(seen);
+  // Refused, nothing written: no reason, min > max, a hold of a running job, an ended job.
+  CHECK_THROWS_AS(s.update_job({.job_id = pending, .control = ""}), aqs::store::invalid_job);
+  CHECK_THROWS_AS(s.update_job({.job_id = pending, .min_pe = 5, .max_pe = 3, .reason = "x"}), aqs::store::invalid_job);
+  const auto running = job_in(s, job_state::running);
+  CHECK_THROWS_AS(s.update_job({.job_id = running, .control = "held-user", .reason = "x"}), aqs::store::invalid_job);
+  CHECK_THROWS_AS(s.update_job({.job_id = 999'999, .reason = "x"}), aqs::store::not_found);
+  CHECK(s.job_history(pending).size() == before + 2);
+  // Starting clears the hold mark (a released job starts).
+  s.update_job({.job_id = pending, .control = "", .reason = "released by alice"});
+  s.transition({.job_id = pending, .to = job_state::running, .procs = k_map});
+  CHECK(s.get_job(pending)->status.control.empty());
+  // A suspended job's resume mark goes when it runs again.
+  s.transition({.job_id = running, .to = job_state::suspended});
+  s.update_job({.job_id = running, .control = "resume", .reason = "resume asked by root"});
+  CHECK(s.get_job(running)->status.control == "resume");
+  s.transition({.job_id = running, .to = job_state::running});
+  CHECK(s.get_job(running)->status.control.empty());
+  s.transition({.job_id = running, .to = job_state::completed, .exit_code = 0});
+  CHECK_THROWS_AS(s.update_job({.job_id = running, .min_pe = 1, .reason = "x"}), aqs::store::invalid_job);
+}
+
 // Runs every contract case above against `fixture`.
 #define AQS_JOB_STORE_CONTRACT(fixture)                                 \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_submit, fixture);        \
@@ -358,4 +405,5 @@ TEST_CASE_TEMPLATE_DEFINE("listings filter by user, state and id, page, and reco
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_history, fixture);       \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_batch, fixture);         \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_nodes, fixture);         \
-  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_listings, fixture)
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_listings, fixture);      \
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_updates, fixture)

@@ -121,7 +121,7 @@ TEST_CASE("command-line mistakes are one-line errors") {
   CHECK(fsub_error({"-t"}).find("needs a value") != std::string::npos);
   CHECK(fsub_error({"--adaptive=yes", "j.sh"}).find("takes no value") != std::string::npos);
   CHECK(fsub_error({"-t", "1:2:3:4", "j.sh"}).find("invalid time limit '1:2:3:4'") != std::string::npos);
-  CHECK(fsub_error({"--dependency=singleton", "j.sh"}).find("'singleton' is not supported") != std::string::npos);
+  CHECK(fsub_error({"--dependency=aftercorr:1", "j.sh"}).find("'aftercorr' is not supported") != std::string::npos);
   const auto any = fsub({"--dependency=afterany:3?afternotok:4", "j.sh"}).request.job;
   CHECK(any.afterok == std::vector<std::int64_t>{3, 4});
   CHECK(any.geometry->dependency == "afterany:3?afternotok:4");
