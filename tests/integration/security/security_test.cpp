@@ -150,6 +150,16 @@ TEST_CASE("another user cannot watch, read the history of, or cancel someone's j
     CHECK_FALSE(std::holds_alternative<protocol::job_event>(*extra));
   }
   CHECK(s.c->job(job)->state == job_state::running);
+  // Nor hold, suspend, requeue or resize it (fctl's control request).
+  for (const char* action : {"suspend", "requeue", "hold"}) {
+    mallory.send(protocol::control{5, action, {job}, std::nullopt, std::nullopt, std::nullopt});
+    a = mallory.reply_to(5);
+    CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
+  }
+  mallory.send(protocol::control{6, "update", {job}, 1, 1, std::nullopt});
+  a = mallory.reply_to(6);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
+  CHECK(s.c->job(job)->state == job_state::running);
   // Mallory still sees the queue (as squeue shows everyone's), not details.
   const auto listed = s.c->cmd(bin().fjobs, {"--json"}, &s.mallory);
   CHECK(listed.status == 0);
@@ -163,6 +173,26 @@ TEST_CASE("another user cannot watch, read the history of, or cancel someone's j
   CHECK(is_ok(alice.reply_to(2)));
   alice.send(protocol::watch_job{3, job});
   CHECK(is_ok(alice.reply_to(3)));
+}
+
+TEST_CASE("a job's own connection may ask for its own range only") {
+  setup s;
+  const auto job = s.alices_job();
+  const auto other = s.alices_job();
+  raw_peer shim = s.as(s.alice);
+  REQUIRE(is_ok(shim.hello(protocol::peer_role::job, job)));
+  // Not another job's range, even its owner's; not a suspend or a time limit.
+  shim.send(protocol::control{2, "update", {other}, 1, 1, std::nullopt});
+  auto a = shim.reply_to(2);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::unauthorized, describe(a));
+  shim.send(protocol::control{3, "suspend", {job}, std::nullopt, std::nullopt, std::nullopt});
+  a = shim.reply_to(3);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::unauthorized, describe(a));
+  shim.send(protocol::control{4, "update", {job}, std::nullopt, std::nullopt, 60});
+  a = shim.reply_to(4);
+  CHECK_MESSAGE(error_of(a) == protocol::error_code::unauthorized, describe(a));
+  CHECK(s.c->job(job)->state == job_state::running);
+  CHECK(s.c->job(other)->state != job_state::suspended);
 }
 
 TEST_CASE("a hello as another user's job is refused before any ok") {
