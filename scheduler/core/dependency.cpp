@@ -32,7 +32,7 @@ std::vector<std::int64_t> dependency::jobs() const {
 }
 
 bool dependency::plain_afterok() const {
-  if (any && terms.size() > 1) return false;
+  if (singleton || (any && terms.size() > 1)) return false;
   return std::all_of(terms.begin(), terms.end(), [](const term& t) { return t.what == kind::afterok; });
 }
 

@@ -29,8 +29,8 @@ struct dependency {
 
   // Every job named, each once, in order of first mention.
   std::vector<std::int64_t> jobs() const;
-  // Only afterok terms joined by ',' (what older clients and the store's
-  // dependency list alone can say).
+  // Only afterok terms joined by ',' and no singleton (what older clients
+  // and the store's dependency list alone can say).
   bool plain_afterok() const;
 };
 

@@ -187,6 +187,7 @@ TEST_CASE("Slurm dependency lists parse into terms joined by all (',') or any ('
   CHECK_FALSE(parse_dependency("afterany:1").plain_afterok());
   CHECK(parse_dependency("singleton").singleton);
   CHECK(parse_dependency("singleton").terms.empty());
+  CHECK_FALSE(parse_dependency("singleton").plain_afterok());  // it must reach aqsd as an expression
   CHECK(to_string(parse_dependency("afterok:3,singleton")) == "singleton,afterok:3");
   CHECK_THROWS_WITH(parse_dependency("aftercorr:1"), doctest::Contains("'aftercorr' is not supported"));
   CHECK_THROWS_WITH(parse_dependency("afterok:1,afterok:2?afterok:3"), doctest::Contains("mixes"));
