@@ -85,7 +85,13 @@ int running_on(const fs::path& exe, std::optional<pid_t> agent) {
   return n;
 }
 int probes_on(std::optional<pid_t> agent) { return running_on(MPI_PROBE, agent); }
-int probes() { return probes_on(std::nullopt); }
+// On the hosts of this cluster's first `n` agents only: tests running beside
+// this one (ctest -j) run the same programs in jobs of their own clusters.
+int running_in(const test::cluster& c, int n, const fs::path& exe) {
+  int total = 0;
+  for (int i = 0; i < n; ++i) total += running_on(exe, c.agent_pid(i));
+  return total;
+}
 
 std::string first_line(const fs::path& p) {
   const std::string s = slurp(p);
@@ -147,8 +153,8 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   const std::int64_t b = c.submit({"-n", "4", "-J", "spans", "-o", (work / "spans.out").string(), script.string()});
   const auto ja = c.wait_state(a, {job_state::running});
   const auto jb = c.wait_state(b, {job_state::running});
-  for (int i = 0; i < 600 && probes() < 4; ++i) std::this_thread::sleep_for(50ms);
-  REQUIRE_MESSAGE(probes() == 4, slurp(work / "spans.out"));
+  for (int i = 0; i < 600 && running_in(c, 3, MPI_PROBE) < 4; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE_MESSAGE(running_in(c, 3, MPI_PROBE) == 4, slurp(work / "spans.out"));
   // b runs its script (and mpirun) on its first node; cut that node's host off.
   const int cut = std::stoi(jb.nodes.substr(4, jb.nodes.find(':') - 4));
   REQUIRE(ja.nodes.find("node" + std::to_string(cut)) == std::string::npos);
@@ -188,8 +194,8 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   while (sleeping("122") > 0 && std::chrono::steady_clock::now() < left_until) {
     std::this_thread::sleep_for(100ms);
   }
-  for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(probes() == 0);
+  for (int i = 0; i < 300 && running_in(c, 3, MPI_PROBE) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(running_in(c, 3, MPI_PROBE) == 0);
   CHECK(sleeping("122") == 0);
 }
 
@@ -222,18 +228,18 @@ TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; f
   // Killed: every rank on both hosts goes.
   const std::int64_t k = c.submit({"-n", "8", "-o", (work / "kill.out").string(), script.string(), "300"});
   c.wait_state(k, {job_state::running});
-  for (int i = 0; i < 600 && probes() < 8; ++i) std::this_thread::sleep_for(50ms);
-  REQUIRE_MESSAGE(probes() == 8, slurp(work / "kill.out"));
+  for (int i = 0; i < 600 && running_in(c, 2, MPI_PROBE) < 8; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE_MESSAGE(running_in(c, 2, MPI_PROBE) == 8, slurp(work / "kill.out"));
   CHECK(c.cmd(bin().fkill, {std::to_string(k)}).status == 0);
   CHECK(c.wait_state(k, {job_state::cancelled, job_state::failed}, 60s).state == job_state::cancelled);
-  for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(probes() == 0);
+  for (int i = 0; i < 300 && running_in(c, 2, MPI_PROBE) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(running_in(c, 2, MPI_PROBE) == 0);
 
   // At its time limit: the same.
   const std::int64_t t = c.submit({"-n", "8", "-t", "0:03", "-o", (work / "limit.out").string(), script.string(), "300"});
   CHECK(c.wait_state(t, {job_state::timeout, job_state::failed, job_state::completed}, 90s).state == job_state::timeout);
-  for (int i = 0; i < 300 && probes() > 0; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(probes() == 0);
+  for (int i = 0; i < 300 && running_in(c, 2, MPI_PROBE) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(running_in(c, 2, MPI_PROBE) == 0);
 }
 
 namespace {
@@ -355,6 +361,6 @@ TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows
   const std::vector<std::string> expected = {"111111", "111100", "111111"};
   CHECK_MESSAGE(acked == expected, shown.out);
   // Every rank is gone, on every host, the parked ones included.
-  for (int i = 0; i < 300 && running_on(JACOBI2D_BINARY, std::nullopt) > 0; ++i) std::this_thread::sleep_for(50ms);
-  CHECK(running_on(JACOBI2D_BINARY, std::nullopt) == 0);
+  for (int i = 0; i < 300 && running_in(c, 3, JACOBI2D_BINARY) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(running_in(c, 3, JACOBI2D_BINARY) == 0);
 }
