@@ -171,8 +171,10 @@ int AQS_Request_range(int min, int max) {
   shim& s = the_shim();
   if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Request_range outside AQS_Init .. AQS_Finalize");
   if (min < 1 || max < min) return fail(AQS_ERR_ARG, "AQS_Request_range: need 1 <= min <= max");
-  if (!s.adaptive || !s.control_at) return fail(AQS_ERR_STATE, "AQS_Request_range: the job does not run under AQS");
-  if (!s.control) return AQS_SUCCESS;  // another rank holds the connection and sends it
+  if (!s.adaptive) return fail(AQS_ERR_STATE, "AQS_Request_range: the job does not run under AQS");
+  // Only the rank holding the connection to aqsd sends it; on the others
+  // (ranks an expansion started included) there is nothing to do.
+  if (!s.control) return AQS_SUCCESS;
   try {
     s.control->request_range(min, max);
   } catch (const std::exception& ex) {
