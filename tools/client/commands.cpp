@@ -111,15 +111,21 @@ bool apply_common(common_options& c, const std::string& name, const std::string&
   return true;
 }
 
-std::int64_t parse_job_id(std::string_view text) {
+// Decimal digits only, at most `max_digits` of them; nullopt otherwise.
+std::optional<std::int64_t> digits(std::string_view text, std::size_t max_digits) {
+  if (text.empty() || text.size() > max_digits) return std::nullopt;
   std::int64_t v = 0;
-  bool ok = !text.empty() && text.size() <= 15;
   for (const char c : text) {
-    if (c < '0' || c > '9') ok = false;
-    if (ok) v = v * 10 + (c - '0');
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
   }
-  if (!ok || v < 1) throw usage_error("invalid job id '" + shown(text) + "'");
   return v;
+}
+
+std::int64_t parse_job_id(std::string_view text) {
+  const auto v = digits(text, 15);
+  if (!v || *v < 1) throw usage_error("invalid job id '" + shown(text) + "'");
+  return *v;
 }
 
 std::string upper(std::string_view s) {
@@ -209,14 +215,9 @@ fctl_command_line parse_fctl_command_line(std::span<const std::string> args) {
   const scanned s = scan(args, specific, "fctl");
   fctl_command_line out;
   auto count = [](const std::string& name, const std::string& value) {
-    std::int64_t v = 0;
-    bool ok = !value.empty() && value.size() <= 7;
-    for (const char c : value) {
-      if (c < '0' || c > '9') ok = false;
-      if (ok) v = v * 10 + (c - '0');
-    }
-    if (!ok || v < 1) throw usage_error("invalid --" + name + " '" + value + "' (expected a number of processors, 1 or more)");
-    return v;
+    const auto v = digits(value, 7);
+    if (!v || *v < 1) throw usage_error("invalid --" + name + " '" + shown(value) + "' (expected a number of processors, 1 or more)");
+    return *v;
   };
   for (const auto& [name, value] : s.options) {
     if (apply_common(out.common, name, value)) continue;
@@ -295,14 +296,9 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
     if (name == "array") out.expand_arrays = true;
     if (name == "history") out.history = parse_job_id(value);
     if (name == "limit") {
-      std::int64_t v = 0;
-      bool ok = !value.empty() && value.size() <= 15;
-      for (const char c : value) {
-        if (c < '0' || c > '9') ok = false;
-        if (ok) v = v * 10 + (c - '0');
-      }
-      if (!ok) throw usage_error("invalid --limit '" + shown(value) + "' (a number of jobs; 0: no limit)");
-      out.limit = v;
+      const auto v = digits(value, 15);
+      if (!v) throw usage_error("invalid --limit '" + shown(value) + "' (a number of jobs; 0: no limit)");
+      out.limit = *v;
     }
     if (name == "user") out.user = check_user(value);
     if (name == "jobs") {

@@ -69,6 +69,31 @@ TEST_CASE("fkill takes ids and options in any order and builds a cancel") {
   CHECK(parse_fkill_command_line(args{"--help"}).common.help);
 }
 
+TEST_CASE("fctl takes an action, ids and update's options and builds a control request") {
+  const auto h = parse_fctl_command_line(args{"hold", "12", "13", "12", "--json"});
+  CHECK(h.action == "hold");
+  CHECK(h.job_ids == std::vector<std::int64_t>{12, 13});
+  CHECK(h.common.json);
+  const auto u = build_control(parse_fctl_command_line(args{"update", "7", "--min", "4", "--max=8", "-t", "1:00:00"}));
+  CHECK(u.action == "update");
+  CHECK(u.min_pe == 4);
+  CHECK(u.max_pe == 8);
+  CHECK(u.time_limit_s == 3600);
+  CHECK(parse_fctl_command_line(args{"update", "7", "-t", "UNLIMITED"}).time_limit_s == 0);
+  CHECK(error_of([] { parse_fctl_command_line(args{}); }).find("no action given") != std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"pause", "1"}); }).find("unknown action 'pause'") != std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"hold"}); }).find("no job id given") != std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"update", "1"}); }).find("update needs") != std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"resume", "1", "--max", "2"}); }).find("go with update only") !=
+        std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"update", "1", "--min", "0"}); }).find("invalid --min '0'") !=
+        std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"update", "1", "--min", "5", "--max", "4"}); })
+            .find("--min 5 is above --max 4") != std::string::npos);
+  CHECK(error_of([] { parse_fctl_command_line(args{"hold", "x"}); }).find("invalid job id 'x'") != std::string::npos);
+  CHECK(parse_fctl_command_line(args{"--help"}).common.help);
+}
+
 TEST_CASE("fjobs filters become a list_jobs request") {
   const auto j = parse_fjobs_command_line(args{"-a", "-u", "alice", "--json"});
   CHECK(j.all);
