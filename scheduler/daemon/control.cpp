@@ -148,7 +148,9 @@ std::optional<std::string> controller::suspend(std::int64_t id, job_entry& e, co
     return job_name(id) + " is not running";
   }
   if (j->state == job_state::resizing) return job_name(id) + " is being resized; suspend it once it has applied its new map";
-  if (!e.host || !e.launch_confirmed) return job_name(id) + " is still starting; suspend it once it runs";
+  // Its launch went to its agent (or is queued for it) before this stop can:
+  // an agent stops a job that is still starting as soon as it runs.
+  if (!e.host) return job_name(id) + " is still starting; suspend it once it runs";
   const core::processor_set was = j->procs;
   sched_.apply(core::event::on_job(core::event::kind::suspend, static_cast<core::job_id>(id)));
   transition(id, job_state::suspended, std::nullopt,

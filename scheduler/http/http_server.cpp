@@ -356,6 +356,19 @@ private:
       c.job_ids = {*id};
       return ask_controller{c, [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
     }
+    if (p == "/api/v1/jobs/{id}" && r.method == "PATCH") {
+      const json body = protocol::parse_json_bounded(req.body());
+      return ask_controller{protocol::parse_message(update_from_rest(body, *id)),
+                            [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    }
+    if (r.method == "POST" && p.starts_with("/api/v1/jobs/{id}/")) {
+      // hold, release, suspend, resume, requeue: fctl's actions.
+      protocol::control c;
+      c.id = 1;
+      c.action = std::string(p.substr(std::string_view("/api/v1/jobs/{id}/").size()));
+      c.job_ids = {*id};
+      return ask_controller{c, [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    }
     if (p == "/api/v1/jobs/{id}/history") {
       return ask_controller{protocol::job_history{1, *id},
                             [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};

@@ -24,6 +24,12 @@ const std::vector<route>& routes() {
       {"POST", "/api/v1/jobs", access::token},
       {"GET", "/api/v1/jobs/{id}", access::public_read},
       {"DELETE", "/api/v1/jobs/{id}", access::token},
+      {"PATCH", "/api/v1/jobs/{id}", access::token},
+      {"POST", "/api/v1/jobs/{id}/hold", access::token},
+      {"POST", "/api/v1/jobs/{id}/release", access::token},
+      {"POST", "/api/v1/jobs/{id}/suspend", access::token},
+      {"POST", "/api/v1/jobs/{id}/resume", access::token},
+      {"POST", "/api/v1/jobs/{id}/requeue", access::token},
       {"GET", "/api/v1/jobs/{id}/history", access::token},
       {"GET", "/api/v1/nodes", access::public_read},
       {"GET", "/api/v1/cluster/map", access::public_read},
@@ -72,6 +78,35 @@ route_match match_route(std::string_view method, std::string_view path) {
     }
   }
   return m;
+}
+
+json update_from_rest(const json& body, std::int64_t job) {
+  auto bad = [](const std::string& what) { throw protocol::protocol_error(protocol::error_code::bad_request, what); };
+  if (!body.is_object()) bad("the body must be a JSON object");
+  json c = {{"type", "control"}, {"id", 1}, {"action", "update"}, {"job_ids", json::array({job})}};
+  for (const auto& [k, v] : body.items()) {
+    if (k == "min_pe" || k == "max_pe") {
+      c[k] = v;  // checked as the protocol checks fctl's
+    } else if (k == "time_limit") {
+      // Slurm's formats as text ("1:00:00", "UNLIMITED"), or seconds.
+      if (v.is_number_integer()) {
+        c["time_limit_s"] = v;
+      } else if (v.is_string()) {
+        const std::string t = v.get<std::string>();
+        try {
+          c["time_limit_s"] = t == "UNLIMITED" || t == "0" ? 0 : cmdline::parse_time_limit(t);
+        } catch (const cmdline::usage_error& e) {
+          bad(std::string("field 'time_limit': ") + e.what());
+        }
+      } else {
+        bad("field 'time_limit' must be a time (\"1:00:00\") or seconds");
+      }
+    } else {
+      bad("unknown field '" + k + "' (min_pe, max_pe, time_limit)");
+    }
+  }
+  if (c.size() == 4) bad("nothing to change: give min_pe, max_pe or time_limit");
+  return c;
 }
 
 json job_from_rest(const json& body) {

@@ -52,6 +52,11 @@ route_match match_route(std::string_view method, std::string_view path);
 // is validated by the protocol's own parse_message afterwards.
 nlohmann::json job_from_rest(const nlohmann::json& body);
 
+// PATCH /api/v1/jobs/{id}'s body ({"min_pe", "max_pe", "time_limit"}) as
+// the protocol's control update (fctl update). Throws protocol_error
+// bad_request naming the field.
+nlohmann::json update_from_rest(const nlohmann::json& body, std::int64_t job);
+
 // The HTTP status of a protocol error code.
 unsigned status_of(protocol::error_code code);
 

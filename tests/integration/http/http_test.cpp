@@ -151,6 +151,7 @@ TEST_CASE("without a token the API answers 401 with a JSON error, except its Ope
   CHECK(doc.json().at("openapi").get<std::string>().starts_with("3."));
   for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
            {"GET", "/api/v1/jobs"}, {"POST", "/api/v1/jobs"}, {"GET", "/api/v1/jobs/1"}, {"DELETE", "/api/v1/jobs/1"},
+           {"PATCH", "/api/v1/jobs/1"}, {"POST", "/api/v1/jobs/1/hold"},
            {"GET", "/api/v1/jobs/1/history"}, {"GET", "/api/v1/nodes"}, {"GET", "/api/v1/cluster/map"},
            {"GET", "/api/v1/events"}, {"GET", "/metrics"}, {"GET", "/api/v1/whoami"}}) {
     CAPTURE(method);
@@ -239,6 +240,34 @@ TEST_CASE("a token acts as its user: their own job is submitted, read and cancel
   r = s.get("/api/v1/jobs/" + std::to_string(job) + "/history", alice.token);
   CHECK(r.status == 200);
   CHECK(r.json().at("events").size() >= 2);
+  // fctl's actions: another user's token changes nothing (403); the owner's
+  // suspends and resumes the job, and a bad update is 400.
+  for (const char* action : {"suspend", "hold", "requeue"}) {
+    r = http_request(s.web, "POST", "/api/v1/jobs/" + std::to_string(job) + "/" + action, bob.token);
+    CHECK(r.status == 403);
+  }
+  r = http_request(s.web, "PATCH", "/api/v1/jobs/" + std::to_string(job), bob.token, json{{"time_limit", 60}}.dump());
+  CHECK(r.status == 403);
+  CHECK(s.c->job(job)->state == job_state::running);
+  r = http_request(s.web, "POST", "/api/v1/jobs/" + std::to_string(job) + "/suspend", alice.token);
+  CHECK(r.status == 200);
+  CHECK(r.json().at("done") == json::array({job}));
+  s.c->wait_state(job, {job_state::suspended});
+  r = http_request(s.web, "POST", "/api/v1/jobs/" + std::to_string(job) + "/hold", alice.token);
+  CHECK(r.status == 409);
+  CHECK(r.error().find("is not pending") != std::string::npos);
+  r = http_request(s.web, "POST", "/api/v1/jobs/" + std::to_string(job) + "/resume", alice.token);
+  CHECK(r.status == 200);
+  s.c->wait_state(job, {job_state::running});
+  r = http_request(s.web, "PATCH", "/api/v1/jobs/" + std::to_string(job), alice.token, json{{"max_pe", 0}}.dump());
+  CHECK(r.status == 400);
+  r = http_request(s.web, "PATCH", "/api/v1/jobs/" + std::to_string(job), alice.token, json{{"colour", 1}}.dump());
+  CHECK(r.status == 400);
+  CHECK(r.error().find("unknown field 'colour'") != std::string::npos);
+  r = http_request(s.web, "PATCH", "/api/v1/jobs/" + std::to_string(job), alice.token, json{{"time_limit", 60}}.dump());
+  CHECK(r.status == 409);  // it has started
+  CHECK(http_request(s.web, "POST", "/api/v1/jobs/999999/hold", alice.token).status == 404);
+
   r = http_request(s.web, "DELETE", "/api/v1/jobs/" + std::to_string(job), alice.token);
   CHECK(r.status == 200);
   CHECK(r.json().at("cancelled") == json::array({job}));

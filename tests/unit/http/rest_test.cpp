@@ -56,7 +56,7 @@ TEST_CASE("routes match their paths and ids, and a known path with another metho
   m = http::match_route("PUT", "/api/v1/jobs/7");
   CHECK(m.r == nullptr);
   CHECK(m.path_known);
-  CHECK(m.allow == "GET, DELETE");
+  CHECK(m.allow == "GET, DELETE, PATCH");
   for (const char* bad : {"/api/v1/jobs/x", "/api/v1/jobs/0", "/api/v1/jobs/-1", "/api/v1/jobs/42/", "/api/v2/jobs",
                           "/api/v1/jobs/99999999999999999999", "//", "/index.html"}) {
     CAPTURE(bad);
