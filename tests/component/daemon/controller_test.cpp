@@ -363,3 +363,29 @@ TEST_CASE("a map the shim claimed but never acknowledges is bounded: past the cl
   CHECK(std::holds_alternative<protocol::error>(*late));
   CHECK(h.launched(a, second).nprocs == 2);
 }
+
+TEST_CASE("a submit token finds only its own user's job: the same token from another user is a new job of theirs") {
+  harness h;
+  h.agent("n1", 4);
+  auto submit = [&](uid_t uid) {
+    auto c = h.client(uid);
+    protocol::submit s;
+    s.id = h.next_id();
+    s.job.name = "tok";
+    s.job.argv = {"/bin/true"};
+    s.job.workdir = "/tmp";
+    s.job.submit_token = "shared-token";
+    h.ctl().on_message(c, s);
+    const auto reply = c->reply(s.id);
+    REQUIRE(reply);
+    REQUIRE(std::holds_alternative<protocol::ok>(*reply));
+    return std::get<protocol::ok>(*reply).result.at("job_id").get<std::int64_t>();
+  };
+  const std::int64_t mine = submit(k_user);
+  const std::int64_t theirs = submit(k_user + 1);
+  CHECK(theirs != mine);
+  CHECK(submit(k_user) == mine);  // a retry finds the job again
+  CHECK(submit(k_user + 1) == theirs);
+  CHECK(h.store().get_job(mine)->request.uid == k_user);
+  CHECK(h.store().get_job(theirs)->request.uid == k_user + 1);
+}

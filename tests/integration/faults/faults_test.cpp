@@ -12,6 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <pqxx/pqxx>
 
 #include "aqs_cluster.hpp"
@@ -158,7 +162,7 @@ std::size_t missing_from_store(const std::string& conninfo, const std::map<std::
   }
   std::size_t missing = 0;
   for (const auto& [token, id] : acked) {
-    auto it = stored.find(token);
+    auto it = stored.find("u0:" + token);  // aqsd keeps tokens per uid (the clients run as root)
     if (it == stored.end() || it->second != id) ++missing;
   }
   return missing;
@@ -413,4 +417,68 @@ TEST_CASE("an agent cut off by the network has its job fenced: gone within the n
   test::cluster c(fencing_options(true));
   c.wait_nodes_up(2);
   check_fenced(c, "86412", [&](int i) { c.hosts()->cut(i); }, [&](int i) { c.hosts()->restore(i); });
+}
+
+namespace {
+
+// Submits `true` with `token` as `u` (a child process that becomes the
+// user, as fsub run by them would be): the job id aqsd answered, or -1.
+std::int64_t submit_as(const test::cluster& c, const test::test_user& u, const std::string& token) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::int64_t id = -1;
+    if (::setgroups(0, nullptr) == 0 && ::setgid(u.gid) == 0 && ::setuid(u.uid) == 0) {
+      try {
+        client::connection conn(c.socket(), 30s);
+        protocol::submit s;
+        s.id = conn.next_id();
+        s.job.name = "tok";
+        s.job.script = "#!/bin/sh\ntrue\n";
+        s.job.workdir = u.home.string();
+        s.job.stdout_pattern = "/dev/null";
+        s.job.submit_token = token;
+        id = conn.call(s).at("job_id").get<std::int64_t>();
+      } catch (const std::exception&) {
+      }
+    }
+    (void)!::write(fds[1], &id, sizeof id);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::int64_t id = -1;
+  if (::read(fds[0], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) id = -1;
+  ::close(fds[0]);
+  ::waitpid(child, nullptr, 0);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("a submit token is the submitting user's own: another user's same token makes a job of theirs") {
+  test::cluster::options o;
+  o.nodes = 1;
+  o.procs_per_node = 2;
+  test::cluster c(o);
+  const auto a = c.user("aqs-test-toka");
+  const auto b = c.user("aqs-test-tokb");
+  const std::string token = "the-same-token-" + std::to_string(::getpid());
+  const std::int64_t ja = submit_as(c, a, token);
+  REQUIRE(ja > 0);
+  // The same token from another user: a new job, theirs; never a's.
+  const std::int64_t jb = submit_as(c, b, token);
+  REQUIRE(jb > 0);
+  CHECK(jb != ja);
+  // Each user's retry still finds their own job.
+  CHECK(submit_as(c, a, token) == ja);
+  CHECK(submit_as(c, b, token) == jb);
+  const auto ia = c.job(ja), ib = c.job(jb);
+  REQUIRE(ia);
+  REQUIRE(ib);
+  CHECK(ia->user == "aqs-test-toka");
+  CHECK(ib->user == "aqs-test-tokb");
+  c.wait_idle(60s);
 }
