@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   CLI::App app{"aqsd: the AQS scheduler daemon", "aqsd"};
   std::string state_dir_text, db, socket_path, listen, policy = "equipartition";
   bool foreground = false;
-  double heartbeat_timeout_s = 10, resize_timeout_s = 30, kill_grace_s = 10;
+  double heartbeat_timeout_s = 10, resize_timeout_s = 30, resize_claim_timeout_s = 300, kill_grace_s = 10;
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
   std::size_t max_per_user = 256;
   double idle_timeout_s = 300;
@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-timeout", heartbeat_timeout_s, "seconds of silence before a node goes DOWN")
       ->check(CLI::Range(0.2, 86400.0));
   app.add_option("--resize-timeout", resize_timeout_s, "seconds an adaptive job has to apply a new map")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--resize-claim-timeout", resize_claim_timeout_s,
+                 "seconds an adaptive job has to acknowledge a map it began to apply; then it is killed (FAILED)")
       ->check(CLI::Range(0.1, 86400.0));
   app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
@@ -205,6 +208,7 @@ int main(int argc, char** argv) {
     copts.cluster_key = key;
     copts.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(heartbeat_timeout_s * 1000));
     copts.resize_timeout = std::chrono::milliseconds(static_cast<long>(resize_timeout_s * 1000));
+    copts.resize_claim_timeout = std::chrono::milliseconds(static_cast<long>(resize_claim_timeout_s * 1000));
     copts.kill_grace = std::chrono::seconds(static_cast<long>(kill_grace_s + 0.5));
     copts.revoked_tokens_file = dir.revoked_tokens_file();
     copts.token_lifespan_s = static_cast<std::int64_t>(token_lifespan_s);

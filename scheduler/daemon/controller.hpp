@@ -50,6 +50,9 @@ struct controller_options {
   std::chrono::milliseconds heartbeat_timeout{10'000};
   // An adaptive job that has not applied a new map by then keeps its old one.
   std::chrono::milliseconds resize_timeout{30'000};
+  // A map the job's shim claimed (resize_begin) and has not acknowledged by
+  // then: its ranks may be on either map, so the job is killed and FAILED.
+  std::chrono::milliseconds resize_claim_timeout{300'000};
   // fkill: SIGTERM, then SIGKILL after this.
   std::chrono::seconds kill_grace{10};
   // Most jobs in one list_jobs reply page.
@@ -223,6 +226,7 @@ private:
   // The resize of `id` ends without a change: it keeps its processors.
   void keep_old_processors(std::int64_t id, const std::string& note);
   void resize_expired(std::int64_t id, std::int64_t epoch);
+  void resize_claim_expired(std::int64_t id, std::int64_t epoch);
   // nodes.cpp
   void handle_register(const conn_ptr& c, const protocol::register_node& m);
   void finish_register(const conn_ptr& c, const protocol::register_node& m, std::size_t index);

@@ -20,9 +20,13 @@ std::string user_name_of(std::int64_t uid) {
   return std::to_string(uid);
 }
 
+std::string scoped_submit_token(std::int64_t uid, const std::string& token) {
+  return token.empty() ? token : "u" + std::to_string(uid) + ":" + token;
+}
+
 store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who) {
   store::job_request r;
-  r.submit_token = spec.submit_token.value_or("");
+  r.submit_token = scoped_submit_token(who.uid, spec.submit_token.value_or(""));
   r.user_name = who.user;
   r.uid = who.uid;
   r.gid = who.gid;

@@ -35,6 +35,12 @@ inline constexpr double k_unlimited_walltime_s = 365.0 * 24 * 3600;
 core::job_shape shape_of(const protocol::job_geometry& g);
 std::optional<protocol::job_geometry> geometry_of(const std::string& json_text);
 
+// The store's key for a client's submit token: scoped to the submitting
+// uid ("u<uid>:<token>"), so that a token can only ever find its own user's
+// job again, never another's that happens to use the same token. Empty
+// stays empty (the store makes one up).
+std::string scoped_submit_token(std::int64_t uid, const std::string& token);
+
 store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who);
 // The launchable job as it was submitted (script, argv, files, environment).
 protocol::job_spec to_spec(const store::job_record& r);

@@ -1,7 +1,9 @@
 // resize: two-phase resizes of adaptive jobs: RESIZING with the new map sent
 // to the job's shim, until it acknowledges or the resize times out (a map
-// the shim has claimed with resize_begin no longer times out).
+// the shim has claimed with resize_begin then has --resize-claim-timeout to
+// be acknowledged, or the job, on uncertain processors, is killed).
 #include <chrono>
+#include <csignal>
 #include <fmt/format.h>
 
 #include "daemon/controller.hpp"
@@ -77,8 +79,13 @@ void controller::handle_resize_begin(const conn_ptr& c, const protocol::resize_b
   // job does not apply it: it never runs on processors aqsd took back.
   if (current_resize(c, m.id, m.job_id, m.epoch) == nullptr) return;
   // Under way: spawning ranks on other hosts may outlast --resize-timeout on
-  // a loaded machine; the ack (or the job's end) closes the resize now.
-  resizes_.disarm(m.job_id);
+  // a loaded machine; the ack (or the job's end) closes the resize now, or
+  // the longer claim timeout: a job that never acknowledges (its leader hung
+  // in MPI, its ack lost with its connection) must not hold the resize open
+  // for ever with its ranks on either map.
+  resizes_.arm(m.job_id, m.epoch, options_.resize_claim_timeout, [this](std::int64_t job, std::int64_t e) {
+    if (!stopped_) resize_claim_expired(job, e);
+  });
   c->send(protocol::ok{m.id, {}});
 }
 
@@ -125,6 +132,21 @@ void controller::resize_expired(std::int64_t id, std::int64_t epoch) {
       options_.resize_timeout.count(), j->procs.count());
   metrics_.resize_ended("timeout", -1.0);
   keep_old_processors(id, "resize timed out: keeps its processors");
+}
+
+void controller::resize_claim_expired(std::int64_t id, std::int64_t epoch) {
+  const core::job* j = sched_.find(static_cast<core::job_id>(id));
+  if (j == nullptr || !jobs_.is_live(id) || j->state != job_state::resizing || resizes_.epoch(id) != epoch) return;
+  // Its ranks may run on the old map, the new one or both: neither can be
+  // given to another job while they might. Killed, its processors are free.
+  logging::warn("job {} began to apply map {} and did not acknowledge it within {} ms: killing it", id, epoch,
+                options_.resize_claim_timeout.count());
+  metrics_.resize_ended("timeout", -1.0);
+  resizes_.disarm(id);
+  send_kill(id, SIGKILL, std::chrono::seconds(0), true);
+  end_job(id, job_state::failed, std::nullopt, SIGKILL,
+          "resize claimed but not acknowledged within " + std::to_string(options_.resize_claim_timeout.count()) +
+              " ms: killed (its processors were uncertain)");
 }
 
 void controller::keep_old_processors(std::int64_t id, const std::string& note) {

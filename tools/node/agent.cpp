@@ -175,7 +175,14 @@ awaitable<bool> agent::serve_once() {
   if (!connect_endpoint(ep, where)) co_return false;
   sock_ = std::make_unique<asio::generic::stream_protocol::socket>(io_);
   boost::system::error_code ec;
+  const std::int64_t tried_at = job_supervisor::monotonic_ms();
   co_await sock_->async_connect(ep, asio::redirect_error(use_awaitable, ec));
+  if (ec == asio::error::connection_refused || (options_.socket_path && ec == boost::system::errc::no_such_file_or_directory)) {
+    // Nothing listens where aqsd does: no aqsd runs to declare this node
+    // DOWN (a new one gives every node a full heartbeat timeout), so the
+    // jobs are safe: this renews their leases as an acknowledgement would.
+    supervisor_.renew(tried_at);
+  }
   if (ec) {
     if (last_error_ != ec.message()) warn("cannot reach aqsd at " + where + ": " + (last_error_ = ec.message()) + " (retrying)");
     co_return false;
@@ -233,6 +240,7 @@ awaitable<bool> agent::converse(const std::string& where) {
   reg.gpus = options_.gpus;
   reg.running = supervisor_.running();
   reg.host = host_name();
+  const std::int64_t registered_at = job_supervisor::monotonic_ms();
   send(reg);
   reply = co_await read_one();
   if (!reply) co_return false;
@@ -257,6 +265,7 @@ awaitable<bool> agent::converse(const std::string& where) {
     // Jobs aqsd no longer wants here (e.g. it declared them NODE_FAIL while
     // we were away): they go before the node takes new work.
     for (const std::int64_t id : registered.kill) supervisor_.kill(id, SIGKILL, 0ms);
+    supervisor_.renew(registered_at);  // aqsd heard us then: the node is UP
   }
   connected_ = true;
   last_error_.clear();
@@ -292,7 +301,10 @@ awaitable<void> agent::heartbeat_loop(std::uint64_t generation) {
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
     if (!connected_ || generation != generation_ || stopping_) break;
     // Not kept in the outbox: the next heartbeat supersedes a lost one.
-    send(protocol::heartbeat{next_id(), supervisor_.running()});
+    const std::int64_t id = next_id();
+    heartbeat_sent_[id] = job_supervisor::monotonic_ms();
+    while (heartbeat_sent_.size() > 64) heartbeat_sent_.erase(heartbeat_sent_.begin());  // never acknowledged
+    send(protocol::heartbeat{id, supervisor_.running()});
   }
 }
 
@@ -406,6 +418,12 @@ void agent::handle(protocol::message m) {
     }
   } else if (auto* o = std::get_if<protocol::ok>(&m)) {
     if (leaving_id_ && o->id == *leaving_id_) left_ = true;
+    if (auto hb = heartbeat_sent_.find(o->id); hb != heartbeat_sent_.end()) {
+      // aqsd heard this node when it got that heartbeat, not before it was
+      // sent: its jobs are safe until that time plus the node-down timeout.
+      supervisor_.renew(hb->second);
+      heartbeat_sent_.erase(heartbeat_sent_.begin(), std::next(hb));
+    }
     auto it = outbox_.find(o->id);
     if (it != outbox_.end()) {
       // aqsd has the job's end on disk: its spool records may go.

@@ -128,6 +128,10 @@ private:
   bool draining_ = false;
   std::uint64_t generation_ = 0;  // connection count: old heartbeat loops stop
   std::int64_t next_id_ = 1;
+  // Fencing renewals: when each heartbeat not yet acknowledged went out,
+  // and the registration (CLOCK_MONOTONIC ms); an acknowledgement renews
+  // the steps' leases with that time (job_supervisor::renew).
+  std::map<std::int64_t, std::int64_t> heartbeat_sent_;
   std::map<std::int64_t, protocol::message> outbox_;  // id -> unacknowledged report
   output_forwarder output_;                           // interactive jobs' stdout and stderr
   std::deque<protocol::output> pending_output_;       // while aqsd is away (bounded)

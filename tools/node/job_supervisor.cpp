@@ -94,21 +94,22 @@ void close_all_but(std::vector<int> keep) {
   ::close_range(from, ~0U, 0);
 }
 
-std::int64_t monotonic_ms() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
+std::int64_t monotonic_ms() { return job_supervisor::monotonic_ms(); }
 
-// Whether every writer of the lease FIFO is gone (the agent died and no new
-// one adopted the job). Linux reports POLLHUP on a FIFO's read end once the
-// last writer closed, until a writer opens it again.
-bool lease_lost(int lease) {
+// Reads the lease FIFO: the agent's renewals, 8-byte CLOCK_MONOTONIC stamps
+// (job_supervisor::renew; written whole, so reads of a multiple of 8 bytes
+// see whole ones), the newest kept in `renewed`. Returns whether every
+// writer is gone (the agent died and no new one adopted the job): Linux
+// reports POLLHUP on a FIFO's read end once the last writer closed, until a
+// writer opens it again.
+bool lease_lost(int lease, std::int64_t& renewed) {
   pollfd p{lease, POLLIN, 0};
   if (::poll(&p, 1, 0) <= 0) return false;
   if (p.revents & POLLIN) {
-    char junk[64];
-    (void)!::read(lease, junk, sizeof junk);  // nobody should write; never let it spin
+    std::int64_t stamps[64];
+    for (ssize_t n; (n = ::read(lease, stamps, sizeof stamps)) > 0;) {
+      for (ssize_t i = 0; i < n / 8; ++i) renewed = std::max(renewed, stamps[i]);
+    }
   }
   return (p.revents & (POLLHUP | POLLERR)) != 0;
 }
@@ -127,7 +128,10 @@ void fence_job(pid_t pgid, std::int64_t job_id, int sig) {
 // subreaper). With a lease and a fencing schedule: once the agent is gone
 // for term_after, SIGTERM to the job, at kill_after SIGKILL; an agent that
 // adopts the job before term_after (the lease has a writer again) stops the
-// count. SIGCHLD must be blocked (it is read through a signalfd).
+// count. Once the agent has renewed the lease, the same schedule runs from
+// its newest renewal while it lives (a hung agent, or one aqsd no longer
+// hears): a renewal before term_after stops that count. SIGCHLD must be
+// blocked (it is read through a signalfd).
 int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fencing>& fence) {
   sigset_t chld;
   sigemptyset(&chld);
@@ -135,6 +139,8 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
   unique_fd sfd(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fence) lease = -1;
   std::int64_t lost_at = -1;  // when the lease was found lost; -1: it is held
+  std::int64_t renewed = -1;  // the agent's newest renewal; -1: none yet
+  std::int64_t termed_since = -1;  // what the count ran from when SIGTERM went out
   bool termed = false, killed = false;
   while (true) {
     int status = 0;
@@ -158,22 +164,34 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
     }
     int timeout = -1;
     if (lease >= 0 && !killed) {
-      const bool lost = lease_lost(lease);
-      if (lost && lost_at < 0) lost_at = monotonic_ms();
-      if (!lost && !termed) lost_at = -1;  // adopted in time: nothing happens
-      if (lost_at >= 0) {
-        const std::int64_t gone = monotonic_ms() - lost_at;
+      const bool lost = lease_lost(lease, renewed);
+      const std::int64_t now = monotonic_ms();
+      if (lost && lost_at < 0) lost_at = now;
+      if (!lost && lost_at >= 0 && !termed) {
+        // Adopted in time: nothing happens. The new agent has the schedule
+        // over again to reach aqsd and renew: as if renewed at its adoption.
+        renewed = std::max(renewed, now);
+        lost_at = -1;
+      }
+      // Counted from the agent's death while it is gone, else from its
+      // newest renewal; once the SIGTERM went out, the count goes on to the
+      // SIGKILL whatever comes.
+      const std::int64_t since = termed ? termed_since : lost_at >= 0 ? lost_at : renewed;
+      if (since >= 0) {
+        const std::int64_t gone = now - since;
         if (!termed && gone >= fence->term_after.count()) {
           fence_job(pgid, job_id, SIGTERM);
           termed = true;
+          termed_since = since;
         }
         if (gone >= fence->kill_after.count()) {
           fence_job(pgid, job_id, SIGKILL);
           killed = true;
         } else {
-          // Look for an adopting agent now and then; be on time for the kill.
+          // Be on time for the next step of the schedule; with the lease
+          // lost (no POLLIN to wake us), look for an adopting agent now and then.
           const std::int64_t next = termed ? fence->kill_after.count() : fence->term_after.count();
-          timeout = static_cast<int>(std::clamp<std::int64_t>(next - gone, 1, 100));
+          timeout = static_cast<int>(std::clamp<std::int64_t>(next - gone, 1, lost_at >= 0 ? 100 : next - gone));
         }
       }
     }
@@ -208,6 +226,9 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     lease_r.reset(::open(lease_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     if (lease_r) lease_w.reset(::open(lease_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     if (!lease_w) lease_r.reset();
+    // The step starts from the newest renewal: a job started by an agent
+    // that is then cut off is fenced like the others.
+    if (lease_w && renewed_) (void)!::write(lease_w.get(), &*renewed_, sizeof *renewed_);
   }
   auto [report_r, report_w] = make_report_pipe();
   const pid_t step = ::fork();
@@ -257,6 +278,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
   j.step = step;
   j.starting = true;
   j.lease = std::move(lease_w);
+  if (j.lease) j.lease_drain.reset(::open(lease_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
   j.report = std::make_unique<boost::asio::posix::stream_descriptor>(io_, report_r.release());
   j.limit_ms = time_limit;
   j.grace = grace;
@@ -398,6 +420,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     // Holding the lease again tells the step its job is adopted: it is not
     // fenced. A step of an agent without leases has no FIFO: nothing to do.
     j.lease = unique_fd(::open(record(id, "lease").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (j.lease) j.lease_drain.reset(::open(record(id, "lease").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     j.pidfd = std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd.release());
     j.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code e) {
       if (!e) step_ended(id, 0);
@@ -408,6 +431,28 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     adopted.push_back(id);
   }
   return adopted;
+}
+
+std::int64_t job_supervisor::monotonic_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void job_supervisor::renew(std::int64_t stamp_ms) {
+  if (!fence_ || (renewed_ && stamp_ms <= *renewed_)) return;
+  renewed_ = stamp_ms;
+  for (auto& [id, j] : jobs_) {
+    if (!j.lease) continue;
+    if (::write(j.lease.get(), &stamp_ms, sizeof stamp_ms) < 0 && errno == EAGAIN && j.lease_drain) {
+      // Full: the step is stopped (a suspended job) and reads nothing. Only
+      // the newest stamp matters to it when it runs again.
+      char junk[4096];
+      while (::read(j.lease_drain.get(), junk, sizeof junk) > 0) {
+      }
+      (void)!::write(j.lease.get(), &stamp_ms, sizeof stamp_ms);
+    }
+  }
 }
 
 void job_supervisor::forget(std::int64_t job_id) {

@@ -24,9 +24,11 @@
 namespace aqs::node {
 
 // Fencing: what a job's step does when its agent is gone (killed, crashed)
-// and no new agent adopts the job in time. aqsd declares the node DOWN and
-// may start the job again elsewhere, so the old instance must be gone first.
-// Counted from the moment the step notices its agent is gone.
+// and no new agent adopts the job in time, or when its agent lives but has
+// not been heard by aqsd for too long (hung, or cut off by the network).
+// aqsd declares the node DOWN and may start the job again elsewhere, so the
+// old instance must be gone first. Counted from the moment the step notices
+// its agent is gone, or from the agent's last renewal (renew()).
 struct fencing {
   std::chrono::milliseconds term_after{6000};  // SIGTERM to the whole job
   std::chrono::milliseconds kill_after{8000};  // SIGKILL to whatever is left (>= term_after)
@@ -63,7 +65,8 @@ public:
   // With `fence`, each step holds a lease on this supervisor (a FIFO in the
   // spool, `job-N.lease`, whose write end only the supervisor holds): when
   // every writer is gone (this process died) and none comes back (adopt()
-  // opens it again), the step kills its job on the fencing schedule.
+  // opens it again), the step kills its job on the fencing schedule. The
+  // same when the lease is held but not renewed (renew()) for that long.
   job_supervisor(boost::asio::io_context& io, exit_callback on_exit, std::filesystem::path spool,
                  std::optional<fencing> fence = std::nullopt);
   ~job_supervisor();
@@ -107,6 +110,18 @@ public:
   // The job's end has been reported and acknowledged: its spool records go.
   void forget(std::int64_t job_id);
 
+  // Renews every step's lease: `stamp_ms` (CLOCK_MONOTONIC, ms) is a moment
+  // by which aqsd had heard from this agent (the send time of a heartbeat
+  // aqsd acknowledged) or could not have declared the node DOWN (its socket
+  // refused us: no aqsd ran). A step whose newest stamp gets older than the
+  // fencing schedule kills its job, as when the agent died: a hung agent
+  // renews nothing, and one cut off from aqsd hears no acknowledgement.
+  // Steps started later get the newest stamp at once. Without fencing, or
+  // before the first renewal, steps only watch for their agent's death.
+  void renew(std::int64_t stamp_ms);
+  // CLOCK_MONOTONIC in milliseconds: the clock of renew()'s stamps.
+  static std::int64_t monotonic_ms();
+
   // Kills the job (SIGKILL to its process group; it ends OUT_OF_MEMORY)
   // once the resident memory of its processes here, summed, exceeds `mb`
   // megabytes. There are no cgroups: every `every` the agent reads
@@ -145,6 +160,7 @@ private:
     std::optional<std::chrono::milliseconds> paused_left;     // stopped: what was left of its limit
     std::unique_ptr<boost::asio::steady_timer> escalate;
     unique_fd lease;  // while we hold it, the step knows its agent lives
+    unique_fd lease_drain;  // our read end: stale stamps go when the FIFO is full (a stopped step)
     std::uint64_t memory_limit_mb = 0;  // 0: none
   };
   void watch_memory();
@@ -166,6 +182,7 @@ private:
   std::unordered_map<std::int64_t, job> jobs_;
   std::unordered_map<pid_t, std::int64_t> by_pid_;
   std::optional<fencing> fence_;
+  std::optional<std::int64_t> renewed_;  // the newest renew() stamp
   std::unique_ptr<boost::asio::steady_timer> memory_timer_;
   std::chrono::milliseconds memory_every_{250};
 };

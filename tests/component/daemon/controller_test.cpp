@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <csignal>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -311,4 +312,80 @@ TEST_CASE("afterok: a job waits for its dependency and is cancelled when the dep
   REQUIRE(a->reply(m.id));
   CHECK(h.eventually(after, job_state::cancelled) == job_state::cancelled);
   CHECK(h.history_says(after, "dependency " + std::to_string(first) + " ended FAILED"));
+}
+
+TEST_CASE("a map the shim claimed but never acknowledges is bounded: past the claim timeout the job is killed and FAILED") {
+  daemon::controller_options o;
+  o.resize_timeout = 30s;
+  o.resize_claim_timeout = 120s;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t grows = h.submit(c, 1, 4, true);
+  h.launched(a, grows);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = grows;
+  h.ctl().on_open(shim);
+  const std::int64_t second = h.submit(c, 2, 2, false);
+  const auto map = shim->take<protocol::new_map>();
+  REQUIRE(map);
+  h.settle();
+  // The shim claims the map (its ranks start moving) and then goes silent.
+  protocol::resize_begin b;
+  b.id = h.next_id();
+  b.job_id = grows;
+  b.epoch = map->epoch;
+  h.ctl().on_message(shim, b);
+  const auto claimed = shim->reply(b.id);
+  REQUIRE(claimed);
+  REQUIRE(std::holds_alternative<protocol::ok>(*claimed));
+  // Past the resize timeout: claimed, so still under way.
+  h.advance(60s);
+  CHECK(h.state_of(grows) == job_state::resizing);
+  CHECK(h.state_of(second) == job_state::pending);
+  // Past the claim timeout: the agent is told to kill it, and it ends FAILED.
+  h.advance(60s);
+  CHECK(h.eventually(grows, job_state::failed) == job_state::failed);
+  CHECK(h.history_says(grows, "resize claimed but not acknowledged"));
+  const auto kill = a->take<protocol::kill>([&](const protocol::kill& k) { return k.job_id == grows; });
+  REQUIRE(kill);
+  CHECK(kill->signal == SIGKILL);
+  // A late ack changes nothing; its processors went to the waiting job.
+  protocol::resize_ack ack;
+  ack.id = h.next_id();
+  ack.job_id = grows;
+  ack.epoch = map->epoch;
+  ack.procs = map->procs;
+  h.ctl().on_message(shim, ack);
+  const auto late = shim->reply(ack.id);
+  REQUIRE(late);
+  CHECK(std::holds_alternative<protocol::error>(*late));
+  CHECK(h.launched(a, second).nprocs == 2);
+}
+
+TEST_CASE("a submit token finds only its own user's job: the same token from another user is a new job of theirs") {
+  harness h;
+  h.agent("n1", 4);
+  auto submit = [&](uid_t uid) {
+    auto c = h.client(uid);
+    protocol::submit s;
+    s.id = h.next_id();
+    s.job.name = "tok";
+    s.job.argv = {"/bin/true"};
+    s.job.workdir = "/tmp";
+    s.job.submit_token = "shared-token";
+    h.ctl().on_message(c, s);
+    const auto reply = c->reply(s.id);
+    REQUIRE(reply);
+    REQUIRE(std::holds_alternative<protocol::ok>(*reply));
+    return std::get<protocol::ok>(*reply).result.at("job_id").get<std::int64_t>();
+  };
+  const std::int64_t mine = submit(k_user);
+  const std::int64_t theirs = submit(k_user + 1);
+  CHECK(theirs != mine);
+  CHECK(submit(k_user) == mine);  // a retry finds the job again
+  CHECK(submit(k_user + 1) == theirs);
+  CHECK(h.store().get_job(mine)->request.uid == k_user);
+  CHECK(h.store().get_job(theirs)->request.uid == k_user + 1);
 }

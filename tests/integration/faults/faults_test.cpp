@@ -12,6 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <pqxx/pqxx>
 
 #include "aqs_cluster.hpp"
@@ -158,7 +162,7 @@ std::size_t missing_from_store(const std::string& conninfo, const std::map<std::
   }
   std::size_t missing = 0;
   for (const auto& [token, id] : acked) {
-    auto it = stored.find(token);
+    auto it = stored.find("u0:" + token);  // aqsd keeps tokens per uid (the clients run as root)
     if (it == stored.end() || it->second != id) ++missing;
   }
   return missing;
@@ -325,4 +329,156 @@ TEST_CASE("with --db, aqsd reconnects when its database returns and stops at onc
   CHECK(stop_s < 10.0);
   pg.start();
   CHECK(missing_from_store(pg.connection_string("aqs"), acked) == 0);
+}
+
+namespace {
+
+// Fencing of an agent that lives but is not heard: a `--requeue` job on one
+// of two nodes, whose agent then hangs or is cut off. Timeouts short enough
+// for a test, long enough for a loaded machine (the step's SIGTERM comes
+// 3.5 s after the agent's last acknowledged heartbeat, its SIGKILL 5.5 s).
+constexpr int k_down_s = 6;
+
+test::cluster::options fencing_options(bool netns) {
+  test::cluster::options o;
+  o.nodes = 2;
+  o.procs_per_node = 2;
+  o.netns = netns;
+  o.heartbeat_timeout_s = k_down_s;
+  o.agent_heartbeat_s = 0.5;
+  o.agent_args = {"--node-down-timeout", std::to_string(k_down_s)};
+  return o;
+}
+
+// Live processes of the test's job (`sleep <marker>`, tagged as a job's).
+std::size_t instances(const std::string& marker) { return test::job_processes_mentioning(marker).size(); }
+
+// `lose(node)` makes the agent of the job's node unheard; `recover(node)`
+// undoes it at the end. Checks that the job's processes are gone within the
+// node-down timeout plus 5 s, that no two instances ever run at once, and
+// that the requeued job then runs on the other node.
+void check_fenced(test::cluster& c, const std::string& marker, const std::function<void(int)>& lose,
+                  const std::function<void(int)>& recover) {
+  const std::int64_t id = c.submit({"-n", "2", "--requeue", "-J", "fenced", "--wrap", "sleep " + marker});
+  const auto j = c.wait_state(id, {core::job_state::running});
+  for (int i = 0; i < 200 && instances(marker) == 0; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(instances(marker) == 1);
+  const int lost = j.nodes.find("node0") != std::string::npos ? 0 : 1;
+  const std::string lost_name = "node" + std::to_string(lost);
+  const auto t0 = clock_type::now();
+  lose(lost);
+  std::size_t most = 0;
+  std::optional<double> gone_after;
+  bool rerun = false;
+  std::string seen;
+  while (clock_type::now() - t0 < std::chrono::seconds(k_down_s + 30)) {
+    const std::size_t n = instances(marker);
+    most = std::max(most, n);
+    const auto now_j = c.job(id);
+    const bool elsewhere = now_j && now_j->state == core::job_state::running && !now_j->nodes.empty() &&
+                           now_j->nodes.find(lost_name) == std::string::npos;
+    if (now_j) seen = std::string(core::to_string(now_j->state)) + " on " + now_j->nodes;
+    if (!gone_after && n == 0) gone_after = seconds_between(t0, clock_type::now());
+    if (elsewhere && n == 1) {
+      rerun = true;
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  recover(lost);
+  INFO("job " << id << " last seen " << seen);
+  REQUIRE_MESSAGE(gone_after, "the job's processes on the lost node were never all gone");
+  MESSAGE("the job's processes on the lost node were gone " << *gone_after << " s after its agent was lost");
+  CHECK(*gone_after <= k_down_s + 5.0);
+  CHECK(most <= 1);  // never twice at once
+  CHECK(rerun);      // requeued, now running on the other node
+  // Its history: the node failure requeued it.
+  const auto hist = c.cmd(test::bin().fjobs, {"--history", std::to_string(id), "--json"});
+  CHECK(hist.out.find("NODE_FAIL") != std::string::npos);
+  CHECK(c.cmd(test::bin().fkill, {std::to_string(id)}).status == 0);
+  c.wait_idle(60s);
+  for (int i = 0; i < 200 && instances(marker) > 0; ++i) std::this_thread::sleep_for(50ms);
+  CHECK(instances(marker) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a hung (SIGSTOPped) agent's job is fenced: gone within the node-down timeout plus 5 s, requeued, never twice") {
+  test::cluster c(fencing_options(false));
+  c.wait_nodes_up(2);
+  check_fenced(c, "86411", [&](int i) { c.kill_agent(i, SIGSTOP); }, [&](int i) { c.kill_agent(i, SIGCONT); });
+}
+
+TEST_CASE("an agent cut off by the network has its job fenced: gone within the node-down timeout plus 5 s, requeued, never twice") {
+  if (!testbed::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::cluster c(fencing_options(true));
+  c.wait_nodes_up(2);
+  check_fenced(c, "86412", [&](int i) { c.hosts()->cut(i); }, [&](int i) { c.hosts()->restore(i); });
+}
+
+namespace {
+
+// Submits `true` with `token` as `u` (a child process that becomes the
+// user, as fsub run by them would be): the job id aqsd answered, or -1.
+std::int64_t submit_as(const test::cluster& c, const test::test_user& u, const std::string& token) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::int64_t id = -1;
+    if (::setgroups(0, nullptr) == 0 && ::setgid(u.gid) == 0 && ::setuid(u.uid) == 0) {
+      try {
+        client::connection conn(c.socket(), 30s);
+        protocol::submit s;
+        s.id = conn.next_id();
+        s.job.name = "tok";
+        s.job.script = "#!/bin/sh\ntrue\n";
+        s.job.workdir = u.home.string();
+        s.job.stdout_pattern = "/dev/null";
+        s.job.submit_token = token;
+        id = conn.call(s).at("job_id").get<std::int64_t>();
+      } catch (const std::exception&) {
+      }
+    }
+    (void)!::write(fds[1], &id, sizeof id);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::int64_t id = -1;
+  if (::read(fds[0], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) id = -1;
+  ::close(fds[0]);
+  ::waitpid(child, nullptr, 0);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("a submit token is the submitting user's own: another user's same token makes a job of theirs") {
+  test::cluster::options o;
+  o.nodes = 1;
+  o.procs_per_node = 2;
+  test::cluster c(o);
+  const auto a = c.user("aqs-test-toka");
+  const auto b = c.user("aqs-test-tokb");
+  const std::string token = "the-same-token-" + std::to_string(::getpid());
+  const std::int64_t ja = submit_as(c, a, token);
+  REQUIRE(ja > 0);
+  // The same token from another user: a new job, theirs; never a's.
+  const std::int64_t jb = submit_as(c, b, token);
+  REQUIRE(jb > 0);
+  CHECK(jb != ja);
+  // Each user's retry still finds their own job.
+  CHECK(submit_as(c, a, token) == ja);
+  CHECK(submit_as(c, b, token) == jb);
+  const auto ia = c.job(ja), ib = c.job(jb);
+  REQUIRE(ia);
+  REQUIRE(ib);
+  CHECK(ia->user == "aqs-test-toka");
+  CHECK(ib->user == "aqs-test-tokb");
+  c.wait_idle(60s);
 }

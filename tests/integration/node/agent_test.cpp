@@ -402,6 +402,20 @@ TEST_CASE("a job whose agent was killed with SIGKILL kills all its processes its
   CHECK(all_gone(pids, 7s));
 }
 
+TEST_CASE("a job whose agent hangs (SIGSTOP) kills all its processes itself within the node-down timeout") {
+  harness h;
+  h.start_agent({"--socket", (h.dir / "aqsd.sock").string(), "--node-down-timeout", "2"});
+  REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
+  h.aqsd->send(h.launch(23, k_sprawling_job));
+  REQUIRE(h.aqsd->wait_for<protocol::job_started>(for_job<protocol::job_started>(23)));
+  const auto pids = wait_for_pids(h);
+  REQUIRE(pids.size() == 3);
+  // Alive, holding its leases, but renewing none: aqsd hears nothing from it.
+  ::kill(h.agent, SIGSTOP);
+  CHECK(all_gone(pids, 7s));
+  ::kill(h.agent, SIGCONT);
+}
+
 TEST_CASE("a job whose killed agent is restarted in time is adopted and keeps running") {
   harness h;
   const std::vector<std::string> args{"--socket", (h.dir / "aqsd.sock").string(), "--node-down-timeout", "4"};
