@@ -563,7 +563,7 @@ std::vector<decision> scheduler::decide(double now) {
       if (!j.req.adaptive) {
         // Its processes can only continue where they are.
         if ((j.home - promised_free).any()) continue;
-        resume_job(j, j.home, j.home.count(), now, out);
+        resume_job(j, processor_set(j.home), j.home.count(), now, out);  // a copy: resume_job clears home
         continue;
       }
       if (shape_blocked || s.procs > free_n) continue;

@@ -361,6 +361,22 @@ TEST_CASE("a suspended rigid job resumes on its own processors only, which nobod
   CHECK(s.get(1).state == job_state::running);
 }
 
+TEST_CASE("a resumed rigid job holds its processors: nobody is given them at a later decision") {
+  auto s = make("fcfs", 1, 4);
+  s.handle(event::arrival(rigid(1, 2, 100)), 0);
+  const processor_set home = s.get(1).procs;
+  s.apply(event::on_job(event::kind::suspend, 1));
+  s.apply(event::on_job(event::kind::resume, 1));
+  auto d = s.decide(1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resume);
+  // resume_job cleared the home it was handed by reference before copying it.
+  CHECK(s.get(1).procs == home);
+  CHECK(s.held_count() == 2);
+  d = s.handle(event::arrival(rigid(2, 4, 100, 2)), 2);
+  CHECK(d.empty());
+}
+
 // Known bug (found by the simulator's suspend replay, issue 20): the
 // strategies count a rigid resumer's promised processors as free, so a job
 // ahead of it in the queue that needs them is planned, refused by decide()
