@@ -377,6 +377,27 @@ TEST_CASE("a resumed rigid job holds its processors: nobody is given them at a l
   CHECK(d.empty());
 }
 
+TEST_CASE("two rigid jobs suspended on the same processors do not both resume on them") {
+  auto s = make("fcfs", 1, 8);  // room for both by count, so fcfs plans both
+  s.handle(event::arrival(rigid(1, 4, 100)), 0);
+  s.apply(event::on_job(event::kind::suspend, 1));
+  const processor_set home = s.get(1).home;
+  auto d = s.handle(event::arrival(rigid(2, 4, 100, 1)), 1);
+  REQUIRE(d.size() == 1);
+  REQUIRE(d[0].to == home);  // on job 1's processors
+  s.apply(event::on_job(event::kind::suspend, 2));
+  s.apply(event::on_job(event::kind::resume, 1));
+  s.apply(event::on_job(event::kind::resume, 2));
+  d = s.decide(2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 1);
+  CHECK(s.get(2).state == job_state::suspended);
+  s.apply(event::completion(1));
+  d = s.decide(3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 2);
+}
+
 // Known bug (found by the simulator's suspend replay, issue 20): the
 // strategies count a rigid resumer's promised processors as free, so a job
 // ahead of it in the queue that needs them is planned, refused by decide()
