@@ -548,7 +548,7 @@ std::vector<decision> scheduler::decide(double now) {
   }
 
   processor_set free = usable_ - held_;
-  const processor_set promised_free = any_promised ? free & promised : processor_set(cluster_.size());
+  processor_set promised_free = any_promised ? free & promised : processor_set(cluster_.size());
   if (any_promised) free -= promised;
   std::size_t free_n = free.count();
   // Starts, in the strategy's order. A start whose processors are still being
@@ -563,7 +563,8 @@ std::vector<decision> scheduler::decide(double now) {
       if (!j.req.adaptive) {
         // Its processes can only continue where they are.
         if ((j.home - promised_free).any()) continue;
-        resume_job(j, j.home, j.home.count(), now, out);
+        promised_free -= j.home;  // two resumers' homes may overlap: the first one takes them
+        resume_job(j, processor_set(j.home), j.home.count(), now, out);  // a copy: resume_job clears home
         continue;
       }
       if (shape_blocked || s.procs > free_n) continue;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/strategy.hpp"
+#include "sim/events.hpp"
 #include "sim/simulator.hpp"
 #include "sim/swf.hpp"
 #include "sim/workload.hpp"
@@ -25,9 +26,10 @@ int fail(const std::string& msg) {
 
 int main(int argc, char** argv) {
   CLI::App app{"aqs-sim: replay a workload log (SWF) or a synthetic workload through the AQS scheduling core"};
-  std::string trace, policy, jobs_out, speedup = "linear";
+  std::string trace, policy, jobs_out, speedup = "linear", events;
   std::size_t procs = 0, node_procs = 1, generate = 0;
   double malleable = 0, resize_cost = 0, load = 0.5, mean_runtime = 64.5;
+  double suspend_fraction = 0, suspend_duration = 600, range_change_fraction = 0;
   std::uint64_t seed = 1;
   bool json = false;
   auto* trace_opt = app.add_option("--trace", trace, "SWF log, plain or .gz");
@@ -44,7 +46,15 @@ int main(int argc, char** argv) {
   app.add_option("--resize-cost", resize_cost, "seconds without progress per resize")->check(CLI::NonNegativeNumber);
   app.add_option("--load", load, "--generate: load factor (offered work / capacity)")->check(CLI::PositiveNumber);
   app.add_option("--mean-runtime", mean_runtime, "--generate: mean run time in seconds")->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "seed for --generate and --malleable");
+  app.add_option("--seed", seed, "seed for --generate, --malleable and the synthesised events");
+  app.add_option("--events", events, "suspend/resume/range events: lines 'TIME JOB suspend|resume' or 'TIME JOB range MIN MAX'");
+  app.add_option("--suspend-fraction", suspend_fraction, "suspend this fraction of the jobs once, mid-run (0..1)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--suspend-duration", suspend_duration, "seconds each --suspend-fraction job stays suspended (default 600)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--range-change-fraction", range_change_fraction,
+                 "this fraction of the adaptive jobs asks for a doubled or halved range mid-run (0..1)")
+      ->check(CLI::Range(0.0, 1.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -61,6 +71,19 @@ int main(int argc, char** argv) {
     opt.procs_per_node = node_procs;
     opt.speedup = aqs::sim::speedup_model::parse(speedup);
     opt.resize_cost = resize_cost;
+    opt.suspend_fraction = suspend_fraction;
+    opt.suspend_duration = suspend_duration;
+    opt.range_change_fraction = range_change_fraction;
+    opt.seed = seed;
+    if (!events.empty()) {
+      aqs::sim::event_file ef = aqs::sim::read_events(events);
+      if (ef.malformed > 0) {
+        const auto& e = ef.errors.front();
+        std::string more = ef.malformed > 1 ? fmt::format(" (and {} more bad lines)", ef.malformed - 1) : "";
+        return fail(fmt::format("{} line {}: {}{}", events, e.line, e.reason, more));
+      }
+      opt.events = std::move(ef.events);
+    }
     aqs::core::make_strategy(policy);  // an unknown name fails here, listing the known ones
 
     aqs::sim::workload w;
@@ -95,12 +118,14 @@ int main(int argc, char** argv) {
     if (!jobs_out.empty()) {
       std::ofstream out(jobs_out);
       if (!out) return fail("cannot write " + jobs_out);
-      out << "id,submit,start,end,wait,run,procs,min_pe,max_pe,adaptive,resizes,bsld\n";
+      out << "id,submit,start,end,wait,run,procs,min_pe,max_pe,adaptive,resizes,bsld,suspensions,suspended\n";
       for (const auto& j : r.jobs) {
+        // run = end - start (suspended time included); the slowdown counts suspended time as waiting.
         double wait = j.start - j.submit, run = j.end - j.start;
-        out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.4f}\n", j.id, j.submit, j.start, j.end, wait, run,
+        out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.4f},{},{}\n", j.id, j.submit, j.start, j.end, wait, run,
                            j.first_procs, j.min_pe, j.max_pe, j.adaptive ? 1 : 0, j.resizes,
-                           aqs::sim::bounded_slowdown(wait, run));
+                           aqs::sim::bounded_slowdown(wait + j.suspended_s, run - j.suspended_s), j.suspensions,
+                           j.suspended_s);
       }
       if (!out) return fail("cannot write " + jobs_out);
     }
@@ -130,6 +155,19 @@ int main(int argc, char** argv) {
       o["resize_cost_s"] = resize_cost;
       o["resizes"] = r.resizes;
       o["ranks_moved"] = r.ranks_moved;
+      o["events_file"] = events;
+      o["suspend_fraction"] = suspend_fraction;
+      o["suspend_duration_s"] = suspend_duration;
+      o["range_change_fraction"] = range_change_fraction;
+      o["suspends"] = r.suspends;
+      o["resumes"] = r.resumes;
+      o["range_changes"] = r.range_changes;
+      o["deferred_suspends"] = r.deferred_suspends;
+      o["resumed_at_end"] = r.resumed_at_end;
+      o["unblocked_resumes"] = r.unblocked_resumes;
+      o["events_skipped"] = r.events_skipped;
+      o["events_skipped_by_reason"] = r.events_skipped_by_reason;
+      o["mean_suspended_s"] = r.mean_suspended_s;
       std::cout << o.dump() << "\n";
     } else {
       std::cout << fmt::format("aqs-sim  {}\n", source);
@@ -156,6 +194,16 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("utilization    {:14.4f}\n", r.utilization);
       std::cout << fmt::format("makespan       {:14.0f} s\n", r.makespan);
       if (r.resizes > 0) std::cout << fmt::format("resizes        {:14}   ({} ranks moved)\n", r.resizes, r.ranks_moved);
+      if (!events.empty() || suspend_fraction > 0 || range_change_fraction > 0) {
+        std::cout << fmt::format("events         {} suspends, {} resumes, {} range changes applied", r.suspends,
+                                 r.resumes, r.range_changes);
+        if (r.resumed_at_end > 0) std::cout << fmt::format("; {} resumed at the end", r.resumed_at_end);
+        std::cout << fmt::format("; {} skipped", r.events_skipped);
+        std::string why;
+        for (const auto& [k, v] : r.events_skipped_by_reason) why += fmt::format("{}{} {}", why.empty() ? "" : ", ", k, v);
+        std::cout << (why.empty() ? "\n" : " (" + why + ")\n");
+        std::cout << fmt::format("mean suspended {:14.1f} s\n", r.mean_suspended_s);
+      }
       std::cout << fmt::format("wall time      {:14.3f} s\n", r.wall_s);
     }
   } catch (const std::exception& e) {

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "sim/events.hpp"
 #include "sim/workload.hpp"
 
 namespace aqs::sim {
@@ -14,6 +17,18 @@ struct sim_options {
   std::size_t procs_per_node = 1;  // cluster model: procs / procs_per_node nodes
   speedup_model speedup;
   double resize_cost = 0;  // seconds a job makes no progress per resize (acks come then)
+  // Suspend, resume and range changes at given trace times (an events file).
+  std::vector<trace_event> events;
+  // Synthesised events, timed from each chosen job's own start (so they hit
+  // it while it runs, whatever the policy): suspend_fraction of the jobs are
+  // suspended once, after a uniformly drawn fraction of their expected run,
+  // for suspend_duration seconds; range_change_fraction of the adaptive jobs
+  // ask, at such a point, for a new range: (coin flip) min..min(machine,
+  // 2*max) or max(1, min/2)..max(that, max/2). Drawn with `seed`.
+  double suspend_fraction = 0;
+  double suspend_duration = 0;
+  double range_change_fraction = 0;
+  std::uint64_t seed = 1;
 };
 
 struct job_result {
@@ -23,6 +38,8 @@ struct job_result {
   std::size_t min_pe = 0, max_pe = 0;
   bool adaptive = false;
   std::size_t resizes = 0;
+  std::size_t suspensions = 0;
+  double suspended_s = 0;  // time spent suspended (not running, holding nothing)
 };
 
 struct sim_result {
@@ -33,6 +50,14 @@ struct sim_result {
   double makespan = 0;     // last end - first submit
   std::size_t resizes = 0, ranks_moved = 0, decisions = 0;
   double wall_s = 0;  // filled in by the caller, which owns the clock
+  // Events (file and synthesised): applied, and skipped by reason.
+  std::size_t suspends = 0, resumes = 0, range_changes = 0;
+  std::size_t deferred_suspends = 0;  // hit a job being resized: applied at its ack
+  std::size_t resumed_at_end = 0;     // still suspended when nothing else was left to happen
+  std::size_t unblocked_resumes = 0;  // times the simulator worked around the core's blocked resume (simulator.cpp)
+  std::size_t events_skipped = 0;
+  std::map<std::string, std::size_t> events_skipped_by_reason;
+  double mean_suspended_s = 0;  // over all jobs
 };
 
 // Bounded slowdown with tau = 10 s: max(1, (wait + run) / max(run, 10)).
@@ -40,8 +65,14 @@ double bounded_slowdown(double wait, double run, double tau = 10.0);
 
 // Runs the workload to completion. Equal-time events are handled as CQSim
 // does: completions (and resize acknowledgements) first, then arrivals, then
-// one scheduling decision. Adaptive jobs progress at speedup.relative_rate()
-// of their logged run time per second. Throws std::invalid_argument for an
+// the suspend/resume/range events (in file order), then one scheduling
+// decision. Adaptive jobs progress at speedup.relative_rate() of their logged
+// run time per second. A suspended job makes no progress and holds no
+// processors; resumed, it waits for the core's resume decision. Events the
+// job cannot take (unknown job, not started, finished, ...) are skipped and
+// counted by reason, never thrown. A job still suspended when nothing else
+// is left to happen is resumed then (counted in resumed_at_end).
+// Bounded slowdown uses the run time without the suspended time. Throws std::invalid_argument for an
 // unknown policy (listing the known ones) or a machine that is not a whole
 // number of nodes, std::logic_error if the workload cannot finish (a job no
 // policy can ever place).
