@@ -557,16 +557,28 @@ std::vector<decision> scheduler::decide(double now) {
   // counts processors only) waits, and so do the starts planned after it:
   // later, smaller jobs must not take the room it is waiting for.
   bool shape_blocked = false;
+  // A rigid job waiting to resume whose processors are all free resumes now,
+  // whatever the plan: nobody else may have them, so a job the strategy put
+  // ahead of it (counting them as free) must not keep it waiting.
+  if (any_promised) {
+    std::vector<job_id> ready;
+    for (job_id id : suspended_) {
+      const job& q = jobs_.at(id);
+      if (q.resume_wanted && !q.req.adaptive && !(q.home - promised_free).any()) ready.push_back(id);
+    }
+    std::sort(ready.begin(), ready.end(), [&](job_id a, job_id b) { return key_of(jobs_.at(a).req) < key_of(jobs_.at(b).req); });
+    for (job_id id : ready) {
+      job& q = jobs_.at(id);
+      if ((q.home - promised_free).any()) continue;  // an earlier one's home overlapped
+      promised_free -= q.home;
+      resume_job(q, processor_set(q.home), q.home.count(), now, out);  // a copy: resume_job clears home
+    }
+  }
   for (const plan::sized& s : p.starts) {
     job& j = jobs_.at(s.job);
     if (j.state == job_state::suspended) {
-      if (!j.req.adaptive) {
-        // Its processes can only continue where they are.
-        if ((j.home - promised_free).any()) continue;
-        promised_free -= j.home;  // two resumers' homes may overlap: the first one takes them
-        resume_job(j, processor_set(j.home), j.home.count(), now, out);  // a copy: resume_job clears home
-        continue;
-      }
+      if (!j.resume_wanted) continue;
+      if (!j.req.adaptive) continue;  // resumed above once its processors are free
       if (shape_blocked || s.procs > free_n) continue;
       processor_set procs = place_new(free, s.procs);
       free -= procs;
@@ -574,6 +586,7 @@ std::vector<decision> scheduler::decide(double now) {
       resume_job(j, procs, s.procs, now, out);
       continue;
     }
+    if (j.state != job_state::pending) continue;  // resumed above
     if (shape_blocked || s.procs > free_n) continue;
     if (!j.req.shape.plain()) {
       auto placed = place_shaped(cluster_, free, res_, j.req.shape, s.procs);
