@@ -87,10 +87,28 @@ struct http_server::state {
   std::unordered_map<std::uint64_t, std::function<void()>> closers;  // session -> close it
   std::uint64_t next_session = 1;
 
-  state(asio::io_context& i, http_options o, daemon::controller& c) : io(i), options(std::move(o)), ctl(c) {}
+  // Utilisation over time: samples (under mu), taken by the sampler
+  // coroutine on its strand; a job change wakes it (at most one a second).
+  std::deque<utilization_sample> samples;
+  asio::strand<asio::io_context::executor_type> sampler_strand;
+  asio::steady_timer sampler_wait, sampler_limit;
+  std::atomic<bool> changed{false};
+
+  state(asio::io_context& i, http_options o, daemon::controller& c)
+      : io(i), options(std::move(o)), ctl(c), sampler_strand(asio::make_strand(i)), sampler_wait(sampler_strand),
+        sampler_limit(sampler_strand) {}
+
+  void record(const daemon::cluster_snapshot& snap) {
+    std::lock_guard lock(mu);
+    samples.push_back(sample_of(snap));
+    while (samples.size() > std::max<std::size_t>(options.utilization_samples, 1)) samples.pop_front();
+  }
 
   // On the controller's strand: one event to every stream.
   void publish(const daemon::job_change& ch) {
+    if (!changed.exchange(true)) {
+      asio::post(sampler_strand, [this] { sampler_wait.cancel(); });
+    }
     const std::string text = "event: job\ndata: " + change_json(ch) + "\n\n";
     std::vector<std::shared_ptr<sse_feed>> live;
     {
@@ -333,6 +351,22 @@ private:
     if (p == "/api/v1/cluster/map") {
       return ask_snapshot{[](const daemon::cluster_snapshot& s) { return make_response(200, cluster_map_json(s)); }};
     }
+    if (p == "/api/v1/cluster/utilization") {
+      double since = 0;
+      for (const auto& [k, v] : parse_query(query)) {
+        if (k != "since") {
+          throw protocol::protocol_error(protocol::error_code::bad_request, "unknown parameter '" + k + "' (since)");
+        }
+        since = static_cast<double>(*integer_param("since", v, 0, std::int64_t{1} << 40));
+      }
+      std::vector<utilization_sample> copy;
+      {
+        std::lock_guard lock(st_->mu);
+        copy.assign(st_->samples.begin(), st_->samples.end());
+      }
+      const double interval = static_cast<double>(st_->options.utilization_interval.count()) / 1000.0;
+      return make_response(200, utilization_json(copy, since, interval));
+    }
     if (p == "/api/v1/nodes") {
       return ask_controller{protocol::list_nodes{1},
                             [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
@@ -370,8 +404,9 @@ private:
       return ask_controller{c, [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
     }
     if (p == "/api/v1/jobs/{id}/history") {
-      return ask_controller{protocol::job_history{1, *id},
-                            [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+      return ask_controller{protocol::job_history{1, *id}, [](const protocol::ok& ok) {
+                              return make_response(200, history_json(ok.result).dump() + "\n");
+                            }};
     }
     return error_response(404, "no such resource");
   }
@@ -752,6 +787,37 @@ void refuse(Socket& sock, bool tls, const std::string& why) {
   sock.close(ec);
 }
 
+// Samples the busy processors every utilization_interval, and soon after a
+// job change (at most once a second). Runs on the sampler strand until stop().
+awaitable<void> sampler(state_ptr st) {
+  const std::weak_ptr<http_server::state> weak = st;
+  auto take = [&] {
+    st->ctl.snapshot([weak](daemon::cluster_snapshot snap) {
+      if (auto s = weak.lock()) s->record(snap);
+    });
+  };
+  take();
+  for (;;) {
+    boost::system::error_code ec;
+    if (!st->changed.load()) {
+      st->sampler_wait.expires_after(st->options.utilization_interval);
+      co_await st->sampler_wait.async_wait(asio::redirect_error(use_awaitable, ec));
+    }
+    {
+      std::lock_guard lock(st->mu);
+      if (st->stopped) co_return;
+    }
+    st->changed.store(false);
+    take();
+    st->sampler_limit.expires_after(std::chrono::seconds(1));
+    co_await st->sampler_limit.async_wait(asio::redirect_error(use_awaitable, ec));
+    {
+      std::lock_guard lock(st->mu);
+      if (st->stopped) co_return;
+    }
+  }
+}
+
 awaitable<void> accept_loop(state_ptr st) {
   asio::steady_timer backoff(st->io);
   while (true) {
@@ -872,6 +938,7 @@ void http_server::start() {
     if (auto s = weak.lock()) s->publish(ch);
   });
   asio::co_spawn(st.io, accept_loop(state_), asio::detached);
+  asio::co_spawn(st.sampler_strand, sampler(state_), asio::detached);
 }
 
 void http_server::stop() {
@@ -886,6 +953,10 @@ void http_server::stop() {
   asio::post(st.io, [s = state_] {
     boost::system::error_code ec;
     if (s->acceptor) s->acceptor->close(ec);
+  });
+  asio::post(st.sampler_strand, [s = state_] {
+    s->sampler_wait.cancel();
+    s->sampler_limit.cancel();
   });
   for (auto& c : closers) c();
 }

@@ -54,6 +54,12 @@ struct http_options {
   // Event-stream bytes a slow client may leave unread before it is dropped.
   std::size_t max_stream_backlog = std::size_t{4} << 20;
   std::chrono::milliseconds keepalive_interval{15'000};  // SSE comment lines
+  // Utilisation over time (GET /api/v1/cluster/utilization): the busy
+  // processors sampled this often, and within a second of a job change;
+  // the newest this many samples are kept (memory only: a restarted aqsd
+  // starts a new history).
+  std::chrono::milliseconds utilization_interval{10'000};
+  std::size_t utilization_samples = 20'000;
 };
 
 // Checks the options without binding: HOST:PORT resolves, certificate and

@@ -1,7 +1,9 @@
 // rest: routes, the REST submit body, statuses and the JSON of views.
 #include "http/rest.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "client/time_limit.hpp"
@@ -33,6 +35,7 @@ const std::vector<route>& routes() {
       {"GET", "/api/v1/jobs/{id}/history", access::token},
       {"GET", "/api/v1/nodes", access::public_read},
       {"GET", "/api/v1/cluster/map", access::public_read},
+      {"GET", "/api/v1/cluster/utilization", access::public_read},
       {"GET", "/api/v1/events", access::public_read},
       {"GET", "/metrics", access::public_read},
   };
@@ -229,6 +232,72 @@ std::string change_json(const daemon::job_change& c) {
   if (c.exit_code) o["exit_code"] = *c.exit_code;
   if (c.signal) o["signal"] = *c.signal;
   return o.dump();
+}
+
+json resize_phases(std::string_view reason) {
+  static constexpr std::string_view head = "resize acknowledged: map ";
+  if (!reason.starts_with(head)) return nullptr;
+  json out = json::object();
+  std::string_view rest = reason.substr(head.size());
+  std::int64_t map = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), map);
+  if (ec != std::errc{}) return nullptr;
+  out["map"] = map;
+  rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  // ", <words> <number> ms[ <words>]" parts, in the order resize.cpp writes them.
+  static const std::pair<std::string_view, std::string_view> parts[] = {
+      {"delivered in ", "delivered_ms"}, {"waited ", "wait_ms"}, {"spawn ", "spawn_ms"},
+      {"data ", "data_ms"},              {"total ", "total_ms"}};
+  while (rest.starts_with(", ")) {
+    rest.remove_prefix(2);
+    bool matched = false;
+    for (const auto& [prefix, key] : parts) {
+      if (!rest.starts_with(prefix)) continue;
+      std::string_view num = rest.substr(prefix.size());
+      const auto stop = num.find(" ms");
+      if (stop == std::string_view::npos) return out;
+      try {
+        out[std::string(key)] = std::stod(std::string(num.substr(0, stop)));
+      } catch (const std::exception&) {
+        return out;
+      }
+      matched = true;
+      break;
+    }
+    const auto next = rest.find(", ");
+    if (!matched || next == std::string_view::npos) break;
+    rest.remove_prefix(next);
+  }
+  return out;
+}
+
+json history_json(json history) {
+  if (!history.contains("events") || !history["events"].is_array()) return history;
+  for (auto& e : history["events"]) {
+    const std::string procs = e.value("new_procs", std::string());
+    e["nprocs"] = std::count(procs.begin(), procs.end(), '1');
+    json r = resize_phases(e.value("reason", std::string()));
+    if (!r.is_null()) e["resize"] = std::move(r);
+  }
+  return history;
+}
+
+utilization_sample sample_of(const daemon::cluster_snapshot& s) {
+  return {s.taken_at, s.cpus_alloc, s.cpus_reserved, s.cpus_total, s.cpus_unavailable};
+}
+
+std::string utilization_json(const std::vector<utilization_sample>& samples, double since, double interval_s) {
+  std::string out = "{\"interval_s\":" + json(interval_s).dump() +
+                    ",\"columns\":[\"time\",\"alloc\",\"reserved\",\"total\",\"unavailable\"],\"samples\":[";
+  bool first = true;
+  for (const auto& x : samples) {
+    if (x.time < since) continue;
+    out += first ? "[" : ",[";
+    first = false;
+    out += json(std::round(x.time * 1000.0) / 1000.0).dump() + "," + std::to_string(x.alloc) + "," +
+           std::to_string(x.reserved) + "," + std::to_string(x.total) + "," + std::to_string(x.unavailable) + "]";
+  }
+  return out + "]}\n";
 }
 
 std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query) {

@@ -68,6 +68,29 @@ std::string cluster_map_json(const daemon::cluster_snapshot& s);
 // One server-sent event's data.
 std::string change_json(const daemon::job_change& c);
 
+// GET /api/v1/jobs/{id}/history: the protocol's job_history result with,
+// on each event, "nprocs" (processors of new_procs) and, on an acknowledged
+// resize, "resize": the phases the shim reported, parsed from the event's
+// reason ("resize acknowledged: map 3, delivered in 1.2 ms, waited 40.0 ms
+// for MPI_Migrate, spawn 0.0 ms, data 3.1 ms, total 44.3 ms") into
+// {"map": 3, "delivered_ms": 1.2, "wait_ms": 40.0, "spawn_ms": 0.0,
+// "data_ms": 3.1, "total_ms": 44.3} (only the parts present). Other events
+// are left as they are.
+nlohmann::json history_json(nlohmann::json history);
+// The "resize" object of one acknowledged resize's reason, or null.
+nlohmann::json resize_phases(std::string_view reason);
+
+// One sample of the cluster's processors (GET /api/v1/cluster/utilization).
+struct utilization_sample {
+  double time = 0;  // Unix seconds
+  std::int64_t alloc = 0, reserved = 0, total = 0, unavailable = 0;
+  friend bool operator==(const utilization_sample&, const utilization_sample&) = default;
+};
+utilization_sample sample_of(const daemon::cluster_snapshot& s);
+// {"interval_s": .., "columns": ["time","alloc","reserved","total","unavailable"],
+//  "samples": [[t, a, r, T, u], ...]}: the samples at or after `since`, oldest first.
+std::string utilization_json(const std::vector<utilization_sample>& samples, double since, double interval_s);
+
 // The query string's parameters ("a=1&b=x%20y"), percent-decoded; a
 // malformed escape throws protocol_error(bad_request).
 std::vector<std::pair<std::string, std::string>> parse_query(std::string_view query);

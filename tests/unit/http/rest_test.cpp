@@ -154,8 +154,10 @@ TEST_CASE("the processor map shows every processor's holder and the live jobs") 
 }
 
 TEST_CASE("the dashboard page loads nothing from elsewhere: no URL outside aqsd") {
-  const std::string page(http::dashboard_document());
+  std::string page(http::dashboard_document());
   CHECK(page.starts_with("<!doctype html>"));
+  // The SVG namespace is a name, never fetched: the one URL-looking text allowed.
+  for (std::size_t at; (at = page.find("\"http://www.w3.org/2000/svg\"")) != std::string::npos;) page.erase(at, 28);
   for (const char* outside : {"http://", "https://", "src=\"//", "href=\"//", "@import"}) {
     CAPTURE(outside);
     CHECK(page.find(outside) == std::string::npos);
@@ -163,4 +165,48 @@ TEST_CASE("the dashboard page loads nothing from elsewhere: no URL outside aqsd"
   // It uses the API it is served with.
   CHECK(page.find("/api/v1/cluster/map") != std::string::npos);
   CHECK(page.find("/api/v1/events") != std::string::npos);
+}
+
+TEST_CASE("an acknowledged resize's reason gives its phases, and the history counts each event's processors") {
+  const json r = http::resize_phases(
+      "resize acknowledged: map 3, delivered in 1.2 ms, waited 40.0 ms for MPI_Migrate, spawn 0.0 ms, data 3.1 ms, "
+      "total 44.3 ms");
+  CHECK(r == json{{"map", 3}, {"delivered_ms", 1.2}, {"wait_ms", 40.0}, {"spawn_ms", 0.0}, {"data_ms", 3.1},
+                  {"total_ms", 44.3}});
+  CHECK(http::resize_phases("resize acknowledged: map 2, total 5.0 ms") == json{{"map", 2}, {"total_ms", 5.0}});
+  CHECK(http::resize_phases("resize to 4 processors").is_null());
+  CHECK(http::resize_phases("resize acknowledged: map x").is_null());
+
+  json h = {{"job", {{"id", 7}}},
+            {"events",
+             {{{"new_state", "RUNNING"}, {"new_procs", "11110000"}, {"reason", "started"}},
+              {{"new_state", "RESIZING"}, {"new_procs", "11110000"}, {"reason", "resize to 2 processors"}},
+              {{"new_state", "RUNNING"}, {"new_procs", "11"}, {"reason", "resize acknowledged: map 1, total 2.5 ms"}},
+              {{"new_state", "COMPLETED"}, {"new_procs", ""}, {"reason", ""}}}}};
+  const json out = http::history_json(h);
+  CHECK(out["events"][0]["nprocs"] == 4);
+  CHECK(out["events"][2]["nprocs"] == 2);
+  CHECK(out["events"][3]["nprocs"] == 0);
+  CHECK_FALSE(out["events"][1].contains("resize"));
+  CHECK(out["events"][2]["resize"] == json{{"map", 1}, {"total_ms", 2.5}});
+}
+
+TEST_CASE("utilisation samples are listed oldest first from `since`, one row per sample") {
+  std::vector<http::utilization_sample> s = {{100.0, 2, 0, 8, 0}, {110.5, 6, 2, 8, 0}, {120.25, 8, 0, 8, 4}};
+  json u = json::parse(http::utilization_json(s, 0, 10));
+  CHECK(u["interval_s"] == 10.0);
+  CHECK(u["columns"] == json::array({"time", "alloc", "reserved", "total", "unavailable"}));
+  REQUIRE(u["samples"].size() == 3);
+  CHECK(u["samples"][1] == json::array({110.5, 6, 2, 8, 0}));
+  u = json::parse(http::utilization_json(s, 110, 10));
+  REQUIRE(u["samples"].size() == 2);
+  CHECK(u["samples"][0][0] == 110.5);
+  CHECK(json::parse(http::utilization_json({}, 0, 10))["samples"].empty());
+  daemon::cluster_snapshot snap;
+  snap.taken_at = 5;
+  snap.cpus_alloc = 3;
+  snap.cpus_reserved = 1;
+  snap.cpus_total = 8;
+  snap.cpus_unavailable = 2;
+  CHECK(http::sample_of(snap) == http::utilization_sample{5, 3, 1, 8, 2});
 }

@@ -1,0 +1,233 @@
+// dashboard.mjs: the dashboard of aqsd --http in headless Chromium (Debian's
+// /usr/bin/chromium through playwright-core), driven by integration_browser
+// (tests/integration/browser), which starts PostgreSQL, aqsd and the agents
+// and passes what it started in the environment:
+//   AQS_URL          the dashboard (http://127.0.0.1:PORT/)
+//   AQS_TOKEN        a token from ftoken
+//   AQS_SOCKET       aqsd's Unix socket (for fsub)
+//   AQS_FSUB         the fsub binary
+//   AQS_WORKDIR      a directory for the jobs
+//   AQS_SCRIPT       the adaptive job's script (runs until cancelled)
+//   AQS_PROGRESS     a file the adaptive job writes its progress to
+//   AQS_PROCS        processors in the cluster (the adaptive job's maximum)
+//   AQS_SHOTS        where screenshots go (docs/img; not writable: skipped)
+//   AQS_ARTIFACTS    where a screenshot of a failure goes
+//   CHROMIUM         the browser (default /usr/bin/chromium)
+// It logs in with the token, submits an adaptive job from the form, sees it
+// on the processor grid, submits a rigid job with fsub, sees the adaptive
+// job shrink on the page, opens the job's page and the utilisation page,
+// and cancels the adaptive job from the page. Every wait is on a condition
+// with a generous deadline: the machine may be busy with other tests. The
+// latency from aqsd's new map (its event's time) to the page showing it is
+// printed as a "measured" JSON line, not asserted (speed belongs in bench/).
+import { chromium } from "playwright-core";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+const env = (name, fallback) => {
+  const v = process.env[name] ?? fallback;
+  if (v === undefined) throw new Error(`${name} is not set`);
+  return v;
+};
+const url = env("AQS_URL");
+const token = env("AQS_TOKEN");
+const procs = Number(env("AQS_PROCS", "8"));
+const shots = env("AQS_SHOTS", "");
+const artifacts = env("AQS_ARTIFACTS", "");
+const long = 120_000;  // ms: a deadline for anything that waits on the system
+
+const log = (...a) => console.log(new Date().toISOString(), ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what, fn, timeout = long, every = 100) {
+  const end = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}` + (last ? `: ${last.message}` : ""));
+    await sleep(every);
+  }
+}
+
+// Every job event aqsd streams, as the page sees them (its own connection).
+class events {
+  constructor() {
+    this.seen = [];
+    this.abort = new AbortController();
+  }
+  async start() {
+    const r = await fetch(new URL("/api/v1/events", url), {
+      headers: { Authorization: "Bearer " + token }, signal: this.abort.signal });
+    if (!r.ok) throw new Error(`/api/v1/events: ${r.status}`);
+    const reader = r.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+          let at;
+          while ((at = buf.indexOf("\n\n")) >= 0) {
+            const ev = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            const data = ev.split("\n").find((l) => l.startsWith("data: "));
+            if (ev.startsWith("event: job") && data) this.seen.push({ at: Date.now(), ...JSON.parse(data.slice(6)) });
+          }
+        }
+      } catch (e) {
+        if (e.name !== "AbortError") log("event stream ended:", e.message);
+      }
+    })();
+  }
+  find(pred) { return this.seen.find(pred); }
+  stop() { this.abort.abort(); }
+}
+
+async function shoot(page, name) {
+  if (!shots) return;
+  const buf = await page.screenshot({ fullPage: true });
+  try {
+    fs.mkdirSync(shots, { recursive: true });
+    fs.writeFileSync(path.join(shots, name), buf);
+    log("screenshot", path.join(shots, name));
+  } catch (e) {
+    log(`screenshot ${name} not written (${e.code || e.message}): carrying on`);
+  }
+}
+
+const ones = (m) => [...(m || "")].filter((c) => c === "1").length;
+// How many processors the grid shows for a job: all its cells, and those not
+// outlined as given up (reserved).
+const gridCount = (page, job) => page.evaluate((id) => {
+  const cells = [...document.querySelectorAll(`#map .proc[data-job="${id}"]`)];
+  return { all: cells.length, kept: cells.filter((c) => !c.classList.contains("reserved")).length };
+}, String(job));
+
+async function main() {
+  const stream = new events();
+  await stream.start();
+  const args = ["--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"];
+  if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");  // Chromium's sandbox refuses root
+  const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium"), headless: true, args,
+                                          timeout: long });
+  const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+  page.setDefaultTimeout(long);
+  page.on("pageerror", (e) => log("page error:", e.message));
+  page.on("dialog", (d) => { log("dialog:", d.message()); d.dismiss(); });
+  try {
+    // ---- log in with the token
+    await page.goto(url);
+    await page.fill("#token", token);
+    await page.click("#use");
+    await page.waitForFunction(() => /^as /.test(document.getElementById("who").textContent));
+    log("logged in", await page.textContent("#who"));
+
+    // ---- submit an adaptive job from the form
+    await page.fill('#submit input[name="name"]', "web-adaptive");
+    await page.fill('#submit input[name="min_pe"]', "2");
+    await page.fill('#submit input[name="max_pe"]', String(procs));
+    await page.check('#submit input[name="adaptive"]');
+    await page.fill('#submit input[name="time"]', "30");
+    await page.fill('#submit input[name="workdir"]', env("AQS_WORKDIR"));
+    await page.fill('#submit textarea[name="script"]', env("AQS_SCRIPT"));
+    await page.click("#submit button");
+    const adaptive = Number(await (await page.waitForSelector("#submitted[data-job]")).getAttribute("data-job"));
+    log("adaptive job", adaptive, "submitted from the page");
+
+    // ---- see it on the processor grid, on every processor (it is alone)
+    await until(`job ${adaptive} on ${procs} processors of the grid`,
+                async () => (await gridCount(page, adaptive)).all === procs);
+    // Its shim must be in MPI_Migrate's reach before it can apply a new map.
+    const progress = env("AQS_PROGRESS");
+    await until(`job ${adaptive}'s first iterations in ${progress}`,
+                () => fs.existsSync(progress) && fs.readFileSync(progress, "utf8").includes("iter "), long, 200);
+    await shoot(page, "dashboard-cluster.png");
+
+    // ---- a rigid job from the command line; the adaptive one shrinks
+    // A poller in the page notes when the grid first shows the shrink (the
+    // given-up processors outlined, or gone) and when it shows it applied.
+    await page.evaluate(({ id, keep }) => {
+      window.aqsMarks = {};
+      const tick = () => {
+        const cells = [...document.querySelectorAll(`#map .proc[data-job="${id}"]`)];
+        const kept = cells.filter((c) => !c.classList.contains("reserved")).length;
+        if (!window.aqsMarks.shown && cells.length > 0 && kept <= keep) window.aqsMarks.shown = Date.now();
+        if (!window.aqsMarks.applied && cells.length > 0 && cells.length <= keep) window.aqsMarks.applied = Date.now();
+        if (!window.aqsMarks.applied) setTimeout(tick, 5);
+      };
+      tick();
+    }, { id: String(adaptive), keep: procs / 2 });
+    const fsub = execFileSync(env("AQS_FSUB"), ["-n", String(procs / 2), "-J", "cli-rigid", "-t", "30", "--wrap", "sleep 600"],
+                              { cwd: env("AQS_WORKDIR"), env: { ...process.env }, encoding: "utf8" });
+    const rigid = Number(fsub.trim().split(/\s+/).pop());
+    if (!rigid) throw new Error(`fsub printed no job id: ${fsub}`);
+    log("rigid job", rigid, "submitted with fsub");
+    const sent = await until(`aqsd's new map for job ${adaptive}`,
+                             () => stream.find((e) => e.job_id === adaptive && e.state === "RESIZING"));
+    const acked = await until(`job ${adaptive} applying its new map`,
+                              () => stream.find((e) => e.job_id === adaptive && e.state === "RUNNING" && e.at >= sent.at));
+    const marks = await until("the page showing the shrink applied",
+                              () => page.evaluate(() => (window.aqsMarks.applied ? window.aqsMarks : null)));
+    await until(`job ${rigid} on the grid`, async () => (await gridCount(page, rigid)).all === procs / 2);
+    const after = await gridCount(page, adaptive);
+    if (after.all !== procs - procs / 2) throw new Error(`job ${adaptive} shows ${after.all} processors after the shrink`);
+    const measured = {
+      map_sent_to_page_ms: Math.round(marks.shown - sent.time * 1000),
+      map_sent_to_stream_ms: Math.round(sent.at - sent.time * 1000),
+      map_applied_to_page_ms: Math.round(marks.applied - acked.time * 1000),
+      resize_ms: Math.round((acked.time - sent.time) * 1000),
+      from: ones(sent.procs), to: ones(sent.target),
+    };
+    console.log("measured " + JSON.stringify(measured));
+    await shoot(page, "dashboard-shrunk.png");
+
+    // ---- the job's page: processors over time, the resize with its phases
+    await page.click(`#jobs tr[data-job="${adaptive}"] a`);
+    await page.waitForSelector("#view-job:not([hidden])");
+    await until("the resize on the job's page", () => page.evaluate(() =>
+      [...document.querySelectorAll("#resizes tr.resize")].some((r) => r.lastChild.textContent === "applied")));
+    await page.waitForSelector('#job-chart path[data-series="held"]');
+    await shoot(page, "dashboard-job.png");
+
+    // ---- utilisation over time
+    await page.click("#nav-utilization");
+    await until("utilisation samples on the chart", () => page.evaluate(() =>
+      document.querySelector('#util-chart path[data-series="alloc"]') !== null));
+    await shoot(page, "dashboard-utilization.png");
+
+    // ---- cancel the adaptive job from the page
+    await page.click("#nav-cluster");
+    await page.waitForSelector(`#jobs tr[data-job="${adaptive}"] button.cancel`);
+    await page.click(`#jobs tr[data-job="${adaptive}"] button.cancel`);
+    await until(`job ${adaptive} cancelled`, () => stream.find((e) => e.job_id === adaptive && e.state === "CANCELLED"));
+    await until(`job ${adaptive} gone from the page`, async () =>
+      (await gridCount(page, adaptive)).all === 0 && (await page.$(`#jobs tr[data-job="${adaptive}"]`)) === null);
+    log("job", adaptive, "cancelled from the page");
+    console.log("jobs " + JSON.stringify({ adaptive, rigid }));
+  } catch (e) {
+    if (artifacts) {
+      try {
+        fs.writeFileSync(path.join(artifacts, "failure.png"), await page.screenshot({ fullPage: true }));
+        fs.writeFileSync(path.join(artifacts, "failure.html"), await page.content());
+        log("the page at the failure:", path.join(artifacts, "failure.png"));
+      } catch (ignored) { /* the report below matters more */ }
+    }
+    throw e;
+  } finally {
+    stream.stop();
+    await browser.close();
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error("FAILED:", e.stack || e.message);
+  process.exit(1);
+});

@@ -1,0 +1,120 @@
+// The dashboard in a real browser: tests/browser/dashboard.mjs drives
+// headless Chromium (Debian's chromium, through playwright-core) against a
+// real aqsd --http with real agents: it logs in with a token from ftoken,
+// submits an adaptive jacobi2d from the page's form, sees it on the grid,
+// submits a rigid job with fsub, sees the adaptive job shrink on the page,
+// and cancels it from the page. This side starts the system, checks what the
+// page did really happened, and prints the latency the script measured.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+
+namespace {
+
+// What is missing to run the browser, or "" when all is there.
+std::string missing_tools() {
+  std::string why;
+  const char* chromium = std::getenv("CHROMIUM");
+  if (!fs::exists(chromium != nullptr ? chromium : "/usr/bin/chromium")) why += " chromium (Debian package chromium);";
+  if (!fs::exists(AQS_NODEJS)) why += " node (Node.js 20 or newer);";
+  if (!fs::exists(fs::path(AQS_BROWSER_DIR) / "node_modules" / "playwright-core" / "package.json")) {
+    why += " playwright-core (npm ci in tests/browser: scripts/setup-deps does it);";
+  }
+  return why;
+}
+
+// The value after `key` on the line starting with `key` in `out`.
+std::string line_after(const std::string& out, const std::string& key) {
+  const auto at = out.find("\n" + key);
+  const auto start = at == std::string::npos ? (out.starts_with(key) ? 0 : std::string::npos) : at + 1;
+  if (start == std::string::npos) return "";
+  const auto end = out.find('\n', start);
+  return out.substr(start + key.size(), end == std::string::npos ? std::string::npos : end - start - key.size());
+}
+
+}  // namespace
+
+TEST_CASE("in Chromium, the dashboard submits an adaptive job, shows it shrink for a rigid job from fsub, and cancels it") {
+  if (const std::string why = missing_tools(); !why.empty()) {
+    // scripts/test installs all of it and sets AQS_REQUIRE_BROWSER: there a
+    // missing browser is a failure, not a skip.
+    if (std::getenv("AQS_REQUIRE_BROWSER") != nullptr) FAIL("the browser test cannot run, missing:" << why);
+    MESSAGE("skipped, missing:" << why);
+    return;
+  }
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.procs_per_node = 4;
+  o.aqsd_args = {"--http", "127.0.0.1:0"};
+  test::cluster c(o);
+  const std::string addr = test::slurp(c.dir() / "state" / "aqsd.http");
+  const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(addr.substr(addr.rfind(':') + 1))) + "/";
+
+  // Root's token, as the first line of a user's session would get it.
+  const auto t = c.cmd(AQS_FTOKEN_BINARY, {"--lifespan", "3600"});
+  REQUIRE_MESSAGE(t.status == 0, t.err);
+  std::string token = t.out;
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  token = token.substr(token.rfind('\n') + 1);
+
+  // The adaptive job: jacobi2d under mpirun on whatever it is given, paced
+  // so that it runs (and reaches MPI_Migrate every 10 ms) until cancelled,
+  // at least 200 s; it reports progress every 2,000 iterations. A job
+  // from the REST API has only the environment it is given: none here.
+  const fs::path progress = c.workdir() / "jacobi.out";
+  const std::string script = std::string("#!/bin/bash\n") +
+                             "export PATH=/usr/local/bin:/usr/bin:/bin\n"
+                             "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                             "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                             " --rows 64 --cols 48 --iters 20000 --pace-ms 10 --out " +
+                             (c.workdir() / "jacobi.grid").string() + " >" + progress.string() + " 2>&1\n";
+  fs::create_directories(AQS_ARTIFACT_DIR);
+  const auto r = test::run({AQS_NODEJS, (fs::path(AQS_BROWSER_DIR) / "dashboard.mjs").string()},
+                           {{"AQS_URL", url},
+                            {"AQS_TOKEN", token},
+                            {"AQS_SOCKET", c.socket()},
+                            {"AQS_FSUB", test::bin().fsub},
+                            {"AQS_WORKDIR", c.workdir().string()},
+                            {"AQS_SCRIPT", script},
+                            {"AQS_PROGRESS", progress.string()},
+                            {"AQS_PROCS", "8"},
+                            {"AQS_SHOTS", AQS_SCREENSHOT_DIR},
+                            {"AQS_ARTIFACTS", AQS_ARTIFACT_DIR}},
+                           std::nullopt, std::nullopt, AQS_BROWSER_DIR, 600s);
+  const std::string measured = line_after(r.out, "measured ");
+  MESSAGE("browser: " << (measured.empty() ? "nothing measured" : measured));
+  INFO("dashboard.mjs said:\n" << r.out << r.err << "\njacobi2d said:\n" << test::slurp(progress));
+  REQUIRE(r.status == 0);
+
+  // What the page did, as aqsd has it: the adaptive job cancelled after
+  // being shrunk to half the cluster, the rigid one running on the rest.
+  const auto jobs = nlohmann::json::parse(line_after(r.out, "jobs "));
+  const std::int64_t adaptive = jobs.at("adaptive"), rigid = jobs.at("rigid");
+  const auto a = c.wait_state(adaptive, {job_state::cancelled});
+  CHECK(a.adaptive);
+  CHECK(a.name == "web-adaptive");
+  const auto b = c.job(rigid);
+  REQUIRE(b);
+  CHECK(b->state == job_state::running);
+  CHECK(b->nprocs == 4);
+  const auto nums = nlohmann::json::parse(measured);
+  CHECK(nums.at("from") == 8);
+  CHECK(nums.at("to") == 4);
+  CHECK(c.cmd(test::bin().fkill, {std::to_string(rigid)}).status == 0);
+  c.wait_state(rigid, {job_state::cancelled});
+}
