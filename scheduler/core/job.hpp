@@ -31,6 +31,9 @@ struct job_request {
   // default places by count alone. A shaped rigid job's min_pe == max_pe is
   // ntasks * cpus_per_task; an exclusive one holds its nodes' every processor.
   job_shape shape{};
+  // The partitions it may run in, "a,b" (Slurm's -p); empty: the default one.
+  // Ignored while the scheduler has no partitions (scheduler::set_partitions).
+  std::string partition;
 };
 
 struct job {
@@ -58,6 +61,10 @@ struct job {
   processor_set home;
   // SUSPENDED and asked to resume: it is in the queue, waiting for room.
   bool resume_wanted = false;
+  // Indices of the scheduler's partitions it may run in (none: it waits),
+  // and the one it runs in (its processors are there; npos while pending).
+  std::vector<std::size_t> partitions;
+  std::size_t partition = static_cast<std::size_t>(-1);
 
   std::size_t size() const noexcept { return nprocs; }
   bool adaptive() const noexcept { return req.adaptive; }

@@ -65,7 +65,7 @@ std::size_t scheduler::pinned_count(const job& j) const noexcept {
   const counts_t& c = counts();
   if (c.held == c.held_usable) return 0;
   const processor_set& map = j.state == job_state::resizing ? j.target : j.procs;
-  return planning_size(j) - map.count_common(usable_);
+  return planning_size(j) - map.count_common(scope_ ? scope_usable_ : usable_);
 }
 
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
@@ -77,8 +77,84 @@ std::size_t scheduler::add_node(std::string name, std::size_t procs) {
     j.procs.resize(cluster_.size());
     j.target.resize(cluster_.size());
   }
+  refresh_partition_procs();
   refresh_usable();
   return index;
+}
+
+void scheduler::set_partitions(std::vector<partition> parts) {
+  if (scope_) misuse("set_partitions during decide()");
+  parts_ = std::move(parts);
+  refresh_partition_procs();
+  for (auto& [id, j] : jobs_) {
+    assign_partitions(j);
+    if (j.state == job_state::pending) continue;
+    // A running job stays where its processors are.
+    j.partition = static_cast<std::size_t>(-1);
+    for (std::size_t i : j.partitions) {
+      if ((j.procs | j.target).is_subset_of(part_procs_[i])) {
+        j.partition = i;
+        break;
+      }
+    }
+  }
+}
+
+void scheduler::refresh_partition_procs() {
+  part_procs_.assign(parts_.size(), processor_set(cluster_.size()));
+  for (std::size_t n = 0; n < cluster_.nodes().size(); ++n) {
+    const node& nd = cluster_.at(n);
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      if (parts_[i].has_node(nd.name)) part_procs_[i] |= processor_set::range(cluster_.size(), nd.first_proc, nd.first_proc + nd.procs);
+    }
+  }
+}
+
+void scheduler::assign_partitions(job& j) const {
+  j.partitions.clear();
+  if (parts_.empty()) return;
+  std::string_view rest = j.req.partition;
+  if (rest.empty()) {
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      if (parts_[i].is_default) j.partitions.push_back(i);
+    }
+    if (j.partitions.empty()) j.partitions.push_back(0);
+    return;
+  }
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      if (parts_[i].name == name && std::find(j.partitions.begin(), j.partitions.end(), i) == j.partitions.end()) {
+        j.partitions.push_back(i);
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+}
+
+void scheduler::enter_scope(std::size_t i) {
+  scope_ = i;
+  scope_usable_ = usable_ & part_procs_[i];
+  scope_queue_.clear();
+  for (const queue_key& k : queue_) {
+    const job& j = jobs_.at(k.id);
+    if (std::find(j.partitions.begin(), j.partitions.end(), i) != j.partitions.end()) scope_queue_.insert(k);
+  }
+  scope_adaptive_.clear();
+  for (job_id id : adaptive_) {
+    if (jobs_.at(id).partition == i) scope_adaptive_.insert(id);
+  }
+  refresh_counts();
+}
+
+void scheduler::leave_scope() {
+  scope_.reset();
+  scope_usable_ = processor_set();
+  scope_queue_.clear();
+  scope_adaptive_.clear();
+  refresh_counts();
 }
 
 void scheduler::set_node_resources(std::size_t index, std::uint64_t memory_mb, std::size_t gpus) {
@@ -132,12 +208,14 @@ void scheduler::refresh_usable() {
 
 const scheduler::counts_t& scheduler::counts() const noexcept {
   if (counts_dirty_) {
-    counts_.usable = usable_.count();
+    // Within a partition's strategy run, "usable" is its UP processors.
+    const processor_set& usable = scope_ ? scope_usable_ : usable_;
+    counts_.usable = usable.count();
     counts_.held = held_.count();
     counts_.reserved = reserved_.count();
-    counts_.reserved_usable = usable_.count_common(reserved_);
+    counts_.reserved_usable = usable.count_common(reserved_);
     // Held processors may sit on drained nodes, so free is not usable - held.
-    counts_.held_usable = usable_.count_common(held_);
+    counts_.held_usable = usable.count_common(held_);
     counts_.free = counts_.usable - counts_.held_usable;
     counts_dirty_ = false;
   }
@@ -172,6 +250,7 @@ void scheduler::apply(const event& e) {
       j.req = r;
       j.procs = processor_set(cluster_.size());
       j.target = processor_set(cluster_.size());
+      assign_partitions(j);
       jobs_.emplace(r.id, std::move(j));
       queue_.insert(key_of(r));
       new_epoch();
@@ -218,6 +297,7 @@ void scheduler::apply(const event& e) {
       j.home = std::move(home);
       j.state = job_state::suspended;
       j.resume_wanted = false;
+      j.partition = static_cast<std::size_t>(-1);  // it runs nowhere until it resumes
       suspended_.insert(e.job);
       refresh_counts();
       break;
@@ -261,6 +341,7 @@ void scheduler::apply(const event& e) {
       j.resume_wanted = false;
       j.frozen = false;
       j.state = job_state::pending;
+      j.partition = static_cast<std::size_t>(-1);
       queue_.insert(key_of(j.req));
       refresh_counts();
       new_epoch();
@@ -319,6 +400,7 @@ void scheduler::apply(const event& e) {
             d.what = decision::kind::requeue;
             j.state = job_state::pending;  // NODE_FAIL -> PENDING, the requeue transition
             j.frozen = false;
+            j.partition = static_cast<std::size_t>(-1);
             queue_.insert(key_of(j.req));
           } else {
             d.what = decision::kind::fail;
@@ -379,6 +461,7 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
     j.home = procs;
     j.start_time = start_time;
     j.estimated_end = start_time + r.walltime;
+    assign_partitions(j);
     jobs_.emplace(r.id, std::move(j));
     suspended_.insert(r.id);
     return;
@@ -391,6 +474,13 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
   held_ |= procs;
   by_end_.insert({j.estimated_end, r.id});
   if (r.adaptive) adaptive_.insert(r.id);
+  assign_partitions(j);
+  for (std::size_t i : j.partitions) {
+    if (procs.is_subset_of(part_procs_[i])) {
+      j.partition = i;
+      break;
+    }
+  }
   if (!r.shape.plain()) restore_placement(j);
   jobs_.emplace(r.id, std::move(j));
   refresh_counts();
@@ -426,6 +516,7 @@ void scheduler::start_job(job& j, const processor_set& procs, double now, std::v
   j.state = job_state::running;
   j.start_time = now;
   j.estimated_end = now + j.req.walltime;
+  if (scope_) j.partition = *scope_;
   held_ |= procs;
   by_end_.insert({j.estimated_end, j.req.id});
   if (j.req.adaptive) adaptive_.insert(j.req.id);
@@ -451,6 +542,13 @@ void scheduler::resume_job(job& j, const processor_set& procs, std::size_t n, do
   j.procs = procs;
   j.nprocs = n;
   held_ |= procs;
+  j.partition = static_cast<std::size_t>(-1);
+  for (std::size_t i : j.partitions) {
+    if (procs.is_subset_of(part_procs_[i])) {
+      j.partition = i;
+      break;
+    }
+  }
   // Time limits do not run while suspended; EASY's estimate starts again.
   j.estimated_end = now + j.req.walltime;
   by_end_.insert({j.estimated_end, j.req.id});
@@ -484,13 +582,17 @@ void scheduler::check_plan(const plan& p) const {
     const bool resuming = j.state == job_state::suspended && j.resume_wanted;
     if (j.state != job_state::pending && !resuming) misuse("strategy started " + job_name(s.job) + ", which is not queued");
     if (j.held) misuse("strategy started " + job_name(s.job) + ", which is held");
+    if (scope_ && scope_queue_.count(key_of(j.req)) == 0) {
+      misuse("strategy started " + job_name(s.job) + " in partition " + parts_[*scope_].name + ", not one of its");
+    }
     if (s.procs < j.req.min_pe || s.procs > j.req.max_pe) misuse("strategy sized " + job_name(s.job) + " outside its min..max");
     named.push_back(s.job);
   }
   for (const plan::sized& t : p.targets) {
     const job& j = get(t.job);
-    // Targets of jobs that cannot be resized now are skipped, not refused.
-    if (j.state == job_state::running && resizable(j)) {
+    // Targets of jobs that cannot be resized now (or not from this
+    // partition) are skipped, not refused.
+    if (j.state == job_state::running && resizable(j) && (!scope_ || j.partition == *scope_)) {
       if (t.procs < j.size() && t.procs < j.req.min_pe) misuse("strategy shrank " + job_name(t.job) + " below its minimum");
       if (t.procs > j.size() && t.procs > j.req.max_pe) misuse("strategy grew " + job_name(t.job) + " beyond its maximum");
     }
@@ -517,6 +619,37 @@ void scheduler::begin_resize(job& j, const processor_set& to, std::size_t ntarge
 }
 
 std::vector<decision> scheduler::decide(double now) {
+  if (parts_.empty()) return decide_in_scope(now);
+  // One strategy run per partition, each carried out before the next looks,
+  // so a node shared by two partitions is never given twice.
+  std::vector<decision> out;
+  std::optional<plan::reservation_t> first_reservation;
+  try {
+    for (std::size_t i = 0; i < parts_.size(); ++i) {
+      if (!parts_[i].starts_jobs()) continue;
+      enter_scope(i);
+      auto d = decide_in_scope(now);
+      out.insert(out.end(), std::make_move_iterator(d.begin()), std::make_move_iterator(d.end()));
+      if (!first_reservation) first_reservation = reservation_;
+    }
+  } catch (...) {
+    // What earlier partitions carried out is returned by the next decide().
+    leave_scope();
+    out.insert(out.end(), std::make_move_iterator(pending_.begin()), std::make_move_iterator(pending_.end()));
+    pending_ = std::move(out);
+    throw;
+  }
+  leave_scope();
+  reservation_ = first_reservation;
+  // Node-loss decisions when no partition ran.
+  if (!pending_.empty()) {
+    out.insert(out.begin(), std::make_move_iterator(pending_.begin()), std::make_move_iterator(pending_.end()));
+    pending_.clear();
+  }
+  return out;
+}
+
+std::vector<decision> scheduler::decide_in_scope(double now) {
   plan p = policy_->schedule(*this, now);
   check_plan(p);
   // Nothing below throws for a checked plan, so the node-loss decisions are
@@ -541,13 +674,14 @@ std::vector<decision> scheduler::decide(double now) {
   for (const plan::sized& t : p.targets) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
+    if (scope_ && j.partition != *scope_) continue;
     const processor_set keep = any_promised && j.procs.intersects(promised) ? off_up | (j.procs - promised) : off_up;
     processor_set to = place_shrink(j.procs, j.size() - t.procs, keep);
     reserved_ |= j.procs - to;
     begin_resize(j, to, t.procs, out);
   }
 
-  processor_set free = usable_ - held_;
+  processor_set free = (scope_ ? scope_usable_ : usable_) - held_;
   processor_set promised_free = any_promised ? free & promised : processor_set(cluster_.size());
   if (any_promised) free -= promised;
   std::size_t free_n = free.count();
@@ -588,16 +722,23 @@ std::vector<decision> scheduler::decide(double now) {
     }
     if (j.state != job_state::pending) continue;  // resumed above
     if (shape_blocked || s.procs > free_n) continue;
-    if (!j.req.shape.plain()) {
-      auto placed = place_shaped(cluster_, free, res_, j.req.shape, s.procs);
+    // A partition's MaxNodes bounds a rigid job's nodes: placed as shaped.
+    job_shape shape = j.req.shape;
+    if (scope_ && parts_[*scope_].max_nodes > 0 && !j.req.adaptive &&
+        (shape.max_nodes == 0 || shape.max_nodes > parts_[*scope_].max_nodes)) {
+      shape.max_nodes = parts_[*scope_].max_nodes;
+    }
+    if (!shape.plain()) {
+      auto placed = place_shaped(cluster_, free, res_, shape, s.procs);
       if (!placed) {
         // Unless it could not run even on idle UP nodes (some are down):
         // then nothing it waits for can come from the jobs behind it.
         std::vector<std::size_t> up;
         for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
-          if (cluster_.at(i).state == node_state::up) up.push_back(i);
+          const node& n = cluster_.at(i);
+          if (n.state == node_state::up && (!scope_ || part_procs_[*scope_].test(n.first_proc))) up.push_back(i);
         }
-        shape_blocked = !up.empty() && !core::never_fits(cluster_, res_, up, j.req.shape, s.procs);
+        shape_blocked = !up.empty() && !core::never_fits(cluster_, res_, up, shape, s.procs);
         continue;
       }
       free -= placed->procs;
@@ -618,6 +759,7 @@ std::vector<decision> scheduler::decide(double now) {
   for (const plan::sized& t : p.targets) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs <= j.size()) continue;
+    if (scope_ && j.partition != *scope_) continue;  // an adaptive job grows only in its partition
     std::size_t delta = t.procs - j.size();
     if (delta > free_n) continue;
     processor_set to = place_grow(j.procs, free, delta);

@@ -15,6 +15,7 @@
 #include "core/cluster.hpp"
 #include "core/geometry.hpp"
 #include "core/job.hpp"
+#include "core/partition.hpp"
 #include "core/strategy.hpp"
 
 namespace aqs::core {
@@ -94,6 +95,23 @@ public:
   // What node `index` has besides processors (memory in MB, 0: unknown, and
   // GPUs), for shaped jobs. Throws std::invalid_argument for a bad index.
   void set_node_resources(std::size_t index, std::uint64_t memory_mb, std::size_t gpus);
+  // Partitions (partition.hpp): with none (the default) every job may use
+  // every node. With some, a job gets processors only on the nodes of the
+  // partitions its request names (job_request::partition, "a,b"; empty: the
+  // default one; a name not among them: it waits), and decide() runs the
+  // strategy once per partition that starts jobs, in this order, as if each
+  // were a machine of its own: queue(), the counts, pinned_count() and
+  // adaptive_holding() then answer for that partition (its UP processors,
+  // its jobs), and an adaptive job grows only there. Nodes may be in several
+  // partitions; a job in several runs in the first that starts it. May be
+  // called at any time (a reload): pending jobs follow the new partitions,
+  // running ones keep their processors.
+  void set_partitions(std::vector<partition> parts);
+  const std::vector<partition>& partitions() const noexcept { return parts_; }
+  // The processors of partition i's nodes (registered ones).
+  const processor_set& partition_procs(std::size_t i) const { return part_procs_.at(i); }
+  // The partition whose strategy run is under way (in decide()), if any.
+  std::optional<std::size_t> scope() const noexcept { return scope_; }
   // Recovery (a restarted daemon): puts back a job that already holds
   // `procs`, RUNNING or SUSPENDED, started at `start_time`, without a
   // decision. Throws std::invalid_argument, changing nothing, for a duplicate
@@ -110,13 +128,14 @@ public:
   const strategy& policy() const noexcept { return *policy_; }
   const job* find(job_id id) const;
   const job& get(job_id id) const;  // throws std::invalid_argument if unknown
-  // Pending jobs that are not held, and suspended jobs asking to resume.
-  const std::set<queue_key>& queue() const noexcept { return queue_; }
+  // Pending jobs that are not held, and suspended jobs asking to resume
+  // (within a partition's strategy run: those of that partition).
+  const std::set<queue_key>& queue() const noexcept { return scope_ ? scope_queue_ : queue_; }
   // Jobs holding processors, by estimated end (EASY's release order).
   const std::set<std::pair<double, job_id>>& holding_by_end() const noexcept { return by_end_; }
   // Adaptive jobs holding processors.
-  const std::set<job_id>& adaptive_holding() const noexcept { return adaptive_; }
-  const processor_set& usable() const noexcept { return usable_; }  // on UP nodes
+  const std::set<job_id>& adaptive_holding() const noexcept { return scope_ ? scope_adaptive_ : adaptive_; }
+  const processor_set& usable() const noexcept { return scope_ ? scope_usable_ : usable_; }  // on UP nodes
   const processor_set& held() const noexcept { return held_; }      // by some job (incl. reserved)
   const processor_set& reserved() const noexcept { return reserved_; }  // vacated, awaiting ack
   processor_set free_procs() const { return usable_ - held_; }
@@ -170,6 +189,13 @@ private:
   // Takes (or gives back) the memory and GPUs of a shaped job's placement.
   void take_resources(job& j);
   void give_back_resources(job& j);
+  // Partitions: each one's processors, a job's partitions from its request,
+  // and the strategy's view narrowed to one partition (decide()).
+  void refresh_partition_procs();
+  void assign_partitions(job& j) const;
+  void enter_scope(std::size_t i);
+  void leave_scope();
+  std::vector<decision> decide_in_scope(double now);
 
   cluster cluster_;
   std::unique_ptr<strategy> policy_;
@@ -184,6 +210,12 @@ private:
   std::optional<plan::reservation_t> reservation_;
   std::vector<node_resources> res_;  // one per node
   std::set<job_id> suspended_;       // SUSPENDED jobs (their home maps)
+  std::vector<partition> parts_;
+  std::vector<processor_set> part_procs_;  // one per partition
+  std::optional<std::size_t> scope_;
+  processor_set scope_usable_;       // usable_ within the scope's partition
+  std::set<queue_key> scope_queue_;  // its pending jobs
+  std::set<job_id> scope_adaptive_;  // adaptive jobs running in it
 };
 
 }  // namespace aqs::core

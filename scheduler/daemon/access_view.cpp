@@ -1,6 +1,8 @@
 // access_view: the guarded copies and the role=job admission check.
 #include "daemon/access_view.hpp"
 
+#include <algorithm>
+
 #include "daemon/permissions.hpp"
 #include "protocol/errors.hpp"
 
@@ -36,6 +38,44 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r) c
   return core::never_fits(machine_, resources_, all, r.shape, r.min_pe);
 }
 
+std::optional<std::string> access_view::never_fits(const core::job_request& r, const core::partition& p) const {
+  std::lock_guard lk(mu_);
+  std::vector<std::size_t> mine;
+  std::vector<std::size_t> sizes;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < machine_.nodes().size(); ++i) {
+    if (!p.has_node(machine_.at(i).name)) continue;
+    mine.push_back(i);
+    sizes.push_back(machine_.at(i).procs);
+    total += machine_.at(i).procs;
+  }
+  if (mine.empty()) return std::nullopt;
+  const std::string in = " in partition " + p.name;
+  // Nodes named in the configuration but not registered yet may be larger.
+  const bool all_known = p.all_nodes || mine.size() == p.nodes.size();
+  if (p.max_nodes > 0 && !r.adaptive && all_known) {
+    // The fewest nodes that hold the job: the largest first.
+    std::sort(sizes.rbegin(), sizes.rend());
+    std::size_t need = 0, got = 0;
+    while (need < sizes.size() && got < r.min_pe) got += sizes[need++];
+    if (got >= r.min_pe && need > p.max_nodes) {
+      return "Node count specification invalid: " + std::to_string(r.min_pe) + " processors need " +
+             std::to_string(need) + " nodes" + in + ", MaxNodes is " + std::to_string(p.max_nodes);
+    }
+  }
+  if (r.shape.plain()) {
+    if (all_known && r.min_pe > total) {
+      return "it needs " + std::to_string(r.min_pe) + " processors; partition " + p.name + " has " + std::to_string(total);
+    }
+    return std::nullopt;
+  }
+  if (!all_known) return std::nullopt;
+  core::job_shape shape = r.shape;
+  if (p.max_nodes > 0 && (shape.max_nodes == 0 || shape.max_nodes > p.max_nodes)) shape.max_nodes = p.max_nodes;
+  if (auto why = core::never_fits(machine_, resources_, mine, shape, r.min_pe)) return *why + in;
+  return std::nullopt;
+}
+
 void access_view::set_reason(std::int64_t job, std::string reason) {
   std::lock_guard lk(mu_);
   if (reason.empty()) {
@@ -50,6 +90,13 @@ void access_view::set_queue_head(std::optional<std::int64_t> job) {
   reasons_.head = job;
 }
 
+void access_view::set_partition_reasons(std::set<std::int64_t> heads,
+                                        std::unordered_map<std::int64_t, std::string> reasons) {
+  std::lock_guard lk(mu_);
+  reasons_.heads = std::move(heads);
+  reasons_.partition = std::move(reasons);
+}
+
 access_view::reasons_t access_view::reasons() const {
   std::lock_guard lk(mu_);
   return reasons_;
@@ -58,7 +105,9 @@ access_view::reasons_t access_view::reasons() const {
 std::string access_view::reasons_t::of_pending(std::int64_t job) const {
   const auto it = held.find(job);
   if (it != held.end()) return it->second;
-  return head == job ? "Resources" : "Priority";
+  const auto p = partition.find(job);
+  if (p != partition.end()) return p->second;
+  return head == job || heads.count(job) != 0 ? "Resources" : "Priority";
 }
 
 void access_view::set_spans(std::vector<core::node_span> spans) {

@@ -15,6 +15,7 @@
 #include "core/geometry.hpp"
 #include "core/job.hpp"
 #include "core/map_display.hpp"
+#include "core/partition.hpp"
 #include "daemon/dispatcher.hpp"
 
 namespace aqs::daemon {
@@ -38,15 +39,23 @@ public:
   // Why a job could never run on the registered nodes, even all idle; nullopt
   // when it could, or while no node has registered (jobs wait for nodes then).
   std::optional<std::string> never_fits(const core::job_request& r) const;
+  // The same within a partition's registered nodes, and over its MaxNodes:
+  // nullopt too while none of its nodes has registered.
+  std::optional<std::string> never_fits(const core::job_request& r, const core::partition& p) const;
 
   // Why pending jobs wait: a reason set for a job held outside the core
   // ("" clears it), and the job next in the core's queue; the others wait
   // for Priority.
   void set_reason(std::int64_t job, std::string reason);
   void set_queue_head(std::optional<std::int64_t> job);
+  // With partitions: the next job of each partition (Resources), and jobs
+  // no partition of theirs can start (PartitionDown, PartitionConfig).
+  void set_partition_reasons(std::set<std::int64_t> heads, std::unordered_map<std::int64_t, std::string> reasons);
   struct reasons_t {
     std::unordered_map<std::int64_t, std::string> held;
     std::optional<std::int64_t> head;
+    std::set<std::int64_t> heads;
+    std::unordered_map<std::int64_t, std::string> partition;
     std::string of_pending(std::int64_t job) const;
   };
   reasons_t reasons() const;

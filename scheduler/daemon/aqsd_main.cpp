@@ -3,7 +3,12 @@
 // recovers, and serves until SIGTERM/SIGINT or a root `shutdown` request.
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -17,6 +22,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <pqxx/pqxx>
 
+#include "core/partition.hpp"
 #include "core/strategy.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/server.hpp"
@@ -37,6 +43,8 @@ using namespace aqs;
 // (clients retry with their token) instead of hanging; the write pipeline
 // retries on its own until the database is back.
 constexpr std::chrono::milliseconds k_store_patience{3000};
+// Where the partitions are declared unless --config names another file.
+constexpr const char* k_default_config = "/etc/aqs/aqs.conf";
 
 // Detaches from the terminal: the parent exits once the child reports
 // through the pipe that it serves (or why it could not start).
@@ -68,6 +76,7 @@ int main(int argc, char** argv) {
   std::size_t max_per_user = 256;
   double idle_timeout_s = 300;
   std::string log_level;
+  std::string config_file;
   http::http_options hopts;
   std::string http_cert, http_key;
   double token_lifespan_s = static_cast<double>(daemon::token_authority::k_default_lifespan_s);
@@ -81,6 +90,8 @@ int main(int argc, char** argv) {
     for (const auto& n : core::strategy_names()) s += (s.empty() ? "" : ", ") + n;
     return s;
   }());
+  app.add_option("--config", config_file,
+                 "the partitions (default /etc/aqs/aqs.conf if it exists; without one: one partition of all nodes)");
   app.add_flag("--foreground", foreground, "stay attached, log to stderr");
   app.add_option("--heartbeat-timeout", heartbeat_timeout_s, "seconds of silence before a node goes DOWN")
       ->check(CLI::Range(0.2, 86400.0));
@@ -124,6 +135,30 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqsd: %s\n", e.what());
     return 2;
+  }
+
+  // The partitions: a file that cannot be read or parsed stops aqsd here,
+  // with the file and line, before anything starts.
+  core::site_config partitions = core::implicit_config();
+  {
+    const bool asked = !config_file.empty();
+    const std::string path = asked ? config_file : std::string(k_default_config);
+    std::error_code ec;
+    if (asked || std::filesystem::exists(path, ec)) {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "aqsd: %s: cannot read: %s\n", path.c_str(), std::strerror(errno));
+        return 2;
+      }
+      std::ostringstream text;
+      text << in.rdbuf();
+      try {
+        partitions = core::parse_config(text.str(), path);
+      } catch (const core::config_error& e) {
+        std::fprintf(stderr, "aqsd: %s\n", e.what());
+        return 2;
+      }
+    }
   }
 
   if (!hopts.listen.empty()) {
@@ -212,6 +247,8 @@ int main(int argc, char** argv) {
     copts.kill_grace = std::chrono::seconds(static_cast<long>(kill_grace_s + 0.5));
     copts.revoked_tokens_file = dir.revoked_tokens_file();
     copts.token_lifespan_s = static_cast<std::int64_t>(token_lifespan_s);
+    copts.partitions = partitions;
+    if (partitions.configured) logging::info("partitions: {}", partitions.names());
     std::unique_ptr<http::http_server> web;
     auto stop = [&] {
       boost::asio::post(io, [&] {

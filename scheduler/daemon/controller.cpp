@@ -23,7 +23,10 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       clock_(time),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
       resizes_(time, strand_),
-      tokens_(options_.cluster_key, options_.revoked_tokens_file) {}
+      tokens_(options_.cluster_key, options_.revoked_tokens_file) {
+  // The implicit partition is no partition to the core: every node, as before.
+  if (options_.partitions.configured) sched_.set_partitions(options_.partitions.partitions);
+}
 
 controller::~controller() { stop(); }
 
@@ -226,6 +229,7 @@ void controller::decide_and_write() {
       apply_decisions(decisions);
       const auto& q = sched_.queue();
       view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
+      if (!sched_.partitions().empty()) refresh_partition_reasons();
     } catch (const std::exception& e) {
       logging::warn("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
     }
@@ -234,6 +238,32 @@ void controller::decide_and_write() {
   batch b = std::move(batch_);
   batch_ = batch{};
   write_batch(std::move(b));
+}
+
+void controller::refresh_partition_reasons() {
+  const auto& parts = sched_.partitions();
+  std::set<std::int64_t> heads;
+  std::unordered_map<std::int64_t, std::string> why;
+  std::vector<bool> headed(parts.size(), false);
+  for (const core::queue_key& k : sched_.queue()) {
+    const core::job& j = sched_.get(k.id);
+    const auto id = static_cast<std::int64_t>(k.id);
+    if (j.partitions.empty()) {
+      why[id] = "PartitionConfig";  // its partition is no longer configured
+      continue;
+    }
+    bool can_start = false;
+    for (std::size_t i : j.partitions) {
+      if (!parts[i].starts_jobs()) continue;
+      can_start = true;
+      if (!headed[i]) {
+        headed[i] = true;
+        heads.insert(id);
+      }
+    }
+    if (!can_start) why[id] = "PartitionDown";
+  }
+  view_.set_partition_reasons(std::move(heads), std::move(why));
 }
 
 bool controller::until_stored(const std::function<void()>& op) {

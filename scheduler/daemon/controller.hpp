@@ -23,6 +23,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "core/map_display.hpp"
+#include "core/partition.hpp"
 #include "core/scheduler.hpp"
 #include "daemon/access_view.hpp"
 #include "daemon/clock.hpp"
@@ -61,6 +62,8 @@ struct controller_options {
   std::optional<std::filesystem::path> revoked_tokens_file;
   // ftoken without --lifespan.
   std::int64_t token_lifespan_s = token_authority::k_default_lifespan_s;
+  // The partitions (aqs.conf); the implicit one of all nodes by default.
+  core::site_config partitions = core::implicit_config();
 };
 
 // An owner of parts, one concern each (docs/architecture.md): the core
@@ -139,6 +142,7 @@ private:
   void post(std::function<void()> f);        // run on the strand
   void kick();                               // decide (deferred, coalesced) and write if idle
   void decide_and_write();
+  void refresh_partition_reasons();  // why pending jobs wait, per partition
   void write_batch(batch b);
   void committed(batch b);
   void store_task(std::function<void(store::job_store&)> op, std::function<void()> then);
@@ -159,6 +163,12 @@ private:
   // ---- handlers, one concern per file -----------------------------------
   // submit.cpp
   void handle_submit(const conn_ptr& c, const protocol::submit& s);
+  // With partitions configured: their checks (partition_gate.hpp), which may
+  // set the job's time limit and narrow its partition list.
+  void handle_partition_submit(const conn_ptr& c, const protocol::submit& s, const submitter& who);
+  // After the checks: dependencies looked up, then stored.
+  void submit_checked(const conn_ptr& c, const protocol::submit& s, const submitter& who);
+  protocol::submit_reply submit_reply_for(const protocol::job_spec& job, std::int64_t id) const;
   // Queues the submission for group commit; the reply follows the arrival.
   void store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
                         std::map<std::int64_t, core::job_state> deps);

@@ -102,7 +102,10 @@ core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spe
   r.walltime = spec.walltime_s ? static_cast<double>(*spec.walltime_s) : k_unlimited_walltime_s;
   r.submit_time = submit_time;
   r.requeue_on_node_fail = spec.requeue;
-  if (spec.geometry) r.shape = shape_of(*spec.geometry);
+  if (spec.geometry) {
+    r.shape = shape_of(*spec.geometry);
+    r.partition = spec.geometry->partition.value_or("");
+  }
   return r;
 }
 
@@ -117,7 +120,10 @@ core::job_request to_core_request(const store::job_summary& s) {
   r.submit_time = to_seconds(s.status.submit_time);
   r.priority = s.priority;
   r.requeue_on_node_fail = s.requeue;
-  if (const auto g = geometry_of(s.geometry)) r.shape = shape_of(*g);
+  if (const auto g = geometry_of(s.geometry)) {
+    r.shape = shape_of(*g);
+    r.partition = g->partition.value_or("");
+  }
   return r;
 }
 

@@ -59,6 +59,11 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   job_entry& e = jobs_.at(id);
   const std::size_t host = *e.host;
   spec.interactive = e.interactive;
+  // SLURM_JOB_PARTITION: the partition it runs in, of those it named.
+  const core::job* placed = sched_.find(static_cast<core::job_id>(id));
+  if (spec.geometry && placed != nullptr && placed->partition < sched_.partitions().size()) {
+    spec.geometry->partition = sched_.partitions()[placed->partition].name;
+  }
   protocol::launch l;
   l.id = next_request_id_++;
   l.job_id = id;

@@ -9,6 +9,7 @@
 #include "core/dependency.hpp"
 
 #include "daemon/controller.hpp"
+#include "daemon/partition_gate.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
 
@@ -25,6 +26,7 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
     return;
   }
   submitter who{user_name_of(*p.uid), static_cast<std::int32_t>(*p.uid), static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
+  if (options_.partitions.configured) return handle_partition_submit(c, s, who);
   if (s.job.geometry) {
     // A job that asked for a layout the nodes can never give is refused now,
     // with the reason, rather than pending forever (Slurm does the same).
@@ -33,6 +35,37 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
       return;
     }
   }
+  submit_checked(c, s, who);
+}
+
+void controller::handle_partition_submit(const conn_ptr& c, const protocol::submit& asked, const submitter& who) {
+  // The partitions' names, states, users and limits (partition_gate.hpp),
+  // then whether the job fits any of their nodes at all.
+  protocol::submit s = asked;
+  const auto admitted = admit_to_partitions(options_.partitions, s.job, who, group_names_of(who.user, who.gid));
+  if (!admitted.error.empty()) {
+    reply_error(c, s.id, protocol::error_code::bad_request, admitted.error);
+    return;
+  }
+  const core::job_request r = to_core_request(0, s.job, who.user, 0);
+  std::string why_not;
+  bool fits = false;
+  for (const core::partition* part : admitted.partitions) {
+    auto why = view_.never_fits(r, *part);
+    if (!why) {
+      fits = true;
+      break;
+    }
+    if (why_not.empty()) why_not = *why;
+  }
+  if (!fits) {
+    reply_error(c, s.id, protocol::error_code::bad_request, "the job can never run on this cluster: " + why_not);
+    return;
+  }
+  submit_checked(c, s, who);
+}
+
+void controller::submit_checked(const conn_ptr& c, const protocol::submit& s, const submitter& who) {
   if (s.job.afterok.empty()) return store_submission(c, s, who, {});
   // Dependencies are checked against the store, off the session's thread.
   asio::post(readers_, [this, c, s, who] {
@@ -53,6 +86,17 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
     }
     store_submission(c, s, who, std::move(deps));
   });
+}
+
+protocol::submit_reply controller::submit_reply_for(const protocol::job_spec& job, std::int64_t id) const {
+  protocol::submit_reply r{id, {}};
+  // Scripts from other sites name their partitions: without any configured
+  // here the job runs on every node, and the submitter is told.
+  if (!options_.partitions.configured && job.geometry && job.geometry->partition) {
+    r.warnings.push_back("partition '" + *job.geometry->partition +
+                         "' is recorded; this cluster has one partition of all its nodes");
+  }
+  return r;
 }
 
 void controller::reply_store_refusal(const conn_ptr& c, std::int64_t request, std::exception_ptr error) {
@@ -79,7 +123,7 @@ void controller::store_submission(const conn_ptr& c, const protocol::submit& s, 
         metrics_.submitted();
         arrive(id, s.job, who, deps);
       }
-      c->send(protocol::make_ok(s.id, protocol::submit_reply{id}));
+      c->send(protocol::make_ok(s.id, submit_reply_for(s.job, id)));
     });
   };
   try {
@@ -130,7 +174,7 @@ void controller::store_array(const conn_ptr& c, const protocol::submit& s, const
         if (r.created) arrive(r.id, (*specs)[k], who, deps);
       }
       if (!first_error) {
-        c->send(protocol::make_ok(s.id, protocol::submit_reply{(*results)[0].id}));
+        c->send(protocol::make_ok(s.id, submit_reply_for(s.job, (*results)[0].id)));
         return;
       }
       std::string why;

@@ -1,6 +1,7 @@
 // views: what clients read (fjobs, fnodes, job history) and watch (frun).
 #include <boost/asio/post.hpp>
 
+#include "core/hostlist.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
@@ -60,6 +61,8 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
       auto info = [&](const store::job_summary& s) {
         protocol::job_info j = to_job_info(s, nodes);
         if (j.state == core::job_state::pending) j.reason = why.of_pending(s.id);
+        // With partitions configured a job without -p is in the default one.
+        if (!j.partition && options_.partitions.configured) j.partition = options_.partitions.default_partition().name;
         return j;
       };
       // The jobs go out as JSON text written straight from the rows: built
@@ -153,7 +156,26 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
     info.memory_mb = n.memory_mb;
     info.gpus = n.gpus;
     info.connected = static_cast<bool>(n.conn);
+    if (options_.partitions.configured) {
+      for (const auto& p : options_.partitions.partitions) {
+        if (p.has_node(n.name)) info.partitions.push_back(p.name);
+      }
+    }
     reply.nodes.push_back(std::move(info));
+  }
+  if (options_.partitions.configured) {
+    for (const auto& p : options_.partitions.partitions) {
+      protocol::partition_info pi;
+      pi.name = p.name;
+      pi.state = std::string(core::to_string(p.state));
+      pi.is_default = p.is_default;
+      pi.nodes = p.all_nodes ? "ALL" : core::compress_hostlist(p.nodes);
+      pi.max_time_s = p.max_time_s;
+      pi.default_time_s = p.default_time_s;
+      pi.max_nodes = static_cast<std::int64_t>(p.max_nodes);
+      pi.max_cpus_per_job = static_cast<std::int64_t>(p.max_cpus_per_job);
+      reply.partitions.push_back(std::move(pi));
+    }
   }
   c->send(protocol::make_ok(m.id, reply));
 }

@@ -59,7 +59,10 @@ struct record<hello_reply> {
 
 template <>
 struct record<submit_reply> {
-  static constexpr auto fields = std::tuple{field("job_id", &submit_reply::job_id, k_job_id)};
+  static constexpr auto fields = std::tuple{
+      field("job_id", &submit_reply::job_id, k_job_id),
+      field("warnings", &submit_reply::warnings, list<text>{64, {k_max_text, true, true}}, presence::sparse),
+  };
 };
 
 template <>
@@ -100,9 +103,27 @@ struct record<list_jobs_reply> {
 };
 
 template <>
+struct record<partition_info> {
+  using R = partition_info;
+  static constexpr integer k_seconds{0, k_max_walltime_s};
+  static constexpr integer k_count{0, k_max_pe};
+  static constexpr auto fields = std::tuple{
+      field("name", &R::name, k_name),
+      field("state", &R::state, k_name),
+      field("default", &R::is_default, flag{}, presence::sparse),
+      field("nodes", &R::nodes, text{k_max_script, false, true}),
+      field("max_time_s", &R::max_time_s, k_seconds, presence::sparse),
+      field("default_time_s", &R::default_time_s, k_seconds, presence::sparse),
+      field("max_nodes", &R::max_nodes, k_count, presence::sparse),
+      field("max_cpus_per_job", &R::max_cpus_per_job, k_count, presence::sparse),
+  };
+};
+
+template <>
 struct record<list_nodes_reply> {
   static constexpr auto fields = std::tuple{
       field("nodes", &list_nodes_reply::nodes, list<listed_node_object>{k_max_ids, {}}, presence::required),
+      field("partitions", &list_nodes_reply::partitions, list<object<partition_info>>{4096, {}}, presence::sparse),
   };
 };
 

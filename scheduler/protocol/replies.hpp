@@ -32,6 +32,9 @@ struct hello_reply {
 // To submit: the job's id (the same one again when a submit_token repeats).
 struct submit_reply {
   std::int64_t job_id = 0;
+  // What the submitter should know but did not stop the job ("partition
+  // 'gpu' is not configured here: ..."); left out when none.
+  std::vector<std::string> warnings;
   friend bool operator==(const submit_reply&, const submit_reply&) = default;
 };
 
@@ -63,8 +66,22 @@ struct listed_node : node_info {
   bool connected = false;
   friend bool operator==(const listed_node&, const listed_node&) = default;
 };
+// A partition as list_nodes shows it (sinfo): configured ones only; an
+// empty list means the implicit partition of every node.
+struct partition_info {
+  std::string name;
+  std::string state = "UP";          // UP, DOWN, DRAIN, INACTIVE
+  bool is_default = false;           // wire: "default"
+  std::string nodes;                 // as configured: a host list, or "ALL"
+  std::int64_t max_time_s = 0;       // 0: unlimited
+  std::int64_t default_time_s = 0;   // 0: MaxTime
+  std::int64_t max_nodes = 0;        // 0: unlimited
+  std::int64_t max_cpus_per_job = 0; // 0: unlimited
+  friend bool operator==(const partition_info&, const partition_info&) = default;
+};
 struct list_nodes_reply {
   std::vector<listed_node> nodes;
+  std::vector<partition_info> partitions;
   friend bool operator==(const list_nodes_reply&, const list_nodes_reply&) = default;
 };
 

@@ -78,9 +78,11 @@ json to_json(const job_info& j) {
 }
 
 json to_json(const node_info& n) {
-  return json{{"name", n.name},   {"state", to_string(n.state)}, {"first_proc", n.first_proc},
-              {"nprocs", n.nprocs}, {"procs", n.procs},          {"jobs", n.jobs},
-              {"memory_mb", n.memory_mb}, {"gpus", n.gpus}};
+  json j{{"name", n.name},   {"state", to_string(n.state)}, {"first_proc", n.first_proc},
+         {"nprocs", n.nprocs}, {"procs", n.procs},          {"jobs", n.jobs},
+         {"memory_mb", n.memory_mb}, {"gpus", n.gpus}};
+  if (!n.partitions.empty()) j["partitions"] = n.partitions;
+  return j;
 }
 
 namespace {
@@ -221,6 +223,7 @@ node_info parse_node_info(const json& j, const std::string& where) {
   out.jobs = r.integers("jobs", k_max_ids, 1, k_max_job_id);
   out.memory_mb = r.integer_or("memory_mb", 0, std::int64_t{1} << 40, 0);
   out.gpus = r.integer_or("gpus", 0, 1 << 16, 0);
+  out.partitions = r.strings("partitions", 4096, k_name);
   return out;
 }
 

@@ -55,6 +55,8 @@ struct node_info {
   std::vector<std::int64_t> jobs;   // jobs holding any of its processors
   std::int64_t memory_mb = 0;
   std::int64_t gpus = 0;
+  // The configured partitions it is in; empty (left out) without any.
+  std::vector<std::string> partitions;
   friend bool operator==(const node_info&, const node_info&) = default;
 };
 

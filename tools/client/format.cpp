@@ -50,6 +50,10 @@ std::string render(const std::vector<std::vector<std::string>>& rows) {
 
 std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now, bool expand_arrays) {
   std::vector<std::vector<std::string>> rows{{"JOBID", "NAME", "USER", "STATE", "NPROCS", "MIN-MAX", "TIME", "NODES"}};
+  // A PARTITION column once partitions are configured (or named with -p).
+  const bool with_partition =
+      std::any_of(jobs.begin(), jobs.end(), [](const protocol::job_info& j) { return j.partition.has_value(); });
+  if (with_partition) rows.front().insert(rows.front().begin() + 3, "PARTITION");
   for (std::size_t k = 0; k < jobs.size(); ++k) {
     const auto& j = jobs[k];
     std::string id = std::to_string(j.id);
@@ -80,17 +84,27 @@ std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, doubl
         j.min_pe == j.max_pe ? std::to_string(j.min_pe) : std::to_string(j.min_pe) + "-" + std::to_string(j.max_pe);
     rows.push_back({id, j.name, j.user, std::string(core::to_string(j.state)),
                     std::to_string(j.nprocs), range + (j.adaptive ? " adaptive" : ""), time, where});
+    if (with_partition) rows.back().insert(rows.back().begin() + 3, j.partition.value_or("-"));
   }
   return render(rows);
 }
 
 std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
   std::vector<std::vector<std::string>> rows{{"NODE", "STATE", "PROCS", "NPROCS", "JOBS", "MEMORY"}};
+  // A PARTITIONS column once partitions are configured (aqs.conf).
+  const bool with_partitions =
+      std::any_of(nodes.begin(), nodes.end(), [](const protocol::node_info& n) { return !n.partitions.empty(); });
+  if (with_partitions) rows.front().push_back("PARTITIONS");
   for (const auto& n : nodes) {
     std::string jobs;
     for (auto id : n.jobs) jobs += (jobs.empty() ? "" : ",") + std::to_string(id);
     rows.push_back({n.name, std::string(protocol::to_string(n.state)), n.procs, std::to_string(n.nprocs),
                     jobs.empty() ? "-" : jobs, std::to_string(n.memory_mb) + " MB"});
+    if (with_partitions) {
+      std::string parts;
+      for (const auto& p : n.partitions) parts += (parts.empty() ? "" : ",") + p;
+      rows.back().push_back(parts.empty() ? "-" : parts);
+    }
   }
   return render(rows);
 }

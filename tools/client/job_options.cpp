@@ -437,13 +437,9 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
     case opt_id::gpus: o.gpus_total = parse_gpus(pc, value, opt); break;
     case opt_id::gpus_per_node: o.gpus_per_node = parse_gpus(pc, value, opt); break;
     case opt_id::partition:
+      // aqsd checks the name against its partitions (aqs.conf); without
+      // any it takes every name and says so in its reply.
       o.partition = nonempty(pc, value, opt);
-      // AQS has one partition of every node (there are no others to name):
-      // the name is kept, as sbatch scripts from other sites carry theirs.
-      if (pc.warned != nullptr && pc.warned->insert("partition").second && pc.warnings != nullptr) {
-        pc.warnings->push_back(pc.where + "partition '" + shown(value) +
-                               "' is recorded; this cluster has one partition of all its nodes");
-      }
       break;
     case opt_id::array:
       try {
@@ -996,7 +992,7 @@ std::string geometry_usage() {
          "      --mem SIZE           memory per node (K, M, G, T; default M; 0: all of it)\n"
          "      --mem-per-cpu SIZE   memory per processor\n"
          "      --gres gpu[:TYPE]:N  N GPUs per node (also --gpus-per-node N; -G, --gpus N in all)\n"
-         "  -p, --partition NAME     recorded (one partition of all nodes)\n";
+         "  -p, --partition NAME     the partition(s) to run in, \"a,b\" (default: the default one)\n";
 }
 }  // namespace
 

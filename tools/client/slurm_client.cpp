@@ -91,7 +91,8 @@ std::vector<job_view> fetch_jobs(client::connection& c, const protocol::list_job
 }
 
 std::vector<node_view> fetch_nodes(client::connection& c) {
-  const auto listed = c.ask(protocol::list_nodes{c.next_id()}).nodes;
+  const auto reply = c.ask(protocol::list_nodes{c.next_id()});
+  const auto& listed = reply.nodes;
   protocol::list_jobs running;
   running.states = {core::job_state::running, core::job_state::resizing, core::job_state::suspended};
   const auto jobs = client::parse_jobs(client::list_job_pages(c, running, std::nullopt));
@@ -101,9 +102,30 @@ std::vector<node_view> fetch_nodes(client::connection& c) {
     v.info = n;
     for (const auto& j : jobs) v.allocated += procs_on_host(j.nodes, n.name);
     v.allocated = std::min(v.allocated, n.nprocs);
-    out.push_back(std::move(v));
+    if (reply.partitions.empty()) {
+      out.push_back(std::move(v));
+      continue;
+    }
+    // One view per partition the node is in, as sinfo lists them.
+    for (const auto& p : reply.partitions) {
+      if (std::find(n.partitions.begin(), n.partitions.end(), p.name) == n.partitions.end()) continue;
+      node_view in = v;
+      in.partition = partition_view{p.name, p.is_default, p.state, p.max_time_s, p.max_nodes};
+      out.push_back(std::move(in));
+    }
   }
-  std::sort(out.begin(), out.end(), [](const node_view& a, const node_view& b) { return host_order(a.info.name, b.info.name); });
+  // Partitions in the configuration's order, nodes in Slurm's within each.
+  auto rank = [&](const node_view& v) {
+    for (std::size_t i = 0; i < reply.partitions.size(); ++i) {
+      if (reply.partitions[i].name == v.partition.name) return i;
+    }
+    return std::size_t{0};
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const node_view& a, const node_view& b) {
+    const std::size_t ra = rank(a), rb = rank(b);
+    if (ra != rb) return ra < rb;
+    return host_order(a.info.name, b.info.name);
+  });
   return out;
 }
 

@@ -3,6 +3,8 @@
 // common/print_fields.c, sinfo/opts.c; the code is AQS's own.
 #include "client/slurm_format.hpp"
 
+#include "core/partition.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -25,6 +27,12 @@ std::string upper(std::string_view s) {
 }
 
 bool iequals(std::string_view a, std::string_view b) { return upper(a) == upper(b); }
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 constexpr std::int64_t k_year_secs = 365LL * 24 * 3600;
 
@@ -130,79 +138,6 @@ std::string slurm_time(std::optional<std::time_t> t, const char* time_format) {
   char buf[128];
   if (std::strftime(buf, sizeof buf, fmt, &tm) == 0) return "Unknown";
   return buf;
-}
-
-namespace {
-
-struct split_name {
-  std::string prefix, digits;
-};
-
-split_name split_host(const std::string& h) {
-  std::size_t i = h.size();
-  while (i > 0 && std::isdigit(static_cast<unsigned char>(h[i - 1])) != 0) --i;
-  return split_name{h.substr(0, i), h.substr(i)};
-}
-
-}  // namespace
-
-bool host_order(const std::string& a, const std::string& b) {
-  const split_name x = split_host(a), y = split_host(b);
-  if (x.prefix != y.prefix) return x.prefix < y.prefix;
-  if (x.digits.size() > 18 || y.digits.size() > 18 || x.digits.empty() || y.digits.empty()) return x.digits < y.digits;
-  const long long p = std::stoll(x.digits), q = std::stoll(y.digits);
-  if (p != q) return p < q;
-  return x.digits < y.digits;
-}
-
-std::string compress_hostlist(const std::vector<std::string>& unsorted) {
-  // Runs of hosts with the same prefix and numeric suffixes of the same
-  // width, in Slurm's order.
-  const auto split = split_host;
-  std::vector<std::string> hosts = unsorted;
-  std::stable_sort(hosts.begin(), hosts.end(), host_order);
-  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
-  std::string out;
-  std::size_t i = 0;
-  while (i < hosts.size()) {
-    const split_name first = split(hosts[i]);
-    if (first.digits.empty() || first.digits.size() > 18) {
-      out += (out.empty() ? "" : ",") + hosts[i];
-      ++i;
-      continue;
-    }
-    // Gather this prefix's consecutive entries.
-    std::vector<std::string> nums{first.digits};
-    std::size_t j = i + 1;
-    while (j < hosts.size()) {
-      const split_name n = split(hosts[j]);
-      if (n.prefix != first.prefix || n.digits.empty() || n.digits.size() > 18) break;
-      nums.push_back(n.digits);
-      ++j;
-    }
-    if (nums.size() == 1) {
-      out += (out.empty() ? "" : ",") + hosts[i];
-      i = j;
-      continue;
-    }
-    std::string ranges;
-    std::size_t k = 0;
-    while (k < nums.size()) {
-      std::size_t e = k;
-      // Zero-padded numbers only run on at their own width.
-      auto padded = [](const std::string& d) { return d.size() > 1 && d[0] == '0'; };
-      while (e + 1 < nums.size() &&
-             (nums[e + 1].size() == nums[e].size() || (!padded(nums[e + 1]) && !padded(nums[e]))) &&
-             std::stoll(nums[e + 1]) == std::stoll(nums[e]) + 1) {
-        ++e;
-      }
-      ranges += (ranges.empty() ? "" : ",") + nums[k] + (e > k ? "-" + nums[e] : "");
-      k = e + 1;
-    }
-    out += (out.empty() ? "" : ",") + first.prefix + "[" + ranges + "]";
-    i = j;
-  }
-  return out;
 }
 
 std::vector<std::string> job_hosts(const std::string& nodes) {
@@ -604,7 +539,7 @@ sacct_value sacct_field_value(const std::string& name, const job_view& j, std::t
   if (name == "NNodes") return num(node_count(j));
   if (name == "NodeList") return text(j.hosts.empty() ? "None assigned" : compress_hostlist(j.hosts));
   if (name == "NTasks") return null_text();
-  if (name == "Partition") return text(std::string(k_default_partition));
+  if (name == "Partition") return text(i.partition.value_or(std::string(k_default_partition)));
   if (name == "QOS") return text("normal");
   if (name == "Reason") return text(reason_of(j));
   if (name == "ReqCPUS") return num(i.min_pe);
@@ -810,11 +745,12 @@ std::string sinfo_value(char code, const sinfo_group& g) {
     }
   }
   const node_view& first = *g.nodes.front();
+  const partition_view& part = first.partition;
   switch (code) {
-    case 'P': return std::string(k_default_partition) + "*";
-    case 'R': return std::string(k_default_partition);
-    case 'a': return "up";
-    case 'l': return "infinite";
+    case 'P': return part.name + (part.is_default ? "*" : "");
+    case 'R': return part.name;
+    case 'a': return part.state == "INACTIVE" ? "inact" : lower(part.state);
+    case 'l': return core::format_partition_time(part.max_time_s);
     case 'D': return std::to_string(g.nodes.size());
     case 't': return sinfo_state(first);
     case 'T': return sinfo_state_long(first);
@@ -829,7 +765,7 @@ std::string sinfo_value(char code, const sinfo_group& g) {
       return std::to_string(nodes_alloc) + "/" + std::to_string(nodes_idle) + "/" + std::to_string(nodes_other) + "/" +
              std::to_string(g.nodes.size());
     case 'A': return std::to_string(nodes_alloc) + "/" + std::to_string(nodes_idle);
-    case 's': return "1-infinite";
+    case 's': return part.max_nodes > 0 ? "1-" + std::to_string(part.max_nodes) : "1-infinite";
     default: return "";
   }
 }
@@ -930,12 +866,16 @@ std::string render_sinfo(const sinfo_format& f, const std::vector<node_view>& no
   if (grouping == sinfo_grouping::per_node) {
     for (const auto& n : nodes) groups.push_back({{&n}});
   } else if (grouping == sinfo_grouping::all) {
-    if (!nodes.empty()) groups.emplace_back();
-    for (const auto& n : nodes) groups.back().nodes.push_back(&n);
+    std::map<std::string, std::size_t> by_partition;
+    for (const auto& n : nodes) {
+      const auto [it, fresh] = by_partition.emplace(n.partition.name, groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].nodes.push_back(&n);
+    }
   } else {
     std::map<std::string, std::size_t> by_state;
     for (const auto& n : nodes) {
-      const std::string key = sinfo_state(n);
+      const std::string key = n.partition.name + '\n' + sinfo_state(n);
       const auto it = by_state.find(key);
       if (it == by_state.end()) {
         by_state[key] = groups.size();
@@ -960,7 +900,9 @@ std::string render_sinfo(const sinfo_format& f, const std::vector<node_view>& no
           for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.info.name.size()));
         }
         if ((field.code == 'P' || field.code == 'R') && width > 0) {
-          width = std::max<int>(static_cast<int>(k_default_partition.size()) + 1, static_cast<int>(std::string_view("PARTITION").size()));
+          width = static_cast<int>(std::string_view("PARTITION").size());
+          for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.partition.name.size()) + 1);
+          if (nodes.empty()) width = std::max<int>(width, static_cast<int>(k_default_partition.size()) + 1);
         }
         l += field_text(v, width, field.right, field.code != 'N' && field.code != 'n');
       }
@@ -1061,7 +1003,7 @@ std::string sacct_json(const std::vector<job_view>& jobs, std::time_t now) {
         {"job_id", i.id},
         {"name", i.name},
         {"nodes", j.hosts.empty() ? "None assigned" : compress_hostlist(j.hosts)},
-        {"partition", k_default_partition},
+        {"partition", i.partition.value_or(std::string(k_default_partition))},
         {"required", {{"CPUs", i.min_pe}}},
         {"state", {{"current", nlohmann::json::array({slurm_state(i.state).name})}, {"reason", reason_of(j)}}},
         {"steps", nlohmann::json::array()},
@@ -1101,7 +1043,7 @@ std::string sinfo_json(const std::vector<node_view>& nodes) {
                   {"total", n.info.nprocs}, {"minimum", n.info.nprocs}, {"maximum", n.info.nprocs}}},
         {"memory", {{"minimum", n.info.memory_mb}, {"maximum", n.info.memory_mb}}},
         {"gres", {{"total", n.info.gpus > 0 ? "gpu:" + std::to_string(n.info.gpus) : ""}}},
-        {"partition", {{"name", k_default_partition}, {"alternate", ""}}},
+        {"partition", {{"name", n.partition.name}, {"alternate", ""}}},
     });
   }
   nlohmann::json doc = {{"sinfo", a}, {"meta", meta("sinfo")}, {"errors", nlohmann::json::array()},

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/hostlist.hpp"
 #include "core/job_state.hpp"
 #include "protocol/results.hpp"
 
@@ -51,11 +52,11 @@ std::string sacct_limit(std::optional<std::int64_t> secs);
 // "Unknown" for none.
 std::string slurm_time(std::optional<std::time_t> t, const char* time_format = nullptr);
 
-// Host lists: "node1,node2,node3,node7" -> "node[1-3,7]", "a,b" -> "a,b";
-// zero-padded numbers keep their width ("n01,n02" -> "n[01-02]").
-std::string compress_hostlist(const std::vector<std::string>& hosts);
-// Slurm's order of host names: by prefix, then by number ("node2" < "node10").
-bool host_order(const std::string& a, const std::string& b);
+// Host lists: "node1,node2,node3,node7" -> "node[1-3,7]" and Slurm's order
+// of host names are the core's (core/hostlist.hpp), shared with aqsd's
+// configuration reader.
+using core::compress_hostlist;
+using core::host_order;
 // The host names of a job's compact map "node2:0-3,node3:0-1", in order.
 std::vector<std::string> job_hosts(const std::string& nodes);
 // How many processors of host `host` the map holds.
@@ -135,10 +136,21 @@ std::string sacct_exit_code(const job_view& j);
 
 // ---- sinfo ----
 
-// A node as sinfo sees it: its state word with what it holds.
+// A partition as sinfo shows it: without partitions configured, the one of
+// every node (k_default_partition).
+struct partition_view {
+  std::string name{k_default_partition};
+  bool is_default = true;
+  std::string state = "UP";       // UP, DOWN, DRAIN, INACTIVE
+  std::int64_t max_time_s = 0;    // 0: infinite
+  std::int64_t max_nodes = 0;     // 0: infinite
+};
+// A node as sinfo sees it, in one of its partitions (a node in two
+// partitions is two views): its state word with what it holds.
 struct node_view {
   protocol::node_info info;
   std::int64_t allocated = 0;  // processors held by running jobs
+  partition_view partition;
 };
 // "idle", "mix", "alloc", "down", "drain", "drng" (draining with jobs).
 std::string sinfo_state(const node_view& n);
@@ -160,8 +172,8 @@ sinfo_format parse_sinfo_long_format(std::string_view format);
 // Default: PARTITION AVAIL TIMELIMIT NODES STATE NODELIST; with `node_oriented`
 // (-N): NODELIST NODES PARTITION STATE.
 sinfo_format default_sinfo_format(bool node_oriented);
-// One line per group of nodes sharing a state, per node (-N), or for all of
-// them (-s).
+// One line per group of a partition's nodes sharing a state, per node (-N),
+// or per partition (-s); partitions in the order of the views.
 enum class sinfo_grouping { by_state, per_node, all };
 std::string render_sinfo(const sinfo_format& f, const std::vector<node_view>& nodes, bool header, sinfo_grouping g);
 

@@ -31,7 +31,11 @@ std::int64_t submit(const std::string& socket_path, protocol::submit request, co
       request.id = c.next_id();
       sent = true;  // from here on aqsd may have stored it
       const protocol::ok reply = c.call_ok(request);
-      return protocol::read_reply<protocol::submit_reply>(reply).job_id;
+      const auto r = protocol::read_reply<protocol::submit_reply>(reply);
+      if (retry.on_warning) {
+        for (const auto& w : r.warnings) retry.on_warning(w);
+      }
+      return r.job_id;
     } catch (const client_error& e) {
       if (!sent || !retryable(e) || attempt >= std::max(1, retry.attempts)) throw;
       if (retry.on_retry) retry.on_retry(attempt + 1, e.what());

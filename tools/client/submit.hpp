@@ -21,6 +21,8 @@ struct submit_retry {
   std::chrono::milliseconds max_delay{2000};
   // Called before each send again (fsub says so on stderr); may be empty.
   std::function<void(int attempt, const std::string& why)> on_retry;
+  // Called with each warning aqsd sends with the job id; may be empty.
+  std::function<void(const std::string& warning)> on_warning;
 };
 
 // Whether a failed submission may be sent again with its token: the reply

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
     retry.on_retry = [](int attempt, const std::string& why) {
       std::fprintf(stderr, "fsub: %s; sending the job again (attempt %d)\n", why.c_str(), attempt);
     };
+    retry.on_warning = [](const std::string& w) { std::fprintf(stderr, "fsub: warning: %s\n", w.c_str()); };
     const std::int64_t id = client::submit(socket, req.request, retry);
     if (req.json) {
       std::printf("{\"job_id\":%lld}\n", static_cast<long long>(id));

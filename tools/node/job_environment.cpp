@@ -8,6 +8,7 @@
 
 #include "aqs/mpi_adapter/launch.hpp"
 #include "core/geometry.hpp"
+#include "core/hostlist.hpp"
 
 namespace aqs::node {
 
@@ -91,42 +92,6 @@ job_layout layout_of(const protocol::launch& l) {
   return out;
 }
 
-// Slurm's host list form: "node[1-3,7],gpu0".
-std::string compressed_hostlist(const std::vector<std::string>& names) {
-  std::vector<std::pair<std::string, std::string>> split;  // prefix, digits
-  for (const auto& n : names) {
-    std::size_t d = n.size();
-    while (d > 0 && n[d - 1] >= '0' && n[d - 1] <= '9') --d;
-    split.emplace_back(n.substr(0, d), n.substr(d));
-  }
-  std::string out;
-  for (std::size_t i = 0; i < split.size();) {
-    std::size_t j = i;
-    while (j < split.size() && split[j].first == split[i].first && !split[j].second.empty() &&
-           split[j].second.size() == split[i].second.size()) {
-      ++j;
-    }
-    if (!out.empty()) out += ',';
-    if (j - i <= 1) {
-      out += split[i].first + split[i].second;
-      i = std::max(j, i + 1);
-      continue;
-    }
-    std::string body;
-    std::size_t k = i;
-    while (k < j) {
-      std::size_t m = k;
-      while (m + 1 < j && std::stoul(split[m + 1].second) == std::stoul(split[m].second) + 1) ++m;
-      if (!body.empty()) body += ',';
-      body += split[k].second + (m > k ? "-" + split[m].second : "");
-      k = m + 1;
-    }
-    out += split[i].first + "[" + body + "]";
-    i = j;
-  }
-  return out;
-}
-
 // The processors of each rank when a rank is not one processor: per node,
 // its first tasks * cpus_per_task processors in map order, cpus_per_task each.
 std::vector<std::vector<std::size_t>> rank_processors(const job_layout& lay) {
@@ -150,7 +115,7 @@ std::vector<std::vector<std::size_t>> rank_processors(const job_layout& lay) {
 // scripts and workflow tools read), from the launch and its geometry.
 variables slurm_variables(const protocol::launch& l, const node_environment& node, const job_layout& lay) {
   const std::string id = std::to_string(l.job_id);
-  const std::string hosts = compressed_hostlist(lay.nodes);
+  const std::string hosts = core::compress_hostlist(lay.nodes);  // sorted, as Slurm's
   const std::string nnodes = std::to_string(lay.nodes.size());
   std::string submit_dir = l.job.workdir;
   for (const auto& kv : l.job.environment) {
@@ -181,7 +146,7 @@ variables slurm_variables(const protocol::launch& l, const node_environment& nod
                  {"SLURM_LOCALID", "0"},
                  {"SLURMD_NODENAME", node.node_name},
                  {"SLURM_CLUSTER_NAME", "aqs"},
-                 {"SLURM_JOB_PARTITION", "aqs"}};
+                 {"SLURM_JOB_PARTITION", l.job.geometry ? l.job.geometry->partition.value_or("aqs") : "aqs"}};
   if (const auto& g = l.job.geometry) {
     if (g->partition) v.back().second = *g->partition;
     if (g->cpus_per_task > 1) {

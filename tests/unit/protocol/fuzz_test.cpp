@@ -247,9 +247,9 @@ TEST_CASE("field mutations of typed replies give replies or protocol errors only
                                    aqs::core::job_state::failed, "0110", "", "exit 3", 3, std::nullopt}}};
   const std::vector<ok> replies = {
       make_ok(1, hello_reply{}),
-      make_ok(2, submit_reply{17}),
+      make_ok(2, submit_reply{17, {}}),
       make_ok(3, cancel_reply{{1, 2}, {{3, error_code::not_found, "no pending or running job 3"}}}),
-      make_ok(4, list_nodes_reply{{node}}),
+      make_ok(4, list_nodes_reply{{node}, {}}),
       make_ok(5, history),
       make_ok(6, register_reply{8, {5, 6}}),
       make_ok(7, remote_exec_reply{"node1"}),

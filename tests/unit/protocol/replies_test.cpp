@@ -80,14 +80,21 @@ std::string reply_error(const json& result) {
 
 TEST_CASE("every reply survives make_ok, framing, parsing and read_reply unchanged") {
   check_round_trip(hello_reply{});
-  check_round_trip(submit_reply{17});
+  check_round_trip(submit_reply{17, {}});
+  check_round_trip(submit_reply{17, {"partition 'gpu' is recorded; this cluster has one partition of all its nodes"}});
   check_round_trip(cancel_reply{{1, 2}, {{3, error_code::invalid_state, "job 3 has already ended (COMPLETED)"},
                                          {4, error_code::not_found, "no pending or running job 4"}}});
   check_round_trip(cancel_reply{});
   check_round_trip(list_jobs_reply{{sample_job_info(1), sample_job_info(2)}, true});
   check_round_trip(list_jobs_reply{{}, false});
-  check_round_trip(list_nodes_reply{{sample_node("node0", true), sample_node("node1", false)}});
+  check_round_trip(list_nodes_reply{{sample_node("node0", true), sample_node("node1", false)}, {}});
   check_round_trip(list_nodes_reply{});
+  // With partitions: the node's and the partitions' own (sinfo).
+  listed_node in = sample_node("node2", true);
+  in.partitions = {"debug", "batch"};
+  check_round_trip(list_nodes_reply{{in},
+                                    {partition_info{"debug", "UP", true, "node[0-2]", 1800, 600, 1, 0},
+                                     partition_info{"batch", "DOWN", false, "ALL", 0, 0, 0, 64}}});
   check_round_trip(sample_history());
   check_round_trip(register_reply{8, {5, 6}});
   check_round_trip(register_reply{0, {}});
@@ -105,7 +112,7 @@ TEST_CASE("make_ok encodes the same bytes as aqsd's handlers build today") {
   }
   SUBCASE("submit (submit.cpp)") {
     const std::int64_t id = 4711;
-    CHECK(encode(make_ok(3, submit_reply{id})) == encode(ok{3, {{"job_id", id}}}));
+    CHECK(encode(make_ok(3, submit_reply{id, {}})) == encode(ok{3, {{"job_id", id}}}));
   }
   SUBCASE("register (nodes.cpp)") {
     const std::size_t first_proc = 16;
@@ -163,7 +170,7 @@ TEST_CASE("make_ok encodes the same bytes as aqsd's handlers build today") {
       out.push_back(std::move(j));
       nodes.push_back(n);
     }
-    CHECK(encode(make_ok(4, list_nodes_reply{nodes})) == encode(ok{4, {{"nodes", std::move(out)}}}));
+    CHECK(encode(make_ok(4, list_nodes_reply{nodes, {}})) == encode(ok{4, {{"nodes", std::move(out)}}}));
   }
   SUBCASE("job_history (views.cpp)") {
     const job_history_reply h = sample_history();
@@ -217,7 +224,7 @@ TEST_CASE("a reply that does not validate names the field at fault") {
   CHECK(reply_error<list_jobs_reply>({{"jobs", {1}}}) == "field 'jobs[0]' must be an object");
   CHECK(reply_error<list_jobs_reply>(json::object()) == "field 'jobs' is missing");
   CHECK(reply_error<list_jobs_reply>({{"jobs", json::array()}, {"more", 1}}) == "field 'more' must be true or false");
-  json node = make_ok(1, list_nodes_reply{{sample_node("n", true)}}).result["nodes"][0];
+  json node = make_ok(1, list_nodes_reply{{sample_node("n", true)}, {}}).result["nodes"][0];
   node["connected"] = "yes";
   CHECK(reply_error<list_nodes_reply>({{"nodes", {node}}}) == "field 'nodes[0].connected' must be true or false");
   node["state"] = "IDLE";
@@ -239,7 +246,7 @@ TEST_CASE("a reply from a newer aqsd reads with its unknown members ignored and 
   const auto c = read_reply<cancel_reply>(
       ok{1, {{"cancelled", {4}}, {"failed", {{{"job_id", 5}, {"code", "quota_exceeded"}, {"message", "m"}}}}}});
   CHECK(c.failed.at(0).code == error_code::internal);  // a code this version does not know
-  const json node = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0});
+  const json node = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0, {}});
   const auto n = read_reply<list_nodes_reply>(ok{1, {{"nodes", {node}}}});
   CHECK_FALSE(n.nodes.at(0).connected);
 }

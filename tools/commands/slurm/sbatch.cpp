@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
     retry.on_retry = [&](int attempt, const std::string& why) {
       std::fprintf(stderr, "%s: %s; sending the job again (attempt %d)\n", name.c_str(), why.c_str(), attempt);
     };
+    retry.on_warning = [&](const std::string& w) { std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str()); };
     std::int64_t id = 0;
     try {
       id = client::submit(client::socket_path(cmd.options.socket), req.request, retry);

@@ -1,0 +1,208 @@
+// Partitions end to end: a real aqsd reading an aqs.conf (--config) and
+// real aqs-node agents; jobs submitted with sbatch and fsub, as root and as a
+// throwaway user, seen with sinfo, squeue and fnodes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "aqs_cluster.hpp"
+#include "temp_dir.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+
+namespace {
+
+// node0..node3, 4 processors each.
+constexpr const char* k_config =
+    "# partitions of the test cluster\n"
+    "PartitionName=debug Nodes=node[0-1] Default=YES MaxTime=30:00 MaxNodes=1\n"
+    "PartitionName=batch Nodes=node[2-3] MaxTime=2:00:00\n"
+    "PartitionName=vip   Nodes=node3 AllowUsers=root\n"
+    "PartitionName=off   Nodes=node0 State=DOWN\n";
+
+// The Slurm names as symlinks in a private bin directory (as slurm_test.cpp).
+fs::path slurm_bin(const test::cluster& c) {
+  const fs::path bin = c.dir() / "slurm-bin";
+  fs::create_directories(bin);
+  for (const char* n : {"sbatch", "squeue", "sinfo", "scancel"}) {
+    const fs::path link = bin / n;
+    if (!fs::exists(fs::symlink_status(link))) fs::create_symlink(fs::path(AQS_SLURM_BIN_DIR) / ("aqs-" + std::string(n)), link);
+  }
+  fs::permissions(bin, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  return bin;
+}
+
+struct slurm {
+  test::cluster& c;
+  fs::path bin;
+  test::run_result run(const std::string& name, std::vector<std::string> args, const test::test_user* as = nullptr) const {
+    args.insert(args.begin(), (bin / name).string());
+    std::map<std::string, std::string> env{{"AQS_SOCKET", c.socket()},
+                                           {"PATH", bin.string() + ":/usr/local/bin:/usr/bin:/bin"},
+                                           {"USER", as != nullptr ? as->name : "root"},
+                                           {"TZ", "UTC"}};
+    std::optional<uid_t> uid;
+    std::optional<gid_t> gid;
+    if (as != nullptr) {
+      uid = as->uid;
+      gid = as->gid;
+    }
+    return test::run(args, env, uid, gid, as != nullptr ? as->home.string() : c.workdir().string(), 60s);
+  }
+  std::int64_t submit(std::vector<std::string> args, const test::test_user* as = nullptr) const {
+    args.insert(args.begin(), "--parsable");
+    const auto r = run("sbatch", args, as);
+    INFO("sbatch " << args.back() << ": " << r.out << r.err);
+    REQUIRE(r.status == 0);
+    return std::stoll(r.out);
+  }
+};
+
+// The node names a job's compact map "node2:0-3,node3:0-3" names.
+std::set<std::string> hosts_of(const std::string& nodes) {
+  std::set<std::string> out;
+  const std::regex host("(^|,)([a-z]+[0-9]+):");
+  for (auto it = std::sregex_iterator(nodes.begin(), nodes.end(), host); it != std::sregex_iterator(); ++it) {
+    out.insert((*it)[2]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, sinfo lists them, limits refuse at submission") {
+  test::test_database db;
+  test::temp_dir conf_dir("aqs-partitions");
+  const fs::path conf = conf_dir.path() / "aqs.conf";
+  std::ofstream(conf) << k_config;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 4;
+  o.procs_per_node = 4;
+  o.aqsd_args = {"--config", conf.string()};
+  test::cluster c(o);
+  const slurm s{c, slurm_bin(c)};
+
+  // sinfo: one line per partition and node state, the default starred.
+  const auto info = s.run("sinfo", {});
+  CHECK(info.status == 0);
+  CHECK(info.out ==
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "debug*       up      30:00      2   idle node[0-1]\n"
+        "batch        up    2:00:00      2   idle node[2-3]\n"
+        "vip          up   infinite      1   idle node3\n"
+        "off        down   infinite      1   idle node0\n");
+
+  // Two whole-partition jobs in batch: each runs on batch's nodes only, and
+  // the second waits for the first although debug is idle.
+  const std::int64_t b1 = s.submit({"-p", "batch", "-n", "8", "--wrap", "sleep 300"});
+  const auto j1 = c.wait_state(b1, {job_state::running});
+  CHECK(hosts_of(j1.nodes) == std::set<std::string>{"node2", "node3"});
+  const std::int64_t b2 = s.submit({"-p", "batch", "-n", "2", "--wrap", "sleep 300"});
+  // A job without -p goes to debug, the default, and starts at once.
+  const std::int64_t d1 = s.submit({"-n", "4", "--wrap", "sleep 300"});
+  const auto jd = c.wait_state(d1, {job_state::running});
+  CHECK(hosts_of(jd.nodes).size() == 1);
+  CHECK((hosts_of(jd.nodes) == std::set<std::string>{"node0"} || hosts_of(jd.nodes) == std::set<std::string>{"node1"}));
+  CHECK(c.job(b2)->state == job_state::pending);
+  const auto q = s.run("squeue", {"-h", "-o", "%i %P %t %R"});
+  CHECK(q.out.find(std::to_string(b1) + " batch R node[2-3]\n") != std::string::npos);
+  CHECK(q.out.find(std::to_string(b2) + " batch PD (Resources)\n") != std::string::npos);
+  CHECK(q.out.find(std::to_string(d1) + " debug R node") != std::string::npos);
+
+  // A job in a DOWN partition is taken and waits, saying why.
+  const std::int64_t off = s.submit({"-p", "off", "--wrap", "true"});
+  std::string why;
+  for (int i = 0; i < 50 && why != "off PD PartitionDown\n"; ++i) {
+    if (i > 0) std::this_thread::sleep_for(100ms);
+    why = s.run("squeue", {"-h", "-j", std::to_string(off), "-o", "%P %t %r"}).out;
+  }
+  CHECK(why == "off PD PartitionDown\n");
+
+  // Unknown partitions and jobs over a limit are refused at submission, in one line.
+  auto r = s.run("sbatch", {"-p", "gpu", "--wrap", "true"});
+  CHECK(r.status != 0);
+  CHECK(r.err ==
+        "sbatch: error: Batch job submission failed: invalid partition name specified: 'gpu' (partitions: debug, "
+        "batch, vip, off)\n");
+  r = s.run("sbatch", {"-p", "debug", "-t", "1:00:00", "--wrap", "true"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("Requested time limit is invalid") != std::string::npos);
+  CHECK(r.err.find("MaxTime is 30:00 (partition debug)") != std::string::npos);
+  r = s.run("sbatch", {"-N", "2", "--wrap", "true"});
+  CHECK(r.err.find("Node count specification invalid: 2 nodes asked, MaxNodes is 1 (partition debug)") != std::string::npos);
+  r = s.run("sbatch", {"-n", "6", "--wrap", "true"});  // more than one node of debug holds
+  CHECK(r.err.find("Node count specification invalid: 6 processors need 2 nodes in partition debug, MaxNodes is 1") !=
+        std::string::npos);
+  r = s.run("sbatch", {"-p", "batch", "-n", "12", "--wrap", "true"});
+  CHECK(r.err.find("it needs 12 processors; partition batch has 8") != std::string::npos);
+
+  // A throwaway user: vip is root's only; -p vip,batch falls back to batch.
+  const test::test_user u = c.user("aqs-part-t1");
+  r = s.run("sbatch", {"-p", "vip", "--wrap", "true"}, &u);
+  CHECK(r.status != 0);
+  CHECK(r.err == "sbatch: error: Batch job submission failed: Access/permission denied: user aqs-part-t1 may not use "
+                 "partition vip\n");
+  const std::int64_t mine = s.submit({"-p", "vip,batch", "-n", "1", "--wrap", "sleep 300"}, &u);
+  CHECK(c.job(mine)->partition == "batch");
+  // And fsub names the partition the same way.
+  const auto f = c.cmd(test::bin().fsub, {"-p", "nope", "--wrap", "true"}, &u);
+  CHECK(f.status != 0);
+  CHECK(f.err.find("invalid partition name specified: 'nope'") != std::string::npos);
+
+  // A job without a time limit takes its partition's: debug's 30 minutes.
+  CHECK(c.job(d1)->walltime_s == 1800);
+
+  // fnodes shows each node's partitions.
+  for (const auto& n : c.nodes()) {
+    if (n.name == "node3") CHECK(n.partitions == std::vector<std::string>{"batch", "vip"});
+    if (n.name == "node0") CHECK(n.partitions == std::vector<std::string>{"debug", "off"});
+  }
+  const auto fn = c.cmd(test::bin().fnodes, {});
+  CHECK(fn.out.find("PARTITIONS") != std::string::npos);
+  CHECK(fn.out.find("batch,vip") != std::string::npos);
+
+  // When the batch job ends, the waiting one starts on batch's nodes.
+  CHECK(s.run("scancel", {std::to_string(b1)}).status == 0);
+  const auto j2 = c.wait_state(b2, {job_state::running});
+  for (const auto& h : hosts_of(j2.nodes)) CHECK((h == "node2" || h == "node3"));
+  s.run("scancel", {"-u", "aqs-part-t1"}, &u);
+  for (std::int64_t id : {b2, d1, off}) s.run("scancel", {std::to_string(id)});
+}
+
+TEST_CASE("aqsd refuses to start on a bad aqs.conf, naming the file and the line") {
+  test::temp_dir conf_dir("aqs-partitions");
+  const fs::path conf = conf_dir.path() / "aqs.conf";
+  std::ofstream(conf) << "PartitionName=debug Nodes=node[0-1]\nPartitionName=batch Nodes=node[2-\n";
+  test::temp_dir state("aqs-partitions-state");
+  const auto r = test::run({test::bin().aqsd, "--foreground", "--state-dir", state.path().string(), "--config", conf.string()});
+  CHECK(r.status == 2);
+  CHECK(r.err == "aqsd: " + conf.string() + ":2: Nodes: bad host list 'node[2-': '[' without ']'\n");
+  const auto missing =
+      test::run({test::bin().aqsd, "--foreground", "--state-dir", state.path().string(), "--config", "/nonexistent/aqs.conf"});
+  CHECK(missing.status == 2);
+  CHECK(missing.err.find("aqsd: /nonexistent/aqs.conf: cannot read") == 0);
+}
+
+TEST_CASE("without aqs.conf every node is in one partition and -p is taken with a warning") {
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  test::cluster c(o);
+  const slurm s{c, slurm_bin(c)};
+  const auto r = s.run("sbatch", {"--parsable", "-p", "gpu", "--wrap", "true"});
+  CHECK(r.status == 0);
+  CHECK(r.err == "sbatch: warning: partition 'gpu' is recorded; this cluster has one partition of all its nodes\n");
+  c.wait_state(std::stoll(r.out), {job_state::completed});
+  CHECK(s.run("sinfo", {"-h", "-o", "%P %D"}).out == "main* 2\n");
+}
