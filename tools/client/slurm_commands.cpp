@@ -188,6 +188,9 @@ squeue_command_line parse_squeue_command_line(std::span<const std::string> args)
       {'v', "verbose", arg::none, "ignore"},          {'V', "version", arg::none, "version"},
       {'w', "nodelist", arg::required, "ignore"},     {0, "json", arg::none, "json"},
       {0, "yaml", arg::none, "yaml"},                 {'s', "steps", arg::optional, "steps"},
+      // Slurm 24.11's lighter query (Nextflow's onlyJobState): AQS answers
+      // every squeue from one call, so there is nothing lighter to switch to.
+      {0, "only-job-state", arg::none, "ignore"},
   };
   const scanned s = scan(args, table, "squeue");
   squeue_command_line out;

@@ -17,6 +17,16 @@ TEST_CASE("the command's name comes from argv[0] without the aqs- prefix, so a s
   CHECK(slurm::command_name("", "sacct") == "sacct");
 }
 
+TEST_CASE("squeue takes Nextflow's status query, with -t all and with --only-job-state") {
+  // nextflow SlurmExecutor.groovy queueStatusCommand: squeue --noheader -o '%i %t' -t all [-p Q -u U | --only-job-state]
+  auto c = slurm::parse_squeue_command_line(words({"--noheader", "-o", "%i %t", "-t", "all", "-p", "main", "-u", "alice"}));
+  CHECK(c.noheader);
+  CHECK(*c.format == "%i %t");
+  CHECK(c.states->size() == core::k_all_job_states.size());
+  c = slurm::parse_squeue_command_line(words({"--noheader", "-o", "%i %t", "-t", "all", "--only-job-state"}));
+  CHECK(c.users.empty());
+}
+
 TEST_CASE("squeue reads clustered flags, attached values, long names, prefixes and positional ids") {
   const auto c = slurm::parse_squeue_command_line(words({"-ho", "%i %t", "-u", "alice,bob", "--states=PD,r", "--me",
                                                          "-j", "4,5", "--json", "--nohead", "6"}));
