@@ -54,6 +54,13 @@ TEST_CASE("scancel takes ids, users, names, states and signals; a step or array 
   CHECK_THROWS_WITH(slurm::parse_scancel_command_line(words({"abc"})), "Invalid job id abc");
 }
 
+TEST_CASE("scancel ARRAY_TASK names that one task of the array, as submitit's cancel of one map task needs") {
+  // submitit core.py cancel: [scancel, "<array>_<index>"]; "_[1-3]" still means the whole array.
+  const auto c = slurm::parse_scancel_command_line(words({"12_4", "13", "14_[1-3]", "15_0"}));
+  CHECK(c.job_ids == std::vector<std::int64_t>{13, 14});
+  CHECK(c.array_tasks == std::vector<std::pair<std::int64_t, std::int64_t>>{{12, 4}, {15, 0}});
+}
+
 TEST_CASE("sacct takes the options workflow tools pass") {
   const auto c = slurm::parse_sacct_command_line(
       words({"-P", "-n", "--format=JobIdRaw,State", "-j", "41", "-X", "--name", "r1", "-S", "now-2days", "-E", "now"}));
