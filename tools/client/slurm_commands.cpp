@@ -188,6 +188,9 @@ squeue_command_line parse_squeue_command_line(std::span<const std::string> args)
       {'v', "verbose", arg::none, "ignore"},          {'V', "version", arg::none, "version"},
       {'w', "nodelist", arg::required, "ignore"},     {0, "json", arg::none, "json"},
       {0, "yaml", arg::none, "yaml"},                 {'s', "steps", arg::optional, "steps"},
+      // Slurm 24.11's lighter query (Nextflow's onlyJobState): AQS answers
+      // every squeue from one call, so there is nothing lighter to switch to.
+      {0, "only-job-state", arg::none, "ignore"},
   };
   const scanned s = scan(args, table, "squeue");
   squeue_command_line out;
@@ -269,7 +272,17 @@ scancel_command_line parse_scancel_command_line(std::span<const std::string> arg
       }
     }
   }
-  for (const auto& p : s.positionals) out.job_ids.push_back(job_id_of(p, "scancel"));
+  for (const auto& p : s.positionals) {
+    // ARRAY_TASK names one task of an array, as in Slurm; any other suffix
+    // (".batch", "_[1-3]") still means the whole job.
+    const std::size_t us = p.find('_');
+    if (us != std::string::npos && us + 1 < p.size() && p.size() - us - 1 <= 7 &&
+        std::all_of(p.begin() + static_cast<std::ptrdiff_t>(us) + 1, p.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+      out.array_tasks.emplace_back(job_id_of(p, "scancel"), std::stoll(p.substr(us + 1)));
+      continue;
+    }
+    out.job_ids.push_back(job_id_of(p, "scancel"));
+  }
   if (out.interactive) throw command_error("--interactive is not supported by AQS's scancel");
   return out;
 }

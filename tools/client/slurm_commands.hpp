@@ -57,6 +57,8 @@ squeue_command_line parse_squeue_command_line(std::span<const std::string> args)
 // ---- scancel ----
 struct scancel_command_line {
   std::vector<std::int64_t> job_ids;
+  // "123_4": task 4 of array 123 alone (submitit cancels one map task so).
+  std::vector<std::pair<std::int64_t, std::int64_t>> array_tasks;
   std::vector<std::string> users;  // -u, --me
   std::optional<std::string> name;  // -n
   std::optional<std::vector<core::job_state>> states;  // -t

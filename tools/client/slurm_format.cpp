@@ -534,6 +534,11 @@ sacct_value sacct_field_value(const std::string& name, const job_view& j, std::t
   if (name == "ExitCode") return text(sacct_exit_code(j));
   if (name == "GID") return null_text();
   if (name == "Group") return null_text();
+  // An array's task as Slurm's sacct shows it, ARRAY_TASK (submitit reads
+  // its map tasks' states so); JobIDRaw stays the task's own id.
+  if (name == "JobID" && i.array_job_id && i.array_task_id) {
+    return text(std::to_string(*i.array_job_id) + "_" + std::to_string(*i.array_task_id));
+  }
   if (name == "JobID" || name == "JobIDRaw") return text(std::to_string(i.id));
   if (name == "JobName") return text(i.name);
   if (name == "NNodes") return num(node_count(j));

@@ -11,6 +11,7 @@
 
 #include "aqs_cluster.hpp"
 #include "file_text.hpp"
+#include "slurm_env.hpp"
 #include "test_pg.hpp"
 
 namespace fs = std::filesystem;
@@ -19,60 +20,6 @@ using namespace std::chrono_literals;
 using core::job_state;
 
 namespace {
-
-const std::vector<std::string> k_names = {"sbatch", "srun", "squeue", "scancel", "sinfo", "sacct"};
-
-// A private bin directory of symlinks sbatch -> .../aqs-sbatch, ...
-fs::path slurm_bin(const test::cluster& c) {
-  const fs::path bin = c.dir() / "slurm-bin";
-  fs::create_directories(bin);
-  for (const auto& n : k_names) {
-    const fs::path link = bin / n;
-    if (!fs::exists(fs::symlink_status(link))) fs::create_symlink(fs::path(AQS_SLURM_BIN_DIR) / ("aqs-" + n), link);
-  }
-  fs::permissions(bin, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                           fs::perms::others_exec);
-  return bin;
-}
-
-struct slurm_env {
-  test::cluster& c;
-  fs::path bin;
-  std::map<std::string, std::string> env(const std::string& user = "root") const {
-    return {{"AQS_SOCKET", c.socket()},
-            {"PATH", bin.string() + ":/usr/local/bin:/usr/bin:/bin"},
-            {"USER", user},
-            {"TZ", "UTC"}};
-  }
-  // A Slurm command by its Slurm name, found on the PATH as a tool would.
-  test::run_result run(const std::string& name, std::vector<std::string> args, const test::test_user* as = nullptr,
-                       std::chrono::milliseconds timeout = 60s) const {
-    args.insert(args.begin(), (bin / name).string());
-    std::optional<uid_t> uid;
-    std::optional<gid_t> gid;
-    if (as != nullptr) {
-      uid = as->uid;
-      gid = as->gid;
-    }
-    const std::string cwd = as != nullptr ? as->home.string() : c.workdir().string();
-    return test::run(args, env(as != nullptr ? as->name : "root"), uid, gid, cwd, timeout);
-  }
-  // sh -c SCRIPT with the Slurm names on the PATH.
-  test::run_result sh(const std::string& script, const test::test_user* as = nullptr) const {
-    return run_argv({"/bin/sh", "-c", script}, as);
-  }
-  test::run_result run_argv(const std::vector<std::string>& argv, const test::test_user* as = nullptr,
-                            std::chrono::milliseconds timeout = 60s, std::string cwd = "") const {
-    std::optional<uid_t> uid;
-    std::optional<gid_t> gid;
-    if (as != nullptr) {
-      uid = as->uid;
-      gid = as->gid;
-    }
-    if (cwd.empty()) cwd = as != nullptr ? as->home.string() : c.workdir().string();
-    return test::run(argv, env(as != nullptr ? as->name : "root"), uid, gid, cwd, timeout);
-  }
-};
 
 // The batch jobs' logs Snakemake keeps, for a failure's message.
 std::string slurm_logs(const fs::path& workflow) {
@@ -106,7 +53,7 @@ test::cluster::options small(const test::test_database& db, int nodes = 2) {
 TEST_CASE("sbatch, squeue, scancel and sacct print exactly what scripts parsing Slurm's output expect") {
   test::test_database db;
   test::cluster c(small(db));
-  const slurm_env s{c, slurm_bin(c)};
+  const test::slurm_env s{c, test::slurm_bin(c)};
   const fs::path w = c.workdir();
   std::ofstream(w / "job.sh") << "#!/bin/sh\n#SBATCH --job-name=sleeper\n#SBATCH --time=10\nsleep 300\n";
 
@@ -186,7 +133,7 @@ TEST_CASE("sbatch, squeue, scancel and sacct print exactly what scripts parsing 
 TEST_CASE("an unprivileged user's scancel of another user's job is refused with Slurm's error, and their own work goes through") {
   test::test_database db;
   test::cluster c(small(db));
-  const slurm_env s{c, slurm_bin(c)};
+  const test::slurm_env s{c, test::slurm_bin(c)};
   const test::test_user u = c.user("aqs-slurm-t1");
   const std::int64_t roots = parsable_id(s.run("sbatch", {"--parsable", "--wrap", "sleep 300"}));
   c.wait_state(roots, {job_state::running});
@@ -218,7 +165,7 @@ TEST_CASE("a Snakemake workflow of 20 jobs with dependencies completes through s
   }
   test::test_database db;
   test::cluster c(small(db, 4));
-  const slurm_env s{c, slurm_bin(c)};
+  const test::slurm_env s{c, test::slurm_bin(c)};
   const fs::path w = c.workdir() / "workflow";
   fs::create_directories(w);
   // 12 producers, 6 pair sums, 2 totals: 20 cluster jobs in three waves.

@@ -17,6 +17,16 @@ TEST_CASE("the command's name comes from argv[0] without the aqs- prefix, so a s
   CHECK(slurm::command_name("", "sacct") == "sacct");
 }
 
+TEST_CASE("squeue takes Nextflow's status query, with -t all and with --only-job-state") {
+  // nextflow SlurmExecutor.groovy queueStatusCommand: squeue --noheader -o '%i %t' -t all [-p Q -u U | --only-job-state]
+  auto c = slurm::parse_squeue_command_line(words({"--noheader", "-o", "%i %t", "-t", "all", "-p", "main", "-u", "alice"}));
+  CHECK(c.noheader);
+  CHECK(*c.format == "%i %t");
+  CHECK(c.states->size() == core::k_all_job_states.size());
+  c = slurm::parse_squeue_command_line(words({"--noheader", "-o", "%i %t", "-t", "all", "--only-job-state"}));
+  CHECK(c.users.empty());
+}
+
 TEST_CASE("squeue reads clustered flags, attached values, long names, prefixes and positional ids") {
   const auto c = slurm::parse_squeue_command_line(words({"-ho", "%i %t", "-u", "alice,bob", "--states=PD,r", "--me",
                                                          "-j", "4,5", "--json", "--nohead", "6"}));
@@ -42,6 +52,13 @@ TEST_CASE("scancel takes ids, users, names, states and signals; a step or array 
   CHECK(slurm::has_filter(c));
   CHECK_FALSE(slurm::has_filter(slurm::parse_scancel_command_line(words({"12"}))));
   CHECK_THROWS_WITH(slurm::parse_scancel_command_line(words({"abc"})), "Invalid job id abc");
+}
+
+TEST_CASE("scancel ARRAY_TASK names that one task of the array, as submitit's cancel of one map task needs") {
+  // submitit core.py cancel: [scancel, "<array>_<index>"]; "_[1-3]" still means the whole array.
+  const auto c = slurm::parse_scancel_command_line(words({"12_4", "13", "14_[1-3]", "15_0"}));
+  CHECK(c.job_ids == std::vector<std::int64_t>{13, 14});
+  CHECK(c.array_tasks == std::vector<std::pair<std::int64_t, std::int64_t>>{{12, 4}, {15, 0}});
 }
 
 TEST_CASE("sacct takes the options workflow tools pass") {

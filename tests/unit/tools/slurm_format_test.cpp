@@ -131,6 +131,14 @@ TEST_CASE("squeue -O long names match in any case, with 20 columns by default") 
         "JOBI      STATENAME                \n   3  COMPLETEDjob3                \n");
 }
 
+TEST_CASE("sacct's JobID of an array task is ARRAY_TASK and its JobIDRaw the task's own id, as submitit reads them") {
+  auto task = job(8, job_state::completed);
+  task.array_job_id = 7;
+  task.array_task_id = 1;
+  CHECK(slurm::render_sacct(slurm::parse_sacct_fields("JobID,JobIDRaw"), {view(task)}, false,
+                            slurm::sacct_style::parsable2, k_now) == "7_1|8\n");
+}
+
 TEST_CASE("sacct prints Slurm's columns, parsable forms, CANCELLED by UID and ExitCode N:S") {
   auto cancelled = view(job(5, job_state::cancelled));
   cancelled.cancelled_by = 0;

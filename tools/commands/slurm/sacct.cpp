@@ -7,9 +7,43 @@
 #include <set>
 #include <unistd.h>
 
+#include "client/job_listing.hpp"
 #include "client/slurm_client.hpp"
 
 using namespace aqs;
+
+namespace {
+
+// `sacct -j ID` of an array's id lists every task of the array, as Slurm's
+// does (submitit polls its map tasks so). aqsd lists jobs by exact id, and
+// an array's tasks are stored in one request right after its id: they are
+// read a block of ids at a time until a block holds none of them.
+std::vector<std::int64_t> with_array_tasks(client::connection& c, const std::vector<std::int64_t>& ids) {
+  if (ids.empty()) return ids;
+  constexpr std::int64_t k_block = 1000;
+  std::vector<std::int64_t> out = ids;
+  protocol::list_jobs by_id;
+  by_id.all = true;
+  by_id.job_ids = ids;
+  for (const auto& j : client::parse_jobs(client::list_job_pages(c, by_id, std::nullopt))) {
+    if (j.array_job_id != j.id) continue;
+    for (std::int64_t from = j.id + 1;; from += k_block) {
+      protocol::list_jobs block;
+      block.all = true;
+      for (std::int64_t id = from; id < from + k_block; ++id) block.job_ids.push_back(id);
+      bool any = false;
+      for (const auto& t : client::parse_jobs(client::list_job_pages(c, block, std::nullopt))) {
+        if (t.array_job_id != j.id) continue;
+        any = true;
+        if (std::find(out.begin(), out.end(), t.id) == out.end()) out.push_back(t.id);
+      }
+      if (!any) break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::string name = slurm::command_name(argv[0], "sacct");
@@ -63,8 +97,8 @@ int main(int argc, char** argv) {
 
     protocol::list_jobs request;
     request.all = true;
-    request.job_ids = cmd.job_ids;
     client::connection c(client::socket_path(std::nullopt));
+    request.job_ids = with_array_tasks(c, cmd.job_ids);
     auto jobs = slurm::fetch_jobs(c, request, true);
     std::vector<slurm::job_view> shown;
     for (auto& j : jobs) {

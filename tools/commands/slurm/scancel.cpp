@@ -36,14 +36,36 @@ int main(int argc, char** argv) {
       std::printf("%s\n", slurm::k_version_line);
       return 0;
     }
-    if (cmd.job_ids.empty() && !slurm::has_filter(cmd)) throw slurm::command_error("No job identification provided");
+    if (cmd.job_ids.empty() && cmd.array_tasks.empty() && !slurm::has_filter(cmd)) {
+      throw slurm::command_error("No job identification provided");
+    }
     client::connection c(client::socket_path(std::nullopt));
-    std::vector<std::int64_t> targets = cmd.job_ids;
+    std::vector<std::int64_t> ids = cmd.job_ids;
     int rc = 0;
+    if (!cmd.array_tasks.empty()) {
+      // "123_4": the live job that is task 4 of array 123 (as fkill finds it).
+      const auto live = slurm::fetch_jobs(c, protocol::list_jobs{}, false);
+      for (const auto& [array, task] : cmd.array_tasks) {
+        const auto it = std::find_if(live.begin(), live.end(), [&](const slurm::job_view& j) {
+          return j.info.array_job_id == array && j.info.array_task_id == task;
+        });
+        if (it != live.end()) {
+          if (std::find(ids.begin(), ids.end(), it->info.id) == ids.end()) ids.push_back(it->info.id);
+          continue;
+        }
+        if (!cmd.quiet) {
+          std::fprintf(stderr, "%s: error: Kill job error on job id %lld_%lld: Invalid job id specified\n", name.c_str(),
+                       static_cast<long long>(array), static_cast<long long>(task));
+        }
+        rc = 1;
+      }
+      if (ids.empty()) return rc;  // never widen to every job the filters match
+    }
+    std::vector<std::int64_t> targets = ids;
     if (slurm::has_filter(cmd)) {
       // The filters select among the active jobs (and among the given ids).
       protocol::list_jobs request;
-      request.job_ids = cmd.job_ids;
+      request.job_ids = ids;
       std::set<std::string> users;
       for (const auto& u : cmd.users) users.insert(slurm::resolve_user(u));
       targets.clear();
@@ -59,7 +81,7 @@ int main(int argc, char** argv) {
         }
         targets.push_back(j.info.id);
       }
-      for (const auto id : cmd.job_ids) {
+      for (const auto id : ids) {
         if (found.count(id) != 0) continue;
         if (!cmd.quiet) std::fprintf(stderr, "%s: error: Kill job error on job id %lld: Invalid job id specified\n", name.c_str(), static_cast<long long>(id));
         rc = 1;
