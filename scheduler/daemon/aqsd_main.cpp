@@ -25,6 +25,7 @@
 #include "core/partition.hpp"
 #include "core/strategy.hpp"
 #include "daemon/controller.hpp"
+#include "daemon/faucets_uplink.hpp"
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
 #include "http/http_server.hpp"
@@ -119,6 +120,20 @@ int main(int argc, char** argv) {
                "serve the read-only views (jobs, nodes, processor map, events, metrics) without a token");
   app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
       ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
+  std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
+  double faucets_speed = 1.0;
+  app.add_option("--faucets-server", faucets_server, "HOST:PORT of a Faucets server (faucetsd) to join over TLS");
+  app.add_option("--faucets-name", faucets_name, "this cluster's name at the Faucets server");
+  app.add_option("--faucets-ca", faucets_ca, "CA certificate (PEM) that verifies the Faucets server")
+      ->check(CLI::ExistingFile);
+  app.add_option("--faucets-key", faucets_key, "this cluster's key file, as the Faucets server's table names it")
+      ->check(CLI::ExistingFile);
+  app.add_option("--faucets-users", faucets_users,
+                 "which Faucets users may run here as whom: \"SERVER_USER LOCAL_USER\" per line")
+      ->check(CLI::ExistingFile);
+  app.add_option("--faucets-speed", faucets_speed, "per-processor speed score reported to the server (default 1.0)")
+      ->check(CLI::Range(0.001, 1000.0));
+  app.add_option("--faucets-datasets", faucets_datasets, "data sets this cluster holds, comma-separated");
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   try {
@@ -172,6 +187,37 @@ int main(int argc, char** argv) {
     }
   } else if (!http_cert.empty() || !http_key.empty() || hopts.insecure || hopts.public_read) {
     std::fprintf(stderr, "aqsd: --http-cert, --http-key, --http-insecure and --http-public need --http HOST:PORT\n");
+    return 2;
+  }
+
+  std::optional<daemon::uplink_options> uplink_opts;
+  if (!faucets_server.empty()) {
+    if (faucets_name.empty() || faucets_ca.empty() || faucets_key.empty() || faucets_users.empty()) {
+      std::fprintf(stderr, "aqsd: --faucets-server needs --faucets-name, --faucets-ca, --faucets-key and --faucets-users\n");
+      return 2;
+    }
+    try {
+      daemon::uplink_options u;
+      u.server = faucets_server;
+      u.cluster = faucets_name;
+      u.ca = faucets_ca;
+      std::ifstream kin(faucets_key);
+      std::getline(kin, u.key);
+      while (!u.key.empty() && (u.key.back() == '\r' || u.key.back() == ' ')) u.key.pop_back();
+      if (u.key.size() < 16) throw std::runtime_error("the key in " + faucets_key + " is shorter than 16 characters");
+      u.users = daemon::faucets_user_table::load(faucets_users);
+      u.speed = faucets_speed;
+      std::stringstream ds(faucets_datasets);
+      for (std::string d; std::getline(ds, d, ',');) {
+        if (!d.empty()) u.datasets.push_back(d);
+      }
+      uplink_opts = std::move(u);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "aqsd: %s\n", e.what());
+      return 2;
+    }
+  } else if (!faucets_name.empty() || !faucets_ca.empty() || !faucets_key.empty() || !faucets_users.empty()) {
+    std::fprintf(stderr, "aqsd: --faucets-name, --faucets-ca, --faucets-key and --faucets-users need --faucets-server\n");
     return 2;
   }
 
@@ -250,10 +296,12 @@ int main(int argc, char** argv) {
     copts.partitions = partitions;
     if (partitions.configured) logging::info("partitions: {}", partitions.names());
     std::unique_ptr<http::http_server> web;
+    std::unique_ptr<daemon::faucets_uplink> uplink;
     auto stop = [&] {
       boost::asio::post(io, [&] {
         if (srv) srv->stop();
         if (web) web->stop();
+        if (uplink) uplink->stop();
         io.stop();
       });
     };
@@ -284,7 +332,12 @@ int main(int argc, char** argv) {
       logging::info("HTTP API on {}://{}:{}{}", web->tls() ? "https" : "http", hopts.listen.substr(0, colon), web->port(),
                     hopts.public_read ? " (read-only views public)" : "");
     }
+    if (uplink_opts) uplink = std::make_unique<daemon::faucets_uplink>(io, ctl, std::move(*uplink_opts));
     ctl.start();
+    if (uplink) {
+      uplink->start();
+      logging::info("joining the Faucets server {} as cluster '{}'", faucets_server, faucets_name);
+    }
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
       if (ec) return;
@@ -302,6 +355,7 @@ int main(int argc, char** argv) {
     // Order matters: the controller's pools and the store's committers call
     // into the controller and the io_context, so they stop first.
     ctl.stop();
+    uplink.reset();
     web.reset();
     srv.reset();
     if (supervisor) supervisor->stop();

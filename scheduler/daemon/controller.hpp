@@ -125,9 +125,15 @@ public:
   // Takes a snapshot on the strand and calls `done` with it there (keep it
   // short: post elsewhere for anything slow). Never called once stopped.
   void snapshot(std::function<void(cluster_snapshot)> done);
-  // Called on the strand with every committed state or map change; set
-  // before start(). Must not block.
-  void on_change(change_sink sink) { change_sink_ = std::move(sink); }
+  // Called on the strand with every committed state or map change; add
+  // before start(). Must not block. Every sink added is called.
+  void on_change(change_sink sink) { change_sinks_.push_back(std::move(sink)); }
+  // The cluster's room and queue, taken on the strand; `done` runs there.
+  void capacity(std::function<void(capacity_summary)> done);
+  // When a job like `r` would start here if submitted now, in seconds from
+  // now (core/start_estimate: this cluster's own strategy run forward on a
+  // copy of its state); nullopt: never. `done` runs on the strand.
+  void estimate_start(core::job_request r, std::function<void(std::optional<double>)> done);
 
 private:
   using conn_ptr = std::shared_ptr<connection>;
@@ -309,7 +315,7 @@ private:
   access_view view_;
   token_authority tokens_;
   metrics metrics_;
-  change_sink change_sink_;  // set before start, called on the strand
+  std::vector<change_sink> change_sinks_;  // added before start, called on the strand
 };
 
 }  // namespace aqs::daemon

@@ -2,6 +2,8 @@
 // /metrics), taken on the strand.
 #include <algorithm>
 
+#include "core/start_estimate.hpp"
+
 #include "daemon/controller.hpp"
 
 namespace aqs::daemon {
@@ -71,6 +73,46 @@ void controller::snapshot(std::function<void(cluster_snapshot)> done) {
     s.cpus_unavailable = s.cpus_total - static_cast<std::int64_t>(sched_.usable_count());
     done(std::move(s));
   });
+}
+
+void controller::capacity(std::function<void(capacity_summary)> done) {
+  post([this, done = std::move(done)] {
+    capacity_summary c;
+    const auto& machine = sched_.machine();
+    c.procs_total = static_cast<std::int64_t>(sched_.usable_count());
+    c.procs_free = static_cast<std::int64_t>(sched_.free_count());
+    for (const node_entry& n : nodes_) {
+      if (machine.at(n.index).state != core::node_state::up) continue;
+      ++c.nodes_up;
+      c.gpus_total += n.gpus;
+      c.max_job_gpus = std::max(c.max_job_gpus, n.gpus);
+    }
+    c.max_job_procs = c.procs_total;
+    std::int64_t gpus_used = 0;
+    for (const auto& [id, e] : jobs_.live()) {
+      const core::job* j = sched_.find(static_cast<core::job_id>(id));
+      const core::job_state st = j ? j->state : core::job_state::pending;
+      if (j != nullptr && core::holds_processors(st)) {
+        ++c.running_jobs;
+        if (e.req.adaptive && j->size() > e.req.min_pe) {
+          c.shrinkable += static_cast<std::int64_t>(j->size() - e.req.min_pe);
+        }
+        if (e.geometry && e.geometry->gpus_per_node) {
+          gpus_used += *e.geometry->gpus_per_node * e.geometry->nodes_min.value_or(1);
+        }
+      } else if (st == core::job_state::pending) {
+        ++c.pending_jobs;
+        c.pending_procs += static_cast<std::int64_t>(e.req.min_pe);
+        ++c.pending_by_partition[e.req.partition.empty() ? "default" : e.req.partition];
+      }
+    }
+    c.gpus_free = std::max<std::int64_t>(0, c.gpus_total - gpus_used);
+    done(std::move(c));
+  });
+}
+
+void controller::estimate_start(core::job_request r, std::function<void(std::optional<double>)> done) {
+  post([this, r = std::move(r), done = std::move(done)] { done(core::estimate_start(sched_, r, now())); });
 }
 
 }  // namespace aqs::daemon

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,5 +61,17 @@ struct job_change {
 };
 
 using change_sink = std::function<void(const job_change&)>;
+
+// What a Faucets server is told about this cluster (daemon/faucets_uplink):
+// room now, room adaptive jobs could give up, the queue, the largest job.
+struct capacity_summary {
+  std::int64_t procs_total = 0, procs_free = 0;  // usable processors (nodes UP), free of any job
+  std::int64_t gpus_total = 0, gpus_free = 0;
+  std::int64_t shrinkable = 0;  // processors adaptive jobs hold above their minimum
+  std::int64_t running_jobs = 0, pending_jobs = 0, pending_procs = 0;
+  std::map<std::string, std::int64_t> pending_by_partition;
+  std::int64_t max_job_procs = 0, max_job_gpus = 0;
+  std::int64_t nodes_up = 0;
+};
 
 }  // namespace aqs::daemon

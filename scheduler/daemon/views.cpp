@@ -252,7 +252,7 @@ void controller::orphan_interactive(const conn_ptr& gone) {
 void controller::notify(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                         std::optional<std::int32_t> signal, const core::processor_set* procs) {
   watchers_.notify(id, state, code, signal, procs);
-  if (change_sink_) {
+  if (!change_sinks_.empty()) {
     job_change ch;
     ch.job_id = id;
     ch.state = state;
@@ -263,10 +263,12 @@ void controller::notify(std::int64_t id, job_state state, std::optional<std::int
       if (const core::job* j = sched_.find(static_cast<core::job_id>(id))) ch.target = j->target.to_string();
     }
     ch.time = now();
-    try {
-      change_sink_(ch);
-    } catch (const std::exception& e) {
-      logging::warn("a change listener failed: {}", e.what());
+    for (const auto& sink : change_sinks_) {
+      try {
+        sink(ch);
+      } catch (const std::exception& e) {
+        logging::warn("a change listener failed: {}", e.what());
+      }
     }
   }
 }

@@ -1,0 +1,533 @@
+// faucets_uplink: the link to faucetsd, one coroutine per connection on the
+// uplink's strand; requests reach the controller as a local user's would.
+#include "daemon/faucets_uplink.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <sstream>
+#include <pwd.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "daemon/controller.hpp"
+#include "daemon/job_records.hpp"
+#include "link/link_channel.hpp"
+#include "link/link_messages.hpp"
+#include "link/tls.hpp"
+#include "logging/log.hpp"
+#include "protocol/auth.hpp"
+#include "protocol/replies.hpp"
+
+namespace aqs::daemon {
+
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using nlohmann::json;
+
+// ---- the user table ---------------------------------------------------
+
+faucets_user_table faucets_user_table::parse(const std::string& text, const std::string& origin) {
+  faucets_user_table t;
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream words(line);
+    std::string a, b, extra;
+    if (!(words >> a)) continue;
+    if (!(words >> b) || (words >> extra)) {
+      throw std::runtime_error(origin + ":" + std::to_string(number) + ": expected \"SERVER_USER LOCAL_USER\"");
+    }
+    t.rules_.emplace_back(a, b);
+  }
+  return t;
+}
+
+faucets_user_table faucets_user_table::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read the Faucets user table " + file.string());
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse(buf.str(), file.string());
+}
+
+std::optional<std::string> faucets_user_table::refusal(const std::string& server_user,
+                                                       const std::string& local_user) const {
+  if (local_user == "root") return "the Faucets server may not run jobs as root";
+  for (const auto& [s, l] : rules_) {
+    if ((s == "*" || s == server_user) && (l == local_user || (l == "*" && local_user == server_user))) {
+      return std::nullopt;
+    }
+  }
+  return "this cluster's table does not let Faucets user '" + server_user + "' run as '" + local_user + "'";
+}
+
+// ---- requests into the controller -------------------------------------
+
+namespace {
+
+// One request to the controller as a local user (or root for reads); the
+// reply comes back through `deliver`.
+class uplink_request final : public connection {
+public:
+  uplink_request(peer_info p, std::function<void(protocol::message)> deliver)
+      : peer_(std::move(p)), deliver_(std::move(deliver)) {
+    static std::atomic<std::uint64_t> next{(std::uint64_t{1} << 62) + (std::uint64_t{1} << 61)};
+    serial_ = next++;
+  }
+  void send(protocol::message m) override {
+    if (!std::holds_alternative<protocol::ok>(m) && !std::holds_alternative<protocol::error>(m)) return;
+    std::function<void(protocol::message)> d;
+    {
+      std::lock_guard lock(mu_);
+      d = std::move(deliver_);
+      deliver_ = nullptr;
+    }
+    if (d) d(std::move(m));
+  }
+  void close() override {}
+  const peer_info& peer() const noexcept override { return peer_; }
+  std::uint64_t serial() const noexcept override { return serial_; }
+
+private:
+  peer_info peer_;
+  std::mutex mu_;
+  std::function<void(protocol::message)> deliver_;
+  std::uint64_t serial_ = 0;
+};
+
+struct local_account {
+  uid_t uid;
+  gid_t gid;
+};
+
+std::optional<local_account> account_of(const std::string& name) {
+  struct passwd pw {};
+  struct passwd* out = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out) != 0 || out == nullptr) return std::nullopt;
+  return local_account{pw.pw_uid, pw.pw_gid};
+}
+
+std::string message_text(const protocol::message& m) {
+  if (const auto* e = std::get_if<protocol::error>(&m)) return e->message;
+  return "unexpected reply";
+}
+
+std::string iso_of(double unix_s) {
+  return iso8601(store::time_point(std::chrono::duration_cast<store::time_point::duration>(
+      std::chrono::duration<double>(unix_s))));
+}
+
+std::pair<std::string, std::string> split_host_port(const std::string& hp) {
+  const auto colon = hp.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == hp.size()) {
+    throw uplink_error("--faucets-server must be HOST:PORT, not '" + hp + "'");
+  }
+  std::string host = hp.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, hp.substr(colon + 1)};
+}
+
+}  // namespace
+
+// ---- the state --------------------------------------------------------
+
+struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::state> {
+  state(asio::io_context& io_, controller& ctl_, uplink_options o)
+      : io(io_), ctl(ctl_), options(std::move(o)), strand(asio::make_strand(io_)), retry(strand), ticker(strand) {}
+
+  asio::io_context& io;
+  controller& ctl;
+  uplink_options options;
+  std::string host, port;
+  std::unique_ptr<ssl::context> tls;
+  asio::strand<asio::io_context::executor_type> strand;
+  asio::steady_timer retry;
+  asio::steady_timer ticker;
+  // On the strand:
+  std::shared_ptr<faucets::link_channel> channel;
+  std::map<std::int64_t, std::int64_t> followed;  // local job id -> the server's fid
+  std::map<std::int64_t, std::string> started;     // local job id -> start time (ISO)
+  std::chrono::steady_clock::time_point last_heard{};
+  bool stopped = false;
+  std::atomic<bool> up{false};
+
+  void ask(peer_info p, protocol::message m, std::function<void(protocol::message)> then) {
+    auto self = shared_from_this();
+    auto conn = std::make_shared<uplink_request>(std::move(p), [self, then = std::move(then)](protocol::message r) {
+      asio::post(self->strand, [then, r = std::move(r)]() mutable { then(std::move(r)); });
+    });
+    ctl.on_message(conn, std::move(m));
+  }
+  static peer_info as_root() {
+    peer_info p;
+    p.via = transport::unix_socket;
+    p.uid = 0;
+    p.gid = 0;
+    p.remote = "faucets-uplink";
+    return p;
+  }
+  static peer_info as_user(const local_account& a, const std::string& server) {
+    peer_info p;
+    p.via = transport::http;  // a user vouched for by someone else than the kernel: never admin
+    p.uid = a.uid;
+    p.gid = a.gid;
+    p.remote = "faucets:" + server;
+    return p;
+  }
+
+  void send(json m) {
+    if (channel && !channel->closed()) channel->send(std::move(m));
+  }
+
+  asio::awaitable<void> run();
+  asio::awaitable<void> session();
+  asio::awaitable<void> report_loop(std::shared_ptr<faucets::link_channel> ch);
+  void handle(const json& m);
+  void on_forward(const json& m);
+  void on_follow(const json& m);
+  void on_estimate(const json& m);
+  void on_cancel(const json& m);
+  void on_change(const job_change& ch);
+  void send_update_from(std::int64_t fid, const protocol::job_info& j);
+};
+
+asio::awaitable<void> faucets_uplink::state::run() {
+  auto self = shared_from_this();
+  std::chrono::milliseconds backoff{250};
+  std::string last_error;
+  while (!stopped) {
+    try {
+      co_await session();
+      backoff = std::chrono::milliseconds{250};
+    } catch (const std::exception& e) {
+      if (e.what() != last_error) logging::warn("Faucets server {}: {}", options.server, e.what());
+      last_error = e.what();
+    }
+    if (up.exchange(false)) logging::warn("Faucets server {}: link lost; reconnecting", options.server);
+    if (channel) channel->close();
+    channel.reset();
+    if (stopped) break;
+    retry.expires_after(backoff);
+    {
+      boost::system::error_code ignored;
+      co_await retry.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    backoff = std::min(backoff * 2, options.retry_max);
+  }
+}
+
+asio::awaitable<void> faucets_uplink::state::session() {
+  asio::ip::tcp::resolver resolver(strand);
+  const auto endpoints = co_await resolver.async_resolve(host, port, asio::use_awaitable);
+  auto sock = std::make_shared<faucets::tls_socket>(strand, *tls);
+  // A connect or handshake that hangs (the server's host is gone) is cut.
+  auto deadline = std::make_shared<asio::steady_timer>(strand, std::chrono::seconds(10));
+  deadline->async_wait([weak = std::weak_ptr<faucets::tls_socket>(sock)](const boost::system::error_code& ec) {
+    auto s = weak.lock();
+    if (!ec && s) {
+      boost::system::error_code ignore;
+      s->lowest_layer().close(ignore);
+    }
+  });
+  co_await asio::async_connect(sock->lowest_layer(), endpoints, asio::use_awaitable);
+  if (!SSL_set_tlsext_host_name(sock->native_handle(), host.c_str())) throw uplink_error("cannot set the TLS server name");
+  sock->set_verify_callback(ssl::host_name_verification(host));
+  co_await sock->async_handshake(ssl::stream_base::client, asio::use_awaitable);
+  deadline->cancel();
+  auto ch = std::make_shared<faucets::link_channel>(std::move(*sock));
+  channel = ch;
+  const json challenge = co_await ch->read();
+  if (faucets::type_of(challenge) != "challenge") throw uplink_error("the server did not send a challenge");
+  const std::string nonce = faucets::string_field(challenge, "nonce", 128);
+  ch->send(json{{"type", "hello"},
+                {"protocol", faucets::k_link_protocol},
+                {"cluster", options.cluster},
+                {"auth", protocol::compute_auth(options.key, nonce)}});
+  const json verdict = co_await ch->read();
+  if (faucets::type_of(verdict) == "error") {
+    throw uplink_error("refused: " + faucets::opt_string_field(verdict, "message", 4096).value_or("no reason"));
+  }
+  if (faucets::type_of(verdict) != "welcome") throw uplink_error("the server did not welcome us");
+  up = true;
+  last_heard = std::chrono::steady_clock::now();
+  logging::info("Faucets server {}: connected as cluster '{}'", options.server, options.cluster);
+  asio::co_spawn(strand, report_loop(ch), asio::detached);
+  while (!stopped) {
+    const json m = co_await ch->read();
+    last_heard = std::chrono::steady_clock::now();
+    try {
+      handle(m);
+    } catch (const faucets::link_error& e) {
+      logging::warn("Faucets server {}: {}", options.server, e.what());
+    }
+  }
+}
+
+asio::awaitable<void> faucets_uplink::state::report_loop(std::shared_ptr<faucets::link_channel> ch) {
+  auto self = shared_from_this();
+  asio::steady_timer t(strand);
+  while (!stopped && !ch->closed() && channel == ch) {
+    if (std::chrono::steady_clock::now() - last_heard > options.silence_limit) {
+      logging::warn("Faucets server {}: silent for {} ms; closing the link", options.server,
+                    options.silence_limit.count());
+      ch->close();
+      break;
+    }
+    ctl.capacity([self, ch](capacity_summary c) {
+      asio::post(self->strand, [self, ch, c = std::move(c)] {
+        if (self->channel != ch) return;
+        faucets::cluster_report r;
+        r.procs_total = c.procs_total;
+        r.procs_free = c.procs_free;
+        r.gpus_total = c.gpus_total;
+        r.gpus_free = c.gpus_free;
+        r.shrinkable = c.shrinkable;
+        r.running_jobs = c.running_jobs;
+        r.pending_jobs = c.pending_jobs;
+        r.pending_procs = c.pending_procs;
+        r.pending_by_partition = c.pending_by_partition;
+        r.max_job_procs = c.max_job_procs;
+        r.max_job_gpus = c.max_job_gpus;
+        r.nodes_up = c.nodes_up;
+        r.speed = self->options.speed;
+        r.datasets = self->options.datasets;
+        ch->send(faucets::to_json(r));
+      });
+    });
+    t.expires_after(options.report_every);
+    {
+      boost::system::error_code ignored;
+      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+}
+
+void faucets_uplink::state::handle(const json& m) {
+  const std::string type = faucets::type_of(m);
+  if (type == "forward") return on_forward(m);
+  if (type == "follow") return on_follow(m);
+  if (type == "estimate") return on_estimate(m);
+  if (type == "cancel") return on_cancel(m);
+  if (type == "ping") {
+    const auto pad = faucets::opt_string_field(m, "pad", faucets::k_max_link_frame).value_or("");
+    send(json{{"type", "pong"}, {"t", m.value("t", 0.0)}, {"bytes", pad.size()}});
+    return;
+  }
+  logging::debug("Faucets server {}: ignoring a '{}' message", options.server, type);
+}
+
+void faucets_uplink::state::on_forward(const json& m) {
+  constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
+  const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
+  const std::string user = faucets::string_field(m, "user");
+  const std::string local = faucets::string_field(m, "local_user");
+  auto refuse = [&](const std::string& why) {
+    logging::warn("Faucets job {} of server user '{}' as '{}' refused: {}", fid, user, local, why);
+    send(json{{"type", "refused"}, {"fid", fid}, {"error", why}});
+  };
+  if (auto why = options.users.refusal(user, local)) return refuse(*why);
+  const auto account = account_of(local);
+  if (!account) return refuse("no local user '" + local + "' on cluster " + options.cluster);
+  if (account->uid == 0) return refuse("the Faucets server may not run jobs as root");
+  const auto it = m.find("submit");
+  if (it == m.end() || !it->is_object()) return refuse("forward.submit is missing");
+  protocol::message parsed;
+  try {
+    parsed = protocol::parse_message(*it);
+  } catch (const std::exception& e) {
+    return refuse(std::string("the job is not valid here: ") + e.what());
+  }
+  auto* sub = std::get_if<protocol::submit>(&parsed);
+  if (sub == nullptr) return refuse("forward.submit is not a submit message");
+  // The server's job, whoever forwards it and however often: the store
+  // returns the job it already has for this token.
+  sub->job.submit_token = "faucets:" + options.cluster + ":" + std::to_string(fid);
+  sub->id = fid;
+  auto self = shared_from_this();
+  ask(as_user(*account, options.server), std::move(*sub), [self, fid, user, local](protocol::message r) {
+    if (const auto* ok = std::get_if<protocol::ok>(&r)) {
+      try {
+        const auto reply = protocol::read_reply<protocol::submit_reply>(*ok);
+        self->followed[reply.job_id] = fid;
+        logging::info("Faucets job {} of '{}' is job {} here, run as '{}'", fid, user, reply.job_id, local);
+        self->send(json{{"type", "forwarded"}, {"fid", fid}, {"job_id", reply.job_id}});
+        return;
+      } catch (const std::exception& e) {
+        self->send(json{{"type", "refused"}, {"fid", fid}, {"error", e.what()}});
+        return;
+      }
+    }
+    logging::warn("Faucets job {} of '{}' refused: {}", fid, user, message_text(r));
+    self->send(json{{"type", "refused"}, {"fid", fid}, {"error", message_text(r)}});
+  });
+}
+
+void faucets_uplink::state::send_update_from(std::int64_t fid, const protocol::job_info& j) {
+  faucets::job_update u;
+  u.fid = fid;
+  u.job_id = j.id;
+  u.state = std::string(core::to_string(j.state));
+  u.nprocs = j.nprocs;
+  u.exit_code = j.exit_code;
+  u.start_time = j.start_time;
+  u.end_time = j.end_time;
+  if (j.start_time) started[j.id] = *j.start_time;
+  send(faucets::to_json(u));
+  if (core::is_final(j.state)) {
+    followed.erase(j.id);
+    started.erase(j.id);
+  }
+}
+
+void faucets_uplink::state::on_follow(const json& m) {
+  constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
+  const auto it = m.find("jobs");
+  if (it == m.end() || !it->is_array()) throw faucets::link_error("follow.jobs must be an array");
+  std::map<std::int64_t, std::int64_t> asked;
+  for (const auto& j : *it) {
+    const std::int64_t fid = faucets::int_field(j, "fid", 1, big);
+    const std::int64_t id = faucets::int_field(j, "job_id", 1, big);
+    followed[id] = fid;
+    asked[id] = fid;
+  }
+  if (asked.empty()) return;
+  // In pages the store can answer; every asked job is answered, unknown ones as UNKNOWN.
+  std::vector<std::int64_t> ids;
+  for (const auto& [id, fid] : asked) ids.push_back(id);
+  for (std::size_t from = 0; from < ids.size(); from += 1000) {
+    protocol::list_jobs q;
+    q.id = 1;
+    q.all = true;
+    q.job_ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(from),
+                     ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), from + 1000)));
+    auto self = shared_from_this();
+    ask(as_root(), q, [self, q, asked](protocol::message r) {
+      std::set<std::int64_t> seen;
+      if (const auto* ok = std::get_if<protocol::ok>(&r)) {
+        try {
+          // Through the wire form: the jobs of a list reply are raw members.
+          const auto back = protocol::parse_message(protocol::encode_body(*ok));
+          for (const auto& j : protocol::read_reply<protocol::list_jobs_reply>(std::get<protocol::ok>(back)).jobs) {
+            seen.insert(j.id);
+            self->send_update_from(asked.at(j.id), j);
+          }
+        } catch (const std::exception& e) {
+          logging::warn("Faucets follow: cannot read the job list: {}", e.what());
+          return;
+        }
+      }
+      for (const std::int64_t id : q.job_ids) {
+        if (seen.contains(id)) continue;
+        faucets::job_update u;
+        u.fid = asked.at(id);
+        u.job_id = id;
+        u.state = "UNKNOWN";
+        self->send(faucets::to_json(u));
+      }
+    });
+  }
+}
+
+void faucets_uplink::state::on_estimate(const json& m) {
+  constexpr std::int64_t big = std::int64_t{1} << 40;
+  const std::int64_t qid = faucets::int_field(m, "qid", 0, big);
+  core::job_request r;
+  r.min_pe = static_cast<std::size_t>(faucets::int_field(m, "min_pe", 1, big));
+  r.max_pe = static_cast<std::size_t>(faucets::opt_int_field(m, "max_pe", 1, big).value_or(static_cast<std::int64_t>(r.min_pe)));
+  r.max_pe = std::max(r.max_pe, r.min_pe);
+  r.adaptive = m.value("adaptive", false);
+  r.walltime = m.contains("walltime_s") ? faucets::number_field(m, "walltime_s", 1, 1e9) : 3600.0;
+  auto self = shared_from_this();
+  ctl.estimate_start(std::move(r), [self, qid](std::optional<double> s) {
+    asio::post(self->strand, [self, qid, s] {
+      self->send(json{{"type", "estimate_reply"}, {"qid", qid}, {"start_in_s", s ? json(*s) : json(nullptr)}});
+    });
+  });
+}
+
+void faucets_uplink::state::on_cancel(const json& m) {
+  constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
+  const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
+  const std::int64_t id = faucets::int_field(m, "job_id", 1, big);
+  const std::string local = faucets::string_field(m, "local_user");
+  const auto account = account_of(local);
+  if (!account || account->uid == 0) {
+    logging::warn("Faucets cancel of job {} as '{}' refused: no such user here", id, local);
+    return;
+  }
+  followed[id] = fid;
+  protocol::cancel c;
+  c.id = 1;
+  c.job_ids = {id};
+  ask(as_user(*account, options.server), c, [id, server = options.server](protocol::message r) {
+    if (std::holds_alternative<protocol::error>(r)) {
+      logging::warn("Faucets server {}: cancelling job {}: {}", server, id, message_text(r));
+    }
+  });
+}
+
+void faucets_uplink::state::on_change(const job_change& ch) {
+  const auto it = followed.find(ch.job_id);
+  if (it == followed.end()) return;
+  faucets::job_update u;
+  u.fid = it->second;
+  u.job_id = ch.job_id;
+  u.state = std::string(core::to_string(ch.state));
+  u.nprocs = static_cast<std::int64_t>(std::count(ch.procs.begin(), ch.procs.end(), '1'));
+  u.exit_code = ch.exit_code;
+  if (core::holds_processors(ch.state) && !started.contains(ch.job_id)) started[ch.job_id] = iso_of(ch.time);
+  if (const auto s = started.find(ch.job_id); s != started.end()) u.start_time = s->second;
+  if (core::is_final(ch.state)) {
+    u.end_time = iso_of(ch.time);
+    followed.erase(it);
+    started.erase(ch.job_id);
+  }
+  send(faucets::to_json(u));
+}
+
+// ---- the handle -------------------------------------------------------
+
+faucets_uplink::faucets_uplink(asio::io_context& io, controller& ctl, uplink_options options)
+    : state_(std::make_shared<state>(io, ctl, std::move(options))) {
+  auto& st = *state_;
+  std::tie(st.host, st.port) = split_host_port(st.options.server);
+  try {
+    st.tls = faucets::client_tls(st.options.ca);
+  } catch (const faucets::tls_error& e) {
+    throw uplink_error(e.what());
+  }
+  ctl.on_change([weak = std::weak_ptr<state>(state_)](const job_change& ch) {
+    if (auto s = weak.lock()) asio::post(s->strand, [s, ch] { s->on_change(ch); });
+  });
+}
+
+faucets_uplink::~faucets_uplink() { stop(); }
+
+void faucets_uplink::start() { asio::co_spawn(state_->strand, state_->run(), asio::detached); }
+
+void faucets_uplink::stop() {
+  asio::post(state_->strand, [s = state_] {
+    s->stopped = true;
+    s->retry.cancel();
+    if (s->channel) s->channel->close();
+  });
+}
+
+bool faucets_uplink::connected() const noexcept { return state_->up; }
+
+}  // namespace aqs::daemon

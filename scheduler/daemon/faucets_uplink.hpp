@@ -1,0 +1,83 @@
+// faucets_uplink: aqsd's connection out to a Faucets server (faucetsd):
+// over TLS, proving this cluster's key, it reports the cluster's room and
+// queue every second, takes jobs the server forwards (run as the local user
+// the admin's table allows), answers "when would this start here" from the
+// cluster's own scheduling core, cancels on request, and reports the state
+// of every job the server placed here. Reconnects with backoff.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+namespace aqs::daemon {
+
+class controller;
+
+// Which server users may run here as which local users: the admin's table,
+// one "SERVER_USER LOCAL_USER" pair per line ('#' comments; "*" as the
+// server user matches anyone, "*" as the local user means the same name).
+// Root is never a local user through the server.
+class faucets_user_table {
+public:
+  faucets_user_table() = default;
+  // Throws std::runtime_error naming the file and line.
+  static faucets_user_table load(const std::filesystem::path& file);
+  static faucets_user_table parse(const std::string& text, const std::string& origin);
+  // Why `server_user` may not run here as `local_user`; nullopt: allowed.
+  std::optional<std::string> refusal(const std::string& server_user, const std::string& local_user) const;
+
+private:
+  std::vector<std::pair<std::string, std::string>> rules_;
+};
+
+struct uplink_options {
+  std::string server;                // HOST:PORT of faucetsd's --listen
+  std::string cluster;               // this cluster's name at the server
+  std::filesystem::path ca;          // verifies the server's certificate
+  std::string key;                   // this cluster's key (its content), proved by HMAC
+  faucets_user_table users;
+  double speed = 1.0;                // per-processor speed score, 1.0 = reference
+  std::vector<std::string> datasets; // data sets this cluster holds
+  std::chrono::milliseconds report_every{1000};
+  std::chrono::milliseconds retry_max{5000};
+  // No message from the server for this long: the link is dead.
+  std::chrono::milliseconds silence_limit{10'000};
+};
+
+class uplink_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+class faucets_uplink {
+public:
+  // Adds a change listener to `ctl`: construct before ctl.start(). Throws
+  // uplink_error for a bad address or CA file.
+  faucets_uplink(boost::asio::io_context& io, controller& ctl, uplink_options options);
+  ~faucets_uplink();
+  faucets_uplink(const faucets_uplink&) = delete;
+  faucets_uplink& operator=(const faucets_uplink&) = delete;
+
+  void start();
+  // Closes the link; bounded (no waiting on the server).
+  void stop();
+  bool connected() const noexcept;
+
+  struct state;
+
+private:
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace aqs::daemon
