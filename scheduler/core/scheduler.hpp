@@ -78,6 +78,14 @@ struct queue_key {
 class scheduler {
 public:
   scheduler(cluster c, std::unique_ptr<strategy> policy);
+  scheduler(scheduler&&) = default;
+  scheduler& operator=(scheduler&&) = default;
+  // A copy of the whole state (cluster, jobs, queue, partitions) deciding
+  // with the same strategy object, which is shared: strategies keep no state
+  // (strategy.hpp). Events and decisions on the copy leave this one as it
+  // is; for what-if runs (start_estimate.hpp). Not a copy constructor, so
+  // that no scheduler is copied by accident.
+  scheduler snapshot() const { return scheduler(*this); }
 
   void apply(const event& e);
   // Asks the strategy for a plan and carries it out, returning the decisions
@@ -163,6 +171,8 @@ public:
   std::optional<std::string> never_fits(const job_request& r, const std::vector<std::size_t>& nodes = {}) const;
 
 private:
+  scheduler(const scheduler&) = default;  // snapshot()
+  scheduler& operator=(const scheduler&) = delete;
   job& get_mut(job_id id);
   void release(job& j);  // drops all processors the job holds or was promised
   void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
@@ -198,7 +208,7 @@ private:
   std::vector<decision> decide_in_scope(double now);
 
   cluster cluster_;
-  std::unique_ptr<strategy> policy_;
+  std::shared_ptr<const strategy> policy_;  // shared only by snapshots
   std::unordered_map<job_id, job> jobs_;
   std::set<queue_key> queue_;
   std::set<std::pair<double, job_id>> by_end_;
