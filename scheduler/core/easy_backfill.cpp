@@ -58,11 +58,12 @@ plan easy_backfill::schedule(const scheduler& s, double now) const {
   std::vector<std::pair<double, std::size_t>> planned;
   bool blocked = false;
   backfill_window w;
+  const std::size_t usable = s.usable_count();  // once: the walk below is the hot loop of every decision
   for (const queue_key& k : s.queue()) {
     if (blocked && free == 0) break;
     const job& j = s.get(k.id);
-    std::size_t need = rigid_size(j, s.usable_count());
-    if (need > s.usable_count()) continue;
+    std::size_t need = rigid_size(j, usable);
+    if (need > usable) continue;
     if (!blocked) {
       if (need <= free) {
         p.starts.push_back({k.id, need});

@@ -121,11 +121,12 @@ plan equipartition::schedule(const scheduler& s, double now) const {
   std::vector<std::pair<double, std::size_t>> planned;
   bool blocked = false;
   backfill_window w;
+  const std::size_t usable = s.usable_count();  // once: the walk below is the hot loop of every decision
   for (const queue_key& k : s.queue()) {
     if (blocked && avail == 0) break;
     const job& j = s.get(k.id);
     std::size_t need = j.req.min_pe;
-    if (need > s.usable_count()) continue;
+    if (need > usable) continue;
     bool admit = false;
     if (!blocked) {
       if (need <= avail) {

@@ -14,10 +14,11 @@ std::size_t rigid_size(const job& j, std::size_t usable) {
 plan fcfs::schedule(const scheduler& s, double /*now*/) const {
   plan p;
   std::size_t free = s.free_count();
+  const std::size_t usable = s.usable_count();  // once: the walk below is the hot loop of every decision
   for (const queue_key& k : s.queue()) {
     const job& j = s.get(k.id);
-    std::size_t need = rigid_size(j, s.usable_count());
-    if (need > s.usable_count()) continue;
+    std::size_t need = rigid_size(j, usable);
+    if (need > usable) continue;
     if (need > free) break;
     p.starts.push_back({k.id, need});
     free -= need;

@@ -9,14 +9,26 @@ namespace aqs::core {
 
 namespace {
 
-// Acknowledges every resize under way; true if there was any.
-bool ack_resizes(scheduler& c) {
+// Acknowledges every resize under way (those of the real cluster, at the start).
+void ack_all_resizes(scheduler& c) {
   std::vector<job_id> resizing;
   for (const auto& [end, id] : c.holding_by_end()) {
     if (c.get(id).state == job_state::resizing) resizing.push_back(id);
   }
   for (job_id id : resizing) c.apply(event::on_job(event::kind::resize_ack, id));
-  return !resizing.empty();
+}
+
+// Acknowledges the resizes these decisions began (resizes, and resumes of
+// adaptive jobs, which apply their new map as a resize); true if there was any.
+bool ack_resizes(scheduler& c, const std::vector<decision>& decisions) {
+  bool any = false;
+  for (const decision& d : decisions) {
+    if (d.what != decision::kind::resize && d.what != decision::kind::resume) continue;
+    if (c.get(d.job).state != job_state::resizing) continue;
+    c.apply(event::on_job(event::kind::resize_ack, d.job));
+    any = true;
+  }
+  return any;
 }
 
 // An id no job of `s` has, after every real one in the queue order's last tie-break.
@@ -36,7 +48,7 @@ std::optional<double> estimate_start(const scheduler& s, const job_request& r, d
   q.id = unused_id(s);
   q.submit_time = now;
   if (!q.adaptive) q.max_pe = q.min_pe;
-  ack_resizes(c);
+  ack_all_resizes(c);
   c.apply(event::arrival(q));
   // A strategy may shrink and then grow again at one instant once shrinks
   // are acknowledged; a few rounds settle it (each one frees or places
@@ -46,10 +58,10 @@ std::optional<double> estimate_start(const scheduler& s, const job_request& r, d
   std::vector<job_id> ending;
   while (true) {
     for (int round = 0; round < rounds_per_instant; ++round) {
-      auto decisions = c.decide(t);
-      const bool acked = ack_resizes(c);
+      const auto decisions = c.decide(t);
+      const bool acked = ack_resizes(c, decisions);
       if (c.get(q.id).state != job_state::pending) return t - now;
-      if (!acked || decisions.empty()) break;
+      if (!acked) break;
     }
     const auto& by_end = c.holding_by_end();
     if (by_end.empty()) return std::nullopt;  // nothing left to end: it waits for what we cannot see

@@ -1,0 +1,37 @@
+// broker: the registry of broker policies by name and the eligibility rule they share.
+#include "broker/broker.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "broker/policies.hpp"
+
+namespace aqs::faucets {
+
+namespace {
+
+constexpr std::string_view k_names[] = {"random", "fastest-cpu", "fastest-queue", "data", "earliest-start"};
+
+}  // namespace
+
+std::vector<std::string_view> broker_names() { return {std::begin(k_names), std::end(k_names)}; }
+
+std::unique_ptr<broker> make_broker(std::string_view name, std::uint64_t seed) {
+  if (name == "random") return policies::make_random(seed);
+  if (name == "fastest-cpu") return policies::make_fastest_cpu();
+  if (name == "fastest-queue") return policies::make_fastest_queue();
+  if (name == "data") return policies::make_data();
+  if (name == "earliest-start") return policies::make_earliest_start();
+  std::string known;
+  for (std::string_view n : k_names) {
+    if (!known.empty()) known += ", ";
+    known += n;
+  }
+  throw std::invalid_argument("unknown broker policy '" + std::string(name) + "' (known: " + known + ")");
+}
+
+bool can_ever_run(const job_ask& job, const cluster_view& cluster) {
+  return cluster.up && cluster.max_job_procs >= job.min_pe && cluster.max_job_gpus >= job.gpus;
+}
+
+}  // namespace aqs::faucets
