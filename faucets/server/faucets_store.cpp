@@ -1,0 +1,235 @@
+// faucets_store: plain SQL over libpqxx 6.4, one transaction per call.
+#include "server/faucets_store.hpp"
+
+#include <pqxx/pqxx>
+
+namespace aqs::faucets {
+
+namespace {
+
+constexpr const char* k_columns =
+    "id, owner, name, asked_cluster, submit, min_pe, max_pe, adaptive, walltime_s, state, cluster, local_id, "
+    "nprocs, exit_code, to_char(submit_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), start_time, "
+    "end_time, attempts";
+
+stored_job row_to_job(const pqxx::row& r) {
+  stored_job j;
+  j.id = r[0].as<std::int64_t>();
+  j.owner = r[1].as<std::string>();
+  j.name = r[2].as<std::string>();
+  j.asked_cluster = r[3].as<std::string>();
+  j.submit = r[4].as<std::string>();
+  j.min_pe = r[5].as<std::int64_t>();
+  j.max_pe = r[6].as<std::int64_t>();
+  j.adaptive = r[7].as<bool>();
+  j.walltime_s = r[8].as<double>();
+  j.state = r[9].as<std::string>();
+  if (!r[10].is_null()) j.cluster = r[10].as<std::string>();
+  if (!r[11].is_null()) j.local_id = r[11].as<std::int64_t>();
+  j.nprocs = r[12].as<std::int64_t>();
+  if (!r[13].is_null()) j.exit_code = r[13].as<std::int64_t>();
+  j.submit_time = r[14].as<std::string>();
+  if (!r[15].is_null()) j.start_time = r[15].as<std::string>();
+  if (!r[16].is_null()) j.end_time = r[16].as<std::string>();
+  j.attempts = r[17].as<std::int64_t>();
+  return j;
+}
+
+template <class T>
+nlohmann::json opt(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+bool is_final_state(const std::string& s) {
+  return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED" || s == "TIMEOUT" || s == "NODE_FAIL";
+}
+
+nlohmann::json to_json(const stored_job& j) {
+  nlohmann::json o{{"id", j.id},
+                   {"user", j.owner},
+                   {"name", j.name},
+                   {"asked_cluster", j.asked_cluster},
+                   {"cluster", opt(j.cluster)},
+                   {"local_id", opt(j.local_id)},
+                   {"state", j.state},
+                   {"min_pe", j.min_pe},
+                   {"max_pe", j.max_pe},
+                   {"adaptive", j.adaptive},
+                   {"nprocs", j.nprocs},
+                   {"exit_code", opt(j.exit_code)},
+                   {"submit_time", j.submit_time},
+                   {"start_time", opt(j.start_time)},
+                   {"end_time", opt(j.end_time)},
+                   {"attempts", j.attempts}};
+  o["gid"] = j.cluster && j.local_id ? nlohmann::json(*j.cluster + ":" + std::to_string(*j.local_id))
+                                     : nlohmann::json(nullptr);
+  return o;
+}
+
+faucets_store::faucets_store(std::string conninfo) : conninfo_(std::move(conninfo)) {
+  conn_ = std::make_unique<pqxx::connection>(conninfo_);
+  store::apply_migrations(*conn_, faucets_migrations());
+}
+
+faucets_store::~faucets_store() = default;
+
+template <class F>
+auto faucets_store::with_tx(F&& f) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (!conn_ || !conn_->is_open()) conn_ = std::make_unique<pqxx::connection>(conninfo_);
+      pqxx::work tx(*conn_);
+      if constexpr (std::is_void_v<decltype(f(tx))>) {
+        f(tx);
+        tx.commit();
+        return;
+      } else {
+        auto r = f(tx);
+        tx.commit();
+        return r;
+      }
+    } catch (const pqxx::broken_connection&) {
+      conn_.reset();
+      if (attempt > 0) throw;
+    }
+  }
+}
+
+std::int64_t faucets_store::add_job(const stored_job& j) {
+  return with_tx([&](pqxx::work& tx) {
+    const auto id = tx.exec_params1(
+                          "INSERT INTO faucets_jobs (owner, name, asked_cluster, submit, min_pe, max_pe, adaptive, "
+                          "walltime_s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                          j.owner, j.name, j.asked_cluster, j.submit, j.min_pe, j.max_pe, j.adaptive, j.walltime_s)[0]
+                        .as<std::int64_t>();
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'submitted', $2)", id,
+                   "by " + j.owner + " for " + j.asked_cluster);
+    return id;
+  });
+}
+
+void faucets_store::event(std::int64_t id, const std::string& event, const std::string& detail) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, $2, $3)", id, event, detail);
+  });
+}
+
+void faucets_store::placed(std::int64_t id, const std::string& cluster, std::int64_t local_id,
+                           const std::string& detail) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("UPDATE faucets_jobs SET cluster = $2, local_id = $3, attempts = attempts + 1 WHERE id = $1", id,
+                   cluster, local_id);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'placed', $2)", id, detail);
+  });
+}
+
+void faucets_store::update(std::int64_t id, const std::string& state, std::int64_t nprocs,
+                           std::optional<std::int64_t> exit_code, const std::optional<std::string>& start,
+                           const std::optional<std::string>& end) {
+  with_tx([&](pqxx::work& tx) {
+    const auto old = tx.exec_params("SELECT state FROM faucets_jobs WHERE id = $1", id);
+    const bool changed = old.empty() || old[0][0].as<std::string>() != state;
+    tx.exec_params(
+        "UPDATE faucets_jobs SET state = $2, nprocs = $3, exit_code = COALESCE($4, exit_code), "
+        "start_time = COALESCE($5, start_time), end_time = COALESCE($6, end_time) WHERE id = $1",
+        id, state, nprocs, exit_code, start, end);
+    if (changed) {
+      tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, $2, $3)", id, state,
+                     std::to_string(nprocs) + " processors");
+    }
+  });
+}
+
+void faucets_store::set_state(std::int64_t id, const std::string& state, const std::string& event,
+                              const std::string& detail) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("UPDATE faucets_jobs SET state = $2 WHERE id = $1", id, state);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, $2, $3)", id, event, detail);
+  });
+}
+
+void faucets_store::unplace(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> local_id,
+                            const std::string& why) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params(
+        "INSERT INTO faucets_abandoned (job_id, cluster, local_id) VALUES ($1, $2, $3) "
+        "ON CONFLICT (job_id, cluster) DO UPDATE SET local_id = EXCLUDED.local_id",
+        id, cluster, local_id);
+    tx.exec_params("UPDATE faucets_jobs SET state = 'PENDING', cluster = NULL, local_id = NULL, nprocs = 0 "
+                   "WHERE id = $1",
+                   id);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'unplaced', $2)", id, why);
+  });
+}
+
+std::vector<abandoned_placement> faucets_store::abandoned(const std::string& cluster) {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<abandoned_placement> out;
+    for (const auto& r : tx.exec_params("SELECT job_id, local_id FROM faucets_abandoned WHERE cluster = $1", cluster)) {
+      abandoned_placement a;
+      a.job_id = r[0].as<std::int64_t>();
+      a.cluster = cluster;
+      if (!r[1].is_null()) a.local_id = r[1].as<std::int64_t>();
+      out.push_back(a);
+    }
+    return out;
+  });
+}
+
+void faucets_store::forget_abandoned(std::int64_t id, const std::string& cluster) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("DELETE FROM faucets_abandoned WHERE job_id = $1 AND cluster = $2", id, cluster);
+  });
+}
+
+std::vector<stored_job> faucets_store::live_jobs() {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<stored_job> out;
+    for (const auto& r : tx.exec(std::string("SELECT ") + k_columns +
+                                 " FROM faucets_jobs WHERE state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED', "
+                                 "'TIMEOUT', 'NODE_FAIL') ORDER BY id")) {
+      out.push_back(row_to_job(r));
+    }
+    return out;
+  });
+}
+
+std::vector<stored_job> faucets_store::jobs(const std::optional<std::string>& owner, bool all,
+                                            const std::optional<std::string>& cluster, std::int64_t limit) {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<stored_job> out;
+    const auto rows = tx.exec_params(
+        std::string("SELECT ") + k_columns +
+            " FROM faucets_jobs WHERE ($1::text IS NULL OR owner = $1) AND ($2 OR state NOT IN ('COMPLETED', "
+            "'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL')) AND ($3::text IS NULL OR cluster = $3) "
+            "ORDER BY id DESC LIMIT $4",
+        owner, all, cluster, limit);
+    for (const auto& r : rows) out.push_back(row_to_job(r));
+    return out;
+  });
+}
+
+std::optional<stored_job> faucets_store::job(std::int64_t id) {
+  return with_tx([&](pqxx::work& tx) -> std::optional<stored_job> {
+    const auto rows = tx.exec_params(std::string("SELECT ") + k_columns + " FROM faucets_jobs WHERE id = $1", id);
+    if (rows.empty()) return std::nullopt;
+    return row_to_job(rows[0]);
+  });
+}
+
+std::vector<job_event> faucets_store::history(std::int64_t id) {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<job_event> out;
+    for (const auto& r : tx.exec_params(
+             "SELECT to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), event, detail "
+             "FROM faucets_events WHERE job_id = $1 ORDER BY time, ctid",
+             id)) {
+      out.push_back(job_event{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+    }
+    return out;
+  });
+}
+
+}  // namespace aqs::faucets

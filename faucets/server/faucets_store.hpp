@@ -1,0 +1,86 @@
+// faucets_store: faucetsd's PostgreSQL store (faucets/sql): the jobs users
+// submitted, where each is placed, its events, and placements abandoned
+// when a cluster went away. One connection, used from faucetsd's one
+// network thread; a broken connection is opened again once per call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <pqxx/connection>
+
+#include "store/migrations.hpp"
+
+
+namespace aqs::faucets {
+
+const std::vector<store::migration>& faucets_migrations();
+
+struct stored_job {
+  std::int64_t id = 0;
+  std::string owner, name, asked_cluster = "auto";
+  std::string submit;  // aqsd's submit message, JSON text
+  std::int64_t min_pe = 1, max_pe = 1;
+  bool adaptive = false;
+  double walltime_s = 3600;
+  std::string state = "PENDING";
+  std::optional<std::string> cluster;
+  std::optional<std::int64_t> local_id;
+  std::int64_t nprocs = 0;
+  std::optional<std::int64_t> exit_code;
+  std::string submit_time;  // ISO 8601
+  std::optional<std::string> start_time, end_time;
+  std::int64_t attempts = 0;
+};
+nlohmann::json to_json(const stored_job& j);  // the API's job object
+
+struct job_event {
+  std::string time, event, detail;
+};
+
+struct abandoned_placement {
+  std::int64_t job_id = 0;
+  std::string cluster;
+  std::optional<std::int64_t> local_id;
+};
+
+bool is_final_state(const std::string& state);
+
+class faucets_store {
+public:
+  // Connects and applies faucets/sql migrations. Throws pqxx errors or
+  // store::schema_mismatch.
+  explicit faucets_store(std::string conninfo);
+  ~faucets_store();
+
+  std::int64_t add_job(const stored_job& j);  // with its "submitted" event
+  void event(std::int64_t id, const std::string& event, const std::string& detail);
+  void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail);
+  void update(std::int64_t id, const std::string& state, std::int64_t nprocs, std::optional<std::int64_t> exit_code,
+              const std::optional<std::string>& start, const std::optional<std::string>& end);
+  void set_state(std::int64_t id, const std::string& state, const std::string& event, const std::string& detail);
+  // Back to the server's queue: its placement on `cluster` is abandoned.
+  void unplace(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> local_id,
+               const std::string& why);
+  std::vector<abandoned_placement> abandoned(const std::string& cluster);
+  void forget_abandoned(std::int64_t id, const std::string& cluster);
+
+  std::vector<stored_job> live_jobs();
+  // Newest first up to `limit`; owner unset: everyone's; all: finished too.
+  std::vector<stored_job> jobs(const std::optional<std::string>& owner, bool all,
+                               const std::optional<std::string>& cluster, std::int64_t limit);
+  std::optional<stored_job> job(std::int64_t id);
+  std::vector<job_event> history(std::int64_t id);
+
+private:
+  template <class F>
+  auto with_tx(F&& f);
+  std::string conninfo_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+}  // namespace aqs::faucets

@@ -1,0 +1,250 @@
+// job_router: each job in the server's queue is placed, oldest first and one
+// at a time, on the cluster the broker policy picks among those that could
+// ever run it and whose table lets its user in; then followed to its end. A
+// cluster that stays away longer than --cluster-timeout has its queued jobs
+// sent elsewhere (their copies there are cancelled when it comes back).
+#include <utility>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "logging/log.hpp"
+#include "server/faucets_server.hpp"
+
+namespace aqs::faucets {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+void faucets_server::wake_router() { router_wake_.cancel(); }
+
+asio::awaitable<void> faucets_server::router() {
+  while (!stopped_) {
+    try {
+      for (const stored_job& j : store_.live_jobs()) {
+        if (stopped_) co_return;
+        if (j.state != "PENDING" || j.cluster) continue;
+        co_await place(j);
+      }
+    } catch (const std::exception& e) {
+      logging::error("placing jobs: {}", e.what());
+    }
+    router_wake_.expires_after(std::chrono::seconds(1));
+    {
+      boost::system::error_code ignored;
+      co_await router_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+}
+
+namespace {
+
+job_ask ask_of(const stored_job& j, const json& submit) {
+  job_ask a;
+  a.min_pe = j.min_pe;
+  a.max_pe = j.max_pe;
+  a.adaptive = j.adaptive;
+  a.walltime_s = j.walltime_s;
+  if (const auto d = submit.find("datasets"); d != submit.end() && d->is_array()) {
+    for (const auto& v : *d) {
+      if (v.is_string()) a.datasets.push_back(v.get<std::string>());
+    }
+  }
+  if (const auto job = submit.find("job"); job != submit.end() && job->contains("geometry")) {
+    const auto& g = (*job)["geometry"];
+    if (g.is_object() && g.contains("gpus_per_node") && g["gpus_per_node"].is_number_integer()) {
+      a.gpus = g["gpus_per_node"].get<std::int64_t>() * g.value("nodes_min", std::int64_t{1});
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+asio::awaitable<bool> faucets_server::place(stored_job j) {
+  const json submit = json::parse(j.submit);
+  const job_ask ask = ask_of(j, submit);
+  std::vector<cluster_view> eligible;
+  bool any_could = false;
+  for (auto& v : views()) {
+    if (j.asked_cluster != "auto" && v.name != j.asked_cluster) continue;
+    if (refused_by_[j.id].contains(v.name)) continue;
+    if (!options_.users.local_user(j.owner, v.name)) continue;
+    if (!v.up) {
+      any_could = true;  // it may come back
+      continue;
+    }
+    if (!can_ever_run(ask, v)) continue;
+    any_could = true;
+    eligible.push_back(std::move(v));
+  }
+  if (!any_could && !clusters_.empty()) {
+    bool all_reported = true;
+    for (const auto& [name, c] : clusters_) all_reported = all_reported && c.report.has_value();
+    if (all_reported) {
+      store_.set_state(j.id, "FAILED", "failed",
+                       "no cluster this user may use could ever run it (" + std::to_string(ask.min_pe) +
+                           " processors" + (ask.gpus ? ", " + std::to_string(ask.gpus) + " GPUs" : "") + ")");
+      logging::warn("job {} of {}: no cluster could ever run it", j.id, j.owner);
+    }
+    co_return false;
+  }
+  if (eligible.empty()) co_return false;
+
+  if (broker_->needs_start_estimates()) {
+    std::map<std::int64_t, std::size_t> asked;  // qid -> index in eligible
+    for (std::size_t i = 0; i < eligible.size(); ++i) {
+      const std::int64_t qid = next_qid_++;
+      estimates_[qid] = {eligible[i].name, -2.0};
+      asked[qid] = i;
+      clusters_[eligible[i].name].channel->send(json{{"type", "estimate"},
+                                                      {"qid", qid},
+                                                      {"min_pe", ask.min_pe},
+                                                      {"max_pe", ask.max_pe},
+                                                      {"adaptive", ask.adaptive},
+                                                      {"walltime_s", ask.walltime_s},
+                                                      {"gpus", ask.gpus}});
+    }
+    const auto deadline = std::chrono::steady_clock::now() + options_.estimate_timeout;
+    for (;;) {
+      bool all = true;
+      for (const auto& [qid, i] : asked) all = all && estimates_[qid].second > -2.0;
+      if (all || std::chrono::steady_clock::now() >= deadline || stopped_) break;
+      answer_wake_.expires_at(deadline);
+      {
+      boost::system::error_code ignored;
+      co_await answer_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+    }
+    for (const auto& [qid, i] : asked) {
+      const double s = estimates_[qid].second;
+      if (s >= 0) eligible[i].start_in_s = s;
+      estimates_.erase(qid);
+    }
+  }
+
+  const auto chosen = broker_->choose(ask, eligible);
+  if (!chosen) co_return false;
+  auto it = clusters_.find(chosen->cluster);
+  if (it == clusters_.end() || !it->second.channel) co_return false;
+  cluster_entry& c = it->second;
+  const std::string local = *options_.users.local_user(j.owner, c.name);
+  store_.event(j.id, "dispatched", "to " + c.name + " as " + local + " by " + options_.policy + ": " + chosen->reason);
+  forwards_[j.id] = forward_wait{c.name, std::nullopt, std::nullopt};
+  c.channel->send(json{{"type", "forward"}, {"fid", j.id}, {"user", j.owner}, {"local_user", local},
+                       {"submit", submit}});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    const auto& w = forwards_[j.id];
+    if (w.local_id || w.refusal || std::chrono::steady_clock::now() >= deadline || stopped_) break;
+    answer_wake_.expires_at(deadline);
+    {
+      boost::system::error_code ignored;
+      co_await answer_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    }
+  }
+  const forward_wait w = forwards_[j.id];
+  forwards_.erase(j.id);
+  if (w.local_id) {
+    if (const auto now_j = store_.job(j.id); now_j && is_final_state(now_j->state)) {
+      // Cancelled while it was being placed: its copy goes too.
+      if (auto ci = clusters_.find(w.cluster); ci != clusters_.end() && ci->second.channel) {
+        ci->second.channel->send(json{{"type", "cancel"}, {"fid", j.id}, {"job_id", *w.local_id}, {"local_user", local}});
+      }
+      co_return false;
+    }
+    store_.placed(j.id, w.cluster, *w.local_id, "as " + w.cluster + ":" + std::to_string(*w.local_id));
+    if (auto ci = clusters_.find(w.cluster); ci != clusters_.end()) {
+      ci->second.placed_pending += 1;
+      ci->second.placed_procs += ask.min_pe;
+    }
+    refused_by_.erase(j.id);
+    co_return true;
+  }
+  const std::string why = w.refusal.value_or("no answer from " + w.cluster + " within 30 s");
+  store_.event(j.id, "refused", w.cluster + ": " + why);
+  refused_by_[j.id].insert(w.cluster);
+  co_return false;
+}
+
+void faucets_server::on_forwarded(cluster_entry& c, std::int64_t fid, std::int64_t local_id) {
+  const auto it = forwards_.find(fid);
+  if (it != forwards_.end() && it->second.cluster == c.name) {
+    it->second.local_id = local_id;
+    answer_wake_.cancel();
+    return;
+  }
+  // A late answer (we gave up waiting, or placed it elsewhere since).
+  const auto j = store_.job(fid);
+  if (j && j->cluster == c.name) return;
+  if (const auto local = j ? options_.users.local_user(j->owner, c.name) : std::nullopt) {
+    c.channel->send(json{{"type", "cancel"}, {"fid", fid}, {"job_id", local_id}, {"local_user", *local}});
+  }
+}
+
+void faucets_server::on_refused(cluster_entry& c, std::int64_t fid, const std::string& why) {
+  const auto it = forwards_.find(fid);
+  if (it != forwards_.end() && it->second.cluster == c.name) {
+    it->second.refusal = why;
+    answer_wake_.cancel();
+  }
+}
+
+void faucets_server::on_update(cluster_entry& c, const job_update& u) {
+  const auto j = store_.job(u.fid);
+  if (!j) return;
+  if (j->cluster != c.name || j->local_id != u.job_id) {
+    // A copy of a job that now lives elsewhere: it must not run here too.
+    if (!is_final_state(u.state) && u.state != "UNKNOWN") {
+      if (const auto local = options_.users.local_user(j->owner, c.name)) {
+        c.channel->send(json{{"type", "cancel"}, {"fid", u.fid}, {"job_id", u.job_id}, {"local_user", *local}});
+      }
+    }
+    return;
+  }
+  if (is_final_state(j->state)) return;
+  if (u.state == "UNKNOWN") {
+    store_.set_state(j->id, "FAILED", "lost", "cluster " + c.name + " does not know job " + std::to_string(u.job_id));
+    return;
+  }
+  store_.update(j->id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
+  if (is_final_state(u.state)) wake_router();
+}
+
+void faucets_server::check_lost_clusters() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [name, c] : clusters_) {
+    if (c.channel || c.lost_at == std::chrono::steady_clock::time_point{}) continue;
+    if (now - c.lost_at < options_.cluster_timeout) continue;
+    c.lost_at = {};  // once per loss
+    std::int64_t moved = 0;
+    for (const auto& j : store_.live_jobs()) {
+      if (j.cluster != name || j.start_time) continue;  // started ones stay UNKNOWN until it returns
+      store_.unplace(j.id, name, j.local_id,
+                     "cluster " + name + " unreachable for " + std::to_string(options_.cluster_timeout.count()) +
+                         " s; placed again");
+      ++moved;
+    }
+    if (moved > 0) logging::warn("cluster '{}': {} queued jobs are placed elsewhere", name, moved);
+    wake_router();
+  }
+}
+
+std::optional<std::string> faucets_server::cancel(const stored_job& j) {
+  if (is_final_state(j.state)) return "job " + std::to_string(j.id) + " has already ended (" + j.state + ")";
+  if (j.cluster && j.local_id) {
+    const auto local = options_.users.local_user(j.owner, *j.cluster);
+    const auto it = clusters_.find(*j.cluster);
+    if (it != clusters_.end() && it->second.channel && local) {
+      it->second.channel->send(
+          json{{"type", "cancel"}, {"fid", j.id}, {"job_id", *j.local_id}, {"local_user", *local}});
+    } else {
+      // Cancelled there when it comes back.
+      store_.unplace(j.id, *j.cluster, j.local_id, "cancelled while " + *j.cluster + " is unreachable");
+    }
+  }
+  store_.set_state(j.id, "CANCELLED", "cancelled", "by " + j.owner);
+  return std::nullopt;
+}
+
+}  // namespace aqs::faucets
