@@ -29,7 +29,6 @@ bool valid_cluster_name(std::string_view n) {
 }  // namespace
 
 void check_faucets_options(const faucets_options& o, cluster_choice what, bool socket_given, std::string_view cmd) {
-  const std::string c(cmd);
   if (o.cluster) {
     const std::string& m = *o.cluster;
     const char* expected = what == cluster_choice::submit ? "auto or one cluster's name"
@@ -39,10 +38,10 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
       throw usage_error("-M takes one cluster, not a list ('" + shown(m) + "'): " + expected);
     }
     if (what == cluster_choice::submit && m == "all") {
-      throw usage_error(c + " -M all: a job goes to one cluster; use -M auto to let the Faucets server choose");
+      throw usage_error("-M all: a job goes to one cluster; use -M auto to let the Faucets server choose");
     }
     if (what == cluster_choice::list && m == "auto") {
-      throw usage_error(c + " -M auto: use -M all for the jobs of every cluster, or one cluster's name");
+      throw usage_error("-M auto: use -M all for the jobs of every cluster, or one cluster's name");
     }
     if (!valid_cluster_name(m)) {
       throw usage_error("invalid cluster '" + shown(m) + "' for -M: expected " + expected +
@@ -51,7 +50,7 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
   }
   if (!o.used() && (o.ca_file || o.token_file)) {
     throw usage_error(std::string(o.ca_file ? "--faucets-ca" : "--token-file") +
-                      " goes with --faucets URL or -M (a Faucets server)");
+                      " goes with --faucets URL or -M (" + std::string(cmd) + " through a Faucets server)");
   }
   if (o.used() && socket_given) {
     throw usage_error("--socket is aqsd's; with " + std::string(o.url ? "--faucets" : "-M") +
@@ -76,15 +75,24 @@ std::string faucets_usage(cluster_choice what) {
           "                        IDs are the server's job ids, as fjobs -M all shows them)\n";
       break;
   }
-  const bool wide = what == cluster_choice::submit;
-  const std::string pad = wide ? "                           " : "                        ";
-  return m + (wide ? "      --faucets URL        " : "      --faucets URL     ") +
-         "the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;\n" + pad +
-         "http:// only to this machine, e.g. http://127.0.0.1:PORT)\n" +
-         (wide ? "      --faucets-ca FILE    " : "      --faucets-ca FILE ") +
-         "the server's CA certificate (default: $AQS_FAUCETS_CA, else\n" + pad + "the system's CAs)\n" +
-         (wide ? "      --token-file FILE    " : "      --token-file FILE ") +
-         "the token, when $AQS_TOKEN is unset (default: ~/.aqs/faucets-token)\n";
+  if (what == cluster_choice::submit) {
+    return m +
+           "      --faucets URL        the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;\n"
+           "                           http:// only to this machine, e.g. http://127.0.0.1:PORT)\n"
+           "      --faucets-ca FILE    the server's CA certificate (default: $AQS_FAUCETS_CA, else\n"
+           "                           the system's CAs)\n"
+           "      --token-file FILE    the token, when $AQS_TOKEN is unset (default:\n"
+           "                           ~/.aqs/faucets-token)\n";
+  }
+  return m +
+         "      --faucets URL     the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;\n"
+         "                        http:// only to this machine, e.g. http://127.0.0.1:PORT)\n"
+         "      --faucets-ca FILE\n"
+         "                        the server's CA certificate (default: $AQS_FAUCETS_CA, else\n"
+         "                        the system's CAs)\n"
+         "      --token-file FILE\n"
+         "                        the token, when $AQS_TOKEN is unset (default:\n"
+         "                        ~/.aqs/faucets-token)\n";
 }
 
 }  // namespace aqs::cmdline
