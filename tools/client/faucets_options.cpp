@@ -60,39 +60,42 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
 }
 
 std::string faucets_usage(cluster_choice what) {
-  std::string m;
+  // The column each command's --help puts descriptions in.
+  const std::size_t col = what == cluster_choice::submit ? 27 : what == cluster_choice::list ? 24 : 21;
+  std::string out;
+  auto option = [&](std::string_view names, std::initializer_list<std::string_view> lines) {
+    std::string head = "  " + std::string(names);
+    if (head.size() + 2 > col) {
+      out += head + "\n";
+      head.clear();
+    }
+    bool first = true;
+    for (const auto line : lines) {
+      const std::string lead = first ? head : std::string();
+      out += lead + std::string(col - lead.size(), ' ') + std::string(line) + "\n";
+      first = false;
+    }
+  };
   switch (what) {
     case cluster_choice::submit:
-      m = "  -M, --clusters NAME      through a Faucets server: to cluster NAME, or auto to let\n"
-          "                           the server choose (the default with --faucets)\n";
+      option("-M, --clusters NAME", {"through a Faucets server: to cluster NAME, or auto to let",
+                                     "the server choose (the default with --faucets)"});
       break;
     case cluster_choice::list:
-      m = "  -M, --clusters NAME   through a Faucets server: the jobs on cluster NAME, or all\n"
-          "                        (the default with --faucets); ID is the server's job id\n";
+      option("-M, --clusters NAME", {"through a Faucets server: the jobs on cluster NAME, or all",
+                                     "(the default with --faucets); ID is the server's job id"});
       break;
     case cluster_choice::any:
-      m = "  -M, --clusters NAME   through a Faucets server (NAME: all, auto or a cluster; the\n"
-          "                        IDs are the server's job ids, as fjobs -M all shows them)\n";
+      option("-M, --clusters NAME", {"through a Faucets server (NAME: all, auto or a cluster; the",
+                                     "IDs are the server's job ids, as fjobs -M all shows them)"});
       break;
   }
-  if (what == cluster_choice::submit) {
-    return m +
-           "      --faucets URL        the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;\n"
-           "                           http:// only to this machine, e.g. http://127.0.0.1:PORT)\n"
-           "      --faucets-ca FILE    the server's CA certificate (default: $AQS_FAUCETS_CA, else\n"
-           "                           the system's CAs)\n"
-           "      --token-file FILE    the token, when $AQS_TOKEN is unset (default:\n"
-           "                           ~/.aqs/faucets-token)\n";
-  }
-  return m +
-         "      --faucets URL     the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;\n"
-         "                        http:// only to this machine, e.g. http://127.0.0.1:PORT)\n"
-         "      --faucets-ca FILE\n"
-         "                        the server's CA certificate (default: $AQS_FAUCETS_CA, else\n"
-         "                        the system's CAs)\n"
-         "      --token-file FILE\n"
-         "                        the token, when $AQS_TOKEN is unset (default:\n"
-         "                        ~/.aqs/faucets-token)\n";
+  option("    --faucets URL", {"the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;",
+                               "http:// only to this machine, e.g. http://127.0.0.1:PORT)"});
+  option("    --faucets-ca FILE", {"the server's CA certificate (default: $AQS_FAUCETS_CA, else",
+                                   "the system's CAs)"});
+  option("    --token-file FILE", {"the token, when $AQS_TOKEN is unset (default:", "~/.aqs/faucets-token)"});
+  return out;
 }
 
 }  // namespace aqs::cmdline
