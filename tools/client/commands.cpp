@@ -134,6 +134,33 @@ std::string upper(std::string_view s) {
   return out;
 }
 
+// -M, --faucets, --faucets-ca, --token-file: fjobs and fkill through a
+// Faucets server (faucets_options.hpp).
+constexpr opt_spec k_faucets_specs[] = {
+    {'M', "clusters", true}, {0, "faucets", true}, {0, "faucets-ca", true}, {0, "token-file", true}};
+
+bool apply_faucets(faucets_options& f, const std::string& name, const std::string& value) {
+  if (name == "clusters") {
+    f.cluster = value;
+  } else if (name == "faucets") {
+    f.url = value;
+  } else if (name == "faucets-ca") {
+    f.ca_file = value;
+  } else if (name == "token-file") {
+    f.token_file = value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+template <std::size_t N>
+std::vector<opt_spec> with_faucets(const std::array<opt_spec, N>& specific) {
+  std::vector<opt_spec> all(specific.begin(), specific.end());
+  all.insert(all.end(), std::begin(k_faucets_specs), std::end(k_faucets_specs));
+  return all;
+}
+
 std::string check_user(const std::string& u) {
   if (u.size() > protocol::k_max_name) throw usage_error("user name is too long");
   for (const char c : u) {
@@ -171,10 +198,11 @@ int parse_signal(std::string_view text) {
 
 fkill_command_line parse_fkill_command_line(std::span<const std::string> args) {
   static constexpr std::array<opt_spec, 2> specific = {{{'s', "signal", true}, {'u', "user", true}}};
-  const scanned s = scan(args, specific, "fkill");
+  const scanned s = scan(args, with_faucets(specific), "fkill");
   fkill_command_line out;
   for (const auto& [name, value] : s.options) {
     if (apply_common(out.common, name, value)) continue;
+    if (apply_faucets(out.faucets, name, value)) continue;
     if (name == "signal") out.signal = parse_signal(value);
     if (name == "user") out.user = check_user(value);
   }
@@ -196,6 +224,15 @@ fkill_command_line parse_fkill_command_line(std::span<const std::string> args) {
     if (std::find(out.job_ids.begin(), out.job_ids.end(), id) == out.job_ids.end()) out.job_ids.push_back(id);
   }
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
+  check_faucets_options(out.faucets, cluster_choice::any, out.common.socket.has_value(), "fkill");
+  if (out.faucets.used()) {
+    if (out.signal || out.user || !out.array_tasks.empty()) {
+      throw usage_error(std::string(out.signal ? "--signal" : out.user ? "--user" : "an array task (ARRAY_TASK)") +
+                        " does not go through a Faucets server: give the server's job ids (fkill -M all ID...)");
+    }
+    if (out.job_ids.empty()) throw usage_error("no job id given (fkill -M all ID... or fkill --faucets URL ID...)");
+    return out;
+  }
   if (out.job_ids.empty() && out.array_tasks.empty() && !out.user) {
     throw usage_error("no job id given (fkill ID... or fkill --user USER)");
   }
@@ -288,10 +325,11 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
                                                          {'t', "states", true},
                                                          {0, "history", true},
                                                          {0, "limit", true}}};
-  const scanned s = scan(args, specific, "fjobs");
+  const scanned s = scan(args, with_faucets(specific), "fjobs");
   fjobs_command_line out;
   for (const auto& [name, value] : s.options) {
     if (apply_common(out.common, name, value)) continue;
+    if (apply_faucets(out.faucets, name, value)) continue;
     if (name == "all") out.all = true;
     if (name == "array") out.expand_arrays = true;
     if (name == "history") out.history = parse_job_id(value);
@@ -320,6 +358,12 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
   if (out.history && (out.all || out.user || !out.job_ids.empty() || !out.states.empty() || out.limit)) {
     throw usage_error("--history shows one job: it takes no -a, -u, -j, -t or --limit");
+  }
+  check_faucets_options(out.faucets, cluster_choice::list, out.common.socket.has_value(), "fjobs");
+  if (out.faucets.used() && (out.user || !out.job_ids.empty() || !out.states.empty() || out.limit || out.expand_arrays)) {
+    const char* which = out.user ? "-u" : !out.job_ids.empty() ? "-j" : !out.states.empty() ? "-t" : out.limit ? "--limit" : "-r";
+    throw usage_error(std::string(which) +
+                      " does not go through a Faucets server: fjobs -M takes --all, --history ID and --json");
   }
   return out;
 }
@@ -361,6 +405,7 @@ std::string fkill_usage() {
          "  -u, --user USER    all jobs of USER (with IDs: only those of them owned by USER)\n"
          "      --json         print the result as JSON\n"
          "      --socket PATH  aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
+         + faucets_usage(cluster_choice::any) +
          "  -h, --help         this help\n";
 }
 
@@ -379,7 +424,11 @@ std::string fjobs_usage() {
          "                        processors, and why (each resize with its phase times)\n"
          "      --json            print one JSON array of jobs (or of the events)\n"
          "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
-         "  -h, --help            this help\n";
+         + faucets_usage(cluster_choice::list) +
+         "  -h, --help            this help\n"
+         "Through a Faucets server (-M or --faucets) the table is ID GID CLUSTER USER NAME STATE\n"
+         "NPROCS SUBMIT TIME, GID the job's id on its cluster (CLUSTER:ID), and --json prints\n"
+         "the server's job objects.\n";
 }
 
 std::string fnodes_usage() {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/faucets_options.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::cmdline {
@@ -34,8 +35,11 @@ struct common_options {
 
 // fkill [-s|--signal SIG] [-u|--user USER] [--json] [ID...]
 // IDs or --user (or both) are required unless --help.
+// fkill -M CLUSTER|all|auto ID... / fkill --faucets URL ID...: through a
+// Faucets server, the server's job ids only (no --signal, --user, ARRAY_TASK).
 struct fkill_command_line {
   common_options common;
+  faucets_options faucets;
   std::vector<std::int64_t> job_ids;  // an array's id: all its tasks
   std::vector<std::pair<std::int64_t, std::int64_t>> array_tasks;  // "123_4": task 4 of array 123
   std::optional<int> signal;
@@ -48,8 +52,11 @@ protocol::cancel build_cancel(const fkill_command_line& cmd);
 // fjobs --history ID [--json]
 // States are the job state names in any case (running, PENDING, node_fail).
 // --history goes with no filter (usage_error otherwise).
+// fjobs -M all|NAME [--faucets URL] [--all] [--history ID] [--json]: through a
+// Faucets server (no -u, -j, -t, --limit, -r there).
 struct fjobs_command_line {
   common_options common;
+  faucets_options faucets;
   bool all = false;
   std::optional<std::string> user;
   std::vector<std::int64_t> job_ids;

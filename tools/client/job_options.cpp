@@ -26,7 +26,7 @@ enum class opt_id {
   procs, min, max, adaptive, time, name, output, error, chdir, dependency,
   requeue, no_requeue, wrap, parsable, json, help, socket, mpi, no_mpi,
   nodes, ntasks_per_node, cpus_per_task, exclusive, mem, mem_per_cpu, gres, gpus, gpus_per_node, partition,
-  array,
+  array, clusters, faucets, faucets_ca, token_file,
 };
 
 struct opt_def {
@@ -68,6 +68,11 @@ constexpr auto k_options = std::to_array<opt_def>({
     {opt_id::gpus_per_node, 0, {"gpus-per-node", ""}, true, false},
     {opt_id::partition, 'p', {"partition", ""}, true, false},
     {opt_id::array, 'a', {"array", ""}, true, false},
+    // fsub through a Faucets server (faucets_options.hpp); frun refuses them.
+    {opt_id::clusters, 'M', {"clusters", ""}, true, true},
+    {opt_id::faucets, 0, {"faucets", ""}, true, true},
+    {opt_id::faucets_ca, 0, {"faucets-ca", ""}, true, true},
+    {opt_id::token_file, 0, {"token-file", ""}, true, true},
 });
 
 // Slurm options that AQS accepts and records on the job without acting on
@@ -130,7 +135,6 @@ constexpr auto k_refused = std::to_array<refused_def>({
     {"ntasks-per-gpu", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
     {"cpus-per-gpu", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
     {"mem-per-gpu", 0, "AQS takes memory per node or per cpu (--mem, --mem-per-cpu)"},
-    {"clusters", 'M', "this AQS command submits to one cluster"},
     {"uid", 0, "a job runs as the user who submits it"},
     {"gid", 0, "a job runs with its submitter's group"},
     {"input", 'i', "a batch job's standard input is /dev/null"},
@@ -449,6 +453,10 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
       }
       o.array = std::string(value);
       break;
+    case opt_id::clusters: o.faucets.cluster = nonempty(pc, value, opt); break;
+    case opt_id::faucets: o.faucets.url = nonempty(pc, value, opt); break;
+    case opt_id::faucets_ca: o.faucets.ca_file = nonempty(pc, value, opt); break;
+    case opt_id::token_file: o.faucets.token_file = nonempty(pc, value, opt); break;
   }
 }
 
@@ -540,6 +548,11 @@ std::size_t parse_words(const parse_context& pc, std::span<const std::string> wo
     }
     if (d->command_line_only && pc.src == source::frun && d->id == opt_id::wrap) {
       pc.fail("option '--wrap' is for fsub; give frun the command itself");
+    }
+    const bool faucets_option = d->id == opt_id::clusters || d->id == opt_id::faucets ||
+                                d->id == opt_id::faucets_ca || d->id == opt_id::token_file;
+    if (faucets_option && pc.src == source::frun) {
+      pc.fail("option '" + std::string(name) + "' is for fsub: frun runs on this cluster only");
     }
     std::string_view value;
     if (d->takes_value) {
@@ -838,6 +851,10 @@ void merge(job_options& base, const job_options& over) {
   take(base.wrap, over.wrap);
   take(base.parsable, over.parsable);
   take(base.socket, over.socket);
+  take(base.faucets.cluster, over.faucets.cluster);
+  take(base.faucets.url, over.faucets.url);
+  take(base.faucets.ca_file, over.faucets.ca_file);
+  take(base.faucets.token_file, over.faucets.token_file);
   take(base.mpi, over.mpi);
   if (over.nodes_min) {
     base.nodes_min = over.nodes_min;
@@ -865,6 +882,7 @@ fsub_command_line parse_fsub_command_line(std::span<const std::string> args) {
   const parse_context pc{source::fsub, "", &out.warnings, &warned, &memory_kinds};
   const std::size_t first = parse_words(pc, args, out.options);
   if (out.options.help) return out;
+  check_faucets_options(out.options.faucets, cluster_choice::submit, out.options.socket.has_value(), "fsub");
   if (first < args.size()) {
     out.script_path = args[first];
     out.script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(first) + 1, args.end());
@@ -1017,7 +1035,10 @@ std::string fsub_usage() {
          "      --parsable           print only the job id\n"
          "      --json               print the result as JSON\n"
          "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
+         + faucets_usage(cluster_choice::submit) +
          "  -h, --help               this help\n"
+         "Through a Faucets server the first line is still \"Submitted job N\", N the server's\n"
+         "job id; the cluster and its job id follow on stderr once a cluster is chosen.\n"
          "Slurm options AQS does not act on (--account, --qos, --mail-*, --hint, ...) are\n"
          "accepted with a warning; options it cannot honour (--begin, --nodelist, ...) are errors.\n";
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/faucets_options.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::cmdline {
@@ -34,6 +35,9 @@ namespace aqs::cmdline {
 //   --parsable                   fsub prints only the job id
 //   --json                       machine-readable output (command line only)
 //   --socket PATH                aqsd's Unix socket (command line only; see commands.hpp)
+//   -M, --clusters, --faucets, --faucets-ca, --token-file
+//                                fsub only, command line only: through a Faucets
+//                                server (faucets_options.hpp)
 //   --mpi, --no-mpi              frun only, command line only: run the command under
 //                                mpirun, or once, instead of deciding by its ELF file
 //   -h, --help                   (command line only)
@@ -58,6 +62,7 @@ struct job_options {
   bool json = false;
   bool help = false;
   std::optional<std::string> socket;
+  faucets_options faucets;  // fsub -M/--faucets: through a Faucets server
   std::optional<bool> mpi;  // --mpi: true, --no-mpi: false, neither: frun decides
   // Slurm's geometry (see geometry.hpp in the core): each replaces its own
   // kind only; --mem and --mem-per-cpu replace each other.

@@ -1,10 +1,12 @@
 // fjobs: the queue and running jobs (--all: finished ones too), or one job's
-// history (--history), as a table or one JSON array.
+// history (--history), as a table or one JSON array; with -M or --faucets,
+// those of a Faucets server.
 #include <chrono>
 #include <cstdio>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
+#include "client/faucets_commands.hpp"
 #include "client/format.hpp"
 #include "client/job_listing.hpp"
 #include "client/run_command.hpp"
@@ -14,6 +16,10 @@ using namespace aqs;
 int main(int argc, char** argv) {
   return client::run_command("fjobs", argc, argv, cmdline::parse_fjobs_command_line, cmdline::fjobs_usage,
                              [](const cmdline::fjobs_command_line& cmd) {
+    if (cmd.faucets.used()) {  // -M / --faucets: the jobs a Faucets server knows
+      auto server = client::faucets_client_for(cmd.faucets);
+      return client::fjobs_through_faucets(server, cmd);
+    }
     client::connection c(client::socket_path(cmd.common.socket));
     if (cmd.history) {
       const auto reply = c.ask(protocol::job_history{c.next_id(), *cmd.history});

@@ -1,9 +1,11 @@
-// fkill: cancels jobs (or sends them a signal); only your own unless root.
+// fkill: cancels jobs (or sends them a signal); only your own unless root;
+// with -M or --faucets, through a Faucets server.
 #include <algorithm>
 #include <cstdio>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
+#include "client/faucets_commands.hpp"
 #include "client/job_listing.hpp"
 #include "client/run_command.hpp"
 
@@ -12,6 +14,10 @@ using namespace aqs;
 int main(int argc, char** argv) {
   return client::run_command("fkill", argc, argv, cmdline::parse_fkill_command_line, cmdline::fkill_usage,
                              [](const cmdline::fkill_command_line& cmd) {
+    if (cmd.faucets.used()) {  // -M / --faucets: cancelled through a Faucets server
+      auto server = client::faucets_client_for(cmd.faucets);
+      return client::fkill_through_faucets(server, cmd);
+    }
     client::connection c(client::socket_path(cmd.common.socket));
     auto request = cmdline::build_cancel(cmd);
     if (!cmd.array_tasks.empty()) {

@@ -1,5 +1,5 @@
 // fsub: submits a batch job (a script with #AQS/#SBATCH directives, or --wrap)
-// and prints its id.
+// and prints its id; with -M or --faucets, through a Faucets server.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +7,7 @@
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
+#include "client/faucets_commands.hpp"
 #include "client/job_options.hpp"
 #include "client/run_command.hpp"
 #include "client/submit.hpp"
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
     }
     auto req = cmdline::build_fsub_request(cmd, script, client::this_process_context());
     for (const auto& w : req.warnings) std::fprintf(stderr, "fsub: warning: %s\n", w.c_str());
+    if (cmd.options.faucets.used()) {  // -M / --faucets: through a Faucets server
+      auto server = client::faucets_client_for(cmd.options.faucets);
+      return client::fsub_through_faucets(server, cmd, req);
+    }
     const std::string socket = client::socket_path(cmd.options.socket);
     // A lost reply (the connection broke, aqsd's database was briefly
     // away) is retried with the same token: the job is made once and its id

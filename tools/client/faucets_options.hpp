@@ -1,0 +1,49 @@
+// faucets_options: the options with which fsub, fjobs and fkill talk to a
+// Faucets server (faucetsd, docs/user-guide.md "Submitting through a Faucets
+// server") instead of this cluster's aqsd. Parsing and checks only (part of
+// aqs::cmdline: no sockets, no environment); the environment is read and the
+// server asked in faucets_commands.hpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace aqs::cmdline {
+
+//   -M, --clusters NAME     fsub: auto (the server chooses) or a cluster's name;
+//                           fjobs: all or a cluster's name; fkill: either
+//   --faucets URL           the server (else $AQS_FAUCETS)
+//   --faucets-ca FILE       its CA certificate (else $AQS_FAUCETS_CA, else the system's)
+//   --token-file FILE       the token's file when $AQS_TOKEN is unset
+// Any of -M or --faucets sends the command through the server; --faucets-ca
+// and --token-file go with one of them.
+struct faucets_options {
+  std::optional<std::string> cluster;     // -M as given
+  std::optional<std::string> url;         // --faucets
+  std::optional<std::string> ca_file;     // --faucets-ca
+  std::optional<std::string> token_file;  // --token-file
+  // Whether the command goes through a Faucets server.
+  bool used() const noexcept { return cluster.has_value() || url.has_value(); }
+  friend bool operator==(const faucets_options&, const faucets_options&) = default;
+};
+
+// What -M may name for each command.
+enum class cluster_choice {
+  submit,  // auto or NAME (fsub)
+  list,    // all or NAME (fjobs)
+  any,     // auto, all or NAME (fkill: ignored there; the ids are the server's)
+};
+
+// Checks the options of a command line that may go through a server: the
+// -M value (one name of letters, digits, '.', '_', '-', at most 64; Slurm's
+// lists "a,b" are refused), --faucets-ca/--token-file without -M or
+// --faucets, and --socket with them (aqsd's socket and a Faucets server are
+// two different ways). `cmd` names the command in messages. Throws
+// usage_error.
+void check_faucets_options(const faucets_options& o, cluster_choice what, bool socket_given, std::string_view cmd);
+
+// Lines for the --help texts (each ends in '\n').
+std::string faucets_usage(cluster_choice what);
+
+}  // namespace aqs::cmdline
