@@ -1,6 +1,7 @@
 // broker: the registry of broker policies by name and the eligibility rule they share.
 #include "broker/broker.hpp"
 
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
