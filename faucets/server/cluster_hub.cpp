@@ -152,12 +152,6 @@ void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
 void faucets_server::cluster_up(cluster_entry& c) {
   c.ever_seen = true;
   c.lost_at = {};
-  // Every job placed there and not finished: the cluster reports each.
-  json follow = json::array();
-  for (const auto& j : store_.live_jobs()) {
-    if (j.cluster == c.name && j.local_id) follow.push_back(json{{"fid", j.id}, {"job_id", *j.local_id}});
-  }
-  c.channel->send(json{{"type", "follow"}, {"jobs", follow}});
   // Jobs placed there before it went away and sent elsewhere since: they
   // must not run here too.
   for (const auto& a : store_.abandoned(c.name)) {
@@ -170,6 +164,13 @@ void faucets_server::cluster_up(cluster_entry& c) {
     }
     store_.forget_abandoned(a.job_id, c.name);
   }
+  // Every job placed there and not finished: the cluster reports each, and
+  // (after the cancels above) lets them run.
+  json follow = json::array();
+  for (const auto& j : store_.live_jobs()) {
+    if (j.cluster == c.name && j.local_id) follow.push_back(json{{"fid", j.id}, {"job_id", *j.local_id}});
+  }
+  c.channel->send(json{{"type", "follow"}, {"jobs", follow}});
   wake_router();
 }
 

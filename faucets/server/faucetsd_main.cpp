@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
   app.add_flag("--foreground", foreground, "accepted for symmetry with aqsd: faucetsd always stays attached");
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)");
   CLI11_PARSE(app, argc, argv);
+  logging::set_program("faucetsd");
   try {
     faucets::make_broker(policy);
   } catch (const std::exception& e) {

@@ -78,6 +78,14 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
     any_could = true;
     eligible.push_back(std::move(v));
   }
+  if (!any_could && !refused_by_[j.id].empty()) {
+    std::string names;
+    for (const auto& n : refused_by_[j.id]) names += (names.empty() ? "" : ", ") + n;
+    store_.set_state(j.id, "FAILED", "failed", "refused by every cluster it may use (" + names + ")");
+    logging::warn("job {} of {}: refused by every cluster it may use ({})", j.id, j.owner, names);
+    refused_by_.erase(j.id);
+    co_return false;
+  }
   if (!any_could && !clusters_.empty()) {
     bool all_reported = true;
     for (const auto& [name, c] : clusters_) all_reported = all_reported && c.report.has_value();

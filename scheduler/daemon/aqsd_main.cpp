@@ -294,6 +294,7 @@ int main(int argc, char** argv) {
     copts.revoked_tokens_file = dir.revoked_tokens_file();
     copts.token_lifespan_s = static_cast<std::int64_t>(token_lifespan_s);
     copts.partitions = partitions;
+    copts.faucets_gate = uplink_opts.has_value();
     if (partitions.configured) logging::info("partitions: {}", partitions.names());
     std::unique_ptr<http::http_server> web;
     std::unique_ptr<daemon::faucets_uplink> uplink;

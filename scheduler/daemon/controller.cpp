@@ -26,6 +26,7 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       tokens_(options_.cluster_key, options_.revoked_tokens_file) {
   // The implicit partition is no partition to the core: every node, as before.
   if (options_.partitions.configured) sched_.set_partitions(options_.partitions.partitions);
+  faucets_open_ = !options_.faucets_gate;
 }
 
 controller::~controller() { stop(); }

@@ -62,6 +62,10 @@ struct controller_options {
   std::optional<std::filesystem::path> revoked_tokens_file;
   // ftoken without --lifespan.
   std::int64_t token_lifespan_s = token_authority::k_default_lifespan_s;
+  // With a Faucets uplink: jobs a Faucets server placed here wait until the
+  // uplink opens the gate (faucets_gate) once the server has said which are
+  // still its, so that none runs here that was sent elsewhere meanwhile.
+  bool faucets_gate = false;
   // The partitions (aqs.conf); the implicit one of all nodes by default.
   core::site_config partitions = core::implicit_config();
 };
@@ -128,6 +132,9 @@ public:
   // Called on the strand with every committed state or map change; add
   // before start(). Must not block. Every sink added is called.
   void on_change(change_sink sink) { change_sinks_.push_back(std::move(sink)); }
+  // Opens or closes the gate of jobs a Faucets server placed here: closed,
+  // those pending leave the queue (FaucetsSync); opened, they come back.
+  void faucets_gate(bool open);
   // The cluster's room and queue, taken on the strand; `done` runs there.
   void capacity(std::function<void(capacity_summary)> done);
   // When a job like `r` would start here if submitted now, in seconds from
@@ -315,7 +322,9 @@ private:
   access_view view_;
   token_authority tokens_;
   metrics metrics_;
-  std::vector<change_sink> change_sinks_;  // added before start, called on the strand
+  std::vector<change_sink> change_sinks_;
+  bool faucets_open_ = true;                   // strand_
+  std::set<std::int64_t> faucets_waiting_;     // strand_: pending jobs behind the gate  // added before start, called on the strand
 };
 
 }  // namespace aqs::daemon

@@ -218,7 +218,10 @@ asio::awaitable<void> faucets_uplink::state::run() {
       if (e.what() != last_error) logging::warn("Faucets server {}: {}", options.server, e.what());
       last_error = e.what();
     }
-    if (up.exchange(false)) logging::warn("Faucets server {}: link lost; reconnecting", options.server);
+    if (up.exchange(false)) {
+      logging::warn("Faucets server {}: link lost; its pending jobs wait until it is back", options.server);
+      ctl.faucets_gate(false);
+    }
     if (channel) channel->close();
     channel.reset();
     if (stopped) break;
@@ -405,6 +408,8 @@ void faucets_uplink::state::on_follow(const json& m) {
     followed[id] = fid;
     asked[id] = fid;
   }
+  // The server has cancelled what it sent elsewhere (before this): the rest may run.
+  ctl.faucets_gate(true);
   if (asked.empty()) return;
   // In pages the store can answer; every asked job is answered, unknown ones as UNKNOWN.
   std::vector<std::int64_t> ids;

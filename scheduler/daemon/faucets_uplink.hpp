@@ -15,6 +15,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,12 @@
 namespace aqs::daemon {
 
 class controller;
+
+// Whether a stored submit token is one the uplink gave a forwarded job
+// ("faucets:CLUSTER:ID", stored as "u<uid>:faucets:...").
+inline bool placed_by_faucets(std::string_view token) {
+  return token.starts_with("faucets:") || token.find(":faucets:") != std::string_view::npos;
+}
 
 // Which server users may run here as which local users: the admin's table,
 // one "SERVER_USER LOCAL_USER" pair per line ('#' comments; "*" as the

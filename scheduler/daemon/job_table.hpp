@@ -42,6 +42,9 @@ struct job_entry {
   // Kept after launch for its steps on other nodes (their Slurm variables).
   std::string name;
   std::optional<protocol::job_geometry> geometry;
+  // A Faucets server placed it here (its submit token says so): after a
+  // restart, or while the server is unreachable, it waits for the server.
+  bool faucets = false;
 };
 
 // How a job ended, for those who ask after it left the live table.

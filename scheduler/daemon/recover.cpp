@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "daemon/controller.hpp"
+#include "daemon/faucets_uplink.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {
@@ -60,6 +61,7 @@ void controller::recover() {
     e.deps = s.dependencies;
     e.name = s.name;
     e.control = s.status.control;
+    e.faucets = placed_by_faucets(s.submit_token);
     try {
       e.geometry = geometry_of(s.geometry);
     } catch (const std::exception&) {

@@ -9,6 +9,7 @@
 #include "core/dependency.hpp"
 
 #include "daemon/controller.hpp"
+#include "daemon/faucets_uplink.hpp"
 #include "daemon/partition_gate.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
@@ -239,6 +240,7 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.req = to_core_request(id, spec, who.user, now());
   e.name = spec.name;
   e.geometry = spec.geometry;
+  e.faucets = spec.submit_token && placed_by_faucets(*spec.submit_token);
   e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);
@@ -255,6 +257,11 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
 void controller::admit_or_hold(std::int64_t id) {
   job_entry* e = jobs_.find(id);
   if (e == nullptr) return;
+  if (e->faucets && !faucets_open_) {
+    faucets_waiting_.insert(id);
+    view_.set_reason(id, "FaucetsSync");
+    return;
+  }
   deps_.release(id);
   auto state_of = [&](std::int64_t d) {
     std::optional<job_state> st = known_state(d);

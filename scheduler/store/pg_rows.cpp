@@ -92,6 +92,7 @@ const pg_column<job_summary> k_summary[] = {
      [](const pqxx::field& f, job_summary& j) {
        if (!f.is_null()) j.status.resize_procs = map_of(f);
      }},
+    {"submit_token", [](const pqxx::field& f, job_summary& j) { j.submit_token = f.as<std::string>(); }},
     {"control",
      [](const pqxx::field& f, job_summary& j) {
        if (!f.is_null()) j.status.control = f.as<std::string>();
@@ -99,7 +100,6 @@ const pg_column<job_summary> k_summary[] = {
 };
 
 const pg_column<job_record> k_record[] = {
-    {"submit_token", [](const pqxx::field& f, job_record& j) { j.request.submit_token = f.as<std::string>(); }},
     {"gid", [](const pqxx::field& f, job_record& j) { j.request.gid = f.as<std::int32_t>(); }},
     {"script", [](const pqxx::field& f, job_record& j) { j.request.script = f.as<std::string>(); }},
     {"argv", [](const pqxx::field& f, job_record& j) { j.request.argv = text_array(f); }},

@@ -17,6 +17,7 @@ job_summary summary_of(const job_record& r) {
   s.requeue = r.request.requeue;
   s.dependencies = r.request.dependencies;
   s.geometry = r.request.geometry;
+  s.submit_token = r.request.submit_token;
   s.status = r.status;
   return s;
 }
@@ -37,6 +38,7 @@ job_record record_of(job_summary s) {
   q.requeue = s.requeue;
   q.dependencies = std::move(s.dependencies);
   q.geometry = std::move(s.geometry);
+  q.submit_token = std::move(s.submit_token);
   return j;
 }
 

@@ -88,6 +88,10 @@ struct job_summary {
   bool requeue = false;
   std::vector<std::int64_t> dependencies{};
   std::string geometry{};  // as job_request::geometry: recovery places the job by it
+  // As job_request::submit_token: "faucets:..." marks a job a Faucets
+  // server placed here (daemon/faucets_uplink), which recovery holds until
+  // the server has said which of them are still its.
+  std::string submit_token{};
   job_status status{};
 };
 

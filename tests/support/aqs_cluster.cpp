@@ -44,8 +44,6 @@ bool alive(pid_t pid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
 }
 
-namespace {
-
 // fork + exec in a process group of its own; the child's stdout/stderr go to
 // the given descriptors (or a log file).
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -78,7 +76,9 @@ pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   return pid;
 }
 
+namespace {
 int decode(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+}  // namespace
 
 // SIGTERM, then SIGKILL to the group after `grace`; reaps.
 void stop_process(pid_t& pid, std::chrono::milliseconds grace) {
@@ -97,8 +97,6 @@ void stop_process(pid_t& pid, std::chrono::milliseconds grace) {
   ::waitpid(pid, nullptr, 0);
   pid = -1;
 }
-
-}  // namespace
 
 run_result run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd,

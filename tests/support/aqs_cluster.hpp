@@ -32,6 +32,13 @@ run_result run(const std::vector<std::string>& argv, const std::map<std::string,
                std::optional<uid_t> uid = std::nullopt, std::optional<gid_t> gid = std::nullopt,
                const std::string& cwd = "", std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
+// fork + exec of argv in a process group of its own, `env` added, as
+// uid/gid if given, in `cwd`; stdout and stderr to the descriptors.
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd, int out_fd, int err_fd);
+// SIGTERM, then SIGKILL to its group after `grace`; reaps; sets pid to -1.
+void stop_process(pid_t& pid, std::chrono::milliseconds grace);
+
 // An unprivileged system user made for the tests (created if missing).
 struct test_user {
   std::string name;
