@@ -158,6 +158,16 @@ void append_common(environment& env, const allocation& a, bool remote_daemons) {
     const std::string list = join(a.tcp_interfaces, ',');
     env.emplace_back("OMPI_MCA_btl_tcp_if_include", list);  // MPI messages
     env.emplace_back("OMPI_MCA_oob_tcp_if_include", list);  // mpirun and its daemons
+  } else if (a.adaptive && !remote_daemons) {
+    // An adaptive job on one host: its spawned ranks are another MPI job,
+    // which shared memory does not reach, so old and new ranks talk over
+    // TCP, on the addresses each rank listed at its MPI_Init. An interface
+    // gone since (a container's or a test's bridge, a VPN) fails their first
+    // connection ("bind on local address ... failed") in the middle of the
+    // change: the job aborts, or stalls RESIZING when a new rank is the one
+    // that aborts. Loopback is always there and is all one host needs.
+    env.emplace_back("OMPI_MCA_btl_tcp_if_include", "lo");
+    env.emplace_back("OMPI_MCA_oob_tcp_if_include", "lo");
   }
   if (a.as_root) {
     env.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");

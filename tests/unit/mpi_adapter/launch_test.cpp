@@ -153,6 +153,30 @@ TEST_CASE("an adaptive job's spare hosts get a daemon but no ranks: they are in 
   }
 }
 
+TEST_CASE("an adaptive job on one host keeps MPI's TCP on loopback, unless interfaces are given") {
+  // Its spawned ranks reach the others only over TCP; an interface listed at
+  // MPI_Init and gone by the expansion failed their first connection.
+  using kv = std::pair<std::string, std::string>;
+  const auto one = launch_environment(adaptive_on({{"a", 0}, {"a", 1}}, "/bin/aqs-rsh"), {"/j/hostfile", ""});
+  CHECK(std::find(one.begin(), one.end(), kv{"OMPI_MCA_btl_tcp_if_include", "lo"}) != one.end());
+  CHECK(std::find(one.begin(), one.end(), kv{"OMPI_MCA_oob_tcp_if_include", "lo"}) != one.end());
+  // Given interfaces win.
+  allocation given = adaptive_on({{"a", 0}}, "/bin/aqs-rsh");
+  given.tcp_interfaces = {"eth1"};
+  const auto g = launch_environment(given, {"/j/hostfile", ""});
+  CHECK(std::find(g.begin(), g.end(), kv{"OMPI_MCA_btl_tcp_if_include", "eth1"}) != g.end());
+  CHECK(std::find(g.begin(), g.end(), kv{"OMPI_MCA_btl_tcp_if_include", "lo"}) == g.end());
+  // Several hosts (or spare hosts to grow onto) need the network.
+  allocation spare = adaptive_on({{"a", 0}}, "/bin/aqs-rsh");
+  spare.spare_hosts = {"b"};
+  for (const auto& e : {launch_environment(spare, {"/j/hostfile", ""}),
+                        launch_environment(adaptive_on({{"a", 0}, {"b", 0}}, "/bin/aqs-rsh"), {"/j/hostfile", ""})}) {
+    for (const auto& [k, v] : e) CHECK(k != "OMPI_MCA_btl_tcp_if_include");
+  }
+  // A rigid job is one MPI job: shared memory carries it on one host.
+  for (const auto& [k, v] : launch_environment(on({{"a", 0}, {"a", 1}}), k_files)) CHECK(k != "OMPI_MCA_btl_tcp_if_include");
+}
+
 TEST_CASE("spare hosts must be valid, distinct from the job's hosts, and for adaptive jobs only") {
   allocation a = adaptive_on({{"a", 0}}, "/bin/aqs-rsh");
   a.spare_hosts = {"b", "a"};
