@@ -3,6 +3,8 @@
 // throwaway user, seen with sinfo, squeue and fnodes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -102,6 +104,18 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
         "vip          up   infinite      1   idle node3\n"
         "off        down   infinite      1   idle node0\n");
 
+  // sinfo -p: those partitions only, in the configuration's order; an unknown
+  // one: the header alone, exit 0, as Slurm's.
+  const auto some = s.run("sinfo", {"-p", "vip,batch"});
+  CHECK(some.status == 0);
+  CHECK(some.out ==
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "batch        up    2:00:00      2   idle node[2-3]\n"
+        "vip          up   infinite      1   idle node3\n");
+  CHECK(s.run("sinfo", {"-h", "--partition=debug", "-o", "%P %D"}).out == "debug* 2\n");
+  const auto unknown = s.run("sinfo", {"-p", "nosuch"});
+  CHECK(unknown.status == 0);
+  CHECK(unknown.out == "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n");
   // Two whole-partition jobs in batch: each runs on batch's nodes only, and
   // the second waits for the first although debug is idle.
   const std::int64_t b1 = s.submit({"-p", "batch", "-n", "8", "--wrap", "sleep 300"});
