@@ -34,7 +34,7 @@ constexpr const char* k_config =
 fs::path slurm_bin(const test::cluster& c) {
   const fs::path bin = c.dir() / "slurm-bin";
   fs::create_directories(bin);
-  for (const char* n : {"sbatch", "squeue", "sinfo", "scancel"}) {
+  for (const char* n : {"sbatch", "squeue", "sinfo", "scancel", "scontrol"}) {
     const fs::path link = bin / n;
     if (!fs::exists(fs::symlink_status(link))) fs::create_symlink(fs::path(AQS_SLURM_BIN_DIR) / ("aqs-" + std::string(n)), link);
   }
@@ -103,7 +103,6 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
         "batch        up    2:00:00      2   idle node[2-3]\n"
         "vip          up   infinite      1   idle node3\n"
         "off        down   infinite      1   idle node0\n");
-
   // sinfo -p: those partitions only, in the configuration's order; an unknown
   // one: the header alone, exit 0, as Slurm's.
   const auto some = s.run("sinfo", {"-p", "vip,batch"});
@@ -116,6 +115,7 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   const auto unknown = s.run("sinfo", {"-p", "nosuch"});
   CHECK(unknown.status == 0);
   CHECK(unknown.out == "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n");
+
   // Two whole-partition jobs in batch: each runs on batch's nodes only, and
   // the second waits for the first although debug is idle.
   const std::int64_t b1 = s.submit({"-p", "batch", "-n", "8", "--wrap", "sleep 300"});
@@ -184,6 +184,56 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   const auto fn = c.cmd(test::bin().fnodes, {});
   CHECK(fn.out.find("PARTITIONS") != std::string::npos);
   CHECK(fn.out.find("batch,vip") != std::string::npos);
+
+  // scontrol: partitions, nodes and jobs in Slurm's key=value form.
+  auto sc = s.run("scontrol", {"show", "partition", "batch"});
+  CHECK(sc.status == 0);
+  CHECK(sc.out ==
+        "PartitionName=batch\n"
+        "   Default=NO\n"
+        "   DefaultTime=NONE\n"
+        "   MaxNodes=UNLIMITED MaxTime=02:00:00 MinNodes=0 MaxCPUsPerJob=UNLIMITED\n"
+        "   Nodes=node[2-3]\n"
+        "   State=UP TotalCPUs=8 TotalNodes=2\n"
+        "\n");
+  sc = s.run("scontrol", {"show", "partition", "gpu"});
+  CHECK(sc.status == 1);
+  CHECK(sc.out == "Partition gpu not found\n");
+  sc = s.run("scontrol", {"-o", "show", "node", "node2"});
+  CHECK(sc.status == 0);
+  CHECK(sc.out.starts_with("NodeName=node2 CPUAlloc=4 CPUEfctv=4 CPUTot=4 "));
+  CHECK(sc.out.ends_with(" State=ALLOCATED Partitions=batch\n"));
+  CHECK(s.run("scontrol", {"show", "node", "node9"}).out == "Node node9 not found\n");
+  sc = s.run("scontrol", {"show", "job", std::to_string(b1)});
+  CHECK(sc.status == 0);
+  CHECK(sc.out.starts_with("JobId=" + std::to_string(b1) + " JobName="));
+  for (const char* part : {"   UserId=root(0)\n", "   JobState=RUNNING Reason=None", " TimeLimit=02:00:00 ",
+                           "   Partition=batch\n", "   NodeList=node[2-3]\n", "   NumNodes=2 NumCPUs=8 "}) {
+    CAPTURE(part);
+    CHECK(sc.out.find(part) != std::string::npos);
+  }
+  sc = s.run("scontrol", {"show", "job", "999999"});
+  CHECK(sc.status == 1);
+  CHECK(sc.err == "slurm_load_jobs error: Invalid job id specified\n");
+  CHECK(s.run("scontrol", {"show", "hostnames", "node[2-3]"}).out == "node2\nnode3\n");
+  // hold, update, release of a pending job; another user's is refused, in one line.
+  CHECK(s.run("scontrol", {"hold", std::to_string(b2)}).status == 0);
+  CHECK(s.run("squeue", {"-h", "-j", std::to_string(b2), "-o", "%r"}).out == "JobHeldAdmin\n");
+  sc = s.run("scontrol", {"update", "JobId=" + std::to_string(b2), "TimeLimit=45:00"});
+  CHECK_MESSAGE(sc.status == 0, sc.err);
+  CHECK(c.job(b2)->walltime_s == 2700);
+  sc = s.run("scontrol", {"release", std::to_string(b2)}, &u);
+  CHECK(sc.status == 1);
+  CHECK(sc.err.starts_with("scontrol: error: "));
+  CHECK(std::count(sc.err.begin(), sc.err.end(), '\n') == 1);
+  CHECK(s.run("scontrol", {"release", std::to_string(b2)}).status == 0);
+  CHECK(s.run("squeue", {"-h", "-j", std::to_string(b2), "-o", "%r"}).out != "JobHeldAdmin\n");
+  sc = s.run("scontrol", {"ping"});
+  CHECK(sc.status == 1);
+  CHECK(sc.err.starts_with("scontrol: error: 'ping' is not supported by AQS's scontrol"));
+  sc = s.run("scontrol", {"update", "JobId=" + std::to_string(b2), "Partition=debug"});
+  CHECK(sc.status == 1);
+  CHECK(sc.err.starts_with("scontrol: error: Update of Partition is not supported"));
 
   // When the batch job ends, the waiting one starts on batch's nodes.
   CHECK(s.run("scancel", {std::to_string(b1)}).status == 0);
