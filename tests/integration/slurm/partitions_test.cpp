@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -234,6 +235,24 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   sc = s.run("scontrol", {"update", "JobId=" + std::to_string(b2), "Partition=debug"});
   CHECK(sc.status == 1);
   CHECK(sc.err.starts_with("scontrol: error: Update of Partition is not supported"));
+
+  // --signal=B:USR1@2 with a 4-second limit: the batch shell's trap runs
+  // about 2 s before the limit ends the job.
+  const fs::path sigout = c.workdir() / "signal-test.out";
+  const std::int64_t sj = s.submit({"-t", "0:04", "--signal=B:USR1@2", "-o", sigout.string(), "--wrap",
+                                    "trap 'echo warned' USR1; for i in 1 2 3 4 5 6 7 8; do sleep 1; done"});
+  CHECK(c.wait_state(sj, {job_state::timeout}).state == job_state::timeout);
+  {
+    std::ifstream in(sigout);
+    std::stringstream text;
+    text << in.rdbuf();
+    CAPTURE(text.str());
+    CHECK(text.str().starts_with("warned\n"));
+    CHECK(text.str().find("warned", 1) == std::string::npos);  // once
+  }
+  r = s.run("sbatch", {"--signal=B:USR9@2", "--wrap", "true"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("invalid --signal 'B:USR9@2'") != std::string::npos);
 
   // When the batch job ends, the waiting one starts on batch's nodes.
   CHECK(s.run("scancel", {std::to_string(b1)}).status == 0);
