@@ -260,6 +260,26 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   for (const auto& h : hosts_of(j2.nodes)) CHECK((h == "node2" || h == "node3"));
   s.run("scancel", {"-u", "aqs-part-t1"}, &u);
   for (std::int64_t id : {b2, d1, off}) s.run("scancel", {std::to_string(id)});
+
+  // SIGHUP: aqsd reads aqs.conf again. A broken file keeps the partitions in use.
+  std::ofstream(conf, std::ios::trunc) << "PartitionName=debug Nodes=node[0-1] Default=YES\nPartitionName=x Nodes=node[0-\n";
+  REQUIRE(::kill(c.aqsd_pid(), SIGHUP) == 0);
+  std::this_thread::sleep_for(500ms);
+  CHECK(s.run("sinfo", {"-s", "-h", "-o", "%P"}).out == "debug*\nbatch\nvip\noff\n");
+  std::ofstream(conf, std::ios::trunc) << "PartitionName=all Nodes=ALL Default=YES MaxTime=10:00\n"
+                                          "PartitionName=small Nodes=node0 MaxNodes=1\n";
+  REQUIRE(::kill(c.aqsd_pid(), SIGHUP) == 0);
+  std::string listed;
+  for (int i = 0; i < 100 && listed != "all* 10:00 4\nsmall infinite 1\n"; ++i) {
+    if (i > 0) std::this_thread::sleep_for(100ms);
+    listed = s.run("sinfo", {"-s", "-h", "-o", "%P %l %D"}).out;
+  }
+  CHECK(listed == "all* 10:00 4\nsmall infinite 1\n");
+  r = s.run("sbatch", {"-p", "batch", "--wrap", "true"});
+  CHECK(r.err.find("invalid partition name specified: 'batch' (partitions: all, small)") != std::string::npos);
+  const std::int64_t after = s.submit({"-p", "small", "--wrap", "true"});
+  CHECK(c.wait_state(after, {job_state::completed}).state == job_state::completed);
+  CHECK(c.job(after)->partition == "small");
 }
 
 TEST_CASE("aqsd refuses to start on a bad aqs.conf, naming the file and the line") {
