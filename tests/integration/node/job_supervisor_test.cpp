@@ -195,7 +195,8 @@ TEST_CASE("--signal without B: goes to what the job started, not its batch shell
 
 TEST_CASE("--signal with less time left than TIME comes at once; a job without a time limit gets none") {
   bench b;
-  b.sup.start(62, b.shell("trap 'echo usr2 >> sig.txt; exit 0' USR2; while :; do sleep 0.1; done"), 30s, 1s);
+  b.sup.start(62, b.shell("trap 'echo usr2 >> sig.txt; exit 0' USR2; echo ready; while :; do sleep 0.1; done"), 30s, 1s);
+  for (int i = 0; i < 3000 && b.read("out.txt").empty(); ++i) b.io.run_for(10ms);  // the trap is set
   CHECK(b.sup.signal_before_limit(62, aqs::core::signal_spec{SIGUSR2, 60, true}));
   const auto& o = b.wait(62);
   CHECK(o.state == job_state::completed);
