@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <cstdio>
 #include <fcntl.h>
@@ -64,6 +65,21 @@ int daemonize_or_exit(int& ready_fd) {
   ::setsid();
   ready_fd = fds[1];
   return 0;
+}
+
+// Reads and parses a partitions file into `out`; the one-line error, or ""
+// when it was read.
+std::string load_config(const std::string& path, core::site_config& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return path + ": cannot read: " + std::strerror(errno);
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    out = core::parse_config(text.str(), path);
+  } catch (const core::config_error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -155,22 +171,12 @@ int main(int argc, char** argv) {
   // The partitions: a file that cannot be read or parsed stops aqsd here,
   // with the file and line, before anything starts.
   core::site_config partitions = core::implicit_config();
+  const std::string config_path = config_file.empty() ? std::string(k_default_config) : config_file;
   {
-    const bool asked = !config_file.empty();
-    const std::string path = asked ? config_file : std::string(k_default_config);
     std::error_code ec;
-    if (asked || std::filesystem::exists(path, ec)) {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) {
-        std::fprintf(stderr, "aqsd: %s: cannot read: %s\n", path.c_str(), std::strerror(errno));
-        return 2;
-      }
-      std::ostringstream text;
-      text << in.rdbuf();
-      try {
-        partitions = core::parse_config(text.str(), path);
-      } catch (const core::config_error& e) {
-        std::fprintf(stderr, "aqsd: %s\n", e.what());
+    if (!config_file.empty() || std::filesystem::exists(config_path, ec)) {
+      if (const std::string why = load_config(config_path, partitions); !why.empty()) {
+        std::fprintf(stderr, "aqsd: %s\n", why.c_str());
         return 2;
       }
     }
@@ -345,6 +351,25 @@ int main(int argc, char** argv) {
       logging::info("signal {}: stopping (jobs keep running under their agents)", sig);
       stop();
     });
+    // SIGHUP: the partitions file read again; one that cannot be read or
+    // parsed is logged and the partitions in use are kept.
+    boost::asio::signal_set hangups(io, SIGHUP);
+    std::function<void()> on_hangup = [&] {
+      hangups.async_wait([&](boost::system::error_code ec, int) {
+        if (ec) return;
+        core::site_config fresh = core::implicit_config();
+        std::error_code missing;
+        std::string why;
+        if (!config_file.empty() || std::filesystem::exists(config_path, missing)) why = load_config(config_path, fresh);
+        if (why.empty()) {
+          ctl.reload_partitions(std::move(fresh));
+        } else {
+          logging::warn("SIGHUP: partitions not reloaded, keeping those in use: {}", why);
+        }
+        on_hangup();
+      });
+    };
+    on_hangup();
     logging::info("serving on {}{} with the {} policy (policy of {} threads)", sopts.unix_socket->string(),
                 listen.empty() ? "" : " and " + listen.substr(0, listen.rfind(':')) + ":" + std::to_string(srv->tcp_port()),
                 policy, threads);

@@ -31,6 +31,19 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
 
 controller::~controller() { stop(); }
 
+void controller::reload_partitions(core::site_config partitions) {
+  post([this, partitions = std::move(partitions)]() mutable {
+    options_.partitions = std::move(partitions);
+    sched_.set_partitions(options_.partitions.configured ? options_.partitions.partitions
+                                                         : std::vector<core::partition>{});
+    if (sched_.partitions().empty()) view_.set_partition_reasons({}, {});
+    logging::info("partitions reloaded: {}",
+                  options_.partitions.configured ? options_.partitions.names() : std::string("none (every node in one)"));
+    decide_needed_ = true;
+    kick();
+  });
+}
+
 void controller::start() {
   post([this] {
     decide_needed_ = true;

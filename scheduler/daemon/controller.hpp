@@ -112,6 +112,10 @@ public:
   // store pools (no new work is accepted). Bounded even when the database is
   // down: a write waiting for it is abandoned (it was never acknowledged).
   void stop();
+  // SIGHUP: new partitions (aqs.conf read again). Pending jobs follow them
+  // (a job whose partition is gone waits with PartitionConfig), running
+  // jobs stay where they run; the next decision uses them.
+  void reload_partitions(core::site_config partitions);
   // The store failed for good: the daemon should exit non-zero.
   bool failed() const noexcept { return failed_; }
 

@@ -7,6 +7,7 @@
 
 #include "core/array_spec.hpp"
 #include "core/dependency.hpp"
+#include "core/signal_spec.hpp"
 
 #include "daemon/controller.hpp"
 #include "daemon/faucets_uplink.hpp"
@@ -25,6 +26,18 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
     reply_error(c, s.id, protocol::error_code::permission_denied,
                 "jobs are submitted over the Unix socket, where the kernel vouches for the user");
     return;
+  }
+  // --signal is acted on by the agent (a warning before the time limit):
+  // a value it could not act on is refused now, in one line.
+  if (s.job.geometry) {
+    for (const auto& r : s.job.geometry->recorded) {
+      if (!r.starts_with("signal=")) continue;
+      const auto spec = core::parse_signal_spec(std::string_view(r).substr(7));
+      if (const auto* why = std::get_if<std::string>(&spec)) {
+        reply_error(c, s.id, protocol::error_code::bad_request, *why);
+        return;
+      }
+    }
   }
   submitter who{user_name_of(*p.uid), static_cast<std::int32_t>(*p.uid), static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
   if (options_.partitions.configured) return handle_partition_submit(c, s, who);

@@ -156,6 +156,7 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
     info.memory_mb = n.memory_mb;
     info.gpus = n.gpus;
     info.connected = static_cast<bool>(n.conn);
+    info.alloc = static_cast<std::int64_t>((sched_.held() & mine).count());
     if (options_.partitions.configured) {
       for (const auto& p : options_.partitions.partitions) {
         if (p.has_node(n.name)) info.partitions.push_back(p.name);
@@ -163,9 +164,30 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
     }
     reply.nodes.push_back(std::move(info));
   }
+  // Live jobs per partition (the core's partition indices follow the
+  // configuration's order): pending ones in each they may run in, running
+  // ones in the one they run in.
+  const std::size_t nparts = options_.partitions.configured ? options_.partitions.partitions.size() : 0;
+  std::vector<std::int64_t> pending(nparts, 0), running(nparts, 0);
+  for (const auto& [id, entry] : jobs_.live()) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr) continue;
+    if (j->state == job_state::pending) {
+      ++reply.jobs_pending;
+      for (std::size_t i : j->partitions) {
+        if (i < nparts) ++pending[i];
+      }
+    } else if (j->state == job_state::running || j->state == job_state::resizing) {
+      ++reply.jobs_running;
+      if (j->partition < nparts) ++running[j->partition];
+    }
+  }
   if (options_.partitions.configured) {
-    for (const auto& p : options_.partitions.partitions) {
+    for (std::size_t i = 0; i < nparts; ++i) {
+      const auto& p = options_.partitions.partitions[i];
       protocol::partition_info pi;
+      pi.jobs_pending = pending[i];
+      pi.jobs_running = running[i];
       pi.name = p.name;
       pi.state = std::string(core::to_string(p.state));
       pi.is_default = p.is_default;

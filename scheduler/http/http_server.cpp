@@ -321,11 +321,11 @@ private:
     } else if (m.r->who == access::token || (m.r->who == access::public_read && !st_->options.public_read)) {
       return error_response(401, "this needs a bearer token (get one with ftoken)");
     }
-    return dispatch(*m.r, m.id, req, query, who);
+    return dispatch(*m.r, m.id, m.name, req, query, who);
   }
 
-  plan dispatch(const route& r, std::optional<std::int64_t> id, const request_t& req, std::string_view query,
-                const identity& who) {
+  plan dispatch(const route& r, std::optional<std::int64_t> id, const std::string& name, const request_t& req,
+                std::string_view query, const identity& who) {
     const std::string_view p = r.path;
     if (p == "/api/v1/openapi.json") return make_response(200, std::string(openapi_document()));
     if (p == "/") {
@@ -370,6 +370,19 @@ private:
     if (p == "/api/v1/nodes") {
       return ask_controller{protocol::list_nodes{1},
                             [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    }
+    if (p == "/api/v1/partitions" || p == "/api/v1/partitions/{name}") {
+      std::optional<std::string> only;
+      if (p == "/api/v1/partitions/{name}") only = name;
+      return ask_controller{protocol::list_nodes{1}, [only](const protocol::ok& ok) {
+                              try {
+                                const auto nodes = protocol::read_reply<protocol::list_nodes_reply>(ok);
+                                return make_response(200, partitions_json(nodes, only).dump() + "\n");
+                              } catch (const protocol::protocol_error& e) {
+                                if (e.code() == protocol::error_code::not_found) return error_response(404, e.what());
+                                throw;
+                              }
+                            }};
     }
     if (p == "/api/v1/jobs" && r.method == "GET") return list_jobs(query);
     if (p == "/api/v1/jobs" && r.method == "POST") return submit(req);

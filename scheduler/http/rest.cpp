@@ -2,6 +2,7 @@
 #include "http/rest.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -9,7 +10,9 @@
 #include "client/time_limit.hpp"
 #include "client/usage_error.hpp"
 #include "core/enum_names.hpp"
+#include "core/hostlist.hpp"
 #include "core/job_state.hpp"
+#include "core/partition.hpp"
 #include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
 
@@ -34,6 +37,8 @@ const std::vector<route>& routes() {
       {"POST", "/api/v1/jobs/{id}/requeue", access::token},
       {"GET", "/api/v1/jobs/{id}/history", access::token},
       {"GET", "/api/v1/nodes", access::public_read},
+      {"GET", "/api/v1/partitions", access::public_read},
+      {"GET", "/api/v1/partitions/{name}", access::public_read},
       {"GET", "/api/v1/cluster/map", access::public_read},
       {"GET", "/api/v1/cluster/utilization", access::public_read},
       {"GET", "/api/v1/events", access::public_read},
@@ -44,24 +49,37 @@ const std::vector<route>& routes() {
 
 namespace {
 
-// Matches "/api/v1/jobs/{id}" against "/api/v1/jobs/42".
-bool path_matches(std::string_view pattern, std::string_view path, std::optional<std::int64_t>& id) {
+// Matches "/api/v1/jobs/{id}" against "/api/v1/jobs/42", and
+// "/api/v1/partitions/{name}" against "/api/v1/partitions/debug".
+bool path_matches(std::string_view pattern, std::string_view path, std::optional<std::int64_t>& id, std::string& name) {
   while (!pattern.empty()) {
-    const auto brace = pattern.find("{id}");
+    const auto brace = pattern.find('{');
     if (brace == std::string_view::npos) return pattern == path;
     if (path.substr(0, brace) != pattern.substr(0, brace)) return false;
     path.remove_prefix(brace);
-    pattern.remove_prefix(brace + 4);
+    pattern.remove_prefix(brace);
     const auto end = path.find('/');
-    const std::string_view digits = path.substr(0, end);
-    std::int64_t v = 0;
-    const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (digits.empty() || ec != std::errc{} || p != digits.data() + digits.size() || v < 1 ||
-        v > protocol::k_max_job_id) {
+    const std::string_view segment = path.substr(0, end);
+    if (pattern.starts_with("{id}")) {
+      pattern.remove_prefix(4);
+      std::int64_t v = 0;
+      const auto [p, ec] = std::from_chars(segment.data(), segment.data() + segment.size(), v);
+      if (segment.empty() || ec != std::errc{} || p != segment.data() + segment.size() || v < 1 ||
+          v > protocol::k_max_job_id) {
+        return false;
+      }
+      id = v;
+    } else if (pattern.starts_with("{name}")) {
+      pattern.remove_prefix(6);
+      const bool ok = !segment.empty() && segment.size() <= 64 && std::all_of(segment.begin(), segment.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+      });
+      if (!ok) return false;
+      name = std::string(segment);
+    } else {
       return false;
     }
-    id = v;
-    path.remove_prefix(digits.size());
+    path.remove_prefix(segment.size());
   }
   return path.empty();
 }
@@ -72,12 +90,14 @@ route_match match_route(std::string_view method, std::string_view path) {
   route_match m;
   for (const route& r : routes()) {
     std::optional<std::int64_t> id;
-    if (!path_matches(r.path, path, id)) continue;
+    std::string name;
+    if (!path_matches(r.path, path, id, name)) continue;
     m.path_known = true;
     m.allow += (m.allow.empty() ? "" : ", ") + std::string(r.method);
     if (r.method == method) {
       m.r = &r;
       m.id = id;
+      m.name = std::move(name);
     }
   }
   return m;
@@ -162,6 +182,65 @@ json job_from_rest(const json& body) {
     }
   }
   return job;
+}
+
+json partitions_json(const protocol::list_nodes_reply& r, const std::optional<std::string>& only) {
+  std::vector<protocol::partition_info> parts = r.partitions;
+  const bool implicit = parts.empty();
+  if (implicit) {
+    protocol::partition_info p;
+    p.name = std::string(core::k_implicit_partition);
+    p.is_default = true;
+    p.nodes = "ALL";
+    p.jobs_pending = r.jobs_pending;
+    p.jobs_running = r.jobs_running;
+    parts.push_back(std::move(p));
+  }
+  auto limit = [](std::int64_t v) { return v == 0 ? json(nullptr) : json(v); };
+  json out = json::array();
+  for (const auto& p : parts) {
+    if (only && p.name != *only) continue;
+    std::vector<std::string> names;
+    std::int64_t total = 0, alloc = 0, free = 0, up = 0, drain = 0, down = 0;
+    for (const auto& n : r.nodes) {
+      if (!implicit && std::find(n.partitions.begin(), n.partitions.end(), p.name) == n.partitions.end()) continue;
+      names.push_back(n.name);
+      total += n.nprocs;
+      alloc += n.alloc;
+      switch (n.state) {
+        case protocol::node_state::up:
+          ++up;
+          free += std::max<std::int64_t>(0, n.nprocs - n.alloc);
+          break;
+        case protocol::node_state::drain: ++drain; break;
+        case protocol::node_state::down: ++down; break;
+      }
+    }
+    std::sort(names.begin(), names.end(), core::host_order);
+    out.push_back({{"name", p.name},
+                   {"state", p.state},
+                   {"default", p.is_default},
+                   {"nodes", p.nodes},
+                   {"node_list", core::compress_hostlist(names)},
+                   {"node_names", names},
+                   {"node_count", static_cast<std::int64_t>(names.size())},
+                   {"node_states", {{"UP", up}, {"DRAIN", drain}, {"DOWN", down}}},
+                   {"cpus", {{"total", total}, {"alloc", alloc}, {"free", free}}},
+                   {"limits",
+                    {{"max_time_s", limit(p.max_time_s)},
+                     {"default_time_s", limit(p.default_time_s)},
+                     {"max_nodes", limit(p.max_nodes)},
+                     {"max_cpus_per_job", limit(p.max_cpus_per_job)}}},
+                   {"jobs", {{"pending", p.jobs_pending}, {"running", p.jobs_running}}}});
+  }
+  if (!only) return json{{"partitions", std::move(out)}};
+  if (out.empty()) {
+    std::string known;
+    for (const auto& p : parts) known += (known.empty() ? "" : ", ") + p.name;
+    throw protocol::protocol_error(protocol::error_code::not_found,
+                                   "no partition '" + *only + "' (partitions: " + known + ")");
+  }
+  return out.at(0);
 }
 
 unsigned status_of(protocol::error_code code) {

@@ -13,6 +13,7 @@
 
 #include "daemon/observe.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/replies.hpp"
 
 namespace aqs::http {
 
@@ -25,7 +26,7 @@ enum class access : unsigned char {
 
 struct route {
   std::string_view method;  // GET, POST, DELETE
-  std::string_view path;    // OpenAPI form: "/api/v1/jobs/{id}"
+  std::string_view path;    // OpenAPI form: "/api/v1/jobs/{id}", "/api/v1/partitions/{name}"
   access who;
 };
 
@@ -34,11 +35,12 @@ struct route {
 const std::vector<route>& routes();
 
 // The route matching `method` and `target`'s path, with {id} read into
-// `id`. nullopt: no such path (404); a path with other methods only gives
+// `id` and {name} (letters, digits, "_", "-", ".") into `name`. nullopt: no such path (404); a path with other methods only gives
 // `method_allowed` false and the allowed methods (405).
 struct route_match {
   const route* r = nullptr;
   std::optional<std::int64_t> id;
+  std::string name;
   bool path_known = false;
   std::string allow;  // "GET, DELETE" when the path exists
 };
@@ -56,6 +58,15 @@ nlohmann::json job_from_rest(const nlohmann::json& body);
 // the protocol's control update (fctl update). Throws protocol_error
 // bad_request naming the field.
 nlohmann::json update_from_rest(const nlohmann::json& body, std::int64_t job);
+
+// GET /api/v1/partitions (`only` unset: {"partitions": [...]}) and
+// /api/v1/partitions/{name} (that one's object), from a list_nodes reply:
+// each partition with its state, whether it is the default, its nodes (as
+// configured and the registered ones by name), their states, processors
+// (total, alloc, free: idle on UP nodes), limits (null: unlimited) and live
+// jobs (pending, running). Without partitions configured, the implicit one
+// ("main", every node). An unknown name throws protocol_error(not_found).
+nlohmann::json partitions_json(const protocol::list_nodes_reply& r, const std::optional<std::string>& only);
 
 // The HTTP status of a protocol error code.
 unsigned status_of(protocol::error_code code);

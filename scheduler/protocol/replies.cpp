@@ -34,12 +34,14 @@ struct listed_node_object {
   json write(const listed_node& n) const {
     json j = protocol::to_json(static_cast<const node_info&>(n));
     j["connected"] = n.connected;
+    if (n.alloc != 0) j["alloc"] = n.alloc;
     return j;
   }
   listed_node read(const reader& in, std::string_view key, const json& v) const {
     listed_node out;
     static_cast<node_info&>(out) = parse_node_info(v, in.name_of(key));
     out.connected = in.nested(key, v).boolean("connected", false);
+    out.alloc = in.nested(key, v).integer_or("alloc", 0, k_max_pe, 0);
     return out;
   }
 };
@@ -116,6 +118,8 @@ struct record<partition_info> {
       field("default_time_s", &R::default_time_s, k_seconds, presence::sparse),
       field("max_nodes", &R::max_nodes, k_count, presence::sparse),
       field("max_cpus_per_job", &R::max_cpus_per_job, k_count, presence::sparse),
+      field("jobs_pending", &R::jobs_pending, integer{0, k_max_job_id}, presence::sparse),
+      field("jobs_running", &R::jobs_running, integer{0, k_max_job_id}, presence::sparse),
   };
 };
 
@@ -124,6 +128,8 @@ struct record<list_nodes_reply> {
   static constexpr auto fields = std::tuple{
       field("nodes", &list_nodes_reply::nodes, list<listed_node_object>{k_max_ids, {}}, presence::required),
       field("partitions", &list_nodes_reply::partitions, list<object<partition_info>>{4096, {}}, presence::sparse),
+      field("jobs_pending", &list_nodes_reply::jobs_pending, integer{0, k_max_job_id}, presence::sparse),
+      field("jobs_running", &list_nodes_reply::jobs_running, integer{0, k_max_job_id}, presence::sparse),
   };
 };
 

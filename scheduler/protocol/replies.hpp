@@ -64,6 +64,9 @@ struct list_jobs_reply {
 // (not part of fnodes --json).
 struct listed_node : node_info {
   bool connected = false;
+  // Its processors held by jobs (reserved ones of a resize included); left
+  // out when none.
+  std::int64_t alloc = 0;
   friend bool operator==(const listed_node&, const listed_node&) = default;
 };
 // A partition as list_nodes shows it (sinfo): configured ones only; an
@@ -77,11 +80,19 @@ struct partition_info {
   std::int64_t default_time_s = 0;   // 0: MaxTime
   std::int64_t max_nodes = 0;        // 0: unlimited
   std::int64_t max_cpus_per_job = 0; // 0: unlimited
+  // Its live jobs: pending ones that may run in it (a job asking for
+  // "a,b" counts in both), and those running (or resizing) in it.
+  std::int64_t jobs_pending = 0;
+  std::int64_t jobs_running = 0;
   friend bool operator==(const partition_info&, const partition_info&) = default;
 };
 struct list_nodes_reply {
   std::vector<listed_node> nodes;
   std::vector<partition_info> partitions;
+  // The cluster's live jobs, pending and running (or resizing): the
+  // implicit partition's when none is configured.
+  std::int64_t jobs_pending = 0;
+  std::int64_t jobs_running = 0;
   friend bool operator==(const list_nodes_reply&, const list_nodes_reply&) = default;
 };
 

@@ -303,7 +303,7 @@ sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args) {
       {'M', "clusters", arg::required, "ignore"},   {'n', "nodes", arg::required, "ignore"},
       {0, "noconvert", arg::none, "ignore"},        {'N', "Node", arg::none, "node"},
       {'o', "format", arg::required, "format"},     {'O', "Format", arg::required, "Format"},
-      {'p', "partition", arg::required, "ignore"},  {'r', "responding", arg::none, "ignore"},
+      {'p', "partition", arg::required, "partition"},  {'r', "responding", arg::none, "ignore"},
       {'R', "list-reasons", arg::none, "ignore"},   {'s', "summarize", arg::none, "summarize"},
       {'S', "sort", arg::required, "ignore"},       {'t', "states", arg::required, "ignore"},
       {'T', "reservation", arg::none, "ignore"},    {0, "usage", arg::none, "usage"},
@@ -323,6 +323,16 @@ sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args) {
     if (key == "format") out.format = value;
     if (key == "Format") out.long_format = value;
     if (key == "json") out.json = true;
+    if (key == "partition") {
+      // -p a,b (repeated: the last one counts, as Slurm's).
+      out.partitions.clear();
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        if (comma != 0) out.partitions.emplace_back(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      }
+    }
     if (key == "iterate") throw command_error("--iterate is not supported by AQS's sinfo (run it in a loop)");
     if (key == "yaml") throw command_error("--yaml is not supported by AQS's sinfo (use --json)");
   }

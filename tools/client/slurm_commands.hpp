@@ -77,6 +77,9 @@ struct sinfo_command_line {
   std::optional<std::string> format, long_format;
   bool json = false;
   bool help = false, usage = false, version = false;
+  // -p/--partition a,b: only these partitions' lines (an unknown name
+  // selects nothing: the header alone, as Slurm's sinfo).
+  std::vector<std::string> partitions;
 };
 sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args);
 

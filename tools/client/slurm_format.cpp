@@ -667,6 +667,12 @@ std::string render_sacct(const std::vector<sacct_field>& fields, const std::vect
 
 // ---------------------------------------------------------------- sinfo
 
+void keep_partitions(std::vector<node_view>& nodes, const std::vector<std::string>& names) {
+  std::erase_if(nodes, [&](const node_view& v) {
+    return std::find(names.begin(), names.end(), v.partition.name) == names.end();
+  });
+}
+
 std::string sinfo_state(const node_view& n) {
   switch (n.info.state) {
     case protocol::node_state::down: return "down";

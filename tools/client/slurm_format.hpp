@@ -152,6 +152,9 @@ struct node_view {
   std::int64_t allocated = 0;  // processors held by running jobs
   partition_view partition;
 };
+// sinfo -p a,b: keeps the views of these partitions only (none for a name
+// that is no partition: Slurm's sinfo then prints its header alone).
+void keep_partitions(std::vector<node_view>& nodes, const std::vector<std::string>& names);
 // "idle", "mix", "alloc", "down", "drain", "drng" (draining with jobs).
 std::string sinfo_state(const node_view& n);
 // sinfo's long state: "idle", "mixed", "allocated", "down", "drained", "draining".

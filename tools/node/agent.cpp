@@ -489,6 +489,10 @@ void agent::handle_launch(const protocol::launch& l) {
           g->mem_per_node_mb ? static_cast<std::uint64_t>(*g->mem_per_node_mb)
                              : static_cast<std::uint64_t>(g->mem_per_cpu_mb.value_or(0)) * l.local_cpus.size();
       if (mb > 0) supervisor_.limit_memory(l.job_id, mb);
+      // --signal=[B:]SIG[@TIME]: a warning before the time limit.
+      if (const auto warn = core::signal_spec_of(g->recorded); warn && limit) {
+        supervisor_.signal_before_limit(l.job_id, *warn);
+      }
     }
   } catch (const std::exception& e) {
     remove_job_files(options_.spool, l.job_id);  // a job that never started leaves nothing

@@ -180,6 +180,7 @@ namespace {
 struct proc_stat {
   pid_t parent = 0;
   pid_t session = 0;
+  pid_t group = 0;
 };
 
 // A process's parent and session from /proc/PID/stat ("pid (comm) state ppid
@@ -198,7 +199,7 @@ std::optional<proc_stat> read_proc_stat(pid_t pid) noexcept {
   char state = 0;
   long ppid = 0, pgrp = 0, sid = 0;
   if (p == nullptr || std::sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &sid) != 4) return std::nullopt;
-  return proc_stat{static_cast<pid_t>(ppid), static_cast<pid_t>(sid)};
+  return proc_stat{static_cast<pid_t>(ppid), static_cast<pid_t>(sid), static_cast<pid_t>(pgrp)};
 }
 
 // Whether `ancestor` is among the ancestors of `pid`.
@@ -260,6 +261,23 @@ int signal_tagged(std::int64_t job_id, int sig) noexcept {
       }
       at += elen + 1;
     }
+  }
+  ::closedir(d);
+  return n;
+}
+
+int signal_job_steps(pid_t pgid, pid_t session, int sig) noexcept {
+  if (pgid <= 1) return 0;
+  int n = 0;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return 0;
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 1 || pid == pgid || pid == session) continue;
+    const auto st = read_proc_stat(static_cast<pid_t>(pid));
+    if (!st || (st->group != pgid && (session <= 1 || st->session != session))) continue;
+    if (::kill(static_cast<pid_t>(pid), sig) == 0) ++n;
   }
   ::closedir(d);
   return n;

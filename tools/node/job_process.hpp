@@ -73,6 +73,11 @@ pid_t launch(const launch_spec& spec);
 // left the job's group, such as MPI ranks that orted put in groups of their
 // own). Returns false if the group no longer exists.
 bool signal_job(pid_t pgid, pid_t session, int sig) noexcept;
+// Sends sig to what the job started (Slurm's steps): every process of the
+// job's group and of the step's `session` (0: none) except the job's main
+// process, the batch shell (pid == pgid), and the step itself. Returns how
+// many were signalled.
+int signal_job_steps(pid_t pgid, pid_t session, int sig) noexcept;
 // Sends sig to every process of `session` except `except` (and never to
 // pid 1); used by the step once its job is over.
 void signal_session(pid_t session, pid_t except, int sig) noexcept;

@@ -364,6 +364,41 @@ void job_supervisor::arm_limit(job& j, std::chrono::milliseconds left, std::chro
     auto it = jobs_.find(job_id);
     if (it != jobs_.end()) terminate(it->second, core::job_state::timeout, SIGTERM, grace);
   });
+  arm_warning(j, left);
+}
+
+void job_supervisor::arm_warning(job& j, std::chrono::milliseconds left) {
+  if (!j.warning) return;
+  const auto at = std::max(left - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::seconds(j.warning->before_s)),
+                           std::chrono::milliseconds(0));
+  j.warn = std::make_unique<boost::asio::steady_timer>(io_, at);
+  const std::int64_t job_id = j.id;
+  j.warn->async_wait([this, job_id](boost::system::error_code ec) {
+    if (ec) return;
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end() || !it->second.warning || it->second.killed_as) return;
+    job& jj = it->second;
+    const core::signal_spec s = *jj.warning;
+    jj.warning.reset();  // once
+    if (s.batch_only) {
+      ::kill(jj.pgid, s.signal);  // the batch shell leads the job's group
+    } else {
+      signal_job_steps(jj.pgid, jj.step, s.signal);
+    }
+  });
+}
+
+bool job_supervisor::signal_before_limit(std::int64_t job_id, const core::signal_spec& s) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return false;
+  job& j = it->second;
+  j.warning = s;
+  // Armed with the limit (arm_limit), or now when the limit already runs.
+  if (j.limit && !j.paused_left) {
+    arm_warning(j, std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - std::chrono::steady_clock::now()));
+  }
+  return true;
 }
 
 std::vector<std::int64_t> job_supervisor::adopt() {
@@ -495,6 +530,10 @@ bool job_supervisor::pause(std::int64_t job_id, bool stop) {
       j.paused_left = std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - std::chrono::steady_clock::now());
       j.limit->cancel();
       j.limit.reset();
+      if (j.warn) {
+        j.warn->cancel();
+        j.warn.reset();
+      }
     }
   } else if (j.paused_left) {
     arm_limit(j, *j.paused_left, j.grace);

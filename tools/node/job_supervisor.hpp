@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "core/job_state.hpp"
+#include "core/signal_spec.hpp"
 #include "job_process.hpp"
 #include "unique_fd.hpp"
 
@@ -95,6 +96,13 @@ public:
   // Sends sig to the job's process group and nothing more (no escalation,
   // no change to how the job is reported). False for a job not running here.
   bool signal(std::int64_t job_id, int sig);
+  // --signal: `s.signal` to the job `s.before_s` seconds before its time
+  // limit (at once when less is left), once: to its batch shell alone
+  // (B:), else to every process it started but not the shell (Slurm's "all
+  // steps"). Time suspended does not count, as for the limit. Nothing for
+  // a job without a time limit. Not kept across an agent restart (an
+  // adopted job is timed out, not warned). False for a job not here.
+  bool signal_before_limit(std::int64_t job_id, const core::signal_spec& s);
   // fctl suspend/resume: SIGSTOP (stop) or SIGCONT to the job's process
   // group, and its time limit stops running while it is stopped. False for
   // a job not running here. (A job adopted by a restarted agent while
@@ -162,6 +170,8 @@ private:
     unique_fd lease;  // while we hold it, the step knows its agent lives
     unique_fd lease_drain;  // our read end: stale stamps go when the FIFO is full (a stopped step)
     std::uint64_t memory_limit_mb = 0;  // 0: none
+    std::optional<core::signal_spec> warning;  // --signal, until sent
+    std::unique_ptr<boost::asio::steady_timer> warn;
   };
   void watch_memory();
   void wait_for_children();
@@ -172,6 +182,7 @@ private:
   void read_report(std::int64_t job_id);
   void reported(std::int64_t job_id);
   void arm_limit(job& j, std::chrono::milliseconds left, std::chrono::milliseconds grace);
+  void arm_warning(job& j, std::chrono::milliseconds left);
   std::filesystem::path record(std::int64_t id, const char* what) const;
   void terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace);
 

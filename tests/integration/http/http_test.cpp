@@ -153,7 +153,7 @@ TEST_CASE("without a token the API answers 401 with a JSON error, except its Ope
            {"GET", "/api/v1/jobs"}, {"POST", "/api/v1/jobs"}, {"GET", "/api/v1/jobs/1"}, {"DELETE", "/api/v1/jobs/1"},
            {"PATCH", "/api/v1/jobs/1"}, {"POST", "/api/v1/jobs/1/hold"},
            {"GET", "/api/v1/jobs/1/history"}, {"GET", "/api/v1/nodes"}, {"GET", "/api/v1/cluster/map"},
-           {"GET", "/api/v1/events"}, {"GET", "/metrics"}, {"GET", "/api/v1/whoami"}}) {
+           {"GET", "/api/v1/partitions"}, {"GET", "/api/v1/partitions/main"}, {"GET", "/api/v1/events"}, {"GET", "/metrics"}, {"GET", "/api/v1/whoami"}}) {
     CAPTURE(method);
     CAPTURE(target);
     const auto r = http_request(s.web, method, target, std::nullopt, method == "POST" ? "{}" : "");
@@ -375,6 +375,66 @@ TEST_CASE("the job list filters by state and user and pages; nodes and the proce
   CHECK(holders == std::set<std::int64_t>{a1, a2, b1});
   CHECK(r.json().at("cpus").at("alloc") == 3);
   CHECK(r.json().at("cpus").at("idle") == 5);
+}
+
+TEST_CASE("partitions list their nodes, processors, limits and jobs; the implicit one without aqs.conf") {
+  SUBCASE("no aqs.conf: main, every node") {
+    setup s;
+    const issued bob = s.token(&s.bob);
+    const std::int64_t b1 = s.rest_job(s.bob, bob.token);
+    s.c->wait_state(b1, {job_state::running});
+    auto r = s.get("/api/v1/partitions", bob.token);
+    REQUIRE(r.status == 200);
+    CAPTURE(r.body);
+    const json all = r.json();
+    REQUIRE(all.at("partitions").size() == 1);
+    const json& p = all["partitions"][0];
+    CHECK(p.at("name") == "main");
+    CHECK(p.at("default") == true);
+    CHECK(p.at("node_count") == 2);
+    CHECK(p.at("cpus") == json{{"total", 8}, {"alloc", 1}, {"free", 7}});
+    CHECK(p.at("jobs") == json{{"pending", 0}, {"running", 1}});
+    CHECK(s.get("/api/v1/partitions/main", bob.token).json() == p);
+    r = s.get("/api/v1/partitions/gpu", bob.token);
+    CHECK(r.status == 404);
+    CHECK(r.error() == "no partition 'gpu' (partitions: main)");
+  }
+  SUBCASE("aqs.conf: each partition with its own nodes and jobs") {
+    test::temp_dir conf_dir("aqs-http-partitions");
+    const fs::path conf = conf_dir.path() / "aqs.conf";
+    std::ofstream(conf) << "PartitionName=debug Nodes=node0 Default=YES MaxTime=30:00 MaxNodes=1\n"
+                           "PartitionName=batch Nodes=node[0-1] MaxTime=2:00:00 State=DOWN\n";
+    setup s({"--http", "127.0.0.1:0", "--http-public", "--config", conf.string()});
+    const issued alice = s.token(&s.alice);
+    const std::int64_t a1 = s.rest_job(s.alice, alice.token);
+    s.c->wait_state(a1, {job_state::running});
+    // debug has 3 processors left: a job of 4 waits there.
+    const auto sub = http_request(s.web, "POST", "/api/v1/jobs", alice.token,
+                                  json{{"name", "waits"}, {"script", "#!/bin/sh\nsleep 300\n"}, {"ntasks", 4},
+                                       {"time", "10"}, {"workdir", s.alice.home.string()}}.dump());
+    REQUIRE(sub.status == 201);
+    // Public views: partitions as /api/v1/nodes, without a token.
+    auto r = s.get("/api/v1/partitions", std::nullopt);
+    REQUIRE(r.status == 200);
+    CAPTURE(r.body);
+    const json all = r.json();
+    REQUIRE(all.at("partitions").size() == 2);
+    const json& d = all["partitions"][0];
+    CHECK(d.at("name") == "debug");
+    CHECK(d.at("default") == true);
+    CHECK(d.at("node_list") == "node0");
+    CHECK(d.at("cpus") == json{{"total", 4}, {"alloc", 1}, {"free", 3}});
+    CHECK(d.at("limits").at("max_time_s") == 1800);
+    CHECK(d.at("limits").at("max_nodes") == 1);
+    CHECK(d.at("limits").at("max_cpus_per_job").is_null());
+    CHECK(d.at("jobs") == json{{"pending", 1}, {"running", 1}});
+    const json b = s.get("/api/v1/partitions/batch", std::nullopt).json();
+    CHECK(b.at("state") == "DOWN");
+    CHECK(b.at("node_names") == json::array({"node0", "node1"}));
+    CHECK(b.at("cpus") == json{{"total", 8}, {"alloc", 1}, {"free", 7}});
+    CHECK(b.at("jobs") == json{{"pending", 0}, {"running", 0}});
+    CHECK(s.get("/api/v1/partitions/main", std::nullopt).status == 404);
+  }
 }
 
 TEST_CASE("the event stream reports a job's start and end, and --http-public opens the read-only views only") {

@@ -156,3 +156,53 @@ TEST_CASE("the resident memory of a process group counts what its processes touc
   CHECK(after < before + (200u << 20));
   CHECK(aqs::node::job_supervisor::resident_bytes(0x7ffffff0) == 0);  // no such group
 }
+
+TEST_CASE("--signal B: warns the batch shell alone, TIME seconds before the limit, once; then the limit ends it") {
+  bench b;
+  b.sup.start(60, b.shell("trap 'echo usr1 >> sig.txt' USR1; while :; do sleep 0.1; done"), 3s, 1s);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(b.sup.signal_before_limit(60, aqs::core::signal_spec{SIGUSR1, 2, true}));
+  while (b.read("sig.txt").empty() && std::chrono::steady_clock::now() - t0 < 10s) b.io.run_for(10ms);
+  const auto warned_after = std::chrono::steady_clock::now() - t0;
+  CHECK(b.read("sig.txt") == "usr1\n");
+  CHECK(warned_after > 500ms);   // about 1 s: 3 s limit, 2 s before
+  CHECK(warned_after < 2500ms);  // and before the limit
+  const auto& o = b.wait(60);
+  CHECK(o.state == job_state::timeout);
+  CHECK(b.read("sig.txt") == "usr1\n");  // once
+  CHECK_FALSE(b.sup.signal_before_limit(60, aqs::core::signal_spec{SIGUSR1, 2, true}));
+}
+
+TEST_CASE("--signal without B: goes to what the job started, not its batch shell") {
+  bench b;
+  std::optional<std::optional<std::string>> started;
+  // Set before the step reports, as the agent does: armed with the limit.
+  b.sup.start_async(61,
+                    b.shell("trap 'echo shell >> sig.txt' USR1; "
+                            "sh -c 'trap \"echo step >> sig.txt; exit 0\" USR1; while :; do sleep 0.1; done' & "
+                            "wait; echo after >> sig.txt; sleep 30"),
+                    3s, 1s, [&](std::optional<std::string> e) { started = std::move(e); });
+  CHECK(b.sup.signal_before_limit(61, aqs::core::signal_spec{SIGUSR1, 2, false}));
+  const auto t0 = std::chrono::steady_clock::now();
+  while (b.read("sig.txt").find("after") == std::string::npos && std::chrono::steady_clock::now() - t0 < 10s) {
+    b.io.run_for(10ms);
+  }
+  REQUIRE(started);
+  CHECK_FALSE(*started);
+  CHECK(b.read("sig.txt") == "step\nafter\n");
+  CHECK(b.wait(61).state == job_state::timeout);
+}
+
+TEST_CASE("--signal with less time left than TIME comes at once; a job without a time limit gets none") {
+  bench b;
+  b.sup.start(62, b.shell("trap 'echo usr2 >> sig.txt; exit 0' USR2; echo ready; while :; do sleep 0.1; done"), 30s, 1s);
+  for (int i = 0; i < 3000 && b.read("out.txt").empty(); ++i) b.io.run_for(10ms);  // the trap is set
+  CHECK(b.sup.signal_before_limit(62, aqs::core::signal_spec{SIGUSR2, 60, true}));
+  const auto& o = b.wait(62);
+  CHECK(o.state == job_state::completed);
+  CHECK(b.read("sig.txt") == "usr2\n");
+  b.sup.start(63, b.shell("trap 'echo usr2 >> none.txt' USR2; sleep 1"));
+  CHECK(b.sup.signal_before_limit(63, aqs::core::signal_spec{SIGUSR2, 60, true}));
+  CHECK(b.wait(63).state == job_state::completed);
+  CHECK(b.read("none.txt").empty());
+}

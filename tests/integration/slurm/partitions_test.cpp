@@ -3,9 +3,12 @@
 // throwaway user, seen with sinfo, squeue and fnodes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -32,7 +35,7 @@ constexpr const char* k_config =
 fs::path slurm_bin(const test::cluster& c) {
   const fs::path bin = c.dir() / "slurm-bin";
   fs::create_directories(bin);
-  for (const char* n : {"sbatch", "squeue", "sinfo", "scancel"}) {
+  for (const char* n : {"sbatch", "squeue", "sinfo", "scancel", "scontrol"}) {
     const fs::path link = bin / n;
     if (!fs::exists(fs::symlink_status(link))) fs::create_symlink(fs::path(AQS_SLURM_BIN_DIR) / ("aqs-" + std::string(n)), link);
   }
@@ -101,6 +104,18 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
         "batch        up    2:00:00      2   idle node[2-3]\n"
         "vip          up   infinite      1   idle node3\n"
         "off        down   infinite      1   idle node0\n");
+  // sinfo -p: those partitions only, in the configuration's order; an unknown
+  // one: the header alone, exit 0, as Slurm's.
+  const auto some = s.run("sinfo", {"-p", "vip,batch"});
+  CHECK(some.status == 0);
+  CHECK(some.out ==
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "batch        up    2:00:00      2   idle node[2-3]\n"
+        "vip          up   infinite      1   idle node3\n");
+  CHECK(s.run("sinfo", {"-h", "--partition=debug", "-o", "%P %D"}).out == "debug* 2\n");
+  const auto unknown = s.run("sinfo", {"-p", "nosuch"});
+  CHECK(unknown.status == 0);
+  CHECK(unknown.out == "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n");
 
   // Two whole-partition jobs in batch: each runs on batch's nodes only, and
   // the second waits for the first although debug is idle.
@@ -171,12 +186,100 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   CHECK(fn.out.find("PARTITIONS") != std::string::npos);
   CHECK(fn.out.find("batch,vip") != std::string::npos);
 
+  // scontrol: partitions, nodes and jobs in Slurm's key=value form.
+  auto sc = s.run("scontrol", {"show", "partition", "batch"});
+  CHECK(sc.status == 0);
+  CHECK(sc.out ==
+        "PartitionName=batch\n"
+        "   Default=NO\n"
+        "   DefaultTime=NONE\n"
+        "   MaxNodes=UNLIMITED MaxTime=02:00:00 MinNodes=0 MaxCPUsPerJob=UNLIMITED\n"
+        "   Nodes=node[2-3]\n"
+        "   State=UP TotalCPUs=8 TotalNodes=2\n"
+        "\n");
+  sc = s.run("scontrol", {"show", "partition", "gpu"});
+  CHECK(sc.status == 1);
+  CHECK(sc.out == "Partition gpu not found\n");
+  sc = s.run("scontrol", {"-o", "show", "node", "node2"});
+  CHECK(sc.status == 0);
+  CHECK(sc.out.starts_with("NodeName=node2 CPUAlloc=4 CPUEfctv=4 CPUTot=4 "));
+  CHECK(sc.out.ends_with(" State=ALLOCATED Partitions=batch\n"));
+  CHECK(s.run("scontrol", {"show", "node", "node9"}).out == "Node node9 not found\n");
+  sc = s.run("scontrol", {"show", "job", std::to_string(b1)});
+  CHECK(sc.status == 0);
+  CHECK(sc.out.starts_with("JobId=" + std::to_string(b1) + " JobName="));
+  for (const char* part : {"   UserId=root(0)\n", "   JobState=RUNNING Reason=None", " TimeLimit=02:00:00 ",
+                           "   Partition=batch\n", "   NodeList=node[2-3]\n", "   NumNodes=2 NumCPUs=8 "}) {
+    CAPTURE(part);
+    CHECK(sc.out.find(part) != std::string::npos);
+  }
+  sc = s.run("scontrol", {"show", "job", "999999"});
+  CHECK(sc.status == 1);
+  CHECK(sc.err == "slurm_load_jobs error: Invalid job id specified\n");
+  CHECK(s.run("scontrol", {"show", "hostnames", "node[2-3]"}).out == "node2\nnode3\n");
+  // hold, update, release of a pending job; another user's is refused, in one line.
+  CHECK(s.run("scontrol", {"hold", std::to_string(b2)}).status == 0);
+  CHECK(s.run("squeue", {"-h", "-j", std::to_string(b2), "-o", "%r"}).out == "JobHeldAdmin\n");
+  sc = s.run("scontrol", {"update", "JobId=" + std::to_string(b2), "TimeLimit=45:00"});
+  CHECK_MESSAGE(sc.status == 0, sc.err);
+  CHECK(c.job(b2)->walltime_s == 2700);
+  sc = s.run("scontrol", {"release", std::to_string(b2)}, &u);
+  CHECK(sc.status == 1);
+  CHECK(sc.err.starts_with("scontrol: error: "));
+  CHECK(std::count(sc.err.begin(), sc.err.end(), '\n') == 1);
+  CHECK(s.run("scontrol", {"release", std::to_string(b2)}).status == 0);
+  CHECK(s.run("squeue", {"-h", "-j", std::to_string(b2), "-o", "%r"}).out != "JobHeldAdmin\n");
+  sc = s.run("scontrol", {"ping"});
+  CHECK(sc.status == 1);
+  CHECK(sc.err.starts_with("scontrol: error: 'ping' is not supported by AQS's scontrol"));
+  sc = s.run("scontrol", {"update", "JobId=" + std::to_string(b2), "Partition=debug"});
+  CHECK(sc.status == 1);
+  CHECK(sc.err.starts_with("scontrol: error: Update of Partition is not supported"));
+
+  // --signal=B:USR1@2 with a 4-second limit: the batch shell's trap runs
+  // about 2 s before the limit ends the job.
+  const fs::path sigout = c.workdir() / "signal-test.out";
+  const std::int64_t sj = s.submit({"-t", "0:04", "--signal=B:USR1@2", "-o", sigout.string(), "--wrap",
+                                    "trap 'echo warned' USR1; for i in 1 2 3 4 5 6 7 8; do sleep 1; done"});
+  CHECK(c.wait_state(sj, {job_state::timeout}).state == job_state::timeout);
+  {
+    std::ifstream in(sigout);
+    std::stringstream text;
+    text << in.rdbuf();
+    CAPTURE(text.str());
+    CHECK(text.str().starts_with("warned\n"));
+    CHECK(text.str().find("warned", 1) == std::string::npos);  // once
+  }
+  r = s.run("sbatch", {"--signal=B:USR9@2", "--wrap", "true"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("invalid --signal 'B:USR9@2'") != std::string::npos);
+
   // When the batch job ends, the waiting one starts on batch's nodes.
   CHECK(s.run("scancel", {std::to_string(b1)}).status == 0);
   const auto j2 = c.wait_state(b2, {job_state::running});
   for (const auto& h : hosts_of(j2.nodes)) CHECK((h == "node2" || h == "node3"));
   s.run("scancel", {"-u", "aqs-part-t1"}, &u);
   for (std::int64_t id : {b2, d1, off}) s.run("scancel", {std::to_string(id)});
+
+  // SIGHUP: aqsd reads aqs.conf again. A broken file keeps the partitions in use.
+  std::ofstream(conf, std::ios::trunc) << "PartitionName=debug Nodes=node[0-1] Default=YES\nPartitionName=x Nodes=node[0-\n";
+  REQUIRE(::kill(c.aqsd_pid(), SIGHUP) == 0);
+  std::this_thread::sleep_for(500ms);
+  CHECK(s.run("sinfo", {"-s", "-h", "-o", "%P"}).out == "debug*\nbatch\nvip\noff\n");
+  std::ofstream(conf, std::ios::trunc) << "PartitionName=all Nodes=ALL Default=YES MaxTime=10:00\n"
+                                          "PartitionName=small Nodes=node0 MaxNodes=1\n";
+  REQUIRE(::kill(c.aqsd_pid(), SIGHUP) == 0);
+  std::string listed;
+  for (int i = 0; i < 100 && listed != "all* 10:00 4\nsmall infinite 1\n"; ++i) {
+    if (i > 0) std::this_thread::sleep_for(100ms);
+    listed = s.run("sinfo", {"-s", "-h", "-o", "%P %l %D"}).out;
+  }
+  CHECK(listed == "all* 10:00 4\nsmall infinite 1\n");
+  r = s.run("sbatch", {"-p", "batch", "--wrap", "true"});
+  CHECK(r.err.find("invalid partition name specified: 'batch' (partitions: all, small)") != std::string::npos);
+  const std::int64_t after = s.submit({"-p", "small", "--wrap", "true"});
+  CHECK(c.wait_state(after, {job_state::completed}).state == job_state::completed);
+  CHECK(c.job(after)->partition == "small");
 }
 
 TEST_CASE("aqsd refuses to start on a bad aqs.conf, naming the file and the line") {

@@ -210,3 +210,90 @@ TEST_CASE("utilisation samples are listed oldest first from `since`, one row per
   snap.cpus_unavailable = 2;
   CHECK(http::sample_of(snap) == http::utilization_sample{5, 3, 1, 8, 2});
 }
+
+TEST_CASE("partition routes take a name, and a name that is not one is no path") {
+  auto m = http::match_route("GET", "/api/v1/partitions/debug-2.x_y");
+  REQUIRE(m.r != nullptr);
+  CHECK(m.r->path == "/api/v1/partitions/{name}");
+  CHECK(m.name == "debug-2.x_y");
+  CHECK(m.r->who == http::access::public_read);
+  m = http::match_route("GET", "/api/v1/partitions");
+  REQUIRE(m.r != nullptr);
+  CHECK(m.name.empty());
+  CHECK(http::match_route("DELETE", "/api/v1/partitions/debug").allow == "GET");
+  for (const char* bad : {"/api/v1/partitions/", "/api/v1/partitions/a/b", "/api/v1/partitions/a%20b",
+                          "/api/v1/partitions/a b"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(http::match_route("GET", bad).path_known);
+  }
+}
+
+TEST_CASE("partitions show their nodes, node states, processors, limits and live jobs") {
+  protocol::list_nodes_reply r;
+  auto node = [](std::string name, protocol::node_state st, std::int64_t n, std::int64_t alloc,
+                 std::vector<std::string> parts) {
+    protocol::listed_node x;
+    x.name = std::move(name);
+    x.state = st;
+    x.nprocs = n;
+    x.alloc = alloc;
+    x.partitions = std::move(parts);
+    return x;
+  };
+  r.nodes = {node("node2", protocol::node_state::up, 4, 1, {"debug", "batch"}),
+             node("node10", protocol::node_state::up, 8, 0, {"batch"}),
+             node("node1", protocol::node_state::drain, 4, 2, {"debug"})};
+  r.jobs_pending = 5;
+  r.jobs_running = 3;
+  SUBCASE("without partitions configured: the implicit one of every node, with the cluster's jobs") {
+    const json all = http::partitions_json(r, std::nullopt);
+    REQUIRE(all.at("partitions").size() == 1);
+    const json& p = all["partitions"][0];
+    CHECK(p["name"] == "main");
+    CHECK(p["default"] == true);
+    CHECK(p["state"] == "UP");
+    CHECK(p["node_list"] == "node[1-2,10]");
+    CHECK(p["node_count"] == 3);
+    CHECK(p["node_states"] == json{{"UP", 2}, {"DRAIN", 1}, {"DOWN", 0}});
+    CHECK(p["cpus"] == json{{"total", 16}, {"alloc", 3}, {"free", 11}});
+    CHECK(p["limits"]["max_time_s"].is_null());
+    CHECK(p["jobs"] == json{{"pending", 5}, {"running", 3}});
+    CHECK(http::partitions_json(r, "main") == p);
+  }
+  SUBCASE("configured: each with its own nodes and counts; an unknown name is not found, listing them") {
+    protocol::partition_info debug;
+    debug.name = "debug";
+    debug.is_default = true;
+    debug.nodes = "node[1-2]";
+    debug.max_time_s = 1800;
+    debug.max_nodes = 1;
+    debug.jobs_pending = 2;
+    debug.jobs_running = 1;
+    protocol::partition_info batch;
+    batch.name = "batch";
+    batch.state = "DOWN";
+    batch.nodes = "ALL";
+    r.partitions = {debug, batch};
+    const json all = http::partitions_json(r, std::nullopt);
+    REQUIRE(all.at("partitions").size() == 2);
+    const json& d = all["partitions"][0];
+    CHECK(d["name"] == "debug");
+    CHECK(d["node_names"] == json::array({"node1", "node2"}));
+    CHECK(d["cpus"] == json{{"total", 8}, {"alloc", 3}, {"free", 3}});
+    CHECK(d["limits"] == json{{"max_time_s", 1800}, {"default_time_s", nullptr}, {"max_nodes", 1},
+                              {"max_cpus_per_job", nullptr}});
+    CHECK(d["jobs"] == json{{"pending", 2}, {"running", 1}});
+    const json b = http::partitions_json(r, "batch");
+    CHECK(b["state"] == "DOWN");
+    CHECK(b["default"] == false);
+    CHECK(b["node_list"] == "node[2,10]");
+    CHECK(b["cpus"]["free"] == 11);
+    try {
+      (void)http::partitions_json(r, "gpu");
+      FAIL("an unknown partition was found");
+    } catch (const protocol::protocol_error& e) {
+      CHECK(e.code() == protocol::error_code::not_found);
+      CHECK(std::string(e.what()) == "no partition 'gpu' (partitions: debug, batch)");
+    }
+  }
+}

@@ -249,7 +249,7 @@ TEST_CASE("field mutations of typed replies give replies or protocol errors only
       make_ok(1, hello_reply{}),
       make_ok(2, submit_reply{17, {}}),
       make_ok(3, cancel_reply{{1, 2}, {{3, error_code::not_found, "no pending or running job 3"}}}),
-      make_ok(4, list_nodes_reply{{node}, {}}),
+      make_ok(4, list_nodes_reply{{node}, {}, 0, 0}),
       make_ok(5, history),
       make_ok(6, register_reply{8, {5, 6}}),
       make_ok(7, remote_exec_reply{"node1"}),

@@ -87,14 +87,17 @@ TEST_CASE("every reply survives make_ok, framing, parsing and read_reply unchang
   check_round_trip(cancel_reply{});
   check_round_trip(list_jobs_reply{{sample_job_info(1), sample_job_info(2)}, true});
   check_round_trip(list_jobs_reply{{}, false});
-  check_round_trip(list_nodes_reply{{sample_node("node0", true), sample_node("node1", false)}, {}});
+  check_round_trip(list_nodes_reply{{sample_node("node0", true), sample_node("node1", false)}, {}, 3, 2});
   check_round_trip(list_nodes_reply{});
+  listed_node busy = sample_node("node3", true);
+  busy.alloc = 3;  // processors held, for /api/v1/partitions
+  check_round_trip(list_nodes_reply{{busy}, {}, 0, 1});
   // With partitions: the node's and the partitions' own (sinfo).
   listed_node in = sample_node("node2", true);
   in.partitions = {"debug", "batch"};
   check_round_trip(list_nodes_reply{{in},
-                                    {partition_info{"debug", "UP", true, "node[0-2]", 1800, 600, 1, 0},
-                                     partition_info{"batch", "DOWN", false, "ALL", 0, 0, 0, 64}}});
+                                    {partition_info{"debug", "UP", true, "node[0-2]", 1800, 600, 1, 0, 4, 1},
+                                     partition_info{"batch", "DOWN", false, "ALL", 0, 0, 0, 64, 0, 0}}, 0, 0});
   check_round_trip(sample_history());
   check_round_trip(register_reply{8, {5, 6}});
   check_round_trip(register_reply{0, {}});
@@ -170,7 +173,7 @@ TEST_CASE("make_ok encodes the same bytes as aqsd's handlers build today") {
       out.push_back(std::move(j));
       nodes.push_back(n);
     }
-    CHECK(encode(make_ok(4, list_nodes_reply{nodes, {}})) == encode(ok{4, {{"nodes", std::move(out)}}}));
+    CHECK(encode(make_ok(4, list_nodes_reply{nodes, {}, 0, 0})) == encode(ok{4, {{"nodes", std::move(out)}}}));
   }
   SUBCASE("job_history (views.cpp)") {
     const job_history_reply h = sample_history();
@@ -224,7 +227,7 @@ TEST_CASE("a reply that does not validate names the field at fault") {
   CHECK(reply_error<list_jobs_reply>({{"jobs", {1}}}) == "field 'jobs[0]' must be an object");
   CHECK(reply_error<list_jobs_reply>(json::object()) == "field 'jobs' is missing");
   CHECK(reply_error<list_jobs_reply>({{"jobs", json::array()}, {"more", 1}}) == "field 'more' must be true or false");
-  json node = make_ok(1, list_nodes_reply{{sample_node("n", true)}, {}}).result["nodes"][0];
+  json node = make_ok(1, list_nodes_reply{{sample_node("n", true)}, {}, 0, 0}).result["nodes"][0];
   node["connected"] = "yes";
   CHECK(reply_error<list_nodes_reply>({{"nodes", {node}}}) == "field 'nodes[0].connected' must be true or false");
   node["state"] = "IDLE";

@@ -61,6 +61,15 @@ TEST_CASE("scancel ARRAY_TASK names that one task of the array, as submitit's ca
   CHECK(c.array_tasks == std::vector<std::pair<std::int64_t, std::int64_t>>{{12, 4}, {15, 0}});
 }
 
+TEST_CASE("sinfo -p/--partition takes a comma list; the last one given counts") {
+  CHECK(slurm::parse_sinfo_command_line(words({"-p", "debug,batch"})).partitions ==
+        std::vector<std::string>{"debug", "batch"});
+  CHECK(slurm::parse_sinfo_command_line(words({"--partition=gpu"})).partitions == std::vector<std::string>{"gpu"});
+  CHECK(slurm::parse_sinfo_command_line(words({"-pdebug", "-p", "batch,"})).partitions ==
+        std::vector<std::string>{"batch"});
+  CHECK(slurm::parse_sinfo_command_line(words({"-h"})).partitions.empty());
+}
+
 TEST_CASE("sacct takes the options workflow tools pass") {
   const auto c = slurm::parse_sacct_command_line(
       words({"-P", "-n", "--format=JobIdRaw,State", "-j", "41", "-X", "--name", "r1", "-S", "now-2days", "-E", "now"}));

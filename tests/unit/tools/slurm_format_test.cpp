@@ -194,6 +194,28 @@ TEST_CASE("sinfo groups nodes by state in one default partition, or one line per
         "3 2/10/0/12\n");
 }
 
+TEST_CASE("sinfo -p keeps the named partitions' lines; an unknown name leaves the header alone") {
+  std::vector<slurm::node_view> nodes(4);
+  const char* parts[] = {"debug", "debug", "batch", "gpu"};
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i].info.name = "node" + std::to_string(i);
+    nodes[i].info.nprocs = 4;
+    nodes[i].partition.name = parts[i];
+    nodes[i].partition.is_default = i < 2;
+  }
+  auto some = nodes;
+  slurm::keep_partitions(some, {"gpu", "batch"});
+  CHECK(slurm::render_sinfo(slurm::default_sinfo_format(false), some, true, slurm::sinfo_grouping::by_state) ==
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+        "batch        up   infinite      1   idle node2\n"
+        "gpu          up   infinite      1   idle node3\n");
+  auto none = nodes;
+  slurm::keep_partitions(none, {"nosuch"});
+  CHECK(none.empty());
+  CHECK(slurm::render_sinfo(slurm::default_sinfo_format(false), none, true, slurm::sinfo_grouping::by_state) ==
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n");
+}
+
 TEST_CASE("--json documents carry Slurm's top-level arrays and field names") {
   const std::vector<slurm::job_view> jobs = {view(job(9, job_state::running, "node1:0-1", 2))};
   const auto q = nlohmann::json::parse(slurm::squeue_json(jobs, k_now));

@@ -2,6 +2,8 @@
 // partition (AQS's nodes form one default partition until partitions exist).
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "client/slurm_client.hpp"
 
@@ -36,7 +38,8 @@ int main(int argc, char** argv) {
     }
     for (const auto& e : format.errors) std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.c_str());
     client::connection c(client::socket_path(std::nullopt));
-    const auto nodes = slurm::fetch_nodes(c);
+    auto nodes = slurm::fetch_nodes(c);
+    if (!cmd.partitions.empty()) slurm::keep_partitions(nodes, cmd.partitions);
     if (cmd.json) {
       std::printf("%s\n", slurm::sinfo_json(nodes).c_str());
       return 0;
