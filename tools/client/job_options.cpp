@@ -491,6 +491,8 @@ std::size_t other_option(const parse_context& pc, job_options& o, std::string_vi
     // --export=ALL is what AQS does anyway.
     if (r->name == "export" && (value == "ALL" || value.starts_with("ALL,"))) return used;
     o.recorded.push_back(entry);
+    // --signal is kept with the others, and the agent acts on it (core/signal_spec).
+    if (r->name == "signal") return used;
     const std::string key(r->name);
     if (pc.warned != nullptr && pc.warned->insert(key).second && pc.warnings != nullptr) {
       pc.warnings->push_back(pc.where + "--" + shown(entry) + " is recorded; AQS does not act on it");
