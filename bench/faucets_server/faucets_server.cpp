@@ -161,6 +161,7 @@ struct policy_result {
   std::string policy;
   int jobs = 0, completed = 0, other_end = 0;
   double mean_response_s = 0, mean_wait_s = 0, p90_response_s = 0, makespan_s = 0, setup_s = 0;
+  double placement_median_ms = 0, placement_max_ms = 0;  // the server's "submitted" -> "placed" events
   std::map<std::string, int> per_cluster;
   std::map<std::string, int> states;
 };
@@ -286,6 +287,21 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
     response.push_back(end - it->second);
     if (j["start_time"].is_string()) wait.push_back(aqs::bench::iso_seconds(j["start_time"].get<std::string>()) - it->second);
   }
+  // How long the server took to place each job (its own events, ms apart):
+  // the broker's questions (earliest-start: one estimate per cluster) and
+  // the cluster's answer to the forward, one job at a time.
+  std::vector<double> placement;
+  for (const auto& [id, at] : submitted) {
+    double sub = -1, placed = -1;
+    for (const auto& e : api.history(id)) {
+      const std::string ev = e.value("event", "");
+      if (ev == "submitted" && sub < 0) sub = aqs::bench::iso_seconds(e.value("time", ""));
+      if (ev == "placed" && placed < 0) placed = aqs::bench::iso_seconds(e.value("time", ""));
+    }
+    if (sub >= 0 && placed >= 0) placement.push_back((placed - sub) * 1000.0);
+  }
+  r.placement_median_ms = aqs::bench::median(placement);
+  r.placement_max_ms = aqs::bench::pct(placement, 1.0);
   double sum = 0;
   for (double v : response) sum += v;
   r.mean_response_s = response.empty() ? 0 : sum / static_cast<double>(response.size());
@@ -370,12 +386,12 @@ int main(int argc, char** argv) {
     std::printf("Faucets server: %zu rigid sleep jobs (seed 42, 1..8 processors, 2..10 s, limit +2 s), %.0f "
                 "processor-seconds, arriving over %.1f s; clusters small 4, medium 8, large 16 processors\n\n",
                 jobs.size(), work, jobs.back().arrive_s);
-    std::printf("%-15s %5s %5s %12s %10s %12s %10s  %s\n", "policy", "jobs", "done", "response s", "wait s",
-                "p90 resp s", "makespan s", "jobs on small/medium/large");
+    std::printf("%-15s %5s %5s %12s %10s %12s %10s %12s  %s\n", "policy", "jobs", "done", "response s", "wait s",
+                "p90 resp s", "makespan s", "place ms p50", "jobs on small/medium/large");
     for (const auto& p : policies) {
       const auto r = run_policy(s, p, jobs);
-      std::printf("%-15s %5d %5d %12.1f %10.1f %12.1f %10.1f  %d/%d/%d\n", r.policy.c_str(), r.jobs, r.completed,
-                  r.mean_response_s, r.mean_wait_s, r.p90_response_s, r.makespan_s,
+      std::printf("%-15s %5d %5d %12.1f %10.1f %12.1f %10.1f %12.0f  %d/%d/%d\n", r.policy.c_str(), r.jobs,
+                  r.completed, r.mean_response_s, r.mean_wait_s, r.p90_response_s, r.makespan_s, r.placement_median_ms,
                   r.per_cluster.count("small") ? r.per_cluster.at("small") : 0,
                   r.per_cluster.count("medium") ? r.per_cluster.at("medium") : 0,
                   r.per_cluster.count("large") ? r.per_cluster.at("large") : 0);
@@ -390,6 +406,8 @@ int main(int argc, char** argv) {
                          {"makespan_s", r.makespan_s},
                          {"jobs_per_cluster", r.per_cluster},
                          {"setup_s", r.setup_s},
+                         {"placement_median_ms", r.placement_median_ms},
+                         {"placement_max_ms", r.placement_max_ms},
                          {"workload", {{"jobs", jobs.size()}, {"processor_seconds", work}, {"seed", 42}}}});
     }
     aqs::bench::write_results("faucets_server", results);
