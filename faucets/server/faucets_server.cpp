@@ -10,6 +10,7 @@
 #include <boost/asio/detached.hpp>
 
 #include "link/tls.hpp"
+#include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "protocol/messages.hpp"
 
@@ -20,31 +21,13 @@ using nlohmann::json;
 
 user_map user_map::parse(const std::string& text, const std::string& origin) {
   user_map m;
-  std::istringstream in(text);
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream words(line);
-    rule r;
-    std::string extra;
-    if (!(words >> r.user)) continue;
-    if (!(words >> r.cluster >> r.local) || (words >> extra)) {
-      throw std::runtime_error(origin + ":" + std::to_string(number) + ": expected \"SERVER_USER CLUSTER LOCAL_USER\"");
-    }
-    m.rules_.push_back(std::move(r));
+  for (auto& row : parse_word_table(text, origin, 3, "SERVER_USER CLUSTER LOCAL_USER")) {
+    m.rules_.push_back(rule{std::move(row[0]), std::move(row[1]), std::move(row[2])});
   }
   return m;
 }
 
-user_map user_map::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read the user table " + file.string());
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse(buf.str(), file.string());
-}
+user_map user_map::load(const std::filesystem::path& file) { return parse(read_text_file(file, "user table"), file.string()); }
 
 std::optional<std::string> user_map::local_user(const std::string& user, const std::string& cluster) const {
   for (const auto& r : rules_) {

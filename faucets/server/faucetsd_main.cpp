@@ -17,6 +17,7 @@
 #include "daemon/permissions.hpp"
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
+#include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "protocol/replies.hpp"
 #include "server/faucets_server.hpp"
@@ -81,35 +82,14 @@ private:
   std::int64_t lifespan_;
 };
 
-std::string read_key(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read the cluster key " + file.string());
-  std::string key;
-  std::getline(in, key);
-  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
-  if (key.size() < 16) throw std::runtime_error("the cluster key " + file.string() + " is shorter than 16 characters");
-  return key;
-}
-
 // "NAME KEYFILE" per line; relative key files are relative to the table.
 std::map<std::string, std::string> load_clusters(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read the cluster table " + file.string());
   std::map<std::string, std::string> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream words(line);
-    std::string name, keyfile, extra;
-    if (!(words >> name)) continue;
-    if (!(words >> keyfile) || (words >> extra)) {
-      throw std::runtime_error(file.string() + ":" + std::to_string(n) + ": expected \"CLUSTER KEYFILE\"");
-    }
-    std::filesystem::path k(keyfile);
+  for (const auto& row : faucets::parse_word_table(faucets::read_text_file(file, "cluster table"), file.string(), 2,
+                                                   "CLUSTER KEYFILE")) {
+    std::filesystem::path k(row[1]);
     if (k.is_relative()) k = file.parent_path() / k;
-    out[name] = read_key(k);
+    out[row[0]] = faucets::read_key_file(k);
   }
   if (out.empty()) throw std::runtime_error("the cluster table " + file.string() + " names no cluster");
   return out;

@@ -30,6 +30,7 @@
 #include "daemon/server.hpp"
 #include "daemon/state_dir.hpp"
 #include "http/http_server.hpp"
+#include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_job_store.hpp"
@@ -207,10 +208,7 @@ int main(int argc, char** argv) {
       u.server = faucets_server;
       u.cluster = faucets_name;
       u.ca = faucets_ca;
-      std::ifstream kin(faucets_key);
-      std::getline(kin, u.key);
-      while (!u.key.empty() && (u.key.back() == '\r' || u.key.back() == ' ')) u.key.pop_back();
-      if (u.key.size() < 16) throw std::runtime_error("the key in " + faucets_key + " is shorter than 16 characters");
+      u.key = faucets::read_key_file(faucets_key);
       u.users = daemon::faucets_user_table::load(faucets_users);
       u.speed = faucets_speed;
       std::stringstream ds(faucets_datasets);

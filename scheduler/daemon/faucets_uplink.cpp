@@ -22,9 +22,11 @@
 
 #include "daemon/controller.hpp"
 #include "daemon/job_records.hpp"
+#include "daemon/reply_connection.hpp"
 #include "link/link_channel.hpp"
 #include "link/link_messages.hpp"
 #include "link/tls.hpp"
+#include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/replies.hpp"
@@ -39,29 +41,14 @@ using nlohmann::json;
 
 faucets_user_table faucets_user_table::parse(const std::string& text, const std::string& origin) {
   faucets_user_table t;
-  std::istringstream in(text);
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream words(line);
-    std::string a, b, extra;
-    if (!(words >> a)) continue;
-    if (!(words >> b) || (words >> extra)) {
-      throw std::runtime_error(origin + ":" + std::to_string(number) + ": expected \"SERVER_USER LOCAL_USER\"");
-    }
-    t.rules_.emplace_back(a, b);
+  for (auto& row : faucets::parse_word_table(text, origin, 2, "SERVER_USER LOCAL_USER")) {
+    t.rules_.emplace_back(std::move(row[0]), std::move(row[1]));
   }
   return t;
 }
 
 faucets_user_table faucets_user_table::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read the Faucets user table " + file.string());
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse(buf.str(), file.string());
+  return parse(faucets::read_text_file(file, "Faucets user table"), file.string());
 }
 
 std::optional<std::string> faucets_user_table::refusal(const std::string& server_user,
@@ -78,36 +65,6 @@ std::optional<std::string> faucets_user_table::refusal(const std::string& server
 // ---- requests into the controller -------------------------------------
 
 namespace {
-
-// One request to the controller as a local user (or root for reads); the
-// reply comes back through `deliver`.
-class uplink_request final : public connection {
-public:
-  uplink_request(peer_info p, std::function<void(protocol::message)> deliver)
-      : peer_(std::move(p)), deliver_(std::move(deliver)) {
-    static std::atomic<std::uint64_t> next{(std::uint64_t{1} << 62) + (std::uint64_t{1} << 61)};
-    serial_ = next++;
-  }
-  void send(protocol::message m) override {
-    if (!std::holds_alternative<protocol::ok>(m) && !std::holds_alternative<protocol::error>(m)) return;
-    std::function<void(protocol::message)> d;
-    {
-      std::lock_guard lock(mu_);
-      d = std::move(deliver_);
-      deliver_ = nullptr;
-    }
-    if (d) d(std::move(m));
-  }
-  void close() override {}
-  const peer_info& peer() const noexcept override { return peer_; }
-  std::uint64_t serial() const noexcept override { return serial_; }
-
-private:
-  peer_info peer_;
-  std::mutex mu_;
-  std::function<void(protocol::message)> deliver_;
-  std::uint64_t serial_ = 0;
-};
 
 struct local_account {
   uid_t uid;
@@ -168,7 +125,7 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
 
   void ask(peer_info p, protocol::message m, std::function<void(protocol::message)> then) {
     auto self = shared_from_this();
-    auto conn = std::make_shared<uplink_request>(std::move(p), [self, then = std::move(then)](protocol::message r) {
+    auto conn = std::make_shared<reply_connection>(std::move(p), [self, then = std::move(then)](protocol::message r) {
       asio::post(self->strand, [then, r = std::move(r)]() mutable { then(std::move(r)); });
     });
     ctl.on_message(conn, std::move(m));

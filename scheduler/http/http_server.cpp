@@ -31,6 +31,7 @@
 
 #include "core/job_state.hpp"
 #include "daemon/controller.hpp"
+#include "daemon/reply_connection.hpp"
 #include "http/openmetrics.hpp"
 #include "http/rest.hpp"
 #include "logging/log.hpp"
@@ -149,36 +150,6 @@ using state_ptr = std::shared_ptr<http_server::state>;
 struct identity {
   std::optional<daemon::token_claims> claims;
   daemon::peer_info peer;
-};
-
-// A connection for one request handled by the controller: it catches the
-// one reply (ok or error) and hands it to the waiting session.
-class request_conn final : public daemon::connection {
-public:
-  request_conn(daemon::peer_info p, std::function<void(protocol::message)> deliver)
-      : peer_(std::move(p)), deliver_(std::move(deliver)) {
-    static std::atomic<std::uint64_t> next{std::uint64_t{1} << 62};  // apart from the socket server's serials
-    serial_ = next++;
-  }
-  void send(protocol::message m) override {
-    if (!std::holds_alternative<protocol::ok>(m) && !std::holds_alternative<protocol::error>(m)) return;
-    std::function<void(protocol::message)> d;
-    {
-      std::lock_guard lock(mu_);
-      d = std::move(deliver_);
-      deliver_ = nullptr;
-    }
-    if (d) d(std::move(m));
-  }
-  void close() override {}
-  const daemon::peer_info& peer() const noexcept override { return peer_; }
-  std::uint64_t serial() const noexcept override { return serial_; }
-
-private:
-  daemon::peer_info peer_;
-  std::mutex mu_;
-  std::function<void(protocol::message)> deliver_;
-  std::uint64_t serial_ = 0;
 };
 
 response_t make_response(unsigned status, std::string body, std::string_view type = "application/json") {
@@ -642,7 +613,7 @@ private:
     auto w = std::make_shared<waiter>();
     auto wake = waker();
     timer_.expires_after(st_->options.handler_timeout);
-    auto conn = std::make_shared<request_conn>(peer, [w, wake](protocol::message m) {
+    auto conn = std::make_shared<daemon::reply_connection>(peer, [w, wake](protocol::message m) {
       {
         std::lock_guard lock(w->mu);
         w->reply = std::move(m);
@@ -695,7 +666,7 @@ private:
     }
   }
 
-  void send_to_controller(const std::shared_ptr<request_conn>& conn, const protocol::message& m) {
+  void send_to_controller(const std::shared_ptr<daemon::reply_connection>& conn, const protocol::message& m) {
     try {
       st_->ctl.on_message(conn, m);
     } catch (const protocol::protocol_error& e) {
