@@ -6,6 +6,7 @@
 #include <ctime>
 #include <vector>
 
+#include "client/format.hpp"
 #include "client/time_limit.hpp"
 #include "protocol/messages.hpp"
 
@@ -51,25 +52,6 @@ std::optional<double> time_of(const nlohmann::json& j, const char* key) {
 std::string to_second(const std::string& iso) {
   if (iso.size() >= 19 && iso[10] == 'T' && parse_iso8601(iso)) return iso.substr(0, 19);
   return iso;
-}
-
-std::string render(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    width.resize(std::max(width.size(), r.size()));
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
 }
 
 void write_line(std::FILE* f, const std::string& text) {
@@ -135,7 +117,7 @@ std::optional<double> parse_iso8601(std::string_view t) {
 std::string format_faucets_jobs_table(const nlohmann::json& jobs, double now) {
   std::vector<std::vector<std::string>> rows{
       {"ID", "GID", "CLUSTER", "USER", "NAME", "STATE", "NPROCS", "SUBMIT", "TIME"}};
-  if (!jobs.is_array()) return render(rows);
+  if (!jobs.is_array()) return render_table(rows);
   for (const auto& j : jobs) {
     std::string nprocs = cell(j, "nprocs");
     const auto n = integer(j, "nprocs");
@@ -150,17 +132,17 @@ std::string format_faucets_jobs_table(const nlohmann::json& jobs, double now) {
     rows.push_back({cell(j, "id"), cell(j, "gid"), cell(j, "cluster"), cell(j, "user"), cell(j, "name"),
                     cell(j, "state"), nprocs, submit == "-" ? submit : to_second(submit), time});
   }
-  return render(rows);
+  return render_table(rows);
 }
 
 std::string format_faucets_history_table(const nlohmann::json& events) {
   std::vector<std::vector<std::string>> rows{{"TIME", "EVENT", "DETAIL"}};
-  if (!events.is_array()) return render(rows);
+  if (!events.is_array()) return render_table(rows);
   for (const auto& e : events) {
     const std::string t = cell(e, "time");
     rows.push_back({t == "-" ? t : to_second(t), cell(e, "event"), cell(e, "detail")});
   }
-  return render(rows);
+  return render_table(rows);
 }
 
 faucets::client faucets_client_for(const cmdline::faucets_options& o, const faucets::environment& env) {

@@ -25,9 +25,7 @@ std::optional<double> parse_iso_time(const std::string& text) {
   return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
 }
 
-namespace {
-
-std::string render(const std::vector<std::vector<std::string>>& rows) {
+std::string render_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> width;
   for (const auto& r : rows) {
     width.resize(std::max(width.size(), r.size()));
@@ -45,8 +43,6 @@ std::string render(const std::vector<std::vector<std::string>>& rows) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now, bool expand_arrays) {
   std::vector<std::vector<std::string>> rows{{"JOBID", "NAME", "USER", "STATE", "NPROCS", "MIN-MAX", "TIME", "NODES"}};
@@ -86,7 +82,7 @@ std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, doubl
                     std::to_string(j.nprocs), range + (j.adaptive ? " adaptive" : ""), time, where});
     if (with_partition) rows.back().insert(rows.back().begin() + 3, j.partition.value_or("-"));
   }
-  return render(rows);
+  return render_table(rows);
 }
 
 std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
@@ -106,7 +102,7 @@ std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
       rows.back().push_back(parts.empty() ? "-" : parts);
     }
   }
-  return render(rows);
+  return render_table(rows);
 }
 
 std::string format_history_table(const std::vector<protocol::job_history_event>& events) {
@@ -116,7 +112,7 @@ std::string format_history_table(const std::vector<protocol::job_history_event>&
     rows.push_back({text(e.time), e.old_state ? std::string(core::to_string(*e.old_state)) : std::string("-"),
                     std::string(core::to_string(e.new_state)), text(e.new_procs), text(e.reason)});
   }
-  return render(rows);
+  return render_table(rows);
 }
 
 std::string jobs_json(const std::vector<protocol::job_info>& jobs) {

@@ -25,6 +25,10 @@ std::optional<double> parse_iso_time(const std::string& text);
 // `now` is the current time in seconds since the epoch.
 // Pending tasks of one job array in a row are one line ("123_[4-9]") unless
 // `expand_arrays`; other tasks show as "123_4".
+// Rows as columns two spaces apart, each as wide as its widest cell, trailing
+// blanks trimmed: the commands' tables.
+std::string render_table(const std::vector<std::vector<std::string>>& rows);
+
 std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, double now, bool expand_arrays = false);
 // fnodes: NODE STATE PROCS NPROCS JOBS MEMORY
 std::string format_nodes_table(const std::vector<protocol::node_info>& nodes);
