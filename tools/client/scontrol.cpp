@@ -7,6 +7,7 @@
 
 #include "client/slurm_commands.hpp"
 #include "client/time_limit.hpp"
+#include "client/text_util.hpp"
 #include "client/usage_error.hpp"
 #include "core/hostlist.hpp"
 
@@ -14,11 +15,7 @@ namespace aqs::slurm {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string lower(std::string_view s) { return cmdline::ascii_lower(s); }
 
 constexpr std::string_view k_supported =
     "hold, uhold, release, requeue, suspend, resume, update, show job|partition|node|hostnames|hostlist";

@@ -15,24 +15,17 @@
 #include <nlohmann/json.hpp>
 
 #include "client/format.hpp"
+#include "client/text_util.hpp"
 
 namespace aqs::slurm {
 
 namespace {
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string upper(std::string_view s) { return cmdline::ascii_upper(s); }
 
 bool iequals(std::string_view a, std::string_view b) { return upper(a) == upper(b); }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string lower(std::string_view s) { return cmdline::ascii_lower(s); }
 
 constexpr std::int64_t k_year_secs = 365LL * 24 * 3600;
 

@@ -1,7 +1,9 @@
 // text_util: small string helpers shared by the cmdline parsers (internal to aqs::cmdline).
 #pragma once
 
+#include <cctype>
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +21,18 @@ inline std::vector<std::string_view> split(std::string_view s, char sep) {
     if (p == std::string_view::npos) break;
     start = p + 1;
   }
+  return out;
+}
+
+// s with ASCII letters lowered / raised (option names, Slurm's keywords).
+inline std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+inline std::string ascii_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
 }
 
