@@ -127,6 +127,7 @@ json to_json(const job_update& u) {
   j["exit_code"] = u.exit_code ? json(*u.exit_code) : json(nullptr);
   j["start_time"] = u.start_time ? json(*u.start_time) : json(nullptr);
   j["end_time"] = u.end_time ? json(*u.end_time) : json(nullptr);
+  if (u.attempt) j["attempt"] = *u.attempt;
   return j;
 }
 
@@ -141,6 +142,7 @@ job_update parse_job_update(const json& m) {
   u.exit_code = opt_int_field(m, "exit_code", -1024, 1024);
   u.start_time = opt_string_field(m, "start_time", 64);
   u.end_time = opt_string_field(m, "end_time", 64);
+  u.attempt = opt_int_field(m, "attempt", 0, big);
   return u;
 }
 

@@ -6,13 +6,18 @@
 // auth = HMAC-SHA256(cluster key, nonce)}; server -> welcome {} or error
 // {message} and close. Then, in any order:
 //   cluster -> report {cluster_report}            (at once, then every second and on changes)
-//   server  -> follow {jobs: [{fid, job_id}]}     (the jobs it placed there: report them)
-//   server  -> forward {fid, user, local_user, submit}  (submit: aqsd's submit message)
+//   server  -> follow {jobs: [{fid, job_id}]}     (the jobs it placed there: report them and
+//              let them run; every other copy the cluster holds of a server job is
+//              reported too, with its attempt, and waits for release or cancel)
+//   cluster -> synced {}                          (after those reports: jobs may be placed here)
+//   server  -> release {fid, job_id}              (that copy is the job's placement now)
+//   server  -> forward {fid, attempt, user, local_user, submit}  (submit: aqsd's submit
+//              message; the copy's submit token is faucets:CLUSTER:FID.ATTEMPT)
 //   cluster -> forwarded {fid, job_id} | refused {fid, error}
 //   server  -> estimate {qid, min_pe, max_pe, adaptive, walltime_s, gpus}
 //   cluster -> estimate_reply {qid, start_in_s (null: never)}
 //   server  -> cancel {fid, job_id, local_user}
-//   cluster -> job_update {fid, job_id, state, nprocs, exit_code, start_time, end_time}
+//   cluster -> job_update {fid, job_id, state, nprocs, exit_code, start_time, end_time, attempt?}
 //   server  -> ping {t, pad}; cluster -> pong {t, bytes}   (latency, bandwidth)
 #pragma once
 
@@ -59,6 +64,9 @@ struct job_update {
   std::int64_t nprocs = 0;
   std::optional<std::int64_t> exit_code;
   std::optional<std::string> start_time, end_time;  // ISO 8601, as aqsd lists them
+  // Which forward made this copy (reported for copies the server did not
+  // list in its follow); unset: not said.
+  std::optional<std::int64_t> attempt;
 };
 nlohmann::json to_json(const job_update& u);  // with "type": "job_update"
 job_update parse_job_update(const nlohmann::json& m);

@@ -131,6 +131,9 @@ void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
       e->second.second = s;
       answer_wake_.cancel();
     }
+  } else if (type == "synced") {
+    c.synced = true;
+    wake_router();
   } else if (type == "job_update") {
     on_update(c, parse_job_update(m));
   } else if (type == "pong") {
@@ -151,13 +154,16 @@ void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
 
 void faucets_server::cluster_up(cluster_entry& c) {
   c.ever_seen = true;
+  c.synced = false;
   c.lost_at = {};
-  // Jobs placed there before it went away and sent elsewhere since: they
-  // must not run here too.
+  // Jobs placed there before it went away and sent elsewhere (or ended)
+  // since: they must not run here too. Those still waiting for a cluster
+  // keep their copy there: the cluster reports it and on_copy adopts it.
   for (const auto& a : store_.abandoned(c.name)) {
     const auto j = store_.job(a.job_id);
     const auto local = j ? options_.users.local_user(j->owner, c.name) : std::nullopt;
-    if (a.local_id && local) {
+    const bool waiting = j && !is_final_state(j->state) && !j->cluster && !forwards_.contains(j->id);
+    if (a.local_id && local && !waiting) {
       c.channel->send(json{{"type", "cancel"}, {"fid", a.job_id}, {"job_id", *a.local_id}, {"local_user", *local}});
       logging::info("job {}: its copy {}:{} is cancelled (the job was sent elsewhere while '{}' was away)", a.job_id,
                     c.name, *a.local_id, c.name);
@@ -186,7 +192,7 @@ void faucets_server::cluster_down(cluster_entry& c) {
   }
   // Answers it will never give.
   for (auto& [fid, w] : forwards_) {
-    if (w.cluster == c.name && !w.local_id && !w.refusal) w.refusal = "cluster " + c.name + " went away";
+    if (w.cluster == c.name && !w.local_id && !w.refusal) w.lost = true;
   }
   answer_wake_.cancel();
 }
@@ -217,7 +223,7 @@ std::vector<cluster_view> faucets_server::views() const {
   for (const auto& [name, c] : clusters_) {
     cluster_view v;
     v.name = name;
-    v.up = c.channel != nullptr && c.report.has_value();
+    v.up = c.channel != nullptr && c.report.has_value() && c.synced;
     if (c.report) {
       const auto& r = *c.report;
       v.procs_total = r.procs_total;

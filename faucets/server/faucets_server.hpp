@@ -70,6 +70,10 @@ struct cluster_entry {
   std::optional<cluster_report> report;
   std::chrono::steady_clock::time_point lost_at{};
   bool ever_seen = false;
+  // Since it last connected, it has reported the copies it holds that the
+  // server did not list ("synced"): only then are jobs placed there, so that
+  // a copy waiting there is adopted rather than forwarded again.
+  bool synced = false;
   double latency_s = 0;       // last ping round trip
   double bandwidth_bps = 0;   // last probe
   std::int64_t placed_pending = 0;  // forwarded since its last report (optimistic view)
@@ -111,6 +115,7 @@ private:
   void on_forwarded(cluster_entry& c, std::int64_t fid, std::int64_t local_id);
   void on_refused(cluster_entry& c, std::int64_t fid, const std::string& why);
   void on_update(cluster_entry& c, const job_update& u);
+  void on_copy(cluster_entry& c, const stored_job& j, const job_update& u);
   void check_lost_clusters();
   // user_api.cpp
   boost::asio::awaitable<void> accept_users();
@@ -133,8 +138,10 @@ private:
   std::map<std::int64_t, std::pair<std::string, double>> estimates_;  // qid -> cluster, start_in_s (-1: never)
   struct forward_wait {
     std::string cluster;
+    std::int64_t attempt = 0;
     std::optional<std::int64_t> local_id;
     std::optional<std::string> refusal;
+    bool lost = false;  // the link broke first: a copy may wait there, unknown
   };
   std::map<std::int64_t, forward_wait> forwards_;  // fid -> answer
   std::map<std::int64_t, std::set<std::string>> refused_by_;  // fid -> clusters that refused it

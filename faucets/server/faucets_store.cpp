@@ -116,11 +116,18 @@ void faucets_store::event(std::int64_t id, const std::string& event, const std::
   });
 }
 
+std::int64_t faucets_store::dispatched(std::int64_t id, const std::string& detail) {
+  return with_tx([&](pqxx::work& tx) {
+    const auto r = tx.exec_params1("UPDATE faucets_jobs SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts", id);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'dispatched', $2)", id, detail);
+    return r[0].as<std::int64_t>();
+  });
+}
+
 void faucets_store::placed(std::int64_t id, const std::string& cluster, std::int64_t local_id,
                            const std::string& detail) {
   with_tx([&](pqxx::work& tx) {
-    tx.exec_params("UPDATE faucets_jobs SET cluster = $2, local_id = $3, attempts = attempts + 1 WHERE id = $1", id,
-                   cluster, local_id);
+    tx.exec_params("UPDATE faucets_jobs SET cluster = $2, local_id = $3 WHERE id = $1", id, cluster, local_id);
     tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'placed', $2)", id, detail);
   });
 }

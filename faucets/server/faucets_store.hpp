@@ -59,6 +59,11 @@ public:
 
   std::int64_t add_job(const stored_job& j);  // with its "submitted" event
   void event(std::int64_t id, const std::string& event, const std::string& detail);
+  // A forward is about to be sent: its "dispatched" event, and the job's
+  // attempt number (1, 2, ...), which names this forward's copy on the
+  // cluster (its submit token), so a copy cancelled there is never mistaken
+  // for a later forward's.
+  std::int64_t dispatched(std::int64_t id, const std::string& detail);
   void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail);
   void update(std::int64_t id, const std::string& state, std::int64_t nprocs, std::optional<std::int64_t> exit_code,
               const std::optional<std::string>& start, const std::optional<std::string>& end);

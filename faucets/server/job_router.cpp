@@ -131,20 +131,23 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
     }
   }
 
+  // While it waited for estimates, a copy of it may have been adopted (on_copy).
+  if (const auto now_j = store_.job(j.id); !now_j || now_j->cluster || is_final_state(now_j->state)) co_return false;
   const auto chosen = broker_->choose(ask, eligible);
   if (!chosen) co_return false;
   auto it = clusters_.find(chosen->cluster);
   if (it == clusters_.end() || !it->second.channel) co_return false;
   cluster_entry& c = it->second;
   const std::string local = *options_.users.local_user(j.owner, c.name);
-  store_.event(j.id, "dispatched", "to " + c.name + " as " + local + " by " + options_.policy + ": " + chosen->reason);
-  forwards_[j.id] = forward_wait{c.name, std::nullopt, std::nullopt};
-  c.channel->send(json{{"type", "forward"}, {"fid", j.id}, {"user", j.owner}, {"local_user", local},
-                       {"submit", submit}});
+  const std::int64_t attempt =
+      store_.dispatched(j.id, "to " + c.name + " as " + local + " by " + options_.policy + ": " + chosen->reason);
+  forwards_[j.id] = forward_wait{c.name, attempt, std::nullopt, std::nullopt, false};
+  c.channel->send(json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
+                       {"local_user", local}, {"submit", submit}});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (;;) {
     const auto& w = forwards_[j.id];
-    if (w.local_id || w.refusal || std::chrono::steady_clock::now() >= deadline || stopped_) break;
+    if (w.local_id || w.refusal || w.lost || std::chrono::steady_clock::now() >= deadline || stopped_) break;
     answer_wake_.expires_at(deadline);
     {
       boost::system::error_code ignored;
@@ -168,6 +171,12 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
     }
     refused_by_.erase(j.id);
     co_return true;
+  }
+  if (w.lost) {
+    // Not a refusal: the cluster may have made the copy and be back later,
+    // reporting it; the server then adopts or cancels it (on_update).
+    store_.event(j.id, "lost", "the link to " + w.cluster + " broke before it answered; placed again");
+    co_return false;
   }
   const std::string why = w.refusal.value_or("no answer from " + w.cluster + " within 30 s");
   store_.event(j.id, "refused", w.cluster + ": " + why);
@@ -202,12 +211,8 @@ void faucets_server::on_update(cluster_entry& c, const job_update& u) {
   const auto j = store_.job(u.fid);
   if (!j) return;
   if (j->cluster != c.name || j->local_id != u.job_id) {
-    // A copy of a job that now lives elsewhere: it must not run here too.
-    if (!is_final_state(u.state) && u.state != "UNKNOWN") {
-      if (const auto local = options_.users.local_user(j->owner, c.name)) {
-        c.channel->send(json{{"type", "cancel"}, {"fid", u.fid}, {"job_id", u.job_id}, {"local_user", *local}});
-      }
-    }
+    if (is_final_state(u.state) || u.state == "UNKNOWN") return;
+    on_copy(c, *j, u);
     return;
   }
   if (is_final_state(j->state)) return;
@@ -217,6 +222,34 @@ void faucets_server::on_update(cluster_entry& c, const job_update& u) {
   }
   store_.update(j->id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
   if (is_final_state(u.state)) wake_router();
+}
+
+// A live copy on `c` that is not the job's placement: a forward whose answer
+// was lost with the link, or one the server gave up on since. The job keeps
+// exactly one copy: this one, if the job is waiting for a cluster; else it
+// is cancelled here.
+void faucets_server::on_copy(cluster_entry& c, const stored_job& j, const job_update& u) {
+  const auto fw = forwards_.find(j.id);
+  if (fw != forwards_.end() && fw->second.cluster == c.name && !fw->second.lost &&
+      (!u.attempt || *u.attempt == fw->second.attempt)) {
+    return;  // the copy this forward is making: its answer is on the way
+  }
+  const auto local = options_.users.local_user(j.owner, c.name);
+  if (!local) return;
+  const bool waiting = !is_final_state(j.state) && !j.cluster && fw == forwards_.end();
+  if (waiting) {
+    store_.placed(j.id, c.name, u.job_id,
+                  "as " + c.name + ":" + std::to_string(u.job_id) + " (its copy there, made before the link broke)");
+    refused_by_.erase(j.id);
+    c.channel->send(json{{"type", "release"}, {"fid", j.id}, {"job_id", u.job_id}});
+    store_.update(j.id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
+    logging::info("job {}: adopted its copy {}:{} ({})", j.id, c.name, u.job_id, u.state);
+    return;
+  }
+  // Placed elsewhere, ended, or on its way elsewhere: it must not run here too.
+  c.channel->send(json{{"type", "cancel"}, {"fid", j.id}, {"job_id", u.job_id}, {"local_user", *local}});
+  logging::info("job {}: its copy {}:{} ({}) is cancelled; the job is {}", j.id, c.name, u.job_id, u.state,
+                j.cluster ? "placed on " + *j.cluster : j.state);
 }
 
 void faucets_server::check_lost_clusters() {

@@ -136,9 +136,17 @@ public:
   // Called on the strand with every committed state or map change; add
   // before start(). Must not block. Every sink added is called.
   void on_change(change_sink sink) { change_sinks_.push_back(std::move(sink)); }
-  // Opens or closes the gate of jobs a Faucets server placed here: closed,
-  // those pending leave the queue (FaucetsSync); opened, they come back.
-  void faucets_gate(bool open);
+  // The gate of jobs a Faucets server placed here (daemon/faucets_gate.cpp).
+  // Closed (the server is unreachable): those pending leave the queue
+  // (FaucetsSync).
+  void faucets_close();
+  // The server has listed the jobs it placed here (`theirs`, local ids): the
+  // gate opens, those of them waiting run again, and every other live job a
+  // Faucets server placed here is passed to `rest` on the strand; those of
+  // them still waiting keep waiting for faucets_release or a cancel.
+  void faucets_follow(std::set<std::int64_t> theirs, std::function<void(std::vector<faucets_copy>)> rest);
+  // The server says this copy is its job's placement: it may run.
+  void faucets_release(std::int64_t id);
   // The cluster's room and queue, taken on the strand; `done` runs there.
   void capacity(std::function<void(capacity_summary)> done);
   // When a job like `r` would start here if submitted now, in seconds from
@@ -327,6 +335,9 @@ private:
   token_authority tokens_;
   metrics metrics_;
   std::vector<change_sink> change_sinks_;
+  // Lets a job waiting behind the Faucets gate run (faucets_gate.cpp); false:
+  // it was not waiting.
+  bool faucets_let_run(std::int64_t id);
   bool faucets_open_ = true;                   // strand_
   std::set<std::int64_t> faucets_waiting_;     // strand_: pending jobs behind the gate  // added before start, called on the strand
 };

@@ -30,6 +30,9 @@ struct peer_info {
   std::string address;                 // TCP: the peer's IP alone ("10.0.0.2"); empty on Unix
   std::optional<std::int64_t> job_id;  // role job: the job it speaks for
   bool launcher = false;               // role job: aqs-rsh, not the job's shim
+  // In-process only: the Faucets uplink submitting a job its server forwarded
+  // (only it may give a job a "faucets:" submit token).
+  bool faucets_uplink = false;
 };
 
 // A handle on one connection for whoever handles its requests. Thread-safe:

@@ -37,6 +37,40 @@ namespace asio = boost::asio;
 namespace ssl = boost::asio::ssl;
 using nlohmann::json;
 
+// ---- submit tokens ----------------------------------------------------
+
+std::string faucets_token(const std::string& cluster, std::int64_t fid, std::int64_t attempt) {
+  std::string t = "faucets:" + cluster + ":" + std::to_string(fid);
+  if (attempt > 0) t += "." + std::to_string(attempt);
+  return t;
+}
+
+std::optional<faucets_mark> parse_faucets_token(std::string_view token) {
+  if (!placed_by_faucets(token)) return std::nullopt;
+  const auto colon = token.rfind(':');
+  std::string_view tail = token.substr(colon + 1);  // FID or FID.ATTEMPT
+  auto number = [](std::string_view digits) -> std::optional<std::int64_t> {
+    if (digits.empty() || digits.size() > 15) return std::nullopt;
+    std::int64_t v = 0;
+    for (const char ch : digits) {
+      if (ch < '0' || ch > '9') return std::nullopt;
+      v = v * 10 + (ch - '0');
+    }
+    return v;
+  };
+  faucets_mark m;
+  const auto dot = tail.find('.');
+  const auto fid = number(tail.substr(0, dot));
+  if (!fid || *fid == 0) return std::nullopt;
+  m.fid = *fid;
+  if (dot != std::string_view::npos) {
+    const auto attempt = number(tail.substr(dot + 1));
+    if (!attempt) return std::nullopt;
+    m.attempt = *attempt;
+  }
+  return m;
+}
+
 // ---- the user table ---------------------------------------------------
 
 faucets_user_table faucets_user_table::parse(const std::string& text, const std::string& origin) {
@@ -144,6 +178,7 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
     p.uid = a.uid;
     p.gid = a.gid;
     p.remote = "faucets:" + server;
+    p.faucets_uplink = true;
     return p;
   }
 
@@ -157,6 +192,8 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
   void handle(const json& m);
   void on_forward(const json& m);
   void on_follow(const json& m);
+  void on_release(const json& m);
+  void report_copies(std::vector<faucets_copy> copies);
   void on_estimate(const json& m);
   void on_cancel(const json& m);
   void on_change(const job_change& ch);
@@ -177,7 +214,7 @@ asio::awaitable<void> faucets_uplink::state::run() {
     }
     if (up.exchange(false)) {
       logging::warn("Faucets server {}: link lost; its pending jobs wait until it is back", options.server);
-      ctl.faucets_gate(false);
+      ctl.faucets_close();
     }
     if (channel) channel->close();
     channel.reset();
@@ -281,6 +318,7 @@ void faucets_uplink::state::handle(const json& m) {
   const std::string type = faucets::type_of(m);
   if (type == "forward") return on_forward(m);
   if (type == "follow") return on_follow(m);
+  if (type == "release") return on_release(m);
   if (type == "estimate") return on_estimate(m);
   if (type == "cancel") return on_cancel(m);
   if (type == "ping") {
@@ -296,6 +334,7 @@ void faucets_uplink::state::on_forward(const json& m) {
   const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
   const std::string user = faucets::string_field(m, "user");
   const std::string local = faucets::string_field(m, "local_user");
+  const std::int64_t attempt = faucets::opt_int_field(m, "attempt", 0, big).value_or(0);
   auto refuse = [&](const std::string& why) {
     logging::warn("Faucets job {} of server user '{}' as '{}' refused: {}", fid, user, local, why);
     send(json{{"type", "refused"}, {"fid", fid}, {"error", why}});
@@ -314,9 +353,9 @@ void faucets_uplink::state::on_forward(const json& m) {
   }
   auto* sub = std::get_if<protocol::submit>(&parsed);
   if (sub == nullptr) return refuse("forward.submit is not a submit message");
-  // The server's job, whoever forwards it and however often: the store
-  // returns the job it already has for this token.
-  sub->job.submit_token = "faucets:" + options.cluster + ":" + std::to_string(fid);
+  // The server's job, this forward of it (however often the message comes):
+  // the store returns the job it already has for this token.
+  sub->job.submit_token = faucets_token(options.cluster, fid, attempt);
   sub->id = fid;
   auto self = shared_from_this();
   ask(as_user(*account, options.server), std::move(*sub), [self, fid, user, local](protocol::message r) {
@@ -324,6 +363,8 @@ void faucets_uplink::state::on_forward(const json& m) {
       try {
         const auto reply = protocol::read_reply<protocol::submit_reply>(*ok);
         self->followed[reply.job_id] = fid;
+        // A copy this forward made before the link broke may wait behind the gate.
+        self->ctl.faucets_release(reply.job_id);
         logging::info("Faucets job {} of '{}' is job {} here, run as '{}'", fid, user, reply.job_id, local);
         self->send(json{{"type", "forwarded"}, {"fid", fid}, {"job_id", reply.job_id}});
         return;
@@ -365,8 +406,14 @@ void faucets_uplink::state::on_follow(const json& m) {
     followed[id] = fid;
     asked[id] = fid;
   }
-  // The server has cancelled what it sent elsewhere (before this): the rest may run.
-  ctl.faucets_gate(true);
+  // The server has cancelled what it sent elsewhere (before this): its own
+  // may run; every other copy is reported and waits for its word.
+  std::set<std::int64_t> theirs;
+  for (const auto& [id, fid] : asked) theirs.insert(id);
+  auto self = shared_from_this();
+  ctl.faucets_follow(std::move(theirs), [self](std::vector<faucets_copy> copies) {
+    asio::post(self->strand, [self, copies = std::move(copies)]() mutable { self->report_copies(std::move(copies)); });
+  });
   if (asked.empty()) return;
   // In pages the store can answer; every asked job is answered, unknown ones as UNKNOWN.
   std::vector<std::int64_t> ids;
@@ -377,7 +424,6 @@ void faucets_uplink::state::on_follow(const json& m) {
     q.all = true;
     q.job_ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(from),
                      ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), from + 1000)));
-    auto self = shared_from_this();
     ask(as_root(), q, [self, q, asked](protocol::message r) {
       std::set<std::int64_t> seen;
       if (const auto* ok = std::get_if<protocol::ok>(&r)) {
@@ -403,6 +449,34 @@ void faucets_uplink::state::on_follow(const json& m) {
       }
     });
   }
+}
+
+void faucets_uplink::state::report_copies(std::vector<faucets_copy> copies) {
+  for (const auto& c : copies) {
+    const auto mark = parse_faucets_token(c.submit_token);
+    if (!mark) continue;
+    followed[c.job_id] = mark->fid;
+    faucets::job_update u;
+    u.fid = mark->fid;
+    u.job_id = c.job_id;
+    u.state = std::string(core::to_string(c.state));
+    u.nprocs = c.nprocs;
+    u.attempt = mark->attempt;
+    if (const auto s = started.find(c.job_id); s != started.end()) u.start_time = s->second;
+    logging::info("Faucets job {} here (the server's {}, forward {}) is not on the server's list: reported ({}{})",
+                  c.job_id, mark->fid, mark->attempt, u.state, c.waiting ? ", waiting for its word" : "");
+    send(faucets::to_json(u));
+  }
+  // The server may place jobs here now (it has heard of every copy).
+  send(json{{"type", "synced"}});
+}
+
+void faucets_uplink::state::on_release(const json& m) {
+  constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
+  const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
+  const std::int64_t id = faucets::int_field(m, "job_id", 1, big);
+  followed[id] = fid;
+  ctl.faucets_release(id);
 }
 
 void faucets_uplink::state::on_estimate(const json& m) {

@@ -26,10 +26,20 @@ namespace aqs::daemon {
 class controller;
 
 // Whether a stored submit token is one the uplink gave a forwarded job
-// ("faucets:CLUSTER:ID", stored as "u<uid>:faucets:...").
+// ("faucets:CLUSTER:ID.ATTEMPT", stored as "u<uid>:faucets:...").
 inline bool placed_by_faucets(std::string_view token) {
   return token.starts_with("faucets:") || token.find(":faucets:") != std::string_view::npos;
 }
+
+// What a forwarded job's submit token says: the server's job id and which
+// of its forwards made this copy (0: a token without one).
+struct faucets_mark {
+  std::int64_t fid = 0;
+  std::int64_t attempt = 0;
+};
+std::string faucets_token(const std::string& cluster, std::int64_t fid, std::int64_t attempt);
+// nullopt: not a Faucets token, or not one the uplink wrote.
+std::optional<faucets_mark> parse_faucets_token(std::string_view token);
 
 // Which server users may run here as which local users: the admin's table,
 // one "SERVER_USER LOCAL_USER" pair per line ('#' comments; "*" as the

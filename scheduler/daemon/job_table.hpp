@@ -45,6 +45,7 @@ struct job_entry {
   // A Faucets server placed it here (its submit token says so): after a
   // restart, or while the server is unreachable, it waits for the server.
   bool faucets = false;
+  std::string submit_token;  // as the submitter gave it (without the owner's scope)
 };
 
 // How a job ended, for those who ask after it left the live table.

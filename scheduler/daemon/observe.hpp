@@ -74,4 +74,14 @@ struct capacity_summary {
   std::int64_t nodes_up = 0;
 };
 
+// A live job a Faucets server placed here that the server did not list as
+// its own when it came back (controller::faucets_follow).
+struct faucets_copy {
+  std::int64_t job_id = 0;
+  std::string submit_token;  // "faucets:CLUSTER:FID.ATTEMPT"
+  core::job_state state = core::job_state::pending;
+  std::int64_t nprocs = 0;
+  bool waiting = false;  // behind the gate: it runs only once released
+};
+
 }  // namespace aqs::daemon

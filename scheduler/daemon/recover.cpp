@@ -62,6 +62,7 @@ void controller::recover() {
     e.name = s.name;
     e.control = s.status.control;
     e.faucets = placed_by_faucets(s.submit_token);
+    if (e.faucets) e.submit_token = s.submit_token;
     try {
       e.geometry = geometry_of(s.geometry);
     } catch (const std::exception&) {

@@ -27,7 +27,14 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
                 "jobs are submitted over the Unix socket, where the kernel vouches for the user");
     return;
   }
-  // --signal is acted on by the agent (a warning before the time limit):
+  // A Faucets token marks a job as the server's (held for it, reported to
+  // it, adopted by it): only the uplink may give one.
+  if (s.job.submit_token && placed_by_faucets(*s.job.submit_token) && !p.faucets_uplink) {
+    reply_error(c, s.id, protocol::error_code::bad_request,
+                "submit tokens starting with 'faucets:' are kept for jobs a Faucets server forwards");
+    return;
+  }
+    // --signal is acted on by the agent (a warning before the time limit):
   // a value it could not act on is refused now, in one line.
   if (s.job.geometry) {
     for (const auto& r : s.job.geometry->recorded) {
@@ -254,6 +261,7 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.name = spec.name;
   e.geometry = spec.geometry;
   e.faucets = spec.submit_token && placed_by_faucets(*spec.submit_token);
+  if (e.faucets) e.submit_token = *spec.submit_token;
   e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);

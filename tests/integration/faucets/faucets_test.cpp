@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aqs_cluster.hpp"
+#include "client/client_connection.hpp"
 #include "client/faucets_api.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
@@ -157,6 +159,11 @@ run_result fsub_via(const faucets_site& site, const std::string& token, const aq
   return run(argv, {{"AQS_TOKEN", token}}, u.uid, u.gid, u.home.string());
 }
 
+bool is_final(const std::string& state) {
+  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" || state == "NODE_FAIL";
+}
+
+
 }  // namespace
 
 TEST_CASE("200 jobs through faucetsd to three clusters all complete exactly once, one cluster killed and back") {
@@ -237,6 +244,116 @@ TEST_CASE("200 jobs through faucetsd to three clusters all complete exactly once
   MESSAGE(moved << " jobs queued on 'medium' when it went away were placed elsewhere");
 }
 
+namespace {
+
+// Polls the server until `pred` holds for job `id`; fails with its history.
+json wait_job(aqs::client::faucets::client& c, std::int64_t id, const std::function<bool(const json&)>& pred,
+              std::chrono::seconds limit = 60s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  json j;
+  while (std::chrono::steady_clock::now() < until) {
+    j = c.job(id);
+    if (pred(j)) return j;
+    std::this_thread::sleep_for(200ms);
+  }
+  FAIL("job " << id << " never got there: " << j.dump() << "\nhistory: " << c.history(id).dump());
+  return j;
+}
+
+bool has_event(const json& history, const std::string& event) {
+  return std::any_of(history.begin(), history.end(), [&](const json& e) { return e["event"] == event; });
+}
+
+std::int64_t submitted_id(const run_result& r) {
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return std::stoll(r.out.substr(std::string("Submitted job ").size()));
+}
+
+}  // namespace
+
+TEST_CASE("a queued job whose cluster went away past the timeout keeps its one copy there when it comes back") {
+  REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
+  faucets_site site({"one"}, "* one *\n", "earliest-start", 2);
+  cluster one(cluster_opts(1, 2, site.join_args("one")));
+  one.wait_nodes_up(1);
+  const auto u = one.user("aqsfaucet");
+  const std::string token = site.token_for(&u);
+  site.wait_up(token, {"one"});
+  auto c = site.client(token);
+  const fs::path ran = u.home / "ran.log";
+
+  // A job that holds the whole cluster, and one queued behind it there.
+  const std::int64_t blocker = submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "sleep 300"}));
+  wait_job(c, blocker, [](const json& j) { return j["state"] == "RUNNING"; });
+  const std::int64_t queued = submitted_id(
+      fsub_via(site, token, u, {"-M", "one", "-n", "2", "-J", "queued", "--wrap", "echo ran >> " + ran.string()}));
+  const json placed = wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); });
+  const std::int64_t copy = placed["local_id"].get<std::int64_t>();
+
+  // Its head dies; past the timeout the server takes the queued job back
+  // (it may only run on "one", so it waits for it).
+  one.kill_aqsd();
+  wait_job(c, queued, [&](const json&) { return has_event(c.history(queued), "unplaced"); }, 30s);
+  one.start_aqsd();
+  one.wait_nodes_up(1);
+  // Back: the copy there is the job's again (not cancelled, not a second one).
+  const json back = wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); });
+  CHECK(back["local_id"].get<std::int64_t>() == copy);
+  c.cancel(blocker);
+  const json done = wait_job(c, queued, [](const json& j) { return is_final(j["state"].get<std::string>()); });
+  CHECK_MESSAGE(done["state"] == "COMPLETED", done.dump() << "\n" << c.history(queued).dump());
+  CHECK(slurp(ran) == "ran\n");
+  int named = 0;
+  for (const auto& j : one.jobs(true)) named += j.name == "queued" ? 1 : 0;
+  CHECK(named == 1);
+  CHECK(site.log().find("adopted its copy one:" + std::to_string(copy)) != std::string::npos);
+}
+
+namespace {
+
+// A local user submits straight to aqsd with a Faucets submit token: as if
+// the server had placed the job (it would wait for the server, be reported
+// to it and could be adopted as another user's job). Returns aqsd's answer.
+std::string submit_with_faucets_token(const cluster& c, const aqs::test::test_user& u, const std::string& token) {
+  int pipe_fd[2];
+  REQUIRE(::pipe(pipe_fd) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pipe_fd[0]);
+    std::string answer;
+    if (::setgroups(0, nullptr) != 0 || ::setgid(u.gid) != 0 || ::setuid(u.uid) != 0) {
+      answer = "cannot become the user";
+    } else {
+      try {
+        aqs::client::connection conn(c.socket(), 30s);
+        aqs::protocol::submit s;
+        s.id = conn.next_id();
+        s.job.name = "forged";
+        s.job.script = "#!/bin/sh\ntrue\n";
+        s.job.workdir = u.home.string();
+        s.job.stdout_pattern = "/dev/null";
+        s.job.submit_token = token;
+        answer = "accepted as job " + std::to_string(conn.call(s).at("job_id").get<std::int64_t>());
+      } catch (const std::exception& e) {
+        answer = std::string("refused: ") + e.what();
+      }
+    }
+    (void)!::write(pipe_fd[1], answer.data(), answer.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fd[1]);
+  std::string answer;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fd[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  ::close(pipe_fd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return answer;
+}
+
+}  // namespace
+
 TEST_CASE("forged or missing credentials, and users the tables do not allow, are refused and logged") {
   REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
   // alice may use cluster "one" as herself; bob may not use it at all.
@@ -258,6 +375,12 @@ TEST_CASE("forged or missing credentials, and users the tables do not allow, are
       if (x["name"] == "two") CHECK(x["state"] != "UP");
     }
     CHECK(site.log().find("cluster 'two' did not prove its key") != std::string::npos);
+  }
+  SUBCASE("a local user cannot give a job a Faucets submit token (and so pose as the server's job)") {
+    const std::string answer = submit_with_faucets_token(one, alice, "faucets:one:1.1");
+    CHECK_MESSAGE(answer.find("refused: ") == 0, answer);
+    CHECK_MESSAGE(answer.find("kept for jobs a Faucets server forwards") != std::string::npos, answer);
+    CHECK(one.jobs(true).empty());
   }
   SUBCASE("no token, a forged token, an expired one: 401 and nothing changes") {
     auto status_of = [](auto&& call) {
