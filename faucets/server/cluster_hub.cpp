@@ -10,11 +10,20 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <pqxx/except>
+
 #include "logging/log.hpp"
 #include "protocol/auth.hpp"
 #include "server/faucets_server.hpp"
 
 namespace aqs::faucets {
+
+namespace {
+
+// PostgreSQL's messages run over several lines; a log line takes the first.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
 
 namespace asio = boost::asio;
 using nlohmann::json;
@@ -104,6 +113,12 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw)
         logging::warn("cluster '{}': {}", name, e.what());
       }
     }
+  } catch (const pqxx::failure& e) {
+    // The store failed (PostgreSQL restarting): what the cluster said may be
+    // lost, so the link is closed; the cluster connects again and reports
+    // every job anew (follow).
+    logging::warn("cluster {}: the store failed ({}); closing the link, it reports again when back",
+                  entry ? "'" + entry->name + "'" : remote, first_line(e.what()));
   } catch (const std::exception& e) {
     if (entry == nullptr) logging::warn("cluster link from {} ended before it was accepted: {}", remote, e.what());
   }
@@ -182,13 +197,19 @@ void faucets_server::cluster_up(cluster_entry& c) {
 
 void faucets_server::cluster_down(cluster_entry& c) {
   c.channel.reset();
+  c.synced = false;
   c.lost_at = std::chrono::steady_clock::now();
   logging::warn("cluster '{}' is unreachable; its queued jobs go elsewhere after {} s", c.name,
                 options_.cluster_timeout.count());
-  for (const auto& j : store_.live_jobs()) {
-    if (j.cluster == c.name && j.state != "PENDING" && j.state != "UNKNOWN") {
-      store_.set_state(j.id, "UNKNOWN", "unknown", "cluster " + c.name + " is unreachable");
+  try {
+    for (const auto& j : store_.live_jobs()) {
+      if (j.cluster == c.name && j.state != "PENDING" && j.state != "UNKNOWN") {
+        store_.set_state(j.id, "UNKNOWN", "unknown", "cluster " + c.name + " is unreachable");
+      }
     }
+  } catch (const std::exception& e) {
+    // Shown as they were; the cluster reports them when it is back.
+    logging::warn("cluster '{}': cannot mark its running jobs unknown: {}", c.name, first_line(e.what()));
   }
   // Answers it will never give.
   for (auto& [fid, w] : forwards_) {
@@ -209,7 +230,11 @@ asio::awaitable<void> faucets_server::pinger() {
       c.channel->send(std::move(ping));
     }
     ++round;
-    check_lost_clusters();
+    try {
+      check_lost_clusters();
+    } catch (const std::exception& e) {
+      logging::warn("checking for lost clusters: {} (tried again in a second)", first_line(e.what()));
+    }
     t.expires_after(std::chrono::seconds(1));
     {
       boost::system::error_code ignored;

@@ -22,6 +22,7 @@
 #include "protocol/replies.hpp"
 #include "server/faucets_server.hpp"
 #include "store/pg_server.hpp"
+#include "store/pg_supervisor.hpp"
 
 using namespace aqs;
 
@@ -174,6 +175,10 @@ int main(int argc, char** argv) {
       conninfo = pg->ensure_database("faucets");
       logging::info("private PostgreSQL running in {}", dir.postgres_dir().string());
     }
+    // A private PostgreSQL that dies (kill -9, OOM) is started again; the
+    // store reconnects by itself.
+    std::unique_ptr<store::pg_supervisor> supervisor;
+    if (pg) supervisor = std::make_unique<store::pg_supervisor>(*pg, [](const std::string& line) { logging::info("{}", line); });
     faucets::faucets_store store(conninfo);
     boost::asio::io_context io(1);
     faucets::faucets_server srv(io, store, o);
@@ -206,6 +211,7 @@ int main(int argc, char** argv) {
                   srv.cluster_port(), o.http ? ", users on " + http.substr(0, http.rfind(':')) + ":" + std::to_string(srv.http_port()) : "",
                   policy, o.cluster_keys.size());
     io.run();
+    if (supervisor) supervisor->stop();
     if (pg) pg->stop();
     logging::info("stopped");
   } catch (const std::exception& e) {

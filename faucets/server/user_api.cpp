@@ -12,6 +12,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <pqxx/except>
+
 #include "logging/log.hpp"
 #include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
@@ -213,6 +215,11 @@ asio::awaitable<void> faucets_server::user_session(Stream& stream) {
     response_t res;
     try {
       res = handle_request(*this, req);
+    } catch (const pqxx::broken_connection& e) {
+      // Nothing was changed: the request may be sent again.
+      logging::warn("HTTP {} {}: the store is unavailable: {}", std::string(req.method_string()),
+                    std::string(req.target()), e.what());
+      res = error(503, "the Faucets server's database is unavailable for a moment; try again");
     } catch (const std::exception& e) {
       logging::error("HTTP {} {}: {}", std::string(req.method_string()), std::string(req.target()), e.what());
       res = error(500, std::string("internal error: ") + e.what());

@@ -68,20 +68,9 @@ public:
     write(d / "users", users_table);
     fs::create_directories(d / "state");
     ::chmod((d / "state").c_str(), 0755);
-    const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    pid_ = aqs::test::spawn({FAUCETSD_BINARY, "--state-dir", (d / "state").string(), "--listen", "127.0.0.1:0",
-                             "--http", "127.0.0.1:0", "--cert", (d / "server.crt").string(), "--key",
-                             (d / "server.key").string(), "--clusters", (d / "clusters").string(), "--users",
-                             (d / "users").string(), "--policy", policy, "--cluster-timeout",
-                             std::to_string(cluster_timeout_s)},
-                            {}, std::nullopt, std::nullopt, "", fd, fd);
-    ::close(fd);
-    for (int i = 0; i < 600 && !(fs::exists(d / "state" / "faucetsd.http") && fs::exists(d / "state" / "faucetsd.addr"));
-         ++i) {
-      REQUIRE_MESSAGE(aqs::test::alive(pid_), "faucetsd exited at start: " << log());
-      std::this_thread::sleep_for(50ms);
-    }
-    REQUIRE_MESSAGE(fs::exists(d / "state" / "faucetsd.http"), "faucetsd did not come up: " << log());
+    policy_ = policy;
+    timeout_s_ = cluster_timeout_s;
+    start("127.0.0.1:0", "127.0.0.1:0");
     addr_ = slurp(d / "state" / "faucetsd.addr");
     url_ = slurp(d / "state" / "faucetsd.http");
     while (!addr_.empty() && addr_.back() == '\n') addr_.pop_back();
@@ -89,6 +78,26 @@ public:
   }
   ~faucets_site() {
     if (pid_ > 0) aqs::test::stop_process(pid_, 20s);
+  }
+
+  // faucetsd dies at once (its private PostgreSQL is left running, as after
+  // a crash), then starts again on the same addresses and state.
+  void kill_and_restart() {
+    REQUIRE(pid_ > 0);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    const fs::path st = dir_.path() / "state";
+    fs::remove(st / "faucetsd.http");
+    fs::remove(st / "faucetsd.addr");
+    start(addr_, url_.substr(url_.find("://") + 3));
+  }
+  // The postmaster of faucetsd's private PostgreSQL.
+  pid_t postgres_pid() const {
+    std::ifstream in(dir_.path() / "state" / "postgres" / "data" / "postmaster.pid");
+    pid_t pid = -1;
+    in >> pid;
+    return pid;
   }
 
   // aqsd's flags to join as `name` (with the cluster's own user table).
@@ -134,13 +143,34 @@ public:
     FAIL("clusters not up at the server; its log:\n" << log());
   }
   std::string log() const { return slurp(dir_.path() / "faucetsd.log"); }
+
+private:
+  void start(const std::string& listen, const std::string& http) {
+    const fs::path d = dir_.path();
+    const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    pid_ = aqs::test::spawn({FAUCETSD_BINARY, "--state-dir", (d / "state").string(), "--listen", listen, "--http",
+                             http, "--cert", (d / "server.crt").string(), "--key", (d / "server.key").string(),
+                             "--clusters", (d / "clusters").string(), "--users", (d / "users").string(), "--policy",
+                             policy_, "--cluster-timeout", std::to_string(timeout_s_)},
+                            {}, std::nullopt, std::nullopt, "", fd, fd);
+    ::close(fd);
+    for (int i = 0; i < 600 && !(fs::exists(d / "state" / "faucetsd.http") && fs::exists(d / "state" / "faucetsd.addr"));
+         ++i) {
+      REQUIRE_MESSAGE(aqs::test::alive(pid_), "faucetsd exited at start: " << log());
+      std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE_MESSAGE(fs::exists(d / "state" / "faucetsd.http"), "faucetsd did not come up: " << log());
+  }
+
+public:
   const std::string& url() const { return url_; }
   std::string ca() const { return (dir_.path() / "server.crt").string(); }
 
 private:
   aqs::test::temp_dir dir_;
   pid_t pid_ = -1;
-  std::string addr_, url_;
+  std::string addr_, url_, policy_;
+  int timeout_s_ = 5;
 };
 
 cluster::options cluster_opts(int nodes, int procs, std::vector<std::string> aqsd_args) {
@@ -307,6 +337,62 @@ TEST_CASE("a queued job whose cluster went away past the timeout keeps its one c
   for (const auto& j : one.jobs(true)) named += j.name == "queued" ? 1 : 0;
   CHECK(named == 1);
   CHECK(site.log().find("adopted its copy one:" + std::to_string(copy)) != std::string::npos);
+}
+
+TEST_CASE("faucetsd killed -9, and its PostgreSQL killed -9: every job accepted runs exactly once") {
+  REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
+  faucets_site site({"a", "b"}, "* * *\n", "fastest-queue", 5);
+  cluster a(cluster_opts(1, 2, site.join_args("a")));
+  cluster b(cluster_opts(1, 2, site.join_args("b")));
+  a.wait_nodes_up(1);
+  b.wait_nodes_up(1);
+  const auto u = a.user("aqsfaucet");
+  const std::string token = site.token_for(&u);
+  site.wait_up(token, {"a", "b"});
+  const fs::path ran = u.home / "ran.log";
+
+  constexpr int k_jobs = 40;
+  std::vector<std::int64_t> accepted;
+  int refused = 0;
+  for (int i = 0; i < k_jobs; ++i) {
+    if (i == 10) {
+      const pid_t pg = site.postgres_pid();
+      REQUIRE(pg > 0);
+      ::kill(pg, SIGKILL);
+    }
+    if (i == 25) site.kill_and_restart();
+    // While the store or the server is away, fsub fails with one line and
+    // nothing is kept; the user submits again.
+    for (int tries = 0;; ++tries) {
+      const run_result r = fsub_via(site, token, u, {"-J", "job" + std::to_string(i), "-t", "5", "--wrap",
+                                                     "echo $SLURM_JOB_NAME >> " + ran.string() + "; sleep 0.2"});
+      if (r.status == 0) {
+        accepted.push_back(submitted_id(r));
+        break;
+      }
+      ++refused;
+      CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') <= 1, r.err);
+      REQUIRE_MESSAGE(tries < 100, "fsub " << i << " kept failing: " << r.err);
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  MESSAGE(refused << " submissions were refused while the store or the server was away");
+  auto c = site.client(token);
+  for (const std::int64_t id : accepted) {
+    const json j = wait_job(c, id, [](const json& x) { return is_final(x["state"].get<std::string>()); }, 180s);
+    CHECK_MESSAGE(j["state"] == "COMPLETED", j.dump() << "\n" << c.history(id).dump());
+  }
+  REQUIRE(accepted.size() == static_cast<std::size_t>(k_jobs));
+  std::map<std::string, int> times;
+  std::istringstream lines(slurp(ran));
+  for (std::string line; std::getline(lines, line);) ++times[line];
+  for (int i = 0; i < k_jobs; ++i) {
+    CHECK_MESSAGE(times["job" + std::to_string(i)] == 1, "job" << i << " ran " << times["job" + std::to_string(i)] << " times");
+  }
+  CHECK(times.size() == static_cast<std::size_t>(k_jobs));
+  CHECK(c.list_jobs(true).size() == static_cast<std::size_t>(k_jobs));
+  const std::string log = site.log();
+  CHECK(log.find("private PostgreSQL running again") != std::string::npos);
 }
 
 namespace {
