@@ -94,6 +94,7 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw)
       throw link_error("bad key");
     }
     cluster_entry& c = clusters_[name];
+    c.last_heard = std::chrono::steady_clock::now();
     if (c.channel && !c.channel->closed()) {
       logging::warn("cluster '{}' connected again from {}: the old link is closed", name, remote);
       c.channel->close();
@@ -129,6 +130,7 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw)
 
 void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
   const std::string type = type_of(m);
+  c.last_heard = std::chrono::steady_clock::now();
   if (type == "report") {
     c.report = parse_report(m);
     c.placed_pending = 0;
@@ -146,6 +148,8 @@ void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
       e->second.second = s;
       answer_wake_.cancel();
     }
+  } else if (type == "start") {
+    on_start(c, int_field(m, "fid", 1, std::int64_t{1} << 53), int_field(m, "job_id", 1, std::int64_t{1} << 53));
   } else if (type == "synced") {
     c.synced = true;
     wake_router();
@@ -224,6 +228,11 @@ asio::awaitable<void> faucets_server::pinger() {
   while (!stopped_) {
     for (auto& [name, c] : clusters_) {
       if (!c.channel) continue;
+      if (std::chrono::steady_clock::now() - c.last_heard > options_.silence_limit) {
+        logging::warn("cluster '{}': silent for {} ms; closing its link", name, options_.silence_limit.count());
+        c.channel->close();
+        continue;
+      }
       json ping{{"type", "ping"}, {"t", steady_s()}};
       // Every tenth round, a 256 KiB pad measures the bandwidth.
       if (round % 10 == 1) ping["pad"] = std::string(std::size_t{256} << 10, 'x');

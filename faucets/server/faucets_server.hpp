@@ -60,6 +60,9 @@ struct server_options {
   std::uint64_t seed = 0;  // for random; 0: from the clock
   std::chrono::seconds cluster_timeout{60};  // queued jobs of a lost cluster go elsewhere after this
   std::chrono::milliseconds estimate_timeout{2000};
+  // Nothing heard from a connected cluster for this long (it reports every
+  // second): the link is dead, though TCP may not know it yet.
+  std::chrono::milliseconds silence_limit{10'000};
   std::string token_key;  // signs the users' bearer tokens
   std::optional<std::filesystem::path> revoked_tokens;
 };
@@ -74,6 +77,7 @@ struct cluster_entry {
   // server did not list ("synced"): only then are jobs placed there, so that
   // a copy waiting there is adopted rather than forwarded again.
   bool synced = false;
+  std::chrono::steady_clock::time_point last_heard{};
   double latency_s = 0;       // last ping round trip
   double bandwidth_bps = 0;   // last probe
   std::int64_t placed_pending = 0;  // forwarded since its last report (optimistic view)
@@ -116,6 +120,7 @@ private:
   void on_refused(cluster_entry& c, std::int64_t fid, const std::string& why);
   void on_update(cluster_entry& c, const job_update& u);
   void on_copy(cluster_entry& c, const stored_job& j, const job_update& u);
+  void on_start(cluster_entry& c, std::int64_t fid, std::int64_t local_id);
   void check_lost_clusters();
   // user_api.cpp
   boost::asio::awaitable<void> accept_users();

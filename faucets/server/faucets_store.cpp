@@ -124,6 +124,17 @@ std::int64_t faucets_store::dispatched(std::int64_t id, const std::string& detai
   });
 }
 
+void faucets_store::starting(std::int64_t id, const std::string& detail) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params(
+        "UPDATE faucets_jobs SET start_time = COALESCE(start_time, to_char(now() AT TIME ZONE 'UTC', "
+        "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')), state = CASE WHEN state = 'PENDING' THEN 'RUNNING' ELSE state END "
+        "WHERE id = $1",
+        id);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'starting', $2)", id, detail);
+  });
+}
+
 void faucets_store::placed(std::int64_t id, const std::string& cluster, std::int64_t local_id,
                            const std::string& detail) {
   with_tx([&](pqxx::work& tx) {

@@ -65,6 +65,9 @@ public:
   // for a later forward's.
   std::int64_t dispatched(std::int64_t id, const std::string& detail);
   void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail);
+  // The cluster is about to launch it: from now on it counts as started (it
+  // is never placed elsewhere), with this start time if it had none.
+  void starting(std::int64_t id, const std::string& detail);
   void update(std::int64_t id, const std::string& state, std::int64_t nprocs, std::optional<std::int64_t> exit_code,
               const std::optional<std::string>& start, const std::optional<std::string>& end);
   void set_state(std::int64_t id, const std::string& state, const std::string& event, const std::string& detail);

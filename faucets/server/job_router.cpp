@@ -252,6 +252,20 @@ void faucets_server::on_copy(cluster_entry& c, const stored_job& j, const job_up
                 j.cluster ? "placed on " + *j.cluster : j.state);
 }
 
+// The cluster asks before it launches a job the server placed there: yes
+// only for the job's placement, once the store says it started (so that it
+// is never placed elsewhere); a copy that is not the placement may not run.
+void faucets_server::on_start(cluster_entry& c, std::int64_t fid, std::int64_t local_id) {
+  const auto j = store_.job(fid);
+  if (j && j->cluster == c.name && j->local_id == local_id && !is_final_state(j->state)) {
+    store_.starting(fid, "on " + c.name + ":" + std::to_string(local_id));
+    c.channel->send(json{{"type", "start_ok"}, {"fid", fid}, {"job_id", local_id}});
+    return;
+  }
+  logging::info("job {}: its copy {}:{} may not start (it is not the job's placement)", fid, c.name, local_id);
+  c.channel->send(json{{"type", "start_no"}, {"fid", fid}, {"job_id", local_id}});
+}
+
 void faucets_server::check_lost_clusters() {
   const auto now = std::chrono::steady_clock::now();
   for (auto& [name, c] : clusters_) {

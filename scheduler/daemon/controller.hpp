@@ -147,6 +147,14 @@ public:
   void faucets_follow(std::set<std::int64_t> theirs, std::function<void(std::vector<faucets_copy>)> rest);
   // The server says this copy is its job's placement: it may run.
   void faucets_release(std::int64_t id);
+  // Asked before a job a Faucets server placed here is launched: `done(true)`
+  // once the server has recorded that it starts (so it never places it
+  // elsewhere), `done(false)` if it refused, did not answer, or is
+  // unreachable; then the job goes back to the queue, behind the gate.
+  // `done` may be called on any thread. Set before start().
+  using faucets_start_check =
+      std::function<void(std::int64_t job_id, const std::string& submit_token, std::function<void(bool)> done)>;
+  void on_faucets_start(faucets_start_check check) { faucets_start_check_ = std::move(check); }
   // The cluster's room and queue, taken on the strand; `done` runs there.
   void capacity(std::function<void(capacity_summary)> done);
   // When a job like `r` would start here if submitted now, in seconds from
@@ -212,6 +220,10 @@ private:
   std::optional<core::job_state> known_state(std::int64_t id) const;
   // launch.cpp
   void launch(std::int64_t id, const core::processor_set& procs);
+  // launch() once any Faucets start check has said yes.
+  void launch_checked(std::int64_t id, const core::processor_set& procs);
+  // A Faucets job the server did not let start: back to the queue, waiting.
+  void faucets_not_started(std::int64_t id);
   void send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec);
   void handle_job_started(const conn_ptr& c, const protocol::job_started& m);
   void handle_job_exited(const conn_ptr& c, const protocol::job_exited& m);
@@ -338,6 +350,7 @@ private:
   // Lets a job waiting behind the Faucets gate run (faucets_gate.cpp); false:
   // it was not waiting.
   bool faucets_let_run(std::int64_t id);
+  faucets_start_check faucets_start_check_;    // set before start()
   bool faucets_open_ = true;                   // strand_
   std::set<std::int64_t> faucets_waiting_;     // strand_: pending jobs behind the gate  // added before start, called on the strand
 };

@@ -37,6 +37,7 @@ bool controller::faucets_let_run(std::int64_t id) {
   if (j != nullptr) {
     if (j->state == core::job_state::pending && j->held) {
       sched_.apply(core::event::on_job(core::event::kind::release, static_cast<core::job_id>(id)));
+      decide_needed_ = true;
     }
   } else {
     admit_or_hold(id);
@@ -76,6 +77,27 @@ void controller::faucets_release(std::int64_t id) {
       kick();
     }
   });
+}
+
+void controller::faucets_not_started(std::int64_t id) {
+  job_entry* e = jobs_.find(id);
+  if (e == nullptr) return;
+  logging::warn("job {}: not started, its Faucets server did not confirm the start; it waits for the server", id);
+  sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
+  transition(id, core::job_state::pending, std::nullopt, "not started: the Faucets server did not confirm it");
+  e->host.reset();
+  e->token.clear();
+  view_.forget_instance(id);
+  e->launch_confirmed = false;
+  e->misses = 0;
+  resizes_.disarm(id);
+  after_commit([this, id] { notify(id, core::job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  // Behind the gate until the server lists it (follow) or releases it.
+  sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
+  faucets_waiting_.insert(id);
+  view_.set_reason(id, "FaucetsSync");
+  decide_needed_ = true;
+  kick();
 }
 
 }  // namespace aqs::daemon

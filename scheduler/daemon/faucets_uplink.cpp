@@ -197,6 +197,16 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
   void on_estimate(const json& m);
   void on_cancel(const json& m);
   void on_change(const job_change& ch);
+  // Start grants: a job the server placed here launches only once the server
+  // has recorded that it starts (controller::on_faucets_start).
+  struct start_wait {
+    std::function<void(bool)> done;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::map<std::int64_t, start_wait> start_waits;  // local job id -> its launch
+  void ask_start(std::int64_t id, const std::string& token, std::function<void(bool)> done);
+  void on_start_answer(const json& m, bool ok);
+  void fail_start_waits();
   void send_update_from(std::int64_t fid, const protocol::job_info& j);
 };
 
@@ -216,6 +226,7 @@ asio::awaitable<void> faucets_uplink::state::run() {
       logging::warn("Faucets server {}: link lost; its pending jobs wait until it is back", options.server);
       ctl.faucets_close();
     }
+    fail_start_waits();
     if (channel) channel->close();
     channel.reset();
     if (stopped) break;
@@ -279,7 +290,14 @@ asio::awaitable<void> faucets_uplink::state::report_loop(std::shared_ptr<faucets
   auto self = shared_from_this();
   asio::steady_timer t(strand);
   while (!stopped && !ch->closed() && channel == ch) {
-    if (std::chrono::steady_clock::now() - last_heard > options.silence_limit) {
+    const auto now = std::chrono::steady_clock::now();
+    if (std::any_of(start_waits.begin(), start_waits.end(), [&](const auto& w) { return w.second.deadline < now; })) {
+      logging::warn("Faucets server {}: a job's start was not confirmed within {} ms; closing the link",
+                    options.server, options.start_timeout.count());
+      ch->close();
+      break;
+    }
+    if (now - last_heard > options.silence_limit) {
       logging::warn("Faucets server {}: silent for {} ms; closing the link", options.server,
                     options.silence_limit.count());
       ch->close();
@@ -319,6 +337,8 @@ void faucets_uplink::state::handle(const json& m) {
   if (type == "forward") return on_forward(m);
   if (type == "follow") return on_follow(m);
   if (type == "release") return on_release(m);
+  if (type == "start_ok") return on_start_answer(m, true);
+  if (type == "start_no") return on_start_answer(m, false);
   if (type == "estimate") return on_estimate(m);
   if (type == "cancel") return on_cancel(m);
   if (type == "ping") {
@@ -471,6 +491,38 @@ void faucets_uplink::state::report_copies(std::vector<faucets_copy> copies) {
   send(json{{"type", "synced"}});
 }
 
+void faucets_uplink::state::ask_start(std::int64_t id, const std::string& token, std::function<void(bool)> done) {
+  const auto mark = parse_faucets_token(token);
+  if (!mark || !up || !channel || channel->closed()) {
+    done(false);
+    return;
+  }
+  if (auto old = start_waits.find(id); old != start_waits.end()) {
+    auto first = std::move(old->second.done);
+    start_waits.erase(old);
+    first(false);  // a second launch of the same job: the newer one asks
+  }
+  start_waits[id] = start_wait{std::move(done), std::chrono::steady_clock::now() + options.start_timeout};
+  followed[id] = mark->fid;
+  send(json{{"type", "start"}, {"fid", mark->fid}, {"job_id", id}});
+}
+
+void faucets_uplink::state::on_start_answer(const json& m, bool ok) {
+  const std::int64_t id = faucets::int_field(m, "job_id", 1, (std::int64_t{1} << 53) - 1);
+  const auto it = start_waits.find(id);
+  if (it == start_waits.end()) return;
+  auto done = std::move(it->second.done);
+  start_waits.erase(it);
+  if (!ok) logging::warn("Faucets server {}: job {} may not start here", options.server, id);
+  done(ok);
+}
+
+void faucets_uplink::state::fail_start_waits() {
+  auto waits = std::move(start_waits);
+  start_waits.clear();
+  for (auto& [id, w] : waits) w.done(false);
+}
+
 void faucets_uplink::state::on_release(const json& m) {
   constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
   const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
@@ -549,6 +601,12 @@ faucets_uplink::faucets_uplink(asio::io_context& io, controller& ctl, uplink_opt
   }
   ctl.on_change([weak = std::weak_ptr<state>(state_)](const job_change& ch) {
     if (auto s = weak.lock()) asio::post(s->strand, [s, ch] { s->on_change(ch); });
+  });
+  ctl.on_faucets_start([weak = std::weak_ptr<state>(state_)](std::int64_t id, const std::string& token,
+                                                              std::function<void(bool)> done) {
+    auto s = weak.lock();
+    if (!s) return done(false);
+    asio::post(s->strand, [s, id, token, done = std::move(done)]() mutable { s->ask_start(id, token, std::move(done)); });
   });
 }
 

@@ -70,6 +70,8 @@ struct uplink_options {
   std::chrono::milliseconds retry_max{5000};
   // No message from the server for this long: the link is dead.
   std::chrono::milliseconds silence_limit{10'000};
+  // A job's start the server has not confirmed by then: the link is dead.
+  std::chrono::milliseconds start_timeout{5000};
 };
 
 class uplink_error : public std::runtime_error {

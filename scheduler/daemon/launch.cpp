@@ -14,6 +14,29 @@ using core::job_state;
 void controller::launch(std::int64_t id, const core::processor_set& procs) {
   job_entry* found = jobs_.find(id);
   if (found == nullptr) return;
+  if (found->faucets && faucets_start_check_ && !found->cancel_requested) {
+    // The server must know it starts before it does: else, were this
+    // cluster cut off now, the server could place it elsewhere too.
+    faucets_start_check_(id, found->submit_token, [this, id](bool ok) {
+      post([this, id, ok] {
+        const core::job* j = sched_.find(static_cast<core::job_id>(id));
+        job_entry* e = jobs_.find(id);
+        if (j == nullptr || e == nullptr || !core::holds_processors(j->state) || e->host) return;
+        if (ok || e->cancel_requested) {
+          launch_checked(id, j->procs);
+        } else {
+          faucets_not_started(id);
+        }
+      });
+    });
+    return;
+  }
+  launch_checked(id, procs);
+}
+
+void controller::launch_checked(std::int64_t id, const core::processor_set& procs) {
+  job_entry* found = jobs_.find(id);
+  if (found == nullptr) return;
   job_entry& e = *found;
   if (e.cancel_requested) {
     // Cancelled between the decision and its commit: never start it.

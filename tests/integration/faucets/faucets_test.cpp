@@ -92,6 +92,9 @@ public:
     fs::remove(st / "faucetsd.addr");
     start(addr_, url_.substr(url_.find("://") + 3));
   }
+  // Freezes faucetsd (SIGSTOP) or lets it go on (SIGCONT): a server that
+  // is there for TCP but answers nothing, as when the network drops.
+  void freeze(bool on) { ::kill(pid_, on ? SIGSTOP : SIGCONT); }
   // The postmaster of faucetsd's private PostgreSQL.
   pid_t postgres_pid() const {
     std::ifstream in(dir_.path() / "state" / "postgres" / "data" / "postmaster.pid");
@@ -337,6 +340,46 @@ TEST_CASE("a queued job whose cluster went away past the timeout keeps its one c
   for (const auto& j : one.jobs(true)) named += j.name == "queued" ? 1 : 0;
   CHECK(named == 1);
   CHECK(site.log().find("adopted its copy one:" + std::to_string(copy)) != std::string::npos);
+}
+
+TEST_CASE("a cluster that cannot hear the server starts none of the server's jobs until it can") {
+  REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
+  // A long timeout: the server keeps the job placed there all along.
+  faucets_site site({"one"}, "* one *\n", "earliest-start", 120);
+  cluster one(cluster_opts(1, 2, site.join_args("one")));
+  one.wait_nodes_up(1);
+  const auto u = one.user("aqsfaucet");
+  const std::string token = site.token_for(&u);
+  site.wait_up(token, {"one"});
+  auto c = site.client(token);
+  const fs::path ran = u.home / "ran.log";
+
+  const std::int64_t blocker = submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "sleep 300"}));
+  const json b = wait_job(c, blocker, [](const json& j) { return j["state"] == "RUNNING"; });
+  const std::int64_t queued =
+      submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "echo ran >> " + ran.string()}));
+  const std::int64_t copy =
+      wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); })["local_id"].get<std::int64_t>();
+
+  // The server stops answering; the cluster's admin ends the blocker, so the
+  // queued job could start, but the server would not know it did.
+  site.freeze(true);
+  const run_result k = one.cmd(aqs::test::bin().fkill, {std::to_string(b["local_id"].get<std::int64_t>())});
+  CHECK_MESSAGE(k.status == 0, k.err);
+  std::this_thread::sleep_for(9s);  // past the uplink's start timeout (5 s)
+  const auto local = one.job(copy);
+  REQUIRE(local.has_value());
+  CHECK(local->state == aqs::core::job_state::pending);
+  CHECK_FALSE(fs::exists(ran));
+  CHECK(slurp(one.dir() / "aqsd.log").find("did not confirm the start") != std::string::npos);
+
+  // The server is back: the job starts once, with the server's word.
+  site.freeze(false);
+  const json done = wait_job(c, queued, [](const json& j) { return is_final(j["state"].get<std::string>()); }, 120s);
+  CHECK_MESSAGE(done["state"] == "COMPLETED", done.dump() << "\n" << c.history(queued).dump());
+  CHECK(done["local_id"].get<std::int64_t>() == copy);
+  CHECK(slurp(ran) == "ran\n");
+  CHECK(has_event(c.history(queued), "starting"));
 }
 
 TEST_CASE("faucetsd killed -9, and its PostgreSQL killed -9: every job accepted runs exactly once") {
