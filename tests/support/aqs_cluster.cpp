@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/client_connection.hpp"
 #include "test_failed.hpp"
 
 extern char** environ;
@@ -450,6 +451,47 @@ std::vector<pid_t> job_processes_mentioning(const std::string& needle) {
   std::vector<pid_t> out = processes_mentioning(needle);
   std::erase_if(out, [](pid_t p) { return !in_a_job(p); });
   return out;
+}
+
+token_submit submit_with_token(const cluster& c, const test_user& u, const std::string& token) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string answer = "error cannot become the user";
+    if (::setgroups(0, nullptr) == 0 && ::setgid(u.gid) == 0 && ::setuid(u.uid) == 0) {
+      try {
+        client::connection conn(c.socket(), 30s);
+        protocol::submit s;
+        s.id = conn.next_id();
+        s.job.name = "tok";
+        s.job.script = "#!/bin/sh\ntrue\n";
+        s.job.workdir = u.home.string();
+        s.job.stdout_pattern = "/dev/null";
+        s.job.submit_token = token;
+        answer = "ok " + std::to_string(conn.call(s).at("job_id").get<std::int64_t>());
+      } catch (const std::exception& e) {
+        answer = std::string("error ") + e.what();
+      }
+    }
+    (void)!::write(fds[1], answer.data(), answer.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string answer;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  ::waitpid(child, nullptr, 0);
+  token_submit r;
+  if (answer.rfind("ok ", 0) == 0) {
+    r.job_id = std::stoll(answer.substr(3));
+  } else {
+    r.error = answer.rfind("error ", 0) == 0 ? answer.substr(6) : "no answer from the child";
+  }
+  return r;
 }
 
 }  // namespace aqs::test

@@ -146,4 +146,13 @@ bool in_a_job(pid_t pid);
 // processes_mentioning(needle) that are part of an AQS job.
 std::vector<pid_t> job_processes_mentioning(const std::string& needle);
 
+// What aqsd answered a submit of `true` carrying `token`, sent straight
+// over its socket by a child process that has become `u` (as fsub run by
+// them would send it): the job id, or the error.
+struct token_submit {
+  std::int64_t job_id = -1;
+  std::string error;
+};
+token_submit submit_with_token(const cluster& c, const test_user& u, const std::string& token);
+
 }  // namespace aqs::test

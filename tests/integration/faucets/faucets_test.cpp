@@ -12,7 +12,6 @@
 #include <sstream>
 #include <thread>
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,7 +19,6 @@
 #include <nlohmann/json.hpp>
 
 #include "aqs_cluster.hpp"
-#include "client/client_connection.hpp"
 #include "client/faucets_api.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
@@ -302,186 +300,81 @@ std::int64_t submitted_id(const run_result& r) {
   return std::stoll(r.out.substr(std::string("Submitted job ").size()));
 }
 
+// One cluster of 2 processors joined to a server, a job of the server that
+// holds all of it, and a second one queued behind it there.
+struct blocked_queue {
+  explicit blocked_queue(int cluster_timeout_s)
+      : site({"one"}, "* one *\n", "earliest-start", cluster_timeout_s),
+        one(cluster_opts(1, 2, site.join_args("one"))),
+        u(one.user("aqsfaucet")),
+        token(site.token_for(&u)),
+        c(site.client(token)),
+        ran(u.home / "ran.log") {
+    one.wait_nodes_up(1);
+    site.wait_up(token, {"one"});
+    const std::int64_t b = submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "sleep 300"}));
+    blocker = wait_job(c, b, [](const json& j) { return j["state"] == "RUNNING"; });
+    queued = submitted_id(
+        fsub_via(site, token, u, {"-M", "one", "-n", "2", "-J", "queued", "--wrap", "echo ran >> " + ran.string()}));
+    copy = wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); })["local_id"];
+  }
+  faucets_site site;
+  cluster one;
+  aqs::test::test_user u;
+  std::string token;
+  aqs::client::faucets::client c;
+  fs::path ran;          // the queued job appends a line when it runs
+  json blocker;          // the server's job holding the cluster
+  std::int64_t queued = 0, copy = 0;  // the queued job, and its id on the cluster
+};
+
 }  // namespace
 
 TEST_CASE("a queued job whose cluster went away past the timeout keeps its one copy there when it comes back") {
   REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
-  faucets_site site({"one"}, "* one *\n", "earliest-start", 2);
-  cluster one(cluster_opts(1, 2, site.join_args("one")));
-  one.wait_nodes_up(1);
-  const auto u = one.user("aqsfaucet");
-  const std::string token = site.token_for(&u);
-  site.wait_up(token, {"one"});
-  auto c = site.client(token);
-  const fs::path ran = u.home / "ran.log";
-
-  // A job that holds the whole cluster, and one queued behind it there.
-  const std::int64_t blocker = submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "sleep 300"}));
-  wait_job(c, blocker, [](const json& j) { return j["state"] == "RUNNING"; });
-  const std::int64_t queued = submitted_id(
-      fsub_via(site, token, u, {"-M", "one", "-n", "2", "-J", "queued", "--wrap", "echo ran >> " + ran.string()}));
-  const json placed = wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); });
-  const std::int64_t copy = placed["local_id"].get<std::int64_t>();
-
+  blocked_queue q(2);
   // Its head dies; past the timeout the server takes the queued job back
   // (it may only run on "one", so it waits for it).
-  one.kill_aqsd();
-  wait_job(c, queued, [&](const json&) { return has_event(c.history(queued), "unplaced"); }, 30s);
-  one.start_aqsd();
-  one.wait_nodes_up(1);
+  q.one.kill_aqsd();
+  wait_job(q.c, q.queued, [&](const json&) { return has_event(q.c.history(q.queued), "unplaced"); }, 30s);
+  q.one.start_aqsd();
+  q.one.wait_nodes_up(1);
   // Back: the copy there is the job's again (not cancelled, not a second one).
-  const json back = wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); });
-  CHECK(back["local_id"].get<std::int64_t>() == copy);
-  c.cancel(blocker);
-  const json done = wait_job(c, queued, [](const json& j) { return is_final(j["state"].get<std::string>()); });
-  CHECK_MESSAGE(done["state"] == "COMPLETED", done.dump() << "\n" << c.history(queued).dump());
-  CHECK(slurp(ran) == "ran\n");
+  const json back = wait_job(q.c, q.queued, [](const json& j) { return j["local_id"].is_number_integer(); });
+  CHECK(back["local_id"].get<std::int64_t>() == q.copy);
+  q.c.cancel(q.blocker["id"].get<std::int64_t>());
+  const json done = wait_job(q.c, q.queued, [](const json& j) { return is_final(j["state"].get<std::string>()); });
+  CHECK_MESSAGE(done["state"] == "COMPLETED", done.dump() << "\n" << q.c.history(q.queued).dump());
+  CHECK(slurp(q.ran) == "ran\n");
   int named = 0;
-  for (const auto& j : one.jobs(true)) named += j.name == "queued" ? 1 : 0;
+  for (const auto& j : q.one.jobs(true)) named += j.name == "queued" ? 1 : 0;
   CHECK(named == 1);
-  CHECK(site.log().find("adopted its copy one:" + std::to_string(copy)) != std::string::npos);
+  CHECK(q.site.log().find("adopted its copy one:" + std::to_string(q.copy)) != std::string::npos);
 }
 
 TEST_CASE("a cluster that cannot hear the server starts none of the server's jobs until it can") {
   REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
-  // A long timeout: the server keeps the job placed there all along.
-  faucets_site site({"one"}, "* one *\n", "earliest-start", 120);
-  cluster one(cluster_opts(1, 2, site.join_args("one")));
-  one.wait_nodes_up(1);
-  const auto u = one.user("aqsfaucet");
-  const std::string token = site.token_for(&u);
-  site.wait_up(token, {"one"});
-  auto c = site.client(token);
-  const fs::path ran = u.home / "ran.log";
-
-  const std::int64_t blocker = submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "sleep 300"}));
-  const json b = wait_job(c, blocker, [](const json& j) { return j["state"] == "RUNNING"; });
-  const std::int64_t queued =
-      submitted_id(fsub_via(site, token, u, {"-M", "one", "-n", "2", "--wrap", "echo ran >> " + ran.string()}));
-  const std::int64_t copy =
-      wait_job(c, queued, [](const json& j) { return j["local_id"].is_number_integer(); })["local_id"].get<std::int64_t>();
-
+  blocked_queue q(120);  // a long timeout: the server keeps the job placed there all along
   // The server stops answering; the cluster's admin ends the blocker, so the
   // queued job could start, but the server would not know it did.
-  site.freeze(true);
-  const run_result k = one.cmd(aqs::test::bin().fkill, {std::to_string(b["local_id"].get<std::int64_t>())});
+  q.site.freeze(true);
+  const run_result k = q.one.cmd(aqs::test::bin().fkill, {std::to_string(q.blocker["local_id"].get<std::int64_t>())});
   CHECK_MESSAGE(k.status == 0, k.err);
   std::this_thread::sleep_for(9s);  // past the uplink's start timeout (5 s)
-  const auto local = one.job(copy);
+  const auto local = q.one.job(q.copy);
   REQUIRE(local.has_value());
   CHECK(local->state == aqs::core::job_state::pending);
-  CHECK_FALSE(fs::exists(ran));
-  CHECK(slurp(one.dir() / "aqsd.log").find("did not confirm the start") != std::string::npos);
+  CHECK_FALSE(fs::exists(q.ran));
+  CHECK(slurp(q.one.dir() / "aqsd.log").find("did not confirm the start") != std::string::npos);
 
   // The server is back: the job starts once, with the server's word.
-  site.freeze(false);
-  const json done = wait_job(c, queued, [](const json& j) { return is_final(j["state"].get<std::string>()); }, 120s);
-  CHECK_MESSAGE(done["state"] == "COMPLETED", done.dump() << "\n" << c.history(queued).dump());
-  CHECK(done["local_id"].get<std::int64_t>() == copy);
-  CHECK(slurp(ran) == "ran\n");
-  CHECK(has_event(c.history(queued), "starting"));
+  q.site.freeze(false);
+  const json done = wait_job(q.c, q.queued, [](const json& j) { return is_final(j["state"].get<std::string>()); }, 120s);
+  CHECK_MESSAGE(done["state"] == "COMPLETED", done.dump() << "\n" << q.c.history(q.queued).dump());
+  CHECK(done["local_id"].get<std::int64_t>() == q.copy);
+  CHECK(slurp(q.ran) == "ran\n");
+  CHECK(has_event(q.c.history(q.queued), "starting"));
 }
-
-TEST_CASE("faucetsd killed -9, and its PostgreSQL killed -9: every job accepted runs exactly once") {
-  REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
-  faucets_site site({"a", "b"}, "* * *\n", "fastest-queue", 5);
-  cluster a(cluster_opts(1, 2, site.join_args("a")));
-  cluster b(cluster_opts(1, 2, site.join_args("b")));
-  a.wait_nodes_up(1);
-  b.wait_nodes_up(1);
-  const auto u = a.user("aqsfaucet");
-  const std::string token = site.token_for(&u);
-  site.wait_up(token, {"a", "b"});
-  const fs::path ran = u.home / "ran.log";
-
-  constexpr int k_jobs = 40;
-  std::vector<std::int64_t> accepted;
-  int refused = 0;
-  for (int i = 0; i < k_jobs; ++i) {
-    if (i == 10) {
-      const pid_t pg = site.postgres_pid();
-      REQUIRE(pg > 0);
-      ::kill(pg, SIGKILL);
-    }
-    if (i == 25) site.kill_and_restart();
-    // While the store or the server is away, fsub fails with one line and
-    // nothing is kept; the user submits again.
-    for (int tries = 0;; ++tries) {
-      const run_result r = fsub_via(site, token, u, {"-J", "job" + std::to_string(i), "-t", "5", "--wrap",
-                                                     "echo $SLURM_JOB_NAME >> " + ran.string() + "; sleep 0.2"});
-      if (r.status == 0) {
-        accepted.push_back(submitted_id(r));
-        break;
-      }
-      ++refused;
-      CHECK_MESSAGE(std::count(r.err.begin(), r.err.end(), '\n') <= 1, r.err);
-      REQUIRE_MESSAGE(tries < 100, "fsub " << i << " kept failing: " << r.err);
-      std::this_thread::sleep_for(200ms);
-    }
-  }
-  MESSAGE(refused << " submissions were refused while the store or the server was away");
-  auto c = site.client(token);
-  for (const std::int64_t id : accepted) {
-    const json j = wait_job(c, id, [](const json& x) { return is_final(x["state"].get<std::string>()); }, 180s);
-    CHECK_MESSAGE(j["state"] == "COMPLETED", j.dump() << "\n" << c.history(id).dump());
-  }
-  REQUIRE(accepted.size() == static_cast<std::size_t>(k_jobs));
-  std::map<std::string, int> times;
-  std::istringstream lines(slurp(ran));
-  for (std::string line; std::getline(lines, line);) ++times[line];
-  for (int i = 0; i < k_jobs; ++i) {
-    CHECK_MESSAGE(times["job" + std::to_string(i)] == 1, "job" << i << " ran " << times["job" + std::to_string(i)] << " times");
-  }
-  CHECK(times.size() == static_cast<std::size_t>(k_jobs));
-  CHECK(c.list_jobs(true).size() == static_cast<std::size_t>(k_jobs));
-  const std::string log = site.log();
-  CHECK(log.find("private PostgreSQL running again") != std::string::npos);
-}
-
-namespace {
-
-// A local user submits straight to aqsd with a Faucets submit token: as if
-// the server had placed the job (it would wait for the server, be reported
-// to it and could be adopted as another user's job). Returns aqsd's answer.
-std::string submit_with_faucets_token(const cluster& c, const aqs::test::test_user& u, const std::string& token) {
-  int pipe_fd[2];
-  REQUIRE(::pipe(pipe_fd) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(pipe_fd[0]);
-    std::string answer;
-    if (::setgroups(0, nullptr) != 0 || ::setgid(u.gid) != 0 || ::setuid(u.uid) != 0) {
-      answer = "cannot become the user";
-    } else {
-      try {
-        aqs::client::connection conn(c.socket(), 30s);
-        aqs::protocol::submit s;
-        s.id = conn.next_id();
-        s.job.name = "forged";
-        s.job.script = "#!/bin/sh\ntrue\n";
-        s.job.workdir = u.home.string();
-        s.job.stdout_pattern = "/dev/null";
-        s.job.submit_token = token;
-        answer = "accepted as job " + std::to_string(conn.call(s).at("job_id").get<std::int64_t>());
-      } catch (const std::exception& e) {
-        answer = std::string("refused: ") + e.what();
-      }
-    }
-    (void)!::write(pipe_fd[1], answer.data(), answer.size());
-    ::_exit(0);
-  }
-  ::close(pipe_fd[1]);
-  std::string answer;
-  char buf[512];
-  for (ssize_t n; (n = ::read(pipe_fd[0], buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
-  ::close(pipe_fd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return answer;
-}
-
-}  // namespace
 
 TEST_CASE("forged or missing credentials, and users the tables do not allow, are refused and logged") {
   REQUIRE_MESSAGE(aqs::testbed::netns_hosts::available(), "needs root and ip netns");
@@ -506,9 +399,11 @@ TEST_CASE("forged or missing credentials, and users the tables do not allow, are
     CHECK(site.log().find("cluster 'two' did not prove its key") != std::string::npos);
   }
   SUBCASE("a local user cannot give a job a Faucets submit token (and so pose as the server's job)") {
-    const std::string answer = submit_with_faucets_token(one, alice, "faucets:one:1.1");
-    CHECK_MESSAGE(answer.find("refused: ") == 0, answer);
-    CHECK_MESSAGE(answer.find("kept for jobs a Faucets server forwards") != std::string::npos, answer);
+    // As if the server had placed it: it would wait for the server, be
+    // reported to it, and could be adopted as another user's job.
+    const auto r = aqs::test::submit_with_token(one, alice, "faucets:one:1.1");
+    CHECK_MESSAGE(r.job_id == -1, "accepted as job " << r.job_id);
+    CHECK_MESSAGE(r.error.find("kept for jobs a Faucets server forwards") != std::string::npos, r.error);
     CHECK(one.jobs(true).empty());
   }
   SUBCASE("no token, a forged token, an expired one: 401 and nothing changes") {

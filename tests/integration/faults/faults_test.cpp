@@ -421,39 +421,9 @@ TEST_CASE("an agent cut off by the network has its job fenced: gone within the n
 
 namespace {
 
-// Submits `true` with `token` as `u` (a child process that becomes the
-// user, as fsub run by them would be): the job id aqsd answered, or -1.
+// Submits `true` with `token` as `u`: the job id aqsd answered, or -1.
 std::int64_t submit_as(const test::cluster& c, const test::test_user& u, const std::string& token) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    std::int64_t id = -1;
-    if (::setgroups(0, nullptr) == 0 && ::setgid(u.gid) == 0 && ::setuid(u.uid) == 0) {
-      try {
-        client::connection conn(c.socket(), 30s);
-        protocol::submit s;
-        s.id = conn.next_id();
-        s.job.name = "tok";
-        s.job.script = "#!/bin/sh\ntrue\n";
-        s.job.workdir = u.home.string();
-        s.job.stdout_pattern = "/dev/null";
-        s.job.submit_token = token;
-        id = conn.call(s).at("job_id").get<std::int64_t>();
-      } catch (const std::exception&) {
-      }
-    }
-    (void)!::write(fds[1], &id, sizeof id);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::int64_t id = -1;
-  if (::read(fds[0], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) id = -1;
-  ::close(fds[0]);
-  ::waitpid(child, nullptr, 0);
-  return id;
+  return test::submit_with_token(c, u, token).job_id;
 }
 
 }  // namespace
