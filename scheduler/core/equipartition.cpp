@@ -108,7 +108,9 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     auto [floor, floor_usable] = floor_of(j);
     pool += cur - s.pinned_count(j);
     mins += floor_usable;
-    members.push_back({id, j.req.min_pe, j.req.max_pe, cur, floor, false});
+    // Its maximum within its node limit (MaxNodes): a share it could not
+    // be placed on is left to the others.
+    members.push_back({id, j.req.min_pe, std::max(floor, s.max_size(j)), cur, floor, false});
   }
   std::size_t avail = pool > mins ? pool - mins : 0;
 
@@ -127,6 +129,8 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     const job& j = s.get(k.id);
     std::size_t need = j.req.min_pe;
     if (need > usable) continue;
+    const std::size_t most = j.req.adaptive ? s.max_size(j) : need;
+    if (need > most) continue;  // its minimum needs more nodes than it may have
     bool admit = false;
     if (!blocked) {
       if (need <= avail) {
@@ -143,7 +147,7 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     if (!admit) continue;
     avail -= need;
     if (j.req.adaptive) {
-      members.push_back({k.id, j.req.min_pe, j.req.max_pe, 0, j.req.min_pe, true});
+      members.push_back({k.id, j.req.min_pe, most, 0, j.req.min_pe, true});
     } else {
       p.starts.push_back({k.id, need});
     }

@@ -114,4 +114,41 @@ processor_set place_shrink(const processor_set& held, std::size_t n, const proce
   return out;
 }
 
+std::size_t nodes_spanned(const cluster& c, const processor_set& procs) {
+  std::size_t n = 0;
+  for (const node& nd : c.nodes()) {
+    if (procs.count_range(nd.first_proc, nd.first_proc + nd.procs) > 0) ++n;
+  }
+  return n;
+}
+
+processor_set within_nodes(const cluster& c, const processor_set& held, const processor_set& free,
+                           std::size_t max_nodes) {
+  if (max_nodes == 0) return free;
+  processor_set out(free.size());
+  struct candidate {
+    std::size_t index, free;
+  };
+  std::vector<candidate> others;
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < c.nodes().size(); ++i) {
+    const node& nd = c.at(i);
+    const processor_set here = processor_set::range(free.size(), nd.first_proc, nd.first_proc + nd.procs);
+    if (held.count_range(nd.first_proc, nd.first_proc + nd.procs) > 0) {
+      ++mine;
+      out |= free & here;
+    } else if (const std::size_t n = free.count_range(nd.first_proc, nd.first_proc + nd.procs); n > 0) {
+      others.push_back({i, n});
+    }
+  }
+  if (mine >= max_nodes) return out;
+  std::stable_sort(others.begin(), others.end(), [](const candidate& a, const candidate& b) { return a.free > b.free; });
+  others.resize(std::min(others.size(), max_nodes - mine));
+  for (const candidate& k : others) {
+    const node& nd = c.at(k.index);
+    out |= free & processor_set::range(free.size(), nd.first_proc, nd.first_proc + nd.procs);
+  }
+  return out;
+}
+
 }  // namespace aqs::core

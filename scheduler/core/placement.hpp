@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "core/cluster.hpp"
 #include "core/processor_set.hpp"
 
 namespace aqs::core {
@@ -38,5 +39,18 @@ processor_set place_shrink(const processor_set& held, std::size_t n);
 // since what it gives back there is of no use to any other job. Throws
 // std::invalid_argument when n >= |held|.
 processor_set place_shrink(const processor_set& held, std::size_t n, const processor_set& keep);
+
+// How many nodes of `c` hold a processor of `procs`.
+std::size_t nodes_spanned(const cluster& c, const processor_set& procs);
+
+// The part of `free` a job holding `held` may be given when it may hold
+// processors on at most `max_nodes` nodes (an adaptive job in a partition
+// with MaxNodes): all of free on the nodes it holds, and all of free on as
+// many other nodes as that leaves, those with the most free processors
+// first (then the lowest index), so that it grows on the fewest nodes.
+// All of `free` when max_nodes is 0; nothing on other nodes when it holds
+// max_nodes nodes or more already.
+processor_set within_nodes(const cluster& c, const processor_set& held, const processor_set& free,
+                           std::size_t max_nodes);
 
 }  // namespace aqs::core
