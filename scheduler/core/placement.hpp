@@ -53,4 +53,14 @@ std::size_t nodes_spanned(const cluster& c, const processor_set& procs);
 processor_set within_nodes(const cluster& c, const processor_set& held, const processor_set& free,
                            std::size_t max_nodes);
 
+// The map for a job holding `held` (whole ranks of `per_rank` processors
+// on each node) that grows by up to n processors out of `free`, in whole
+// ranks, each rank's processors on one node: first on the nodes it holds,
+// then on those with the most free processors (then the lowest index), at
+// most `max_nodes` nodes in all (0: any); on each node its lowest free
+// processors. Gives fewer than n when the nodes it may use have no more
+// room for a whole rank. The result contains `held`.
+processor_set place_ranks(const cluster& c, const processor_set& held, const processor_set& free, std::size_t n,
+                          std::size_t per_rank, std::size_t max_nodes);
+
 }  // namespace aqs::core

@@ -30,6 +30,7 @@ queue_key key_of(const job_request& r) { return {-r.priority, r.submit_time, r.i
 std::string job_name(job_id id) { return "job " + std::to_string(id); }
 
 // An adaptive job is placed by its processor count, within its node limit,
+// in whole ranks of its cpus_per_task processors each on one node,
 // unless it asks for what only place_shaped accounts for (memory, GPUs,
 // whole nodes, tasks per node, a node minimum): the client refuses those
 // for adaptive jobs, and such a job from elsewhere is placed as before.
@@ -37,6 +38,7 @@ bool placed_by_count(const job_request& r) {
   if (!r.adaptive) return false;
   job_shape s = r.shape;
   s.max_nodes = 0;
+  s.cpus_per_task = 1;  // whole ranks: scheduler::rank_size
   return s.plain();
 }
 
@@ -90,14 +92,17 @@ std::size_t scheduler::node_limit(const job& j) const noexcept {
 
 std::size_t scheduler::max_size(const job& j) const {
   const std::size_t limit = node_limit(j);
-  if (limit == 0 || !j.req.adaptive) return j.req.max_pe;
-  // Only for jobs with a limit (rare): the node sizes are sorted per call.
+  const std::size_t per_rank = rank_size(j.req);
+  if (!j.req.adaptive || (limit == 0 && per_rank == 1)) return j.req.max_pe;
+  // Only for jobs with a limit or ranks of several processors (rare): the
+  // node sizes, in whole ranks, are sorted per call.
   const processor_set& usable = scope_ ? scope_usable_ : usable_;
   std::vector<std::size_t> sizes;
   for (const node& nd : cluster_.nodes()) {
-    if (const std::size_t n = usable.count_range(nd.first_proc, nd.first_proc + nd.procs); n > 0) sizes.push_back(n);
+    const std::size_t n = usable.count_range(nd.first_proc, nd.first_proc + nd.procs) / per_rank * per_rank;
+    if (n > 0) sizes.push_back(n);
   }
-  const std::size_t k = std::min(limit, sizes.size());
+  const std::size_t k = limit == 0 ? sizes.size() : std::min(limit, sizes.size());
   std::partial_sort(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(k), sizes.end(), std::greater<>());
   std::size_t total = 0;
   for (std::size_t i = 0; i < k; ++i) total += sizes[i];
@@ -282,6 +287,9 @@ void scheduler::apply(const event& e) {
       if (jobs_.count(r.id) != 0) misuse(job_name(r.id) + " already exists");
       if (r.min_pe == 0 || r.max_pe < r.min_pe) misuse(job_name(r.id) + ": need 1 <= min_pe <= max_pe");
       if (!r.adaptive && r.min_pe != r.max_pe) misuse(job_name(r.id) + ": a rigid job has min_pe == max_pe");
+      if (const std::size_t g = rank_size(r); r.min_pe % g != 0 || r.max_pe % g != 0) {
+        misuse(job_name(r.id) + ": min_pe and max_pe must be whole ranks of " + std::to_string(g) + " processors");
+      }
       job j;
       j.req = r;
       j.procs = processor_set(cluster_.size());
@@ -319,8 +327,16 @@ void scheduler::apply(const event& e) {
         misuse(job_name(e.job) + " is rigid: only a pending rigid job may change its size");
       }
       if (is_final(j.state)) misuse(job_name(e.job) + " has finished");
-      j.req.min_pe = e.min_pe;
-      j.req.max_pe = e.max_pe;
+      // A job of ranks of several processors (the runtime asks in
+      // processors) gets whole ranks: never fewer than it asked at least.
+      const std::size_t g = rank_size(j.req);
+      const std::size_t min = (e.min_pe + g - 1) / g * g, max = e.max_pe / g * g;
+      if (max < min) {
+        misuse(job_name(e.job) + ": no whole number of ranks of " + std::to_string(g) + " processors is in " +
+               std::to_string(e.min_pe) + ".." + std::to_string(e.max_pe));
+      }
+      j.req.min_pe = min;
+      j.req.max_pe = max;
       j.frozen = false;
       break;
     }
@@ -517,7 +533,7 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
       break;
     }
   }
-  if (!r.shape.plain()) restore_placement(j);
+  if (!r.shape.plain() && !placed_by_count(r)) restore_placement(j);
   jobs_.emplace(r.id, std::move(j));
   refresh_counts();
 }
@@ -642,6 +658,9 @@ void scheduler::check_plan(const plan& p) const {
 processor_set scheduler::place_adaptive(const job& j, const processor_set& held, const processor_set& free,
                                         std::size_t n) const {
   const std::size_t limit = node_limit(j);
+  if (const std::size_t per_rank = rank_size(j.req); per_rank > 1) {
+    return place_ranks(cluster_, held, free, n, per_rank, limit);
+  }
   processor_set first = place_grow(held, free, n);
   if (limit == 0 || nodes_spanned(cluster_, first) <= limit) return first;
   const processor_set room = within_nodes(cluster_, held, free, limit);
@@ -720,7 +739,11 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
     if (scope_ && j.partition != *scope_) continue;
-    const processor_set keep = any_promised && j.procs.intersects(promised) ? off_up | (j.procs - promised) : off_up;
+    // (Not for ranks of several processors: a rigid job's old processors
+    // are no whole ranks, and a shrink must leave whole ranks on each node.)
+    const processor_set keep = any_promised && rank_size(j.req) == 1 && j.procs.intersects(promised)
+                                   ? off_up | (j.procs - promised)
+                                   : off_up;
     processor_set to = place_shrink(j.procs, j.size() - t.procs, keep);
     reserved_ |= j.procs - to;
     begin_resize(j, to, t.procs, out);
