@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/partition.hpp"
 #include "core/scheduler.hpp"
 
 using namespace aqs::core;
@@ -100,4 +101,26 @@ TEST_CASE("a size change of a job with 2 processors per rank is taken in whole r
   CHECK(s.get(1).req.max_pe == 6);
   CHECK_THROWS_AS(s.apply(event::change(1, 5, 5)), std::invalid_argument);
   CHECK_THROWS_AS(s.handle(event::arrival(ranks_of(2, 2, 3, 8)), 1), std::invalid_argument);
+}
+
+TEST_CASE("in a partition, a job with 2 processors per rank grows onto a node freed by a rigid job") {
+  scheduler s(cluster::uniform(4, 3), make_strategy("equipartition"));
+  s.set_partitions(parse_config("PartitionName=one Nodes=node[0-1] Default=YES MaxNodes=1\n"
+                                "PartitionName=odd Nodes=node[2-3]\n", "t").partitions);
+  job_request a = ranks_of(1, 1, 1, 6);
+  a.partition = "one";
+  REQUIRE(s.handle(event::arrival(a), 0).size() == 1);
+  job_request r = rigid(2, 3);
+  r.partition = "odd";
+  REQUIRE(s.handle(event::arrival(r), 1).size() == 1);
+  job_request k = ranks_of(3, 2, 2, 8);
+  k.partition = "odd";
+  auto d = s.handle(event::arrival(k), 2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.count() == 2);
+  d = s.handle(event::completion(2), 3);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.count() == 4);
+  CHECK(whole_ranks(s, d[0].to, 2));
 }
