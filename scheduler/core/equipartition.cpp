@@ -80,6 +80,26 @@ std::vector<std::size_t> share_above_floors(std::size_t leftover, const std::vec
   }
 }
 
+void whole_ranks(std::vector<std::size_t>& extra, const std::vector<std::size_t>& grains,
+                 const std::vector<std::size_t>& caps, const std::vector<std::size_t>& order) {
+  std::size_t spare = 0;
+  for (std::size_t i = 0; i < extra.size(); ++i) {
+    spare += extra[i] % grains[i];
+    extra[i] -= extra[i] % grains[i];
+  }
+  // A rank at a time, in the order of the odd processors, while one fits.
+  for (bool gave = spare > 0; gave;) {
+    gave = false;
+    for (std::size_t i : order) {
+      if (grains[i] <= spare && extra[i] + grains[i] <= caps[i]) {
+        extra[i] += grains[i];
+        spare -= grains[i];
+        gave = true;
+      }
+    }
+  }
+}
+
 plan equipartition::schedule(const scheduler& s, double now) const {
   plan p;
   struct member {
@@ -108,7 +128,9 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     auto [floor, floor_usable] = floor_of(j);
     pool += cur - s.pinned_count(j);
     mins += floor_usable;
-    members.push_back({id, j.req.min_pe, j.req.max_pe, cur, floor, false});
+    // Its maximum within its node limit (MaxNodes): a share it could not
+    // be placed on is left to the others.
+    members.push_back({id, j.req.min_pe, std::max(floor, s.max_size(j)), cur, floor, false});
   }
   std::size_t avail = pool > mins ? pool - mins : 0;
 
@@ -127,6 +149,8 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     const job& j = s.get(k.id);
     std::size_t need = j.req.min_pe;
     if (need > usable) continue;
+    const std::size_t most = j.req.adaptive ? s.max_size(j) : need;
+    if (need > most) continue;  // its minimum needs more nodes than it may have
     bool admit = false;
     if (!blocked) {
       if (need <= avail) {
@@ -143,15 +167,17 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     if (!admit) continue;
     avail -= need;
     if (j.req.adaptive) {
-      members.push_back({k.id, j.req.min_pe, j.req.max_pe, 0, j.req.min_pe, true});
+      members.push_back({k.id, j.req.min_pe, most, 0, j.req.min_pe, true});
     } else {
       p.starts.push_back({k.id, need});
     }
   }
 
-  std::vector<std::size_t> caps(members.size()), floors(members.size()), order(members.size());
+  std::vector<std::size_t> caps(members.size()), floors(members.size()), order(members.size()),
+      grains(members.size());
   bool any_floor = false;
   for (std::size_t i = 0; i < members.size(); ++i) {
+    grains[i] = scheduler::rank_size(s.get(members[i].id).req);
     caps[i] = members[i].max - members[i].min;
     floors[i] = members[i].floor - members[i].min;
     any_floor = any_floor || floors[i] > 0;
@@ -165,6 +191,7 @@ plan equipartition::schedule(const scheduler& s, double now) const {
   });
   std::vector<std::size_t> extra =
       any_floor ? share_above_floors(avail, floors, caps, order) : share_equally(avail, caps, order);
+  whole_ranks(extra, grains, caps, order);
 
   // Adaptive starts keep their queue position among the rigid ones: rebuild
   // the start list in queue order.

@@ -64,4 +64,12 @@ std::vector<std::size_t> share_above_floors(std::size_t leftover, const std::vec
                                             const std::vector<std::size_t>& caps,
                                             const std::vector<std::size_t>& order);
 
+// Jobs with ranks of several processors (-c) take whole ranks: each extra
+// is rounded down to a multiple of grains[i], and what that leaves is given
+// back a rank at a time, by `order`, to the jobs it fits whole and under
+// their caps (a 1-processor rank always fits). Caps and floors are whole
+// ranks, so no job drops below its floor. Exposed for tests.
+void whole_ranks(std::vector<std::size_t>& extra, const std::vector<std::size_t>& grains,
+                 const std::vector<std::size_t>& caps, const std::vector<std::size_t>& order);
+
 }  // namespace aqs::core

@@ -114,4 +114,82 @@ processor_set place_shrink(const processor_set& held, std::size_t n, const proce
   return out;
 }
 
+std::size_t nodes_spanned(const cluster& c, const processor_set& procs) {
+  std::size_t n = 0;
+  for (const node& nd : c.nodes()) {
+    if (procs.count_range(nd.first_proc, nd.first_proc + nd.procs) > 0) ++n;
+  }
+  return n;
+}
+
+processor_set within_nodes(const cluster& c, const processor_set& held, const processor_set& free,
+                           std::size_t max_nodes) {
+  if (max_nodes == 0) return free;
+  processor_set out(free.size());
+  struct candidate {
+    std::size_t index, free;
+  };
+  std::vector<candidate> others;
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < c.nodes().size(); ++i) {
+    const node& nd = c.at(i);
+    const processor_set here = processor_set::range(free.size(), nd.first_proc, nd.first_proc + nd.procs);
+    if (held.count_range(nd.first_proc, nd.first_proc + nd.procs) > 0) {
+      ++mine;
+      out |= free & here;
+    } else if (const std::size_t n = free.count_range(nd.first_proc, nd.first_proc + nd.procs); n > 0) {
+      others.push_back({i, n});
+    }
+  }
+  if (mine >= max_nodes) return out;
+  std::stable_sort(others.begin(), others.end(), [](const candidate& a, const candidate& b) { return a.free > b.free; });
+  others.resize(std::min(others.size(), max_nodes - mine));
+  for (const candidate& k : others) {
+    const node& nd = c.at(k.index);
+    out |= free & processor_set::range(free.size(), nd.first_proc, nd.first_proc + nd.procs);
+  }
+  return out;
+}
+
+processor_set place_ranks(const cluster& c, const processor_set& held, const processor_set& free, std::size_t n,
+                          std::size_t per_rank, std::size_t max_nodes) {
+  per_rank = std::max<std::size_t>(per_rank, 1);
+  processor_set out = held;
+  out.resize(std::max(held.size(), free.size()));
+  struct candidate {
+    std::size_t index, ranks;
+    bool mine;
+  };
+  std::vector<candidate> nodes;
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < c.nodes().size(); ++i) {
+    const node& nd = c.at(i);
+    const bool holds = held.count_range(nd.first_proc, nd.first_proc + nd.procs) > 0;
+    mine += holds ? 1 : 0;
+    const std::size_t ranks = free.count_range(nd.first_proc, nd.first_proc + nd.procs) / per_rank;
+    if (ranks > 0) nodes.push_back({i, ranks, holds});
+  }
+  // Its own nodes first (no new node), then the fewest new nodes.
+  std::stable_sort(nodes.begin(), nodes.end(), [](const candidate& a, const candidate& b) {
+    if (a.mine != b.mine) return a.mine;
+    return a.ranks > b.ranks;
+  });
+  std::size_t ranks = n / per_rank;
+  for (const candidate& k : nodes) {
+    if (ranks == 0) break;
+    if (!k.mine) {
+      if (max_nodes > 0 && mine >= max_nodes) break;
+      ++mine;
+    }
+    const node& nd = c.at(k.index);
+    std::size_t take = std::min(ranks, k.ranks) * per_rank;
+    ranks -= take / per_rank;
+    for (std::size_t p = free.find_next(nd.first_proc); take > 0 && p < nd.first_proc + nd.procs; p = free.find_next(p + 1)) {
+      out.set(p);
+      --take;
+    }
+  }
+  return out;
+}
+
 }  // namespace aqs::core

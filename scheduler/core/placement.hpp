@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "core/cluster.hpp"
 #include "core/processor_set.hpp"
 
 namespace aqs::core {
@@ -38,5 +39,28 @@ processor_set place_shrink(const processor_set& held, std::size_t n);
 // since what it gives back there is of no use to any other job. Throws
 // std::invalid_argument when n >= |held|.
 processor_set place_shrink(const processor_set& held, std::size_t n, const processor_set& keep);
+
+// How many nodes of `c` hold a processor of `procs`.
+std::size_t nodes_spanned(const cluster& c, const processor_set& procs);
+
+// The part of `free` a job holding `held` may be given when it may hold
+// processors on at most `max_nodes` nodes (an adaptive job in a partition
+// with MaxNodes): all of free on the nodes it holds, and all of free on as
+// many other nodes as that leaves, those with the most free processors
+// first (then the lowest index), so that it grows on the fewest nodes.
+// All of `free` when max_nodes is 0; nothing on other nodes when it holds
+// max_nodes nodes or more already.
+processor_set within_nodes(const cluster& c, const processor_set& held, const processor_set& free,
+                           std::size_t max_nodes);
+
+// The map for a job holding `held` (whole ranks of `per_rank` processors
+// on each node) that grows by up to n processors out of `free`, in whole
+// ranks, each rank's processors on one node: first on the nodes it holds,
+// then on those with the most free processors (then the lowest index), at
+// most `max_nodes` nodes in all (0: any); on each node its lowest free
+// processors. Gives fewer than n when the nodes it may use have no more
+// room for a whole rank. The result contains `held`.
+processor_set place_ranks(const cluster& c, const processor_set& held, const processor_set& free, std::size_t n,
+                          std::size_t per_rank, std::size_t max_nodes);
 
 }  // namespace aqs::core

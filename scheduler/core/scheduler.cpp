@@ -4,6 +4,7 @@
 #include "core/placement.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +28,19 @@ queue_key key_of(const job_request& r) { return {-r.priority, r.submit_time, r.i
 [[noreturn]] void misuse(const std::string& what) { throw std::invalid_argument(what); }
 
 std::string job_name(job_id id) { return "job " + std::to_string(id); }
+
+// An adaptive job is placed by its processor count, within its node limit,
+// in whole ranks of its cpus_per_task processors each on one node,
+// unless it asks for what only place_shaped accounts for (memory, GPUs,
+// whole nodes, tasks per node, a node minimum): the client refuses those
+// for adaptive jobs, and such a job from elsewhere is placed as before.
+bool placed_by_count(const job_request& r) {
+  if (!r.adaptive) return false;
+  job_shape s = r.shape;
+  s.max_nodes = 0;
+  s.cpus_per_task = 1;  // whole ranks: scheduler::rank_size
+  return s.plain();
+}
 
 }  // namespace
 
@@ -66,6 +80,33 @@ std::size_t scheduler::pinned_count(const job& j) const noexcept {
   if (c.held == c.held_usable) return 0;
   const processor_set& map = j.state == job_state::resizing ? j.target : j.procs;
   return planning_size(j) - map.count_common(scope_ ? scope_usable_ : usable_);
+}
+
+std::size_t scheduler::node_limit(const job& j) const noexcept {
+  std::size_t limit = j.req.shape.max_nodes;
+  if (scope_ && parts_[*scope_].max_nodes > 0 && (limit == 0 || parts_[*scope_].max_nodes < limit)) {
+    limit = parts_[*scope_].max_nodes;
+  }
+  return limit;
+}
+
+std::size_t scheduler::max_size(const job& j) const {
+  const std::size_t limit = node_limit(j);
+  const std::size_t per_rank = rank_size(j.req);
+  if (!j.req.adaptive || (limit == 0 && per_rank == 1)) return j.req.max_pe;
+  // Only for jobs with a limit or ranks of several processors (rare): the
+  // node sizes, in whole ranks, are sorted per call.
+  const processor_set& usable = scope_ ? scope_usable_ : usable_;
+  std::vector<std::size_t> sizes;
+  for (const node& nd : cluster_.nodes()) {
+    const std::size_t n = usable.count_range(nd.first_proc, nd.first_proc + nd.procs) / per_rank * per_rank;
+    if (n > 0) sizes.push_back(n);
+  }
+  const std::size_t k = limit == 0 ? sizes.size() : std::min(limit, sizes.size());
+  std::partial_sort(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(k), sizes.end(), std::greater<>());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < k; ++i) total += sizes[i];
+  return std::min(j.req.max_pe, total);
 }
 
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
@@ -246,6 +287,9 @@ void scheduler::apply(const event& e) {
       if (jobs_.count(r.id) != 0) misuse(job_name(r.id) + " already exists");
       if (r.min_pe == 0 || r.max_pe < r.min_pe) misuse(job_name(r.id) + ": need 1 <= min_pe <= max_pe");
       if (!r.adaptive && r.min_pe != r.max_pe) misuse(job_name(r.id) + ": a rigid job has min_pe == max_pe");
+      if (const std::size_t g = rank_size(r); r.min_pe % g != 0 || r.max_pe % g != 0) {
+        misuse(job_name(r.id) + ": min_pe and max_pe must be whole ranks of " + std::to_string(g) + " processors");
+      }
       job j;
       j.req = r;
       j.procs = processor_set(cluster_.size());
@@ -283,8 +327,16 @@ void scheduler::apply(const event& e) {
         misuse(job_name(e.job) + " is rigid: only a pending rigid job may change its size");
       }
       if (is_final(j.state)) misuse(job_name(e.job) + " has finished");
-      j.req.min_pe = e.min_pe;
-      j.req.max_pe = e.max_pe;
+      // A job of ranks of several processors (the runtime asks in
+      // processors) gets whole ranks: never fewer than it asked at least.
+      const std::size_t g = rank_size(j.req);
+      const std::size_t min = (e.min_pe + g - 1) / g * g, max = e.max_pe / g * g;
+      if (max < min) {
+        misuse(job_name(e.job) + ": no whole number of ranks of " + std::to_string(g) + " processors is in " +
+               std::to_string(e.min_pe) + ".." + std::to_string(e.max_pe));
+      }
+      j.req.min_pe = min;
+      j.req.max_pe = max;
       j.frozen = false;
       break;
     }
@@ -481,7 +533,7 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
       break;
     }
   }
-  if (!r.shape.plain()) restore_placement(j);
+  if (!r.shape.plain() && !placed_by_count(r)) restore_placement(j);
   jobs_.emplace(r.id, std::move(j));
   refresh_counts();
 }
@@ -603,6 +655,18 @@ void scheduler::check_plan(const plan& p) const {
   if (twice != named.end()) misuse("strategy planned " + job_name(*twice) + " more than once");
 }
 
+processor_set scheduler::place_adaptive(const job& j, const processor_set& held, const processor_set& free,
+                                        std::size_t n) const {
+  const std::size_t limit = node_limit(j);
+  if (const std::size_t per_rank = rank_size(j.req); per_rank > 1) {
+    return place_ranks(cluster_, held, free, n, per_rank, limit);
+  }
+  processor_set first = place_grow(held, free, n);
+  if (limit == 0 || nodes_spanned(cluster_, first) <= limit) return first;
+  const processor_set room = within_nodes(cluster_, held, free, limit);
+  return place_grow(held, room, std::min(n, room.count()));
+}
+
 void scheduler::begin_resize(job& j, const processor_set& to, std::size_t ntarget, std::vector<decision>& out) {
   decision d;
   d.what = decision::kind::resize;
@@ -675,7 +739,11 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
     if (scope_ && j.partition != *scope_) continue;
-    const processor_set keep = any_promised && j.procs.intersects(promised) ? off_up | (j.procs - promised) : off_up;
+    // (Not for ranks of several processors: a rigid job's old processors
+    // are no whole ranks, and a shrink must leave whole ranks on each node.)
+    const processor_set keep = any_promised && rank_size(j.req) == 1 && j.procs.intersects(promised)
+                                   ? off_up | (j.procs - promised)
+                                   : off_up;
     processor_set to = place_shrink(j.procs, j.size() - t.procs, keep);
     reserved_ |= j.procs - to;
     begin_resize(j, to, t.procs, out);
@@ -714,14 +782,27 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
       if (!j.resume_wanted) continue;
       if (!j.req.adaptive) continue;  // resumed above once its processors are free
       if (shape_blocked || s.procs > free_n) continue;
-      processor_set procs = place_new(free, s.procs);
+      processor_set procs = place_adaptive(j, processor_set(cluster_.size()), free, s.procs);
+      const std::size_t n = procs.count();
+      if (n < j.req.min_pe) continue;  // the nodes it may use are busy: never smaller than its minimum
       free -= procs;
-      free_n -= s.procs;
-      resume_job(j, procs, s.procs, now, out);
+      free_n -= n;
+      resume_job(j, procs, n, now, out);
       continue;
     }
     if (j.state != job_state::pending) continue;  // resumed above
     if (shape_blocked || s.procs > free_n) continue;
+    if (placed_by_count(j.req)) {
+      // Within its node limit it may get fewer than planned, never fewer
+      // than its minimum: then it waits (the strategy plans the same again).
+      processor_set procs = place_adaptive(j, processor_set(cluster_.size()), free, s.procs);
+      const std::size_t n = procs.count();
+      if (n < j.req.min_pe) continue;
+      free -= procs;
+      free_n -= n;
+      start_job(j, procs, now, out);
+      continue;
+    }
     // A partition's MaxNodes bounds a rigid job's nodes: placed as shaped.
     job_shape shape = j.req.shape;
     if (scope_ && parts_[*scope_].max_nodes > 0 && !j.req.adaptive &&
@@ -762,12 +843,16 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     if (scope_ && j.partition != *scope_) continue;  // an adaptive job grows only in its partition
     std::size_t delta = t.procs - j.size();
     if (delta > free_n) continue;
-    processor_set to = place_grow(j.procs, free, delta);
+    // Within its node limit a grow may stop short (others hold the rest of
+    // the nodes it may use): it takes what it may have now.
+    processor_set to = place_adaptive(j, j.procs, free, delta);
     processor_set gained = to - j.procs;
+    const std::size_t got = gained.count();
+    if (got == 0) continue;
     free -= gained;
-    free_n -= delta;
+    free_n -= got;
     held_ |= gained;
-    begin_resize(j, to, t.procs, out);
+    begin_resize(j, to, j.size() + got, out);
   }
   refresh_counts();
   return out;

@@ -163,6 +163,22 @@ public:
   // shrink gives them back last, but no other job can be given them. Zero
   // without a popcount when no held processor is off an UP node.
   std::size_t pinned_count(const job& j) const noexcept;
+  // The processors of one rank of an adaptive job (its cpus_per_task, -c):
+  // its sizes are whole ranks and each rank's processors are on one node.
+  // 1 for rigid jobs, whose ranks place_shaped lays out.
+  static std::size_t rank_size(const job_request& r) noexcept {
+    return r.adaptive && r.shape.cpus_per_task > 1 ? r.shape.cpus_per_task : 1;
+  }
+  // How many nodes an adaptive job may hold processors on (0: any): its own
+  // node maximum (shape.max_nodes) and, within a partition's strategy run,
+  // the partition's MaxNodes, whichever is smaller. A rigid job's nodes are
+  // bounded by its placement (place_shaped) instead.
+  std::size_t node_limit(const job& j) const noexcept;
+  // The largest size the strategy may plan for an adaptive job: its max_pe,
+  // no more than the UP processors (in scope) that hold whole ranks of it,
+  // and with a node limit only those of that many of the largest nodes. The scheduler grants it no more nodes than
+  // the limit whatever the plan (a grow on nodes others hold stops short).
+  std::size_t max_size(const job& j) const;
   std::optional<plan::reservation_t> reservation() const noexcept { return reservation_; }
   // Per node: memory and GPUs, what shaped jobs use of them, exclusive use.
   const std::vector<node_resources>& resources() const noexcept { return res_; }
@@ -181,6 +197,12 @@ private:
   // A shaped job's placement (tasks, memory, GPUs per node) from the map it
   // holds, taken as at its start (recovery, resume).
   void restore_placement(job& j);
+  // Up to n more processors for adaptive job j holding `held`, out of
+  // `free` (n <= its count), within j's node limit: place_grow's choice when
+  // that stays within the limit, else the same out of within_nodes(). May
+  // give fewer than n when the nodes j may use are busy. The result holds
+  // `held`.
+  processor_set place_adaptive(const job& j, const processor_set& held, const processor_set& free, std::size_t n) const;
   // Throws std::invalid_argument, changing nothing, unless every start and
   // target of the plan may be carried out (or skipped) as decide() does.
   void check_plan(const plan& p) const;

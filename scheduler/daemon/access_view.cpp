@@ -53,8 +53,9 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r, c
   const std::string in = " in partition " + p.name;
   // Nodes named in the configuration but not registered yet may be larger.
   const bool all_known = p.all_nodes || mine.size() == p.nodes.size();
-  if (p.max_nodes > 0 && !r.adaptive && all_known) {
-    // The fewest nodes that hold the job: the largest first.
+  if (p.max_nodes > 0 && all_known) {
+    // The fewest nodes that hold the job (an adaptive job's minimum, which
+    // MaxNodes bounds as it bounds its growth): the largest first.
     std::sort(sizes.rbegin(), sizes.rend());
     std::size_t need = 0, got = 0;
     while (need < sizes.size() && got < r.min_pe) got += sizes[need++];

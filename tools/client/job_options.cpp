@@ -667,12 +667,37 @@ std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol
     throw usage_error("job arrays are of rigid jobs (-n N); an adaptive job is one job that changes size");
   }
   if (s.adaptive || by_range) {
-    if (shaped) {
-      throw usage_error(
-          "-N, --ntasks-per-node, -c, --exclusive, --mem, --mem-per-cpu and GPUs are for rigid jobs (-n N); an "
-          "adaptive job is sized by --min/--max and placed by the scheduler");
+    // Per-rank geometry: -c gives each rank that many processors on one
+    // node, and --min/--max (or -n) count ranks, as -n does in Slurm. The
+    // scheduler keeps whole ranks as the job changes size; node counts,
+    // tasks per node, whole nodes, memory and GPUs it does not keep, so
+    // they are refused rather than silently dropped.
+    if (!s.adaptive && shaped) {
+      throw usage_error("-N, --ntasks-per-node, -c, --exclusive, --mem, --mem-per-cpu and GPUs size a rigid job with "
+                        "-n N, not --min/--max");
+    }
+    std::vector<std::string> unkept;
+    if (o.nodes_min) unkept.emplace_back("-N");
+    if (o.ntasks_per_node) unkept.emplace_back("--ntasks-per-node");
+    if (o.exclusive) unkept.emplace_back("--exclusive");
+    if (o.mem_mb) unkept.emplace_back("--mem");
+    if (o.mem_per_cpu_mb) unkept.emplace_back("--mem-per-cpu");
+    if (o.gpus_per_node || o.gpus_total) unkept.emplace_back("GPUs");
+    if (!unkept.empty()) {
+      std::string names;
+      for (const auto& n : unkept) names += (names.empty() ? "" : ", ") + n;
+      throw usage_error(names + (unkept.size() == 1 && unkept[0] != "GPUs" ? " is" : " are") +
+                        " not supported for an adaptive job (its ranks go where there is room as it changes size; it "
+                        "takes -c for processors per rank, and --min/--max count ranks)");
+    }
+    const std::int64_t c = o.cpus_per_task.value_or(1);
+    if (s.max_pe > protocol::k_max_pe / c) {
+      throw usage_error("--max times -c is more than " + std::to_string(protocol::k_max_pe) + " processors");
     }
     g.ntasks = s.min_pe;
+    g.cpus_per_task = c;
+    s.min_pe *= c;
+    s.max_pe *= c;
     return g;
   }
   const std::int64_t c = o.cpus_per_task.value_or(1);
@@ -1023,7 +1048,7 @@ std::string fsub_usage() {
          "#SBATCH lines at the top of the script; the command line wins.\n"
          + geometry_usage() +
          "  -a, --array LIST[%K]     a job per index: 0-99, 1,3,5-9:2; %K: at most K at once\n"
-         "      --min N, --max M     adaptive size range (with --adaptive)\n"
+         "      --min N, --max M     adaptive size range in ranks (with --adaptive; -c C: C processors each)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
          "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
          "  -J, --job-name NAME      default: the script's file name\n"
@@ -1052,7 +1077,7 @@ std::string frun_usage() {
          "links libmpi.so) runs as one rank per processor, started with mpirun from PATH;\n"
          "other commands run once. Adaptive jobs run the command as given.\n"
          + geometry_usage() +
-         "      --min N, --max M     adaptive size range (with --adaptive)\n"
+         "      --min N, --max M     adaptive size range in ranks (with --adaptive; -c C: C processors each)\n"
          "      --adaptive           the job uses the AQS runtime and can be resized\n"
          "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
          "  -J, --job-name NAME      default: the command's file name\n"

@@ -85,6 +85,12 @@ job_layout layout_of(const protocol::launch& l) {
     out.ntasks = static_cast<std::size_t>(g->ntasks);
     out.tasks = core::task_layout(out.procs, out.cpus_per_task, out.ntasks,
                                   static_cast<std::size_t>(g->ntasks_per_node.value_or(0)));
+  } else if (g && g->cpus_per_task > 1) {
+    // An adaptive job with -c: aqsd grants it whole ranks of cpus_per_task
+    // processors on one node, so each node's share is its tasks.
+    out.cpus_per_task = static_cast<std::size_t>(g->cpus_per_task);
+    for (const std::size_t n : out.procs) out.tasks.push_back(n / out.cpus_per_task);
+    out.ntasks = static_cast<std::size_t>(l.nprocs) / out.cpus_per_task;
   } else {
     out.tasks = out.procs;
     out.ntasks = static_cast<std::size_t>(l.nprocs);

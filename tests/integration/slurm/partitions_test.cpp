@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "aqs_cluster.hpp"
+#include "client/client_connection.hpp"
+#include "file_text.hpp"
 #include "temp_dir.hpp"
 #include "test_pg.hpp"
 
@@ -280,6 +282,90 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   const std::int64_t after = s.submit({"-p", "small", "--wrap", "true"});
   CHECK(c.wait_state(after, {job_state::completed}).state == job_state::completed);
   CHECK(c.job(after)->partition == "small");
+}
+
+namespace {
+
+// Processors of a 0/1 map on each node of `per_node` processors.
+std::vector<std::size_t> per_node(const std::string& map, std::size_t per_node) {
+  std::vector<std::size_t> out((map.size() + per_node - 1) / per_node, 0);
+  for (std::size_t i = 0; i < map.size(); ++i) out[i / per_node] += map[i] == '1' ? 1 : 0;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("adaptive jobs: MaxNodes bounds their nodes, and with -c they hold and are sent whole ranks on each node") {
+  test::test_database db;
+  test::temp_dir conf_dir("aqs-partitions");
+  const fs::path conf = conf_dir.path() / "aqs.conf";
+  std::ofstream(conf) << "PartitionName=one Nodes=node[0-1] Default=YES MaxNodes=1\n"
+                         "PartitionName=odd Nodes=node[2-3]\n";
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 4;
+  o.procs_per_node = 3;  // an odd count: one rank of 2 per node, one processor over
+  o.resize_timeout_s = 2;  // the -c job below runs no AQS runtime: its resize times out
+  o.aqsd_args = {"--config", conf.string()};
+  test::cluster c(o);
+  c.wait_nodes_up(4);
+
+  // MaxNodes=1: an adaptive job up to 6 gets one node's 3, not both nodes.
+  const std::int64_t a = c.submit({"-p", "one", "--adaptive", "--min", "1", "--max", "6", "--wrap", "sleep 300"});
+  const auto ja = c.wait_state(a, {job_state::running});
+  CHECK(ja.nprocs == 3);
+  CHECK(hosts_of(ja.nodes).size() == 1);
+  // A minimum that needs two nodes is refused at submission.
+  const auto refused = c.cmd(test::bin().fsub, {"-p", "one", "--adaptive", "--min", "4", "--max", "6", "--wrap", "true"});
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("Node count specification invalid: 4 processors need 2 nodes in partition one, MaxNodes is 1") !=
+        std::string::npos);
+
+  // -c 2 in odd: a rigid job holds one of its nodes, the adaptive job starts
+  // with one rank on the other (2 of its 3 processors) and sees its ranks
+  // as Slurm tasks. Maps are per registered node, 3 processors each.
+  const std::int64_t r = c.submit({"-p", "odd", "-n", "3", "--wrap", "sleep 300"});
+  const auto per_rigid = per_node(c.wait_state(r, {job_state::running}).procs, 3);
+  const fs::path out = c.workdir() / "ranks.out";
+  const std::int64_t k = c.submit({"-p", "odd", "--adaptive", "--min", "1", "--max", "4", "-c", "2", "-o", out.string(),
+                                   "--wrap",
+                                   "echo cpt=$SLURM_CPUS_PER_TASK ntasks=$SLURM_NTASKS nprocs=$AQS_NPROCS; sleep 300"});
+  const auto jk = c.wait_state(k, {job_state::running});
+  CHECK(jk.nprocs == 2);
+  const auto per_start = per_node(jk.procs, 3);
+  std::vector<std::size_t> odd_nodes;  // the blocks of odd's two nodes
+  for (std::size_t b = 0; b < per_start.size(); ++b) {
+    CHECK((per_start[b] == 0 || per_start[b] == 2));
+    if (per_start[b] != 0 || per_rigid[b] != 0) odd_nodes.push_back(b);
+  }
+  REQUIRE(odd_nodes.size() == 2);
+  std::string text;
+  for (int i = 0; i < 100 && text.find('\n') == std::string::npos; ++i) {
+    if (i > 0) std::this_thread::sleep_for(100ms);
+    text = test::slurp(out);
+  }
+  CHECK(text == "cpt=2 ntasks=1 nprocs=2\n");
+  // The rigid job ends: the map it is sent holds one rank on each of odd's
+  // nodes, never a third processor of either.
+  c.cmd(test::bin().fkill, {std::to_string(r)});
+  std::vector<std::string> maps;
+  std::string seen;
+  for (int i = 0; i < 300 && maps.empty(); ++i) {
+    if (i > 0) std::this_thread::sleep_for(100ms);
+    client::connection conn(c.socket());
+    const auto events = conn.call(protocol::job_history{conn.next_id(), k})["events"];
+    seen = events.dump();
+    for (const auto& e : events) {
+      if (e.value("reason", "").starts_with("resize to ")) maps.push_back(e.value("new_procs", ""));
+    }
+  }
+  INFO("history: " << seen);
+  REQUIRE(maps.size() == 1);
+  std::vector<std::size_t> want(per_start.size(), 0);
+  for (const std::size_t b : odd_nodes) want[b] = 2;
+  CHECK(per_node(maps[0], 3) == want);
+  c.cmd(test::bin().fkill, {std::to_string(a), std::to_string(k)});
+  c.wait_idle();
 }
 
 TEST_CASE("aqsd refuses to start on a bad aqs.conf, naming the file and the line") {

@@ -320,3 +320,69 @@ TEST_CASE("a partition that is DOWN starts nothing; partitions follow nodes that
   CHECK(d[0].job == 1);
   CHECK(nodes_of(s, d[0].to) == std::vector<std::size_t>{0});
 }
+
+namespace {
+
+// node0..node3, 4 processors each, in one partition whose jobs may use at
+// most two nodes.
+scheduler max_two_nodes() {
+  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+  s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES MaxNodes=2\n", "t").partitions);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("an adaptive job starts on no more nodes than its partition's MaxNodes") {
+  auto s = max_two_nodes();
+  auto d = s.handle(event::arrival(job_in(1, "p", 2, true, 16)), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].to.count() == 8);  // two whole nodes, not all four
+  CHECK(nodes_of(s, d[0].to).size() == 2);
+}
+
+TEST_CASE("an adaptive job grows on no more nodes than its partition's MaxNodes, and the rest goes to others") {
+  auto s = max_two_nodes();
+  // Rigid jobs hold node0-2: the adaptive job starts on node3 alone.
+  for (job_id id : {11, 12, 13}) REQUIRE(s.handle(event::arrival(job_in(id, "p", 4)), 0).size() == 1);
+  auto d = s.handle(event::arrival(job_in(2, "p", 2, true, 16)), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 2);
+  CHECK(nodes_of(s, d[0].to) == std::vector<std::size_t>{3});
+  // They end: job 2 grows by one node, not three.
+  s.apply(event::completion(11));
+  s.apply(event::completion(12));
+  s.apply(event::completion(13));
+  d = s.decide(2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.count() == 8);
+  CHECK(nodes_of(s, d[0].to).size() == 2);
+  s.handle(event::on_job(event::kind::resize_ack, 2), 3);
+  // A second adaptive job gets the two nodes the first may not use, and
+  // the first is not shrunk for it.
+  d = s.handle(event::arrival(job_in(3, "p", 2, true, 16)), 4);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 3);
+  CHECK(d[0].to.count() == 8);
+  CHECK(nodes_of(s, d[0].to).size() == 2);
+  CHECK(s.get(2).size() == 8);
+}
+
+TEST_CASE("an adaptive job whose minimum needs more nodes than MaxNodes waits instead of running spread out") {
+  auto s = max_two_nodes();
+  auto d = s.handle(event::arrival(job_in(1, "p", 12, true, 16)), 0);
+  CHECK(d.empty());
+  CHECK(s.get(1).state == job_state::pending);
+}
+
+TEST_CASE("an adaptive job's own node limit (-N max) bounds its growth like MaxNodes") {
+  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+  job_request r = job_in(1, "", 2, true, 16);
+  r.shape.max_nodes = 3;
+  auto d = s.handle(event::arrival(r), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.count() == 12);
+  CHECK(nodes_of(s, d[0].to).size() == 3);
+}

@@ -68,3 +68,37 @@ TEST_CASE("placement on a 9,216-processor machine works across word boundaries")
   CHECK(s.count() == 96);
   CHECK(s.last() == 195);
 }
+
+TEST_CASE("a node limit leaves a job the free processors of its own nodes and of the emptiest others") {
+  using aqs::core::cluster;
+  using aqs::core::nodes_spanned;
+  using aqs::core::within_nodes;
+  const cluster c = cluster::uniform(4, 4);  // 0-3, 4-7, 8-11, 12-15
+  processor_set free(16);
+  free.set_range(2, 4);    // node0: 2 free
+  free.set_range(5, 8);    // node1: 3 free
+  free.set_range(8, 12);   // node2: 4 free
+  free.set_range(12, 13);  // node3: 1 free
+  processor_set none(16);
+  CHECK(within_nodes(c, none, free, 0) == free);
+  // No processors yet: the two nodes with the most free, node2 then node1.
+  processor_set two = within_nodes(c, none, free, 2);
+  CHECK(two.count() == 7);
+  CHECK(nodes_spanned(c, two) == 2);
+  CHECK(two.test(8));
+  CHECK(two.test(5));
+  // Holding node3: its own free ones and the emptiest other node only.
+  processor_set held(16);
+  held.set(13);
+  processor_set mine = within_nodes(c, held, free, 2);
+  CHECK(mine.count() == 5);
+  CHECK(mine.test(12));
+  CHECK(mine.count_range(8, 12) == 4);
+  // Already on as many nodes as it may use: only those.
+  held.set(0);
+  processor_set full = within_nodes(c, held, free, 2);
+  CHECK(full.count() == 3);
+  CHECK(full.test(2));
+  CHECK(full.test(12));
+  CHECK(nodes_spanned(c, held) == 2);
+}

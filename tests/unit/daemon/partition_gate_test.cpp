@@ -86,6 +86,15 @@ TEST_CASE("a job that could never run in its partition's registered nodes is ref
   CHECK(v.never_fits(r, config().partitions[0]) ==
         "Node count specification invalid: 6 processors need 2 nodes in partition debug, MaxNodes is 1");
   CHECK_FALSE(v.never_fits(r, config().partitions[1]));
+  // An adaptive job's minimum is held to MaxNodes the same way (it never
+  // grows past it either): 6 at least need two nodes of debug.
+  r.adaptive = true;
+  r.max_pe = 16;
+  CHECK(v.never_fits(r, config().partitions[0]) ==
+        "Node count specification invalid: 6 processors need 2 nodes in partition debug, MaxNodes is 1");
+  r.min_pe = 4;
+  CHECK_FALSE(v.never_fits(r, config().partitions[0]));
+  r.adaptive = false;
   r.min_pe = r.max_pe = 9;
   CHECK(v.never_fits(r, config().partitions[1]) == "it needs 9 processors; partition batch has 8");
   // A partition whose named nodes have not all registered: not judged yet.

@@ -209,3 +209,22 @@ TEST_CASE("an adaptive job whose launch files cannot be written still gets mpiru
   CHECK(value_of(spec.env, "OMPI_MCA_orte_default_hostfile") == "<unset>");
   CHECK(value_of(spec.env, "AQS_CPUS") == "3,0,1");  // the shim still pins its ranks
 }
+
+TEST_CASE("an adaptive job with -c counts its ranks as Slurm's tasks: whole ranks of its processors per node") {
+  test::temp_dir spool;
+  protocol::launch l = batch_job();
+  l.job.adaptive = true;
+  protocol::job_geometry g;
+  g.ntasks = 1;  // its minimum, in ranks
+  g.cpus_per_task = 2;
+  l.job.geometry = g;
+  l.procs = "1111000011";
+  l.nprocs = 6;
+  l.nodelist = "a:0-3,b:0-1";
+  const launch_spec spec = job_environment(l, node_n1(), false, spool.path() / "job-42.mpi", {});
+  CHECK(value_of(spec.env, "SLURM_CPUS_PER_TASK") == "2");
+  CHECK(value_of(spec.env, "SLURM_NTASKS") == "3");
+  CHECK(value_of(spec.env, "SLURM_TASKS_PER_NODE") == "2,1");
+  CHECK(value_of(spec.env, "SLURM_JOB_CPUS_PER_NODE") == "4,2");
+  CHECK(value_of(spec.env, "AQS_NPROCS") == "6");
+}

@@ -243,7 +243,6 @@ TEST_CASE("sbatch's size rules: -N alone is a task per node, -c multiplies, --me
   CHECK(fsub_error({"-N", "2", "-n", "10", "--ntasks-per-node=2", "j.sh"}).find("need 5 nodes") != std::string::npos);
   CHECK(fsub_error({"-N", "3-2", "j.sh"}).find("below the minimum") != std::string::npos);
   CHECK(fsub_error({"--mem=lots", "j.sh"}).find("--mem") != std::string::npos);
-  CHECK(fsub_error({"-c", "2", "--min", "1", "--max", "4", "--adaptive", "j.sh"}).find("rigid jobs") != std::string::npos);
   // No geometry option: AQS's own sizing, sent without a geometry.
   CHECK_FALSE(fsub({"--min", "2", "--max", "4", "--adaptive", "j.sh"}).request.job.geometry);
 }
@@ -457,4 +456,31 @@ TEST_CASE("a dependency list longer than the protocol allows is refused at the f
   CHECK(d.options.afterok->size() == aqs::protocol::k_max_ids);
   CHECK(d.options.afterok->front() == 7);
   CHECK(d.options.afterok->at(1) == 1);
+}
+
+TEST_CASE("an adaptive job takes -c: --min/--max count ranks of that many processors") {
+  const auto r = fsub({"--adaptive", "--min", "2", "--max", "8", "-c", "4", "j.sh"});
+  const auto& j = r.request.job;
+  CHECK(j.adaptive);
+  CHECK(j.min_pe == 8);
+  CHECK(j.max_pe == 32);
+  REQUIRE(j.geometry);
+  CHECK(j.geometry->cpus_per_task == 4);
+  CHECK(j.geometry->ntasks == 2);
+  // The same from #SBATCH lines, and -n N as N ranks.
+  const auto d = fsub({"j.sh"}, "#!/bin/sh\n#SBATCH --cpus-per-task=2\n#AQS --adaptive --min 1 --max 3\n").request.job;
+  CHECK(d.min_pe == 2);
+  CHECK(d.max_pe == 6);
+  CHECK(fsub({"--adaptive", "-n", "3", "-c", "2", "j.sh"}).request.job.max_pe == 6);
+}
+
+TEST_CASE("per-rank geometry an adaptive job cannot keep is refused in one line naming the options") {
+  CHECK(fsub_error({"--adaptive", "--min", "1", "--max", "4", "--ntasks-per-node=2", "j.sh"}) ==
+        "--ntasks-per-node is not supported for an adaptive job (its ranks go where there is room as it changes "
+        "size; it takes -c for processors per rank, and --min/--max count ranks)");
+  CHECK(fsub_error({"--adaptive", "--min", "1", "--max", "4", "-N", "2", "--mem-per-cpu=100", "j.sh"})
+            .starts_with("-N, --mem-per-cpu are not supported for an adaptive job"));
+  CHECK(fsub_error({"--adaptive", "--max", "4", "--exclusive", "j.sh"}).starts_with("--exclusive is not supported"));
+  CHECK(fsub_error({"--adaptive", "--max", "4", "--gpus=1", "j.sh"}).starts_with("GPUs are not supported"));
+  CHECK(fsub_error({"--adaptive", "--max", "100000", "-c", "64", "j.sh"}).find("more than") != std::string::npos);
 }
