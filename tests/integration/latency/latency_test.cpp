@@ -87,7 +87,10 @@ matrix wait_matrix(test::cluster& c, const std::function<bool(const matrix&)>& d
     REQUIRE_MESSAGE(r.status == 0, r.err);
     last = r.out;
     m = parse_matrix(r.out);
-    if (done(m)) return m;
+    if (done(m)) {
+      MESSAGE("fnodes --latency:\n" << r.out);  // for the reader of the log: what it looks like
+      return m;
+    }
     std::this_thread::sleep_for(500ms);
   }
   MESSAGE("last fnodes --latency:\n" << last);
