@@ -193,13 +193,13 @@ TEST_CASE("fnodes --latency shows a round trip for every ordered pair of nodes, 
       MESSAGE("skipped the delay check: netem is not available here (tc: " << tc.err << ")");
       return;
     }
-    const auto slow = [](const matrix& x) {
+    // Polled until it holds (a round on a loaded machine may be slow once;
+    // the least of 5 probes through node1 can never be under 20 ms).
+    const auto slow_through_node1 = [](const matrix& x) {
       return all_pairs(x, 3) && x.at("node0").at("node1") >= 20.0 && x.at("node1").at("node0") >= 20.0 &&
-             x.at("node1").at("node2") >= 20.0 && x.at("node2").at("node1") >= 20.0;
+             x.at("node1").at("node2") >= 20.0 && x.at("node2").at("node1") >= 20.0 &&
+             x.at("node0").at("node2") < 20.0 && x.at("node2").at("node0") < 20.0;
     };
-    const matrix d = wait_matrix(c, slow, 60s);
-    REQUIRE(slow(d));
-    CHECK(d.at("node0").at("node2") < 20.0);
-    CHECK(d.at("node2").at("node0") < 20.0);
+    CHECK(slow_through_node1(wait_matrix(c, slow_through_node1, 90s)));
   }
 }
