@@ -32,6 +32,7 @@
 #include "daemon/dispatcher.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon/job_table.hpp"
+#include "daemon/latency_table.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/node_registry.hpp"
 #include "daemon/observe.hpp"
@@ -284,6 +285,14 @@ private:
   void handle_node_leaving(const conn_ptr& c, const protocol::node_leaving& m);
   void send_to_node(std::size_t index, protocol::message m);
   void refresh_spans();
+  // latency.cpp: the peers each agent probes, and the round trips it reports.
+  // The peers changed (a node registered or went DOWN): every agent is sent
+  // its list again with its next heartbeat's ok.
+  void peers_changed() { ++peers_version_; }
+  std::vector<protocol::probe_peer> probe_peers_of(const node_entry& n) const;
+  // The ok to node n's heartbeat m, with its peers if they changed.
+  protocol::ok heartbeat_ok(node_entry& n, const protocol::heartbeat& m);
+  void take_latency_report(const node_entry& n, const std::vector<protocol::latency_sample>& samples);
   // views.cpp
   void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);
   void handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m);
@@ -328,6 +337,8 @@ private:
   // The scheduling state and its parts: touched on strand_ only.
   core::scheduler sched_;
   node_registry nodes_;
+  latency_table latency_;
+  std::uint64_t peers_version_ = 1;
   job_table jobs_;
   dependency_gate deps_;
   array_table arrays_;

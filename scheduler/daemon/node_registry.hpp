@@ -33,6 +33,8 @@ struct node_entry {
   time_point last_seen{};
   time_point last_stored_heartbeat{};
   std::vector<protocol::message> queued;  // for the agent once it is back
+  std::int64_t probe_port = 0;   // its agent's UDP latency probe port (0: none)
+  std::uint64_t peers_sent = 0;  // the controller's peers_version_ its agent was last sent
 
   // The host, or the name until its agent registered (recovered nodes).
   const std::string& host_or_name() const { return host.empty() ? name : host; }

@@ -102,6 +102,9 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
   }
   n.conn = c;
   refresh_agent_addresses();
+  n.probe_port = m.probe_port;
+  n.peers_sent = 0;  // its next heartbeat's ok lists its peers
+  peers_changed();
   n.cpus = m.cpus;
   n.host = m.host.empty() ? m.name : m.host;
   n.memory_mb = m.memory_mb;
@@ -193,7 +196,8 @@ void controller::handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& 
     n->last_stored_heartbeat = n->last_seen;
     store_task([name = n->name](store::job_store& st) { st.heartbeat(name); }, [] {});
   }
-  c->send(protocol::ok{m.id, {}});
+  if (m.latency) take_latency_report(*n, *m.latency);
+  c->send(heartbeat_ok(*n, m));
 }
 
 void controller::check_heartbeats() {
@@ -217,6 +221,8 @@ void controller::node_down(std::size_t index, const std::string& why) {
     refresh_agent_addresses();
   }
   n.queued.clear();  // launches for it are void; its jobs are requeued or failed
+  latency_.forget(n.name);
+  peers_changed();
   sched_.apply(core::event::on_node(core::event::kind::node_down, index));
   batch_.store_ops.push_back([name = n.name](store::job_store& st) { st.set_node_state(name, store::node_state::down); });
   decide_needed_ = true;

@@ -459,6 +459,7 @@ struct record<register_node> {
       field("gpus", &R::gpus, k_gpus, presence::defaulted),
       field("running", &R::running, k_job_ids),
       field("host", &R::host, host_name{}, presence::sparse),
+      field("probe_port", &R::probe_port, integer{0, 65535}, presence::sparse),
   };
 };
 
@@ -467,6 +468,7 @@ struct record<heartbeat> {
   static constexpr auto fields = std::tuple{
       field("id", &heartbeat::id, k_request_id),
       field("running", &heartbeat::running, k_job_ids),
+      field("latency", &heartbeat::latency, k_latency_samples),
   };
 };
 

@@ -13,6 +13,7 @@
 
 #include "core/job_state.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/latency.hpp"
 
 namespace aqs::protocol {
 
@@ -316,14 +317,22 @@ struct register_node {
   std::int64_t gpus = 0;
   std::vector<std::int64_t> running;
   std::string host;  // the machine's host name as MPI knows it; empty: same as name
+  // The UDP port its latency probe socket answers on; 0 (left out): none
+  // (an agent without one, or older than the latency probes).
+  std::int64_t probe_port = 0;
   friend bool operator==(const register_node&, const register_node&) = default;
 };
 
-// Node -> server, periodically. Reply: ok {}.
+// Node -> server, periodically. Reply: ok {}, with `peers` (replies.hpp's
+// heartbeat_reply) when the nodes to probe have changed.
 struct heartbeat {
   static constexpr std::string_view type = "heartbeat";
   std::int64_t id = 0;
   std::vector<std::int64_t> running;
+  // The round trips of the agent's last probe round, once each round: they
+  // replace all it reported before (a peer left out is not reachable now).
+  // Unset (left out): nothing new since the last report.
+  std::optional<std::vector<latency_sample>> latency{};
   friend bool operator==(const heartbeat&, const heartbeat&) = default;
 };
 

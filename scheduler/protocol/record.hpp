@@ -288,4 +288,25 @@ struct host_list {
   }
 };
 
+// The latency objects of heartbeat, its ok and list_nodes (latency.hpp).
+template <>
+struct record<latency_sample> {
+  static constexpr auto fields = std::tuple{
+      field("node", &latency_sample::node, k_name),
+      field("rtt_us", &latency_sample::rtt_us, integer{0, k_max_rtt_us}),
+  };
+};
+
+template <>
+struct record<probe_peer> {
+  static constexpr auto fields = std::tuple{
+      field("name", &probe_peer::name, k_name),
+      field("address", &probe_peer::address, text{k_max_address, true, true}),
+      field("port", &probe_peer::port, integer{1, 65535}),
+  };
+};
+
+inline constexpr list<object<latency_sample>> k_latency_samples{k_max_latency_peers, {}};
+inline constexpr list<object<probe_peer>> k_probe_peers{k_max_latency_peers, {}};
+
 }  // namespace aqs::protocol::detail

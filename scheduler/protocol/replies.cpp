@@ -165,6 +165,11 @@ struct record<register_reply> {
 };
 
 template <>
+struct record<heartbeat_reply> {
+  static constexpr auto fields = std::tuple{field("peers", &heartbeat_reply::peers, k_probe_peers)};
+};
+
+template <>
 struct record<remote_exec_reply> {
   static constexpr auto fields = std::tuple{field("node", &remote_exec_reply::node, k_name)};
 };
@@ -197,6 +202,7 @@ ok make_ok(std::int64_t id, const cancel_reply& r) { return described_ok(id, r);
 ok make_ok(std::int64_t id, const list_nodes_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const job_history_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const register_reply& r) { return described_ok(id, r); }
+ok make_ok(std::int64_t id, const heartbeat_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const remote_exec_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const token_reply& r) { return described_ok(id, r); }
 ok make_ok(std::int64_t id, const control_reply& r) { return described_ok(id, r); }
@@ -233,6 +239,7 @@ template list_jobs_reply read_reply<list_jobs_reply>(const ok&);
 template list_nodes_reply read_reply<list_nodes_reply>(const ok&);
 template job_history_reply read_reply<job_history_reply>(const ok&);
 template register_reply read_reply<register_reply>(const ok&);
+template heartbeat_reply read_reply<heartbeat_reply>(const ok&);
 template remote_exec_reply read_reply<remote_exec_reply>(const ok&);
 template token_reply read_reply<token_reply>(const ok&);
 template control_reply read_reply<control_reply>(const ok&);

@@ -122,6 +122,15 @@ struct register_reply {
   friend bool operator==(const register_reply&, const register_reply&) = default;
 };
 
+// To heartbeat: the nodes this agent should probe (name, address, probe
+// port), sent when they changed since this agent's last heartbeat reply
+// (and after each registration); unset (left out) means unchanged. An
+// empty list means none.
+struct heartbeat_reply {
+  std::optional<std::vector<probe_peer>> peers;
+  friend bool operator==(const heartbeat_reply&, const heartbeat_reply&) = default;
+};
+
 // To remote_exec, once the step started: the node it runs on.
 struct remote_exec_reply {
   std::string node;
@@ -156,6 +165,7 @@ list_jobs_reply reply_to(const list_jobs&);
 list_nodes_reply reply_to(const list_nodes&);
 job_history_reply reply_to(const job_history&);
 register_reply reply_to(const register_node&);
+heartbeat_reply reply_to(const heartbeat&);
 remote_exec_reply reply_to(const remote_exec&);
 token_reply reply_to(const issue_token&);
 control_reply reply_to(const control&);
@@ -170,6 +180,7 @@ ok make_ok(std::int64_t id, const list_jobs_reply& r);
 ok make_ok(std::int64_t id, const list_nodes_reply& r);
 ok make_ok(std::int64_t id, const job_history_reply& r);
 ok make_ok(std::int64_t id, const register_reply& r);
+ok make_ok(std::int64_t id, const heartbeat_reply& r);
 ok make_ok(std::int64_t id, const remote_exec_reply& r);
 ok make_ok(std::int64_t id, const token_reply& r);
 ok make_ok(std::int64_t id, const control_reply& r);

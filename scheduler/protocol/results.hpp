@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/job_state.hpp"
+#include "protocol/latency.hpp"
 
 namespace aqs::protocol {
 
@@ -57,6 +58,9 @@ struct node_info {
   std::int64_t gpus = 0;
   // The configured partitions it is in; empty (left out) without any.
   std::vector<std::string> partitions;
+  // Round trips from this node to others, as its agent last measured them
+  // (fnodes --latency), by node name; empty (left out) when none.
+  std::vector<latency_sample> latency;
   friend bool operator==(const node_info&, const node_info&) = default;
 };
 

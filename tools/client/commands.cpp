@@ -388,9 +388,16 @@ protocol::list_jobs build_list_jobs(const fjobs_command_line& cmd) {
 }
 
 fnodes_command_line parse_fnodes_command_line(std::span<const std::string> args) {
-  const scanned s = scan(args, {}, "fnodes");
+  static constexpr std::array<opt_spec, 1> specific = {{{0, "latency", false}}};
+  const scanned s = scan(args, specific, "fnodes");
   fnodes_command_line out;
-  for (const auto& [name, value] : s.options) apply_common(out.common, name, value);
+  for (const auto& [name, value] : s.options) {
+    if (name == "latency") {
+      out.latency = true;
+    } else {
+      apply_common(out.common, name, value);
+    }
+  }
   if (out.common.help) return out;
   if (!s.positionals.empty()) throw usage_error("unexpected argument '" + shown(s.positionals.front()) + "'");
   return out;
@@ -434,7 +441,11 @@ std::string fjobs_usage() {
 std::string fnodes_usage() {
   return "Usage: fnodes [options]\n"
          "List nodes, their processors, which job holds each, and their state.\n"
-         "      --json            print one JSON array of nodes\n"
+         "      --latency         the round-trip times between nodes instead: a matrix in\n"
+         "                        milliseconds, a row per node measuring, a column per node\n"
+         "                        measured ('-': not measured)\n"
+         "      --json            print one JSON array of nodes (each with its measured\n"
+         "                        round trips, \"latency\", when there are any)\n"
          "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          "  -h, --help            this help\n";
 }

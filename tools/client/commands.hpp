@@ -89,9 +89,10 @@ fctl_command_line parse_fctl_command_line(std::span<const std::string> args);
 protocol::control build_control(const fctl_command_line& cmd);
 std::string fctl_usage();
 
-// fnodes [--json]
+// fnodes [--latency] [--json]
 struct fnodes_command_line {
   common_options common;
+  bool latency = false;  // the round-trip matrix between nodes instead of the table
 };
 fnodes_command_line parse_fnodes_command_line(std::span<const std::string> args);
 

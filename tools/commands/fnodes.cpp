@@ -1,9 +1,11 @@
-// fnodes: the nodes, their processors and the jobs holding them.
+// fnodes: the nodes, their processors and the jobs holding them, or the
+// round trips between them (--latency).
 #include <cstdio>
 
 #include "client/client_connection.hpp"
 #include "client/commands.hpp"
 #include "client/format.hpp"
+#include "client/latency_matrix.hpp"
 #include "client/run_command.hpp"
 
 using namespace aqs;
@@ -14,7 +16,11 @@ int main(int argc, char** argv) {
     client::connection c(client::socket_path(cmd.common.socket));
     const auto listed = c.ask(protocol::list_nodes{c.next_id()}).nodes;
     const std::vector<protocol::node_info> nodes(listed.begin(), listed.end());  // without "connected"
-    std::fputs((cmd.common.json ? client::nodes_json(nodes) + "\n" : client::format_nodes_table(nodes)).c_str(), stdout);
+    // --json --latency is --json: the round trips are in each node's object.
+    const std::string text = cmd.common.json ? client::nodes_json(nodes) + "\n"
+                             : cmd.latency   ? cmdline::format_latency_matrix(nodes)
+                                             : client::format_nodes_table(nodes);
+    std::fputs(text.c_str(), stdout);
     return 0;
   });
 }

@@ -75,6 +75,19 @@ void agent::start() {
   const auto adopted = supervisor_.adopt();
   if (!adopted.empty()) log("adopted " + std::to_string(adopted.size()) + " running job(s) from the spool");
   remove_stale_job_files();
+  // Probes are signed with the cluster key: without one (an agent on aqsd's
+  // Unix socket given no --key) there is no probe socket.
+  if (options_.probe && !options_.key.empty()) {
+    prober_options po;
+    po.key = options_.key;
+    po.port = options_.probe_port;
+    po.interval = options_.probe_interval;
+    prober_ = std::make_unique<latency_prober>(io_, po, [this](std::vector<protocol::latency_sample> s) {
+      latency_report_ = std::move(s);
+    });
+    prober_->start();
+    log("latency probe socket on UDP port " + std::to_string(prober_->port()));
+  }
   asio::co_spawn(io_, run(), asio::detached);
 }
 
@@ -122,6 +135,7 @@ awaitable<void> agent::drain(std::function<void()> done) {
 void agent::stop() {
   stopping_ = true;
   backoff_timer_.cancel();
+  if (prober_) prober_->stop();
   if (sock_) {
     boost::system::error_code ec;
     sock_->close(ec);
@@ -240,6 +254,7 @@ awaitable<bool> agent::converse(const std::string& where) {
   reg.gpus = options_.gpus;
   reg.running = supervisor_.running();
   reg.host = host_name();
+  reg.probe_port = prober_ ? prober_->port() : 0;
   const std::int64_t registered_at = job_supervisor::monotonic_ms();
   send(reg);
   reply = co_await read_one();
@@ -304,7 +319,9 @@ awaitable<void> agent::heartbeat_loop(std::uint64_t generation) {
     const std::int64_t id = next_id();
     heartbeat_sent_[id] = job_supervisor::monotonic_ms();
     while (heartbeat_sent_.size() > 64) heartbeat_sent_.erase(heartbeat_sent_.begin());  // never acknowledged
-    send(protocol::heartbeat{id, supervisor_.running()});
+    protocol::heartbeat hb{id, supervisor_.running()};
+    hb.latency = std::exchange(latency_report_, std::nullopt);  // each round is reported once
+    send(hb);
   }
 }
 
@@ -423,6 +440,14 @@ void agent::handle(protocol::message m) {
       // sent: its jobs are safe until that time plus the node-down timeout.
       supervisor_.renew(hb->second);
       heartbeat_sent_.erase(heartbeat_sent_.begin(), std::next(hb));
+      if (prober_ && o->result.contains("peers")) {
+        try {
+          auto r = protocol::read_reply<protocol::heartbeat_reply>(*o);
+          if (r.peers) prober_->set_peers(std::move(*r.peers));
+        } catch (const protocol::protocol_error& e) {
+          warn(std::string("ignoring an unreadable list of nodes to probe from aqsd: ") + e.what());
+        }
+      }
     }
     auto it = outbox_.find(o->id);
     if (it != outbox_.end()) {

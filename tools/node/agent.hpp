@@ -23,6 +23,7 @@
 
 #include "job_output.hpp"
 #include "job_supervisor.hpp"
+#include "latency_prober.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
 
@@ -46,6 +47,12 @@ struct agent_options {
   // aqsd's --heartbeat-timeout: how long after the agent's last word aqsd
   // declares the node DOWN (and may start its jobs elsewhere).
   std::chrono::milliseconds node_down_timeout{10000};
+  // The latency probe socket (fnodes --latency): opened when the agent
+  // holds the cluster key (probes are signed with it), on this UDP port
+  // (0: any free one), probing its peers every probe_interval.
+  bool probe = true;
+  std::uint16_t probe_port = 0;
+  std::chrono::milliseconds probe_interval{15000};
 };
 
 // When a job whose agent died kills itself: SIGKILL one heartbeat before
@@ -72,10 +79,11 @@ public:
   agent(const agent&) = delete;
   agent& operator=(const agent&) = delete;
 
-  // Creates the spool directory and starts connecting. Throws
-  // std::runtime_error if the spool directory cannot be created, or exists
-  // but is not a directory of this agent's user (a symlink, or another
-  // user's: the agent writes scripts there as root).
+  // Creates the spool directory, opens the latency probe socket and starts
+  // connecting. Throws std::runtime_error if the spool directory cannot be
+  // created, or exists but is not a directory of this agent's user (a
+  // symlink, or another user's: the agent writes scripts there as root),
+  // or if the probe port cannot be bound.
   void start();
   // The orderly end (SIGTERM): takes no new jobs, ends the running ones
   // (SIGTERM, grace, SIGKILL; reported CANCELLED), waits until aqsd has
@@ -139,6 +147,9 @@ private:
   std::set<std::int64_t> ended_for_leaving_;  // killed by shutdown(): aqsd ends them with the node
   std::optional<std::int64_t> leaving_id_;     // node_leaving sent with this id
   bool left_ = false;                          // ... and acknowledged
+  std::unique_ptr<latency_prober> prober_;  // with a key only
+  // The last probe round's round trips, for the next heartbeat.
+  std::optional<std::vector<protocol::latency_sample>> latency_report_;
   std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
 };
 

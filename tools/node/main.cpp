@@ -41,9 +41,11 @@ int main(int argc, char** argv) {
   std::int64_t gpus = -1;
   double heartbeat_s = 2.0;
   double node_down_timeout_s = 10.0;
+  int probe_port = 0;
+  double probe_interval_s = 15.0;
   app.add_option("--server", server, "aqsd's address HOST:PORT (TCP, needs --key)");
   app.add_option("--socket", socket_path, "aqsd's Unix socket, when aqsd runs on this machine");
-  app.add_option("--key", key_file, "file holding the cluster key (aqsd's STATE_DIR/cluster.key)");
+  app.add_option("--key", key_file, "file holding the cluster key (aqsd's STATE_DIR/cluster.key); with --socket, only for latency probes");
   app.add_option("--name", name, "this node's name, unique in the cluster")->required();
   app.add_option("--cpus", cpus_text, "advertise only these cores, e.g. 0-3,6 (default: all we may use)");
   app.add_option("--procs", procs, "advertise N processors whatever the hardware (pinned round-robin on the cores)")
@@ -64,6 +66,12 @@ int main(int argc, char** argv) {
                  "aqsd's --heartbeat-timeout (default 10): a job whose agent died and was not restarted in time "
                  "kills itself before aqsd may start it elsewhere")
       ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--probe-port", probe_port,
+                 "UDP port of the latency probe socket that other agents time round trips to (fnodes --latency); "
+                 "0, the default: any free port (aqsd tells the others which)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--probe-interval", probe_interval_s, "seconds between two rounds of latency probes to the other nodes")
+      ->check(CLI::Range(1.0, 86400.0));
   std::string log_level;
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
@@ -85,6 +93,9 @@ int main(int argc, char** argv) {
       o.key = read_key(key_file);
     } else {
       o.socket_path = socket_path;
+      // Not needed on the Unix socket, but with it this agent can answer
+      // and send latency probes (they are signed with the key).
+      if (!key_file.empty()) o.key = read_key(key_file);
     }
     if (name.empty() || name.size() > 64 || name.find_first_of(" \t\n/") != std::string::npos) {
       throw std::invalid_argument("--name must be 1 to 64 characters without spaces or '/'");
@@ -111,6 +122,8 @@ int main(int argc, char** argv) {
     }
     o.heartbeat = std::chrono::milliseconds(static_cast<long>(heartbeat_s * 1000));
     o.node_down_timeout = std::chrono::milliseconds(static_cast<long>(node_down_timeout_s * 1000));
+    o.probe_port = static_cast<std::uint16_t>(probe_port);
+    o.probe_interval = std::chrono::milliseconds(static_cast<long>(probe_interval_s * 1000));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqs-node: %s\n", e.what());
     return 2;

@@ -249,7 +249,7 @@ TEST_CASE("a reply from a newer aqsd reads with its unknown members ignored and 
   const auto c = read_reply<cancel_reply>(
       ok{1, {{"cancelled", {4}}, {"failed", {{{"job_id", 5}, {"code", "quota_exceeded"}, {"message", "m"}}}}}});
   CHECK(c.failed.at(0).code == error_code::internal);  // a code this version does not know
-  const json node = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0, {}});
+  const json node = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0, {}, {}});
   const auto n = read_reply<list_nodes_reply>(ok{1, {{"nodes", {node}}}});
   CHECK_FALSE(n.nodes.at(0).connected);
 }

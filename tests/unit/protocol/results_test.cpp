@@ -71,7 +71,7 @@ TEST_CASE("node states have the spellings fnodes shows") {
   CHECK(to_string(node_state::up) == "UP");
   CHECK(parse_node_state("DOWN") == node_state::down);
   CHECK_FALSE(parse_node_state("down").has_value());
-  json n = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0, {}});
+  json n = to_json(node_info{"n", node_state::up, 0, 1, "0", {}, 0, 0, {}, {}});
   n["state"] = "IDLE";
   CHECK_THROWS_AS(parse_node_info(n), protocol_error);
 }

@@ -95,6 +95,9 @@ inline std::vector<message> samples() {
       revoke_token{26, std::nullopt, true},
       control{27, "hold", {4, 5}, std::nullopt, std::nullopt, std::nullopt},
       control{28, "update", {4}, 2, 8, 3600},
+      register_node{29, "node4", 2, {0, 1}, 0, 0, {}, "", 40123},
+      heartbeat{30, {5}, std::vector<latency_sample>{{"node2", 81}, {"node3", 20112}}},
+      heartbeat{31, {}, std::vector<latency_sample>{}},
   };
 }
 
