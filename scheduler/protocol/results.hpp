@@ -60,7 +60,7 @@ struct node_info {
   std::vector<std::string> partitions;
   // Round trips from this node to others, as its agent last measured them
   // (fnodes --latency), by node name; empty (left out) when none.
-  std::vector<latency_sample> latency;
+  std::vector<latency_sample> latency{};
   friend bool operator==(const node_info&, const node_info&) = default;
 };
 
