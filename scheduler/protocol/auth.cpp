@@ -12,7 +12,6 @@
 
 namespace aqs::protocol {
 
-namespace {
 std::string to_hex(const unsigned char* p, std::size_t n) {
   constexpr std::string_view digits = "0123456789abcdef";
   std::string out;
@@ -23,7 +22,6 @@ std::string to_hex(const unsigned char* p, std::size_t n) {
   }
   return out;
 }
-}  // namespace
 
 std::string random_hex(std::size_t bytes) {
   std::vector<unsigned char> buf(bytes);

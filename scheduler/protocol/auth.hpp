@@ -14,6 +14,8 @@ inline constexpr std::size_t k_nonce_bytes = 32;
 // the OpenSSL CSPRNG as lowercase hex (challenge nonces, job tokens, the
 // cluster key, submit tokens). Throws std::runtime_error if the CSPRNG fails
 // (never silently weak).
+// Lower-case hex of `n` bytes.
+std::string to_hex(const unsigned char* p, std::size_t n);
 std::string random_hex(std::size_t bytes);
 
 // A challenge nonce: random_hex(k_nonce_bytes).

@@ -28,17 +28,6 @@ int hex_digit(char c) {
   return -1;
 }
 
-std::string to_hex(const unsigned char* p, std::size_t n) {
-  constexpr std::string_view digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(digits[p[i] >> 4]);
-    out.push_back(digits[p[i] & 15]);
-  }
-  return out;
-}
-
 }  // namespace
 
 probe_packet make_probe_request(std::int64_t now_us) {
