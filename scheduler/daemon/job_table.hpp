@@ -46,6 +46,9 @@ struct job_entry {
   // restart, or while the server is unreachable, it waits for the server.
   bool faucets = false;
   std::string submit_token;  // as the submitter gave it (without the owner's scope)
+  // Which of its launches last asked the Faucets server for a start grant
+  // (an answer to an older ask is ignored).
+  std::uint64_t faucets_start_ask = 0;
 };
 
 // How a job ended, for those who ask after it left the live table.

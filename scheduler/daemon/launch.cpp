@@ -17,11 +17,15 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
   if (found->faucets && faucets_start_check_ && !found->cancel_requested) {
     // The server must know it starts before it does: else, were this
     // cluster cut off now, the server could place it elsewhere too.
-    faucets_start_check_(id, found->submit_token, [this, id](bool ok) {
-      post([this, id, ok] {
+    // (A recovered job that its node never got is launched again here: it
+    // already has a host, so the ask's number, not the host, tells answers
+    // apart.)
+    const std::uint64_t ask = ++found->faucets_start_ask;
+    faucets_start_check_(id, found->submit_token, [this, id, ask](bool ok) {
+      post([this, id, ok, ask] {
         const core::job* j = sched_.find(static_cast<core::job_id>(id));
         job_entry* e = jobs_.find(id);
-        if (j == nullptr || e == nullptr || !core::holds_processors(j->state) || e->host) return;
+        if (j == nullptr || e == nullptr || !core::holds_processors(j->state) || e->faucets_start_ask != ask) return;
         if (ok || e->cancel_requested) {
           launch_checked(id, j->procs);
         } else {
