@@ -1,6 +1,7 @@
 // control_channel: blocking sockets; a reader thread keeps the newest map.
 #include "control_channel.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -26,8 +27,9 @@ std::int64_t wall_clock_us() {
 
 }  // namespace
 
-control_channel::control_channel(const control_address& where) : job_id_(where.job_id) {
-  job_link link = connect_job(where, false, next_id_++);
+control_channel::control_channel(const control_address& where, std::int64_t seen)
+    : where_(where), job_id_(where.job_id), seen_(seen) {
+  job_link link = connect_job(where, false, next_id_++, seen);
   fd_ = link.fd;
   decoder_ = std::move(link.decoder);
   // aqsd may send a map right behind its reply (a resize already under way
@@ -89,7 +91,35 @@ control_channel::claim_result control_channel::claim(std::int64_t epoch, std::ch
   std::unique_lock lock(claim_mu_);
   claim_cv_.wait_for(lock, limit, [this] { return claim_answer_.has_value() || !alive(); });
   claim_id_ = 0;
-  return claim_answer_.value_or(claim_result::lost);
+  const claim_result r = claim_answer_.value_or(claim_result::lost);
+  lock.unlock();
+  if (r == claim_result::go) {
+    // Testing aid: hold the job between its claim and the change, as a slow
+    // spawn would (the window in which aqsd must not forget the claim).
+    if (const char* ms = std::getenv("AQS_TEST_PAUSE_AFTER_CLAIM_MS")) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+    }
+  }
+  return r;
+}
+
+void control_channel::send_outcome(std::int64_t id, const std::string& frame) {
+  std::lock_guard lock(send_mu_);
+  outcome_id_ = id;
+  outcome_frame_ = frame;
+  try {
+    send_all(fd_, frame);
+  } catch (const std::exception&) {
+    alive_ = false;  // sent again once the reader thread has reconnected
+  }
+}
+
+bool control_channel::answer_outcome(std::int64_t id) {
+  std::lock_guard lock(send_mu_);
+  if (id == 0 || id != outcome_id_) return false;
+  outcome_id_ = 0;
+  outcome_frame_.clear();
+  return true;
 }
 
 void control_channel::acknowledge(std::int64_t epoch, const std::string& procs, const ack_times& t) {
@@ -106,7 +136,7 @@ void control_channel::acknowledge(std::int64_t epoch, const std::string& procs, 
   a.spawn_us = t.spawn_us;
   a.data_us = t.data_us;
   a.total_us = t.total_us;
-  send_frame(protocol::encode(a));
+  send_outcome(a.id, protocol::encode(a));
 }
 
 void control_channel::refuse(std::int64_t epoch, const std::string& reason) {
@@ -121,7 +151,7 @@ void control_channel::refuse(std::int64_t epoch, const std::string& reason) {
   for (char& c : r.reason) {
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   }
-  send_frame(protocol::encode(r));
+  send_outcome(r.id, protocol::encode(r));
 }
 
 void control_channel::take(std::vector<std::string>& frames) {
@@ -141,6 +171,7 @@ void control_channel::take(std::vector<std::string>& frames) {
         newest_ = std::move(u);
       }
     } else if (auto* ok = std::get_if<protocol::ok>(&m)) {
+      if (answer_outcome(ok->id)) continue;
       if (!answer_claim(ok->id, claim_result::go)) {
         // A control reply lists the job under failed when refused.
         std::string why;
@@ -151,6 +182,10 @@ void control_channel::take(std::vector<std::string>& frames) {
         answer_range(ok->id, why.empty() ? range_state::accepted : range_state::refused, why);
       }
     } else if (auto* e = std::get_if<protocol::error>(&m)) {
+      if (e->id && answer_outcome(*e->id)) {
+        std::fprintf(stderr, "aqs: aqsd: %s\n", e->message.c_str());
+        continue;
+      }
       if (e->id && answer_range(*e->id, range_state::refused, e->message)) {
         std::fprintf(stderr, "aqs: aqsd refused the range request: %s\n", e->message.c_str());
         continue;
@@ -211,33 +246,79 @@ bool control_channel::answer_claim(std::int64_t id, claim_result r) {
 
 void control_channel::read_loop() {
   std::vector<std::string> frames = std::move(early_);
+  for (;;) {
+    if (!serve(frames)) return;
+    alive_ = false;
+    {
+      std::lock_guard lock(claim_mu_);
+      claim_cv_.notify_all();  // a claim waiting on a dead connection gives up now
+    }
+    // aqsd restarted (or the connection broke): the job goes on, and its
+    // leader hears new maps again once aqsd is back.
+    frames.clear();
+    if (!reconnect(frames)) return;
+  }
+}
+
+bool control_channel::serve(std::vector<std::string>& frames) {
   char buf[65536];
   for (;;) {
     try {
       take(frames);
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "aqs: unreadable message from aqsd: %s\n", ex.what());
-      break;
+      return true;
     }
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     if (::poll(p, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      break;
+      return true;
     }
-    if (p[1].revents != 0) return;  // the destructor: alive_ stays as it was
+    if (p[1].revents != 0) return false;  // the destructor: alive_ stays as it was
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) return true;
     try {
       decoder_.feed(std::string_view(buf, static_cast<std::size_t>(n)), frames);
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "aqs: unreadable message from aqsd: %s\n", ex.what());
-      break;
+      return true;
     }
   }
-  alive_ = false;
-  std::lock_guard lock(claim_mu_);
-  claim_cv_.notify_all();  // a claim waiting on a dead connection gives up now
+}
+
+bool control_channel::reconnect(std::vector<std::string>& frames) {
+  for (;;) {
+    pollfd p{wake_[0], POLLIN, 0};
+    const int r = ::poll(&p, 1, 1000);
+    if (r > 0) return false;  // the destructor
+    if (r < 0 && errno != EINTR) return false;
+    std::int64_t id = 0;
+    {
+      std::lock_guard lock(send_mu_);
+      id = next_id_++;
+    }
+    job_link link;
+    try {
+      link = connect_job(where_, false, id, std::max(seen_, newest_epoch()));
+    } catch (const std::exception&) {
+      continue;  // not back yet
+    }
+    std::lock_guard lock(send_mu_);
+    ::close(fd_);
+    fd_ = link.fd;
+    decoder_ = std::move(link.decoder);
+    frames = std::move(link.early);
+    alive_ = true;
+    if (!outcome_frame_.empty()) {
+      try {
+        send_all(fd_, outcome_frame_);
+      } catch (const std::exception&) {
+        alive_ = false;  // serve() sees the end and we come back here
+      }
+    }
+    return true;
+  }
 }
 
 }  // namespace aqs::runtime

@@ -30,9 +30,12 @@ struct map_update {
 
 class control_channel {
 public:
-  // Connects and says hello as job `job_id`. Throws std::runtime_error with a
-  // one-line reason naming the address when aqsd cannot be reached or refuses.
-  explicit control_channel(const control_address& where);
+  // Connects and says hello as job `job_id`, having seen maps up to `seen`.
+  // Throws std::runtime_error with a one-line reason naming the address when
+  // aqsd cannot be reached or refuses. When the connection is lost later
+  // (aqsd restarted), the reader thread reconnects every second until it
+  // succeeds, and repeats the job's last acknowledgement or refusal.
+  explicit control_channel(const control_address& where, std::int64_t seen = 0);
   ~control_channel();
   control_channel(const control_channel&) = delete;
   control_channel& operator=(const control_channel&) = delete;
@@ -55,10 +58,12 @@ public:
     std::int64_t received_at_us = 0, wait_us = 0, spawn_us = 0, data_us = 0, total_us = 0;
   };
   // Tells aqsd the map of `epoch` is in effect (procs as received). Does not
-  // wait for the reply. Throws std::runtime_error if the connection is gone.
+  // wait for the reply. Kept until aqsd answers it: sent again after a
+  // reconnection (aqsd restarted while the job applied a map it had claimed,
+  // and is waiting to hear which map the job runs on).
   void acknowledge(std::int64_t epoch, const std::string& procs, const ack_times& t);
   // Tells aqsd the map of `epoch` cannot be applied; the job keeps its
-  // processors. Same errors.
+  // processors. Kept and repeated as an acknowledgement is.
   void refuse(std::int64_t epoch, const std::string& reason);
 
   // Sends a control update {min_pe, max_pe} for this job (the app's
@@ -74,17 +79,32 @@ public:
 
 private:
   void send_frame(const std::string& frame);
+  // An acknowledgement or refusal (request `id`): sent now if it can be, and
+  // kept until answered.
+  void send_outcome(std::int64_t id, const std::string& frame);
+  // Clears the kept outcome if `id` is its request; true if it was.
+  bool answer_outcome(std::int64_t id);
   void read_loop();
+  // Reads until the connection ends (true) or the destructor wakes us (false).
+  bool serve(std::vector<std::string>& frames);
+  // Connects again, every second, until it succeeds (true; `frames` holds
+  // what came with the hello's reply) or the destructor wakes us (false).
+  bool reconnect(std::vector<std::string>& frames);
   // Hands the answer to request `id` to the claim waiting for it, if any.
   bool answer_claim(std::int64_t id, claim_result r);
   void take(std::vector<std::string>& frames);  // applies received frames; throws on an unreadable one
 
-  int fd_ = -1;
+  int fd_ = -1;  // replaced by the reader thread on reconnection, under send_mu_
+  control_address where_;
   std::int64_t job_id_ = 0;
+  std::int64_t seen_ = 0;  // the shim's newest map when this channel opened
   protocol::frame_decoder decoder_;  // one stream: the handshake, then the reader thread
   std::vector<std::string> early_;   // frames that arrived with the handshake's reply
   std::int64_t next_id_ = 1;
   std::mutex send_mu_;
+  // The last acknowledgement or refusal until aqsd answers it (under send_mu_).
+  std::int64_t outcome_id_ = 0;
+  std::string outcome_frame_;
   mutable std::mutex map_mu_;
   std::optional<map_update> newest_;
   std::atomic<std::int64_t> newest_epoch_{0};

@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <stdexcept>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -71,6 +72,9 @@ std::string read_frame(int fd, protocol::frame_decoder& dec, std::vector<std::st
     char buf[4096];
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      throw std::runtime_error("aqsd did not answer the handshake within 30 s");
+    }
     if (n <= 0) throw std::runtime_error("aqsd closed the connection during the handshake");
     dec.feed(std::string_view(buf, static_cast<std::size_t>(n)), pending);
   }
@@ -105,12 +109,22 @@ void send_all(int fd, const std::string& frame) {
   }
 }
 
-job_link connect_job(const control_address& where, bool launcher, std::int64_t hello_id) {
+// SO_RCVTIMEO on `fd` (0: none).
+static void receive_timeout(int fd, int seconds) {
+  timeval tv{};
+  tv.tv_sec = seconds;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+job_link connect_job(const control_address& where, bool launcher, std::int64_t hello_id, std::int64_t map_epoch) {
   // The local socket when there is one: no secret needed, the uid speaks.
   const bool tcp = where.socket_path.empty();
   job_link link;
   link.fd = tcp ? connect_tcp(where.server) : connect_unix(where.socket_path);
   const std::string shown = tcp ? where.server : where.socket_path;
+  // A hung aqsd must not hang the job's handshake (nor a reconnection, which
+  // the shim's destructor would then wait for) for ever.
+  receive_timeout(link.fd, 30);
   try {
     std::vector<std::string> pending;
     protocol::hello h;
@@ -118,6 +132,7 @@ job_link connect_job(const control_address& where, bool launcher, std::int64_t h
     h.role = protocol::peer_role::job;
     h.job_id = where.job_id;
     h.launcher = launcher;
+    if (map_epoch > 0) h.map_epoch = map_epoch;
     if (tcp) {
       auto m = protocol::parse_message(read_frame(link.fd, link.decoder, pending));
       const auto* ch = std::get_if<protocol::challenge>(&m);
@@ -132,6 +147,7 @@ job_link connect_job(const control_address& where, bool launcher, std::int64_t h
                                e->message);
     }
     link.early = std::move(pending);
+    receive_timeout(link.fd, 0);
   } catch (...) {
     ::close(link.fd);
     throw;

@@ -35,10 +35,12 @@ struct job_link {
 
 // Connects (the Unix socket when there is one, else TCP) and says hello as
 // job `where.job_id` with request id `hello_id`; `launcher`: as aqs-rsh,
-// which asks for remote processes and is sent no maps. Throws
-// std::runtime_error with a one-line reason naming the address when aqsd
-// cannot be reached or refuses.
-job_link connect_job(const control_address& where, bool launcher, std::int64_t hello_id);
+// which asks for remote processes and is sent no maps; `map_epoch`: the
+// shim's newest map seen (0: none), so that an aqsd restarted meanwhile
+// numbers the next one above it. Throws std::runtime_error with a one-line
+// reason naming the address when aqsd cannot be reached, refuses, or does
+// not answer within 30 s.
+job_link connect_job(const control_address& where, bool launcher, std::int64_t hello_id, std::int64_t map_epoch = 0);
 
 // Writes all of `frame` to `fd`. Throws std::runtime_error when the
 // connection is gone.

@@ -538,6 +538,26 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
   refresh_counts();
 }
 
+void scheduler::restore_resize(job_id id, const processor_set& target) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) misuse(job_name(id) + " does not exist");
+  job& j = it->second;
+  if (j.state != job_state::running || !j.req.adaptive) misuse(job_name(id) + " is not a running adaptive job");
+  if (target.size() != cluster_.size()) misuse(job_name(id) + ": its map does not match the cluster's size");
+  const std::size_t n = target.count();
+  if (n == 0) misuse(job_name(id) + ": an empty map");
+  const processor_set gained = target - j.procs;
+  if (gained.intersects(held_)) misuse(job_name(id) + "'s new map holds processors another job holds");
+  // As begin_resize left it: the gained processors held, the vacated ones
+  // reserved until the acknowledgement.
+  held_ |= gained;
+  reserved_ |= j.procs - target;
+  j.target = target;
+  j.ntarget = n;
+  j.state = job_state::resizing;
+  refresh_counts();
+}
+
 void scheduler::restore_placement(job& j) {
   // What its start took, from the map it holds: tasks, memory and GPUs on
   // each of its nodes.

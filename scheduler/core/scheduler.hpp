@@ -126,6 +126,13 @@ public:
   // id, another state, a bad min..max, an empty map or one of the wrong
   // length, or processors another job holds.
   void restore(const job_request& r, job_state state, const processor_set& procs, double start_time);
+  // Recovery of a resize the job had claimed (begun to apply) when the
+  // daemon stopped: the adaptive job, restored RUNNING on its old map, is
+  // RESIZING towards `target` again, holding both maps until it acknowledges
+  // or the resize times out. Throws std::invalid_argument, changing nothing,
+  // for an unknown, non-adaptive or not RUNNING job, an empty map or one of
+  // the wrong length, or processors another job holds.
+  void restore_resize(job_id id, const processor_set& target);
   std::vector<decision> handle(const event& e, double now) {
     apply(e);
     return decide(now);

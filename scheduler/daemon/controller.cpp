@@ -97,10 +97,8 @@ void controller::on_open(const conn_ptr& conn) {
   if (p.role != protocol::peer_role::job) return;
   view_.check_job_peer(p);  // throws the refusal
   if (p.launcher) return;   // aqs-rsh: it asks, it is sent no maps
-  post([this, conn, job = p.job_id.value_or(0)] {
-    if (!jobs_.is_live(job)) return;
-    resizes_.attach_shim(job, conn);
-    send_map(job);  // a resize already under way
+  post([this, conn, job = p.job_id.value_or(0), seen = p.map_epoch] {
+    if (jobs_.is_live(job)) attach_shim(job, conn, seen);
   });
 }
 

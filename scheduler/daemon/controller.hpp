@@ -225,6 +225,9 @@ private:
   void launch_checked(std::int64_t id, const core::processor_set& procs);
   // A Faucets job the server did not let start: back to the queue, waiting.
   void faucets_not_started(std::int64_t id);
+  // Lets a job waiting behind the Faucets gate run (faucets_gate.cpp); false:
+  // it was not waiting.
+  bool faucets_let_run(std::int64_t id);
   void send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec);
   void handle_job_started(const conn_ptr& c, const protocol::job_started& m);
   void handle_job_exited(const conn_ptr& c, const protocol::job_exited& m);
@@ -256,6 +259,12 @@ private:
   void signal_everywhere(std::int64_t id, int sig);
   // resize.cpp
   void begin_resize(std::int64_t id, const core::processor_set& to);
+  // The job's shim connected (again: aqsd or its connection restarted),
+  // having seen maps up to `seen`.
+  void attach_shim(std::int64_t id, const conn_ptr& c, std::int64_t seen);
+  // Recovery: the job's shim had claimed map `epoch` (to `target`) when
+  // aqsd stopped; it is RESIZING again until the job says how it went.
+  void resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target);
   void send_map(std::int64_t id);
   void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
   void handle_resize_begin(const conn_ptr& c, const protocol::resize_begin& m);
@@ -358,12 +367,9 @@ private:
   token_authority tokens_;
   metrics metrics_;
   std::vector<change_sink> change_sinks_;
-  // Lets a job waiting behind the Faucets gate run (faucets_gate.cpp); false:
-  // it was not waiting.
-  bool faucets_let_run(std::int64_t id);
   faucets_start_check faucets_start_check_;    // set before start()
   bool faucets_open_ = true;                   // strand_
-  std::set<std::int64_t> faucets_waiting_;     // strand_: pending jobs behind the gate  // added before start, called on the strand
+  std::set<std::int64_t> faucets_waiting_;     // strand_: pending jobs behind the gate
 };
 
 }  // namespace aqs::daemon

@@ -30,6 +30,7 @@ struct peer_info {
   std::string address;                 // TCP: the peer's IP alone ("10.0.0.2"); empty on Unix
   std::optional<std::int64_t> job_id;  // role job: the job it speaks for
   bool launcher = false;               // role job: aqs-rsh, not the job's shim
+  std::int64_t map_epoch = 0;          // role job: the newest map its shim has seen (hello)
   // In-process only: the Faucets uplink submitting a job its server forwarded
   // (only it may give a job a "faucets:" submit token).
   bool faucets_uplink = false;

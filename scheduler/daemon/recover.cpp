@@ -1,6 +1,8 @@
 // recover: rebuilding the scheduling state from the store after a restart
 // (also after kill -9): nodes in their numbering, pending jobs queued again,
 // running jobs kept on their processors until their agents report.
+#include <chrono>
+#include <csignal>
 #include <stdexcept>
 
 #include "daemon/controller.hpp"
@@ -115,8 +117,26 @@ void controller::recover() {
       view_.set_reason(s.id, "Resources");
     }
     if (state == job_state::resizing) {
-      // The map it was sent may never be applied by now: it keeps its old one.
-      transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");
+      const auto claimed = store::claimed_epoch(s.status.control);
+      if (claimed && s.status.resize_procs) {
+        // Its shim had begun to apply the new map: its ranks may run on
+        // either map. Both stay its own until the shim, reconnected, says
+        // which (its acknowledgement or refusal of that map).
+        jobs_.find(s.id)->control.clear();
+        try {
+          resume_claimed_resize(s.id, *claimed, map_over(*s.status.resize_procs, n));
+          logging::info("job {} was applying map {} when aqsd stopped: waiting for it to report", s.id, *claimed);
+        } catch (const std::exception& ex) {
+          logging::warn("job {}: its claimed map {} cannot be restored ({}): killing it", s.id, *claimed, ex.what());
+          resizes_.raise_epoch(s.id, *claimed);
+          send_kill(s.id, SIGKILL, std::chrono::seconds(0), true);
+          end_job(s.id, job_state::failed, std::nullopt, SIGKILL,
+                  "its claimed map could not be restored after aqsd restarted: killed");
+        }
+      } else {
+        // The map it was sent was never begun: it keeps its old one.
+        transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");
+      }
     }
     ++running;
   }

@@ -46,6 +46,35 @@ void controller::begin_resize(std::int64_t id, const core::processor_set& to) {
   });
 }
 
+void controller::attach_shim(std::int64_t id, const conn_ptr& c, std::int64_t seen) {
+  resizes_.attach_shim(id, c);
+  if (seen > 0 && seen >= resizes_.epoch(id) && !resizes_.claimed(id)) {
+    // aqsd restarted since the job saw map `seen`: a shim ignores a map no
+    // newer than one it has seen, so the job's maps are numbered above it.
+    resizes_.raise_epoch(id, seen);
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j != nullptr && j->state == job_state::resizing) {
+      // A map numbered before aqsd knew: renumbered, its timeout anew.
+      const std::int64_t epoch = resizes_.next_epoch(id);
+      resizes_.arm(id, epoch, options_.resize_timeout, [this](std::int64_t job, std::int64_t e) {
+        if (!stopped_) resize_expired(job, e);
+      });
+    }
+  }
+  send_map(id);  // a resize already under way
+}
+
+void controller::resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target) {
+  sched_.restore_resize(static_cast<core::job_id>(id), target);
+  resizes_.raise_epoch(id, epoch);
+  resizes_.set_claimed(id);
+  // Its shim reconnects and repeats its acknowledgement (or refusal) of the
+  // map; one that never does is killed, as for a claim aqsd saw.
+  resizes_.arm(id, epoch, options_.resize_claim_timeout, [this](std::int64_t job, std::int64_t e) {
+    if (!stopped_) resize_claim_expired(job, e);
+  });
+}
+
 void controller::send_map(std::int64_t id) {
   const core::job* j = sched_.find(static_cast<core::job_id>(id));
   const std::int64_t epoch = resizes_.epoch(id);
@@ -78,15 +107,26 @@ void controller::handle_resize_begin(const conn_ptr& c, const protocol::resize_b
   // A map that timed out or was replaced gets invalid_state here, and the
   // job does not apply it: it never runs on processors aqsd took back.
   if (current_resize(c, m.id, m.job_id, m.epoch) == nullptr) return;
+  if (resizes_.claimed(m.job_id)) {
+    c->send(protocol::ok{m.id, {}});  // asked again: it was already granted
+    return;
+  }
   // Under way: spawning ranks on other hosts may outlast --resize-timeout on
   // a loaded machine; the ack (or the job's end) closes the resize now, or
   // the longer claim timeout: a job that never acknowledges (its leader hung
   // in MPI, its ack lost with its connection) must not hold the resize open
   // for ever with its ranks on either map.
+  resizes_.set_claimed(m.job_id);
   resizes_.arm(m.job_id, m.epoch, options_.resize_claim_timeout, [this](std::int64_t job, std::int64_t e) {
     if (!stopped_) resize_claim_expired(job, e);
   });
-  c->send(protocol::ok{m.id, {}});
+  // Stored before the job may go on: from here its ranks may run on either
+  // map, and an aqsd restarted before the acknowledgement must know that
+  // (recover.cpp) rather than give the new map's processors to others.
+  record_update({m.job_id, store::claim_control(m.epoch), std::nullopt, std::nullopt, std::nullopt,
+                 "map " + std::to_string(m.epoch) + " claimed by the job: applying it"});
+  after_commit([c, rid = m.id] { c->send(protocol::ok{rid, {}}); });
+  kick();
 }
 
 void controller::handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m) {

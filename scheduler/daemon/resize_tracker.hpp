@@ -27,9 +27,24 @@ public:
   std::shared_ptr<connection> shim(std::int64_t job) const;
 
   // A new map for the job: its epoch (1, 2, ...).
-  std::int64_t next_epoch(std::int64_t job) { return ++state_[job].epoch; }
+  std::int64_t next_epoch(std::int64_t job) {
+    state& s = state_[job];
+    s.claimed = false;
+    return ++s.epoch;
+  }
+  // The job's shim has claimed its newest map (resize_begin, stored): the
+  // map's number must not change until the job tells how it went.
+  void set_claimed(std::int64_t job) { state_[job].claimed = true; }
+  bool claimed(std::int64_t job) const;
   // The epoch of the job's newest map, 0 before the first.
   std::int64_t epoch(std::int64_t job) const;
+  // The job's maps went up to `seen` before aqsd restarted (a recovered
+  // claim, or its shim's hello): its next map is numbered above it, since a
+  // shim ignores a map no newer than one it has seen.
+  void raise_epoch(std::int64_t job, std::int64_t seen) {
+    auto& e = state_[job].epoch;
+    if (seen > e) e = seen;
+  }
   void map_sent(std::int64_t job, std::int64_t wall_us) { state_[job].sent_us = wall_us; }
   // Wall clock (µs) when the job's newest map went out, 0 if none did.
   std::int64_t sent_us(std::int64_t job) const;
@@ -48,6 +63,7 @@ private:
   struct state {
     std::weak_ptr<connection> shim;
     std::int64_t epoch = 0;
+    bool claimed = false;
     std::int64_t sent_us = 0;
     std::unique_ptr<timer_handle> timer;
   };

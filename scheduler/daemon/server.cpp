@@ -266,6 +266,7 @@ private:
     peer_.role = h->role;
     peer_.job_id = h->job_id;
     peer_.launcher = h->launcher;
+    peer_.map_epoch = h->map_epoch.value_or(0);
     hello_id_ = h->id;
     return true;
   }

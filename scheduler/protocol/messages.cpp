@@ -290,6 +290,10 @@ struct record<hello> {
       check<R>([](const reader& in, const R& m) {
         if (m.launcher && m.role != peer_role::job) in.fail("launcher", "is only for role \"job\"");
       }),
+      field("map_epoch", &R::map_epoch, k_epoch),
+      check<R>([](const reader& in, const R& m) {
+        if (m.map_epoch && (m.role != peer_role::job || m.launcher)) in.fail("map_epoch", "is only for a job's shim");
+      }),
   };
 };
 

@@ -120,6 +120,9 @@ struct hello {
   // Role job only: this connection launches processes for the job (aqs-rsh)
   // and is not its shim (which gets the job's new_map messages).
   bool launcher = false;
+  // Role job, the shim only: the newest map epoch it has seen (it reconnects
+  // after aqsd restarted; aqsd numbers the job's next map above it).
+  std::optional<std::int64_t> map_epoch{};
   friend bool operator==(const hello&, const hello&) = default;
 };
 

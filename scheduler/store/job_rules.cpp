@@ -114,9 +114,11 @@ void check_update(const job_update& u, job_state state, bool adaptive, std::int3
   if (core::is_final(state)) throw invalid_job(job + " has ended (" + std::string(core::to_string(state)) + ")");
   if (u.control) {
     const std::string& c = *u.control;
-    if (!c.empty() && c != "held-user" && c != "held-admin" && c != "resume") {
+    const bool claim = claimed_epoch(c).has_value();
+    if (!c.empty() && c != "held-user" && c != "held-admin" && c != "resume" && !claim) {
       throw invalid_job(job + ": unknown control '" + c + "'");
     }
+    if (claim && state != job_state::resizing) throw invalid_job(job + " is not resizing");
     if ((c == "held-user" || c == "held-admin") && state != job_state::pending) {
       throw invalid_job(job + " is not pending");
     }

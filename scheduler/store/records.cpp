@@ -1,7 +1,24 @@
 // records: summaries and records.
 #include "store/records.hpp"
 
+#include <charconv>
+
 namespace aqs::store {
+
+namespace {
+constexpr std::string_view k_claimed = "claimed:";
+}
+
+std::string claim_control(std::int64_t epoch) { return std::string(k_claimed) + std::to_string(epoch); }
+
+std::optional<std::int64_t> claimed_epoch(std::string_view control) {
+  if (!control.starts_with(k_claimed)) return std::nullopt;
+  const std::string_view digits = control.substr(k_claimed.size());
+  std::int64_t epoch = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), epoch);
+  if (ec != std::errc() || end != digits.data() + digits.size() || epoch < 1) return std::nullopt;
+  return epoch;
+}
 
 job_summary summary_of(const job_record& r) {
   job_summary s;

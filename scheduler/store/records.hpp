@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -60,8 +61,9 @@ struct job_status {
   core::processor_set procs{};             // processors held; empty unless RUNNING/RESIZING/SUSPENDED
   std::optional<core::processor_set> resize_procs{};  // RESIZING only: the map asked for
   // fctl's mark on a live job: "" (none), "held-user", "held-admin" (a held
-  // PENDING job) or "resume" (a SUSPENDED job waiting to run again). Any
-  // state change clears it.
+  // PENDING job) or "resume" (a SUSPENDED job waiting to run again); or
+  // "claimed:N" on a RESIZING job whose shim has begun to apply map N
+  // (claim_control). Any state change clears it.
   std::string control{};
 };
 
@@ -192,6 +194,12 @@ struct job_filter {
 // A listing's view of a job (what job_summary holds of its record), and back:
 // a record holding only those fields. The one place that knows which fields
 // the two share.
+// The control of a RESIZING job whose shim claimed map `epoch`
+// (resize_begin), and back: aqsd restarted mid-resize resumes waiting for
+// that map's outcome instead of guessing which map the job runs on.
+std::string claim_control(std::int64_t epoch);
+std::optional<std::int64_t> claimed_epoch(std::string_view control);
+
 job_summary summary_of(const job_record& r);
 job_record record_of(job_summary s);
 

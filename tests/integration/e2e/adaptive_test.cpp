@@ -331,3 +331,61 @@ TEST_CASE("an app that crashes during a resize fails, releases every processor a
   }
   CHECK(processes_mentioning(grid.string()).empty());
 }
+
+TEST_CASE("aqsd killed with SIGKILL between a job's claim of a map and its acknowledgement: restarted, it waits for the job's word, and both agree") {
+  // Before, a restarted aqsd put a RESIZING job back on its old map even when
+  // its shim had already begun to apply the new one: aqsd counted 2
+  // processors for a job running 4 ranks (and could give the other 2 away),
+  // and the shim never heard from aqsd again.
+  test::test_database db;
+  test::cluster c(small(db, 1, 4));
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  const fs::path ref = work / "ref.grid";
+  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
+                      "--cols", "48", "--iters", "240", "--out", ref.string()},
+                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+
+  // Starts on 2 while a rigid job holds the other 2, grows to 4 when it ends;
+  // its shim then holds still 6 s between the claim and the change.
+  const std::int64_t hold = c.submit({"-n", "2", "--wrap", "sleep 2"});
+  c.wait_state(hold, {job_state::running});
+  const fs::path grid = work / "claim.grid", out = work / "claim.out";
+  const fs::path script = work / "claim.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "export AQS_TEST_PAUSE_AFTER_CLAIM_MS=6000\n"
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << jacobi_args(grid, 60) << "\n";
+  const std::int64_t a = c.submit({"-o", out.string(), script.string()});
+  REQUIRE(c.wait_state(a, {job_state::running}).nprocs == 2);
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!history_says(c, a, "claimed by the job") && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+  }
+  REQUIRE(history_says(c, a, "claimed by the job"));
+  c.kill_aqsd();
+  c.start_aqsd();
+  // The job reports its map to the new aqsd, which takes it: 4 processors.
+  auto ja = c.wait_state(a, {job_state::running, job_state::completed, job_state::failed}, 60s);
+  for (int i = 0; i < 300 && ja.state == job_state::running && ja.nprocs != 4; ++i) {
+    std::this_thread::sleep_for(100ms);
+    ja = *c.job(a);
+  }
+  CHECK(ja.state == job_state::running);
+  CHECK(ja.nprocs == 4);
+  CHECK(history_says(c, a, "resize acknowledged: map"));
+  CHECK_FALSE(history_says(c, a, "resize abandoned"));
+  // While it runs on all 4, nothing else gets one of them.
+  const std::int64_t other = c.submit({"-n", "1", "--wrap", "true"});
+  std::this_thread::sleep_for(500ms);
+  if (c.job(a)->state == job_state::running) CHECK(c.job(other)->state == job_state::pending);
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
+  CHECK(jf.state == job_state::completed);
+  CHECK(c.wait_state(other, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
+  const std::string log = slurp(out);
+  INFO(log);
+  CHECK(log.find("done rows 64 cols 48 iters 240 ranks 4") != std::string::npos);
+  CHECK(slurp(grid) == slurp(ref));
+  CHECK(processes_mentioning(grid.string()).empty());
+}

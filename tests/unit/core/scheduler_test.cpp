@@ -634,6 +634,36 @@ TEST_CASE("nodes registering while jobs run extend the numbering and are used at
   CHECK(s.get(1).procs.to_ranges() == "0-7");
 }
 
+TEST_CASE("a restored claimed resize holds both maps until the job acknowledges or times out") {
+  scheduler s = make("equipartition", 2, 4);
+  const processor_set old_map = processor_set::from_string("11000000");
+  const processor_set grown = processor_set::from_string("11110000");
+  s.restore(adaptive(1, 2, 4), job_state::running, old_map, 1);
+  s.restore(rigid(2, 2, 100), job_state::running, processor_set::from_string("00000011"), 1);
+  // Refused, changing nothing: a rigid job, a map of the wrong length, one
+  // another job holds, an unknown job.
+  CHECK_THROWS_AS(s.restore_resize(2, processor_set::from_string("00000111")), std::invalid_argument);
+  CHECK_THROWS_AS(s.restore_resize(1, processor_set::from_string("1111")), std::invalid_argument);
+  CHECK_THROWS_AS(s.restore_resize(1, processor_set::from_string("11000001")), std::invalid_argument);
+  CHECK_THROWS_AS(s.restore_resize(9, grown), std::invalid_argument);
+  CHECK(s.get(1).state == job_state::running);
+  s.restore_resize(1, grown);
+  CHECK(s.get(1).state == job_state::resizing);
+  // Both maps are its own: a 3-processor job waits for the acknowledgement.
+  CHECK(s.free_count() == 2);
+  auto d = s.handle(event::arrival(rigid(3, 3, 10)), 2);
+  CHECK(d.empty());
+  s.handle(event::on_job(event::kind::resize_ack, 1), 3);
+  CHECK(s.get(1).procs == grown);  // (and it is asked to shrink for job 3 now)
+  // A shrink claimed the same way gives back what it vacates only at the ack.
+  scheduler t = make("equipartition", 1, 4);
+  t.restore(adaptive(1, 1, 4), job_state::running, processor_set::from_string("1111"), 1);
+  t.restore_resize(1, processor_set::from_string("1100"));
+  CHECK(t.free_count() == 0);
+  t.handle(event::on_job(event::kind::resize_timeout, 1), 2);
+  CHECK(t.get(1).procs.to_string() == "1111");
+}
+
 TEST_CASE("a restored running job keeps its processors and the next decision works around it") {
   scheduler s = make("easy", 2, 4);
   processor_set held = processor_set::from_string("00111000");

@@ -395,6 +395,36 @@ TEST_CASE_TEMPLATE_DEFINE("fctl's updates are written with their event; a state 
   CHECK_THROWS_AS(s.update_job({.job_id = running, .min_pe = 1, .reason = "x"}), aqs::store::invalid_job);
 }
 
+TEST_CASE_TEMPLATE_DEFINE("a resize the job claimed is marked on it, read back for recovery, and cleared by its end",
+                          F, job_store_contract_claims) {
+  using namespace aqs::test::contract;
+  F fixture;
+  job_store& s = fixture.store();
+  CHECK(aqs::store::claimed_epoch(aqs::store::claim_control(7)) == 7);
+  for (const char* bad : {"", "claimed:", "claimed:0", "claimed:x", "claimed:3 ", "resume", "claimed:-2"}) {
+    CHECK_MESSAGE(!aqs::store::claimed_epoch(bad), bad);
+  }
+  const auto running = job_in(s, job_state::running);
+  // Only a RESIZING job can have claimed a map.
+  CHECK_THROWS_AS(s.update_job({.job_id = running, .control = aqs::store::claim_control(1), .reason = "x"}),
+                  aqs::store::invalid_job);
+  CHECK_THROWS_AS(s.update_job({.job_id = running, .control = "claimed:soon", .reason = "x"}), aqs::store::invalid_job);
+  const auto resizing = job_in(s, job_state::resizing);
+  s.update_job({.job_id = resizing, .control = aqs::store::claim_control(4), .reason = "map 4 claimed by the job"});
+  bool seen = false;
+  for (const auto& j : s.load_live_state().jobs) {
+    if (j.id != resizing) continue;
+    seen = aqs::store::claimed_epoch(j.status.control) == 4 && j.status.resize_procs == k_other_map &&
+           j.status.procs == k_map;
+  }
+  CHECK(seen);
+  CHECK(s.job_history(resizing).back().reason == "map 4 claimed by the job");
+  s.transition({.job_id = resizing, .from = job_state::resizing, .to = job_state::running, .reason = "ack"});
+  const auto rec = s.get_job(resizing);
+  CHECK(rec->status.control.empty());
+  CHECK(rec->status.procs == k_other_map);
+}
+
 // Runs every contract case above against `fixture`.
 #define AQS_JOB_STORE_CONTRACT(fixture)                                 \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_submit, fixture);        \
@@ -406,4 +436,5 @@ TEST_CASE_TEMPLATE_DEFINE("fctl's updates are written with their event; a state 
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_batch, fixture);         \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_nodes, fixture);         \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_listings, fixture);      \
-  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_updates, fixture)
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_updates, fixture);       \
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_claims, fixture)
