@@ -255,7 +255,6 @@ void validate(const allocation& a) {
   }
   for (std::size_t i = 0; i < a.ranks.size(); ++i) {
     const auto& r = a.ranks[i];
-    if (a.adaptive) throw allocation_error("an adaptive job has one rank per processor");
     if (r.empty()) throw allocation_error("rank " + std::to_string(i) + " has no processor");
     for (const std::size_t k : r) {
       if (k >= a.procs.size()) throw allocation_error("rank " + std::to_string(i) + " names a processor beyond the map");

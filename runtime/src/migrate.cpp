@@ -59,12 +59,24 @@ struct byte_reader {
   }
 };
 
+void put_ints(byte_writer& w, const std::vector<int>& v) {
+  w.u64(v.size());
+  for (const int x : v) w.u64(static_cast<std::uint64_t>(x));
+}
+std::vector<int> get_ints(byte_reader& r) {
+  std::vector<int> v(r.u64());
+  for (auto& x : v) x = static_cast<int>(r.u64());
+  return v;
+}
+
 void put_slots(byte_writer& w, const std::vector<slot>& v) {
   w.u64(v.size());
   for (const auto& s : v) {
     w.u64(static_cast<std::uint64_t>(s.proc));
     w.u64(static_cast<std::uint64_t>(s.cpu));
     w.str(s.host);
+    put_ints(w, s.more_procs);
+    put_ints(w, s.more_cpus);
   }
 }
 std::vector<slot> get_slots(byte_reader& r) {
@@ -73,6 +85,8 @@ std::vector<slot> get_slots(byte_reader& r) {
     s.proc = static_cast<int>(r.u64());
     s.cpu = static_cast<int>(r.u64());
     s.host = r.str();
+    s.more_procs = get_ints(r);
+    s.more_cpus = get_ints(r);
   }
   return v;
 }
@@ -89,6 +103,7 @@ std::vector<std::byte> encode(const reconfiguration& rc) {
   for (auto x : rc.signature) w.u64(x);
   w.u64(rc.joiners.size());
   for (int j : rc.joiners) w.u64(static_cast<std::uint64_t>(j));
+  w.u64(static_cast<std::uint64_t>(rc.cpus_per_rank));
   return std::move(w.b);
 }
 reconfiguration decode(const std::vector<std::byte>& b) {
@@ -104,6 +119,7 @@ reconfiguration decode(const std::vector<std::byte>& b) {
   for (auto& x : rc.signature) x = r.u64();
   rc.joiners.resize(r.u64());
   for (auto& j : rc.joiners) j = static_cast<int>(r.u64());
+  rc.cpus_per_rank = static_cast<int>(r.u64());
   return rc;
 }
 
@@ -122,6 +138,20 @@ std::optional<reconfiguration> leader_decision(shim& s) {
     if (s.control->newest_epoch() <= seen) return rc;
     auto u = s.control->newest_after(seen);
     if (!u) return rc;
+    // Whole ranks or nothing: a map that does not split into ranks of the
+    // job's processors per rank is refused before it is claimed.
+    std::vector<slot> next;
+    try {
+      next = ranks_of_map(u->procs, std::vector<int>(u->cpus.begin(), u->cpus.end()), u->hosts, s.cpus_per_rank);
+    } catch (const std::invalid_argument& ex) {
+      std::fprintf(stderr, "aqs: cannot apply map %lld: %s\n", static_cast<long long>(u->epoch), ex.what());
+      s.passed = u->epoch;
+      try {
+        s.control->refuse(u->epoch, ex.what());
+      } catch (const std::exception&) {
+      }
+      return rc;
+    }
     // Claim it before anything changes: a map whose resize timed out (the
     // job reached MPI_Migrate() late) must not be applied, or the job would
     // run on processors aqsd has taken back.
@@ -145,23 +175,26 @@ std::optional<reconfiguration> leader_decision(shim& s) {
     rc->epoch = u->epoch;
     rc->procs = u->procs;
     rc->received_at_us = u->received_at_us;
-    std::vector<int> cpus(u->cpus.begin(), u->cpus.end());
-    try {
-      rc->next = make_slots(parse_map(u->procs), cpus, u->hosts, local_host_name(), online_cpus());
-    } catch (const std::exception&) {
-      rc->next = make_slots(parse_map(u->procs), {}, {}, local_host_name(), online_cpus());
-    }
+    rc->next = std::move(next);
   } else {
     auto it = std::find_if(s.scripted.begin(), s.scripted.end(),
                            [&](const auto& e) { return e.first == s.migrate_calls; });
     if (it == s.scripted.end()) return rc;
+    std::vector<slot> next;
+    try {
+      next = ranks_of_map(it->second, {}, {}, s.cpus_per_rank);
+    } catch (const std::invalid_argument& ex) {
+      std::fprintf(stderr, "aqs: cannot apply map %s: %s\n", it->second.c_str(), ex.what());
+      return rc;
+    }
     rc.emplace();
     rc->epoch = s.epoch + 1;
     rc->procs = it->second;
     rc->received_at_us = now_us();
-    rc->next = make_slots(parse_map(it->second), {}, {}, local_host_name(), online_cpus());
+    rc->next = std::move(next);
   }
   rc->current = s.slots;
+  rc->cpus_per_rank = s.cpus_per_rank;
   rc->migrate_calls = s.migrate_calls;
   rc->signature = signature_of(s);
   return rc;
@@ -368,7 +401,8 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
   s.slots = rc.next;
   s.map_width = std::max(s.map_width, rc.procs.size());
   s.migrate_calls = std::max(s.migrate_calls, rc.migrate_calls);
-  pin_process_to(rc.next[static_cast<std::size_t>(my_index)].cpu);
+  s.cpus_per_rank = rc.cpus_per_rank;
+  pin_process_to(cpus_of(rc.next[static_cast<std::size_t>(my_index)]));
 
   const std::int64_t end = now_us();
   s.last.epoch = rc.epoch;

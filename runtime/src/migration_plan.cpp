@@ -9,11 +9,15 @@ namespace aqs::runtime {
 
 migration_plan plan_migration(const std::vector<slot>& current, const std::vector<slot>& next) {
   if (next.empty()) throw std::invalid_argument("the new map has no processor");
-  std::unordered_map<int, int> index_of;  // processor -> index in next
+  std::unordered_map<int, int> index_of;  // a rank's first processor -> index in next
+  std::set<int> named;
   for (std::size_t i = 0; i < next.size(); ++i) {
-    if (!index_of.emplace(next[i].proc, static_cast<int>(i)).second) {
-      throw std::invalid_argument("the new map names processor " + std::to_string(next[i].proc) + " twice");
+    for (const int p : procs_of(next[i])) {
+      if (!named.insert(p).second) {
+        throw std::invalid_argument("the new map names processor " + std::to_string(p) + " twice");
+      }
     }
+    index_of.emplace(next[i].proc, static_cast<int>(i));
   }
   migration_plan plan;
   plan.assigned.assign(current.size(), -1);
@@ -42,7 +46,7 @@ migration_plan plan_migration(const std::vector<slot>& current, const std::vecto
   plan.changes_nothing = plan.spawn.empty() && current.size() == next.size();
   for (std::size_t r = 0; plan.changes_nothing && r < current.size(); ++r) {
     const slot& s = next[static_cast<std::size_t>(plan.assigned[r])];
-    plan.changes_nothing = s.proc == current[r].proc && s.cpu == current[r].cpu;
+    plan.changes_nothing = procs_of(s) == procs_of(current[r]) && cpus_of(s) == cpus_of(current[r]);
   }
   return plan;
 }

@@ -19,7 +19,8 @@ struct migration_plan {
 };
 
 // `current`: the slot of each active rank, in rank order. `next`: the new
-// map's slots in processor order. A rank whose processor stays in the map
+// map's slots in processor order (a slot is a rank: with -c C, C processors
+// of one node, known by its first). A rank whose processor stays in the map
 // keeps it; a rank that lost its processor takes a gained processor on its
 // own host if there is one (a re-pin, cheaper than leaving and spawning);
 // every other gained processor gets a new rank, every other rank leaves.

@@ -9,11 +9,14 @@
 
 namespace aqs::runtime {
 
-bool pin_process_to(int cpu) noexcept {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+bool pin_process_to(const std::vector<int>& cpus) noexcept {
+  if (cpus.empty()) return false;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  for (const int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+    CPU_SET(cpu, &set);
+  }
   bool ok = ::sched_setaffinity(0, sizeof set, &set) == 0;
   if (DIR* d = ::opendir("/proc/self/task")) {
     while (dirent* e = ::readdir(d)) {

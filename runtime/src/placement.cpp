@@ -2,6 +2,7 @@
 #include "placement.hpp"
 
 #include <charconv>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -48,10 +49,26 @@ std::vector<int> parse_map(std::string_view map) {
   return procs;
 }
 
+std::vector<int> procs_of(const slot& s) {
+  std::vector<int> out{s.proc};
+  out.insert(out.end(), s.more_procs.begin(), s.more_procs.end());
+  return out;
+}
+
+std::vector<int> cpus_of(const slot& s) {
+  std::vector<int> out{s.cpu};
+  out.insert(out.end(), s.more_cpus.begin(), s.more_cpus.end());
+  return out;
+}
+
 std::string format_map(const std::vector<slot>& slots, std::size_t width) {
-  for (const auto& s : slots) width = std::max(width, static_cast<std::size_t>(s.proc) + 1);
+  for (const auto& s : slots) {
+    for (const int p : procs_of(s)) width = std::max(width, static_cast<std::size_t>(p) + 1);
+  }
   std::string map(width, '0');
-  for (const auto& s : slots) map[static_cast<std::size_t>(s.proc)] = '1';
+  for (const auto& s : slots) {
+    for (const int p : procs_of(s)) map[static_cast<std::size_t>(p)] = '1';
+  }
   return map;
 }
 
@@ -94,6 +111,45 @@ std::vector<slot> make_slots(const std::vector<int>& procs, const std::vector<in
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<slot> group_ranks(const std::vector<slot>& procs, int per_rank) {
+  if (per_rank < 1) throw std::invalid_argument("bad processors per rank " + std::to_string(per_rank));
+  if (per_rank == 1) return procs;
+  std::vector<slot> out;
+  std::map<std::string, std::size_t> open;  // host -> its rank still being filled
+  for (const auto& p : procs) {
+    const auto it = open.find(p.host);
+    if (it == open.end()) {
+      slot r = p;
+      r.more_procs.clear();
+      r.more_cpus.clear();
+      open.emplace(p.host, out.size());
+      out.push_back(std::move(r));
+    } else {
+      slot& r = out[it->second];
+      r.more_procs.push_back(p.proc);
+      r.more_cpus.push_back(p.cpu);
+    }
+    // Full: the host's next processor opens its next rank.
+    const slot& r = out[open.at(p.host)];
+    if (r.more_procs.size() + 1 == static_cast<std::size_t>(per_rank)) open.erase(p.host);
+  }
+  if (!open.empty()) {
+    const std::string& host = open.begin()->first;
+    std::size_t n = 0;
+    for (const auto& p : procs) n += p.host == host ? 1 : 0;
+    throw std::invalid_argument("the map has " + std::to_string(n) + " processors on host " + host +
+                                ", not a multiple of the job's " + std::to_string(per_rank) + " processors per rank");
+  }
+  return out;
+}
+
+int parse_cpus_per_task(const char* text) {
+  if (text == nullptr || *text == '\0') return 1;
+  const int n = parse_int(text, "AQS_CPUS_PER_TASK");
+  if (n < 1) throw std::invalid_argument("bad AQS_CPUS_PER_TASK '" + std::string(text) + "'");
+  return n;
 }
 
 }  // namespace aqs::runtime

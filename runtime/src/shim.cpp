@@ -54,6 +54,18 @@ std::vector<std::pair<std::int64_t, std::string>> parse_scripted_maps(const char
   return out;
 }
 
+std::vector<slot> ranks_of_map(const std::string& map, const std::vector<int>& cpus,
+                               const std::vector<std::string>& hosts, int cpus_per_rank) {
+  const std::vector<int> procs = parse_map(map);
+  std::vector<slot> each;
+  try {
+    each = make_slots(procs, cpus, hosts, local_host_name(), online_cpus());
+  } catch (const std::invalid_argument&) {
+    each = make_slots(procs, {}, {}, local_host_name(), online_cpus());
+  }
+  return group_ranks(each, cpus_per_rank);
+}
+
 namespace {
 
 std::vector<int> env_cpus() {
@@ -97,28 +109,45 @@ void init_world(shim& s) {
   mpi_check(MPI_Bcast(&mode, 1, MPI_INT, 0, s.active), "MPI_Bcast");
   s.adaptive = mode == 1;
 
+  // With -c C each rank holds C processors of one node (every rank reads
+  // the same environment, so all agree).
+  try {
+    s.cpus_per_rank = parse_cpus_per_task(std::getenv("AQS_CPUS_PER_TASK"));
+  } catch (const std::exception& ex) {
+    if (s.rank == 0 && s.adaptive) std::fprintf(stderr, "aqs: %s; one processor per rank\n", ex.what());
+    s.cpus_per_rank = 1;
+  }
   std::vector<int> procs;
   const char* map = std::getenv("AQS_PROCS");
   if (map && *map) {
     procs = parse_map(map);
     s.map_width = std::strlen(map);
   } else {
-    for (int i = 0; i < size; ++i) procs.push_back(i);
-    s.map_width = static_cast<std::size_t>(size);
+    const int n = size * s.cpus_per_rank;
+    for (int i = 0; i < n; ++i) procs.push_back(i);
+    s.map_width = static_cast<std::size_t>(n);
+  }
+  std::vector<slot> each;
+  try {
+    each = make_slots(procs, env_cpus(), env_hosts(), local_host_name(), online_cpus());
+  } catch (const std::exception& ex) {
+    if (s.rank == 0) std::fprintf(stderr, "aqs: %s; guessing cpus\n", ex.what());
+    each = make_slots(procs, {}, {}, local_host_name(), online_cpus());
   }
   std::vector<slot> all;
   try {
-    all = make_slots(procs, env_cpus(), env_hosts(), local_host_name(), online_cpus());
+    all = group_ranks(each, s.cpus_per_rank);
   } catch (const std::exception& ex) {
-    if (s.rank == 0) std::fprintf(stderr, "aqs: %s; guessing cpus\n", ex.what());
-    all = make_slots(procs, {}, {}, local_host_name(), online_cpus());
+    if (s.rank == 0 && s.adaptive) std::fprintf(stderr, "aqs: %s; one processor per rank\n", ex.what());
+    s.cpus_per_rank = 1;
+    all = std::move(each);
   }
   if (static_cast<std::size_t>(size) != all.size() && s.rank == 0 && s.adaptive) {
-    std::fprintf(stderr, "aqs: %d ranks for %zu processors in the map; ranks share processors round-robin\n", size,
-                 all.size());
+    std::fprintf(stderr, "aqs: %d ranks for %zu ranks of %d processor(s) in the map; ranks share them round-robin\n",
+                 size, all.size(), s.cpus_per_rank);
   }
   for (int r = 0; r < size; ++r) s.slots.push_back(all[static_cast<std::size_t>(r) % all.size()]);
-  if (s.adaptive) pin_process_to(s.slots[static_cast<std::size_t>(s.rank)].cpu);
+  if (s.adaptive) pin_process_to(cpus_of(s.slots[static_cast<std::size_t>(s.rank)]));
 }
 
 }  // namespace

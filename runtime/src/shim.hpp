@@ -60,6 +60,7 @@ struct reconfiguration {
   std::vector<int> joiners;
   // What every rank registered, so a new rank can check it did the same.
   std::vector<std::uint64_t> signature;
+  int cpus_per_rank = 1;  // the job's -c, for ranks that join (and may lead)
 };
 
 struct shim {
@@ -71,6 +72,7 @@ struct shim {
   MPI_Comm join_comm = MPI_COMM_NULL;  // joining: parents and new ranks together
   std::optional<reconfiguration> pending_join;
   std::vector<slot> slots;  // slot of every active rank, in rank order
+  int cpus_per_rank = 1;    // processors per rank: the job's -c ($AQS_CPUS_PER_TASK)
   int rank = 0;             // in active
   std::size_t map_width = 0;
   std::int64_t epoch = 0;   // maps applied
@@ -100,6 +102,14 @@ int fail(int code, std::string what);
 
 // "3:1111000,6:11000000" ($AQS_TEST_MAPS). Throws std::invalid_argument.
 std::vector<std::pair<std::int64_t, std::string>> parse_scripted_maps(const char* text);
+
+// The ranks of `map` (one per cpus_per_rank processors of a host), placed
+// on `cpus` and `hosts` (one per processor, from the launch or a new_map)
+// or, when those do not fit the map, guessed on this host. Throws
+// std::invalid_argument with a one-line reason when the map is malformed or
+// does not split into whole ranks.
+std::vector<slot> ranks_of_map(const std::string& map, const std::vector<int>& cpus,
+                               const std::vector<std::string>& hosts, int cpus_per_rank);
 
 // migrate.cpp
 int migrate();

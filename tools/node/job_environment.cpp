@@ -200,7 +200,9 @@ variables mpi_placement(const protocol::launch& l, const node_environment& node,
       a.tcp_interfaces = node.mpi_interfaces;
       a.adaptive = l.job.adaptive;
       a.spare_hosts = l.spare_hosts;
-      if (!l.job.adaptive) a.ranks = rank_processors(lay);
+      // An adaptive job with -c too: its mpirun starts one rank per C
+      // processors (the hostfile's slots), which its shim then pins.
+      a.ranks = rank_processors(lay);
       const auto files = mpi_adapter::write_launch_files(mpi_dir, a);
       for (auto& kv : mpi_adapter::launch_environment(a, files)) out.push_back(std::move(kv));
       placed = true;
@@ -232,11 +234,16 @@ std::vector<std::string> job_variables(const protocol::launch& l, const node_env
     extra.emplace_back("AQS_CPUS", join_numbers(l.proc_cpus));
     extra.emplace_back("AQS_HOSTS", join_hosts(l.proc_hosts));
   }
+  const job_layout lay = layout_of(l);
+  // The shim's processors per rank: it runs and pins one rank per C
+  // processors of a node, and grows and shrinks by whole ranks.
+  if (l.job.adaptive && lay.cpus_per_task > 1) {
+    extra.emplace_back("AQS_CPUS_PER_TASK", std::to_string(lay.cpus_per_task));
+  }
   if (l.uid == 0) {
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT", "1");
     extra.emplace_back("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
   }
-  const job_layout lay = layout_of(l);
   for (auto& kv : slurm_variables(l, node, lay)) extra.push_back(std::move(kv));
   for (auto& kv : mpi_placement(l, node, mpi_dir, lay, warn)) extra.push_back(std::move(kv));
   // The job's own variables may be another job's (fsub run inside a job):
@@ -245,7 +252,8 @@ std::vector<std::string> job_variables(const protocol::launch& l, const node_env
   std::vector<std::string> env;
   for (const auto& kv : l.job.environment) {
     const std::string key = kv.substr(0, kv.find('='));
-    bool shadowed = key == "AQS_JOB_TOKEN" || key == "AQS_CPUS" || key == "AQS_HOSTS";
+    bool shadowed =
+        key == "AQS_JOB_TOKEN" || key == "AQS_CPUS" || key == "AQS_HOSTS" || key == "AQS_CPUS_PER_TASK";
     for (const auto& [k, v] : extra) shadowed = shadowed || k == key;
     for (const auto& [k, v] : ours) shadowed = shadowed || k == key;
     if (!shadowed) env.push_back(kv);

@@ -97,7 +97,9 @@ AQS_API int AQS_Adaptive(void);
 AQS_API int64_t AQS_Epoch(void);
 
 /* This rank's processor: its global number in the scheduler's map and the
- * CPU of its node it is pinned to (-1, -1 outside AQS). */
+ * CPU of its node it is pinned to (-1, -1 outside AQS). A rank of several
+ * processors (a job with -c C): its first processor and that one's CPU; it
+ * is pinned to the CPUs of all C. */
 AQS_API int AQS_Processor(int* global_processor, int* cpu);
 
 /* How the last change of map went on this rank (zeros before the first):

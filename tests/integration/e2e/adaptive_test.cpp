@@ -192,6 +192,126 @@ TEST_CASE("an adaptive jacobi2d shrinks for a rigid job, grows back, and ends bi
   CHECK(processes_mentioning(out.string()).empty());
 }
 
+namespace {
+
+// The live jacobi2d processes (MPI ranks, parked ones included) of the job
+// writing `out`: the processes mentioning it whose program is jacobi2d
+// (not mpirun, whose command line names it too).
+std::vector<pid_t> jacobi_ranks(const fs::path& out) {
+  std::vector<pid_t> ranks;
+  const fs::path jacobi = fs::canonical(JACOBI2D_BINARY);
+  for (const pid_t p : processes_mentioning(out.string())) {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/" + std::to_string(p) + "/exe", ec);
+    if (!ec && exe == jacobi) ranks.push_back(p);
+  }
+  return ranks;
+}
+
+// How many cpus a process may run on: its Cpus_allowed_list ("0-1,4").
+int allowed_cpus(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("Cpus_allowed_list:")) continue;
+    std::stringstream list(line.substr(line.find(':') + 1));
+    int n = 0;
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      const auto dash = item.find('-');
+      n += dash == std::string::npos ? 1 : std::stoi(item.substr(dash + 1)) - std::stoi(item.substr(0, dash)) + 1;
+    }
+    return n;
+  }
+  return -1;  // gone
+}
+
+// Polls (up to 60 s) until the job's output has a line containing `text`
+// after offset `from`; returns the offset after it, or npos.
+std::size_t wait_for_line(const fs::path& out, const std::string& text, std::size_t from) {
+  for (int i = 0; i < 600; ++i) {
+    const std::string all = slurp(out);
+    const auto at = all.find(text, std::min(from, all.size()));
+    if (at != std::string::npos) return at + text.size();
+    std::this_thread::sleep_for(100ms);
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("an adaptive job with -c 2 runs one MPI rank per 2 processors, pinned to 2 cpus, as it shrinks and grows") {
+  test::test_database db;
+  test::cluster c(small(db, 1, 8));
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+
+  const fs::path ref = work / "ref.grid";
+  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
+                      "--cols", "48", "--iters", "240", "--out", ref.string()},
+                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+
+  // Plain mpirun, no -np: the allocation's ranks (4 of 2 processors on 8).
+  const fs::path out = work / "ranks.grid";
+  const fs::path log = work / "ranks.out";
+  const fs::path script = work / "ranks.sh";
+  std::ofstream(script) << "#!/bin/bash\n" << k_mpi_env << "echo \"ntasks $SLURM_NTASKS c $AQS_CPUS_PER_TASK\"\n"
+                        << "exec " MPIEXEC " " JACOBI2D_BINARY << jacobi_args(out, 60) << "\n";
+  const std::int64_t a =
+      c.submit({"--adaptive", "--min", "1", "--max", "4", "-c", "2", "-J", "ranks", "-o", log.string(), script.string()});
+  auto ja = c.wait_state(a, {job_state::running});
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (ja.nprocs != 8 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(100ms);
+    ja = *c.job(a);
+  }
+  REQUIRE(ja.nprocs == 8);
+  std::size_t at = wait_for_line(log, " ranks 4 ", 0);
+  REQUIRE_MESSAGE(at != std::string::npos, slurp(log));
+  CHECK(slurp(log).starts_with("ntasks 4 c 2\n"));
+  // 8 processors: 4 MPI processes, each allowed its rank's 2 cpus.
+  auto ranks = jacobi_ranks(out);
+  CHECK(ranks.size() == 4);
+  for (const pid_t p : ranks) CHECK(allowed_cpus(p) == 2);
+
+  // A rigid job of 4 takes half: the job shrinks to 2 ranks. It waits for
+  // the test's go, so that the shrunk job is looked at before it grows back.
+  const fs::path go = work / "go";
+  const std::int64_t b = c.submit({"-n", "4", "-J", "rigid", "-o", (work / "rigid.out").string(), "--wrap",
+                                   "while [ ! -e " + go.string() + " ]; do sleep 0.1; done"});
+  c.wait_state(b, {job_state::running});
+  at = wait_for_line(log, " ranks 2 ", at);
+  REQUIRE_MESSAGE(at != std::string::npos, slurp(log));
+  CHECK(c.job(a)->nprocs == 4);
+  // The 2 ranks dropped wait parked (for the growth back): never more
+  // processes than the widest map's ranks, each still on 2 cpus.
+  ranks = jacobi_ranks(out);
+  CHECK(ranks.size() <= 4);
+  CHECK(ranks.size() >= 2);
+  for (const pid_t p : ranks) CHECK(allowed_cpus(p) == 2);
+  std::ofstream(go) << "go\n";
+  c.wait_state(b, {job_state::completed});
+
+  // It grows back to 4 ranks and ends with the unresized run's result.
+  at = wait_for_line(log, " ranks 4 ", at);
+  CHECK_MESSAGE(at != std::string::npos, slurp(log));
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
+  CHECK(jf.state == job_state::completed);
+  CHECK(jf.exit_code == 0);
+  CHECK(slurp(out) == slurp(ref));
+  CHECK(slurp(out).size() == 64u * 48u * sizeof(double));
+  // aqsd saw whole ranks acknowledged: 4 processors, then 8.
+  std::vector<std::size_t> sizes;
+  for (const auto& e : history(c, a)) {
+    if (e.value("reason", "").find("resize acknowledged") != std::string::npos) {
+      sizes.push_back(ones(e.value("new_procs", "")));
+    }
+  }
+  CHECK(sizes == std::vector<std::size_t>{4, 8});
+  CHECK(jacobi_ranks(out).empty());
+}
+
 TEST_CASE("a job that cannot spawn keeps its processors, and aqsd records the refusal") {
   test::test_database db;
   test::cluster c(small(db, 1, 4));

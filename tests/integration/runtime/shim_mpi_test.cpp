@@ -3,15 +3,20 @@
 // processors, and after every MPI_Migrate() every element of every
 // registered array, every packed item and the replicated counter must be
 // where it belongs, with values the computation changed along the way.
-// Usage: mpirun -np N shim_mpi_test ITERATIONS  (exit 0 = passed)
+// With $AQS_CPUS_PER_TASK=C each rank holds C processors: every rank must be
+// pinned to C cpus, and with SIZES (the ranks expected after each
+// MPI_Migrate(), comma-separated) the job must have exactly those ranks.
+// Usage: mpirun -np N shim_mpi_test ITERATIONS [SIZES]  (exit 0 = passed)
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sched.h>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -77,6 +82,16 @@ void expect(bool ok, const char* what, long long a, long long b) {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const long iterations = argc > 1 ? std::atol(argv[1]) : 12;
+  std::vector<int> sizes;  // expected ranks per iteration
+  for (const char* p = argc > 2 ? argv[2] : ""; *p != '\0';) {
+    char* end = nullptr;
+    sizes.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+    p = *end == ',' ? end + 1 : end;
+  }
+  const char* c_text = std::getenv("AQS_CPUS_PER_TASK");
+  const int per_rank = c_text != nullptr && *c_text != '\0' ? std::atoi(c_text) : 1;
+  // Processor p guesses cpu p % online cpus: C consecutive ones are this many cpus.
+  const int cpus_per_rank = std::min(per_rank, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   if (AQS_Init() != AQS_SUCCESS) {
     std::fprintf(stderr, "AQS_Init: %s\n", AQS_Error_string());
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -161,7 +176,12 @@ int main(int argc, char** argv) {
       cpu_set_t set;
       CPU_ZERO(&set);
       sched_getaffinity(0, sizeof set, &set);
-      expect(CPU_COUNT(&set) == 1 && CPU_ISSET(cpu, &set), "pinned to its cpu", CPU_COUNT(&set), cpu);
+      expect(CPU_COUNT(&set) == cpus_per_rank && CPU_ISSET(cpu, &set), "pinned to its rank's cpus", CPU_COUNT(&set),
+             cpu);
+    }
+    if (static_cast<std::size_t>(iter) < sizes.size()) {
+      expect(size == sizes[static_cast<std::size_t>(iter)], "ranks after MPI_Migrate()", size,
+             sizes[static_cast<std::size_t>(iter)]);
     }
     // Every rank's processor is distinct.
     std::vector<int> procs(static_cast<std::size_t>(size));
@@ -179,7 +199,10 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     // Expansions call parked ranks back before they start processes: the job
     // never has more processes than its widest map (8), parked ones included.
-    // (Starting new ones each time would have made 4 + 4 + 2 + 5 = 15.)
+    // (Starting new ones each time would have made 4 + 4 + 2 + 5 = 15.) With
+    // C processors per rank the widest map is 8 / C ranks, but a rank parked
+    // so recently that it has not reached the leader's pool yet is not
+    // called back (a new one starts): not a bound to check here.
     const int processes = processes_of_this_program();
     if (processes > 8) {
       ++total_fail;

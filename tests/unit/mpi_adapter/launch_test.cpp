@@ -201,6 +201,18 @@ TEST_CASE("an adaptive job's ranks follow the hostfile's slots, so its hosts mus
   CHECK(validation_error(on({{"a", 0}, {"b", 0}, {"a", 1}}, "/bin/aqs-rsh")).empty());  // rigid: the rankfile places
 }
 
+TEST_CASE("an adaptive job with several processors per rank gets one slot per rank: plain mpirun starts its ranks") {
+  allocation a = adaptive_on({{"a", 0}, {"a", 1}, {"a", 0}, {"a", 1}, {"b", 2}, {"b", 3}}, "/bin/aqs-rsh");
+  a.ranks = {{0, 1}, {2, 3}, {4, 5}};
+  CHECK(hostfile_text(a) == "a slots=2\nb slots=1\n");
+  // Still no binding: the shim pins each rank to its cpus.
+  const auto env = launch_environment(a, {"/j/hostfile", ""});
+  CHECK(std::find(env.begin(), env.end(), std::pair<std::string, std::string>{"OMPI_MCA_hwloc_base_binding_policy",
+                                                                              "none"}) != env.end());
+  a.ranks = {{0, 4}};
+  CHECK(validation_error(a) == "rank 0 spans hosts 'a' and 'b'");
+}
+
 TEST_CASE("an adaptive job's launch files are the hostfile alone") {
   aqs::test::temp_dir tmp("aqs-mpi-adapter");
   const auto files = write_launch_files(tmp.path() / "job-8", adaptive_on({{"a", 1}, {"b", 0}}, "/bin/aqs-rsh"));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "file_text.hpp"
 #include "job_environment.hpp"
 #include "temp_dir.hpp"
 
@@ -227,4 +228,33 @@ TEST_CASE("an adaptive job with -c counts its ranks as Slurm's tasks: whole rank
   CHECK(value_of(spec.env, "SLURM_TASKS_PER_NODE") == "2,1");
   CHECK(value_of(spec.env, "SLURM_JOB_CPUS_PER_NODE") == "4,2");
   CHECK(value_of(spec.env, "AQS_NPROCS") == "6");
+  // The shim's processors per rank.
+  CHECK(value_of(spec.env, "AQS_CPUS_PER_TASK") == "2");
+}
+
+TEST_CASE("an adaptive job with -c starts one rank per C processors under plain mpirun, and C=1 changes nothing") {
+  test::temp_dir spool;
+  protocol::launch l = batch_job();
+  l.job.adaptive = true;
+  protocol::job_geometry g;
+  g.ntasks = 1;
+  g.cpus_per_task = 2;
+  l.job.geometry = g;
+  l.procs = "111111";
+  l.nprocs = 6;
+  l.nodelist = "a:0-3,b:0-1";
+  l.proc_hosts = {"a", "a", "a", "a", "b", "b"};
+  l.proc_cpus = {0, 1, 2, 3, 0, 1};
+  l.job.environment = {"AQS_CPUS_PER_TASK=8"};  // another job's, as fsub inside a job passes it on
+  const auto mpi_dir = spool.path() / "job-42.mpi";
+  node_environment n = node_n1();
+  n.rsh_agent = "/usr/libexec/aqs-rsh";
+  const launch_spec spec = job_environment(l, n, false, mpi_dir, {});
+  CHECK(values_of(spec.env, "AQS_CPUS_PER_TASK") == std::vector<std::string>{"2"});
+  CHECK(test::slurp(mpi_dir / "hostfile") == "a slots=2\nb slots=1\n");
+  // Without -c: one slot per processor, and no AQS_CPUS_PER_TASK (not even another job's).
+  l.job.geometry.reset();
+  const launch_spec plain = job_environment(l, n, false, mpi_dir, {});
+  CHECK(value_of(plain.env, "AQS_CPUS_PER_TASK") == "<unset>");
+  CHECK(test::slurp(mpi_dir / "hostfile") == "a slots=4\nb slots=2\n");
 }

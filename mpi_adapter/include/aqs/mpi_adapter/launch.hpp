@@ -35,10 +35,12 @@ struct allocation {
   // spawn finds it there (OpenMPI 4.1 cannot add a host at a spawn: the
   // "add-host" info key leaves the new ranks unreachable).
   std::vector<std::string> spare_hosts;
-  // A rigid job's ranks when they are not one per processor (Slurm's tasks
-  // with several cpus each, or fewer tasks than processors on a whole
-  // node): rank i runs on the processors procs[k] for k in ranks[i], all on
-  // one host, bound to all their cpus. Empty: rank i on procs[i].
+  // A job's ranks when they are not one per processor (Slurm's tasks with
+  // several cpus each, or fewer tasks than processors on a whole node):
+  // rank i runs on the processors procs[k] for k in ranks[i], all on one
+  // host, bound to all their cpus (an adaptive job's -c: its hostfile gives
+  // each host one slot per rank, and its shim pins each rank to its cpus).
+  // Empty: rank i on procs[i].
   std::vector<std::vector<std::size_t>> ranks;
 };
 
@@ -87,7 +89,7 @@ void validate(const allocation& a);
 void validate_interfaces(const std::vector<std::string>& interfaces);
 
 // "host slots=N" per host, hosts in order of first appearance, N its number
-// of processors; then "host slots=0" per spare host. Throws allocation_error
+// of ranks (of processors when `ranks` is empty); then "host slots=0" per spare host. Throws allocation_error
 // as validate().
 std::string hostfile_text(const allocation& a);
 
