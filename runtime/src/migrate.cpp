@@ -418,7 +418,8 @@ int switch_to(shim& s, const reconfiguration& rc, const migration_plan& plan, MP
   }
   if (!s.control && s.control_at) {
     try {
-      s.control = std::make_unique<control_channel>(*s.control_at);
+      // It says which maps the job has seen, as a reconnecting leader does.
+      s.control = std::make_unique<control_channel>(*s.control_at, std::max(s.epoch, s.passed));
     } catch (const std::exception& ex) {
       std::fprintf(stderr, "aqs: the new leader cannot reach aqsd: %s\n", ex.what());
     }
