@@ -443,3 +443,41 @@ TEST_CASE("adaptive jobs: MaxCPUsPerJob bounds their processors whatever their -
   c.cmd(test::bin().fkill, {std::to_string(k)});
   c.wait_idle();
 }
+
+namespace {
+
+// The agent index of the node a running job's script runs on ("node2:0-3").
+int batch_node_of(const protocol::job_info& j) {
+  const auto hosts = hosts_of(j.nodes);
+  REQUIRE(!hosts.empty());
+  return std::stoi(hosts.begin()->substr(4));
+}
+
+}  // namespace
+
+TEST_CASE("--signal survives its agent: killed -9 and restarted before the warning, the job is still warned once") {
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.procs_per_node = 2;
+  test::cluster c(o);
+  const slurm s{c, slurm_bin(c)};
+  c.wait_nodes_up(2);
+  // A 20 s limit, warned 10 s before; the agent is restarted long before that.
+  const fs::path out = c.workdir() / "adopted-signal.out";
+  const std::int64_t id =
+      s.submit({"-t", "0:20", "--signal=B:USR1@10", "-o", out.string(), "--wrap",
+                "trap 'echo warned' USR1; echo ready; for i in $(seq 40); do sleep 1; done"});
+  const auto j = c.wait_state(id, {job_state::running});
+  for (int i = 0; i < 300 && test::slurp(out).empty(); ++i) std::this_thread::sleep_for(50ms);  // the trap is set
+  REQUIRE(test::slurp(out) == "ready\n");
+  const int node = batch_node_of(j);
+  c.kill_agent(node, SIGKILL);
+  c.start_agent(node);
+  CHECK(c.wait_state(id, {job_state::timeout, job_state::failed, job_state::completed}, 90s).state == job_state::timeout);
+  const std::string text = test::slurp(out);
+  CAPTURE(text);
+  CHECK(text.starts_with("ready\nwarned\n"));
+  CHECK(text.find("warned", text.find("warned") + 1) == std::string::npos);  // once
+}
