@@ -93,7 +93,15 @@ std::size_t scheduler::node_limit(const job& j) const noexcept {
 std::size_t scheduler::max_size(const job& j) const {
   const std::size_t limit = node_limit(j);
   const std::size_t per_rank = rank_size(j.req);
-  if (!j.req.adaptive || (limit == 0 && per_rank == 1)) return j.req.max_pe;
+  if (!j.req.adaptive) return j.req.max_pe;
+  // The partition's MaxCPUsPerJob, in whole ranks: a -c job never holds
+  // part of a rank. (The minimum is refused at submission when over it; a
+  // reload that lowers the limit leaves running jobs at least their minimum.)
+  std::size_t most = j.req.max_pe;
+  if (scope_ && parts_[*scope_].max_cpus_per_job > 0) {
+    most = std::min(most, parts_[*scope_].max_cpus_per_job / per_rank * per_rank);
+  }
+  if (limit == 0 && per_rank == 1) return most;
   // Only for jobs with a limit or ranks of several processors (rare): the
   // node sizes, in whole ranks, are sorted per call.
   const processor_set& usable = scope_ ? scope_usable_ : usable_;
@@ -106,7 +114,7 @@ std::size_t scheduler::max_size(const job& j) const {
   std::partial_sort(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(k), sizes.end(), std::greater<>());
   std::size_t total = 0;
   for (std::size_t i = 0; i < k; ++i) total += sizes[i];
-  return std::min(j.req.max_pe, total);
+  return std::min(most, total);
 }
 
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {

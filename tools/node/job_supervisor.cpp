@@ -216,6 +216,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
   const std::string status_path = record(job_id, "status").string();
   const std::string status_tmp = status_path + ".tmp";
   ::unlink(status_path.c_str());
+  ::unlink(record(job_id, "warn").c_str());  // of an earlier run of the job here (requeued)
   // The lease: the step reads, we write; opened on both ends before the
   // fork (a FIFO open for writing needs a reader), close-on-exec so that no
   // job inherits the write end. Without it the job is not fenced.
@@ -317,6 +318,7 @@ void job_supervisor::reported(std::int64_t job_id) {
     jobs_.erase(it);
     std::error_code ec;
     std::filesystem::remove(record(job_id, "lease"), ec);
+    std::filesystem::remove(record(job_id, "warn"), ec);
     if (started) started(error);
     return;
   }
@@ -381,12 +383,31 @@ void job_supervisor::arm_warning(job& j, std::chrono::milliseconds left) {
     job& jj = it->second;
     const core::signal_spec s = *jj.warning;
     jj.warning.reset();  // once
+    // Marked sent before it goes out: an agent killed in between and
+    // restarted must not send it a second time (a lost warning is the
+    // lesser harm).
+    write_warning(job_id, s, true);
     if (s.batch_only) {
       ::kill(jj.pgid, s.signal);  // the batch shell leads the job's group
     } else {
       signal_job_steps(jj.pgid, jj.step, s.signal);
+      if (on_warning_) on_warning_(job_id, s.signal);
     }
   });
+}
+
+void job_supervisor::write_warning(std::int64_t id, const core::signal_spec& s, bool sent) const {
+  const std::string text = std::to_string(s.signal) + " " + std::to_string(s.before_s) + " " +
+                           (s.batch_only ? "1" : "0") + " " + (sent ? "1" : "0") + "\n";
+  const std::string path = record(id, "warn").string();
+  write_atomically(path.c_str(), (path + ".tmp").c_str(), text.data(), text.size());
+}
+
+bool job_supervisor::signal_steps(std::int64_t job_id, int sig) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
+  signal_job_steps(it->second.pgid, it->second.step, sig);
+  return true;
 }
 
 bool job_supervisor::signal_before_limit(std::int64_t job_id, const core::signal_spec& s) {
@@ -394,6 +415,7 @@ bool job_supervisor::signal_before_limit(std::int64_t job_id, const core::signal
   if (it == jobs_.end()) return false;
   job& j = it->second;
   j.warning = s;
+  write_warning(job_id, s, false);
   // Armed with the limit (arm_limit), or now when the limit already runs.
   if (j.limit && !j.paused_left) {
     arm_warning(j, std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - std::chrono::steady_clock::now()));
@@ -460,6 +482,14 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     j.pidfd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this, id](boost::system::error_code e) {
       if (!e) step_ended(id, 0);
     });
+    // Its --signal warning, unless it went out already: armed with the limit.
+    std::ifstream warn_in(record(id, "warn"));
+    core::signal_spec w;
+    int batch_only = 0, sent = 0;
+    if (warn_in >> w.signal >> w.before_s >> batch_only >> sent && sent == 0 && w.signal > 0) {
+      w.batch_only = batch_only != 0;
+      j.warning = w;
+    }
     if (limit > 0) {
       arm_limit(j, std::chrono::milliseconds(limit - (now_ms() - started)), std::chrono::milliseconds(grace));
     }
@@ -496,6 +526,7 @@ void job_supervisor::forget(std::int64_t job_id) {
   std::filesystem::remove(record(job_id, "step"), ec);
   std::filesystem::remove(record(job_id, "status"), ec);
   std::filesystem::remove(record(job_id, "lease"), ec);
+  std::filesystem::remove(record(job_id, "warn"), ec);
 }
 
 bool job_supervisor::kill(std::int64_t job_id, int sig, std::chrono::milliseconds grace) {

@@ -100,9 +100,20 @@ public:
   // limit (at once when less is left), once: to its batch shell alone
   // (B:), else to every process it started but not the shell (Slurm's "all
   // steps"). Time suspended does not count, as for the limit. Nothing for
-  // a job without a time limit. Not kept across an agent restart (an
-  // adopted job is timed out, not warned). False for a job not here.
+  // a job without a time limit. Kept in the spool (`job-N.warn`: the spec,
+  // and whether it was sent): an agent that adopts the job arms it again
+  // from the job's start and limit, at once when its time has passed, and
+  // never sends it twice (it is marked sent before it goes out). False for
+  // a job not here.
   bool signal_before_limit(std::int64_t job_id, const core::signal_spec& s);
+  // Called when a warning without B: has gone out here (the job's steps on
+  // its other nodes must get it too: the agent asks aqsd to send it there).
+  using warning_callback = std::function<void(std::int64_t job_id, int sig)>;
+  void on_warning(warning_callback cb) { on_warning_ = std::move(cb); }
+  // Sends sig to every process of the job here but its first one (what it
+  // started: on another node of the job, the ranks an MPI daemon started,
+  // not the daemon). False for a job not running here.
+  bool signal_steps(std::int64_t job_id, int sig);
   // fctl suspend/resume: SIGSTOP (stop) or SIGCONT to the job's process
   // group, and its time limit stops running while it is stopped. False for
   // a job not running here. (A job adopted by a restarted agent while
@@ -186,8 +197,12 @@ private:
   std::filesystem::path record(std::int64_t id, const char* what) const;
   void terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace);
 
+  // The job's --signal record in the spool: "SIG BEFORE_S BATCH_ONLY SENT".
+  void write_warning(std::int64_t id, const core::signal_spec& s, bool sent) const;
+
   boost::asio::io_context& io_;
   exit_callback on_exit_;
+  warning_callback on_warning_;
   std::filesystem::path spool_;
   boost::asio::signal_set sigchld_;
   std::unordered_map<std::int64_t, job> jobs_;

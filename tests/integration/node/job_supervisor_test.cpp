@@ -208,3 +208,57 @@ TEST_CASE("--signal with less time left than TIME comes at once; a job without a
   CHECK(b.wait(63).state == job_state::completed);
   CHECK(b.read("none.txt").empty());
 }
+
+TEST_CASE("--signal survives the agent: an adopted job is warned once, at once when its time has passed, never again") {
+  aqs::test::temp_dir tmp{"aqs-sup-test"};
+  const fs::path dir = tmp.path();
+  boost::asio::io_context io;
+  std::map<std::int64_t, job_outcome> done;
+  std::vector<std::pair<std::int64_t, int>> fanned;  // what the agent would ask aqsd to send to other nodes
+  auto make = [&] {
+    auto s = std::make_unique<job_supervisor>(io, [&](const job_outcome& o) { done[o.job_id] = o; }, dir);
+    s->on_warning([&](std::int64_t id, int sig) { fanned.emplace_back(id, sig); });
+    return s;
+  };
+  auto read = [&](const std::string& name) {
+    std::ifstream in(dir / name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  launch_spec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "sh -c 'trap \"echo step >> sig.txt\" USR1; echo ready > ready.txt; while :; do sleep 0.1; done' & "
+               "wait; sleep 30"};
+  spec.workdir = dir.string();
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.stdout_path = (dir / "out.txt").string();
+  // A 7 s limit, warned 5 s before: due 2 s after the start.
+  auto first = make();
+  first->start(64, spec, 7s, 1s);
+  for (int i = 0; i < 3000 && read("ready.txt").empty(); ++i) io.run_for(10ms);  // the trap is set
+  CHECK(first->signal_before_limit(64, aqs::core::signal_spec{SIGUSR1, 5, false}));
+  first.reset();  // the agent dies: the job runs on under its step
+  std::this_thread::sleep_for(2500ms);  // past the warning's time, no agent there
+  CHECK(read("sig.txt").empty());
+  // A new agent adopts the job: the warning is due, so it goes out at once.
+  auto second = make();
+  CHECK(second->adopt() == std::vector<std::int64_t>{64});
+  const auto t0 = std::chrono::steady_clock::now();
+  while (read("sig.txt").empty() && std::chrono::steady_clock::now() - t0 < 20s) io.run_for(10ms);
+  CHECK(read("sig.txt") == "step\n");
+  CHECK(fanned == std::vector<std::pair<std::int64_t, int>>{{64, SIGUSR1}});
+  // Another restart: the warning was sent, it is not sent again; the limit
+  // still ends the job.
+  second.reset();
+  auto third = make();
+  CHECK(third->adopt() == std::vector<std::int64_t>{64});
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (done.count(64) == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(10ms);
+  REQUIRE(done.count(64) == 1);
+  CHECK(done.at(64).state == job_state::timeout);
+  CHECK(read("sig.txt") == "step\n");
+  CHECK(fanned.size() == 1);
+  third->forget(64);
+  CHECK_FALSE(fs::exists(dir / "job-64.warn"));
+}

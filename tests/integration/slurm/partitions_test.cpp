@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "aqs_cluster.hpp"
 #include "client/client_connection.hpp"
 #include "file_text.hpp"
@@ -394,4 +396,88 @@ TEST_CASE("without aqs.conf every node is in one partition and -p is taken with 
   CHECK(r.err == "sbatch: warning: partition 'gpu' is recorded; this cluster has one partition of all its nodes\n");
   c.wait_state(std::stoll(r.out), {job_state::completed});
   CHECK(s.run("sinfo", {"-h", "-o", "%P %D"}).out == "main* 2\n");
+}
+
+TEST_CASE("adaptive jobs: MaxCPUsPerJob bounds their processors whatever their --max, and refuses a --min over it") {
+  test::test_database db;
+  test::temp_dir conf_dir("aqs-partitions");
+  const fs::path conf = conf_dir.path() / "aqs.conf";
+  std::ofstream(conf) << "PartitionName=capped Nodes=node[0-3] Default=YES MaxCPUsPerJob=5\n";
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 4;
+  o.procs_per_node = 2;
+  o.resize_timeout_s = 2;  // these jobs run no AQS runtime: a shrink asked of them times out
+  o.aqsd_args = {"--config", conf.string()};
+  test::cluster c(o);
+  c.wait_nodes_up(4);
+
+  // 8 processors idle: the job asks up to 8 and gets 5.
+  const std::int64_t a = c.submit({"--adaptive", "--min", "1", "--max", "8", "--wrap", "sleep 300"});
+  CHECK(c.wait_state(a, {job_state::running}).nprocs == 5);
+  // A second one gets the 3 left (equipartition asks the first to shrink
+  // to 4 for it, which times out); the first is never given more than 5.
+  const std::int64_t b = c.submit({"--adaptive", "--min", "1", "--max", "8", "--wrap", "sleep 300"});
+  CHECK(c.wait_state(b, {job_state::running}).nprocs == 3);
+  for (int i = 0; i < 10; ++i) {
+    CHECK(c.job(a)->nprocs <= 5);
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto listed = c.cmd(test::bin().fjobs, {"--json"});
+  CHECK(listed.status == 0);
+  const auto all = nlohmann::json::parse(listed.out);
+  REQUIRE(all.is_array());
+  CHECK(all.size() == 2);
+  for (const auto& j : all) CHECK(j.value("nprocs", 0) <= 5);
+  // -c 2: whole ranks within the limit, 4 processors (2 ranks), not 5.
+  c.cmd(test::bin().fkill, {std::to_string(a), std::to_string(b)});
+  c.wait_idle();
+  const std::int64_t k = c.submit({"--adaptive", "--min", "1", "--max", "4", "-c", "2", "--wrap", "sleep 300"});
+  CHECK(c.wait_state(k, {job_state::running}).nprocs == 4);
+  // A minimum over the limit could never run: refused at submission, in one line.
+  const auto refused = c.cmd(test::bin().fsub, {"--adaptive", "--min", "6", "--max", "8", "--wrap", "true"});
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("Requested node configuration is not available: 6 processors asked, MaxCPUsPerJob is 5 "
+                         "(partition capped)\n") != std::string::npos);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  c.cmd(test::bin().fkill, {std::to_string(k)});
+  c.wait_idle();
+}
+
+namespace {
+
+// The agent index of the node a running job's script runs on ("node2:0-3").
+int batch_node_of(const protocol::job_info& j) {
+  const auto hosts = hosts_of(j.nodes);
+  REQUIRE(!hosts.empty());
+  return std::stoi(hosts.begin()->substr(4));
+}
+
+}  // namespace
+
+TEST_CASE("--signal survives its agent: killed -9 and restarted before the warning, the job is still warned once") {
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.procs_per_node = 2;
+  test::cluster c(o);
+  const slurm s{c, slurm_bin(c)};
+  c.wait_nodes_up(2);
+  // A 20 s limit, warned 10 s before; the agent is restarted long before that.
+  const fs::path out = c.workdir() / "adopted-signal.out";
+  const std::int64_t id =
+      s.submit({"-t", "0:20", "--signal=B:USR1@10", "-o", out.string(), "--wrap",
+                "trap 'echo warned' USR1; echo ready; for i in $(seq 40); do sleep 1; done"});
+  const auto j = c.wait_state(id, {job_state::running});
+  for (int i = 0; i < 300 && test::slurp(out).empty(); ++i) std::this_thread::sleep_for(50ms);  // the trap is set
+  REQUIRE(test::slurp(out) == "ready\n");
+  const int node = batch_node_of(j);
+  c.kill_agent(node, SIGKILL);
+  c.start_agent(node);
+  CHECK(c.wait_state(id, {job_state::timeout, job_state::failed, job_state::completed}, 90s).state == job_state::timeout);
+  const std::string text = test::slurp(out);
+  CAPTURE(text);
+  CHECK(text.starts_with("ready\nwarned\n"));
+  CHECK(text.find("warned", text.find("warned") + 1) == std::string::npos);  // once
 }

@@ -187,6 +187,10 @@ TEST_CASE("a partition refuses jobs over its limits or from users it does not al
   r = ok;
   r.cpus = 9;
   CHECK(partition_refusal(p, r).value_or("").find("MaxCPUsPerJob is 8") != std::string::npos);
+  CHECK(partition_refusal(p, r) ==
+        "Requested node configuration is not available: 9 processors asked, MaxCPUsPerJob is 8 (partition p)");
+  r.cpus = 8;  // (an adaptive job's minimum) at the limit: its growth is bounded by the scheduler
+  CHECK_FALSE(partition_refusal(p, r));
   r = ok;
   r.user = "mallory";
   CHECK(partition_refusal(p, r) == "Access/permission denied: user mallory may not use partition p");
@@ -385,4 +389,84 @@ TEST_CASE("an adaptive job's own node limit (-N max) bounds its growth like MaxN
   REQUIRE(d.size() == 1);
   CHECK(d[0].to.count() == 12);
   CHECK(nodes_of(s, d[0].to).size() == 3);
+}
+
+namespace {
+
+// node0..node3, 4 processors each, in one partition whose jobs may have at
+// most 6 processors.
+scheduler max_six_cpus() {
+  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+  s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES MaxCPUsPerJob=6\n", "t").partitions);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("an adaptive job starts with no more processors than its partition's MaxCPUsPerJob, whatever its maximum") {
+  auto s = max_six_cpus();
+  auto d = s.handle(event::arrival(job_in(1, "p", 2, true, 16)), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::start);
+  CHECK(d[0].to.count() == 6);
+  // The other 10 processors go to a second adaptive job, also at most 6,
+  // and the first is not grown past the limit by what is left over.
+  d = s.handle(event::arrival(job_in(2, "p", 2, true, 16)), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 2);
+  CHECK(d[0].to.count() == 6);
+  CHECK(s.get(1).size() == 6);
+  CHECK(s.free_count() == 4);
+}
+
+TEST_CASE("an adaptive job grows up to its partition's MaxCPUsPerJob and no further") {
+  auto s = max_six_cpus();
+  // Rigid jobs hold node0-2: the adaptive job starts on node3 alone.
+  for (job_id id : {11, 12, 13}) REQUIRE(s.handle(event::arrival(job_in(id, "p", 4)), 0).size() == 1);
+  auto d = s.handle(event::arrival(job_in(2, "p", 2, true, 16)), 1);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.count() == 4);
+  s.apply(event::completion(11));
+  s.apply(event::completion(12));
+  s.apply(event::completion(13));
+  d = s.decide(2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to.count() == 6);
+  s.handle(event::on_job(event::kind::resize_ack, 2), 3);
+  // A larger maximum asked while it runs changes nothing: the limit holds.
+  CHECK(s.handle(event::change(2, 2, 32), 4).empty());
+  CHECK(s.get(2).size() == 6);
+}
+
+TEST_CASE("an adaptive -c job is kept within MaxCPUsPerJob in whole ranks") {
+  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+  s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES MaxCPUsPerJob=10\n", "t").partitions);
+  job_request r = job_in(1, "p", 4, true, 16);  // 1 to 4 ranks of 4 processors
+  r.shape.cpus_per_task = 4;
+  auto d = s.handle(event::arrival(r), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.count() == 8);  // two ranks: a third would be 12 > 10
+  for (std::size_t n : nodes_of(s, d[0].to)) CHECK(d[0].to.count_range(n * 4, n * 4 + 4) % 4 == 0);
+}
+
+TEST_CASE("an adaptive job in several partitions is bounded by the MaxCPUsPerJob of the one it runs in") {
+  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+  s.set_partitions(parse_config("PartitionName=a Nodes=node[0-1] Default=YES MaxCPUsPerJob=2\n"
+                                "PartitionName=b Nodes=node[2-3] MaxCPUsPerJob=6\n",
+                                "t")
+                       .partitions);
+  // Job 1 fits a: it runs there, bounded by a's limit.
+  auto d = s.handle(event::arrival(job_in(1, "a,b", 2, true, 16)), 0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].to.count() == 2);
+  CHECK(nodes_of(s, d[0].to) == std::vector<std::size_t>{0});
+  // A rigid job takes the rest of a: job 2 starts in b, bounded by b's.
+  REQUIRE(s.handle(event::arrival(job_in(3, "a", 6)), 1).size() == 1);
+  d = s.handle(event::arrival(job_in(2, "a,b", 2, true, 16)), 2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 2);
+  CHECK(d[0].to.count() == 6);
+  CHECK(nodes_of(s, d[0].to) == std::vector<std::size_t>{2, 3});
+  CHECK(s.get(1).size() == 2);
 }
