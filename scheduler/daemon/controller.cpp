@@ -185,6 +185,8 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
           post([this, c, msg] { handle_remote_exec(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::node_leaving>) {
           post([this, c, msg] { handle_node_leaving(c, msg); });
+        } else if constexpr (std::is_same_v<T, protocol::job_signal>) {
+          post([this, c, msg] { handle_job_signal(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::issue_token>) {
           handle_issue_token(c, msg);
         } else if constexpr (std::is_same_v<T, protocol::revoke_token>) {

@@ -277,6 +277,8 @@ private:
   bool step_exited(const node_entry& n, const protocol::job_exited& m);
   void end_steps_of(const conn_ptr& conn);     // the launcher went: its steps end
   void end_steps_of_job(std::int64_t job_id);  // the job ended: every step ends
+  // The job's batch host sent its --signal warning: its steps on other nodes get it.
+  void handle_job_signal(const conn_ptr& c, const protocol::job_signal& m);
   // The job if `c` speaks for it and `epoch` is its resize under way; else
   // replies the error to request `rid` and returns null.
   const core::job* current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id, std::int64_t epoch);

@@ -125,4 +125,37 @@ void controller::end_steps_of_job(std::int64_t job_id) {
   }
 }
 
+// Slurm sends a --signal warning without B: to all the job's steps on all
+// its nodes. The batch host's agent times it (it alone knows the time the
+// job has left, suspensions and its own restarts included: the warning is
+// in its spool) and signals what the job runs there; it then asks here, and
+// the job's steps on its other nodes (MPI daemons through aqs-rsh, and
+// their ranks) get it from their agents, the daemon itself excepted as the
+// batch shell is on the batch host.
+void controller::handle_job_signal(const conn_ptr& c, const protocol::job_signal& m) {
+  node_entry* n = nodes_.of_conn(*c);
+  if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
+  n->last_seen = clock_.now();
+  const job_entry* e = jobs_.find(m.job_id);
+  const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
+  // Only the job's batch host speaks for it; a late report (the job ended,
+  // or was requeued elsewhere) is acknowledged and dropped, so the agent
+  // does not send it again.
+  if (e != nullptr && e->host == n->index && j != nullptr && core::holds_processors(j->state)) {
+    if (const auto* sn = steps_.nodes_of(m.job_id)) {
+      for (std::size_t other : *sn) {
+        if (other == n->index || other >= nodes_.size() ||
+            sched_.machine().at(other).state == core::node_state::down) {
+          continue;
+        }
+        protocol::kill k{next_request_id_++, m.job_id, m.signal, 0, false};
+        k.steps = true;
+        send_to_node(other, std::move(k));
+      }
+    }
+    logging::info("job {}: --signal {} sent on {} and its steps' nodes", m.job_id, m.signal, n->name);
+  }
+  c->send(protocol::ok{m.id, {}});
+}
+
 }  // namespace aqs::daemon

@@ -536,6 +536,17 @@ struct record<kill> {
       field("signal", &R::signal, k_signal),
       field("grace_s", &R::grace_s, integer{0, k_max_grace_s}, presence::defaulted),
       field("escalate", &R::escalate, flag{}),
+      field("steps", &R::steps, flag{}, presence::sparse),
+  };
+};
+
+template <>
+struct record<job_signal> {
+  using R = job_signal;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("job_id", &R::job_id, k_job_id),
+      field("signal", &R::signal, k_signal),
   };
 };
 
@@ -707,7 +718,8 @@ bool may_send(peer_role r, const message& m) noexcept {
       return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
              std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||
              std::holds_alternative<output>(m) || std::holds_alternative<ok>(m) ||
-             std::holds_alternative<error>(m) || std::holds_alternative<node_leaving>(m);
+             std::holds_alternative<error>(m) || std::holds_alternative<node_leaving>(m) ||
+             std::holds_alternative<job_signal>(m);
     case peer_role::job:
       return std::holds_alternative<resize_begin>(m) || std::holds_alternative<resize_ack>(m) ||
              std::holds_alternative<resize_refused>(m) || std::holds_alternative<remote_exec>(m) ||

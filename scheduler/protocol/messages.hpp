@@ -347,6 +347,17 @@ struct job_started {
   friend bool operator==(const job_started&, const job_started&) = default;
 };
 
+// Node -> server: the job's --signal warning (without B:) went out on this
+// node, its batch host; the server sends `signal` to the job's steps on its
+// other nodes (kill with `steps`). Reply: ok {}.
+struct job_signal {
+  static constexpr std::string_view type = "job_signal";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::int64_t signal = 0;
+  friend bool operator==(const job_signal&, const job_signal&) = default;
+};
+
 // Node -> server: the job's processes are gone. `state` is final (COMPLETED,
 // FAILED, CANCELLED or TIMEOUT); exactly one of exit_code and signal is set.
 // Reply: ok {}.
@@ -391,7 +402,9 @@ struct launch {
 
 // Server -> node: signal the job's process group; if it is still there after
 // grace_s seconds, SIGKILL, unless escalate is false (fkill --signal: that
-// signal only). Reply: ok {}.
+// signal only). `steps` (with escalate false): only what the job's first
+// process there started, not that process (a --signal warning reaching the
+// ranks an MPI daemon runs on another node of the job). Reply: ok {}.
 struct kill {
   static constexpr std::string_view type = "kill";
   std::int64_t id = 0;
@@ -399,6 +412,7 @@ struct kill {
   std::int64_t signal = 15;
   std::int64_t grace_s = 10;
   bool escalate = true;
+  bool steps = false;
   friend bool operator==(const kill&, const kill&) = default;
 };
 
@@ -502,7 +516,7 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
-                             resize_begin, issue_token, revoke_token, control>;
+                             resize_begin, issue_token, revoke_token, control, job_signal>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

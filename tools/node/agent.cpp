@@ -69,6 +69,10 @@ void agent::warn(const std::string& line) const { logging::warn("{}", line); }
 
 void agent::start() {
   prepare_spool(options_.spool);
+  // A --signal warning without B: that went out here reaches the job's
+  // steps on its other nodes through aqsd (kept in the outbox until it
+  // answers). Set before adopting: an adopted job's warning may be due.
+  supervisor_.on_warning([this](std::int64_t job_id, int sig) { report(protocol::job_signal{0, job_id, sig}); });
   // Jobs a previous agent on this spool left running (it was killed, or
   // the machine's agent was upgraded) are ours again; those that ended
   // meanwhile are reported once aqsd is reached.
@@ -408,6 +412,7 @@ void agent::handle(protocol::message m) {
     const bool job_control = !k->escalate && (k->signal == SIGSTOP || k->signal == SIGCONT);
     bool found = k->escalate    ? supervisor_.kill(k->job_id, static_cast<int>(k->signal), std::chrono::seconds(k->grace_s))
                  : job_control ? supervisor_.pause(k->job_id, k->signal == SIGSTOP)
+                 : k->steps    ? supervisor_.signal_steps(k->job_id, static_cast<int>(k->signal))
                                : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
     // fctl suspend/resume: the job's processes that left its group (an MPI
     // daemon in its own session, and its ranks) stop and continue too.

@@ -481,3 +481,50 @@ TEST_CASE("--signal survives its agent: killed -9 and restarted before the warni
   CHECK(text.starts_with("ready\nwarned\n"));
   CHECK(text.find("warned", text.find("warned") + 1) == std::string::npos);  // once
 }
+
+TEST_CASE("--signal without B: reaches the job's ranks on all its nodes, once each") {
+  if (!testbed::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.procs_per_node = 2;
+  o.netns = true;
+  o.heartbeat_timeout_s = 5;
+  test::cluster c(o);
+  const slurm s{c, slurm_bin(c)};
+  c.wait_nodes_up(2);
+  // 4 ranks over the 2 hosts (mpirun starts the second host's daemon through
+  // aqs-rsh), each trapping WINCH (which mpirun does not forward itself):
+  // warned 40 s before a 60 s limit, each rank writes its own file.
+  const fs::path work = c.workdir();
+  const fs::path rank = work / "rank.sh";
+  std::ofstream(rank) << "#!/bin/sh\n"
+                         "r=$OMPI_COMM_WORLD_RANK\n"
+                         "trap 'echo warned >> " + (work / "warned-").string() + "$r' WINCH\n"
+                         "echo ready > " + (work / "ready-").string() + "$r\n"
+                         "while :; do sleep 0.2; done\n";
+  fs::permissions(rank, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read | fs::perms::group_exec |
+                            fs::perms::others_exec);
+  const std::int64_t id = s.submit({"-n", "4", "-t", "1:00", "--signal=WINCH@40", "-o", (work / "mpi.out").string(),
+                                    "--wrap", "mpirun " + rank.string()});
+  const auto j = c.wait_state(id, {job_state::running});
+  CHECK(hosts_of(j.nodes).size() == 2);
+  auto all_there = [&](const std::string& prefix, const std::string& line) {
+    for (int r = 0; r < 4; ++r) {
+      if (test::slurp(work / (prefix + std::to_string(r))) != line) return false;
+    }
+    return true;
+  };
+  for (int i = 0; i < 1200 && !all_there("warned-", "warned\n"); ++i) std::this_thread::sleep_for(50ms);
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    CHECK(test::slurp(work / ("ready-" + std::to_string(r))) == "ready\n");
+    CHECK(test::slurp(work / ("warned-" + std::to_string(r))) == "warned\n");  // on both hosts, once
+  }
+  CHECK(s.run("scancel", {std::to_string(id)}).status == 0);
+  c.wait_idle();
+}

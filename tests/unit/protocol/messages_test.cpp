@@ -492,6 +492,9 @@ TEST_CASE("each role may send only its own messages") {
   CHECK_FALSE(may_send(peer_role::node, shutdown{}));
   CHECK(may_send(peer_role::node, node_leaving{}));
   CHECK_FALSE(may_send(peer_role::client, node_leaving{}));
+  CHECK(may_send(peer_role::node, job_signal{}));
+  CHECK_FALSE(may_send(peer_role::job, job_signal{}));
+  CHECK_FALSE(may_send(peer_role::client, job_signal{}));
   CHECK(may_send(peer_role::job, resize_ack{}));
   CHECK(may_send(peer_role::job, resize_refused{}));
   CHECK(may_send(peer_role::job, resize_begin{}));

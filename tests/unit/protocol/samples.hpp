@@ -98,6 +98,8 @@ inline std::vector<message> samples() {
       register_node{29, "node4", 2, {0, 1}, 0, 0, {}, "", 40123},
       heartbeat{30, {5}, std::vector<latency_sample>{{"node2", 81}, {"node3", 20112}}},
       heartbeat{31, {}, std::vector<latency_sample>{}},
+      kill{17, 5, 28, 0, false, true},
+      job_signal{32, 5, 10},
   };
 }
 
