@@ -71,6 +71,17 @@ void wait_for_iterations(const fs::path& out) {
   for (int i = 0; i < 200 && slurp(out).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
 }
 
+// The reference: jacobi_args' computation (240 iterations), never resized,
+// 2 ranks of plain mpirun; returns the grid's path.
+fs::path reference_grid(const fs::path& work) {
+  const fs::path ref = work / "ref.grid";
+  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
+                      "--cols", "48", "--iters", "240", "--out", ref.string()},
+                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return ref;
+}
+
 test::cluster::options small(const test::test_database& db, int nodes, int procs) {
   test::cluster::options o;
   o.db = db.conninfo();
@@ -87,12 +98,7 @@ TEST_CASE("an adaptive jacobi2d shrinks for a rigid job, grows back, and ends bi
   c.wait_nodes_up(2);
   const fs::path work = c.workdir();
 
-  // The reference: the same computation, never resized, plain mpirun.
-  const fs::path ref = work / "ref.grid";
-  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
-                      "--cols", "48", "--iters", "240", "--out", ref.string()},
-                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
-  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const fs::path ref = reference_grid(work);
 
   const fs::path out = work / "adaptive.grid";
   const fs::path script = work / "jacobi.sh";
@@ -246,11 +252,7 @@ TEST_CASE("an adaptive job with -c 2 runs one MPI rank per 2 processors, pinned 
   c.wait_nodes_up(1);
   const fs::path work = c.workdir();
 
-  const fs::path ref = work / "ref.grid";
-  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
-                      "--cols", "48", "--iters", "240", "--out", ref.string()},
-                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
-  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const fs::path ref = reference_grid(work);
 
   // Plain mpirun, no -np: the allocation's ranks (4 of 2 processors on 8).
   const fs::path out = work / "ranks.grid";
@@ -461,11 +463,7 @@ TEST_CASE("aqsd killed with SIGKILL between a job's claim of a map and its ackno
   test::cluster c(small(db, 1, 4));
   c.wait_nodes_up(1);
   const fs::path work = c.workdir();
-  const fs::path ref = work / "ref.grid";
-  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
-                      "--cols", "48", "--iters", "240", "--out", ref.string()},
-                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
-  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const fs::path ref = reference_grid(work);
 
   // Starts on 2 while a rigid job holds the other 2, grows to 4 when it ends;
   // its shim then holds still 6 s between the claim and the change.

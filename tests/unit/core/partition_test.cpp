@@ -327,13 +327,15 @@ TEST_CASE("a partition that is DOWN starts nothing; partitions follow nodes that
 
 namespace {
 
-// node0..node3, 4 processors each, in one partition whose jobs may use at
-// most two nodes.
-scheduler max_two_nodes() {
+// node0..node3, 4 processors each, in one partition p with `limit` (e.g.
+// "MaxNodes=2"), under equipartition.
+scheduler four_nodes_in_p(const std::string& limit) {
   scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
-  s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES MaxNodes=2\n", "t").partitions);
+  s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES " + limit + "\n", "t").partitions);
   return s;
 }
+scheduler max_two_nodes() { return four_nodes_in_p("MaxNodes=2"); }
+scheduler max_six_cpus() { return four_nodes_in_p("MaxCPUsPerJob=6"); }
 
 }  // namespace
 
@@ -390,18 +392,6 @@ TEST_CASE("an adaptive job's own node limit (-N max) bounds its growth like MaxN
   CHECK(d[0].to.count() == 12);
   CHECK(nodes_of(s, d[0].to).size() == 3);
 }
-
-namespace {
-
-// node0..node3, 4 processors each, in one partition whose jobs may have at
-// most 6 processors.
-scheduler max_six_cpus() {
-  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
-  s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES MaxCPUsPerJob=6\n", "t").partitions);
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("an adaptive job starts with no more processors than its partition's MaxCPUsPerJob, whatever its maximum") {
   auto s = max_six_cpus();
