@@ -62,7 +62,7 @@ plan easy_backfill::schedule(const scheduler& s, double now) const {
   for (const queue_key& k : s.queue()) {
     if (blocked && free == 0) break;
     const job& j = s.get(k.id);
-    std::size_t need = rigid_size(j, usable);
+    std::size_t need = rigid_size(s, j, usable);
     if (need > usable) continue;
     if (!blocked) {
       if (need <= free) {

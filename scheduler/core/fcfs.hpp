@@ -16,7 +16,10 @@ public:
   plan schedule(const scheduler& s, double now) const override;
 };
 
-// The size a rigid strategy gives a job: min_pe == max_pe for rigid jobs.
-std::size_t rigid_size(const job& j, std::size_t usable);
+// The size a rigid strategy gives a job: min_pe == max_pe for rigid jobs;
+// an adaptive job starts as large as it may (its maximum within its
+// partition's MaxCPUsPerJob and MaxNodes: scheduler::max_size) and the
+// usable processors allow, never below its minimum.
+std::size_t rigid_size(const scheduler& s, const job& j, std::size_t usable);
 
 }  // namespace aqs::core

@@ -328,9 +328,9 @@ TEST_CASE("a partition that is DOWN starts nothing; partitions follow nodes that
 namespace {
 
 // node0..node3, 4 processors each, in one partition p with `limit` (e.g.
-// "MaxNodes=2"), under equipartition.
-scheduler four_nodes_in_p(const std::string& limit) {
-  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+// "MaxNodes=2"), under `policy`.
+scheduler four_nodes_in_p(const std::string& limit, const std::string& policy = "equipartition") {
+  scheduler s(cluster::uniform(4, 4), make_strategy(policy));
   s.set_partitions(parse_config("PartitionName=p Nodes=node[0-3] Default=YES " + limit + "\n", "t").partitions);
   return s;
 }
@@ -459,4 +459,19 @@ TEST_CASE("an adaptive job in several partitions is bounded by the MaxCPUsPerJob
   CHECK(d[0].to.count() == 6);
   CHECK(nodes_of(s, d[0].to) == std::vector<std::size_t>{2, 3});
   CHECK(s.get(1).size() == 2);
+}
+
+TEST_CASE("under fcfs and easy too, an adaptive job starts within its partition's MaxCPUsPerJob and MaxNodes") {
+  for (const char* policy : {"fcfs", "easy"}) {
+    CAPTURE(policy);
+    auto cpus = four_nodes_in_p("MaxCPUsPerJob=6", policy);
+    auto d = cpus.handle(event::arrival(job_in(1, "p", 2, true, 16)), 0);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].to.count() == 6);
+    auto nodes = four_nodes_in_p("MaxNodes=2", policy);
+    d = nodes.handle(event::arrival(job_in(1, "p", 2, true, 16)), 0);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].to.count() == 8);
+    CHECK(nodes_of(nodes, d[0].to).size() == 2);
+  }
 }
