@@ -20,6 +20,7 @@ class easy_backfill final : public strategy {
 public:
   std::string_view name() const noexcept override { return "easy"; }
   plan schedule(const scheduler& s, double now) const override;
+  bool resizes() const noexcept override { return false; }
 };
 
 // The head's reservation: `shadow` is when it can start, `extra` how many

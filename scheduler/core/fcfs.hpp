@@ -14,6 +14,7 @@ class fcfs final : public strategy {
 public:
   std::string_view name() const noexcept override { return "fcfs"; }
   plan schedule(const scheduler& s, double now) const override;
+  bool resizes() const noexcept override { return false; }
 };
 
 // The size a rigid strategy gives a job: min_pe == max_pe for rigid jobs;

@@ -10,6 +10,7 @@
 #include "core/geometry.hpp"
 #include "core/job_state.hpp"
 #include "core/processor_set.hpp"
+#include "core/speedup.hpp"
 
 namespace aqs::core {
 
@@ -34,7 +35,26 @@ struct job_request {
   // The partitions it may run in, "a,b" (Slurm's -p); empty: the default one.
   // Ignored while the scheduler has no partitions (scheduler::set_partitions).
   std::string partition;
+  // Adaptive jobs only (rigid jobs ignore them). The size the job runs best
+  // at, in min_pe..max_pe; 0 when it declares none, and then its minimum
+  // (preferred_size): a job with no preference is asked no more than its
+  // minimum and given what is idle, as equipartition does. The policies
+  // pref_common_pool and payoff start it there and give idle processors to
+  // jobs below their preferred size first.
+  std::size_t pref_pe = 0;
+  // How it scales (linear when it says nothing) and what one resize costs it
+  // in seconds without progress (negative: unknown, the policy's default):
+  // the payoff policy grows a job only when the time saved beats the cost.
+  speedup_model speedup{};
+  double resize_cost = -1;
 };
+
+// The preferred size the policies plan with: pref_pe within min..max, or the
+// minimum when none was declared.
+inline std::size_t preferred_size(const job_request& r) noexcept {
+  if (r.pref_pe == 0) return r.min_pe;
+  return r.pref_pe < r.min_pe ? r.min_pe : (r.pref_pe > r.max_pe ? r.max_pe : r.pref_pe);
+}
 
 struct job {
   job_request req;
@@ -45,6 +65,9 @@ struct job {
   double estimated_end = 0;  // start_time + walltime: EASY's view of when it frees its processors
   bool frozen = false;       // missed a resize deadline: kept at its size until the next arrival/completion
   std::size_t resizes = 0;
+  // When its size last changed (its start, resume or latest resize), on the
+  // caller's clock: the payoff policy resizes a job at most once per interval.
+  double last_resize_time = -1;
   std::size_t resize_timeouts = 0;
   // procs.count() and target.count(), kept by the scheduler whenever it sets
   // the maps: strategies ask for sizes on every decision, and counting a

@@ -295,6 +295,9 @@ void scheduler::apply(const event& e) {
       if (jobs_.count(r.id) != 0) misuse(job_name(r.id) + " already exists");
       if (r.min_pe == 0 || r.max_pe < r.min_pe) misuse(job_name(r.id) + ": need 1 <= min_pe <= max_pe");
       if (!r.adaptive && r.min_pe != r.max_pe) misuse(job_name(r.id) + ": a rigid job has min_pe == max_pe");
+      if (r.adaptive && r.pref_pe != 0 && (r.pref_pe < r.min_pe || r.pref_pe > r.max_pe)) {
+        misuse(job_name(r.id) + ": its preferred size must be within min_pe..max_pe");
+      }
       if (const std::size_t g = rank_size(r); r.min_pe % g != 0 || r.max_pe % g != 0) {
         misuse(job_name(r.id) + ": min_pe and max_pe must be whole ranks of " + std::to_string(g) + " processors");
       }
@@ -596,6 +599,7 @@ void scheduler::start_job(job& j, const processor_set& procs, double now, std::v
   j.state = job_state::running;
   j.start_time = now;
   j.estimated_end = now + j.req.walltime;
+  j.last_resize_time = now;
   if (scope_) j.partition = *scope_;
   held_ |= procs;
   by_end_.insert({j.estimated_end, j.req.id});
@@ -619,6 +623,7 @@ void scheduler::resume_job(job& j, const processor_set& procs, std::size_t n, do
   d.to = procs;
   j.resume_wanted = false;
   j.home = processor_set(cluster_.size());
+  j.last_resize_time = now;
   j.procs = procs;
   j.nprocs = n;
   held_ |= procs;
@@ -774,6 +779,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
                                    : off_up;
     processor_set to = place_shrink(j.procs, j.size() - t.procs, keep);
     reserved_ |= j.procs - to;
+    j.last_resize_time = now;
     begin_resize(j, to, t.procs, out);
   }
 
@@ -819,7 +825,11 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
       continue;
     }
     if (j.state != job_state::pending) continue;  // resumed above
-    if (shape_blocked || s.procs > free_n) continue;
+    if (shape_blocked) continue;
+    if (s.procs > free_n) {
+      if (p.keep_order) free_n = 0;  // it waits for vacated processors: nobody behind takes the free ones
+      continue;
+    }
     if (placed_by_count(j.req)) {
       // Within its node limit it may get fewer than planned, never fewer
       // than its minimum: then it waits (the strategy plans the same again).
@@ -880,6 +890,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     free -= gained;
     free_n -= got;
     held_ |= gained;
+    j.last_resize_time = now;
     begin_resize(j, to, j.size() + got, out);
   }
   refresh_counts();

@@ -35,14 +35,25 @@ int main(int argc, char** argv) {
   auto* trace_opt = app.add_option("--trace", trace, "SWF log, plain or .gz");
   auto* gen_opt = app.add_option("--generate", generate, "instead of --trace: N synthetic jobs (Poisson arrivals)");
   trace_opt->excludes(gen_opt);
-  app.add_option("--policy", policy, "scheduling policy (fcfs, easy, equipartition)")->required();
+  // The list comes from the core's registry, in the order the contract shows it.
+  std::string listed = "fcfs, easy, equipartition";
+  for (const auto& n : aqs::core::strategy_names()) {
+    if (n != "fcfs" && n != "easy" && n != "equipartition") listed += ", " + n;
+  }
+  app.add_option("--policy", policy, "scheduling policy (" + listed + ")")->required();
   app.add_option("--procs", procs, "machine size (default: the trace's MaxProcs; 64 for --generate)");
   app.add_option("--node-procs", node_procs, "processors per node in the cluster model (default 1)");
   app.add_flag("--json", json, "print one JSON object instead of the report");
   app.add_option("--jobs-out", jobs_out, "write one CSV line per job to this file");
-  app.add_option("--malleable", malleable, "fraction of jobs made adaptive (equipartition only; 0..1)")
+  app.add_option("--malleable", malleable,
+                 "fraction of jobs made adaptive, with preferred sizes (policies that resize; 0..1)")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--speedup", speedup, "adaptive jobs' speedup model: linear or amdahl:F");
+  app.add_option("--speedup", speedup,
+                 "adaptive jobs' speedup model: linear, amdahl:F, or drawn (each job its own Amdahl F)");
+  double min_interval = aqs::core::strategy_params{}.min_resize_interval;
+  app.add_option("--min-resize-interval", min_interval,
+                 "payoff: seconds between two resizes of a job (default 60)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--resize-cost", resize_cost, "seconds without progress per resize")->check(CLI::NonNegativeNumber);
   app.add_option("--load", load, "--generate: load factor (offered work / capacity)")->check(CLI::PositiveNumber);
   app.add_option("--mean-runtime", mean_runtime, "--generate: mean run time in seconds")->check(CLI::PositiveNumber);
@@ -69,8 +80,12 @@ int main(int argc, char** argv) {
     aqs::sim::sim_options opt;
     opt.policy = policy;
     opt.procs_per_node = node_procs;
-    opt.speedup = aqs::sim::speedup_model::parse(speedup);
+    const bool drawn = speedup == "drawn";
+    opt.speedup = aqs::sim::speedup_model::parse(drawn ? "linear" : speedup);
     opt.resize_cost = resize_cost;
+    opt.params.min_resize_interval = min_interval;
+    // A job that declares no cost: the run's cost (every simulated job declares it anyway).
+    opt.params.default_resize_cost = resize_cost;
     opt.suspend_fraction = suspend_fraction;
     opt.suspend_duration = suspend_duration;
     opt.range_change_fraction = range_change_fraction;
@@ -84,7 +99,7 @@ int main(int argc, char** argv) {
       }
       opt.events = std::move(ef.events);
     }
-    aqs::core::make_strategy(policy);  // an unknown name fails here, listing the known ones
+    const bool resizes = aqs::core::make_strategy(policy)->resizes();  // an unknown name fails here, listing the known ones
 
     aqs::sim::workload w;
     aqs::sim::swf_trace t;
@@ -107,9 +122,9 @@ int main(int argc, char** argv) {
       w = aqs::sim::generate(g);
       source = fmt::format("synthetic: {} jobs, load {}, mean run time {} s, seed {}", generate, load, mean_runtime, seed);
     }
-    // Rigid policies never resize: --malleable only changes equipartition runs.
-    bool applied = malleable > 0 && policy == "equipartition";
-    if (applied) aqs::sim::make_malleable(w, malleable, seed);
+    // Rigid policies never resize: --malleable only changes runs of policies that do.
+    bool applied = malleable > 0 && resizes;
+    if (applied) aqs::sim::make_malleable(w, malleable, seed, drawn);
 
     auto t0 = std::chrono::steady_clock::now();
     aqs::sim::sim_result r = aqs::sim::simulate(w, opt);
@@ -151,9 +166,11 @@ int main(int argc, char** argv) {
       o["makespan_s"] = r.makespan;
       o["wall_s"] = r.wall_s;
       o["malleable"] = applied ? malleable : 0.0;
-      o["speedup"] = opt.speedup.name();
+      o["speedup"] = drawn ? std::string("drawn") : opt.speedup.name();
       o["resize_cost_s"] = resize_cost;
       o["resizes"] = r.resizes;
+      o["resizes_per_job"] = r.jobs.empty() ? 0.0 : static_cast<double>(r.resizes) / static_cast<double>(r.jobs.size());
+      o["min_resize_interval_s"] = min_interval;
       o["ranks_moved"] = r.ranks_moved;
       o["events_file"] = events;
       o["suspend_fraction"] = suspend_fraction;
@@ -174,7 +191,7 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("policy   {} on {} processors ({}-processor nodes)\n", policy, r.procs, node_procs);
       if (malleable > 0) {
         std::cout << (applied ? fmt::format("malleable {:.0f}% of jobs, speedup {}, resize cost {} s\n",
-                                            malleable * 100, opt.speedup.name(), resize_cost)
+                                            malleable * 100, drawn ? std::string("drawn") : opt.speedup.name(), resize_cost)
                               : std::string("malleable ignored: rigid policies never resize\n"));
       }
       std::cout << fmt::format("jobs     {} simulated, {} skipped by the filter", r.jobs.size(), w.skipped);

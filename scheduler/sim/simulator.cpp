@@ -82,7 +82,7 @@ sim_result simulate(const workload& w, const sim_options& opt) {
                                 std::to_string(opt.procs_per_node) + "-processor nodes");
   }
   core::scheduler sched(core::cluster::uniform(w.procs / opt.procs_per_node, opt.procs_per_node),
-                        core::make_strategy(opt.policy));
+                        core::make_strategy(opt.policy, opt.params));
   const std::size_t n = w.jobs.size();
   sim_result res;
   res.procs = w.procs;
@@ -95,6 +95,18 @@ sim_result simulate(const workload& w, const sim_options& opt) {
     if (!index.emplace(j.id, i).second) throw std::invalid_argument("duplicate job id " + std::to_string(j.id));
     res.jobs[i] = {j.id, j.submit, -1, -1, 0, j.min_pe, j.max_pe, j.adaptive, 0, 0, 0};
   }
+
+  // Each job's true speedup: its own Amdahl fraction when it has one, else the run's model.
+  std::vector<speedup_model> own;
+  std::vector<int> model_of(n, -1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (w.jobs[i].parallel_fraction < 0) continue;
+    model_of[i] = static_cast<int>(own.size());
+    own.push_back(speedup_model::parse("amdahl:" + std::to_string(w.jobs[i].parallel_fraction)));
+  }
+  auto model = [&](std::size_t i) -> const speedup_model& {
+    return model_of[i] < 0 ? opt.speedup : own[static_cast<std::size_t>(model_of[i])];
+  };
 
   std::priority_queue<timed, std::vector<timed>, std::greater<>> heap;
   std::priority_queue<pending_event, std::vector<pending_event>, std::greater<>> ext;
@@ -239,9 +251,9 @@ sim_result simulate(const workload& w, const sim_options& opt) {
         s.held = s.procs;
         busy += s.held;
         s.remaining = 1;
-        s.rate = opt.speedup.relative_rate(s.procs, j.size) / j.runtime;
+        s.rate = model(i).relative_rate(s.procs, j.size) / j.runtime;
         // A rigid job whose size was changed while pending runs at the speedup model's rate for it.
-        s.left_s = s.procs == j.size ? j.runtime : j.runtime / opt.speedup.relative_rate(s.procs, j.size);
+        s.left_s = s.procs == j.size ? j.runtime : j.runtime / model(i).relative_rate(s.procs, j.size);
         res.jobs[i].start = now;
         res.jobs[i].first_procs = s.procs;
         schedule_completion(i, now);
@@ -377,7 +389,7 @@ sim_result simulate(const workload& w, const sim_options& opt) {
         s.procs = sched.get(j.id).size();
         busy -= s.held - s.procs;  // what it vacated is free now
         s.held = s.procs;
-        s.rate = opt.speedup.relative_rate(s.procs, j.size) / j.runtime;
+        s.rate = model(e.job).relative_rate(s.procs, j.size) / j.runtime;
         schedule_completion(e.job, now);
         if (s.defer_suspend) {
           s.defer_suspend = false;
@@ -394,6 +406,14 @@ sim_result simulate(const workload& w, const sim_options& opt) {
       r.adaptive = j.adaptive;
       r.walltime = j.estimate;
       r.submit_time = j.submit;
+      if (j.adaptive) {
+        // What the job declares: its preferred size, its speedup model (the
+        // true one: the simulator's users know their codes) and its resize cost.
+        r.pref_pe = j.pref_pe;
+        const speedup_model& m = model(next_arrival - 1);
+        r.speedup = m.name() == "linear" ? core::speedup_model{} : core::speedup_model::parse(m.name());
+        r.resize_cost = opt.resize_cost;
+      }
       sched.apply(event::arrival(std::move(r)));
     }
     while (!ext.empty() && ext.top().e.time <= now) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/strategy.hpp"
 #include "sim/events.hpp"
 #include "sim/workload.hpp"
 
@@ -17,6 +18,10 @@ struct sim_options {
   std::size_t procs_per_node = 1;  // cluster model: procs / procs_per_node nodes
   speedup_model speedup;
   double resize_cost = 0;  // seconds a job makes no progress per resize (acks come then)
+  // The payoff policy's interval and default cost (strategy.hpp). Every
+  // adaptive job declares resize_cost as its cost, its own speedup model
+  // (sim_job::parallel_fraction, else `speedup`) and its preferred size.
+  core::strategy_params params{};
   // Suspend, resume and range changes at given trace times (an events file).
   std::vector<trace_event> events;
   // Synthesised events, timed from each chosen job's own start (so they hit

@@ -44,15 +44,26 @@ workload filter_trace(const swf_trace& trace, std::size_t procs) {
   return w;
 }
 
-void make_malleable(workload& w, double fraction, std::uint64_t seed) {
+void make_malleable(workload& w, double fraction, std::uint64_t seed, bool draw_speedup) {
   std::mt19937_64 rng(seed);
+  std::mt19937_64 shape(seed ^ 0x9e3779b97f4a7c15ULL);  // preferred sizes and speedups: their own stream
   std::uniform_real_distribution<double> u(0.0, 1.0);
   for (sim_job& j : w.jobs) {
     bool pick = fraction >= 1.0 || (fraction > 0 && u(rng) < fraction);
+    // Three draws per job whatever it becomes, so one job's draws do not
+    // depend on the others'.
+    const double keep = u(shape), where = u(shape), serial = u(shape);
     if (!pick) continue;
     j.adaptive = true;
     j.min_pe = std::max<std::size_t>(1, (j.size + 1) / 2);
-    j.max_pe = std::min(w.procs, 2 * j.size);
+    j.max_pe = std::max(j.min_pe, std::min(w.procs, 2 * j.size));
+    if (keep < 0.5) {
+      j.pref_pe = std::clamp(j.size, j.min_pe, j.max_pe);
+    } else {
+      const double lo = std::log(static_cast<double>(j.min_pe)), hi = std::log(static_cast<double>(j.max_pe));
+      j.pref_pe = std::clamp(static_cast<std::size_t>(std::lround(std::exp(lo + where * (hi - lo)))), j.min_pe, j.max_pe);
+    }
+    if (draw_speedup) j.parallel_fraction = 1.0 - std::pow(10.0, -3.0 + 2.0 * serial);
   }
 }
 

@@ -20,6 +20,8 @@ struct sim_job {
   long long user = -1;
   bool adaptive = false;
   std::size_t min_pe = 1, max_pe = 1;  // == size for rigid jobs
+  std::size_t pref_pe = 0;             // adaptive: preferred size (0: none declared)
+  double parallel_fraction = -1;       // adaptive: its own Amdahl fraction (< 0: the run's --speedup)
 };
 
 struct workload {
@@ -37,8 +39,15 @@ workload filter_trace(const swf_trace& trace, std::size_t procs);
 
 // Makes `fraction` of the jobs adaptive (chosen with `seed`; all of them for
 // 1.0): min = ceil(size / 2), max = min(procs, 2 * size). The logged size is
-// where the job's logged run time holds (see speedup).
-void make_malleable(workload& w, double fraction, std::uint64_t seed);
+// where the job's logged run time holds (see speedup). Each adaptive job
+// also gets a preferred size, from a second stream of `seed` (so the choice
+// of jobs is the same as without it): its logged size with probability 1/2
+// (the size its user picked for the rigid run), else log-uniform in
+// min..max (users who tuned for speed or for efficiency), rounded. With
+// draw_speedup, each adaptive job gets its own Amdahl parallel fraction
+// F = 1 - 10^U(-3, -1) (serial fractions log-uniform between 0.1 % and 10 %)
+// instead of the run's model. docs/simulator.md gives the reasons.
+void make_malleable(workload& w, double fraction, std::uint64_t seed, bool draw_speedup = false);
 
 // Synthetic workload in the style of the Faucets experiments: Poisson
 // arrivals whose rate gives the asked load factor
