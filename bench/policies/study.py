@@ -10,6 +10,7 @@ deviation) and writes bench/results/policy_study.json.
   bench/policies/study.py [--sim build/scheduler/sim/aqs-sim] [--jobs 2]
                           [--workloads kth,llnl,faucets] [--seeds 5]
                           [--fractions 0,0.1,0.2,0.5,1] [--policies ...]
+                          [--cache runs.jsonl]   (resume: finished runs are kept there)
 """
 import argparse
 import concurrent.futures
@@ -52,6 +53,7 @@ def main():
     ap.add_argument("--fractions", default="0,0.1,0.2,0.5,1")
     ap.add_argument("--policies", default="easy,equipartition,pref_common_pool,payoff")
     ap.add_argument("--extra", default="", help="more aqs-sim options, e.g. '--min-resize-interval 120'")
+    ap.add_argument("--cache", default="", help="JSON lines of finished runs: read first, appended to (resume a study)")
     ap.add_argument("--json", default=os.path.join(os.environ.get("AQS_BENCH_RESULTS", os.path.join(ROOT, "bench/results")),
                                                    "policy_study.json"))
     a = ap.parse_args()
@@ -73,10 +75,19 @@ def main():
                         continue
                     tasks.append((w, pol, 0.0 if pol == "easy" else f, seed))
     results = []
+    if a.cache and os.path.exists(a.cache):
+        with open(a.cache) as fh:
+            results = [json.loads(line) for line in fh if line.strip()]
+        done = {(r["workload"], r["policy"], r["malleable"], r["seed"]) for r in results}
+        tasks = [t for t in tasks if t not in done]
+    cache = open(a.cache, "a") if a.cache else None
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
         futs = {ex.submit(run, a.sim, *t, extra): t for t in tasks}
         for i, fu in enumerate(concurrent.futures.as_completed(futs), 1):
             results.append(fu.result())
+            if cache:
+                cache.write(json.dumps(fu.result()) + "\n")
+                cache.flush()
             print(f"[{i}/{len(tasks)}] {futs[fu]}", file=sys.stderr, flush=True)
 
     def agg(rows, key):

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/hostlist.hpp"
+#include "core/strategy.hpp"
 
 namespace aqs::core {
 
@@ -259,10 +260,18 @@ site_config parse_config(std::string_view text, std::string_view file) {
         } else {
           fail("State=" + value + ": expected UP, DOWN, DRAIN or INACTIVE");
         }
+      } else if (key == "POLICY") {
+        const auto known = strategy_names();
+        if (std::find(known.begin(), known.end(), value) == known.end()) {
+          std::string list;
+          for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+          fail("Policy=" + value + ": unknown policy (known: " + list + ")");
+        }
+        p.policy = value;
       } else {
         fail("unknown key '" + shown +
              "' (known: PartitionName, Nodes, Default, MaxTime, DefaultTime, MaxNodes, MaxCPUsPerJob, AllowUsers, "
-             "AllowGroups, State)");
+             "AllowGroups, State, Policy)");
       }
     }
     if (p.max_time_s > 0 && p.default_time_s > p.max_time_s) {

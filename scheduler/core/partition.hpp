@@ -29,6 +29,9 @@ struct partition {
   std::vector<std::string> allow_users;   // AllowUsers (an AQS key); empty: everyone
   std::vector<std::string> allow_groups;  // AllowGroups; empty: everyone
   partition_state state = partition_state::up;
+  // Policy=NAME (an AQS key): the strategy that schedules this partition;
+  // empty: the daemon's --policy.
+  std::string policy;
   std::size_t line = 0;  // where it was declared (0: implicit)
 
   bool has_node(const std::string& name) const;

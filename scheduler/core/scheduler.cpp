@@ -133,6 +133,11 @@ std::size_t scheduler::add_node(std::string name, std::size_t procs) {
 
 void scheduler::set_partitions(std::vector<partition> parts) {
   if (scope_) misuse("set_partitions during decide()");
+  std::vector<std::shared_ptr<const strategy>> policies(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].policy.empty() && parts[i].policy != policy_->name()) policies[i] = make_strategy(parts[i].policy);
+  }
+  part_policies_ = std::move(policies);
   parts_ = std::move(parts);
   refresh_partition_procs();
   for (auto& [id, j] : jobs_) {
@@ -747,7 +752,7 @@ std::vector<decision> scheduler::decide(double now) {
 }
 
 std::vector<decision> scheduler::decide_in_scope(double now) {
-  plan p = policy_->schedule(*this, now);
+  plan p = (scope_ ? policy_of(*scope_) : *policy_).schedule(*this, now);
   check_plan(p);
   // Nothing below throws for a checked plan, so the node-loss decisions are
   // only taken now: a refused plan leaves them for the next decide().

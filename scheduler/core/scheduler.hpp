@@ -114,6 +114,11 @@ public:
   // partitions; a job in several runs in the first that starts it. May be
   // called at any time (a reload): pending jobs follow the new partitions,
   // running ones keep their processors.
+  //
+  // A partition with a policy of its own (partition::policy, Policy= in
+  // aqs.conf) is scheduled by that strategy, made with default
+  // strategy_params; the others by the scheduler's. An unknown name throws
+  // std::invalid_argument (listing the known ones) and changes nothing.
   void set_partitions(std::vector<partition> parts);
   const std::vector<partition>& partitions() const noexcept { return parts_; }
   // The processors of partition i's nodes (registered ones).
@@ -141,6 +146,10 @@ public:
   // Read-only state, for strategies, the daemon's status views and tests.
   const cluster& machine() const noexcept { return cluster_; }
   const strategy& policy() const noexcept { return *policy_; }
+  // The strategy that schedules partition i (its own Policy=, else policy()).
+  const strategy& policy_of(std::size_t i) const {
+    return i < part_policies_.size() && part_policies_[i] ? *part_policies_[i] : *policy_;
+  }
   const job* find(job_id id) const;
   const job& get(job_id id) const;  // throws std::invalid_argument if unknown
   // Pending jobs that are not held, and suspended jobs asking to resume
@@ -251,6 +260,7 @@ private:
   std::set<job_id> suspended_;       // SUSPENDED jobs (their home maps)
   std::vector<partition> parts_;
   std::vector<processor_set> part_procs_;  // one per partition
+  std::vector<std::shared_ptr<const strategy>> part_policies_;  // one per partition: its own, or null (policy_)
   std::optional<std::size_t> scope_;
   processor_set scope_usable_;       // usable_ within the scope's partition
   std::set<queue_key> scope_queue_;  // its pending jobs

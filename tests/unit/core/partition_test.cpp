@@ -134,7 +134,7 @@ TEST_CASE("a bad configuration line is an error naming the file and the line") {
         "/etc/aqs/aqs.conf:3: MaxTime=soon: expected a time (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S) or UNLIMITED");
   CHECK(config_error_of("PartitionName=a Nodes=n1 Colour=blue") ==
         "/etc/aqs/aqs.conf:1: unknown key 'Colour' (known: PartitionName, Nodes, Default, MaxTime, DefaultTime, "
-        "MaxNodes, MaxCPUsPerJob, AllowUsers, AllowGroups, State)");
+        "MaxNodes, MaxCPUsPerJob, AllowUsers, AllowGroups, State, Policy)");
   CHECK(config_error_of("# c\nPartitionName=a Nodes=n1\nPartitionName=a Nodes=n2\n") ==
         "/etc/aqs/aqs.conf:3: partition 'a' is declared twice (first on line 2)");
   CHECK(config_error_of("PartitionName=a Nodes=n1 Default=YES\nPartitionName=b Nodes=n2 Default=YES\n") ==
@@ -474,4 +474,32 @@ TEST_CASE("under fcfs and easy too, an adaptive job starts within its partition'
     CHECK(d[0].to.count() == 8);
     CHECK(nodes_of(nodes, d[0].to).size() == 2);
   }
+}
+
+TEST_CASE("Policy= gives a partition its own scheduling policy; an unknown one is an error naming the line") {
+  auto c = parse_config("PartitionName=a Nodes=node[0-1] Policy=easy\nPartitionName=b Nodes=node[2-3]\n", "t");
+  CHECK(c.partitions[0].policy == "easy");
+  CHECK(c.partitions[1].policy.empty());
+  CHECK(config_error_of("PartitionName=a Nodes=n1\nPartitionName=b Nodes=n2 Policy=lottery\n") ==
+        "/etc/aqs/aqs.conf:2: Policy=lottery: unknown policy (known: easy, equipartition, fcfs, payoff, pref_common_pool)");
+}
+
+TEST_CASE("each partition is scheduled by its own policy, the others by the scheduler's") {
+  scheduler s(cluster::uniform(4, 4), make_strategy("equipartition"));
+  s.set_partitions(
+      parse_config("PartitionName=a Nodes=node[0-1] Default=YES Policy=easy\nPartitionName=b Nodes=node[2-3]\n", "t")
+          .partitions);
+  CHECK(s.policy_of(0).name() == "easy");
+  CHECK(s.policy_of(1).name() == "equipartition");
+  // The same two adaptive jobs (1..8) in each: easy runs the first rigid at
+  // its maximum and the second waits; equipartition shares the 8 processors.
+  s.apply(event::arrival(job_in(1, "a", 1, true, 8)));
+  s.apply(event::arrival(job_in(2, "a", 1, true, 8)));
+  s.apply(event::arrival(job_in(3, "b", 1, true, 8)));
+  s.apply(event::arrival(job_in(4, "b", 1, true, 8)));
+  s.decide(0);
+  CHECK(s.get(1).size() == 8);
+  CHECK(s.get(2).state == job_state::pending);
+  CHECK(s.get(3).size() == 4);
+  CHECK(s.get(4).size() == 4);
 }
