@@ -11,6 +11,7 @@ deviation) and writes bench/results/policy_study.json.
                           [--workloads kth,llnl,faucets] [--seeds 5]
                           [--fractions 0,0.1,0.2,0.5,1] [--policies ...]
                           [--cache runs.jsonl]   (resume: finished runs are kept there)
+                          [--from-json bench/results/policy_study.json]   (table only)
 """
 import argparse
 import concurrent.futures
@@ -53,11 +54,12 @@ def main():
     ap.add_argument("--fractions", default="0,0.1,0.2,0.5,1")
     ap.add_argument("--policies", default="easy,equipartition,pref_common_pool,payoff")
     ap.add_argument("--extra", default="", help="more aqs-sim options, e.g. '--min-resize-interval 120'")
+    ap.add_argument("--from-json", default="", help="print the table of a finished study's JSON instead of running")
     ap.add_argument("--cache", default="", help="JSON lines of finished runs: read first, appended to (resume a study)")
     ap.add_argument("--json", default=os.path.join(os.environ.get("AQS_BENCH_RESULTS", os.path.join(ROOT, "bench/results")),
                                                    "policy_study.json"))
     a = ap.parse_args()
-    if not os.access(a.sim, os.X_OK):
+    if not a.from_json and not os.access(a.sim, os.X_OK):
         sys.exit(f"study: no aqs-sim at {a.sim} (build it, or give --sim)")
     workloads = a.workloads.split(",")
     fractions = [float(f) for f in a.fractions.split(",")]
@@ -75,6 +77,10 @@ def main():
                         continue
                     tasks.append((w, pol, 0.0 if pol == "easy" else f, seed))
     results = []
+    if a.from_json:
+        with open(a.from_json) as fh:
+            results = json.load(fh)["runs"]
+        tasks = []
     if a.cache and os.path.exists(a.cache):
         with open(a.cache) as fh:
             results = [json.loads(line) for line in fh if line.strip()]
@@ -102,6 +108,8 @@ def main():
         easy_resp = agg(easy, "mean_response_s")[0] if easy else None
         for f in fractions:
             for pol in policies:
+                if pol == "easy" and f != fractions[0]:
+                    continue  # the same runs at every fraction: shown once
                 rows = [r for r in results if r["workload"] == w and r["policy"] == pol and
                         (pol == "easy" or r["malleable"] == f)]
                 if not rows:
@@ -113,6 +121,8 @@ def main():
                 print(f"| {NAMES[w]} | {f * 100:.0f} % | {pol} | {m['mean_response_s'][0]:,.1f} ± {m['mean_response_s'][1]:,.1f} | {vs} "
                       f"| {m['mean_wait_s'][0]:,.1f} ± {m['mean_wait_s'][1]:,.1f} | {m['mean_bsld'][0]:,.2f} ± {m['mean_bsld'][1]:,.2f} "
                       f"| {m['utilization'][0]:.4f} ± {m['utilization'][1]:.4f} | {m['resizes_per_job'][0]:.2f} ± {m['resizes_per_job'][1]:.2f} |")
+    if a.from_json:
+        return
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
     with open(a.json, "w") as fh:
         json.dump({"speedup": "amdahl:0.95", "resize_cost_s": 10, "extra": a.extra, "rows": rows_out, "runs": results}, fh, indent=1)
