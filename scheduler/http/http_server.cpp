@@ -11,6 +11,7 @@
 #include <list>
 #include <mutex>
 #include <pwd.h>
+#include <sys/ioctl.h>
 #include <sstream>
 #include <unordered_map>
 #include <utility>  // before Boost.Asio: 1.74's awaitable.hpp uses std::exchange without it
@@ -99,6 +100,8 @@ struct http_server::state {
     std::int64_t uid = -1;
     std::list<std::uint64_t>::iterator queued;  // in `anonymous` while pool::anonymous
     std::function<void()> close;                // posts a close to the session's strand
+    int fd = -1;  // its socket (open while the record exists: released before it is closed)
+    std::chrono::steady_clock::time_point since{};  // joined the anonymous queue (its place in it)
   };
   std::unordered_map<std::uint64_t, conn> conns;
   std::list<std::uint64_t> anonymous;
@@ -122,45 +125,72 @@ struct http_server::state {
   }
   void join_anonymous_locked(std::uint64_t serial, conn& c) {
     c.in = pool::anonymous;
+    c.since = std::chrono::steady_clock::now();
     c.queued = anonymous.insert(anonymous.end(), serial);
     ++anonymous_by_address[c.address];
   }
   // Closes the oldest anonymous connection (from `address` if given) other
   // than `keep`; its closer goes to `victims` (called outside mu).
-  bool evict_locked(std::uint64_t keep, const std::string* address, std::vector<std::function<void()>>& victims) {
+  // Closes the oldest anonymous connection (from `address` if given) other
+  // than `keep`; its closer goes to `victims` (called outside mu). Soft
+  // (the anonymous pools): only connections older than k_eviction_grace go,
+  // so that a newcomer always has time to send its head however fast one
+  // address opens connections; none that old: nothing goes (false) and the
+  // newcomer is let in over the soft cap. Hard (max_connections): the
+  // oldest goes whatever its age. Either way a connection whose bytes wait
+  // unread in the kernel (about to be served: a head) is passed over for
+  // one that sent nothing or stalled, among the oldest few.
+  static constexpr std::chrono::milliseconds k_eviction_grace{1000};
+  bool evict_locked(std::uint64_t keep, const std::string* address, bool hard,
+                    std::vector<std::function<void()>>& victims) {
+    const auto young = std::chrono::steady_clock::now() - k_eviction_grace;
+    conn* fallback = nullptr;
+    conn* chosen = nullptr;
+    int looked = 0;
     for (const std::uint64_t serial : anonymous) {
       if (serial == keep) continue;
       auto it = conns.find(serial);
-      if (it == conns.end() || (address != nullptr && it->second.address != *address)) continue;
-      leave_pool_locked(it->second);
-      if (it->second.close) victims.push_back(it->second.close);
-      ++evictions;
-      return true;
+      if (it == conns.end()) continue;
+      if (!hard && it->second.since > young) break;  // oldest first: the rest are younger still
+      if (address != nullptr && it->second.address != *address) continue;
+      if (fallback == nullptr) fallback = &it->second;
+      int pending = 0;
+      if (it->second.fd < 0 || ::ioctl(it->second.fd, FIONREAD, &pending) != 0 || pending == 0) {
+        chosen = &it->second;
+        break;
+      }
+      if (++looked >= 16) break;
     }
-    return false;
+    if (chosen == nullptr) chosen = fallback;
+    if (chosen == nullptr) return false;
+    leave_pool_locked(*chosen);
+    if (chosen->close) victims.push_back(chosen->close);
+    ++evictions;
+    return true;
   }
 
   // A new connection from `address`: admitted into the anonymous pool,
   // making room by closing the oldest anonymous connections (of that
   // address first); refused (false) only when every connection belongs to
   // a user and there are max_connections of them.
-  bool admit(std::uint64_t serial, const std::string& address, std::vector<std::function<void()>>& victims) {
+  bool admit(std::uint64_t serial, const std::string& address, int fd, std::vector<std::function<void()>>& victims) {
     std::lock_guard lock(mu);
     if (stopped) return false;
     auto& c = conns[serial];
     c.address = address;
+    c.fd = fd;
     join_anonymous_locked(serial, c);
     if (anonymous_by_address[address] > std::max<std::size_t>(options.max_connections_per_address, 1)) {
-      evict_locked(serial, &address, victims);
+      evict_locked(serial, &address, false, victims);
     }
     if (anonymous.size() > std::max<std::size_t>(options.max_anonymous_connections, 1)) {
-      evict_locked(serial, nullptr, victims);
+      evict_locked(serial, nullptr, false, victims);
     }
     // Evicted connections still count until their sessions end: only live
     // pool members count against the total.
     std::size_t live = anonymous.size();
     for (const auto& [uid, n] : connections_by_user) live += n;
-    if (live > options.max_connections && !evict_locked(serial, nullptr, victims)) {
+    if (live > options.max_connections && !evict_locked(serial, nullptr, true, victims)) {
       leave_pool_locked(c);
       conns.erase(serial);
       return false;
@@ -178,7 +208,10 @@ struct http_server::state {
     if (!uid) {
       // Still anonymous: to the back of the queue (an active client is not
       // the oldest).
-      if (c.in == pool::anonymous) anonymous.splice(anonymous.end(), anonymous, c.queued);
+      if (c.in == pool::anonymous) {
+        anonymous.splice(anonymous.end(), anonymous, c.queued);
+        c.since = std::chrono::steady_clock::now();
+      }
       return true;
     }
     if (c.in == pool::user && c.uid == *uid) return true;
@@ -985,10 +1018,10 @@ private:
   }
 
   void finish() {
+    st_->release(serial_);  // first: its record names this socket's descriptor
     beast::error_code ec;
     lowest().socket().shutdown(asio::socket_base::shutdown_both, ec);
     lowest().close();
-    st_->release(serial_);
   }
 
   Stream stream_;
@@ -1068,7 +1101,7 @@ awaitable<void> accept_loop(state_ptr st) {
       serial = st->next_session++;
     }
     std::vector<std::function<void()>> victims;
-    const bool admitted = st->admit(serial, address, victims);
+    const bool admitted = st->admit(serial, address, sock.native_handle(), victims);
     for (auto& v : victims) v();
     if (!admitted) {
       refuse(sock, st->tls != nullptr,
