@@ -2,13 +2,14 @@
 // user (issue 28): that user's authenticated GET /api/v1/jobs (a fresh
 // connection from 127.0.0.1 each time) and `fjobs --json` latency, median
 // and p99, and aqsd's resident memory, quiet and during each flood:
-//   body:      connections sending unauthenticated POST /api/v1/jobs with
-//              15 MiB bodies, over and over;
+//   body:      128 connections sending unauthenticated POST /api/v1/jobs
+//              with 15 MiB bodies, each again a second after its answer
+//              (the issue's flood), and the same with no pause at all;
 //   half-open: 256 half-sent requests (half stop inside the head, half
 //              inside the body with the flooder's own token), reopened as
 //              aqsd drops them;
 //   idle:      connections that send nothing, reopened as aqsd drops them.
-//   bench_http_floods [--runs N] [--body-connections N] [--idle N] [--jobs N]
+//   bench_http_floods [--runs N] [--body-connections N] [--idle N] [--jobs N] [--aqsd PATH]
 // Needs root (it makes two throwaway users, removed at the end). Prints a
 // table and writes $AQS_BENCH_RESULTS/http_floods.json.
 #include <algorithm>
@@ -174,7 +175,7 @@ public:
 // of `u`'s, each sending until answered, then again.
 class body_flood : public flood {
 public:
-  body_flood(int port, const user& u, int n) {
+  body_flood(int port, const user& u, int n, std::chrono::milliseconds pause) {
     // Sockets of `u`'s made 64 at a time (one fork each), so that the
     // flooding client's own cost stays small beside aqsd's.
     threads_.emplace_back([this, port, u] {
@@ -198,7 +199,7 @@ public:
       }
     });
     for (int i = 0; i < n; ++i) {
-      threads_.emplace_back([this] {
+      threads_.emplace_back([this, pause] {
         const std::string chunk(64 << 10, 'x');
         constexpr std::size_t k_body = std::size_t{15} << 20;
         while (!done_) {
@@ -229,6 +230,7 @@ public:
           }
           ::close(fd);
           ++requests;
+          for (auto slept = 0ms; slept < pause && !done_; slept += 10ms) std::this_thread::sleep_for(10ms);
         }
       });
     }
@@ -313,12 +315,14 @@ nlohmann::json row(const std::string& phase, const sample& s) {
 
 int main(int argc, char** argv) {
   int runs = 100, body_connections = 128, idle = 2000, jobs = 200;
+  std::string aqsd_path = AQS_AQSD_BINARY;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--runs") runs = std::atoi(argv[i + 1]);
     else if (a == "--body-connections") body_connections = std::atoi(argv[i + 1]);
     else if (a == "--idle") idle = std::atoi(argv[i + 1]);
     else if (a == "--jobs") jobs = std::atoi(argv[i + 1]);
+    else if (a == "--aqsd") aqsd_path = argv[i + 1];  // another build's aqsd (a before/after comparison)
   }
   if (::geteuid() != 0) {
     std::fprintf(stderr, "bench_http_floods: needs root (it makes two throwaway users)\n");
@@ -326,12 +330,12 @@ int main(int argc, char** argv) {
   }
   bench::stop_on_signals();
   user flooder = make_user("aqsbench-hflood"), other = make_user("aqsbench-hother");
-  nlohmann::json results = {{"benchmark", "http_floods"}, {"runs", runs}, {"body_connections", body_connections},
+  nlohmann::json results = {{"benchmark", "http_floods"}, {"aqsd", aqsd_path}, {"runs", runs}, {"body_connections", body_connections},
                             {"idle_connections", idle}, {"half_open", 256}, {"jobs", jobs}};
   int rc = 0;
   try {
     bench::system::options o;
-    o.aqsd = AQS_AQSD_BINARY;
+    o.aqsd = aqsd_path;
     o.aqs_node = AQS_NODE_BINARY;
     o.nodes = 1;
     o.procs_per_node = 4;
@@ -367,11 +371,22 @@ int main(int argc, char** argv) {
     std::vector<std::pair<std::string, sample>> phases;
     phases.emplace_back("quiet", measure(port, other_token, other, socket, aqsd, runs));
     {
-      body_flood f(port, flooder, body_connections);
+      // The issue's flood: each connection sends its 15 MiB body, and
+      // sends the next a second after its answer.
+      body_flood f(port, flooder, body_connections, 1000ms);
       std::this_thread::sleep_for(2s);
       phases.emplace_back("body flood", measure(port, other_token, other, socket, aqsd, runs));
       f.stop();
       results["body_flood_requests"] = f.requests.load();
+    }
+    {
+      // The same without a pause: as many unauthenticated requests as the
+      // flooder's threads can make (aqsd answers each on its head).
+      body_flood f(port, flooder, body_connections, 0ms);
+      std::this_thread::sleep_for(2s);
+      phases.emplace_back("body flood, no pause", measure(port, other_token, other, socket, aqsd, runs));
+      f.stop();
+      results["body_flood_no_pause_requests"] = f.requests.load();
     }
     {
       held_flood f(port, flooder, 256, [&](int i, int fd) {
@@ -394,20 +409,20 @@ int main(int argc, char** argv) {
       f.stop();
       results["idle_reopened"] = f.reopened.load();
     }
-    std::printf("%-24s %10s %10s %8s %10s %10s %10s\n", "another user's requests", "GET med", "GET p99", "non-200",
+    std::printf("%-26s %10s %10s %8s %10s %10s %10s\n", "another user's requests", "GET med", "GET p99", "non-200",
                 "fjobs med", "fjobs p99", "RSS peak");
-    std::printf("%-24s %10s %10s %8s %10s %10s %10s\n", "", "(ms)", "(ms)", "", "(ms)", "(ms)", "(MB)");
+    std::printf("%-26s %10s %10s %8s %10s %10s %10s\n", "", "(ms)", "(ms)", "", "(ms)", "(ms)", "(MB)");
     results["phases"] = nlohmann::json::array();
     for (const auto& [name, s] : phases) {
-      std::printf("%-24s %10.1f %10.1f %8d %10.1f %10.1f %10.1f\n", name.c_str(), bench::median(s.get_ms),
+      std::printf("%-26s %10.1f %10.1f %8d %10.1f %10.1f %10.1f\n", name.c_str(), bench::median(s.get_ms),
                   bench::pct(s.get_ms, 0.99), s.get_failed, bench::median(s.fjobs_ms), bench::pct(s.fjobs_ms, 0.99),
                   s.rss_peak_mb);
       results["phases"].push_back(row(name, s));
     }
-    std::printf("body flood: %d requests answered in its phase; half-open flood: %d connections reopened; idle flood: "
-                "%d reopened\n",
-                results.value("body_flood_requests", 0), results.value("half_open_reopened", 0),
-                results.value("idle_reopened", 0));
+    std::printf("body flood: %d requests made in its phase (%d without a pause); half-open flood: %d connections "
+                "reopened; idle flood: %d reopened\n",
+                results.value("body_flood_requests", 0), results.value("body_flood_no_pause_requests", 0),
+                results.value("half_open_reopened", 0), results.value("idle_reopened", 0));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_http_floods: %s\n", e.what());
     rc = 1;
