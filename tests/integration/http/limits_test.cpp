@@ -294,3 +294,61 @@ TEST_CASE("one user's 256 half-sent requests from 127.0.0.1 do not keep another 
   MESSAGE("alice's answers during the flood: " << seen << "(mallory's connections reopened: " << reopened.load() << ")");
   CHECK(answers[200] == asked);
 }
+
+TEST_CASE("bodies are judged on the head: 413 past the route's limit, 503 past the user's bodies in flight, never read") {
+  setup s({"--http-max-body-bytes-per-user", "1M"});
+  const std::string alice = s.token(s.alice);
+  auto head = [&](const std::string& method, const std::string& target, std::size_t length) {
+    return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + alice +
+           "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
+  };
+  // A PATCH takes 64 KiB at most: 100 KiB is refused on its head.
+  int fd = s.connect_as(s.alice, 1).at(0);
+  send_all(fd, head("PATCH", "/api/v1/jobs/1", 100 << 10));
+  CHECK(read_status(fd, 30s) == 413);
+  ::close(fd);
+  // A submission may be larger, but alice's bodies in flight are capped at
+  // 1 MiB: while 900 KiB of hers are being sent, another 900 KiB is 503.
+  const int first = s.connect_as(s.alice, 1).at(0);
+  send_all(first, head("POST", "/api/v1/jobs", 900 << 10) + "{\"name\":");
+  std::this_thread::sleep_for(500ms);  // its head read and its body reserved
+  fd = s.connect_as(s.alice, 1).at(0);
+  send_all(fd, head("POST", "/api/v1/jobs", 900 << 10));
+  CHECK(read_status(fd, 30s) == 503);
+  ::close(fd);
+  // Another user is not held back by alice's bodies.
+  const std::string mallory = s.token(s.mallory);
+  fd = s.connect_as(s.mallory, 1).at(0);
+  send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + mallory +
+                   "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+  CHECK(read_status(fd, 30s) == 400);  // read and judged: an empty job
+  ::close(fd);
+  // Once alice's first body is given up, she has her room again.
+  ::close(first);
+  bool back = false;
+  for (int i = 0; i < 50 && !back; ++i) {
+    fd = s.connect_as(s.alice, 1).at(0);
+    send_all(fd, head("POST", "/api/v1/jobs", 2) + "{}");
+    back = read_status(fd, 30s) == 400;
+    ::close(fd);
+    if (!back) std::this_thread::sleep_for(100ms);
+  }
+  CHECK(back);
+}
+
+TEST_CASE("a port limit in aqs.conf or a flag that is not a number stops aqsd with the file and line") {
+  test::temp_dir dir("aqs-ports-bad", 0755);
+  const auto conf = dir.path() / "aqs.conf";
+  {
+    std::ofstream out(conf);
+    out << "PartitionName=main Nodes=ALL\nHttpHeadTimeout=soon\n";
+  }
+  auto r = test::run({test::bin().aqsd, "--state-dir", (dir.path() / "state").string(), "--foreground", "--config",
+                      conf.string()});
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.err.find(conf.string() + ":2: HttpHeadTimeout takes seconds") != std::string::npos, r.err);
+  r = test::run({test::bin().aqsd, "--state-dir", (dir.path() / "state").string(), "--foreground",
+                 "--http-max-body", "lots"});
+  CHECK(r.status == 2);
+  CHECK_MESSAGE(r.err.find("--http-max-body") != std::string::npos, r.err);
+}
