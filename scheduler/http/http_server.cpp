@@ -1,6 +1,8 @@
 // http_server: listener, sessions (plain and TLS) with Boost.Beast and C++20
-// coroutines on a strand per connection, the bearer-token check, the limits,
-// and the REST handlers as thin adapters over the controller's dispatcher.
+// coroutines on a strand per connection, the bearer-token check on the
+// request head, the limits (anonymous and per-user connection pools, bodies
+// per route and in flight, deadlines), and the REST handlers as thin
+// adapters over the controller's dispatcher.
 #include "http/http_server.hpp"
 
 #include <array>
@@ -129,8 +131,6 @@ struct http_server::state {
     c.queued = anonymous.insert(anonymous.end(), serial);
     ++anonymous_by_address[c.address];
   }
-  // Closes the oldest anonymous connection (from `address` if given) other
-  // than `keep`; its closer goes to `victims` (called outside mu).
   // Closes the oldest anonymous connection (from `address` if given) other
   // than `keep`; its closer goes to `victims` (called outside mu). Soft
   // (the anonymous pools): only connections older than k_eviction_grace go,
