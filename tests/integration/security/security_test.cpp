@@ -394,3 +394,43 @@ TEST_CASE("out of descriptors, aqsd's accept loop waits instead of spinning, and
   CHECK(back);
   ::prlimit(pid, RLIMIT_NOFILE, &old, nullptr);
 }
+
+TEST_CASE("TCP strangers still in their handshake are capped in all, and one that says nothing is closed after --hello-timeout") {
+  setup s(1, {"--listen", "127.0.0.1:0", "--max-handshakes", "3", "--hello-timeout", "2"});
+  const std::string addr = test::slurp(s.c->dir() / "state" / "aqsd.addr");
+  const auto colon = addr.rfind(':');
+  REQUIRE(colon != std::string::npos);
+  const std::string host = addr.substr(0, colon);
+  const int port = std::stoi(addr.substr(colon + 1));
+  // Three strangers hold their handshakes open (the per-address limit, 64,
+  // is not what stops the fourth: the total is).
+  std::vector<raw_peer> strangers;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = test::connect_tcp(host, port);
+    REQUIRE(fd >= 0);
+    strangers.emplace_back(fd);
+    const auto ch = strangers.back().next();
+    REQUIRE_MESSAGE((ch && std::holds_alternative<protocol::challenge>(*ch)), describe(ch));
+  }
+  const int fd = test::connect_tcp(host, port);
+  REQUIRE(fd >= 0);
+  raw_peer fourth(fd);
+  const auto refused = fourth.next();
+  CHECK_MESSAGE(error_of(refused) == protocol::error_code::too_large, describe(refused));
+  CHECK(fourth.closed_within(5s));
+  // Local users on the socket are not strangers: they get in meanwhile.
+  CHECK(s.c->cmd(bin().fjobs, {"--json"}, &s.alice).status == 0);
+  // Silent strangers are closed with an error once the hello deadline passes
+  // (generous bound), and their places come back.
+  for (auto& p : strangers) {
+    std::optional<protocol::message> said;
+    for (int i = 0; i < 30 && !said; ++i) said = p.next(1s);
+    CHECK_MESSAGE(error_of(said) == protocol::error_code::bad_request, describe(said));
+    CHECK(p.closed_within(10s));
+  }
+  const int again = test::connect_tcp(host, port);
+  REQUIRE(again >= 0);
+  raw_peer later(again);
+  const auto ch = later.next();
+  CHECK_MESSAGE((ch && std::holds_alternative<protocol::challenge>(*ch)), describe(ch));
+}
