@@ -109,6 +109,40 @@ int connect_tcp(const std::string& host, int port) {
   return fd;
 }
 
+std::vector<int> connect_tcp_as(const std::string& host, int port, uid_t uid, gid_t gid, int count) {
+  int sp[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) throw std::runtime_error("socketpair failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::close(sp[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(3);
+    for (int i = 0; i < count; ++i) {
+      const int fd = connect_tcp(host, port);
+      if (fd < 0) ::_exit(4);
+      send_fd(sp[1], fd);
+      ::close(fd);
+    }
+    ::_exit(0);
+  }
+  ::close(sp[1]);
+  std::vector<int> fds;
+  for (int i = 0; i < count; ++i) {
+    const int fd = receive_fd(sp[0]);
+    if (fd < 0) break;
+    fds.push_back(fd);
+  }
+  ::close(sp[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (static_cast<int>(fds.size()) != count) {
+    for (int fd : fds) ::close(fd);
+    throw std::runtime_error("could not connect to " + host + ":" + std::to_string(port) + " as uid " +
+                             std::to_string(uid) + " (child status " + std::to_string(status) + ")");
+  }
+  return fds;
+}
+
 raw_peer::~raw_peer() {
   if (fd_ >= 0) ::close(fd_);
 }

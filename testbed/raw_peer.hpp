@@ -23,6 +23,10 @@ namespace aqs::test {
 std::vector<int> connect_unix_as(const std::string& path, uid_t uid, gid_t gid, int count = 1);
 // A TCP connection to host:port from this process; -1 if refused.
 int connect_tcp(const std::string& host, int port);
+// `count` TCP connections to host:port (IPv4) made by a child process running
+// as uid/gid (the sockets belong to that user, as an attacker's would),
+// handed back to this process. Throws if any connect fails.
+std::vector<int> connect_tcp_as(const std::string& host, int port, uid_t uid, gid_t gid, int count = 1);
 
 class raw_peer {
 public:

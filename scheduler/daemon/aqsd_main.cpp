@@ -4,6 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <optional>
+#include <string_view>
+#include <variant>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +26,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <fmt/format.h>
 #include <pqxx/pqxx>
 
 #include "core/partition.hpp"
@@ -49,6 +55,164 @@ constexpr std::chrono::milliseconds k_store_patience{3000};
 // Where the partitions are declared unless --config names another file.
 constexpr const char* k_default_config = "/etc/aqs/aqs.conf";
 
+// The listening ports' limits (docs/security.md, "Limits: aqsd's ports and
+// HTTP"): each one a flag and a Key=Value line of aqs.conf, written once
+// here. A flag given on the command line wins over the file.
+struct port_limit {
+  enum class kind : unsigned char { count, seconds, bytes };
+  std::string_view key;   // aqs.conf, case-insensitive
+  std::string_view flag;  // --flag
+  kind unit;
+  std::string_view help;
+  std::size_t* count = nullptr;                  // kind::count and kind::bytes
+  std::chrono::milliseconds* time = nullptr;     // kind::seconds
+  double value = 0;                              // as given (seconds for times)
+  std::string text;                              // the flag's value as typed
+};
+
+std::vector<port_limit> port_limits(daemon::server_options& s, http::http_options& h) {
+  using k = port_limit::kind;
+  auto c = [](std::string_view key, std::string_view flag, std::size_t& v, std::string_view help) {
+    return port_limit{key, flag, k::count, help, &v, nullptr, static_cast<double>(v), {}};
+  };
+  auto b = [](std::string_view key, std::string_view flag, std::size_t& v, std::string_view help) {
+    return port_limit{key, flag, k::bytes, help, &v, nullptr, static_cast<double>(v), {}};
+  };
+  auto t = [](std::string_view key, std::string_view flag, std::chrono::milliseconds& v, std::string_view help) {
+    return port_limit{key, flag, k::seconds, help, nullptr, &v, static_cast<double>(v.count()) / 1000.0, {}};
+  };
+  return {
+      c("MaxConnections", "--max-connections", s.max_connections,
+        "connections to the socket and --listen in all (root and node agents always get in)"),
+      c("MaxConnectionsPerUser", "--max-connections-per-user", s.max_connections_per_user,
+        "connections one local user may hold at once (root and node agents are not limited); also the HTTP "
+        "requests one token's user may have under way"),
+      c("MaxHandshakes", "--max-handshakes", s.max_handshakes,
+        "TCP connections (--listen) not yet authenticated, in all"),
+      c("MaxHandshakesPerAddress", "--max-handshakes-per-address", s.max_handshakes_per_address,
+        "TCP connections (--listen) not yet authenticated, from one address"),
+      t("HelloTimeout", "--hello-timeout", s.handshake_timeout, "seconds a new connection has to complete hello"),
+      t("FrameTimeout", "--frame-timeout", s.frame_timeout, "seconds a begun message has to arrive whole"),
+      t("IdleTimeout", "--idle-timeout", s.idle_timeout,
+        "seconds a client connection with nothing outstanding may stay silent (0: never closed)"),
+      c("HttpMaxConnections", "--http-max-connections", h.max_connections, "HTTP connections in all"),
+      c("HttpMaxAnonymousConnections", "--http-max-anonymous-connections", h.max_anonymous_connections,
+        "HTTP connections without a valid token yet, in all (past it the oldest such one is closed)"),
+      c("HttpMaxConnectionsPerAddress", "--http-max-connections-per-address", h.max_connections_per_address,
+        "HTTP connections without a valid token yet from one address (past it its oldest such one is closed)"),
+      c("HttpMaxConnectionsPerUser", "--http-max-connections-per-user", h.max_connections_per_user,
+        "HTTP connections one token's user may hold (more: 429)"),
+      b("HttpMaxSubmitBody", "--http-max-submit-body", h.max_submit_body,
+        "bytes of a POST /api/v1/jobs body (the script and its JSON)"),
+      b("HttpMaxBody", "--http-max-body", h.max_body, "bytes of any other request's body"),
+      b("HttpMaxBodyBytes", "--http-max-body-bytes", h.max_body_bytes_in_flight,
+        "bytes of request bodies held at once, in all (more: 503)"),
+      b("HttpMaxBodyBytesPerUser", "--http-max-body-bytes-per-user", h.max_body_bytes_per_user,
+        "bytes of request bodies one user may have held at once (more: 503)"),
+      b("HttpMaxHeader", "--http-max-header", h.max_header, "bytes of a request's head"),
+      t("HttpHeadTimeout", "--http-head-timeout", h.head_timeout,
+        "seconds a request head has from its first byte (a new connection: from connecting)"),
+      t("HttpBodyTimeout", "--http-body-timeout", h.body_timeout, "seconds a request body has from its head"),
+      t("HttpKeepaliveTimeout", "--http-keepalive-timeout", h.keepalive_timeout,
+        "seconds an idle keep-alive HTTP connection is kept"),
+      t("HttpWriteTimeout", "--http-write-timeout", h.write_timeout, "seconds a client has to take an answer"),
+      t("HttpHandshakeTimeout", "--http-handshake-timeout", h.handshake_timeout, "seconds for the TLS handshake"),
+  };
+}
+
+// "64K", "16M", "1G" (powers of 1024) or plain bytes; nullopt if not that.
+std::optional<double> parse_bytes(std::string_view v) {
+  double mult = 1;
+  if (!v.empty()) {
+    switch (v.back()) {
+      case 'K': case 'k': mult = 1024.0; break;
+      case 'M': case 'm': mult = 1024.0 * 1024; break;
+      case 'G': case 'g': mult = 1024.0 * 1024 * 1024; break;
+      default: break;
+    }
+    if (mult != 1) v.remove_suffix(1);
+  }
+  std::size_t n = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
+  return static_cast<double>(n) * mult;
+}
+
+// A limit's value from its text, or the one-line reason it is not one.
+std::variant<double, std::string> limit_value(const port_limit& l, std::string_view v) {
+  if (l.unit == port_limit::kind::seconds) {
+    char* end = nullptr;
+    const std::string s(v);
+    const double d = std::strtod(s.c_str(), &end);
+    const double lowest = l.key == "IdleTimeout" ? 0.0 : 0.001;  // only the idle timeout may be off (0)
+    if (s.empty() || end != s.c_str() + s.size() || !(d >= lowest) || d > 86400 * 7) {
+      return std::string(l.key) + " takes seconds (" + (lowest == 0 ? "0" : "more than 0") + " to 604800), not '" + s +
+             "'";
+    }
+    return d;
+  }
+  std::optional<double> n = parse_bytes(v);
+  if (l.unit == port_limit::kind::count && v.find_first_not_of("0123456789") != std::string_view::npos) n.reset();
+  if (!n || *n < 1 || *n > static_cast<double>(std::size_t{1} << 40)) {
+    return std::string(l.key) + (l.unit == port_limit::kind::bytes ? " takes a size in bytes (64K, 16M, ...)"
+                                                                    : " takes a whole number from 1") +
+           ", not '" + std::string(v) + "'";
+  }
+  return *n;
+}
+
+// Takes the limits' lines out of an aqs.conf text (each replaced by an empty
+// line, so the partitions parser still names the right line numbers):
+// values into `limits` (unless `limits` is null: only taken out), or the
+// one-line "FILE:LINE: ..." error.
+std::string take_port_limits(std::string& text, const std::string& file, std::vector<port_limit>* limits) {
+  std::vector<port_limit> table_storage;
+  daemon::server_options s_dummy;
+  http::http_options h_dummy;
+  if (limits == nullptr) table_storage = port_limits(s_dummy, h_dummy);
+  auto& table = limits != nullptr ? *limits : table_storage;
+  std::string out;
+  std::size_t line_no = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    ++line_no;
+    std::string body = line.substr(0, line.find('#'));
+    const auto first = body.find_first_not_of(" \t\r");
+    const auto last = body.find_last_not_of(" \t\r");
+    body = first == std::string::npos ? "" : body.substr(first, last - first + 1);
+    const auto eq = body.find('=');
+    port_limit* hit = nullptr;
+    if (eq != std::string::npos) {
+      const std::string key = body.substr(0, eq);
+      for (auto& l : table) {
+        if (key.size() == l.key.size() && std::equal(key.begin(), key.end(), l.key.begin(), [](char a, char b) {
+              return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+            })) {
+          hit = &l;
+        }
+      }
+    }
+    if (hit != nullptr) {
+      const std::string value = body.substr(eq + 1);
+      if (value.find_first_of(" \t") != std::string::npos) {
+        return file + ":" + std::to_string(line_no) + ": " + std::string(hit->key) + "= stands alone on its line";
+      }
+      const auto v = limit_value(*hit, value);
+      if (const auto* why = std::get_if<std::string>(&v)) return file + ":" + std::to_string(line_no) + ": " + *why;
+      if (limits != nullptr && hit->text.empty()) hit->value = std::get<double>(v);  // a flag wins
+      line.clear();
+    }
+    out += line;
+    if (nl == std::string::npos) break;
+    out += '\n';
+    pos = nl + 1;
+  }
+  text = std::move(out);
+  return "";
+}
+
 // Detaches from the terminal: the parent exits once the child reports
 // through the pipe that it serves (or why it could not start).
 int daemonize_or_exit(int& ready_fd) {
@@ -68,15 +232,19 @@ int daemonize_or_exit(int& ready_fd) {
   return 0;
 }
 
-// Reads and parses a partitions file into `out`; the one-line error, or ""
-// when it was read.
-std::string load_config(const std::string& path, core::site_config& out) {
+// Reads and parses aqs.conf (the partitions) into `out`; the one-line
+// error, or "" when it was read.
+// The limits' lines are read into `limits` (null: skipped, as on SIGHUP:
+// the limits are read at start only).
+std::string load_config(const std::string& path, core::site_config& out, std::vector<port_limit>* limits = nullptr) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return path + ": cannot read: " + std::strerror(errno);
   std::ostringstream text;
   text << in.rdbuf();
+  std::string rest = text.str();
+  if (std::string why = take_port_limits(rest, path, limits); !why.empty()) return why;
   try {
-    out = core::parse_config(text.str(), path);
+    out = core::parse_config(rest, path);
   } catch (const core::config_error& e) {
     return e.what();
   }
@@ -91,11 +259,11 @@ int main(int argc, char** argv) {
   bool foreground = false;
   double heartbeat_timeout_s = 10, resize_timeout_s = 30, resize_claim_timeout_s = 300, kill_grace_s = 10;
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-  std::size_t max_per_user = 256;
-  double idle_timeout_s = 300;
   std::string log_level;
   std::string config_file;
   http::http_options hopts;
+  daemon::server_options sopts;
+  std::vector<port_limit> limits = port_limits(sopts, hopts);
   std::string http_cert, http_key;
   double token_lifespan_s = static_cast<double>(daemon::token_authority::k_default_lifespan_s);
   app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
@@ -121,12 +289,17 @@ int main(int argc, char** argv) {
   app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--threads", threads, "threads serving connections")->check(CLI::Range(1u, 256u));
-  app.add_option("--max-connections-per-user", max_per_user,
-                 "connections one local user may hold at once (root and node agents are not limited)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
-  app.add_option("--idle-timeout", idle_timeout_s,
-                 "seconds a client connection with nothing outstanding may stay silent (0: never closed)")
-      ->check(CLI::Range(0.0, 86400.0));
+  for (auto& l : limits) {
+    std::string def = fmt::format("{}", l.value);
+    if (l.unit == port_limit::kind::bytes) {
+      const std::size_t n = *l.count;
+      def = n % (1 << 20) == 0 ? std::to_string(n >> 20) + "M"
+            : n % 1024 == 0    ? std::to_string(n >> 10) + "K"
+                               : std::to_string(n);
+    }
+    app.add_option(std::string(l.flag), l.text,
+                   std::string(l.help) + " (default " + def + "; aqs.conf " + std::string(l.key) + "=)");
+  }
   app.add_option("--http", hopts.listen,
                  "HOST:PORT for the REST API, event stream and /metrics (off by default; port 0: any)");
   app.add_option("--http-cert", http_cert, "TLS certificate chain (PEM) for --http")->check(CLI::ExistingFile);
@@ -160,6 +333,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aqsd: %s (see aqsd --help)\n", e.what());
     return 2;
   }
+  for (auto& l : limits) {
+    if (l.text.empty()) continue;
+    const auto v = limit_value(l, l.text);
+    if (const auto* why = std::get_if<std::string>(&v)) {
+      std::fprintf(stderr, "aqsd: %s: %s\n", std::string(l.flag).c_str(), why->c_str());
+      return 2;
+    }
+    l.value = std::get<double>(v);
+  }
   logging::set_program("aqsd");
   if (!log_level.empty()) logging::set_level(*logging::parse_level(log_level));
   try {
@@ -176,12 +358,18 @@ int main(int argc, char** argv) {
   {
     std::error_code ec;
     if (!config_file.empty() || std::filesystem::exists(config_path, ec)) {
-      if (const std::string why = load_config(config_path, partitions); !why.empty()) {
+      if (const std::string why = load_config(config_path, partitions, &limits); !why.empty()) {
         std::fprintf(stderr, "aqsd: %s\n", why.c_str());
         return 2;
       }
     }
   }
+
+  for (const auto& l : limits) {
+    if (l.count != nullptr) *l.count = static_cast<std::size_t>(l.value);
+    if (l.time != nullptr) *l.time = std::chrono::milliseconds(static_cast<std::int64_t>(l.value * 1000 + 0.5));
+  }
+  hopts.max_requests_per_user = sopts.max_connections_per_user;
 
   if (!hopts.listen.empty()) {
     try {
@@ -313,12 +501,9 @@ int main(int argc, char** argv) {
     daemon::controller ctl(io, store, copts, stop);
     ctl.recover();
 
-    daemon::server_options sopts;
     sopts.unix_socket = socket_path.empty() ? dir.socket() : std::filesystem::path(socket_path);
     if (!listen.empty()) sopts.tcp_listen = listen;
     sopts.cluster_key = key;
-    sopts.max_connections_per_user = max_per_user;
-    sopts.idle_timeout = std::chrono::milliseconds(static_cast<long>(idle_timeout_s * 1000));
     srv = std::make_unique<daemon::server>(io, sopts, ctl);
     srv->start();
     daemon::state_dir::write_file(dir.pid_file(), std::to_string(::getpid()) + "\n", 0644);
@@ -328,7 +513,6 @@ int main(int argc, char** argv) {
                                     0644);
     }
     if (!hopts.listen.empty()) {
-      hopts.max_requests_per_user = max_per_user;
       web = std::make_unique<http::http_server>(io, hopts, ctl);
       web->start();
       const auto colon = hopts.listen.rfind(':');

@@ -47,6 +47,7 @@ struct server::state {
   // Connections held per quota key ("uid:N" for a local user, "ip:A" for a
   // TCP peer still in its handshake); trusted peers have no key.
   std::unordered_map<std::string, std::size_t> quota;
+  std::size_t handshakes = 0;  // TCP connections not yet authenticated (keys "ip:...")
   std::size_t closed_since_trim = 0;
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_acceptor;
   std::unique_ptr<asio::ip::tcp::acceptor> tcp_acceptor;
@@ -202,6 +203,7 @@ private:
     if (quota_key_.empty()) return;
     auto it = st_->quota.find(quota_key_);
     if (it != st_->quota.end() && --it->second == 0) st_->quota.erase(it);
+    if (quota_key_.starts_with("ip:") && st_->handshakes > 0) --st_->handshakes;
     quota_key_.clear();
   }
 
@@ -566,6 +568,9 @@ awaitable<void> accept_loop(std::shared_ptr<server::state> st, Acceptor& accepto
                     std::to_string(via == transport::tcp ? st->options.max_handshakes_per_address
                                                          : st->options.max_connections_per_user) +
                     "): close some and retry";
+        } else if (via == transport::tcp && st->handshakes >= st->options.max_handshakes) {
+          refusal = "aqsd has too many connections still authenticating (" +
+                    std::to_string(st->options.max_handshakes) + "): retry later";
         } else if (st->sessions.size() >= st->options.max_connections) {
           refusal = "aqsd has too many connections (" + std::to_string(st->options.max_connections) + "): retry later";
         }
@@ -574,6 +579,7 @@ awaitable<void> accept_loop(std::shared_ptr<server::state> st, Acceptor& accepto
         s = std::make_shared<session<Protocol>>(std::move(sock), st, st->next_serial++, via, key);
         st->sessions.emplace(s->serial(), s);
         if (!key.empty()) ++st->quota[key];
+        if (key.starts_with("ip:")) ++st->handshakes;
       }
     }
     if (!s) {

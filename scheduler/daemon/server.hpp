@@ -46,6 +46,9 @@ struct server_options {
   // TCP connections from one address that have not yet proven the cluster
   // key or a job token; once a peer is authenticated it no longer counts.
   std::size_t max_handshakes_per_address = 64;
+  // The same in total (every address): strangers cannot hold all
+  // max_connections while agents reconnect.
+  std::size_t max_handshakes = 1024;
   // A client connection with no request outstanding and no stream (watch)
   // open is closed after this long without a frame.
   std::chrono::milliseconds idle_timeout{300'000};

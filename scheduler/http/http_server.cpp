@@ -1,14 +1,19 @@
 // http_server: listener, sessions (plain and TLS) with Boost.Beast and C++20
-// coroutines on a strand per connection, the bearer-token check, the limits,
-// and the REST handlers as thin adapters over the controller's dispatcher.
+// coroutines on a strand per connection, the bearer-token check on the
+// request head, the limits (anonymous and per-user connection pools, bodies
+// per route and in flight, deadlines), and the REST handlers as thin
+// adapters over the controller's dispatcher.
 #include "http/http_server.hpp"
 
 #include <array>
 #include <atomic>
 #include <charconv>
 #include <deque>
+#include <limits>
+#include <list>
 #include <mutex>
 #include <pwd.h>
+#include <sys/ioctl.h>
 #include <sstream>
 #include <unordered_map>
 #include <utility>  // before Boost.Asio: 1.74's awaitable.hpp uses std::exchange without it
@@ -49,6 +54,7 @@ using asio::use_awaitable;
 using nlohmann::json;
 using request_t = bhttp::request<bhttp::string_body>;
 using response_t = bhttp::response<bhttp::string_body>;
+using head_t = bhttp::request_header<>;  // a request's head: what is known before its body is read
 
 namespace {
 
@@ -81,12 +87,174 @@ struct http_server::state {
 
   std::mutex mu;
   bool stopped = false;
-  std::size_t connections = 0;
-  std::unordered_map<std::string, std::size_t> per_address;
   std::unordered_map<std::int64_t, std::size_t> per_user;  // requests under way by uid
   std::vector<std::weak_ptr<sse_feed>> feeds;
-  std::unordered_map<std::uint64_t, std::function<void()>> closers;  // session -> close it
   std::uint64_t next_session = 1;
+
+  // Connections (under mu), by session serial, with the pool each counts
+  // against: anonymous until a request on it shows a valid token, then its
+  // user's. Anonymous ones are queued oldest first: the first to go when
+  // the anonymous pool (or that of their address) is full.
+  enum class pool : unsigned char { anonymous, user, none };
+  struct conn {
+    std::string address;
+    pool in = pool::none;
+    std::int64_t uid = -1;
+    std::list<std::uint64_t>::iterator queued;  // in `anonymous` while pool::anonymous
+    std::function<void()> close;                // posts a close to the session's strand
+    int fd = -1;  // its socket (open while the record exists: released before it is closed)
+    std::chrono::steady_clock::time_point since{};  // joined the anonymous queue (its place in it)
+  };
+  std::unordered_map<std::uint64_t, conn> conns;
+  std::list<std::uint64_t> anonymous;
+  std::unordered_map<std::string, std::size_t> anonymous_by_address;
+  std::unordered_map<std::int64_t, std::size_t> connections_by_user;
+  // Bytes of request bodies reserved (being read or handled), in total and by uid.
+  std::size_t body_bytes = 0;
+  std::unordered_map<std::int64_t, std::size_t> body_bytes_by_user;
+  std::uint64_t evictions = 0;
+
+  void leave_pool_locked(conn& c) {
+    if (c.in == pool::anonymous) {
+      anonymous.erase(c.queued);
+      auto it = anonymous_by_address.find(c.address);
+      if (it != anonymous_by_address.end() && --it->second == 0) anonymous_by_address.erase(it);
+    } else if (c.in == pool::user) {
+      auto it = connections_by_user.find(c.uid);
+      if (it != connections_by_user.end() && --it->second == 0) connections_by_user.erase(it);
+    }
+    c.in = pool::none;
+  }
+  void join_anonymous_locked(std::uint64_t serial, conn& c) {
+    c.in = pool::anonymous;
+    c.since = std::chrono::steady_clock::now();
+    c.queued = anonymous.insert(anonymous.end(), serial);
+    ++anonymous_by_address[c.address];
+  }
+  // Closes the oldest anonymous connection (from `address` if given) other
+  // than `keep`; its closer goes to `victims` (called outside mu). Soft
+  // (the anonymous pools): only connections older than k_eviction_grace go,
+  // so that a newcomer always has time to send its head however fast one
+  // address opens connections; none that old: nothing goes (false) and the
+  // newcomer is let in over the soft cap. Hard (max_connections): the
+  // oldest goes whatever its age. Either way a connection whose bytes wait
+  // unread in the kernel (about to be served: a head) is passed over for
+  // one that sent nothing or stalled, among the oldest few.
+  static constexpr std::chrono::milliseconds k_eviction_grace{1000};
+  bool evict_locked(std::uint64_t keep, const std::string* address, bool hard,
+                    std::vector<std::function<void()>>& victims) {
+    const auto young = std::chrono::steady_clock::now() - k_eviction_grace;
+    conn* fallback = nullptr;
+    conn* chosen = nullptr;
+    int looked = 0;
+    for (const std::uint64_t serial : anonymous) {
+      if (serial == keep) continue;
+      auto it = conns.find(serial);
+      if (it == conns.end()) continue;
+      if (!hard && it->second.since > young) break;  // oldest first: the rest are younger still
+      if (address != nullptr && it->second.address != *address) continue;
+      if (fallback == nullptr) fallback = &it->second;
+      int pending = 0;
+      if (it->second.fd < 0 || ::ioctl(it->second.fd, FIONREAD, &pending) != 0 || pending == 0) {
+        chosen = &it->second;
+        break;
+      }
+      if (++looked >= 16) break;
+    }
+    if (chosen == nullptr) chosen = fallback;
+    if (chosen == nullptr) return false;
+    leave_pool_locked(*chosen);
+    if (chosen->close) victims.push_back(chosen->close);
+    ++evictions;
+    return true;
+  }
+
+  // A new connection from `address`: admitted into the anonymous pool,
+  // making room by closing the oldest anonymous connections (of that
+  // address first); refused (false) only when every connection belongs to
+  // a user and there are max_connections of them.
+  bool admit(std::uint64_t serial, const std::string& address, int fd, std::vector<std::function<void()>>& victims) {
+    std::lock_guard lock(mu);
+    if (stopped) return false;
+    auto& c = conns[serial];
+    c.address = address;
+    c.fd = fd;
+    join_anonymous_locked(serial, c);
+    if (anonymous_by_address[address] > std::max<std::size_t>(options.max_connections_per_address, 1)) {
+      evict_locked(serial, &address, false, victims);
+    }
+    if (anonymous.size() > std::max<std::size_t>(options.max_anonymous_connections, 1)) {
+      evict_locked(serial, nullptr, false, victims);
+    }
+    // Evicted connections still count until their sessions end: only live
+    // pool members count against the total.
+    std::size_t live = anonymous.size();
+    for (const auto& [uid, n] : connections_by_user) live += n;
+    if (live > options.max_connections && !evict_locked(serial, nullptr, true, victims)) {
+      leave_pool_locked(c);
+      conns.erase(serial);
+      return false;
+    }
+    return true;
+  }
+
+  // A request on connection `serial` showed `uid`'s valid token (or none:
+  // nullopt). False: that user holds max_connections_per_user already.
+  bool claim(std::uint64_t serial, std::optional<std::int64_t> uid) {
+    std::lock_guard lock(mu);
+    auto it = conns.find(serial);
+    if (it == conns.end()) return true;
+    conn& c = it->second;
+    if (!uid) {
+      // Still anonymous: to the back of the queue (an active client is not
+      // the oldest).
+      if (c.in == pool::anonymous) {
+        anonymous.splice(anonymous.end(), anonymous, c.queued);
+        c.since = std::chrono::steady_clock::now();
+      }
+      return true;
+    }
+    if (c.in == pool::user && c.uid == *uid) return true;
+    if (connections_by_user[*uid] >= options.max_connections_per_user) {
+      if (connections_by_user[*uid] == 0) connections_by_user.erase(*uid);
+      return false;
+    }
+    leave_pool_locked(c);
+    c.in = pool::user;
+    c.uid = *uid;
+    ++connections_by_user[*uid];
+    return true;
+  }
+
+  void release(std::uint64_t serial) {
+    std::lock_guard lock(mu);
+    auto it = conns.find(serial);
+    if (it == conns.end()) return;
+    leave_pool_locked(it->second);
+    conns.erase(it);
+  }
+
+  // Room for a body of `n` bytes of `uid`'s, or false (the answer is 503).
+  bool reserve_body(std::int64_t uid, std::size_t n) {
+    std::lock_guard lock(mu);
+    std::size_t& mine = body_bytes_by_user[uid];
+    if (body_bytes + n > options.max_body_bytes_in_flight || mine + n > options.max_body_bytes_per_user) {
+      if (mine == 0) body_bytes_by_user.erase(uid);
+      return false;
+    }
+    body_bytes += n;
+    mine += n;
+    return true;
+  }
+  void release_body(std::int64_t uid, std::size_t n) {
+    std::lock_guard lock(mu);
+    body_bytes -= std::min(body_bytes, n);
+    auto it = body_bytes_by_user.find(uid);
+    if (it != body_bytes_by_user.end()) {
+      it->second -= std::min(it->second, n);
+      if (it->second == 0) body_bytes_by_user.erase(it);
+    }
+  }
 
   // Utilisation over time: samples (under mu), taken by the sampler
   // coroutine on its strand; a job change wakes it (at most one a second).
@@ -184,7 +352,7 @@ struct ask_snapshot {
 struct open_stream {};
 using plan = std::variant<response_t, ask_controller, ask_snapshot, open_stream>;
 
-std::optional<std::string> bearer_of(const request_t& req) {
+std::optional<std::string> bearer_of(const head_t& req) {
   const auto it = req.find(bhttp::field::authorization);
   if (it == req.end()) return std::nullopt;
   const std::string_view v(it->value().data(), it->value().size());
@@ -225,10 +393,26 @@ class api {
 public:
   explicit api(const state_ptr& st) : st_(st) {}
 
-  // Authorization and routing. Never throws.
-  plan prepare(const request_t& req, identity& who, const std::string& remote) noexcept {
+  // On the head alone, before any body byte is read: the route, and who is
+  // asking (a bad or missing token is refused here). A response is the
+  // refusal to send; never throws.
+  std::variant<response_t, route_match> authorize(const head_t& req, identity& who, const std::string& remote) noexcept {
     try {
-      return prepare_or_throw(req, who, remote);
+      return authorize_or_throw(req, who, remote);
+    } catch (const protocol::protocol_error& e) {
+      return error_response(status_of(e.code()), e.what());
+    } catch (const std::exception& e) {
+      return error_response(500, e.what());
+    }
+  }
+
+  // The authorized request with its body: what to do. Never throws.
+  plan prepare(const route_match& m, const request_t& req, const identity& who) noexcept {
+    try {
+      const std::string_view target(req.target().data(), req.target().size());
+      const auto q = target.find('?');
+      const std::string_view query = q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
+      return dispatch(*m.r, m.id, m.name, req, query, who);
     } catch (const protocol::protocol_error& e) {
       return error_response(status_of(e.code()), e.what());
     } catch (const std::exception& e) {
@@ -254,11 +438,10 @@ public:
   }
 
 private:
-  plan prepare_or_throw(const request_t& req, identity& who, const std::string& remote) {
+  std::variant<response_t, route_match> authorize_or_throw(const head_t& req, identity& who, const std::string& remote) {
     const std::string_view target(req.target().data(), req.target().size());
     const auto q = target.find('?');
     const std::string_view path = target.substr(0, q);
-    const std::string_view query = q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
     const std::string_view method(req.method_string().data(), req.method_string().size());
     const route_match m = match_route(method, path);
     if (!m.path_known) return error_response(404, "no such resource: " + std::string(path));
@@ -292,7 +475,7 @@ private:
     } else if (m.r->who == access::token || (m.r->who == access::public_read && !st_->options.public_read)) {
       return error_response(401, "this needs a bearer token (get one with ftoken)");
     }
-    return dispatch(*m.r, m.id, m.name, req, query, who);
+    return m;
   }
 
   plan dispatch(const route& r, std::optional<std::int64_t> id, const std::string& name, const request_t& req,
@@ -471,9 +654,12 @@ public:
     auto self = this->shared_from_this();
     {
       std::lock_guard lock(st_->mu);
-      st_->closers[serial_] = [weak = std::weak_ptr<session>(self)] {
-        if (auto s = weak.lock()) s->close_from_outside();
-      };
+      auto it = st_->conns.find(serial_);
+      if (it != st_->conns.end()) {
+        it->second.close = [weak = std::weak_ptr<session>(self)] {
+          if (auto s = weak.lock()) s->close_from_outside();
+        };
+      }
     }
     asio::co_spawn(stream_.get_executor(), [self] { return self->run(); }, asio::detached);
   }
@@ -493,6 +679,18 @@ private:
 
   auto& lowest() { return beast::get_lowest_layer(stream_); }
 
+  // Reserved body bytes, given back when the request is done.
+  struct body_reservation {
+    state_ptr st;
+    std::int64_t uid = -1;
+    std::size_t bytes = 0;
+    void release() {
+      if (bytes > 0) st->release_body(uid, bytes);
+      bytes = 0;
+    }
+    ~body_reservation() { release(); }
+  };
+
   // GCC 12 miscompiles some try blocks in coroutines: everything that may
   // throw runs in plain member functions that catch for themselves.
   awaitable<void> run() {
@@ -505,19 +703,28 @@ private:
         co_return;
       }
     }
-    beast::flat_buffer buffer;
+    // Bounded: a head (max_header) and what a read may bring past it.
+    beast::flat_buffer buffer(st_->options.max_header + (std::size_t{8} << 10));
+    bool first = true;
     while (!stopping_) {
-      bhttp::request_parser<bhttp::string_body> parser;
-      parser.body_limit(st_->options.max_body);
-      parser.header_limit(static_cast<std::uint32_t>(st_->options.max_header));
-      lowest().expires_after(st_->options.request_timeout);
-      co_await bhttp::async_read(stream_, buffer, parser, asio::redirect_error(use_awaitable, ec));
+      if (!first && buffer.size() == 0) {
+        // Keep-alive: the next request may take its time to begin.
+        lowest().expires_after(st_->options.keepalive_timeout);
+        const std::size_t n = co_await stream_.async_read_some(buffer.prepare(4096), asio::redirect_error(use_awaitable, ec));
+        if (ec) break;
+        buffer.commit(n);
+      }
+      first = false;
+      // The head: complete within head_timeout of its first byte (of the
+      // connection, for the first request).
+      bhttp::request_parser<bhttp::empty_body> head;
+      head.header_limit(static_cast<std::uint32_t>(st_->options.max_header));
+      head.body_limit(std::numeric_limits<std::uint64_t>::max());  // judged below, per route and user
+      lowest().expires_after(st_->options.head_timeout);
+      co_await bhttp::async_read_header(stream_, buffer, head, asio::redirect_error(use_awaitable, ec));
       if (ec) {
         bool answered = true;
-        if (ec == bhttp::error::body_limit) {
-          co_await write(error_response(413, "the body is larger than " + std::to_string(st_->options.max_body) +
-                                                 " bytes"), false);
-        } else if (ec == bhttp::error::header_limit) {
+        if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow) {
           co_await write(error_response(431, "the header is larger than " + std::to_string(st_->options.max_header) +
                                                  " bytes"), false);
         } else if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
@@ -529,11 +736,77 @@ private:
         if (answered) co_await linger();
         break;
       }
-      request_t req = parser.release();
-      const bool keep = req.keep_alive();
       lowest().expires_never();
+      const bool has_body = head.chunked() || head.content_length().value_or(0) > 0;
       identity who;
-      plan p = api(st_).prepare(req, who, remote_);
+      auto verdict = api(st_).authorize(head.get(), who, remote_);
+      std::optional<response_t> refusal;
+      const route_match* m = std::get_if<route_match>(&verdict);
+      if (m == nullptr) {
+        refusal = std::move(std::get<response_t>(verdict));
+      } else if (!st_->claim(serial_, who.claims ? std::optional<std::int64_t>(who.claims->uid) : std::nullopt)) {
+        refusal = error_response(429, "too many connections for " + who.claims->user + " (limit " +
+                                          std::to_string(st_->options.max_connections_per_user) + ")");
+      }
+      // The body: none without a token; a small one except for a submission.
+      const std::size_t limit = !who.claims ? 0
+                                : (m != nullptr && m->r->method == "POST" && m->r->path == "/api/v1/jobs")
+                                    ? st_->options.max_submit_body
+                                    : st_->options.max_body;
+      body_reservation reserved{st_};
+      if (!refusal && has_body) {
+        const std::size_t wants = head.content_length() ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                               *head.content_length(), std::uint64_t{limit} + 1))
+                                                         : limit;
+        if (limit == 0 || wants > limit) {
+          refusal = error_response(413, limit == 0 ? std::string("a request without a token takes no body")
+                                                   : "the body is larger than " + std::to_string(limit) + " bytes");
+        } else if (!st_->reserve_body(who.claims->uid, wants)) {
+          refusal = error_response(503, "aqsd is holding as many request bodies as it may: retry shortly");
+          refusal->set(bhttp::field::retry_after, "1");
+        } else {
+          reserved.uid = who.claims->uid;
+          reserved.bytes = wants;
+        }
+      }
+      if (refusal) {
+        // The body (if any) stays unread: answer and close.
+        const bool keep = !has_body && head.get().keep_alive();
+        if (!co_await write(std::move(*refusal), keep) || !keep) {
+          if (has_body) co_await linger();
+          break;
+        }
+        continue;
+      }
+      request_t req;
+      if (has_body) {
+        if (const auto expect = head.get().find(bhttp::field::expect);
+            expect != head.get().end() && beast::iequals(expect->value(), "100-continue")) {
+          static constexpr std::string_view k_continue = "HTTP/1.1 100 Continue\r\n\r\n";
+          lowest().expires_after(st_->options.write_timeout);
+          co_await asio::async_write(stream_, asio::buffer(k_continue), asio::redirect_error(use_awaitable, ec));
+          if (ec) break;
+        }
+        bhttp::request_parser<bhttp::string_body> parser(std::move(head));
+        parser.body_limit(limit);
+        lowest().expires_after(st_->options.body_timeout);
+        co_await bhttp::async_read(stream_, buffer, parser, asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+          if (ec == bhttp::error::body_limit) {
+            co_await write(error_response(413, "the body is larger than " + std::to_string(limit) + " bytes"), false);
+            co_await linger();
+          }
+          break;
+        }
+        req = parser.release();
+      } else {
+        bhttp::request_parser<bhttp::string_body> parser(std::move(head));
+        req = parser.release();
+      }
+      lowest().expires_never();
+      const bool keep = req.keep_alive();
+      plan p = api(st_).prepare(*m, req, who);
+      req = {};  // the body is no longer needed
       // Per-user limit: requests under way, streams included.
       std::optional<std::int64_t> slot;
       if (!std::holds_alternative<response_t>(p) && who.claims) {
@@ -556,6 +829,7 @@ private:
         co_await stream_events();
         streamed = true;
       }
+      reserved.release();
       if (slot) give_slot(*slot);
       if (streamed) break;
       res.keep_alive(keep);
@@ -570,18 +844,27 @@ private:
     finish();
   }
 
-  // After refusing a request whose body is still coming, read (and drop)
-  // what the client sends for a moment before closing: closing with unread
-  // bytes resets the connection, and the client would lose the answer.
+  // After refusing a request whose body is still coming: stop sending,
+  // give the client a moment to read the answer (closing at once with
+  // unread bytes resets the connection, and the client could lose it), and
+  // drop at most k_linger_bytes of what it sends meanwhile: the body is
+  // not read.
   awaitable<void> linger() {
     if constexpr (!k_tls) {
+      static constexpr std::size_t k_linger_bytes = std::size_t{256} << 10;
       beast::error_code ec;
       lowest().socket().shutdown(asio::socket_base::shutdown_send, ec);
-      lowest().expires_after(std::chrono::seconds(2));
-      std::array<char, 16384> sink{};
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      std::array<char, 4096> sink{};
       std::size_t total = 0;
-      while (!ec && total < st_->options.max_body * 2) {
+      while (!ec && total < k_linger_bytes && std::chrono::steady_clock::now() < until) {
+        lowest().expires_at(until);
         total += co_await lowest().async_read_some(asio::buffer(sink), asio::redirect_error(use_awaitable, ec));
+      }
+      if (!ec && total >= k_linger_bytes) {
+        // Still sending: wait (reading nothing) for it to see the answer and go.
+        timer_.expires_at(until);
+        co_await timer_.async_wait(asio::redirect_error(use_awaitable, ec));
       }
     }
     co_return;
@@ -590,7 +873,7 @@ private:
   awaitable<bool> write(response_t res, bool keep) {
     res.keep_alive(keep);
     beast::error_code ec;
-    lowest().expires_after(st_->options.request_timeout);
+    lowest().expires_after(st_->options.write_timeout);
     co_await bhttp::async_write(stream_, res, asio::redirect_error(use_awaitable, ec));
     co_return !ec;
   }
@@ -707,7 +990,7 @@ private:
     static constexpr std::string_view head =
         "HTTP/1.1 200 OK\r\nServer: aqsd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
         "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n: aqsd job events\n\n";
-    lowest().expires_after(st_->options.request_timeout);
+    lowest().expires_after(st_->options.write_timeout);
     co_await asio::async_write(stream_, asio::buffer(head), asio::redirect_error(use_awaitable, ec));
     while (!ec && !stopping_) {
       std::string out;
@@ -727,7 +1010,7 @@ private:
         if (wait_ec || stopping_) continue;  // woken: events (or stop)
         out = ": keep-alive\n\n";
       }
-      lowest().expires_after(st_->options.request_timeout);
+      lowest().expires_after(st_->options.write_timeout);
       co_await asio::async_write(stream_, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
     }
     std::lock_guard lock(feed->mu);
@@ -735,14 +1018,10 @@ private:
   }
 
   void finish() {
+    st_->release(serial_);  // first: its record names this socket's descriptor
     beast::error_code ec;
     lowest().socket().shutdown(asio::socket_base::shutdown_both, ec);
     lowest().close();
-    std::lock_guard lock(st_->mu);
-    st_->closers.erase(serial_);
-    --st_->connections;
-    auto it = st_->per_address.find(address_);
-    if (it != st_->per_address.end() && --it->second == 0) st_->per_address.erase(it);
   }
 
   Stream stream_;
@@ -816,28 +1095,17 @@ awaitable<void> accept_loop(state_ptr st) {
     auto ep = sock.remote_endpoint(ec);
     const std::string address = ec ? std::string("unknown") : ep.address().to_string();
     const std::string remote = ec ? address : address + ":" + std::to_string(ep.port());
-    std::string refusal;
     std::uint64_t serial = 0;
     {
       std::lock_guard lock(st->mu);
-      if (st->stopped) {
-        sock.close(ec);
-        continue;
-      }
-      if (st->connections >= st->options.max_connections) {
-        refusal = "aqsd has too many HTTP connections (" + std::to_string(st->options.max_connections) + "): retry later";
-      } else if (st->per_address[address] >= st->options.max_connections_per_address) {
-        refusal = "too many connections from " + address + " (limit " +
-                  std::to_string(st->options.max_connections_per_address) + "): close some and retry";
-      } else {
-        ++st->connections;
-        ++st->per_address[address];
-        serial = st->next_session++;
-      }
-      if (st->per_address[address] == 0) st->per_address.erase(address);
+      serial = st->next_session++;
     }
-    if (!refusal.empty()) {
-      refuse(sock, st->tls != nullptr, refusal);
+    std::vector<std::function<void()>> victims;
+    const bool admitted = st->admit(serial, address, sock.native_handle(), victims);
+    for (auto& v : victims) v();
+    if (!admitted) {
+      refuse(sock, st->tls != nullptr,
+             "aqsd has too many HTTP connections (" + std::to_string(st->options.max_connections) + "): retry later");
       continue;
     }
     if (st->tls) {
@@ -932,7 +1200,9 @@ void http_server::stop() {
     std::lock_guard lock(st.mu);
     if (st.stopped) return;
     st.stopped = true;
-    for (auto& [serial, c] : st.closers) closers.push_back(c);
+    for (auto& [serial, c] : st.conns) {
+      if (c.close) closers.push_back(c.close);
+    }
   }
   asio::post(st.io, [s = state_] {
     boost::system::error_code ec;

@@ -38,17 +38,40 @@ struct http_options {
   // Read-only views (job list, one job, nodes, processor map, events,
   // metrics) answer requests without a token.
   bool public_read = false;
-  std::size_t max_connections = 4096;
-  std::size_t max_connections_per_address = 256;
+  // Limits (docs/security.md, "Limits: aqsd's ports and HTTP"). A
+  // connection is anonymous until a request on it shows a valid token; it
+  // then belongs to that token's user. Anonymous connections share a pool
+  // of their own: when it is full (in total, or for one address) the
+  // oldest anonymous connection is closed to make room, so a flood of
+  // half-sent requests from one address (127.0.0.1, a reverse proxy) never
+  // refuses a newcomer, and can never take an authenticated user's place.
+  std::size_t max_connections = 4096;              // all connections; past it, the oldest anonymous one goes
+  std::size_t max_anonymous_connections = 1024;    // connections without a valid token yet, in total
+  std::size_t max_connections_per_address = 256;   // ... and from one client address
+  std::size_t max_connections_per_user = 256;      // connections one token's user holds; more: 429
   // Requests one user (by token uid) may have under way at once, event
   // streams included; more are answered 429.
   std::size_t max_requests_per_user = 256;
-  std::size_t max_body = std::size_t{16} << 20;  // the protocol's frame limit
+  // Bodies: POST /api/v1/jobs carries a script (protocol k_max_script, 8
+  // MiB) in JSON; every other route takes a small body; a request without
+  // a token takes none. The token is checked on the head, before any body
+  // byte is read.
+  std::size_t max_submit_body = (std::size_t{10} << 20) + (std::size_t{64} << 10);
+  std::size_t max_body = std::size_t{64} << 10;
+  // Memory held in request bodies being read or handled, in total and per
+  // user: a body that does not fit is answered 503 before it is read.
+  std::size_t max_body_bytes_in_flight = std::size_t{256} << 20;
+  std::size_t max_body_bytes_per_user = std::size_t{64} << 20;
   std::size_t max_header = std::size_t{16} << 10;
-  // A request (header and body) must arrive within this from when we start
-  // waiting for it; an idle keep-alive connection is closed after it.
-  std::chrono::milliseconds request_timeout{30'000};
-  std::chrono::milliseconds handshake_timeout{10'000};  // TLS
+  // The request head must be complete within head_timeout of its first
+  // byte (of the connection, for the first request); the body within
+  // body_timeout of the head; an idle keep-alive connection is closed
+  // after keepalive_timeout; an answer must be taken within write_timeout.
+  std::chrono::milliseconds head_timeout{5'000};
+  std::chrono::milliseconds body_timeout{30'000};
+  std::chrono::milliseconds keepalive_timeout{30'000};
+  std::chrono::milliseconds write_timeout{30'000};
+  std::chrono::milliseconds handshake_timeout{5'000};  // TLS
   // An answer from the controller that takes longer is a 504.
   std::chrono::milliseconds handler_timeout{60'000};
   // Event-stream bytes a slow client may leave unread before it is dropped.

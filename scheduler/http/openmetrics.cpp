@@ -76,7 +76,11 @@ std::string render_openmetrics(const daemon::cluster_snapshot& s, const daemon::
   w.gauge("aqs_jobs_resizing", "Adaptive jobs between a new map and its acknowledgement.", resizing);
   w.gauge("aqs_jobs_suspended", "Jobs suspended.", suspended);
   w.family("aqs_jobs_ended", "counter", "Jobs that reached a final state since aqsd started, by state.");
-  for (const char* st : {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}) {
+  // Every final state from the core's one list (a hand-copied list once
+  // lost OUT_OF_MEMORY), each present from the start at 0.
+  for (const core::job_state js : core::k_all_job_states) {
+    if (!core::is_final(js)) continue;
+    const std::string st(core::to_string(js));
     auto it = m.jobs_ended.find(st);
     w.sample("aqs_jobs_ended_total", fmt::format("state=\"{}\"", st), std::to_string(it == m.jobs_ended.end() ? 0 : it->second));
   }

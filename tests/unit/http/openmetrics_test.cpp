@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/job_state.hpp"
 #include "http/openmetrics.hpp"
 #include "temp_dir.hpp"
 
@@ -100,6 +101,34 @@ TEST_CASE("the exposition is well-formed OpenMetrics: declared families, allowed
   CHECK(text.find("aqs_decision_seconds_bucket{le=\"0.0005\"} 1\n") != std::string::npos);
   CHECK(text.find("aqs_node_heartbeat_age_seconds{node=\"node0\\\"x\\\\\"} 0.25\n") != std::string::npos);
   CHECK(text.find("aqs_jobs_ended_total{state=\"COMPLETED\"} 1\n") != std::string::npos);
+}
+
+TEST_CASE("aqs_jobs_ended_total has a sample for every final state of the core's list, and none for the others") {
+  daemon::metrics m;
+  std::map<std::string, int> expected;
+  int n = 0;
+  for (const core::job_state js : core::k_all_job_states) {
+    if (!core::is_final(js)) continue;
+    ++n;  // a different count per state, so that no two samples can be confused
+    for (int i = 0; i < n; ++i) m.job_ended(std::string(core::to_string(js)));
+    expected[std::string(core::to_string(js))] = n;
+  }
+  REQUIRE(expected.count("OUT_OF_MEMORY") == 1);  // the state a hand-copied list once lost
+  const std::string text = http::render_openmetrics(daemon::cluster_snapshot{}, m.read());
+  for (const core::job_state js : core::k_all_job_states) {
+    const std::string name(core::to_string(js));
+    const std::string prefix = "aqs_jobs_ended_total{state=\"" + name + "\"} ";
+    if (core::is_final(js)) {
+      CHECK_MESSAGE(text.find(prefix + std::to_string(expected.at(name)) + "\n") != std::string::npos, name);
+    } else {
+      CHECK_MESSAGE(text.find(prefix) == std::string::npos, name);
+    }
+  }
+  // A fresh aqsd shows every final state at 0.
+  const std::string fresh = http::render_openmetrics(daemon::cluster_snapshot{}, daemon::metrics{}.read());
+  for (const auto& [name, count] : expected) {
+    CHECK_MESSAGE(fresh.find("aqs_jobs_ended_total{state=\"" + name + "\"} 0\n") != std::string::npos, name);
+  }
 }
 
 TEST_CASE("promtool check metrics finds nothing to lint in the exposition") {
