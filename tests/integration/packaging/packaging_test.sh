@@ -15,7 +15,8 @@
 # the partitions of the packaged /etc/aqs/aqs.conf, an upgrade in place
 # (dpkg -i of the newer packages, the services restarted as their units
 # say) with a job running that completes, a database from a newer AQS
-# refused, and dpkg --purge: every file of the packages and their
+# refused, faucetsd started as its unit says (READY=1, STOPPING=1), and
+# dpkg --purge: every file of the packages and their
 # configuration gone, the job database (/var/lib/aqs/postgres) and the aqs
 # user kept.
 #
@@ -50,7 +51,7 @@ if [[ ${AQS_PACKAGING_PHASE:-outside} == outside ]]; then
     echo "SKIP: /var/lib/aqs or /var/spool/aqs exists (an AQS of this machine's); this test would remove it" >&2
     exit 77
   fi
-  for tool in lintian systemd-analyze dpkg-buildpackage dh unshare setpriv jq mpicc pkg-config; do
+  for tool in lintian systemd-analyze dpkg-buildpackage dh unshare setpriv jq mpicc pkg-config openssl psql; do
     command -v "$tool" >/dev/null || fail "$tool is missing (./scripts/setup-deps installs it)"
   done
 
@@ -76,6 +77,7 @@ if [[ ${AQS_PACKAGING_PHASE:-outside} == outside ]]; then
     ((${#installed[@]})) && dpkg --purge "${installed[@]}" >/dev/null 2>&1
     rm -rf /var/lib/aqs /var/lib/aqs-faucets /var/spool/aqs
     rm -f /etc/aqs/node-pkgt*.env
+    rm -rf /etc/aqs/faucets
     rmdir /etc/aqs 2>/dev/null
     for u in "${created_users[@]}"; do
       getent passwd "$u" >/dev/null && userdel "$u" 2>/dev/null
@@ -409,6 +411,34 @@ setpriv --reuid aqs --regid aqs --init-groups \
   psql -qAt "host=/var/lib/aqs/postgres port=$pg_port user=postgres dbname=aqs" \
   -c "DELETE FROM schema_version WHERE version = 9999" >/dev/null 2>&1 || true
 
+step "faucetsd as its unit says"
+fd=/etc/aqs/faucets  # the administrator's files, as /etc/default/faucetsd suggests
+mkdir -p "$fd"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$fd/server.key" -out "$fd/server.crt" >/dev/null 2>&1 || fail "openssl could not make a certificate"
+od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$fd/c1.key"
+echo "c1 c1.key" >"$fd/clusters"
+echo "alice c1 $user" >"$fd/users"
+chown -R aqs-faucets: "$fd"
+chmod 0600 "$fd/server.key" "$fd/c1.key"
+sed -i "s|^FAUCETSD_OPTIONS=.*|FAUCETSD_OPTIONS=\"--cert $fd/server.crt --key $fd/server.key --clusters $fd/clusters --users $fd/users --listen 127.0.0.1:0\"|" \
+  /etc/default/faucetsd
+run_unit faucetsd.service "" "$tmp/faucetsd.log" NOTIFY_SOCKET="$tmp/notify.sock"
+faucetsd_pid=$unit_pid
+deadline=$((SECONDS + 180))
+until ready_from "$faucetsd_pid"; do
+  kill -0 "$faucetsd_pid" 2>/dev/null || fail "faucetsd exited before READY=1"
+  ((SECONDS < deadline)) || fail "no READY=1 from faucetsd (pid $faucetsd_pid)"
+  sleep 0.1
+done
+[[ $(ps -o user= -p "$faucetsd_pid") == aqs-faucets ]] || fail "faucetsd runs as $(ps -o user= -p "$faucetsd_pid")"
+[[ -S /var/lib/aqs-faucets/faucetsd.sock && -s /var/lib/aqs-faucets/faucetsd.addr ]] ||
+  fail "faucetsd reported READY=1 before its socket and address were there"
+kill -TERM "$faucetsd_pid"
+wait_for 60 "faucetsd to stop" bash -c "! kill -0 $faucetsd_pid 2>/dev/null"
+grep -q "^$faucetsd_pid STOPPING=1" "$tmp/notify.log" || fail "no STOPPING=1 from faucetsd"
+rm -rf "$fd"
+
 step "dpkg --purge"
 for n in "${nodes[@]}"; do
   kill -TERM "${agent_pid[$n]}" 2>/dev/null || true
@@ -417,7 +447,7 @@ for n in "${nodes[@]}"; do
   wait_for 60 "agent $n to stop" bash -c "! kill -0 ${agent_pid[$n]} 2>/dev/null"
 done
 # The private PostgreSQL goes with aqsd; none may be left for the purge.
-wait_for 60 "the private PostgreSQL to stop" bash -c "! pgrep -u aqs >/dev/null"
+wait_for 60 "the private PostgreSQL to stop" bash -c "! pgrep -u aqs >/dev/null && ! pgrep -u aqs-faucets >/dev/null"
 dpkg-query -L "${packages[@]}" | sort -u >"$tmp/files.list"
 rm -f /etc/aqs/node-pkgt*.env  # the administrator's own files, not the packages'
 dpkg --purge "${packages[@]}" >>"$tmp/dpkg.log" 2>&1 || fail "dpkg --purge failed: $(tail -n 5 "$tmp/dpkg.log")"
@@ -425,11 +455,12 @@ while read -r f; do
   [[ -d $f ]] && continue  # directories (and /lib, a link to one) may be shared
   [[ -e $f || -L $f ]] && fail "$f is still there after the purge"
 done <"$tmp/files.list"
-for f in /etc/aqs /etc/default/aqsd /etc/default/aqs-node /etc/default/faucetsd /var/spool/aqs /var/lib/aqs-faucets \
+for f in /etc/aqs /etc/default/aqsd /etc/default/aqs-node /etc/default/faucetsd /var/spool/aqs \
   /lib/systemd/system/aqsd.service /usr/bin/aqsd; do
   [[ ! -e $f ]] || fail "$f is still there after the purge"
 done
 [[ $(ls -A /var/lib/aqs) == postgres ]] || fail "/var/lib/aqs after the purge holds: $(ls -A /var/lib/aqs)"
 [[ -f /var/lib/aqs/postgres/data/PG_VERSION ]] || fail "the job database did not survive the purge"
+[[ $(ls -A /var/lib/aqs-faucets) == postgres ]] || fail "/var/lib/aqs-faucets after the purge holds: $(ls -A /var/lib/aqs-faucets)"
 getent passwd aqs >/dev/null || fail "the aqs user (owner of the job database) was removed"
 exit 0
