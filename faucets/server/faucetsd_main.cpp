@@ -16,6 +16,7 @@
 #include "daemon/job_records.hpp"
 #include "daemon/permissions.hpp"
 #include "daemon/server.hpp"
+#include "daemon/service_notify.hpp"
 #include "daemon/state_dir.hpp"
 #include "link/word_table.hpp"
 #include "logging/log.hpp"
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)");
   CLI11_PARSE(app, argc, argv);
   logging::set_program("faucetsd");
+  daemon::service_notifier service;  // systemd (Type=notify), out of the children's environment
   try {
     faucets::make_broker(policy);
   } catch (const std::exception& e) {
@@ -210,7 +212,9 @@ int main(int argc, char** argv) {
     logging::info("Faucets server: clusters on {}:{}{}, policy {}, {} clusters known", listen.substr(0, colon),
                   srv.cluster_port(), o.http ? ", users on " + http.substr(0, http.rfind(':')) + ":" + std::to_string(srv.http_port()) : "",
                   policy, o.cluster_keys.size());
+    service.ready(io, "serving");
     io.run();
+    service.stopping();
     if (supervisor) supervisor->stop();
     if (pg) pg->stop();
     logging::info("stopped");

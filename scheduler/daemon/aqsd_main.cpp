@@ -34,6 +34,7 @@
 #include "daemon/controller.hpp"
 #include "daemon/faucets_uplink.hpp"
 #include "daemon/server.hpp"
+#include "daemon/service_notify.hpp"
 #include "daemon/state_dir.hpp"
 #include "http/http_server.hpp"
 #include "link/word_table.hpp"
@@ -343,6 +344,8 @@ int main(int argc, char** argv) {
     l.value = std::get<double>(v);
   }
   logging::set_program("aqsd");
+  // systemd (Type=notify): taken out of the environment before any child starts.
+  daemon::service_notifier service;
   if (!log_level.empty()) logging::set_level(*logging::parse_level(log_level));
   try {
     (void)core::make_strategy(policy);
@@ -556,10 +559,12 @@ int main(int argc, char** argv) {
                 listen.empty() ? "" : " and " + listen.substr(0, listen.rfind(':')) + ":" + std::to_string(srv->tcp_port()),
                 policy, threads);
     report_ready(0);
+    service.ready(io, "serving on " + sopts.unix_socket->string());
     std::vector<std::thread> pool;
     for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
     io.run();
     for (auto& t : pool) t.join();
+    service.stopping();
     // Order matters: the controller's pools and the store's committers call
     // into the controller and the io_context, so they stop first.
     ctl.stop();
