@@ -19,7 +19,9 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <array>
 #include <deque>
+#include <functional>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -33,6 +35,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
 #include "aqs_cluster.hpp"
@@ -358,6 +361,11 @@ public:
     for (const int fd : fds_) ::close(fd);
     fds_.clear();
   }
+  // Sends `bytes` on every connection that is up (the start of a TLS
+  // ClientHello, say), and nothing more.
+  void send_all(const std::string& bytes) {
+    for (const int fd : fds_) (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
 
 private:
   std::vector<int> fds_;
@@ -414,7 +422,119 @@ bool answers(const faucets_site& site, const std::string& token, std::chrono::se
   }
 }
 
+// One TLS connection to the users' port, written and read byte by byte:
+// what a hostile client sends, with a time limit on everything.
+class raw_https {
+public:
+  raw_https(const faucets_site& site) : ctx_(asio::ssl::context::tls_client), s_(io_, ctx_) {
+    ctx_.set_verify_mode(asio::ssl::verify_none);
+    bool ok = false;
+    s_.lowest_layer().async_connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), site.http_port()),
+                                    [&](const boost::system::error_code& ec) {
+                                      if (ec) return;
+                                      s_.async_handshake(asio::ssl::stream_base::client,
+                                                         [&](const boost::system::error_code& hec) { ok = !hec; });
+                                    });
+    io_.run_for(20s);
+    REQUIRE_MESSAGE(ok, "no TLS connection to faucetsd");
+  }
+  // Sends `out`; reads until the server closes or `limit` passes. Returns
+  // what was read and whether the server closed.
+  std::pair<std::string, bool> exchange(const std::string& out, std::chrono::seconds limit) {
+    io_.restart();
+    std::string in;
+    bool closed = false;
+    std::array<char, 4096> chunk{};
+    std::function<void()> read_more = [&] {
+      s_.async_read_some(asio::buffer(chunk), [&](const boost::system::error_code& ec, std::size_t n) {
+        in.append(chunk.data(), n);
+        if (ec) {
+          closed = ec != asio::error::operation_aborted;
+          return;
+        }
+        read_more();
+      });
+    };
+    if (!out.empty()) {
+      asio::async_write(s_, asio::buffer(out), [&](const boost::system::error_code&, std::size_t) {});
+    }
+    read_more();
+    io_.run_for(limit);
+    if (!closed) {
+      // Still open: stop reading, keep the connection.
+      boost::system::error_code ec;
+      s_.lowest_layer().cancel(ec);
+      io_.restart();
+      io_.run_for(2s);
+    }
+    return {in, closed};
+  }
+
+private:
+  asio::io_context io_;
+  asio::ssl::context ctx_;
+  asio::ssl::stream<asio::ip::tcp::socket> s_;
+};
+
 }  // namespace
+
+TEST_CASE("the token is checked from the head, before any byte of a body is read; bodies are bounded") {
+  faucets_site site({"one"}, "* * *\n");
+  const auto alice = throwaway("aqs-faucets-a");
+  const std::string ta = site.token_for(&alice);
+  SUBCASE("no token, a 15 MiB body announced and not sent: 401 at once") {
+    raw_https c(site);
+    const auto [in, closed] =
+        c.exchange("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 15728640\r\n\r\n{",
+                   20s);
+    CHECK_MESSAGE(in.rfind("HTTP/1.1 401", 0) == 0, in);
+    CHECK(closed);
+  }
+  SUBCASE("a valid token and a body over the route's limit: 413 before it is read") {
+    raw_https c(site);
+    const auto [in, closed] = c.exchange("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ta +
+                                             "\r\nContent-Length: 104857600\r\n\r\n{",
+                                         20s);
+    CHECK_MESSAGE(in.rfind("HTTP/1.1 413", 0) == 0, in);
+  }
+  SUBCASE("a GET with a body over 64 KiB: 413") {
+    raw_https c(site);
+    const auto [in, closed] = c.exchange("GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ta +
+                                             "\r\nContent-Length: 1048576\r\n\r\n",
+                                         20s);
+    CHECK_MESSAGE(in.rfind("HTTP/1.1 413", 0) == 0, in);
+  }
+}
+
+TEST_CASE("a connection that sends nothing, or half a head, is closed at the head deadline") {
+  faucets_site site({"one"}, "* * *\n", {"--head-timeout", "2"});
+  {
+    raw_https c(site);
+    const auto [in, closed] = c.exchange("", 60s);
+    CHECK_MESSAGE(closed, "an idle TLS connection was kept 60 s");
+  }
+  {
+    raw_https c(site);
+    const auto [in, closed] = c.exchange("GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n", 60s);
+    CHECK_MESSAGE(closed, "a half-sent head was kept 60 s");
+  }
+}
+
+TEST_CASE("one user holds at most --http-max-per-user connections; others still get in") {
+  faucets_site site({"one"}, "* * *\n", {"--http-max-per-user", "2", "--head-timeout", "120"});
+  const auto alice = throwaway("aqs-faucets-a");
+  const auto bob = throwaway("aqs-faucets-b");
+  const std::string ta = site.token_for(&alice), tb = site.token_for(&bob);
+  const std::string get_a = "GET /api/v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ta + "\r\n\r\n";
+  raw_https c1(site), c2(site), c3(site);
+  CHECK(c1.exchange(get_a, 2s).first.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(c2.exchange(get_a, 2s).first.rfind("HTTP/1.1 200", 0) == 0);
+  const auto third = c3.exchange(get_a, 10s);
+  CHECK_MESSAGE(third.first.rfind("HTTP/1.1 429", 0) == 0, third.first);
+  CHECK(third.second);
+  CHECK_MESSAGE(answers(site, tb, 10s), "bob, while alice holds her connections");
+}
 
 TEST_CASE("an idle-connection flood from one address leaves faucetsd serving other addresses and users") {
   raise_own_nofile();
@@ -486,6 +606,13 @@ TEST_CASE("faucetsd's memory under an idle flood at its connection caps stays bo
                                                                << during << " KiB");
   CHECK(held < 1024 + 64);
   CHECK(during - before < 256 * 1024);
+  // Each of them starts a TLS handshake (one byte of a ClientHello) and
+  // stops: now each holds TLS state until the handshake deadline.
+  for (auto& f : floods) f->send_all(std::string(1, '\x16'));
+  std::this_thread::sleep_for(3s);
+  const long tls = rss_kib(site.pid());
+  MESSAGE("the same connections each one byte into a TLS handshake: RSS " << tls << " KiB");
+  CHECK(tls - before < 256 * 1024);
 }
 
 TEST_CASE("a cluster holding a valid key cannot complete or adopt a job it was never given") {
