@@ -2,6 +2,7 @@
 // tokens faucetsd issued (ftoken on its Unix socket), each request acting
 // as the token's user; root sees and cancels every job. TLS with --http-cert,
 // plain HTTP only on loopback. And the overview page at /.
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -242,19 +243,25 @@ std::optional<response_t> preflight(faucets_server& srv, const bhttp::request_pa
 template <class Stream>
 asio::awaitable<void> faucets_server::user_session(Stream& stream, conn_slot& slot, watchdog& dog) {
   const auto& L = options_.limits;
-  beast::flat_buffer buf(L.max_head + (std::size_t{64} << 10));
+  // Big enough for a whole head; a body streams through it.
+  beast::flat_buffer buf(L.max_head + 4096);
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(L.max_head));
-    parser.body_limit(L.max_other_body);
+    // The route's own limit is set once the head is read (preflight); a
+    // declared length over the largest any route takes fails the head.
+    parser.body_limit(std::max(L.max_job_body, L.max_other_body));
     boost::system::error_code ec;
     // From the connection's start (or the previous answer) to the end of
     // the head: a peer that sends nothing, or dribbles, is closed.
     dog.arm(L.head_timeout);
     co_await bhttp::async_read_header(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      if (ec == bhttp::error::header_limit) {
-        auto res = error(431, "the request's head is over " + std::to_string(L.max_head) + " bytes");
+      if (ec == bhttp::error::header_limit || ec == bhttp::error::body_limit) {
+        auto res = ec == bhttp::error::header_limit
+                       ? error(431, "the request's head is over " + std::to_string(L.max_head) + " bytes")
+                       : error(413, "the body is over " + std::to_string(std::max(L.max_job_body, L.max_other_body)) +
+                                        " bytes, the most any route takes");
         res.keep_alive(false);
         dog.arm(L.body_timeout);
         co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
