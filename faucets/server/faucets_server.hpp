@@ -3,6 +3,7 @@
 // report, how far away they are), job_router.cpp (placing each job by the
 // broker policy, following it to its end, sending a lost cluster's queued
 // jobs elsewhere) and user_api.cpp (users' HTTP API and the overview page).
+// Every port's caps and deadlines are in conn_limits.hpp.
 // Everything runs on one io_context thread: no locks.
 #pragma once
 
