@@ -499,6 +499,16 @@ TEST_CASE("the token is checked from the head, before any byte of a body is read
                                          20s);
     CHECK_MESSAGE(in.rfind("HTTP/1.1 413", 0) == 0, in);
   }
+  SUBCASE("a job with a 4 MiB script, under the limit, is taken whole") {
+    json job = job_of("big-script");
+    std::string script = "#!/bin/sh\n";
+    while (script.size() < (std::size_t{4} << 20)) script += "# padding padding padding padding padding padding\n";
+    job["script"] = script;
+    job.erase("argv");
+    auto c = site.client(ta);
+    const auto id = c.submit("one", job).id;
+    CHECK(c.job(id)["name"] == "big-script");
+  }
   SUBCASE("a GET with a body over 64 KiB: 413") {
     raw_https c(site);
     const auto [in, closed] = c.exchange("GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ta +
