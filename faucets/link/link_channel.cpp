@@ -24,13 +24,13 @@ link_channel::link_channel(tls_socket socket) : socket_(std::move(socket)) {
 
 link_channel::~link_channel() = default;
 
-asio::awaitable<nlohmann::json> link_channel::read() {
+asio::awaitable<nlohmann::json> link_channel::read(std::size_t max_frame) {
   std::array<unsigned char, protocol::k_frame_header> head{};
   co_await asio::async_read(socket_, asio::buffer(head), asio::use_awaitable);
   const std::uint32_t n = (std::uint32_t{head[0]} << 24) | (std::uint32_t{head[1]} << 16) |
                           (std::uint32_t{head[2]} << 8) | std::uint32_t{head[3]};
-  if (n > k_max_link_frame) throw link_error("the peer sent a frame of " + std::to_string(n) + " bytes (at most " +
-                                             std::to_string(k_max_link_frame) + ")");
+  if (n > max_frame) throw link_error("the peer sent a frame of " + std::to_string(n) + " bytes (at most " +
+                                      std::to_string(max_frame) + ")");
   std::string body(n, '\0');
   co_await asio::async_read(socket_, asio::buffer(body), asio::use_awaitable);
   nlohmann::json m;

@@ -39,9 +39,11 @@ public:
   link_channel& operator=(const link_channel&) = delete;
 
   // The next message, a JSON object with a string "type". Throws link_error
-  // (closed, a frame over k_max_link_frame, not JSON, no type) or
-  // boost::system::system_error (the connection broke).
-  boost::asio::awaitable<nlohmann::json> read();
+  // (closed, a frame over `max_frame`, not JSON, no type) or
+  // boost::system::system_error (the connection broke). A frame's bytes are
+  // allocated only once its header is read: a peer not yet authenticated is
+  // read with a small `max_frame`.
+  boost::asio::awaitable<nlohmann::json> read(std::size_t max_frame = k_max_link_frame);
   // Queues `m` to be written after what is queued already.
   void send(nlohmann::json m);
   // Closes the connection (queued writes are dropped); a pending read ends.

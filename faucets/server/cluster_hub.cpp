@@ -4,11 +4,14 @@
 #include <utility>
 
 #include <chrono>
+#include <limits>
+#include <optional>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <pqxx/except>
 
@@ -38,42 +41,70 @@ double steady_s() {
 }  // namespace
 
 asio::awaitable<void> faucets_server::accept_clusters() {
+  const auto& L = options_.limits;
+  asio::steady_timer backoff(io_);
   while (!stopped_) {
     boost::system::error_code ec;
     auto sock = co_await clusters_acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (stopped_ || ec == asio::error::operation_aborted) co_return;
+      // Out of descriptors (EMFILE) and the like: wait rather than spin.
+      if (const auto n = cluster_accept_errors_.due()) {
+        logging::warn("clusters' port: cannot accept a connection ({}, {} time(s)); trying again every {} ms",
+                      ec.message(), n, k_accept_backoff.count());
+      }
+      backoff.expires_after(k_accept_backoff);
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
-    asio::co_spawn(io_, cluster_session(std::move(sock)), asio::detached);
+    boost::system::error_code rec;
+    const auto ep = sock.remote_endpoint(rec);
+    const std::string address = rec ? std::string("?") : ep.address().to_string();
+    // Until it proves a cluster's key, a peer counts against its address.
+    if (const auto why =
+            admit(*cluster_conns_, address, L.cluster_max_connections, L.cluster_max_per_address, "clusters' port")) {
+      if (const auto n = cluster_refusals_.due()) logging::warn("cluster link: {} connection(s) refused: {}", n, *why);
+      boost::system::error_code ignore;
+      sock.close(ignore);
+      continue;
+    }
+    conn_slot slot(cluster_conns_, address);
+    asio::co_spawn(io_, cluster_session(std::move(sock), std::move(slot)), asio::detached);
   }
 }
 
-asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw) {
+asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw, conn_slot slot) {
   std::string remote = "?";
   {
     boost::system::error_code ec;
     const auto ep = raw.remote_endpoint(ec);
     if (!ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
   }
+  // The first byte, the handshake, then the hello, each within the deadline;
+  // no TLS state (some 80 KiB) for a peer that sends nothing.
+  std::optional<watchdog> dog;
+  {
+    dog.emplace(raw);
+    dog->arm(options_.limits.handshake_timeout);
+    boost::system::error_code ec;
+    co_await raw.async_wait(asio::ip::tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || dog->fired()) co_return;
+  }
   auto sock = std::make_shared<tls_socket>(std::move(raw), *tls_);
-  // The handshake and hello must be done within 10 s.
-  auto deadline = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(10));
-  deadline->async_wait([weak = std::weak_ptr<tls_socket>(sock)](const boost::system::error_code& ec) {
-    if (auto s = weak.lock(); s && !ec) {
-      boost::system::error_code ignore;
-      s->lowest_layer().close(ignore);
-    }
-  });
+  dog.emplace(sock->next_layer());
+  dog->arm(options_.limits.handshake_timeout);
   std::shared_ptr<link_channel> ch;
   cluster_entry* entry = nullptr;
   try {
     co_await sock->async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
     ch = std::make_shared<link_channel>(std::move(*sock));
+    dog.emplace(ch->socket().next_layer());
+    dog->arm(options_.limits.handshake_timeout);
     const std::string nonce = protocol::make_nonce();
     ch->send(json{{"type", "challenge"}, {"nonce", nonce}});
-    const json hello = co_await ch->read();
-    deadline->cancel();
+    // Read before the key is proven: a small frame only.
+    const json hello = co_await ch->read(options_.limits.max_hello_frame);
+    dog->disarm();
     const auto refuse = [&](const std::string& why) {
       logging::warn("cluster link from {} refused: {}", remote, why);
       ch->send(json{{"type", "error"}, {"message", why}});
@@ -93,6 +124,8 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw)
       refuse("cluster '" + name + "' did not prove its key");
       throw link_error("bad key");
     }
+    // Proven: no longer one of its address's handshakes.
+    slot.rekey("cluster " + name, std::numeric_limits<std::size_t>::max());
     cluster_entry& c = clusters_[name];
     c.last_heard = std::chrono::steady_clock::now();
     if (c.channel && !c.channel->closed()) {
@@ -123,7 +156,7 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw)
   } catch (const std::exception& e) {
     if (entry == nullptr) logging::warn("cluster link from {} ended before it was accepted: {}", remote, e.what());
   }
-  deadline->cancel();
+  dog.reset();
   if (ch) ch->close();
   if (entry != nullptr && entry->channel == ch) cluster_down(*entry);
 }

@@ -40,6 +40,15 @@ std::optional<std::string> user_map::local_user(const std::string& user, const s
   return std::nullopt;
 }
 
+bool user_map::maps_to_root(const std::string& user, const std::string& cluster) const {
+  for (const auto& r : rules_) {
+    if ((r.user == "*" || r.user == user) && (r.cluster == "*" || r.cluster == cluster)) {
+      if ((r.local == "*" ? user : r.local) == "root") return true;
+    }
+  }
+  return false;
+}
+
 namespace {
 std::pair<std::string, std::string> split(const std::string& hp, const char* what) {
   const auto colon = hp.rfind(':');
@@ -77,6 +86,7 @@ faucets_server::faucets_server(asio::io_context& io, faucets_store& store, serve
       router_wake_(io),
       answer_wake_(io) {
   for (const auto& [name, key] : options_.cluster_keys) clusters_[name].name = name;
+  bodies_->cap = options_.limits.max_bodies_in_flight;
 }
 
 faucets_server::~faucets_server() = default;
@@ -114,6 +124,20 @@ void faucets_server::stop() {
   });
 }
 
+std::optional<std::string> faucets_server::no_cluster_for(const std::string& owner) const {
+  if (owner == "root") return "faucetsd never runs a job as root: submit as the user the job should run as";
+  std::string root_on;
+  for (const auto& [name, c] : clusters_) {
+    if (options_.users.local_user(owner, name)) return std::nullopt;
+    if (options_.users.maps_to_root(owner, name)) root_on += (root_on.empty() ? "" : ", ") + name;
+  }
+  if (!root_on.empty()) {
+    return "the admin's user table maps user '" + owner + "' to root (on " + root_on +
+           ") and lets them run nowhere else; faucetsd never runs a job as root";
+  }
+  return "the admin's user table lets user '" + owner + "' run on no cluster of this server";
+}
+
 std::int64_t faucets_server::submit(const std::string& owner, const std::string& cluster, json submit_message,
                                     std::string* error) {
   if (cluster != "auto" && !clusters_.contains(cluster)) {
@@ -124,9 +148,23 @@ std::int64_t faucets_server::submit(const std::string& owner, const std::string&
     }() + ")";
     return 0;
   }
-  if (cluster != "auto" && !options_.users.local_user(owner, cluster)) {
-    *error = "user '" + owner + "' may not run jobs on cluster '" + cluster + "' (the admin's user table)";
+  if (owner == "root") {
+    *error = *no_cluster_for(owner);
     return 0;
+  }
+  if (cluster != "auto" && !options_.users.local_user(owner, cluster)) {
+    *error = options_.users.maps_to_root(owner, cluster)
+                 ? "the admin's user table maps user '" + owner + "' to root on cluster '" + cluster +
+                       "', and faucetsd never runs a job as root"
+                 : "user '" + owner + "' may not run jobs on cluster '" + cluster + "' (the admin's user table)";
+    return 0;
+  }
+  if (cluster == "auto") {
+    // Queued, it would wait for ever: no cluster would ever take it.
+    if (auto why = no_cluster_for(owner)) {
+      *error = *why;
+      return 0;
+    }
   }
   // The job must be one aqsd would take: validated here with aqsd's own rules.
   protocol::message parsed;

@@ -3,6 +3,7 @@
 // report, how far away they are), job_router.cpp (placing each job by the
 // broker policy, following it to its end, sending a lost cluster's queued
 // jobs elsewhere) and user_api.cpp (users' HTTP API and the overview page).
+// Every port's caps and deadlines are in conn_limits.hpp.
 // Everything runs on one io_context thread: no locks.
 #pragma once
 
@@ -29,6 +30,7 @@
 #include "daemon/token_authority.hpp"
 #include "link/link_channel.hpp"
 #include "link/link_messages.hpp"
+#include "server/conn_limits.hpp"
 #include "server/faucets_store.hpp"
 
 namespace aqs::faucets {
@@ -41,6 +43,9 @@ public:
   static user_map parse(const std::string& text, const std::string& origin);
   static user_map load(const std::filesystem::path& file);
   std::optional<std::string> local_user(const std::string& user, const std::string& cluster) const;
+  // Whether a rule that matches maps `user` to root on `cluster` (so that
+  // local_user refuses it: faucetsd never runs a job as root).
+  bool maps_to_root(const std::string& user, const std::string& cluster) const;
 
 private:
   struct rule {
@@ -65,6 +70,7 @@ struct server_options {
   std::chrono::milliseconds silence_limit{10'000};
   std::string token_key;  // signs the users' bearer tokens
   std::optional<std::filesystem::path> revoked_tokens;
+  server_limits limits;  // caps and deadlines of every port (conn_limits.hpp)
 };
 
 struct cluster_entry {
@@ -102,11 +108,14 @@ public:
   const daemon::token_authority& tokens() const noexcept { return tokens_; }
   faucets_store& store() noexcept { return store_; }
   const std::string& policy() const noexcept { return options_.policy; }
+  const server_limits& limits() const noexcept { return options_.limits; }
+  // Why `owner` may run on no cluster of this server, or nullopt.
+  std::optional<std::string> no_cluster_for(const std::string& owner) const;
 
 private:
   // cluster_hub.cpp
   boost::asio::awaitable<void> accept_clusters();
-  boost::asio::awaitable<void> cluster_session(boost::asio::ip::tcp::socket sock);
+  boost::asio::awaitable<void> cluster_session(boost::asio::ip::tcp::socket sock, conn_slot slot);
   void cluster_up(cluster_entry& c);
   void cluster_down(cluster_entry& c);
   void on_cluster_message(cluster_entry& c, const nlohmann::json& m);
@@ -120,12 +129,14 @@ private:
   void on_refused(cluster_entry& c, std::int64_t fid, const std::string& why);
   void on_update(cluster_entry& c, const job_update& u);
   void on_copy(cluster_entry& c, const stored_job& j, const job_update& u);
+  // A cluster spoke of a job faucetsd never forwarded there: one log line.
+  void refuse_claim(cluster_entry& c, std::int64_t fid, std::int64_t local_id, const std::string& what);
   void on_start(cluster_entry& c, std::int64_t fid, std::int64_t local_id);
   void check_lost_clusters();
   // user_api.cpp
   boost::asio::awaitable<void> accept_users();
   template <class Stream>
-  boost::asio::awaitable<void> user_session(Stream& stream);
+  boost::asio::awaitable<void> user_session(Stream& stream, conn_slot& slot, watchdog& dog);
 
   boost::asio::io_context& io_;
   faucets_store& store_;
@@ -135,6 +146,10 @@ private:
   std::unique_ptr<boost::asio::ssl::context> tls_, http_tls_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> clusters_acceptor_, users_acceptor_;
   unsigned short cluster_port_ = 0, http_port_ = 0;
+  std::shared_ptr<conn_counts> http_conns_ = std::make_shared<conn_counts>();
+  std::shared_ptr<conn_counts> cluster_conns_ = std::make_shared<conn_counts>();
+  std::shared_ptr<body_budget> bodies_ = std::make_shared<body_budget>();
+  log_throttle http_refusals_, cluster_refusals_, http_accept_errors_, cluster_accept_errors_;
   std::map<std::string, cluster_entry> clusters_;
   boost::asio::steady_timer router_wake_;
   bool stopped_ = false;

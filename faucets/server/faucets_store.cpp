@@ -3,6 +3,8 @@
 
 #include <pqxx/pqxx>
 
+#include "core/job_state.hpp"
+
 namespace aqs::faucets {
 
 namespace {
@@ -43,7 +45,20 @@ nlohmann::json opt(const std::optional<T>& v) {
 }  // namespace
 
 bool is_final_state(const std::string& s) {
-  return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED" || s == "TIMEOUT" || s == "NODE_FAIL";
+  const auto state = core::parse_job_state(s);
+  return state && core::is_final(*state);
+}
+
+const std::string& final_states_array() {
+  static const std::string text = [] {
+    std::string out = "{";
+    for (const auto s : core::k_all_job_states) {
+      if (!core::is_final(s)) continue;
+      out += (out.size() > 1 ? "," : "") + std::string(core::to_string(s));
+    }
+    return out + "}";
+  }();
+  return text;
 }
 
 nlohmann::json to_json(const stored_job& j) {
@@ -116,11 +131,23 @@ void faucets_store::event(std::int64_t id, const std::string& event, const std::
   });
 }
 
-std::int64_t faucets_store::dispatched(std::int64_t id, const std::string& detail) {
+std::int64_t faucets_store::dispatched(std::int64_t id, const std::string& cluster, const std::string& detail) {
   return with_tx([&](pqxx::work& tx) {
     const auto r = tx.exec_params1("UPDATE faucets_jobs SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts", id);
+    const auto attempt = r[0].as<std::int64_t>();
+    tx.exec_params("INSERT INTO faucets_forwards (job_id, cluster, attempt) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                   id, cluster, attempt);
     tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'dispatched', $2)", id, detail);
-    return r[0].as<std::int64_t>();
+    return attempt;
+  });
+}
+
+bool faucets_store::forwarded_to(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> attempt) {
+  return with_tx([&](pqxx::work& tx) {
+    return !tx.exec_params("SELECT 1 FROM faucets_forwards WHERE job_id = $1 AND cluster = $2 AND "
+                           "($3::bigint IS NULL OR attempt = $3) LIMIT 1",
+                           id, cluster, attempt)
+                .empty();
   });
 }
 
@@ -205,9 +232,9 @@ void faucets_store::forget_abandoned(std::int64_t id, const std::string& cluster
 std::vector<stored_job> faucets_store::live_jobs() {
   return with_tx([&](pqxx::work& tx) {
     std::vector<stored_job> out;
-    for (const auto& r : tx.exec(std::string("SELECT ") + k_columns +
-                                 " FROM faucets_jobs WHERE state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED', "
-                                 "'TIMEOUT', 'NODE_FAIL') ORDER BY id")) {
+    for (const auto& r : tx.exec_params(std::string("SELECT ") + k_columns +
+                                            " FROM faucets_jobs WHERE state <> ALL ($1::text[]) ORDER BY id",
+                                        final_states_array())) {
       out.push_back(row_to_job(r));
     }
     return out;
@@ -220,10 +247,9 @@ std::vector<stored_job> faucets_store::jobs(const std::optional<std::string>& ow
     std::vector<stored_job> out;
     const auto rows = tx.exec_params(
         std::string("SELECT ") + k_columns +
-            " FROM faucets_jobs WHERE ($1::text IS NULL OR owner = $1) AND ($2 OR state NOT IN ('COMPLETED', "
-            "'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL')) AND ($3::text IS NULL OR cluster = $3) "
-            "ORDER BY id DESC LIMIT $4",
-        owner, all, cluster, limit);
+            " FROM faucets_jobs WHERE ($1::text IS NULL OR owner = $1) AND ($2 OR state <> ALL ($5::text[])) "
+            "AND ($3::text IS NULL OR cluster = $3) ORDER BY id DESC LIMIT $4",
+        owner, all, cluster, limit, final_states_array());
     for (const auto& r : rows) out.push_back(row_to_job(r));
     return out;
   });

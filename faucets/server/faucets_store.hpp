@@ -48,7 +48,13 @@ struct abandoned_placement {
   std::optional<std::int64_t> local_id;
 };
 
+// A job in this state has ended for good: the core's final states
+// (core::is_final over core::k_all_job_states), never a list of faucetsd's
+// own. "UNKNOWN" (its cluster is away) is not final.
 bool is_final_state(const std::string& state);
+// The same states as a PostgreSQL array literal ("{COMPLETED,...}"), bound
+// into every query that tells live jobs from ended ones.
+const std::string& final_states_array();
 
 class faucets_store {
 public:
@@ -63,7 +69,11 @@ public:
   // attempt number (1, 2, ...), which names this forward's copy on the
   // cluster (its submit token), so a copy cancelled there is never mistaken
   // for a later forward's.
-  std::int64_t dispatched(std::int64_t id, const std::string& detail);
+  // The forward is recorded (job, cluster, attempt) for forwarded_to.
+  std::int64_t dispatched(std::int64_t id, const std::string& cluster, const std::string& detail);
+  // Whether faucetsd ever forwarded job `id` to `cluster` (that attempt, or
+  // any when unset): what a cluster may speak about beside its placements.
+  bool forwarded_to(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> attempt);
   void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail);
   // The cluster is about to launch it: from now on it counts as started (it
   // is never placed elsewhere), with this start time if it had none.

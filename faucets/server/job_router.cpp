@@ -62,6 +62,13 @@ job_ask ask_of(const stored_job& j, const json& submit) {
 }  // namespace
 
 asio::awaitable<bool> faucets_server::place(stored_job j) {
+  // No cluster would ever take it (the user table maps its owner to root,
+  // or to no one, everywhere): it ends with that reason, never waits silently.
+  if (auto why = no_cluster_for(j.owner)) {
+    store_.set_state(j.id, "FAILED", "failed", *why);
+    logging::warn("job {} of {}: {}", j.id, j.owner, *why);
+    co_return false;
+  }
   const json submit = json::parse(j.submit);
   const job_ask ask = ask_of(j, submit);
   std::vector<cluster_view> eligible;
@@ -140,7 +147,7 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
   cluster_entry& c = it->second;
   const std::string local = *options_.users.local_user(j.owner, c.name);
   const std::int64_t attempt =
-      store_.dispatched(j.id, "to " + c.name + " as " + local + " by " + options_.policy + ": " + chosen->reason);
+      store_.dispatched(j.id, c.name, "to " + c.name + " as " + local + " by " + options_.policy + ": " + chosen->reason);
   forwards_[j.id] = forward_wait{c.name, attempt, std::nullopt, std::nullopt, false};
   c.channel->send(json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
                        {"local_user", local}, {"submit", submit}});
@@ -194,6 +201,10 @@ void faucets_server::on_forwarded(cluster_entry& c, std::int64_t fid, std::int64
   // A late answer (we gave up waiting, or placed it elsewhere since).
   const auto j = store_.job(fid);
   if (j && j->cluster == c.name) return;
+  if (!j || !store_.forwarded_to(fid, c.name, std::nullopt)) {
+    refuse_claim(c, fid, local_id, "forwarded");
+    return;
+  }
   if (const auto local = j ? options_.users.local_user(j->owner, c.name) : std::nullopt) {
     c.channel->send(json{{"type", "cancel"}, {"fid", fid}, {"job_id", local_id}, {"local_user", *local}});
   }
@@ -209,8 +220,17 @@ void faucets_server::on_refused(cluster_entry& c, std::int64_t fid, const std::s
 
 void faucets_server::on_update(cluster_entry& c, const job_update& u) {
   const auto j = store_.job(u.fid);
-  if (!j) return;
+  if (!j) {
+    refuse_claim(c, u.fid, u.job_id, "job_update " + u.state);
+    return;
+  }
   if (j->cluster != c.name || j->local_id != u.job_id) {
+    // Not its placement: believed only as a copy faucetsd forwarded there
+    // (that attempt, when the cluster names it).
+    if (!store_.forwarded_to(j->id, c.name, u.attempt)) {
+      refuse_claim(c, j->id, u.job_id, "job_update " + u.state);
+      return;
+    }
     if (is_final_state(u.state) || u.state == "UNKNOWN") return;
     on_copy(c, *j, u);
     return;
@@ -222,6 +242,11 @@ void faucets_server::on_update(cluster_entry& c, const job_update& u) {
   }
   store_.update(j->id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
   if (is_final_state(u.state)) wake_router();
+}
+
+void faucets_server::refuse_claim(cluster_entry& c, std::int64_t fid, std::int64_t local_id, const std::string& what) {
+  logging::warn("cluster '{}' reported job {} (its {}), which faucetsd never forwarded there: refused ({})", c.name, fid,
+                local_id, what);
 }
 
 // A live copy on `c` that is not the job's placement: a forward whose answer

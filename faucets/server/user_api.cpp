@@ -2,6 +2,7 @@
 // tokens faucetsd issued (ftoken on its Unix socket), each request acting
 // as the token's user; root sees and cancels every job. TLS with --http-cert,
 // plain HTTP only on loopback. And the overview page at /.
+#include <algorithm>
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -10,6 +11,8 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 
 #include <pqxx/except>
@@ -18,6 +21,7 @@
 #include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
 #include "server/faucets_server.hpp"
+#include "daemon/token_authority.hpp"
 
 namespace aqs::faucets {
 
@@ -201,17 +205,114 @@ static response_t handle_request(faucets_server& srv, const request_t& req) {
   return error(404, "no such route: " + std::string(req.method_string()) + " " + path);
 }
 
+namespace {
+
+// Decides from a request's head alone, before any of its body is read:
+// who asks (the token) for every /api/v1 route, the user's connection cap,
+// and how large a body the route takes. An answer here ends the connection.
+std::optional<response_t> preflight(faucets_server& srv, const bhttp::request_parser<bhttp::string_body>& parser,
+                                    conn_slot& slot, std::size_t* body_limit) {
+  const auto& L = srv.limits();
+  const auto& h = parser.get();
+  const std::string target(h.target());
+  const std::string path = target.substr(0, target.find('?'));
+  *body_limit = L.max_other_body;
+  if (path == "/") return std::nullopt;
+  if (path.rfind("/api/v1/", 0) != 0) return error(404, "no such route: " + std::string(h.method_string()) + " " + path);
+  const auto auth = h.find(bhttp::field::authorization);
+  if (auth == h.end()) return error(401, "no bearer token (get one with ftoken --socket FAUCETSD_SOCKET)");
+  const std::string value(auth->value());
+  if (value.rfind("Bearer ", 0) != 0) return error(401, "the Authorization header must be \"Bearer TOKEN\"");
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto verdict = srv.tokens().verify(std::string_view(value).substr(7), now_us);
+  if (const auto* why = std::get_if<std::string>(&verdict)) return error(401, "token refused: " + *why);
+  const auto& who = std::get<daemon::token_claims>(verdict);
+  if (!slot.rekey("user " + who.user, L.http_max_per_user)) {
+    logging::warn("HTTP: user {} already holds {} connections (at most {}): one more refused", who.user,
+                  L.http_max_per_user, L.http_max_per_user);
+    return error(429, "user " + who.user + " already holds " + std::to_string(L.http_max_per_user) +
+                          " connections to faucetsd (at most that many): close some and retry");
+  }
+  if (path == "/api/v1/jobs" && h.method() == bhttp::verb::post) *body_limit = L.max_job_body;
+  return std::nullopt;
+}
+
+}  // namespace
+
 template <class Stream>
-asio::awaitable<void> faucets_server::user_session(Stream& stream) {
-  beast::flat_buffer buf;
+asio::awaitable<void> faucets_server::user_session(Stream& stream, conn_slot& slot, watchdog& dog) {
+  const auto& L = options_.limits;
+  // Big enough for a whole head; a body streams through it.
+  beast::flat_buffer buf(L.max_head + 4096);
   for (;;) {
-    request_t req;
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.body_limit(std::size_t{16} << 20);
+    parser.header_limit(static_cast<std::uint32_t>(L.max_head));
+    // The route's own limit is set once the head is read (preflight); a
+    // declared length over the largest any route takes fails the head.
+    parser.body_limit(std::max(L.max_job_body, L.max_other_body));
     boost::system::error_code ec;
-    co_await bhttp::async_read(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;
-    req = parser.release();
+    // From the connection's start (or the previous answer) to the end of
+    // the head: a peer that sends nothing, or dribbles, is closed.
+    dog.arm(L.head_timeout);
+    co_await bhttp::async_read_header(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (ec == bhttp::error::header_limit || ec == bhttp::error::body_limit) {
+        auto res = ec == bhttp::error::header_limit
+                       ? error(431, "the request's head is over " + std::to_string(L.max_head) + " bytes")
+                       : error(413, "the body is over " + std::to_string(std::max(L.max_job_body, L.max_other_body)) +
+                                        " bytes, the most any route takes");
+        res.keep_alive(false);
+        dog.arm(L.body_timeout);
+        co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      }
+      co_return;
+    }
+    std::size_t limit = 0;
+    std::optional<body_reservation> reserved;
+    std::optional<response_t> early = preflight(*this, parser, slot, &limit);
+    if (!early && !parser.is_done()) {
+      const auto declared = parser.content_length();
+      if (declared && *declared > limit) {
+        early = error(413, "the body is " + std::to_string(*declared) + " bytes; this route takes at most " +
+                               std::to_string(limit));
+      } else {
+        reserved = body_reservation::take(bodies_, declared ? static_cast<std::size_t>(*declared) : limit);
+        if (!reserved) {
+          logging::warn("HTTP: {} bytes of request bodies are being read already: a body from {} waits", bodies_->in_use,
+                        slot.key());
+          early = error(503, "faucetsd is reading too many request bodies at once; try again");
+        }
+      }
+    }
+    if (early) {
+      // The body (if any) stays unread: the connection ends with the answer.
+      early->keep_alive(false);
+      dog.arm(L.body_timeout);
+      co_await bhttp::async_write(stream, *early, asio::redirect_error(asio::use_awaitable, ec));
+      co_return;
+    }
+    if (!parser.is_done()) {
+      parser.body_limit(limit);
+      if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+        bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
+        co_await bhttp::async_write(stream, cont, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) co_return;
+      }
+      dog.arm(L.body_timeout);
+      co_await bhttp::async_read(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (ec == bhttp::error::body_limit) {
+          auto res = error(413, "the body is over " + std::to_string(limit) + " bytes, the most this route takes");
+          res.keep_alive(false);
+          co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        }
+        co_return;
+      }
+    }
+    dog.disarm();
+    reserved.reset();
+    request_t req = parser.release();
     response_t res;
     try {
       res = handle_request(*this, req);
@@ -225,36 +326,70 @@ asio::awaitable<void> faucets_server::user_session(Stream& stream) {
       res = error(500, std::string("internal error: ") + e.what());
     }
     res.keep_alive(req.keep_alive());
+    // A peer that does not read its answer is closed too.
+    dog.arm(L.body_timeout);
     co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !req.keep_alive()) co_return;
   }
 }
 
 asio::awaitable<void> faucets_server::accept_users() {
+  const auto& L = options_.limits;
+  asio::steady_timer backoff(io_);
   while (!stopped_) {
     boost::system::error_code ec;
     auto sock = co_await users_acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (stopped_ || ec == asio::error::operation_aborted) co_return;
+      // Out of descriptors (EMFILE) and the like: the listening socket stays
+      // readable, so trying again at once would spin. Wait instead.
+      if (const auto n = http_accept_errors_.due()) {
+        logging::warn("users' port: cannot accept a connection ({}, {} time(s)); trying again every {} ms", ec.message(),
+                      n, k_accept_backoff.count());
+      }
+      backoff.expires_after(k_accept_backoff);
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
+    boost::system::error_code rec;
+    const auto ep = sock.remote_endpoint(rec);
+    const std::string address = rec ? std::string("?") : ep.address().to_string();
+    if (const auto why = admit(*http_conns_, address, L.http_max_connections, L.http_max_per_address, "users' port")) {
+      if (const auto n = http_refusals_.due()) logging::warn("HTTP: {} connection(s) refused: {}", n, *why);
+      boost::system::error_code ignore;
+      sock.close(ignore);
+      continue;
+    }
+    conn_slot slot(http_conns_, address);
     if (http_tls_) {
       asio::co_spawn(
           io_,
-          [this, s = std::move(sock)]() mutable -> asio::awaitable<void> {
-            asio::ssl::stream<asio::ip::tcp::socket> tls(std::move(s), *http_tls_);
+          [this, s = std::move(sock), slot = std::move(slot)]() mutable -> asio::awaitable<void> {
             boost::system::error_code hec;
+            {
+              // No TLS state (some 80 KiB) for a peer that sends nothing.
+              watchdog first(s);
+              first.arm(options_.limits.handshake_timeout);
+              co_await s.async_wait(asio::ip::tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, hec));
+              if (hec || first.fired()) co_return;
+            }
+            asio::ssl::stream<asio::ip::tcp::socket> tls(std::move(s), *http_tls_);
+            watchdog dog(tls.next_layer());
+            dog.arm(options_.limits.handshake_timeout);
             co_await tls.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, hec));
             if (hec) co_return;
-            co_await user_session(tls);
+            co_await user_session(tls, slot, dog);
+            if (!tls.next_layer().is_open()) co_return;
+            dog.arm(options_.limits.handshake_timeout);
             co_await tls.async_shutdown(asio::redirect_error(asio::use_awaitable, hec));
           },
           asio::detached);
     } else {
       asio::co_spawn(
           io_,
-          [this, s = std::move(sock)]() mutable -> asio::awaitable<void> {
-            co_await user_session(s);
+          [this, s = std::move(sock), slot = std::move(slot)]() mutable -> asio::awaitable<void> {
+            watchdog dog(s);
+            co_await user_session(s, slot, dog);
             boost::system::error_code ignore;
             s.shutdown(asio::ip::tcp::socket::shutdown_both, ignore);
           },

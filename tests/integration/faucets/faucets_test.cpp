@@ -20,6 +20,7 @@
 
 #include "aqs_cluster.hpp"
 #include "client/faucets_api.hpp"
+#include "core/job_state.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
 
@@ -190,8 +191,10 @@ run_result fsub_via(const faucets_site& site, const std::string& token, const aq
   return run(argv, {{"AQS_TOKEN", token}}, u.uid, u.gid, u.home.string());
 }
 
+// The core's final states (core/job_state), not a copy of them.
 bool is_final(const std::string& state) {
-  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" || state == "NODE_FAIL";
+  const auto s = aqs::core::parse_job_state(state);
+  return s && aqs::core::is_final(*s);
 }
 
 
