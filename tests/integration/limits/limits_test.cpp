@@ -146,24 +146,19 @@ struct background_fsub {
     ::close(o);
     ::close(e);
   }
+  std::optional<int> status;  // once it ended
   // Its exit status once it ended within `limit`, else nullopt.
   std::optional<int> wait(std::chrono::seconds limit) {
     const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      int st = 0;
-      if (::waitpid(pid, &st, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      }
-      std::this_thread::sleep_for(100ms);
-    }
-    return std::nullopt;
+    while (running() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(100ms);
+    return status;
   }
   bool running() {
     if (pid < 0) return false;
     int st = 0;
     if (::waitpid(pid, &st, WNOHANG) == pid) {
       pid = -1;
+      status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
       return false;
     }
     return true;
