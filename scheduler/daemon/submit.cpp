@@ -341,8 +341,14 @@ void controller::store_array(const call_ptr& call, const protocol::submit& s, co
                                   " array tasks were stored (submit again with the same token to store the rest): " + why);
           return;
         }
-        if (to < n && again && !stopped_) {
-          (*again)();
+        if (to < n) {
+          if (again && !stopped_) {
+            (*again)();
+            return;
+          }
+          answer_submit_error(call, protocol::error_code::internal,
+                              "aqsd is stopping: only " + std::to_string(run->stored) + " of " + std::to_string(n) +
+                                  " array tasks were stored (submit again with the same token to store the rest)");
           return;
         }
         answer_submit(call, submit_reply_for(run->s.job, run->first_id));
