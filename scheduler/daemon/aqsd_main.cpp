@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
                  "bytes of one user's live jobs' scripts, an array's once (aqs.conf MaxScriptBytesPerUser; default 64 MiB)")
       ->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 40));
   app.add_option("--max-pending-submits-per-user", max_pending_submits,
-                 "submissions of one user being stored at once (aqs.conf MaxPendingSubmitsPerUser; default 16)")
+                 "submissions of one user being stored at once (aqs.conf MaxPendingSubmitsPerUser; default 64)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
   double faucets_speed = 1.0;

@@ -30,7 +30,7 @@ struct user_limits {
   std::int64_t max_script_bytes_per_user = std::int64_t{64} << 20;
   // MaxPendingSubmitsPerUser: submissions of one user being stored at once
   // (sent, not yet answered); a resend of one of them does not count.
-  std::int64_t max_pending_submits_per_user = 16;
+  std::int64_t max_pending_submits_per_user = 64;
 };
 
 // The keys above, as aqs.conf and the one-line refusals name them.
