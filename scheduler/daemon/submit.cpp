@@ -118,7 +118,8 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
       },
       why);
   if (started == user_ledger::start::joined) {
-    logging::info("submission {} of uid {} sent again while it is being stored: answered once stored", s.job.submit_token.value_or(""), uid);
+    // The token itself is not logged: it is what proves a job is one's own.
+    logging::info("a submission of uid {} was sent again while it is being stored: answered once stored", uid);
     return;
   }
   if (started == user_ledger::start::refused) {
