@@ -233,20 +233,24 @@ int daemonize_or_exit(int& ready_fd) {
   return 0;
 }
 
-// Reads and parses aqs.conf (the partitions) into `out`; the one-line
-// error, or "" when it was read.
-// The limits' lines are read into `limits` (null: skipped, as on SIGHUP:
-// the limits are read at start only).
-std::string load_config(const std::string& path, core::site_config& out, std::vector<port_limit>* limits = nullptr) {
+// Reads and parses aqs.conf into `out` (the partitions), the ports' limit
+// lines into `ports` and the per-user caps (daemon/user_limits.hpp) into
+// `users`; a null target only takes its lines out (as on SIGHUP: the limits
+// are read at start only). The one-line error, or "" when it was read.
+std::string load_config(const std::string& path, core::site_config& out, std::vector<port_limit>* ports,
+                        daemon::user_limits* users) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return path + ": cannot read: " + std::strerror(errno);
   std::ostringstream text;
   text << in.rdbuf();
   std::string rest = text.str();
-  if (std::string why = take_port_limits(rest, path, limits); !why.empty()) return why;
+  if (std::string why = take_port_limits(rest, path, ports); !why.empty()) return why;
   try {
-    out = core::parse_config(rest, path);
+    daemon::user_limits ignored;
+    out = core::parse_config(daemon::take_limit_lines(rest, path, users != nullptr ? *users : ignored), path);
   } catch (const core::config_error& e) {
+    return e.what();
+  } catch (const std::invalid_argument& e) {
     return e.what();
   }
   return "";
@@ -264,7 +268,7 @@ int main(int argc, char** argv) {
   std::string config_file;
   http::http_options hopts;
   daemon::server_options sopts;
-  std::vector<port_limit> limits = port_limits(sopts, hopts);
+  std::vector<port_limit> port_table = port_limits(sopts, hopts);
   std::string http_cert, http_key;
   double token_lifespan_s = static_cast<double>(daemon::token_authority::k_default_lifespan_s);
   app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
@@ -290,7 +294,7 @@ int main(int argc, char** argv) {
   app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--threads", threads, "threads serving connections")->check(CLI::Range(1u, 256u));
-  for (auto& l : limits) {
+  for (auto& l : port_table) {
     std::string def = fmt::format("{}", l.value);
     if (l.unit == port_limit::kind::bytes) {
       const std::size_t n = *l.count;
@@ -311,6 +315,24 @@ int main(int argc, char** argv) {
                "serve the read-only views (jobs, nodes, processor map, events, metrics) without a token");
   app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
       ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
+  // Per-user caps: a flag wins over its aqs.conf line (daemon/user_limits.hpp).
+  std::optional<std::int64_t> max_jobs_per_user, max_array_size, max_script_bytes, max_script_bytes_per_user,
+      max_pending_submits;
+  app.add_option("--max-jobs-per-user", max_jobs_per_user,
+                 "live jobs one user may have, each array task one (aqs.conf MaxJobsPerUser; default 200000)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+  app.add_option("--max-array-size", max_array_size,
+                 "tasks in one job array (aqs.conf MaxArraySize; default and most 100000)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000}));
+  app.add_option("--max-script-bytes", max_script_bytes,
+                 "bytes of one job's script, arguments and environment (aqs.conf MaxScriptBytes; default 4 MiB)")
+      ->check(CLI::Range(std::int64_t{1024}, std::int64_t{16} << 20));
+  app.add_option("--max-script-bytes-per-user", max_script_bytes_per_user,
+                 "bytes of one user's live jobs' scripts, an array's once (aqs.conf MaxScriptBytesPerUser; default 64 MiB)")
+      ->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 40));
+  app.add_option("--max-pending-submits-per-user", max_pending_submits,
+                 "submissions of one user being stored at once (aqs.conf MaxPendingSubmitsPerUser; default 64)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
   double faucets_speed = 1.0;
   app.add_option("--faucets-server", faucets_server, "HOST:PORT of a Faucets server (faucetsd) to join over TLS");
@@ -334,7 +356,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aqsd: %s (see aqsd --help)\n", e.what());
     return 2;
   }
-  for (auto& l : limits) {
+  for (auto& l : port_table) {
     if (l.text.empty()) continue;
     const auto v = limit_value(l, l.text);
     if (const auto* why = std::get_if<std::string>(&v)) {
@@ -357,18 +379,24 @@ int main(int argc, char** argv) {
   // The partitions: a file that cannot be read or parsed stops aqsd here,
   // with the file and line, before anything starts.
   core::site_config partitions = core::implicit_config();
+  daemon::user_limits limits;
   const std::string config_path = config_file.empty() ? std::string(k_default_config) : config_file;
   {
     std::error_code ec;
     if (!config_file.empty() || std::filesystem::exists(config_path, ec)) {
-      if (const std::string why = load_config(config_path, partitions, &limits); !why.empty()) {
+      if (const std::string why = load_config(config_path, partitions, &port_table, &limits); !why.empty()) {
         std::fprintf(stderr, "aqsd: %s\n", why.c_str());
         return 2;
       }
     }
   }
+  if (max_jobs_per_user) limits.max_jobs_per_user = *max_jobs_per_user;
+  if (max_array_size) limits.max_array_size = *max_array_size;
+  if (max_script_bytes) limits.max_script_bytes = *max_script_bytes;
+  if (max_script_bytes_per_user) limits.max_script_bytes_per_user = *max_script_bytes_per_user;
+  if (max_pending_submits) limits.max_pending_submits_per_user = *max_pending_submits;
 
-  for (const auto& l : limits) {
+  for (const auto& l : port_table) {
     if (l.count != nullptr) *l.count = static_cast<std::size_t>(l.value);
     if (l.time != nullptr) *l.time = std::chrono::milliseconds(static_cast<std::int64_t>(l.value * 1000 + 0.5));
   }
@@ -489,6 +517,7 @@ int main(int argc, char** argv) {
     copts.revoked_tokens_file = dir.revoked_tokens_file();
     copts.token_lifespan_s = static_cast<std::int64_t>(token_lifespan_s);
     copts.partitions = partitions;
+    copts.limits = limits;
     copts.faucets_gate = uplink_opts.has_value();
     if (partitions.configured) logging::info("partitions: {}", partitions.names());
     std::unique_ptr<http::http_server> web;
@@ -545,7 +574,11 @@ int main(int argc, char** argv) {
         core::site_config fresh = core::implicit_config();
         std::error_code missing;
         std::string why;
-        if (!config_file.empty() || std::filesystem::exists(config_path, missing)) why = load_config(config_path, fresh);
+        // The per-user limits are read at start only (the ledger counts
+        // against them): a restart takes new ones.
+        if (!config_file.empty() || std::filesystem::exists(config_path, missing)) {
+          why = load_config(config_path, fresh, nullptr, nullptr);
+        }
         if (why.empty()) {
           ctl.reload_partitions(std::move(fresh));
         } else {

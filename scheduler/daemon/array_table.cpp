@@ -15,7 +15,7 @@ bool array_table::arrive(std::int64_t array_id, std::int64_t task_job, std::int6
     e.admitted.insert(task_job);
     return true;
   }
-  e.waiting.push_back(task_job);
+  e.waiting.insert(task_job);
   waiting_of_[task_job] = array_id;
   return false;
 }
@@ -34,10 +34,10 @@ std::optional<std::int64_t> array_table::ended(std::int64_t task_job) {
   entry& e = found->second;
   std::optional<std::int64_t> next;
   if (waiting_of_.erase(task_job) != 0) {
-    e.waiting.erase(std::find(e.waiting.begin(), e.waiting.end(), task_job));
+    e.waiting.erase(task_job);
   } else if (e.admitted.erase(task_job) != 0 && !e.waiting.empty()) {
-    next = e.waiting.front();
-    e.waiting.pop_front();
+    next = *e.waiting.begin();
+    e.waiting.erase(e.waiting.begin());
     waiting_of_.erase(*next);
     e.admitted.insert(*next);
   }

@@ -23,7 +23,8 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       clock_(time),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
       resizes_(time, strand_),
-      tokens_(options_.cluster_key, options_.revoked_tokens_file) {
+      tokens_(options_.cluster_key, options_.revoked_tokens_file),
+      ledger_(options_.limits) {
   // The implicit partition is no partition to the core: every node, as before.
   if (options_.partitions.configured) sched_.set_partitions(options_.partitions.partitions);
   faucets_open_ = !options_.faucets_gate;
@@ -402,7 +403,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
           notify(id, job_state::running, std::nullopt, std::nullopt, &to);
           launch(id, to);
           // Jobs waiting with `after:ID` may go now that it started.
-          for (const std::int64_t h : deps_.started(id)) admit_or_hold(h);
+          admit_in_slices(deps_.started(id));
         });
         break;
       case kind::resize:

@@ -39,6 +39,7 @@
 #include "daemon/resize_tracker.hpp"
 #include "daemon/step_table.hpp"
 #include "daemon/token_authority.hpp"
+#include "daemon/user_limits.hpp"
 #include "daemon/watch_list.hpp"
 #include "protocol/replies.hpp"
 #include "store/job_store.hpp"
@@ -69,6 +70,8 @@ struct controller_options {
   bool faucets_gate = false;
   // The partitions (aqs.conf); the implicit one of all nodes by default.
   core::site_config partitions = core::implicit_config();
+  // Per-user caps (aqs.conf and flags; daemon/user_limits.hpp).
+  user_limits limits;
 };
 
 // An owner of parts, one concern each (docs/architecture.md): the core
@@ -196,24 +199,42 @@ private:
 
   // ---- handlers, one concern per file -----------------------------------
   // submit.cpp
+  // One submission being worked on: where its answer goes, what of its
+  // per-user reservation no job holds yet (given back when it is answered),
+  // and its token (a resend while it is worked on waits for its answer).
+  struct submit_call;
+  using call_ptr = std::shared_ptr<submit_call>;
   void handle_submit(const conn_ptr& c, const protocol::submit& s);
   // With partitions configured: their checks (partition_gate.hpp), which may
   // set the job's time limit and narrow its partition list.
-  void handle_partition_submit(const conn_ptr& c, const protocol::submit& s, const submitter& who);
+  void handle_partition_submit(const call_ptr& call, const protocol::submit& s, const submitter& who);
   // After the checks: dependencies looked up, then stored.
-  void submit_checked(const conn_ptr& c, const protocol::submit& s, const submitter& who);
+  void submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who);
   protocol::submit_reply submit_reply_for(const protocol::job_spec& job, std::int64_t id) const;
+  // The answer to a submission (and to every resend of it that waited);
+  // gives back what of its reservation no job took. Any thread.
+  void answer_submit(const call_ptr& call, protocol::submit_reply r);
+  void answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message);
   // Queues the submission for group commit; the reply follows the arrival.
-  void store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+  void store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
                         std::map<std::int64_t, core::job_state> deps);
-  // A job array: its first task stored alone (its id is the array's), then
-  // the others in one batch, all arriving once every one is stored.
   // A submission the store did not take: store_unavailable (retry) or refused.
-  void reply_store_refusal(const conn_ptr& c, std::int64_t request, std::exception_ptr error);
-  void store_array(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+  void reply_store_refusal(const call_ptr& call, std::exception_ptr error);
+  // A job array: its first task stored alone (its id is the array's), then
+  // the others in slices (k_array_slice), each slice arriving on the strand
+  // once stored, so that neither the store's queue nor the strand is held
+  // by one array for long, and memory holds one slice of requests at once.
+  void store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
                    std::map<std::int64_t, core::job_state> deps);
+  // `keep_spec`: keep the job's text in memory until launch (else it is
+  // read from the store then: array tasks, big scripts). `charged_bytes`:
+  // the job text it holds of its user's MaxScriptBytesPerUser.
   void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
-              std::map<std::int64_t, core::job_state> dep_states);
+              std::map<std::int64_t, core::job_state> dep_states, bool keep_spec = true,
+              std::int64_t charged_bytes = 0);
+  // admit_or_hold for many jobs (those an ended dependency released), a
+  // bounded slice per turn of the strand.
+  void admit_in_slices(std::vector<std::int64_t> ids);
   void admit_or_hold(std::int64_t id);
   // After a final transition committed: dependents, watchers, bookkeeping.
   void on_final(std::int64_t id, core::job_state state, std::optional<std::int32_t> code = std::nullopt,
@@ -367,6 +388,7 @@ private:
   // Read from session threads (thread-safe).
   access_view view_;
   token_authority tokens_;
+  user_ledger ledger_;
   metrics metrics_;
   std::vector<change_sink> change_sinks_;
   faucets_start_check faucets_start_check_;    // set before start()

@@ -2,6 +2,8 @@
 #include "daemon/dependency_gate.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <climits>
 
 namespace aqs::daemon {
 
@@ -27,27 +29,23 @@ dependency_gate::verdict dependency_gate::evaluate(
 
 void dependency_gate::hold(std::int64_t job, const std::vector<std::int64_t>& waiting) {
   held_.insert(job);
-  for (std::int64_t d : waiting) {
-    // Held again after a start: each (dependency, job) once.
-    auto [first, last] = dependents_.equal_range(d);
-    if (std::none_of(first, last, [job](const auto& kv) { return kv.second == job; })) dependents_.emplace(d, job);
-  }
+  for (std::int64_t d : waiting) dependents_.emplace(d, job);  // held again after a start: once
 }
 
 std::vector<std::int64_t> dependency_gate::started(std::int64_t dep) const {
-  auto [first, last] = dependents_.equal_range(dep);
   std::vector<std::int64_t> out;
-  for (auto it = first; it != last; ++it) {
+  for (auto it = dependents_.lower_bound({dep, INT64_MIN}); it != dependents_.end() && it->first == dep; ++it) {
     if (held_.count(it->second) != 0) out.push_back(it->second);
   }
   return out;
 }
 
 std::vector<std::int64_t> dependency_gate::ended(std::int64_t dep) {
-  auto [first, last] = dependents_.equal_range(dep);
+  const auto first = dependents_.lower_bound({dep, INT64_MIN});
+  auto last = first;
   std::vector<std::int64_t> out;
-  for (auto it = first; it != last; ++it) {
-    if (held_.count(it->second) != 0) out.push_back(it->second);
+  for (; last != dependents_.end() && last->first == dep; ++last) {
+    if (held_.count(last->second) != 0) out.push_back(last->second);
   }
   dependents_.erase(first, last);
   return out;

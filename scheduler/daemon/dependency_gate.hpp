@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "core/job_state.hpp"
@@ -43,7 +44,10 @@ public:
 
 private:
   std::set<std::int64_t> held_;
-  std::multimap<std::int64_t, std::int64_t> dependents_;  // dep -> held job
+  // (dep, held job), each pair once: an ordered set, so that holding the
+  // 100,000 tasks of an array behind one job is n log n, not n^2 (a
+  // multimap searched for duplicates was quadratic).
+  std::set<std::pair<std::int64_t, std::int64_t>> dependents_;
 };
 
 }  // namespace aqs::daemon

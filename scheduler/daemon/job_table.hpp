@@ -49,6 +49,9 @@ struct job_entry {
   // Which of its launches last asked the Faucets server for a start grant
   // (an answer to an older ask is ignored).
   std::uint64_t faucets_start_ask = 0;
+  // Bytes of its job text it holds of its user's MaxScriptBytesPerUser
+  // (user_limits.hpp): given back when it ends.
+  std::int64_t charged_bytes = 0;
 };
 
 // How a job ended, for those who ask after it left the live table.

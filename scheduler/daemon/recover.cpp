@@ -142,6 +142,9 @@ void controller::recover() {
   }
   for (std::size_t index : down) sched_.apply(core::event::on_node(core::event::kind::node_down, index));
   for (std::size_t index : drained) sched_.apply(core::event::on_node(core::event::kind::node_drain, index));
+  // Each live job counts for its user's MaxJobsPerUser again (its text is
+  // not counted: it is read from the store at launch).
+  for (const auto& [id, e] : jobs_.live()) ledger_.add(e.uid, 1, 0);
   decide_needed_ = true;
   recovering_ = false;
   logging::info("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);

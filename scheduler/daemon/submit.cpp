@@ -20,6 +20,39 @@ namespace aqs::daemon {
 namespace asio = boost::asio;
 using core::job_state;
 
+// Tasks of an array stored and arrived per slice: a slice is one store batch
+// (pg_job_store_options::max_batch) and one short turn of the strand.
+constexpr std::size_t k_array_slice = 1000;
+// Jobs admitted (or held again) per turn of the strand when a dependency
+// that many waited for ends.
+constexpr std::size_t k_admit_slice = 1000;
+// A job text larger than this is not kept in memory until launch: it is read
+// from the store then, as after a restart.
+constexpr std::int64_t k_kept_text_bytes = 64 * 1024;
+
+struct controller::submit_call {
+  conn_ptr c;
+  std::int64_t request = 0;
+  std::int32_t uid = 0;
+  std::string key;  // the scoped submit token ("" without one)
+  // Of the reservation (ledger_.reserve), what no arrived job holds yet.
+  std::atomic<std::int64_t> jobs{0};
+  std::atomic<std::int64_t> bytes{0};
+  std::atomic<bool> answered{false};
+};
+
+namespace {
+
+// A job's text as MaxScriptBytes counts it: script, arguments, environment.
+std::int64_t text_bytes(const protocol::job_spec& j) {
+  std::size_t n = j.script ? j.script->size() : 0;
+  for (const auto& a : j.argv) n += a.size() + 1;
+  for (const auto& e : j.environment) n += e.size() + 1;
+  return static_cast<std::int64_t>(n);
+}
+
+}  // namespace
+
 void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
   const peer_info& p = c->peer();
   if (!may_submit(p)) {
@@ -46,26 +79,94 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
       }
     }
   }
-  submitter who{user_name_of(*p.uid), static_cast<std::int32_t>(*p.uid), static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
-  if (options_.partitions.configured) return handle_partition_submit(c, s, who);
-  if (s.job.geometry) {
-    // A job that asked for a layout the nodes can never give is refused now,
-    // with the reason, rather than pending forever (Slurm does the same).
-    if (auto why = view_.never_fits(to_core_request(0, s.job, who.user, 0))) {
-      reply_error(c, s.id, protocol::error_code::bad_request, "the job can never run on this cluster: " + *why);
+  // The per-user caps (user_limits.hpp), before any work is done for it.
+  const user_limits& caps = ledger_.limits();
+  std::int64_t tasks = 1;
+  if (s.job.geometry && s.job.geometry->array) {
+    tasks = static_cast<std::int64_t>(core::parse_array_spec(*s.job.geometry->array).tasks.size());
+    if (tasks > caps.max_array_size) {
+      reply_error(c, s.id, protocol::error_code::bad_request,
+                  "the array's tasks (" + std::to_string(tasks) + ") would be over " +
+                      std::string(k_max_array_size) + " " + std::to_string(caps.max_array_size));
       return;
     }
   }
-  submit_checked(c, s, who);
+  const std::int64_t bytes = text_bytes(s.job);
+  if (bytes > caps.max_script_bytes) {
+    reply_error(c, s.id, protocol::error_code::bad_request,
+                "the job's script, arguments and environment (" + std::to_string(bytes) + " bytes) would be over " +
+                    std::string(k_max_script_bytes) + " " + std::to_string(caps.max_script_bytes));
+    return;
+  }
+  const auto uid = static_cast<std::int32_t>(*p.uid);
+  auto call = std::make_shared<submit_call>();
+  call->c = c;
+  call->request = s.id;
+  call->uid = uid;
+  call->key = scoped_submit_token(uid, s.job.submit_token.value_or(""));
+  // The same token while it is worked on (a client that resent it): it is
+  // answered with that submission's answer, not worked on again.
+  std::string why;
+  const auto started = ledger_.start_submit(
+      uid, call->key,
+      [c, rid = s.id](bool ok, std::int64_t id, int code, const std::string& message) {
+        if (ok) {
+          c->send(protocol::make_ok(rid, protocol::submit_reply{id, {}}));
+        } else {
+          c->send(protocol::error{rid, static_cast<protocol::error_code>(code), message});
+        }
+      },
+      why);
+  if (started == user_ledger::start::joined) {
+    // The token itself is not logged: it is what proves a job is one's own.
+    logging::info("a submission of uid {} was sent again while it is being stored: answered once stored", uid);
+    return;
+  }
+  if (started == user_ledger::start::refused) {
+    reply_error(c, s.id, protocol::error_code::too_large, why);
+    return;
+  }
+  if (auto over = ledger_.reserve(uid, tasks, bytes)) {
+    answer_submit_error(call, protocol::error_code::too_large, *over);
+    return;
+  }
+  call->jobs = tasks;
+  call->bytes = bytes;
+  submitter who{user_name_of(*p.uid), uid, static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
+  if (options_.partitions.configured) return handle_partition_submit(call, s, who);
+  if (s.job.geometry) {
+    // A job that asked for a layout the nodes can never give is refused now,
+    // with the reason, rather than pending forever (Slurm does the same).
+    if (auto why_not = view_.never_fits(to_core_request(0, s.job, who.user, 0))) {
+      answer_submit_error(call, protocol::error_code::bad_request, "the job can never run on this cluster: " + *why_not);
+      return;
+    }
+  }
+  submit_checked(call, s, who);
 }
 
-void controller::handle_partition_submit(const conn_ptr& c, const protocol::submit& asked, const submitter& who) {
+void controller::answer_submit(const call_ptr& call, protocol::submit_reply r) {
+  if (call->answered.exchange(true)) return;
+  ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
+  const std::int64_t id = r.job_id;
+  call->c->send(protocol::make_ok(call->request, std::move(r)));
+  ledger_.finish_submit(call->uid, call->key, true, id, 0, "");
+}
+
+void controller::answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message) {
+  if (call->answered.exchange(true)) return;
+  ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
+  call->c->send(protocol::error{call->request, code, message});
+  ledger_.finish_submit(call->uid, call->key, false, 0, static_cast<int>(code), message);
+}
+
+void controller::handle_partition_submit(const call_ptr& call, const protocol::submit& asked, const submitter& who) {
   // The partitions' names, states, users and limits (partition_gate.hpp),
   // then whether the job fits any of their nodes at all.
   protocol::submit s = asked;
   const auto admitted = admit_to_partitions(options_.partitions, s.job, who, group_names_of(who.user, who.gid));
   if (!admitted.error.empty()) {
-    reply_error(c, s.id, protocol::error_code::bad_request, admitted.error);
+    answer_submit_error(call, protocol::error_code::bad_request, admitted.error);
     return;
   }
   const core::job_request r = to_core_request(0, s.job, who.user, 0);
@@ -80,32 +181,32 @@ void controller::handle_partition_submit(const conn_ptr& c, const protocol::subm
     if (why_not.empty()) why_not = *why;
   }
   if (!fits) {
-    reply_error(c, s.id, protocol::error_code::bad_request, "the job can never run on this cluster: " + why_not);
+    answer_submit_error(call, protocol::error_code::bad_request, "the job can never run on this cluster: " + why_not);
     return;
   }
-  submit_checked(c, s, who);
+  submit_checked(call, s, who);
 }
 
-void controller::submit_checked(const conn_ptr& c, const protocol::submit& s, const submitter& who) {
-  if (s.job.afterok.empty()) return store_submission(c, s, who, {});
+void controller::submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who) {
+  if (s.job.afterok.empty()) return store_submission(call, s, who, {});
   // Dependencies are checked against the store, off the session's thread.
-  asio::post(readers_, [this, c, s, who] {
+  asio::post(readers_, [this, call, s, who] {
     std::map<std::int64_t, job_state> deps;
     for (std::int64_t d : s.job.afterok) {
       std::optional<store::job_record> rec;
       try {
         rec = store_.get_job(d);
       } catch (const std::exception& e) {
-        reply_error(c, s.id, protocol::error_code::internal, std::string("cannot check dependencies: ") + e.what());
+        answer_submit_error(call, protocol::error_code::internal, std::string("cannot check dependencies: ") + e.what());
         return;
       }
       if (!rec) {
-        reply_error(c, s.id, protocol::error_code::not_found, "dependency job " + std::to_string(d) + " does not exist");
+        answer_submit_error(call, protocol::error_code::not_found, "dependency job " + std::to_string(d) + " does not exist");
         return;
       }
       deps[d] = rec->status.state;
     }
-    store_submission(c, s, who, std::move(deps));
+    store_submission(call, s, who, std::move(deps));
   });
 }
 
@@ -120,121 +221,176 @@ protocol::submit_reply controller::submit_reply_for(const protocol::job_spec& jo
   return r;
 }
 
-void controller::reply_store_refusal(const conn_ptr& c, std::int64_t request, std::exception_ptr error) {
+void controller::reply_store_refusal(const call_ptr& call, std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const store::store_unavailable& e) {
     // Not stored, not acknowledged: the client may retry with its token.
-    reply_error(c, request, protocol::error_code::internal,
-                std::string("store unavailable, retrying (submit again): ") + e.what());
+    answer_submit_error(call, protocol::error_code::internal,
+                        std::string("store unavailable, retrying (submit again): ") + e.what());
   } catch (const std::exception& e) {
-    reply_error(c, request, protocol::error_code::bad_request, e.what());
+    answer_submit_error(call, protocol::error_code::bad_request, e.what());
   }
 }
 
-void controller::store_submission(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+void controller::store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
-  if (s.job.geometry && s.job.geometry->array) return store_array(c, s, who, std::move(deps));
-  auto done = [this, c, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
-    if (error) return reply_store_refusal(c, s.id, error);
+  if (s.job.geometry && s.job.geometry->array) return store_array(call, s, who, std::move(deps));
+  auto done = [this, call, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
+    if (error) return reply_store_refusal(call, error);
     // The reply goes out from the strand, after the arrival: a client that
     // acts on the id at once (fkill, watch_job) finds the job known.
-    post([this, c, s, who, deps, id, created] {
+    post([this, call, s, who, deps, id, created] {
       if (created) {
         metrics_.submitted();
-        arrive(id, s.job, who, deps);
+        // The job holds its place and its text's bytes from now on.
+        call->jobs -= 1;
+        const std::int64_t bytes = call->bytes.exchange(0);
+        const bool keep = bytes <= k_kept_text_bytes;
+        arrive(id, s.job, who, deps, keep, bytes);
       }
-      c->send(protocol::make_ok(s.id, submit_reply_for(s.job, id)));
+      answer_submit(call, submit_reply_for(s.job, id));
     });
   };
   try {
     store_.submit_then(to_store_request(s.job, who), std::move(done));
   } catch (const store::store_unavailable& e) {
-    reply_error(c, s.id, protocol::error_code::internal, std::string("store unavailable, retrying (submit again): ") + e.what());
+    answer_submit_error(call, protocol::error_code::internal,
+                        std::string("store unavailable, retrying (submit again): ") + e.what());
   } catch (const store::store_error& e) {
-    reply_error(c, s.id, protocol::error_code::bad_request, e.what());
+    answer_submit_error(call, protocol::error_code::bad_request, e.what());
   }
 }
 
-void controller::store_array(const conn_ptr& c, const protocol::submit& s, const submitter& who,
+namespace {
+
+// What one array is while its tasks are stored, slice by slice.
+struct array_run {
+  protocol::submit s;  // as sent; each task's spec is made from it when stored
+  core::array_spec spec;
+  submitter who;
+  std::map<std::int64_t, job_state> deps;
+  std::int64_t first_id = 0;
+  std::size_t next = 1;    // the next task to store (0 is stored alone)
+  std::size_t stored = 1;  // tasks stored so far
+};
+
+// Task k's spec: the array's, with its own index and token.
+protocol::job_spec task_spec(const array_run& run, std::size_t k, std::optional<std::int64_t> array_id) {
+  protocol::job_spec j = run.s.job;
+  auto& g = *j.geometry;
+  g.array.reset();
+  g.array_task_id = run.spec.tasks[k];
+  g.array_job_id = array_id;
+  if (run.spec.max_running > 0) g.array_max_running = run.spec.max_running;
+  g.array_task_count = static_cast<std::int64_t>(run.spec.tasks.size());
+  // A resent request (same token) finds each task it stored before.
+  if (j.submit_token) j.submit_token = *j.submit_token + "#" + std::to_string(run.spec.tasks[k]);
+  return j;
+}
+
+}  // namespace
+
+void controller::store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
                              std::map<std::int64_t, job_state> deps) {
-  const core::array_spec spec = core::parse_array_spec(*s.job.geometry->array);  // validated with the message
-  const std::size_t n = spec.tasks.size();
-  auto task = [s, spec, n](std::size_t k, std::optional<std::int64_t> array_id) {
-    protocol::job_spec j = s.job;
-    auto& g = *j.geometry;
-    g.array.reset();
-    g.array_task_id = spec.tasks[k];
-    g.array_job_id = array_id;
-    if (spec.max_running > 0) g.array_max_running = spec.max_running;
-    g.array_task_count = static_cast<std::int64_t>(n);
-    // A resent request (same token) finds each task it stored before.
-    if (j.submit_token) j.submit_token = *j.submit_token + "#" + std::to_string(spec.tasks[k]);
-    return j;
-  };
-  struct stored {
-    std::int64_t id = 0;
-    bool created = false;
-    std::exception_ptr error;
-  };
-  auto results = std::make_shared<std::vector<stored>>(n);
-  auto specs = std::make_shared<std::vector<protocol::job_spec>>();
-  specs->reserve(n);
-  specs->push_back(task(0, std::nullopt));
-  auto finish = [this, c, s, who, deps, results, specs] {
-    post([this, c, s, who, deps, results, specs] {
-      std::size_t ok = 0;
-      std::exception_ptr first_error;
-      for (std::size_t k = 0; k < results->size(); ++k) {
-        const stored& r = (*results)[k];
-        if (r.error) {
-          if (!first_error) first_error = r.error;
-          continue;
+  auto run = std::make_shared<array_run>();
+  run->s = s;
+  run->spec = core::parse_array_spec(*s.job.geometry->array);  // validated with the message
+  run->who = who;
+  run->deps = std::move(deps);
+  const std::size_t n = run->spec.tasks.size();
+
+  // One slice: tasks [from, to) stored (one batch), then arrived on the
+  // strand in one short turn; then the next slice, or the answer.
+  auto slice = std::make_shared<std::function<void()>>();
+  std::weak_ptr<std::function<void()>> weak_slice = slice;
+  *slice = [this, call, run, n, weak_slice] {
+    const std::size_t from = run->next, to = std::min(n, from + k_array_slice);
+    run->next = to;
+    struct stored {
+      std::int64_t id = 0;
+      bool created = false;
+      std::exception_ptr error;
+    };
+    auto results = std::make_shared<std::vector<stored>>(to - from);
+    auto left = std::make_shared<std::atomic<std::size_t>>(to - from);
+    auto again = weak_slice.lock();
+    auto slice_done = [this, call, run, n, from, to, results, again] {
+      post([this, call, run, n, from, to, results, again] {
+        std::exception_ptr first_error;
+        for (std::size_t k = from; k < to; ++k) {
+          const stored& r = (*results)[k - from];
+          if (r.error) {
+            if (!first_error) first_error = r.error;
+            continue;
+          }
+          ++run->stored;
+          if (!r.created) continue;
+          metrics_.submitted();
+          call->jobs -= 1;
+          arrive(r.id, task_spec(*run, k, run->first_id), run->who, run->deps, false, 0);
         }
-        ++ok;
-        if (r.created) arrive(r.id, (*specs)[k], who, deps);
-      }
-      if (!first_error) {
-        c->send(protocol::make_ok(s.id, submit_reply_for(s.job, (*results)[0].id)));
-        return;
-      }
-      std::string why;
+        if (first_error) {
+          std::string why;
+          try {
+            std::rethrow_exception(first_error);
+          } catch (const std::exception& e) {
+            why = e.what();
+          }
+          answer_submit_error(call, protocol::error_code::internal,
+                              "only " + std::to_string(run->stored) + " of " + std::to_string(n) +
+                                  " array tasks were stored (submit again with the same token to store the rest): " + why);
+          return;
+        }
+        if (to < n) {
+          if (again && !stopped_) {
+            (*again)();
+            return;
+          }
+          answer_submit_error(call, protocol::error_code::internal,
+                              "aqsd is stopping: only " + std::to_string(run->stored) + " of " + std::to_string(n) +
+                                  " array tasks were stored (submit again with the same token to store the rest)");
+          return;
+        }
+        answer_submit(call, submit_reply_for(run->s.job, run->first_id));
+      });
+    };
+    for (std::size_t k = from; k < to; ++k) {
+      auto done = [results, left, slice_done, k, from](std::int64_t id, bool created, std::exception_ptr e) {
+        (*results)[k - from] = {id, created, e};
+        if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) slice_done();
+      };
       try {
-        std::rethrow_exception(first_error);
-      } catch (const std::exception& e) {
-        why = e.what();
+        store_.submit_then(to_store_request(task_spec(*run, k, run->first_id), run->who), done);
+      } catch (...) {
+        done(0, false, std::current_exception());
       }
-      reply_error(c, s.id, protocol::error_code::internal,
-                  "only " + std::to_string(ok) + " of " + std::to_string(results->size()) +
-                      " array tasks were stored (submit again with the same token to store the rest): " + why);
-    });
+    }
   };
+
   try {
-    store_.submit_then(to_store_request(specs->front(), who),
-                       [this, who, n, task, results, specs, finish, c, s](std::int64_t id0, bool created0,
-                                                                        std::exception_ptr error) {
-      (*results)[0] = {id0, created0, error};
-      // Nothing stored: the whole array is refused as a single job would be.
-      if (error) return reply_store_refusal(c, s.id, error);
-      if (n == 1) return finish();
-      for (std::size_t k = 1; k < n; ++k) specs->push_back(task(k, id0));
-      auto left = std::make_shared<std::atomic<std::size_t>>(n - 1);
-      for (std::size_t k = 1; k < n; ++k) {
-        auto done = [results, left, finish, k](std::int64_t id, bool created, std::exception_ptr e) {
-          (*results)[k] = {id, created, e};
-          if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
-        };
-        try {
-          store_.submit_then(to_store_request((*specs)[k], who), done);
-        } catch (...) {
-          done(0, false, std::current_exception());
-        }
-      }
-    });
+    store_.submit_then(
+        to_store_request(task_spec(*run, 0, std::nullopt), who),
+        [this, call, run, n, slice](std::int64_t id0, bool created0, std::exception_ptr error) {
+          // Nothing stored: the whole array is refused as a single job would be.
+          if (error) return reply_store_refusal(call, error);
+          post([this, call, run, n, slice, id0, created0] {
+            run->first_id = id0;
+            if (created0) {
+              metrics_.submitted();
+              call->jobs -= 1;
+              // The array's text is counted once, held by its first task.
+              arrive(id0, task_spec(*run, 0, std::nullopt), run->who, run->deps, false, call->bytes.exchange(0));
+            }
+            if (n == 1) return answer_submit(call, submit_reply_for(run->s.job, id0));
+            (*slice)();
+          });
+        });
   } catch (const store::store_unavailable& e) {
-    reply_error(c, s.id, protocol::error_code::internal, std::string("store unavailable, retrying (submit again): ") + e.what());
+    answer_submit_error(call, protocol::error_code::internal,
+                        std::string("store unavailable, retrying (submit again): ") + e.what());
   } catch (const store::store_error& e) {
-    reply_error(c, s.id, protocol::error_code::bad_request, e.what());
+    answer_submit_error(call, protocol::error_code::bad_request, e.what());
   }
 }
 
@@ -248,8 +404,11 @@ std::optional<job_state> controller::known_state(std::int64_t id) const {
 }
 
 void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
-                        std::map<std::int64_t, job_state> dep_states) {
-  if (jobs_.is_known(id)) return;  // a retried token
+                        std::map<std::int64_t, job_state> dep_states, bool keep_spec, std::int64_t charged_bytes) {
+  if (jobs_.is_known(id)) {  // a retried token
+    ledger_.release(who.uid, 1, charged_bytes);
+    return;
+  }
   job_entry e;
   e.user = who.user;
   e.uid = who.uid;
@@ -262,11 +421,15 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.geometry = spec.geometry;
   e.faucets = spec.submit_token && placed_by_faucets(*spec.submit_token);
   if (e.faucets) e.submit_token = *spec.submit_token;
-  e.spec = std::move(spec);
+  e.charged_bytes = charged_bytes;
+  // Array tasks and big scripts are read from the store at launch: memory
+  // holds no job text per task (issue 28: 100,000 copies of an array's
+  // environment took gigabytes).
+  if (keep_spec) e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);
   notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);  // nobody watches yet: the event stream
-  const auto& g = jobs_.at(id).spec->geometry;
+  const auto& g = jobs_.at(id).geometry;
   if (g && g->array_task_id &&
       !arrays_.arrive(g->array_job_id.value_or(id), id, g->array_max_running.value_or(0))) {
     view_.set_reason(id, "JobArrayTaskLimit");
@@ -347,8 +510,23 @@ void controller::admit_or_hold(std::int64_t id) {
   kick();
 }
 
+void controller::admit_in_slices(std::vector<std::int64_t> ids) {
+  if (ids.empty()) return;
+  const std::size_t n = std::min(ids.size(), k_admit_slice);
+  // Each only while still held: one cancelled meanwhile, or released by
+  // another dependency's end, is not admitted twice.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (deps_.is_held(ids[i])) admit_or_hold(ids[i]);
+  }
+  if (n == ids.size()) return;
+  // The rest on a later turn: what else waits on the strand goes first.
+  ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
+  post([this, rest = std::move(ids)]() mutable { admit_in_slices(std::move(rest)); });
+}
+
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
+  if (const job_entry* e = jobs_.find(id)) ledger_.release(e->uid, 1, e->charged_bytes);
   jobs_.finish(id, state, code, signal);
   metrics_.job_ended(std::string(core::to_string(state)));
   end_steps_of_job(id);
@@ -357,7 +535,7 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   view_.forget_job(id);  // the token dies with the job
   notify(id, state, code, signal, nullptr);
   watchers_.forget(id);
-  for (std::int64_t h : deps_.ended(id)) admit_or_hold(h);
+  admit_in_slices(deps_.ended(id));
   if (const auto next = arrays_.ended(id)) admit_or_hold(*next);
 }
 

@@ -110,7 +110,7 @@ T connection::read_before(std::chrono::steady_clock::time_point deadline,
     auto got = (this->*read)(std::max(left, std::chrono::milliseconds(0)));
     if (got) return std::move(*got);
     if (std::chrono::steady_clock::now() < deadline) continue;  // interrupted by a signal
-    throw client_error("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
+    throw client_timeout("aqsd did not answer within " + std::to_string(timeout_.count() / 1000) + " s");
   }
 }
 

@@ -34,6 +34,13 @@ private:
   std::optional<protocol::error_code> code_;
 };
 
+// aqsd kept the connection but did not answer in time: it may still be
+// working on the request (a submission is then not sent again).
+class client_timeout : public client_error {
+public:
+  using client_error::client_error;
+};
+
 // One connection, used from one thread.
 class connection {
 public:

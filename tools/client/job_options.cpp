@@ -449,7 +449,10 @@ void apply(const parse_context& pc, job_options& o, const opt_def& d, std::strin
       try {
         (void)core::parse_array_spec(value);
       } catch (const std::invalid_argument& e) {
-        pc.fail(std::string(opt) + ": " + e.what());
+        // Past the most any aqsd takes: name the cap an admin sets lower.
+        const bool too_many = std::string_view(e.what()).starts_with("an array of more than");
+        pc.fail(std::string(opt) + ": " + e.what() +
+                (too_many ? " (MaxArraySize is at most " + std::to_string(core::k_max_array_tasks) + ")" : ""));
       }
       o.array = std::string(value);
       break;

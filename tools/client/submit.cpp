@@ -27,7 +27,7 @@ std::int64_t submit(const std::string& socket_path, protocol::submit request, co
   bool sent = false;
   for (int attempt = 1;; ++attempt) {
     try {
-      connection c(socket_path);
+      connection c(socket_path, retry.answer_within);
       request.id = c.next_id();
       sent = true;  // from here on aqsd may have stored it
       const protocol::ok reply = c.call_ok(request);
@@ -36,6 +36,14 @@ std::int64_t submit(const std::string& socket_path, protocol::submit request, co
         for (const auto& w : r.warnings) retry.on_warning(w);
       }
       return r.job_id;
+    } catch (const client_timeout& e) {
+      // The connection holds and aqsd has the request: it is still working
+      // on it (a big array), and sending it again would only add to that.
+      if (sent) {
+        throw client_error(std::string(e.what()) +
+                           "; it may still store the job (fjobs shows it), so it was not sent again");
+      }
+      throw;
     } catch (const client_error& e) {
       if (!sent || !retryable(e) || attempt >= std::max(1, retry.attempts)) throw;
       if (retry.on_retry) retry.on_retry(attempt + 1, e.what());

@@ -19,6 +19,10 @@ struct submit_retry {
   // Wait before the second send, doubled each time up to max_delay.
   std::chrono::milliseconds first_delay{100};
   std::chrono::milliseconds max_delay{2000};
+  // How long one send waits for aqsd's answer. A send that aqsd took but
+  // did not answer in time is not sent again (it is still being worked on;
+  // aqsd answers a resend of it only once it is done anyway).
+  std::chrono::milliseconds answer_within{std::chrono::minutes(5)};
   // Called before each send again (fsub says so on stderr); may be empty.
   std::function<void(int attempt, const std::string& why)> on_retry;
   // Called with each warning aqsd sends with the job id; may be empty.
@@ -26,8 +30,8 @@ struct submit_retry {
 };
 
 // Whether a failed submission may be sent again with its token: the reply
-// was lost (no error code: the connection broke or timed out, or could not
-// be made again) or aqsd failed inside (`internal`: its database was
+// was lost (no error code: the connection broke, or could not be made
+// again; a timeout on a connection that holds is not retried) or aqsd failed inside (`internal`: its database was
 // unavailable). aqsd's refusals (bad_request, permission_denied, ...) are
 // final.
 bool retryable(const client_error& e) noexcept;

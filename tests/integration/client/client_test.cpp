@@ -228,6 +228,52 @@ TEST_CASE("a listing takes every page, or only the newest jobs, and prints them 
   CHECK(ids_of(client::parse_jobs(more_than_all)) == range(1, 25));
 }
 
+TEST_CASE("a submission that aqsd took but did not answer in time is not sent again") {
+  // issue 28: fsub resent a 100,000-task array five times while aqsd was
+  // still storing it. A connection that holds means aqsd has the request.
+  test::cluster::options o;
+  o.nodes = 1;
+  o.procs_per_node = 2;
+  test::cluster cl(o);
+  const std::string relay = (cl.dir() / "slow.sock").string();
+  std::atomic<int> connections{0};
+  socket_server server(relay, [&](int client_fd, int) {
+    ++connections;
+    const int up = connect_unix(cl.socket());
+    frame_reader from_client(client_fd), from_aqsd(up);
+    while (auto f = from_client.next()) {
+      write_all(up, protocol::encode_frame(*f));
+      const auto reply = from_aqsd.next();
+      if (!reply) break;
+      if (std::holds_alternative<protocol::submit>(protocol::parse_message(*f))) {
+        std::this_thread::sleep_for(std::chrono::seconds(3));  // slow, but the connection holds
+        break;
+      }
+      write_all(client_fd, protocol::encode_frame(*reply));
+    }
+    ::close(up);
+  });
+  protocol::submit s;
+  s.job.name = "slow-reply";
+  s.job.argv = {"true"};
+  s.job.workdir = cl.workdir().string();
+  s.job.stdout_pattern = "/dev/null";
+  s.job.min_pe = s.job.max_pe = 64;  // it stays queued
+  int retries = 0;
+  client::submit_retry retry;
+  retry.first_delay = std::chrono::milliseconds(10);
+  retry.answer_within = std::chrono::seconds(1);
+  retry.on_retry = [&](int, const std::string&) { ++retries; };
+  try {
+    (void)client::submit(relay, s, retry);
+    FAIL("the submission was answered");
+  } catch (const client::client_error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find("not sent again") != std::string::npos, e.what());
+  }
+  CHECK(retries == 0);
+  CHECK(connections == 1);
+}
+
 TEST_CASE("a submission whose reply was lost is sent again with its token and makes one job") {
   test::cluster::options o;
   o.nodes = 1;
