@@ -57,6 +57,24 @@ std::string describe(const child_failure& f, const launch_spec& spec) {
   ::_exit(127);
 }
 
+// What a child tries to execute for `program`: itself when it names a path
+// (has a '/'), else PATH's directories in order ("" meaning the working
+// directory, as for a shell), each joined with it. Made before fork.
+std::vector<std::string> exec_candidates(const std::string& program, const std::optional<std::string>& path) {
+  if (program.find('/') != std::string::npos) return {program};
+  std::vector<std::string> out;
+  const std::string p = path.value_or(std::string(cmdline::k_default_exec_path));
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = p.find(':', start);
+    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    out.push_back(dir.empty() ? "./" + program : dir + "/" + program);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 exit_status decode_wait_status(int status) noexcept {
@@ -83,11 +101,13 @@ pid_t launch(const launch_spec& spec) {
   }
   // Everything the child needs is prepared here: after fork in a threaded
   // agent only async-signal-safe calls are allowed.
-  // PATH lookup done before fork (no allocation in the child), as frun
-  // does it for the same job (cmdline::find_executable). Nothing found: exec
-  // of argv[0] itself reports why.
-  const std::string exe =
-      cmdline::find_executable(spec.argv[0], cmdline::path_variable(spec.env), spec.workdir).value_or(spec.argv[0]);
+  // The PATH search itself happens in the child, after the switch to the
+  // job's user and into its directory, so that it sees what that user may
+  // see: searched as root, a program in a directory the user cannot enter
+  // was found and then refused "Permission denied", telling the user that
+  // the file exists (issue 28). Only the candidates' names are made here
+  // (no allocation after fork).
+  const std::vector<std::string> candidates = exec_candidates(spec.argv[0], cmdline::path_variable(spec.env));
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -154,7 +174,19 @@ pid_t launch(const launch_spec& spec) {
     // The error pipe stays until exec closes it.
     if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
     ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
-    ::execve(exe.c_str(), argv.data(), envp.data());
+    // As a shell searches: a candidate the user cannot see (missing, or in a
+    // directory it may not search) is passed over in silence; one it sees
+    // but may not execute is remembered. A name with a '/' is tried alone.
+    const bool searched = spec.argv[0].find('/') == std::string::npos;
+    bool refused = false;
+    for (const auto& c : candidates) {
+      struct stat sb {};
+      if (searched && (::stat(c.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode))) continue;
+      ::execve(c.c_str(), argv.data(), envp.data());
+      if (errno != EACCES && errno != ENOENT && errno != ENOTDIR) child_fail(fd, k_exec);
+      refused = refused || errno == EACCES;
+    }
+    if (searched) errno = refused ? EACCES : ENOENT;
     child_fail(fd, k_exec);
   }
   error_w.reset();

@@ -191,3 +191,52 @@ TEST_CASE("as root, a job runs as its user and its files belong to that user") {
   spec.workdir = (d.path / "private").string();
   CHECK_THROWS_WITH_AS(launch(spec), doctest::Contains("Permission denied"), launch_error);
 }
+
+TEST_CASE("as root, a job's program is looked up on PATH with its user's rights: nothing leaks what the user may not see") {
+  if (::geteuid() != 0) {
+    MESSAGE("not root: user switching not tested");
+    return;
+  }
+  temp_dir d;
+  // A directory of root's that the job's user cannot search, holding a
+  // program; a directory the user can search, holding another.
+  const fs::path hidden = d.path / "hidden";
+  const fs::path open = d.path / "open";
+  fs::create_directories(hidden);
+  fs::create_directories(open);
+  for (const auto& [dir, name] : {std::pair{hidden, "secret-aqs"}, std::pair{open, "visible-aqs"}}) {
+    std::ofstream(dir / name) << "#!/bin/sh\necho ran " << name << "\n";
+    ::chmod((dir / name).c_str(), 0755);
+  }
+  ::chmod(hidden.c_str(), 0700);
+  auto spec = shell(d, "true");
+  spec.uid = 65534;  // nobody
+  spec.gid = 65534;
+  spec.env = {"PATH=" + hidden.string() + ":" + open.string() + ":/usr/bin:/bin"};
+
+  // A program in the hidden directory is refused exactly as one that exists
+  // nowhere: the error must not tell the user that the file is there.
+  spec.argv = {"secret-aqs"};
+  std::string hidden_error, missing_error;
+  try {
+    wait_for(launch(spec));
+    FAIL("a program in a directory the user cannot search was run");
+  } catch (const launch_error& e) {
+    hidden_error = e.what();
+  }
+  spec.argv = {"no-such-program-aqs"};
+  try {
+    wait_for(launch(spec));
+    FAIL("a missing program was run");
+  } catch (const launch_error& e) {
+    missing_error = e.what();
+  }
+  CHECK(hidden_error == "cannot execute secret-aqs: No such file or directory");
+  CHECK(missing_error == "cannot execute no-such-program-aqs: No such file or directory");
+
+  // The search goes on past the directory the user cannot search, as the
+  // user's own shell would, and finds the program it may run.
+  spec.argv = {"visible-aqs"};
+  CHECK(wait_for(launch(spec)).exit_code == 0);
+  CHECK(slurp(d.path / "out.txt") == "ran visible-aqs\n");
+}
