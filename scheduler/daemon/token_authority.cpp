@@ -88,6 +88,7 @@ token_authority::token_authority(std::string_view cluster_key, std::optional<std
     save_locked();
     file_lines_ = entries_locked();
   }
+  kept_at_prune_ = entries_locked();
 }
 
 std::pair<std::string, token_claims> token_authority::issue(std::int64_t uid, const std::string& user,
@@ -199,13 +200,14 @@ void token_authority::save_locked() const {
 
 void token_authority::append_locked(const std::string& line, bool durable, std::int64_t now_us) {
   ++file_lines_;
-  // The file (and the tables) hold at most about twice what is alive: once
-  // the lines outnumber that, what concerns expired tokens goes and the
-  // file is written again, so each event costs one appended line on average.
-  if (file_lines_ > 2 * entries_locked() + 1024) {
+  // The file (and the tables) hold at most about twice what was alive at
+  // the last pruning, plus 1,024 lines: beyond that, what concerns expired
+  // tokens goes and the file is written again, so each event costs one
+  // appended line, and a rewrite only once per as many events as are kept.
+  if (file_lines_ > 2 * kept_at_prune_ + 1024) {
     prune_locked(now_us);
     save_locked();
-    file_lines_ = entries_locked();
+    file_lines_ = kept_at_prune_ = entries_locked();
     return;
   }
   if (!file_) return;

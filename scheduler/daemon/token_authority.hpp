@@ -84,7 +84,8 @@ private:
   std::map<std::int64_t, std::int64_t> revoked_before_;  // uid -> tokens issued until then are revoked
   // id -> {uid, expiry (Unix seconds)} of the tokens issued and not expired
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> issued_;
-  std::size_t file_lines_ = 0;  // lines in the file now (appended since the last rewrite included)
+  std::size_t file_lines_ = 0;     // lines in the file now (appended since the last rewrite included)
+  std::size_t kept_at_prune_ = 0;  // entries kept by the last pruning
 };
 
 }  // namespace aqs::daemon

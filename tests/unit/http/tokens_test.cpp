@@ -106,7 +106,7 @@ TEST_CASE("revocations are kept in their file and read back by the next daemon")
     a.revoke(1000, i1.second.id, k_now);
     a.revoke_all(1001, k_now + 1);
   }
-  token_authority b("k", file);
+  token_authority b("k", file, k_now + 2);  // read back while the tokens are valid
   CHECK_FALSE(valid(b, t1));
   CHECK_FALSE(valid(b, t2));
   CHECK(valid(b, t3));
