@@ -51,6 +51,7 @@ admission admit(const core::site_config& config, const admission_request& r, con
     if (auto why = never_fits(nullptr)) why_not = *why;
     else return out;
   }
+  out.never_fits = why_not;
   out.error = "the job can never run on this cluster: " + why_not;
   return out;
 }

@@ -33,6 +33,7 @@ struct admission_request {
 
 struct admission {
   std::string error;                               // non-empty: refused, one line
+  std::string never_fits;                          // when refused as never fitting: the nodes' reason alone
   std::vector<const core::partition*> partitions;  // those that take the job, in the order asked
 };
 

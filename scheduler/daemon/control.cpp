@@ -287,6 +287,7 @@ std::optional<std::string> controller::update(std::int64_t id, job_entry& e, con
     never_fits = [&](const core::partition* p) { return p ? view_.never_fits(r, *p) : sched_.never_fits(r); };
   }
   if (const admission a = admit(options_.partitions, ar, never_fits); !a.error.empty()) {
+    if (!a.never_fits.empty()) return job_name(id) + " can never have that: " + a.never_fits;
     return job_name(id) + ": " + a.error;
   }
 

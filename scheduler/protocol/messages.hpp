@@ -327,7 +327,7 @@ struct register_node {
   // taught the agent); empty (left out): none known. The server ignores
   // `running` unless this is its own id: another cluster's jobs are never
   // adopted or killed.
-  std::string cluster_id;
+  std::string cluster_id{};
   friend bool operator==(const register_node&, const register_node&) = default;
 };
 
