@@ -353,6 +353,11 @@ void scheduler::apply(const event& e) {
       }
       j.req.min_pe = min;
       j.req.max_pe = max;
+      // A rigid job sized in tasks (-n N) keeps them in step with its size:
+      // its tasks are laid out by that count when it starts.
+      if (!j.req.adaptive && j.req.shape.ntasks != 0) {
+        j.req.shape.ntasks = min / std::max<std::size_t>(j.req.shape.cpus_per_task, 1);
+      }
       j.frozen = false;
       break;
     }

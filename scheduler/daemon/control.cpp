@@ -5,7 +5,9 @@
 #include <csignal>
 
 #include "core/map_display.hpp"
+#include "daemon/admission.hpp"
 #include "daemon/controller.hpp"
+#include "daemon/partition_gate.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
 
@@ -92,7 +94,7 @@ void controller::handle_control(const conn_ptr& c, const protocol::control& m) {
     } else if (m.action == "requeue") {
       why = requeue(id, *e, j, caller);
     } else {
-      why = update(id, *e, j, m, caller);
+      why = update(id, *e, j, m, caller, is_admin(p));
     }
     if (why) {
       refuse(id, protocol::error_code::invalid_state, std::move(*why));
@@ -232,24 +234,67 @@ void controller::requeued(std::int64_t id) {
 }
 
 std::optional<std::string> controller::update(std::int64_t id, job_entry& e, const core::job* j,
-                                              const protocol::control& m, const std::string& caller) {
+                                              const protocol::control& m, const std::string& caller, bool admin) {
   const bool pending = j == nullptr || j->state == job_state::pending;
-  store::job_update u;
-  u.job_id = id;
-  std::string what;
-  if (m.min_pe || m.max_pe) {
-    const std::size_t lo = m.min_pe ? static_cast<std::size_t>(*m.min_pe) : e.req.min_pe;
-    const std::size_t hi = m.max_pe ? static_cast<std::size_t>(*m.max_pe) : e.req.max_pe;
+  const bool resized = m.min_pe || m.max_pe;
+  std::size_t lo = e.req.min_pe, hi = e.req.max_pe;
+  std::optional<std::size_t> ntasks;  // a rigid job sized in tasks (-n N): its new task count
+  if (resized) {
+    lo = m.min_pe ? static_cast<std::size_t>(*m.min_pe) : e.req.min_pe;
+    hi = m.max_pe ? static_cast<std::size_t>(*m.max_pe) : e.req.max_pe;
     if (hi < lo) return job_name(id) + ": the new minimum " + std::to_string(lo) + " is above the maximum " + std::to_string(hi);
     if (!e.req.adaptive) {
       if (lo != hi) return job_name(id) + " is rigid: give it one size (--min and --max equal)";
       if (!pending) return job_name(id) + " is rigid and has started: its size cannot change";
+      const core::job_shape& sh = e.req.shape;
+      if (!sh.plain() && sh.cpus_per_task == 1) {
+        return job_name(id) + " has a layout (-N, --ntasks-per-node, --exclusive, --mem or GPUs): its size cannot "
+                              "change; cancel it and submit it again";
+      }
+      if (sh.ntasks != 0 || sh.cpus_per_task > 1) {
+        core::job_shape rest = sh;
+        rest.cpus_per_task = 1;
+        if (!rest.plain()) {
+          return job_name(id) + " has a layout (-N, --ntasks-per-node, --exclusive, --mem or GPUs): its size cannot "
+                                "change; cancel it and submit it again";
+        }
+        if (lo % sh.cpus_per_task != 0) {
+          return job_name(id) + " has tasks of " + std::to_string(sh.cpus_per_task) +
+                 " processors (-c): give a multiple of " + std::to_string(sh.cpus_per_task);
+        }
+        ntasks = lo / sh.cpus_per_task;
+      }
     }
     if (e.req.adaptive && !e.req.shape.plain()) return job_name(id) + " has a task geometry: its range cannot change";
-    core::job_request r = e.req;
-    r.min_pe = lo;
-    r.max_pe = hi;
-    if (auto never = sched_.never_fits(r)) return job_name(id) + " can never have that: " + *never;
+  }
+  if (m.time_limit_s && !pending) return job_name(id) + " has started: its time limit is the one it started with";
+
+  // The same admission checks as a submission (admission.hpp), on what the
+  // change asks for: its partitions' limits, and whether it could ever fit.
+  core::job_request r = e.req;
+  r.min_pe = lo;
+  r.max_pe = hi;
+  if (ntasks) r.shape.ntasks = *ntasks;
+  admission_request ar;
+  ar.who = submitter{e.user, e.uid, e.gid};
+  if (options_.partitions.configured) ar.groups = group_names_of(e.user, e.gid);
+  ar.root = e.uid == 0 || admin;
+  ar.partition = e.req.partition;
+  if (m.time_limit_s) ar.walltime_s = *m.time_limit_s;
+  if (resized) ar.cpus = lo;
+  never_fits_check never_fits;
+  if (resized) {
+    never_fits = [&](const core::partition* p) { return p ? view_.never_fits(r, *p) : sched_.never_fits(r); };
+  }
+  if (const admission a = admit(options_.partitions, ar, never_fits); !a.error.empty()) {
+    if (!a.never_fits.empty()) return job_name(id) + " can never have that: " + a.never_fits;
+    return job_name(id) + ": " + a.error;
+  }
+
+  store::job_update u;
+  u.job_id = id;
+  std::string what;
+  if (resized) {
     if (j != nullptr) {
       sched_.apply(core::event::change(static_cast<core::job_id>(id), lo, hi));
     }
@@ -257,10 +302,20 @@ std::optional<std::string> controller::update(std::int64_t id, job_entry& e, con
     e.req.max_pe = hi;
     u.min_pe = static_cast<std::int32_t>(lo);
     u.max_pe = static_cast<std::int32_t>(hi);
+    if (ntasks) {
+      // Its launch lays out and counts tasks (SLURM_NTASKS, the MPI
+      // hostfile) from these: the new size must be in them too.
+      e.req.shape.ntasks = *ntasks;
+      u.ntasks = static_cast<std::int32_t>(*ntasks);
+    }
+    if (e.spec) {
+      e.spec->min_pe = static_cast<std::int64_t>(lo);
+      e.spec->max_pe = static_cast<std::int64_t>(hi);
+      if (ntasks && e.spec->geometry) e.spec->geometry->ntasks = static_cast<std::int64_t>(*ntasks);
+    }
     what = "range " + std::to_string(lo) + "-" + std::to_string(hi);
   }
   if (m.time_limit_s) {
-    if (!pending) return job_name(id) + " has started: its time limit is the one it started with";
     u.walltime_s = static_cast<std::int32_t>(*m.time_limit_s);
     e.req.walltime = *m.time_limit_s > 0 ? static_cast<double>(*m.time_limit_s) : e.req.walltime;
     if (e.spec) {

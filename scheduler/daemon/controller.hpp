@@ -267,8 +267,10 @@ private:
   std::optional<std::string> suspend(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
   std::optional<std::string> resume(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
   std::optional<std::string> requeue(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
+  // The change passes the admission checks of a submission (admission.hpp)
+  // first; `admin`: root asks (any partition's users).
   std::optional<std::string> update(std::int64_t id, job_entry& e, const core::job* j, const protocol::control& m,
-                                    const std::string& caller);
+                                    const std::string& caller, bool admin);
   // The core's resume decision: RUNNING again on `to` (an adaptive job is
   // sent `to` as a new map), its processes continued on every node.
   void resumed(std::int64_t id, const core::processor_set& to, bool adaptive);
@@ -381,6 +383,10 @@ private:
   std::int64_t next_request_id_ = 1;
   batch batch_;
   bool writing_ = false;
+  // The cluster's id (store::live_state::cluster_id, from recover()): agents
+  // learn it when they register and adopt only this cluster's jobs; job
+  // tokens begin with it.
+  std::string cluster_id_;
   bool recovering_ = false;  // recover() runs: no decision before every job is back
   bool decide_needed_ = false;
   bool decision_posted_ = false;

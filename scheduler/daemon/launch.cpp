@@ -51,7 +51,9 @@ void controller::launch_checked(std::int64_t id, const core::processor_set& proc
   e.launch_confirmed = false;
   e.misses = 0;
   if (e.token.empty()) {
-    e.token = protocol::make_nonce();
+    // Prefixed with the cluster id: the agent refuses a launch whose token
+    // names another cluster than the one it registered with.
+    e.token = cluster_id_ + "." + protocol::make_nonce();
     view_.set_token(id, e.token);
   }
   refresh_job_addresses(id, procs, e.req.adaptive);

@@ -118,9 +118,21 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
     sched_.apply(core::event::on_node(core::event::kind::node_up, index));
     logging::info("node {} is UP again", n.name);
   }
+  // Its `running` list names jobs of the cluster `m.cluster_id` (the one its
+  // spool's jobs were started for): another cluster's, or an agent that does
+  // not know whose they are, is set aside: never adopted, never killed (the
+  // agent does not adopt them either, once it has learnt our id below).
+  std::vector<std::int64_t> running = m.running;
+  if (!running.empty() && m.cluster_id != cluster_id_) {
+    logging::warn("node {}: set aside {} running job(s) of {} (this is cluster {}): not adopted, not killed: {}",
+                  n.name, running.size(),
+                  m.cluster_id.empty() ? std::string("an unknown cluster") : "cluster " + m.cluster_id, cluster_id_,
+                  fmt::join(running, ","));
+    running.clear();
+  }
   // Jobs it runs that we no longer want there die before it takes new work.
   std::vector<std::int64_t> kill;
-  for (std::int64_t r : m.running) {
+  for (std::int64_t r : running) {
     job_entry* e = jobs_.find(r);
     const core::job* j = sched_.find(static_cast<core::job_id>(r));
     if (e != nullptr && j != nullptr && core::holds_processors(j->state) && e->host == index) {
@@ -137,7 +149,7 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
     logging::info("node {}: killing {} job(s) it still ran that ended here: {}", n.name, kill.size(),
                   fmt::join(kill, ","));
   }
-  c->send(protocol::make_ok(m.id, protocol::register_reply{static_cast<std::int64_t>(n.first_proc), kill}));
+  c->send(protocol::make_ok(m.id, protocol::register_reply{static_cast<std::int64_t>(n.first_proc), kill, cluster_id_}));
   std::vector<protocol::message> queued = std::move(n.queued);
   n.queued.clear();
   for (auto& q : queued) {

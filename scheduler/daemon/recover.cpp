@@ -15,6 +15,8 @@ using core::job_state;
 
 void controller::recover() {
   const store::live_state st = store_.load_live_state();
+  cluster_id_ = st.cluster_id;
+  logging::info("cluster id {}", cluster_id_);
   recovering_ = true;
   const auto t = clock_.now();
   std::vector<std::size_t> down, drained;

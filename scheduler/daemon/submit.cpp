@@ -11,6 +11,7 @@
 
 #include "daemon/controller.hpp"
 #include "daemon/faucets_uplink.hpp"
+#include "daemon/admission.hpp"
 #include "daemon/partition_gate.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
@@ -164,24 +165,11 @@ void controller::handle_partition_submit(const call_ptr& call, const protocol::s
   // The partitions' names, states, users and limits (partition_gate.hpp),
   // then whether the job fits any of their nodes at all.
   protocol::submit s = asked;
-  const auto admitted = admit_to_partitions(options_.partitions, s.job, who, group_names_of(who.user, who.gid));
+  const core::job_request r = to_core_request(0, s.job, who.user, 0);
+  const auto admitted = admit_submission(options_.partitions, s.job, who, group_names_of(who.user, who.gid),
+                                         [&](const core::partition* p) { return view_.never_fits(r, *p); });
   if (!admitted.error.empty()) {
     answer_submit_error(call, protocol::error_code::bad_request, admitted.error);
-    return;
-  }
-  const core::job_request r = to_core_request(0, s.job, who.user, 0);
-  std::string why_not;
-  bool fits = false;
-  for (const core::partition* part : admitted.partitions) {
-    auto why = view_.never_fits(r, *part);
-    if (!why) {
-      fits = true;
-      break;
-    }
-    if (why_not.empty()) why_not = *why;
-  }
-  if (!fits) {
-    answer_submit_error(call, protocol::error_code::bad_request, "the job can never run on this cluster: " + why_not);
     return;
   }
   submit_checked(call, s, who);

@@ -1,7 +1,12 @@
 // token_authority: token text, signatures, and the revocation file.
 #include "daemon/token_authority.hpp"
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <unistd.h>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -43,7 +48,8 @@ constexpr std::int64_t k_keep_us = std::int64_t{31} * 24 * 3600 * 1'000'000 + 3'
 
 }  // namespace
 
-token_authority::token_authority(std::string_view cluster_key, std::optional<std::filesystem::path> revocations)
+token_authority::token_authority(std::string_view cluster_key, std::optional<std::filesystem::path> revocations,
+                                 std::int64_t now_us)
     : key_(protocol::compute_auth(cluster_key, "aqs http bearer token v1")), file_(std::move(revocations)) {
   if (!file_ || !std::filesystem::exists(*file_)) return;
   std::ifstream in(*file_);
@@ -57,18 +63,36 @@ token_authority::token_authority(std::string_view cluster_key, std::optional<std
     std::string kind, a;
     std::int64_t b = 0, c = 0;
     if (!(words >> kind >> a >> b)) throw std::runtime_error(file_->string() + ":" + std::to_string(n) + ": malformed");
-    if (kind == "id" && (words >> c)) {
+    if (kind == "issued" && (words >> c)) {
+      issued_[a] = {b, c};
+    } else if (kind == "revoked" && (words >> c)) {
       revoked_ids_.emplace(a, std::pair{b, c});
+    } else if (kind == "id" && (words >> c)) {
+      // Written before revocations knew their token's expiry: kept as long
+      // as the longest lifespan after the revocation.
+      revoked_ids_.emplace(a, std::pair{b, c + k_keep_us});
     } else if (kind == "all") {
       revoked_before_[std::stoll(a)] = b;
     } else {
       throw std::runtime_error(file_->string() + ":" + std::to_string(n) + ": malformed");
     }
   }
+  file_lines_ = static_cast<std::size_t>(n);
+  if (now_us == 0) {
+    now_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  }
+  std::lock_guard lock(mu_);
+  prune_locked(now_us);
+  if (file_lines_ != entries_locked()) {
+    save_locked();
+    file_lines_ = entries_locked();
+  }
+  kept_at_prune_ = entries_locked();
 }
 
 std::pair<std::string, token_claims> token_authority::issue(std::int64_t uid, const std::string& user,
-                                                            std::int64_t lifespan_s, std::int64_t now_us) const {
+                                                            std::int64_t lifespan_s, std::int64_t now_us) {
   token_claims c;
   c.uid = uid;
   c.user = user;
@@ -79,6 +103,14 @@ std::pair<std::string, token_claims> token_authority::issue(std::int64_t uid, co
       {"uid", c.uid}, {"user", c.user}, {"iat_us", c.issued_us}, {"exp", c.expires_at}, {"jti", c.id}};
   std::string signed_part = std::string(k_prefix) + b64url(payload.dump());
   std::string token = signed_part + "." + protocol::compute_auth(key_, signed_part);
+  std::lock_guard lock(mu_);
+  issued_[c.id] = {uid, c.expires_at};
+  try {
+    // Not synced: a record lost in a crash only means that its user must
+    // revoke it with --revoke-all.
+    append_locked("issued " + c.id + " " + std::to_string(uid) + " " + std::to_string(c.expires_at), false, now_us);
+  } catch (const std::exception&) {
+  }
   return {std::move(token), std::move(c)};
 }
 
@@ -116,30 +148,77 @@ bool token_authority::revoked_locked(const token_claims& c) const {
   return false;
 }
 
-void token_authority::revoke(std::optional<std::int64_t> uid, const std::string& id, std::int64_t now_us) {
+bool token_authority::revoke(std::optional<std::int64_t> uid, const std::string& id, std::int64_t now_us) {
   std::lock_guard lock(mu_);
-  revoked_ids_.emplace(id, std::pair{uid.value_or(-1), now_us});
-  save_locked(now_us);
+  const auto it = issued_.find(id);
+  const bool alive = it != issued_.end() && it->second.second > now_us / 1'000'000;
+  // A user may name only a token of theirs that is still valid: anything
+  // else (someone else's id, an expired or unknown one) is refused, so that
+  // "revoked" is never said of a revocation that did nothing.
+  if (uid && (!alive || it->second.first != *uid)) return false;
+  const std::int64_t until = alive ? it->second.second * 1'000'000 : now_us + k_keep_us;
+  revoked_ids_.emplace(id, std::pair{uid.value_or(-1), until});
+  append_locked("revoked " + id + " " + std::to_string(uid.value_or(-1)) + " " + std::to_string(until), true, now_us);
+  return true;
 }
 
 void token_authority::revoke_all(std::int64_t uid, std::int64_t now_us) {
   std::lock_guard lock(mu_);
   revoked_before_[uid] = now_us;
-  save_locked(now_us);
+  append_locked("all " + std::to_string(uid) + " " + std::to_string(now_us), true, now_us);
 }
 
-void token_authority::save_locked(std::int64_t now_us) const {
+std::size_t token_authority::entries() const {
+  std::lock_guard lock(mu_);
+  return entries_locked();
+}
+
+std::size_t token_authority::entries_locked() const {
+  return issued_.size() + revoked_ids_.size() + revoked_before_.size();
+}
+
+void token_authority::prune_locked(std::int64_t now_us) {
+  std::erase_if(issued_, [&](const auto& e) { return e.second.second <= now_us / 1'000'000; });
+  std::erase_if(revoked_ids_, [&](const auto& e) { return e.second.second <= now_us; });
+  std::erase_if(revoked_before_, [&](const auto& e) { return now_us - e.second > k_keep_us; });
+}
+
+void token_authority::save_locked() const {
   if (!file_) return;
   std::string text;
+  for (const auto& [id, who] : issued_) {
+    text += "issued " + id + " " + std::to_string(who.first) + " " + std::to_string(who.second) + "\n";
+  }
   for (const auto& [id, who] : revoked_ids_) {
-    if (now_us - who.second > k_keep_us) continue;
-    text += "id " + id + " " + std::to_string(who.first) + " " + std::to_string(who.second) + "\n";
+    text += "revoked " + id + " " + std::to_string(who.first) + " " + std::to_string(who.second) + "\n";
   }
   for (const auto& [uid, before] : revoked_before_) {
-    if (now_us - before > k_keep_us) continue;
     text += "all " + std::to_string(uid) + " " + std::to_string(before) + "\n";
   }
   state_dir::write_file(*file_, text, 0600);
+}
+
+void token_authority::append_locked(const std::string& line, bool durable, std::int64_t now_us) {
+  ++file_lines_;
+  // The file (and the tables) hold at most about twice what was alive at
+  // the last pruning, plus 1,024 lines: beyond that, what concerns expired
+  // tokens goes and the file is written again, so each event costs one
+  // appended line, and a rewrite only once per as many events as are kept.
+  if (file_lines_ > 2 * kept_at_prune_ + 1024) {
+    prune_locked(now_us);
+    save_locked();
+    file_lines_ = kept_at_prune_ = entries_locked();
+    return;
+  }
+  if (!file_) return;
+  const int fd = ::open(file_->c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw std::runtime_error("cannot open " + file_->string() + ": " + std::strerror(errno));
+  const std::string text = line + "\n";
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       (!durable || ::fsync(fd) == 0);
+  const int err = errno;
+  ::close(fd);
+  if (!written) throw std::runtime_error("cannot write " + file_->string() + ": " + std::strerror(err));
 }
 
 }  // namespace aqs::daemon

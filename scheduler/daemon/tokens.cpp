@@ -47,9 +47,13 @@ void controller::handle_revoke_token(const conn_ptr& c, const protocol::revoke_t
         return reply_error(c, m.id, protocol::error_code::bad_request,
                            "field 'token_id' must be a token id (32 lowercase hex digits, as ftoken printed it)");
       }
-      // Root revokes whoever's token it is; a user only their own (an id of
-      // someone else's token, revoked by another user, changes nothing).
-      tokens_.revoke(is_admin(p) ? std::nullopt : std::optional<std::int64_t>(uid), id, clock_.wall_us());
+      // Root revokes whoever's token it is; a user only a valid one of their
+      // own, and is told so when the id names no such token.
+      if (!tokens_.revoke(is_admin(p) ? std::nullopt : std::optional<std::int64_t>(uid), id, clock_.wall_us())) {
+        return reply_error(c, m.id, protocol::error_code::not_found,
+                           "you have no valid token with id " + id +
+                               ": nothing revoked (ftoken --revoke-all revokes every token of yours)");
+      }
       logging::info("HTTP token {} revoked by uid {}", id, uid);
     }
   } catch (const std::exception& e) {

@@ -464,6 +464,7 @@ struct record<register_node> {
       field("running", &R::running, k_job_ids),
       field("host", &R::host, host_name{}, presence::sparse),
       field("probe_port", &R::probe_port, integer{0, 65535}, presence::sparse),
+      field("cluster_id", &R::cluster_id, cluster_id_text{}, presence::sparse),
   };
 };
 

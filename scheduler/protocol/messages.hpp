@@ -323,6 +323,11 @@ struct register_node {
   // The UDP port its latency probe socket answers on; 0 (left out): none
   // (an agent without one, or older than the latency probes).
   std::int64_t probe_port = 0;
+  // The cluster whose jobs `running` lists (the id an earlier registration
+  // taught the agent); empty (left out): none known. The server ignores
+  // `running` unless this is its own id: another cluster's jobs are never
+  // adopted or killed.
+  std::string cluster_id{};
   friend bool operator==(const register_node&, const register_node&) = default;
 };
 

@@ -261,6 +261,20 @@ struct proc_map {
 };
 
 // A host name as resolvers and MPI take it: letters, digits, '-', '.', '_'.
+// A cluster id (sql/007_cluster_identity): 32 lowercase hex digits, so
+// that it is safe in a file name (the agent's spool directory of a cluster).
+struct cluster_id_text {
+  static constexpr std::size_t k_length = 32;
+  nlohmann::json write(const std::string& v) const { return v; }
+  std::string read(const reader& in, std::string_view key, const nlohmann::json& v) const {
+    std::string s = k_name.read(in, key, v);
+    bool ok = s.size() == k_length;
+    for (const char c : s) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+    if (!ok) in.fail(key, "must be a cluster id (32 lowercase hex digits)");
+    return s;
+  }
+};
+
 struct host_name {
   static void check_chars(const reader& in, std::string_view key, const std::string& s) {
     for (const char c : s) {

@@ -161,6 +161,7 @@ struct record<register_reply> {
   static constexpr auto fields = std::tuple{
       field("first_proc", &register_reply::first_proc, integer{0, k_max_pe}),
       field("kill", &register_reply::kill, list<integer>{k_max_ids, k_job_id}),
+      field("cluster_id", &register_reply::cluster_id, cluster_id_text{}),
   };
 };
 

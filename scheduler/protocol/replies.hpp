@@ -119,6 +119,7 @@ struct job_history_reply {
 struct register_reply {
   std::int64_t first_proc = 0;
   std::vector<std::int64_t> kill;
+  std::string cluster_id{};  // the server's cluster id (32 hex digits): the agent keeps this cluster's jobs apart
   friend bool operator==(const register_reply&, const register_reply&) = default;
 };
 

@@ -3,9 +3,11 @@
 #include "store/memory_job_store.hpp"
 
 #include <algorithm>
+#include <random>
 #include <unordered_set>
 #include <utility>
 
+#include "protocol/messages.hpp"
 #include "store/sql_text.hpp"
 
 namespace aqs::store {
@@ -13,7 +15,20 @@ namespace aqs::store {
 using core::job_state;
 using core::processor_set;
 
-memory_job_store::memory_job_store(memory_job_store_options options) : options_(std::move(options)) {
+namespace {
+
+std::string random_cluster_id() {
+  std::random_device rd;
+  std::string id;
+  constexpr const char* k_hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) id += k_hex[rd() % 16];
+  return id;
+}
+
+}  // namespace
+
+memory_job_store::memory_job_store(memory_job_store_options options)
+    : options_(std::move(options)), cluster_id_(random_cluster_id()) {
   callback_thread_ = std::thread([this] { callback_loop(); });
 }
 
@@ -238,6 +253,11 @@ job_event memory_job_store::update_job(const job_update& u) {
     r.request.walltime_s.reset();
     if (*u.walltime_s > 0) r.request.walltime_s = *u.walltime_s;
   }
+  if (u.ntasks && !r.request.geometry.empty()) {
+    auto g = protocol::parse_geometry(r.request.geometry);
+    g.ntasks = *u.ntasks;
+    r.request.geometry = protocol::geometry_json(g);
+  }
   job_event e;
   e.id = next_event_++;
   e.job_id = u.job_id;
@@ -361,6 +381,7 @@ live_state memory_job_store::load_live_state() {
     if (is_live(r.status.state)) st.jobs.push_back(summary_of(r));
   }
   st.nodes = nodes_;
+  st.cluster_id = cluster_id_;
   return st;
 }
 

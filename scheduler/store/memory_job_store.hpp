@@ -131,6 +131,7 @@ private:
   std::unordered_map<std::string, std::int64_t> by_token_;
   std::map<std::int64_t, std::vector<job_event>> events_;
   std::vector<node_record> nodes_;  // in registration order
+  const std::string cluster_id_;    // random, as a new database's (sql/007)
   std::int64_t next_job_ = 1;
   std::int64_t next_event_ = 1;
   std::int32_t next_node_ = 1;

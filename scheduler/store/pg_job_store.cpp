@@ -136,12 +136,14 @@ job_event pg_job_store::update_job(const job_update& u) {
             "WITH j AS ("
             "  UPDATE jobs SET control = CASE WHEN $2 THEN $3 ELSE control END,"
             "    min_pe = coalesce($4, min_pe), max_pe = coalesce($5, max_pe),"
-            "    walltime_s = CASE WHEN $6 THEN $7 ELSE walltime_s END"
+            "    walltime_s = CASE WHEN $6 THEN $7 ELSE walltime_s END,"
+            "    geometry = CASE WHEN $9::integer IS NULL OR geometry IS NULL THEN geometry"
+            "      ELSE jsonb_set(geometry, '{ntasks}', to_jsonb($9::integer)) END"
             "  WHERE id = $1 RETURNING state)"
             " INSERT INTO job_events (job_id, old_state, new_state, reason)"
             " SELECT $1, state, state, $8 FROM j RETURNING id, time",
             u.job_id, u.control.has_value(), control, u.min_pe, u.max_pe, u.walltime_s.has_value(), walltime,
-            u.reason);
+            u.reason, u.ntasks);
         if (ev.size() != 1) throw store_error("job " + std::to_string(u.job_id) + " vanished during its update");
         job_event e;
         e.id = ev[0]["id"].as<std::int64_t>();
@@ -243,6 +245,7 @@ live_state pg_job_store::load_live_state() {
           append_summaries(r, st.jobs);
         }
         st.nodes = read_nodes(tx.exec_prepared("list_nodes"));
+        st.cluster_id = tx.exec_prepared("cluster_id").at(0)["cluster_id"].as<std::string>();
         return st;
       },
       no_resolve<live_state>, true);

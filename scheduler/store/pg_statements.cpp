@@ -150,6 +150,7 @@ const std::array k_templates = {
     statement{"node_set_state", "UPDATE nodes SET state = $2 WHERE name = $1"},
     statement{"get_node", "SELECT {node} FROM nodes WHERE id = $1"},
     statement{"list_nodes", "SELECT {node} FROM nodes ORDER BY first_proc"},
+    statement{"cluster_id", "SELECT cluster_id FROM cluster_identity"},
 };
 
 // Not prepared: a cursor cannot run a prepared statement.

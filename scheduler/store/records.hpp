@@ -136,6 +136,9 @@ struct job_update {
   std::optional<std::int32_t> min_pe{}, max_pe{};
   std::optional<std::int32_t> walltime_s{};  // 0: no limit
   std::string reason{};                    // the event's text (required)
+  // The task count of the job's geometry ("ntasks"): a rigid job sized with
+  // -n N that is given a new size keeps its tasks in step; unset: unchanged.
+  std::optional<std::int32_t> ntasks{};
 };
 
 // A node's state is the core's (UP, DRAINED, DOWN: the same spellings in the
@@ -171,6 +174,9 @@ struct node_record {
 struct live_state {
   std::vector<job_summary> jobs{};   // PENDING, RUNNING, RESIZING, SUSPENDED, by id
   std::vector<node_record> nodes{};  // by first_proc (registration order)
+  // The cluster's id (sql/007_cluster_identity): 32 hex digits, made once
+  // with the database; agents and job tokens carry it.
+  std::string cluster_id{};
 };
 
 // What fjobs asks for.

@@ -8,6 +8,7 @@
 
 #include <pqxx/connection>
 #include <pqxx/nontransaction>
+#include <pqxx/transaction>
 
 #include "store/pg_server.hpp"
 
@@ -35,6 +36,16 @@ test_database::test_database(const char* template_name) {
   pqxx::connection conn(test_pg_conninfo("postgres"));
   pqxx::nontransaction tx(conn);
   tx.exec0("CREATE DATABASE " + tx.quote_name(name_) + " TEMPLATE " + tx.quote_name(template_name));
+  // A copy of the template is a database made now: a cluster of its own,
+  // with an id of its own (sql/007_cluster_identity), as a new one would be.
+  pqxx::connection db(test_pg_conninfo(name_));
+  pqxx::work w(db);
+  if (w.exec1("SELECT to_regclass('cluster_identity') IS NOT NULL")[0].as<bool>()) {
+    w.exec0("ALTER TABLE cluster_identity DISABLE TRIGGER cluster_identity_fixed");
+    w.exec0("UPDATE cluster_identity SET cluster_id = replace(gen_random_uuid()::text, '-', '')");
+    w.exec0("ALTER TABLE cluster_identity ENABLE TRIGGER cluster_identity_fixed");
+  }
+  w.commit();
 }
 
 test_database::test_database(test_database&& other) noexcept : name_(std::move(other.name_)) {

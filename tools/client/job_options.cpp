@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <filesystem>
 #include <set>
 #include <sys/stat.h>
@@ -491,8 +492,28 @@ std::size_t other_option(const parse_context& pc, job_options& o, std::string_vi
       value = std::string(*inline_value);
     }
     const std::string entry = std::string(r->name) + (value.empty() ? "" : "=" + value);
-    // --export=ALL is what AQS does anyway.
-    if (r->name == "export" && (value == "ALL" || value.starts_with("ALL,"))) return used;
+    // --export=ALL is what AQS does anyway; what follows ALL, is set on top:
+    // NAME=VALUE as given, a bare NAME from the environment (already there).
+    if (r->name == "export" && (value == "ALL" || value.starts_with("ALL,"))) {
+      std::vector<std::string> vars;
+      std::string_view rest = std::string_view(value).substr(3);
+      while (!rest.empty()) {
+        rest.remove_prefix(1);  // the comma
+        const auto comma = rest.find(',');
+        const std::string item(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma);
+        const auto eq = item.find('=');
+        const std::string var = item.substr(0, eq);
+        const bool name_ok = !var.empty() && (std::isalpha(static_cast<unsigned char>(var[0])) || var[0] == '_') &&
+                             std::all_of(var.begin(), var.end(), [](char ch) {
+                               return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                             });
+        if (!name_ok) pc.fail("--export: '" + shown(item) + "' is not NAME or NAME=VALUE");
+        if (eq != std::string::npos) vars.push_back(item);
+      }
+      o.exported = std::move(vars);
+      return used;
+    }
     o.recorded.push_back(entry);
     // --signal is kept with the others, and the agent acts on it (core/signal_spec).
     if (r->name == "signal") return used;
@@ -800,6 +821,12 @@ protocol::job_spec common_spec(const job_options& o, const std::string& default_
     if (eq == std::string::npos || eq == 0 || e.starts_with("PWD=")) continue;
     s.environment.push_back(e);
   }
+  // --export=ALL,NAME=VALUE: those win over the submitter's own.
+  for (const auto& e : o.exported.value_or(std::vector<std::string>{})) {
+    const std::string prefix = e.substr(0, e.find('=') + 1);
+    std::erase_if(s.environment, [&](const std::string& have) { return have.starts_with(prefix); });
+    s.environment.push_back(e);
+  }
   // The directory fsub ran in, whatever a parent left in $PWD: the job's
   // SLURM_SUBMIT_DIR (Slurm takes it from getcwd() too).
   if (!ctx.cwd.empty()) s.environment.push_back("PWD=" + ctx.cwd);
@@ -901,6 +928,7 @@ void merge(job_options& base, const job_options& over) {
   take(base.gpus_total, over.gpus_total);
   take(base.partition, over.partition);
   take(base.array, over.array);
+  take(base.exported, over.exported);
   base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());
   base.json = base.json || over.json;
   base.help = base.help || over.help;

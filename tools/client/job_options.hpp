@@ -78,6 +78,9 @@ struct job_options {
   std::optional<std::string> array;            // -a, --array "0-99%10" (core/array_spec.hpp)
   // Options AQS records but does not act on ("account=proj"), in order.
   std::vector<std::string> recorded;
+  // --export=ALL,NAME=VALUE,...: variables set in the job's environment on
+  // top of the submitter's (a later --export replaces them as a whole).
+  std::optional<std::vector<std::string>> exported;
   friend bool operator==(const job_options&, const job_options&) = default;
 };
 

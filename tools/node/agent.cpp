@@ -69,16 +69,22 @@ void agent::warn(const std::string& line) const { logging::warn("{}", line); }
 
 void agent::start() {
   prepare_spool(options_.spool);
+  // One agent per spool: another one (an agent of the same name of another
+  // cluster, with the default spool) would adopt and report this one's jobs.
+  spool_lock_ = std::make_unique<spool_lock>(options_.spool);
+  spool_cluster_ = spool_cluster(options_.spool);
+  if (const auto legacy = job_records(options_.spool); !legacy.empty()) {
+    warn("spool " + options_.spool.string() + " holds " + std::to_string(legacy.size()) +
+         " job record(s) of an agent without a cluster id: set aside, not adopted and not killed");
+  }
   // A --signal warning without B: that went out here reaches the job's
   // steps on its other nodes through aqsd (kept in the outbox until it
   // answers). Set before adopting: an adopted job's warning may be due.
   supervisor_.on_warning([this](std::int64_t job_id, int sig) { report(protocol::job_signal{0, job_id, sig}); });
   // Jobs a previous agent on this spool left running (it was killed, or
-  // the machine's agent was upgraded) are ours again; those that ended
-  // meanwhile are reported once aqsd is reached.
-  const auto adopted = supervisor_.adopt();
-  if (!adopted.empty()) log("adopted " + std::to_string(adopted.size()) + " running job(s) from the spool");
-  remove_stale_job_files();
+  // the machine's agent was upgraded) are adopted at registration, once
+  // aqsd has said which cluster it is (take_cluster): a job is only ever
+  // matched by its number within its own cluster.
   // Probes are signed with the cluster key: without one (an agent on aqsd's
   // Unix socket given no --key) there is no probe socket.
   if (options_.probe && !options_.key.empty()) {
@@ -256,7 +262,16 @@ awaitable<bool> agent::converse(const std::string& where) {
   reg.cpus.assign(options_.cpus.begin(), options_.cpus.end());
   reg.memory_mb = options_.memory_mb;
   reg.gpus = options_.gpus;
-  reg.running = supervisor_.running();
+  // Until this agent has adopted anything, `running` lists the jobs of the
+  // cluster its spool served last, which aqsd honours only if it is that
+  // cluster (it sets another cluster's aside).
+  if (!cluster_.empty()) {
+    reg.cluster_id = cluster_;
+    reg.running = supervisor_.running();
+  } else if (spool_cluster_) {
+    reg.cluster_id = *spool_cluster_;
+    reg.running = job_records(cluster_spool(options_.spool, *spool_cluster_));
+  }
   reg.host = host_name();
   reg.probe_port = prober_ ? prober_->port() : 0;
   const std::int64_t registered_at = job_supervisor::monotonic_ms();
@@ -275,11 +290,26 @@ awaitable<bool> agent::converse(const std::string& where) {
   }
   if (auto* okr = std::get_if<protocol::ok>(&*reply)) {
     protocol::register_reply registered;
+    if (!okr->result.contains("cluster_id")) {
+      fail("aqsd at " + where + " names no cluster id at registration: it is older than this agent, upgrade it");
+      co_return false;
+    }
     try {
       registered = protocol::read_reply<protocol::register_reply>(*okr);
     } catch (const protocol::protocol_error& e) {
       fail("aqsd at " + where + " answered register with an unreadable reply: " + e.what());
       co_return false;
+    }
+    if (registered.cluster_id != cluster_) {
+      if (!cluster_.empty() && (!supervisor_.running().empty() || !outbox_.empty())) {
+        // aqsd was re-created on another database while we ran: what we run
+        // is the old cluster's, and must not be reported to this one.
+        fail("aqsd at " + where + " is now cluster " + registered.cluster_id + ", not cluster " + cluster_ +
+             " whose " + std::to_string(supervisor_.running().size()) +
+             " job(s) this agent runs: restart aqs-node to serve the new cluster (they are set aside)");
+        co_return false;
+      }
+      if (!take_cluster(registered.cluster_id, where)) co_return false;
     }
     // Jobs aqsd no longer wants here (e.g. it declared them NODE_FAIL while
     // we were away): they go before the node takes new work.
@@ -475,6 +505,13 @@ void agent::handle_launch(const protocol::launch& l) {
   if (draining_) {
     return refuse_launch(l, protocol::error_code::invalid_state, "node " + options_.name + " is shutting down");
   }
+  if (l.job_token && l.job_token->rfind(cluster_ + ".", 0) != 0) {
+    // aqsd's job tokens begin with its cluster id: this launch is not of
+    // the cluster this agent registered with (and keeps records for).
+    return refuse_launch(l, protocol::error_code::permission_denied,
+                         "the launch of job " + std::to_string(l.job_id) +
+                             " carries another cluster's token; this agent serves cluster " + cluster_);
+  }
   const bool root = ::geteuid() == 0;
   if (!root && static_cast<uid_t>(l.uid) != ::getuid()) {
     return refuse_launch(l, protocol::error_code::permission_denied,
@@ -483,17 +520,17 @@ void agent::handle_launch(const protocol::launch& l) {
   }
   const node_environment node{options_.name, options_.socket_path, options_.server, options_.rsh_agent,
                               options_.mpi_interfaces};
-  launch_spec spec = job_environment(l, node, root, mpi_launch_dir(options_.spool, l.job_id),
+  launch_spec spec = job_environment(l, node, root, mpi_launch_dir(job_spool(), l.job_id),
                                      [this](const std::string& why) { log(why); });
   set_output_files(l, spec, options_.name);
 
   if (l.job.script) {
-    const auto path = script_path(options_.spool, l.job_id);
+    const auto path = script_path(job_spool(), l.job_id);
     std::optional<file_owner> owner;  // mode 0700: the job's user must own it to run it
     if (root) owner = file_owner{static_cast<uid_t>(l.uid), static_cast<gid_t>(l.gid)};
     if (!write_job_script(path, *l.job.script, owner)) {
       std::error_code ec;
-      std::filesystem::remove_all(mpi_launch_dir(options_.spool, l.job_id), ec);
+      std::filesystem::remove_all(mpi_launch_dir(job_spool(), l.job_id), ec);
       return refuse_launch(l, protocol::error_code::internal, "cannot write the job script to " + path.string());
     }
     spec.argv = script_command(path, *l.job.script);
@@ -525,7 +562,7 @@ void agent::handle_launch(const protocol::launch& l) {
       }
     }
   } catch (const std::exception& e) {
-    remove_job_files(options_.spool, l.job_id);  // a job that never started leaves nothing
+    remove_job_files(job_spool(), l.job_id);  // a job that never started leaves nothing
     return refuse_launch(l, protocol::error_code::bad_request, e.what());
   }
   if (l.job.interactive) output_.forward(l.job_id, std::move(pipes));
@@ -547,7 +584,7 @@ job_supervisor::started_callback agent::on_started(const protocol::launch& l) {
   };
   return [this, job_id = l.job_id, request = l.id, answer](std::optional<std::string> error) {
     if (error) {
-      remove_job_files(options_.spool, job_id);  // a job that never started leaves nothing
+      remove_job_files(job_spool(), job_id);  // a job that never started leaves nothing
       output_.abandon(job_id);
       warn("job " + std::to_string(job_id) + " not started: " + *error);
       answer(protocol::error{request, protocol::error_code::bad_request, *error});
@@ -594,17 +631,51 @@ std::string default_rsh_agent() {
   return {};
 }
 
+bool agent::take_cluster(const std::string& cluster_id, const std::string& where) {
+  const std::optional<std::string> before = cluster_.empty() ? spool_cluster_ : std::optional<std::string>(cluster_);
+  if (before && *before != cluster_id) {
+    const auto old_dir = cluster_spool(options_.spool, *before);
+    if (const auto ids = job_records(old_dir); !ids.empty()) {
+      warn("spool " + old_dir.string() + " holds " + std::to_string(ids.size()) + " job record(s) of cluster " + *before +
+           ", not of cluster " + cluster_id + " that aqsd at " + where + " is: set aside, not adopted and not killed");
+    }
+  }
+  const auto dir = cluster_spool(options_.spool, cluster_id);
+  try {
+    prepare_spool(dir);
+  } catch (const std::exception& e) {
+    fail(e.what());
+    return false;
+  }
+  if (!set_spool_cluster(options_.spool, cluster_id)) {
+    fail("cannot record the cluster id in " + (options_.spool / "cluster").string() + ": " + std::strerror(errno));
+    return false;
+  }
+  spool_lock_->describe(cluster_id);
+  supervisor_.set_spool(dir);
+  cluster_ = cluster_id;
+  spool_cluster_ = cluster_id;
+  log("serving cluster " + cluster_id + " (job records in " + dir.string() + ")");
+  // Jobs an earlier agent on this spool left running for this cluster (it
+  // was killed, or upgraded) are ours again; those that ended meanwhile are
+  // reported with the rest of the outbox.
+  const auto adopted = supervisor_.adopt();
+  if (!adopted.empty()) log("adopted " + std::to_string(adopted.size()) + " running job(s) from the spool");
+  remove_stale_job_files();
+  return true;
+}
+
 void agent::remove_stale_job_files() {
   // Scripts and MPI launch files of jobs not running here: an earlier agent
   // died between writing them and the job's start or end. (Adopted jobs
   // that ended meanwhile have already been reported, and theirs removed.)
   std::error_code ec;
-  const auto stale = stale_job_files(options_.spool, [this](std::int64_t id) { return supervisor_.is_running(id); });
+  const auto stale = stale_job_files(job_spool(), [this](std::int64_t id) { return supervisor_.is_running(id); });
   for (const auto& p : stale) std::filesystem::remove_all(p, ec);
 }
 
 void agent::report_end(const job_outcome& o) {
-  remove_job_files(options_.spool, o.job_id);
+  remove_job_files(job_spool(), o.job_id);
   if (ended_for_leaving_.count(o.job_id) != 0 && o.state == core::job_state::cancelled) {
     // Killed because this node is leaving: node_leaving tells aqsd, which
     // ends it as on a node failure (NODE_FAIL, or requeued).

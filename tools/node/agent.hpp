@@ -22,6 +22,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "job_output.hpp"
+#include "job_script.hpp"
 #include "job_supervisor.hpp"
 #include "latency_prober.hpp"
 #include "protocol/framing.hpp"
@@ -112,8 +113,15 @@ private:
   job_supervisor::started_callback on_started(const protocol::launch& l);
   void on_job_end(const job_outcome& o);
   void report_end(const job_outcome& o);
-  // At start, after adopting: removes spool files of jobs not running here.
+  // After adopting: removes spool files of jobs not running here.
   void remove_stale_job_files();
+  // The cluster aqsd named at registration is `cluster_id`: the job records
+  // go to its own spool directory, and the jobs found there are adopted;
+  // another cluster's are set aside (logged, never adopted or killed).
+  // False (after fail()) if its directory cannot be made.
+  bool take_cluster(const std::string& cluster_id, const std::string& where);
+  // The spool directory of the cluster this agent registered with.
+  std::filesystem::path job_spool() const { return supervisor_.spool(); }
   void send_output(protocol::output o);
   void fail(const std::string& why);
   void log(const std::string& line) const;   // aqs::logging, info
@@ -150,6 +158,9 @@ private:
   std::unique_ptr<latency_prober> prober_;  // with a key only
   // The last probe round's round trips, for the next heartbeat.
   std::optional<std::vector<protocol::latency_sample>> latency_report_;
+  std::unique_ptr<spool_lock> spool_lock_;   // held from start() on
+  std::optional<std::string> spool_cluster_;  // the cluster the spool's agent served last (spool/cluster)
+  std::string cluster_;                       // the cluster aqsd named at registration ("": not yet)
   std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
 };
 

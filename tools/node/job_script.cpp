@@ -1,7 +1,10 @@
 // job_script: spool checks, and script files written so that nobody else's file or link is ever written through.
 #include "job_script.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <sstream>
 #include <cstring>
 #include <fcntl.h>
 #include <stdexcept>
@@ -43,6 +46,110 @@ void prepare_spool(const std::filesystem::path& path) {
   if (::chmod(spool.c_str(), 0711) != 0) {
     throw std::runtime_error("cannot set the mode of spool directory " + spool + ": " + std::strerror(errno));
   }
+}
+
+namespace {
+
+bool is_cluster_id(const std::string& s) {
+  if (s.size() != 32) return false;
+  for (const char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string read_small_file(int fd) {
+  char buf[512];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
+// "pid P" / "cluster C" lines of a lock file.
+std::string line_value(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + " ", 0) == 0) return line.substr(key.size() + 1);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::filesystem::path cluster_spool(const std::filesystem::path& spool, const std::string& cluster_id) {
+  if (!is_cluster_id(cluster_id)) throw std::invalid_argument("not a cluster id: '" + cluster_id + "'");
+  return spool / ("cluster-" + cluster_id);
+}
+
+std::optional<std::string> spool_cluster(const std::filesystem::path& spool) {
+  std::ifstream in(spool / "cluster");
+  std::string id;
+  if (!(in >> id) || !is_cluster_id(id)) return std::nullopt;
+  return id;
+}
+
+bool set_spool_cluster(const std::filesystem::path& spool, const std::string& cluster_id) {
+  const auto tmp = spool / "cluster.tmp";
+  ::unlink(tmp.c_str());
+  {
+    const unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!fd) return false;
+    const std::string text = cluster_id + "\n";
+    if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return false;
+  }
+  return ::rename(tmp.c_str(), (spool / "cluster").c_str()) == 0;
+}
+
+std::vector<std::int64_t> job_records(const std::filesystem::path& dir) {
+  std::vector<std::int64_t> ids;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("job-", 0) != 0 || e.path().extension() != ".step") continue;
+    try {
+      ids.push_back(std::stoll(e.path().stem().string().substr(4)));
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+spool_lock::spool_lock(const std::filesystem::path& spool) : path_(spool / "agent.lock") {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot open " + path_.string() + ": " + std::strerror(errno));
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd_, F_SETLK, &fl) != 0) {
+    const int err = errno;
+    struct flock holder {};
+    holder.l_type = F_WRLCK;
+    holder.l_whence = SEEK_SET;
+    const bool known = ::fcntl(fd_, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK;
+    const std::string text = read_small_file(fd_);
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EAGAIN && err != EACCES) {
+      throw std::runtime_error("cannot lock " + path_.string() + ": " + std::strerror(err));
+    }
+    std::string cluster = line_value(text, "cluster");
+    if (!is_cluster_id(cluster)) cluster = "not yet known";
+    throw std::runtime_error("spool " + spool.string() + " is held by another aqs-node (pid " +
+                             (known ? std::to_string(holder.l_pid) : std::string("unknown")) + ", cluster " + cluster +
+                             "): give each agent a --spool of its own");
+  }
+  describe("");
+}
+
+spool_lock::~spool_lock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void spool_lock::describe(const std::string& cluster_id) {
+  if (fd_ < 0) return;
+  const std::string text = "pid " + std::to_string(::getpid()) + "\ncluster " + cluster_id + "\n";
+  if (::ftruncate(fd_, 0) != 0) return;
+  (void)!::pwrite(fd_, text.data(), text.size(), 0);
 }
 
 std::filesystem::path script_path(const std::filesystem::path& spool, std::int64_t job_id) {

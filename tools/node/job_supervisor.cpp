@@ -423,6 +423,11 @@ bool job_supervisor::signal_before_limit(std::int64_t job_id, const core::signal
   return true;
 }
 
+void job_supervisor::set_spool(std::filesystem::path spool) {
+  if (!jobs_.empty()) throw std::logic_error("job_supervisor::set_spool with jobs running");
+  spool_ = std::move(spool);
+}
+
 std::vector<std::int64_t> job_supervisor::adopt() {
   std::vector<std::int64_t> adopted;
   std::error_code ec;

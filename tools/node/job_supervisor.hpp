@@ -126,6 +126,11 @@ public:
   // Returns the ids adopted while running. Unreadable or stale records are
   // removed.
   std::vector<std::int64_t> adopt();
+  // Where the job records go from now on (the agent's spool directory of
+  // the cluster it registered with). Throws std::logic_error while any job
+  // is here: its records would be looked for in the wrong place.
+  void set_spool(std::filesystem::path spool);
+  const std::filesystem::path& spool() const noexcept { return spool_; }
   // The job's end has been reported and acknowledged: its spool records go.
   void forget(std::int64_t job_id);
 

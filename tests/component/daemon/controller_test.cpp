@@ -389,3 +389,43 @@ TEST_CASE("a submit token finds only its own user's job: the same token from ano
   CHECK(h.store().get_job(mine)->request.uid == k_user);
   CHECK(h.store().get_job(theirs)->request.uid == k_user + 1);
 }
+
+TEST_CASE("a running job's own range request is held to its partition's MaxCPUsPerJob, as fsub and fctl are") {
+  daemon::controller_options o;
+  o.heartbeat_timeout = 1h;
+  o.partitions = core::parse_config("PartitionName=small Nodes=n1 Default=YES MaxCPUsPerJob=2\n", "aqs.conf");
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  std::string why;
+  CHECK(h.submit(c, 3, 3, false, &why) == 0);  // fsub's refusal
+  CHECK(why.find("MaxCPUsPerJob is 2") != std::string::npos);
+  const std::int64_t job = h.submit(c, 1, 2, true);
+  REQUIRE(job > 0);
+  h.launched(a, job);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = job;
+  h.ctl().on_open(shim);
+  protocol::control m;
+  m.id = h.next_id();
+  m.action = "update";
+  m.job_ids = {job};
+  m.min_pe = 3;
+  m.max_pe = 4;
+  h.ctl().on_message(shim, m);
+  const auto reply = shim->reply(m.id);
+  REQUIRE(reply);
+  const auto* err = std::get_if<protocol::error>(&*reply);
+  REQUIRE_MESSAGE(err != nullptr, "the job's range request went past MaxCPUsPerJob");
+  CHECK(err->message == "job " + std::to_string(job) +
+                            ": Requested node configuration is not available: 3 processors asked, MaxCPUsPerJob is 2 "
+                            "(partition small)");
+  // Within the limit it is taken.
+  m.id = h.next_id();
+  m.min_pe = 2;
+  m.max_pe = 2;
+  h.ctl().on_message(shim, m);
+  const auto ok = shim->reply(m.id);
+  REQUIRE(ok);
+  CHECK(std::holds_alternative<protocol::ok>(*ok));
+}

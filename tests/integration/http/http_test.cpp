@@ -317,9 +317,12 @@ TEST_CASE("an unprivileged user gets a token for themselves only, and cannot rev
   CHECK(other.status == 2);
   // No HTTP route issues tokens: a token cannot beget one.
   CHECK(http_request(s.web, "POST", "/api/v1/token", alice.token, "{}").status == 404);
-  // Alice naming bob's token id changes nothing for bob.
+  // Alice naming bob's token id is refused (never "revoked") and changes nothing for bob.
   const issued bob = s.token(&s.bob);
-  REQUIRE(s.c->cmd(AQS_FTOKEN_BINARY, {"--revoke", bob.id}, &s.alice).status == 0);
+  const auto named = s.c->cmd(AQS_FTOKEN_BINARY, {"--revoke", bob.id}, &s.alice);
+  CHECK(named.status != 0);
+  CHECK(named.out.empty());
+  CHECK(named.err.find("you have no valid token with id") != std::string::npos);
   CHECK(s.get("/api/v1/whoami", bob.token).status == 200);
   // Root's token is root's.
   const issued root = s.token(nullptr);

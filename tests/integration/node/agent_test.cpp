@@ -29,6 +29,8 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string k_key = "agent-test-key";
+// The cluster this scripted aqsd says it is; the agent keeps its jobs' records in spool/cluster-ID.
+const std::string k_cluster = "c0ffee00c0ffee00c0ffee00c0ffee00";
 
 // Plays aqsd: records what the agent sends, acknowledges its requests.
 struct fake_aqsd : daemon::dispatcher {
@@ -48,7 +50,9 @@ struct fake_aqsd : daemon::dispatcher {
     if (auto id = protocol::id_of(m); id && !std::holds_alternative<protocol::ok>(m) &&
                                       !std::holds_alternative<protocol::error>(m)) {
       nlohmann::json result = nlohmann::json::object();
-      if (std::holds_alternative<protocol::register_node>(m)) result = {{"first_proc", 0}, {"kill", nlohmann::json::array()}};
+      if (std::holds_alternative<protocol::register_node>(m)) {
+        result = {{"first_proc", 0}, {"kill", nlohmann::json::array()}, {"cluster_id", k_cluster}};
+      }
       c->send(protocol::ok{*id, result});
     }
     std::lock_guard lock(mu);
@@ -206,7 +210,7 @@ TEST_CASE("the agent registers, heartbeats, runs a launched job with its environ
   const std::string out = h.read("out-5-job5.txt");
   CHECK(out.find("id=5 procs=0110 n=2 nodes=n1:1-2\n") == 0);  // AQS's own values win over the job's
   CHECK(out.find("Cpus_allowed_list:\t0\n") != std::string::npos);
-  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-5.script"));
+  CHECK_FALSE(fs::exists(h.dir / "spool" / ("cluster-" + k_cluster) / "job-5.script"));
 }
 
 TEST_CASE("a kill request ends a job CANCELLED, a time limit ends one TIMEOUT, a bad job is refused") {
@@ -447,11 +451,13 @@ TEST_CASE("a job whose killed agent is restarted in time is adopted and keeps ru
 TEST_CASE("the spool keeps no MPI launch files of a job that never started, nor of jobs no agent runs any more") {
   harness h;
   // Left by an earlier agent on this spool, for a job it no longer runs.
-  fs::create_directories(h.dir / "spool" / "job-77.mpi");
-  std::ofstream(h.dir / "spool" / "job-77.mpi" / "hostfile") << "localhost slots=1\n";
+  const fs::path jobs = h.dir / "spool" / ("cluster-" + k_cluster);
+  fs::create_directories(jobs / "job-77.mpi");
+  std::ofstream(jobs / "job-77.mpi" / "hostfile") << "localhost slots=1\n";
   h.start_agent({"--socket", (h.dir / "aqsd.sock").string()});
   REQUIRE(h.aqsd->wait_for<protocol::register_node>([](auto&) { return true; }));
-  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-77.mpi"));
+  REQUIRE(h.aqsd->wait_for<protocol::heartbeat>([](auto&) { return true; }));  // registered: the spool is tidied
+  CHECK_FALSE(fs::exists(jobs / "job-77.mpi"));
 
   auto bad = h.launch(22, "#!/bin/sh\ntrue\n");
   bad.proc_hosts = {"localhost", "localhost"};
@@ -461,8 +467,8 @@ TEST_CASE("the spool keeps no MPI launch files of a job that never started, nor 
   auto err = h.aqsd->wait_for<protocol::error>([](auto& e) { return e.id == 1022; });
   REQUIRE(err);
   CHECK(err->message.find("cannot enter working directory") != std::string::npos);
-  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.mpi"));
-  CHECK_FALSE(fs::exists(h.dir / "spool" / "job-22.script"));
+  CHECK_FALSE(fs::exists(jobs / "job-22.mpi"));
+  CHECK_FALSE(fs::exists(jobs / "job-22.script"));
 }
 
 TEST_CASE("an answer to the last connection's launch never goes out on the next one") {

@@ -5,6 +5,9 @@
 #include "daemon/token_authority.hpp"
 #include "temp_dir.hpp"
 
+#include <fstream>
+#include <sys/stat.h>
+
 using aqs::daemon::token_authority;
 using aqs::daemon::token_claims;
 
@@ -65,9 +68,10 @@ TEST_CASE("a user revokes their own token by id, and another user's revocation o
   token_authority a("k");
   auto [t1, c1] = a.issue(1000, "alice", 600, k_now);
   auto [t2, c2] = a.issue(1000, "alice", 600, k_now);
-  a.revoke(1001, c1.id, k_now);  // bob names alice's token: nothing happens to it
+  CHECK_FALSE(a.revoke(1001, c1.id, k_now));  // bob names alice's token: refused, nothing happens to it
   CHECK(valid(a, t1));
-  a.revoke(1000, c1.id, k_now);
+  CHECK_FALSE(a.revoke(1000, "0123456789abcdef0123456789abcdef", k_now));  // never issued: refused
+  CHECK(a.revoke(1000, c1.id, k_now));
   CHECK(refusal(a, t1) == "token revoked");
   CHECK(valid(a, t2));
 }
@@ -102,9 +106,59 @@ TEST_CASE("revocations are kept in their file and read back by the next daemon")
     a.revoke(1000, i1.second.id, k_now);
     a.revoke_all(1001, k_now + 1);
   }
-  token_authority b("k", file);
+  token_authority b("k", file, k_now + 2);  // read back while the tokens are valid
   CHECK_FALSE(valid(b, t1));
   CHECK_FALSE(valid(b, t2));
   CHECK(valid(b, t3));
   CHECK((std::filesystem::status(file).permissions() & std::filesystem::perms::others_read) == std::filesystem::perms::none);
+}
+
+TEST_CASE("an expired token cannot be revoked by its user: there is nothing left to revoke") {
+  token_authority a("k");
+  auto [t1, c1] = a.issue(1000, "alice", 60, k_now);
+  CHECK_FALSE(a.revoke(1000, c1.id, k_now + 61 * k_second));
+}
+
+TEST_CASE("a revocation is one line appended to the file, not a rewrite of it") {
+  aqs::test::temp_dir dir;
+  const auto file = dir.path() / "revoked-tokens";
+  token_authority a("k", file);
+  auto [t1, c1] = a.issue(1000, "alice", 600, k_now);
+  auto [t2, c2] = a.issue(1000, "alice", 600, k_now);
+  struct stat before {};
+  REQUIRE(::stat(file.c_str(), &before) == 0);
+  CHECK(a.revoke(1000, c1.id, k_now));
+  struct stat after {};
+  REQUIRE(::stat(file.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // the same file, grown
+  CHECK(after.st_size > before.st_size);
+  CHECK((after.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("the revocation file stays bounded by the tokens alive: expired entries are dropped") {
+  aqs::test::temp_dir dir;
+  const auto file = dir.path() / "revoked-tokens";
+  std::int64_t now = k_now;
+  {
+    token_authority a("k", file);
+    // 20,000 tokens of a minute each, one issued and revoked every 2 s: at
+    // any time about 30 are alive.
+    for (int i = 0; i < 20'000; ++i, now += 2 * k_second) {
+      auto [t, c] = a.issue(1000, "alice", 60, now);
+      CHECK(a.revoke(1000, c.id, now));
+    }
+    CHECK(a.entries() < 2 * 1024 + 100);
+  }
+  auto lines = [&] {
+    std::ifstream in(file);
+    std::size_t n = 0;
+    for (std::string l; std::getline(in, l);) ++n;
+    return n;
+  };
+  CHECK(lines() < 3 * 1024 + 200);
+  // Read back an hour later: everything it held has expired, and the file is
+  // written again without it.
+  token_authority b("k", file, now + 3600 * k_second);
+  CHECK(b.entries() == 0);
+  CHECK(lines() == 0);
 }

@@ -99,8 +99,8 @@ TEST_CASE("every reply survives make_ok, framing, parsing and read_reply unchang
                                     {partition_info{"debug", "UP", true, "node[0-2]", 1800, 600, 1, 0, 4, 1},
                                      partition_info{"batch", "DOWN", false, "ALL", 0, 0, 0, 64, 0, 0}}, 0, 0});
   check_round_trip(sample_history());
-  check_round_trip(register_reply{8, {5, 6}});
-  check_round_trip(register_reply{0, {}});
+  check_round_trip(register_reply{8, {5, 6}, "0123456789abcdef0123456789abcdef"});
+  check_round_trip(register_reply{0, {}, "0123456789abcdef0123456789abcdef"});
   check_round_trip(remote_exec_reply{"node1"});
   check_round_trip(token_reply{"abc.def", "0123abcd", "alice", 1000, 1763900000});
 }
@@ -122,10 +122,10 @@ TEST_CASE("make_ok encodes the same bytes as aqsd's handlers build today") {
     json kill = json::array();
     kill.push_back(std::int64_t{5});
     kill.push_back(std::int64_t{9});
-    CHECK(encode(make_ok(2, register_reply{16, {5, 9}})) ==
-          encode(ok{2, {{"first_proc", first_proc}, {"kill", kill}}}));
-    CHECK(encode(make_ok(2, register_reply{0, {}})) ==
-          encode(ok{2, {{"first_proc", std::size_t{0}}, {"kill", json::array()}}}));
+    CHECK(encode(make_ok(2, register_reply{16, {5, 9}, "0123456789abcdef0123456789abcdef"})) ==
+          encode(ok{2, {{"first_proc", first_proc}, {"kill", kill}, {"cluster_id", "0123456789abcdef0123456789abcdef"}}}));
+    CHECK(encode(make_ok(2, register_reply{0, {}, "0123456789abcdef0123456789abcdef"})) ==
+          encode(ok{2, {{"first_proc", std::size_t{0}}, {"kill", json::array()}, {"cluster_id", "0123456789abcdef0123456789abcdef"}}}));
   }
   SUBCASE("cancel (kill.cpp)") {
     json cancelled = json::array();
@@ -244,8 +244,8 @@ TEST_CASE("a reply that does not validate names the field at fault") {
 }
 
 TEST_CASE("a reply from a newer aqsd reads with its unknown members ignored and absent lists empty") {
-  const auto r = read_reply<register_reply>(ok{1, {{"first_proc", 8}, {"drain", true}}});
-  CHECK(r == register_reply{8, {}});
+  const auto r = read_reply<register_reply>(ok{1, {{"first_proc", 8}, {"drain", true}, {"cluster_id", "0123456789abcdef0123456789abcdef"}}});
+  CHECK(r == register_reply{8, {}, "0123456789abcdef0123456789abcdef"});
   const auto c = read_reply<cancel_reply>(
       ok{1, {{"cancelled", {4}}, {"failed", {{{"job_id", 5}, {"code", "quota_exceeded"}, {"message", "m"}}}}}});
   CHECK(c.failed.at(0).code == error_code::internal);  // a code this version does not know
