@@ -244,7 +244,10 @@ void cluster::start_aqsd() {
       std::ifstream in(log);
       std::stringstream ss;
       ss << in.rdbuf();
-      FAIL("aqsd exited at start: " << ss.str());
+      FAIL("aqsd exited at start ("
+           << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                   : "status " + std::to_string(WEXITSTATUS(status)))
+           << "): " << ss.str());
     }
     std::this_thread::sleep_for(50ms);
   }
