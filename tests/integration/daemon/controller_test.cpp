@@ -63,13 +63,20 @@ struct daemon_under_test {
     r.procs = procs;
     r.cpus = {0, 1};
     r.running = std::move(running);
+    // An agent names the cluster whose jobs it still runs: the one an
+    // earlier registration's reply named (a real agent keeps it in its spool).
+    r.cluster_id = cluster_id;
     ctl.on_message(c, r);
     auto rep = c->reply(1);
     REQUIRE(rep);
     REQUIRE(std::holds_alternative<protocol::ok>(*rep));
-    if (reg_reply) *reg_reply = std::get<protocol::ok>(*rep);
+    const auto& ok = std::get<protocol::ok>(*rep);
+    if (ok.result.contains("cluster_id")) cluster_id = ok.result["cluster_id"].get<std::string>();
+    if (reg_reply) *reg_reply = ok;
     return c;
   }
+  // The cluster id the agents were told at registration.
+  std::string cluster_id;
   std::shared_ptr<fake_conn> client(uid_t uid) {
     auto c = std::make_shared<fake_conn>(protocol::peer_role::client, uid);
     ctl.on_open(c);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 #include "file_text.hpp"
 #include "http_client.hpp"
 #include "protocol/base64.hpp"
@@ -33,23 +34,7 @@ using test::http_request;
 
 namespace {
 
-// Two unprivileged users made for this run and removed at its end.
-struct run_users {
-  std::vector<std::string> made;
-  ~run_users() {
-    for (const auto& name : made) {
-      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
-    }
-  }
-  void ensure(const std::string& name) {
-    if (::getpwnam(name.c_str()) == nullptr) made.push_back(name);  // c.user() creates it
-  }
-};
-run_users& users() {
-  static run_users u;
-  return u;
-}
+using test::users;
 
 constexpr const char* k_alice = "aqshttp-alice";
 constexpr const char* k_bob = "aqshttp-bob";

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 #include "file_text.hpp"
 #include "raw_peer.hpp"
 #include "temp_dir.hpp"
@@ -31,24 +32,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Unprivileged users made for this run (names unique to this test) and
-// removed at its end.
-struct run_users {
-  std::vector<std::string> made;
-  ~run_users() {
-    for (const auto& name : made) {
-      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
-    }
-  }
-  void ensure(const std::string& name) {
-    if (::getpwnam(name.c_str()) == nullptr) made.push_back(name);  // c.user() creates it
-  }
-};
-run_users& users() {
-  static run_users u;
-  return u;
-}
+using test::users;
 
 constexpr const char* k_alice = "aqs-ports-a";
 constexpr const char* k_mallory = "aqs-ports-m";

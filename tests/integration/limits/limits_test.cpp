@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 #include "file_text.hpp"
 #include "protocol/replies.hpp"
 #include "raw_peer.hpp"
@@ -34,26 +35,9 @@ using test::bin;
 
 namespace {
 
-// Two unprivileged users made for this run (names unique to this branch's
-// tests) and removed at its end: the one with the huge array (ann) and the
-// other one, who must still be served (bob).
-struct run_users {
-  std::vector<std::string> made;
-  ~run_users() {
-    for (const auto& name : made) {
-      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
-    }
-  }
-  void ensure(const std::string& name) {
-    if (::getpwnam(name.c_str()) != nullptr) return;
-    made.push_back(name);
-  }
-};
-run_users& users() {
-  static run_users u;
-  return u;
-}
+// Made for this run, removed at its end (run_users.hpp): the one with the
+// huge array (ann) and the other one, who must still be served (bob).
+using test::users;
 constexpr const char* k_ann = "aqs-aqsd-work-a";
 constexpr const char* k_bob = "aqs-aqsd-work-b";
 

@@ -20,6 +20,7 @@
 #include <pqxx/transaction>
 
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 #include "file_text.hpp"
 #include "protocol/framing.hpp"
 #include "raw_peer.hpp"
@@ -39,22 +40,8 @@ namespace {
 
 constexpr const char* k_user = "aqs-cluster-id-a";
 
-struct made_users {
-  std::vector<std::string> made;
-  ~made_users() {
-    for (const auto& name : made) {
-      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
-    }
-  }
-  void ensure(const std::string& name) {
-    if (::getpwnam(name.c_str()) == nullptr) made.push_back(name);
-  }
-};
-made_users& users() {
-  static made_users u;
-  return u;
-}
+// Made for this run, removed at its end (run_users.hpp).
+using test::users;
 
 // A cluster of no agent of the harness's own: the test starts them.
 std::unique_ptr<test::cluster> bare_cluster(const test::test_database& db) {

@@ -15,6 +15,7 @@
 
 #include "../http/http_client.hpp"
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 #include "file_text.hpp"
 #include "temp_dir.hpp"
 #include "test_pg.hpp"
@@ -32,22 +33,8 @@ namespace {
 constexpr const char* k_alice = "aqs-cluster-id-b";
 constexpr const char* k_bob = "aqs-cluster-id-c";
 
-struct made_users {
-  std::vector<std::string> made;
-  ~made_users() {
-    for (const auto& name : made) {
-      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
-    }
-  }
-  void ensure(const std::string& name) {
-    if (::getpwnam(name.c_str()) == nullptr) made.push_back(name);
-  }
-};
-made_users& users() {
-  static made_users u;
-  return u;
-}
+// Made for this run, removed at its end (run_users.hpp).
+using test::users;
 
 // One node of 2 processors in partition "short": at most 20 minutes and one
 // processor per job.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 #include "file_text.hpp"
 #include "protocol/auth.hpp"
 #include "raw_peer.hpp"
@@ -32,25 +33,9 @@ using test::is_ok;
 
 namespace {
 
-// Two unprivileged users made for this run and removed at its end: the
-// victim (alice) and the attacker (mallory).
-struct run_users {
-  std::vector<std::string> made;
-  ~run_users() {  // at exit, after doctest: plain calls only
-    for (const auto& name : made) {
-      const std::string cmd = "/usr/sbin/userdel " + name + " >/dev/null 2>&1";
-      if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove test user %s\n", name.c_str());
-    }
-  }
-  void ensure(const std::string& name) {
-    if (::getpwnam(name.c_str()) != nullptr) return;
-    made.push_back(name);  // c.user() creates it
-  }
-};
-run_users& users() {
-  static run_users u;
-  return u;
-}
+// Made for this run, removed at its end (run_users.hpp): the victim (alice)
+// and the attacker (mallory).
+using test::users;
 
 constexpr const char* k_alice = "aqssec-alice";
 constexpr const char* k_mallory = "aqssec-mallory";
