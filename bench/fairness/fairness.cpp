@@ -5,10 +5,15 @@
 // as another user (nobody), it runs the real `fjobs -u nobody --json` and
 // `fsub --wrap true` commands one after the other and times each, start of
 // the process to its exit, and samples aqsd's resident memory (VmRSS).
-// The same probes with nothing else going on are the baseline.
+// The same probes with nothing else going on are the baseline. aqsd also
+// serves its HTTP API (--http 127.0.0.1:0): each probe adds that user's
+// authenticated GET /api/v1/jobs (a token from ftoken run as nobody), on a
+// fresh connection, timed from connect to the end of the answer.
 // Prints a table and writes $AQS_BENCH_RESULTS/fairness.json.
 //   bench_fairness [--quick]   (--quick: 20,000 tasks)
 #include <grp.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +37,7 @@
 #include "protocol/replies.hpp"
 
 #include "bench_system.hpp"
+#include "raw_peer.hpp"
 
 using clk = std::chrono::steady_clock;
 using namespace aqs;
@@ -90,23 +96,90 @@ double rss_mb(pid_t pid) {
   return 0;
 }
 
+// argv run as the other user; its stdout's last line, or throws.
+std::string last_line_as_other(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(k_other_gid) != 0 || ::setuid(k_other_uid) != 0) ::_exit(126);
+    if (::chdir("/tmp") != 0) ::_exit(126);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw std::runtime_error(argv[0] + std::string(" failed"));
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out.substr(out.rfind('\n') + 1);
+}
+
+// One GET /api/v1/jobs with `token` on a fresh connection to aqsd's HTTP
+// port: its status (0: no answer within 30 s).
+unsigned http_get_jobs(int port, const std::string& token) {
+  const int fd = test::connect_tcp("127.0.0.1", port);
+  if (fd < 0) return 0;
+  const std::string text = "GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
+                           "\r\nConnection: close\r\n\r\n";
+  std::string_view req = text;
+  while (!req.empty()) {
+    const ssize_t n = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    req.remove_prefix(static_cast<std::size_t>(n));
+  }
+  std::string got;
+  const auto end = clk::now() + 30s;
+  char buf[65536];
+  while (clk::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;  // Connection: close: the whole answer has come
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return got.starts_with("HTTP/1.1 ") && got.size() >= 12 ? static_cast<unsigned>(std::stoi(got.substr(9, 3))) : 0;
+}
+
 struct probes {
-  std::vector<double> fjobs, fsub;
+  std::vector<double> fjobs, fsub, get;
   int failed = 0;
+  int get_failed = 0;  // GETs not answered 200
 };
+
+int http_port = 0;          // aqsd's HTTP port
+std::string other_token;    // the other user's bearer token
 
 void probe_once(probes& p, const std::string& socket) {
   const auto [a, ta] = timed_run({AQS_FJOBS_BINARY, "--socket", socket, "--json", "-u", "nobody"});
   if (a == 0) p.fjobs.push_back(ta); else ++p.failed;
   const auto [b, tb] = timed_run({AQS_FSUB_BINARY, "--socket", socket, "-o", "/dev/null", "-D", "/tmp", "--wrap", "true"});
   if (b == 0) p.fsub.push_back(tb); else ++p.failed;
+  const auto t0 = clk::now();
+  const unsigned status = http_get_jobs(http_port, other_token);
+  p.get.push_back(ms_since(t0));
+  if (status != 200) ++p.get_failed;
 }
 
 nlohmann::json summary(const probes& p) {
   return {{"fjobs_median_ms", bench::median(p.fjobs)}, {"fjobs_p99_ms", bench::pct(p.fjobs, 0.99)},
           {"fsub_median_ms", bench::median(p.fsub)},   {"fsub_p99_ms", bench::pct(p.fsub, 0.99)},
           {"fjobs_runs", p.fjobs.size()},              {"fsub_runs", p.fsub.size()},
-          {"failed", p.failed}};
+          {"failed", p.failed},
+          {"get_jobs_median_ms", bench::median(p.get)}, {"get_jobs_p99_ms", bench::pct(p.get, 0.99)},
+          {"get_jobs_runs", p.get.size()},              {"get_jobs_not_200", p.get_failed}};
 }
 
 }  // namespace
@@ -122,7 +195,13 @@ int main(int argc, char** argv) {
     o.aqs_node = AQS_NODE_BINARY;
     o.nodes = 1;
     o.procs_per_node = 4;
+    o.aqsd_args = {"--http", "127.0.0.1:0"};
     bench::system sys(o);
+    {
+      const std::string addr = bench::slurp(sys.dir() / "state" / "aqsd.http");
+      http_port = std::stoi(addr.substr(addr.rfind(':') + 1));
+      other_token = last_line_as_other({AQS_FTOKEN_BINARY, "--socket", sys.socket()});
+    }
     const pid_t aqsd = aqsd_pid(sys.dir().string());
     if (aqsd < 0) throw std::runtime_error("cannot find aqsd's pid");
     client::connection w(sys.socket(), 900s);
@@ -179,11 +258,12 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 20; ++i) probe_once(after, sys.socket());
 
     std::printf("%d-task array behind a running job: answered in %.2f s\n\n", tasks, reply_s);
-    std::printf("%-28s %10s %10s %10s %10s %6s\n", "another user's commands", "fjobs p50", "fjobs p99", "fsub p50",
-                "fsub p99", "runs");
+    std::printf("%-28s %10s %10s %10s %10s %10s %10s %8s %6s\n", "another user's commands", "fjobs p50", "fjobs p99",
+                "fsub p50", "fsub p99", "GET p50", "GET p99", "GET !200", "runs");
     auto row = [](const char* what, const probes& p) {
-      std::printf("%-28s %8.1fms %8.1fms %8.1fms %8.1fms %6zu\n", what, bench::median(p.fjobs), bench::pct(p.fjobs, 0.99),
-                  bench::median(p.fsub), bench::pct(p.fsub, 0.99), p.fjobs.size() + p.fsub.size());
+      std::printf("%-28s %8.1fms %8.1fms %8.1fms %8.1fms %8.1fms %8.1fms %8d %6zu\n", what, bench::median(p.fjobs),
+                  bench::pct(p.fjobs, 0.99), bench::median(p.fsub), bench::pct(p.fsub, 0.99), bench::median(p.get),
+                  bench::pct(p.get, 0.99), p.get_failed, p.fjobs.size() + p.fsub.size() + p.get.size());
     };
     row("idle", idle);
     row("during the array", during);
