@@ -215,6 +215,8 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
   }
   const std::string status_path = record(job_id, "status").string();
   const std::string status_tmp = status_path + ".tmp";
+  const std::string step_path = record(job_id, "step").string();
+  const std::string step_tmp = step_path + ".tmp";
   ::unlink(status_path.c_str());
   ::unlink(record(job_id, "warn").c_str());  // of an earlier run of the job here (requeued)
   // The lease: the step reads, we write; opened on both ends before the
@@ -255,6 +257,15 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     try {
       pgid = launch(spec);
       said = "O" + std::to_string(pgid);
+      // The record a new agent adopts the job by, written here and not by
+      // the agent: aqsd counts the job RUNNING from dispatch, and an agent
+      // killed before it reads this report must not leave a job that runs
+      // unrecorded (neither adopted nor set aside by the next one).
+      const std::string rec = std::to_string(::getpid()) + " " + std::to_string(start_ticks(::getpid())) + " " +
+                              std::to_string(pgid) + " " + std::to_string(now_ms()) + " " +
+                              std::to_string(time_limit ? time_limit->count() : 0) + " " +
+                              std::to_string(grace.count()) + "\n";
+      write_atomically(step_path.c_str(), step_tmp.c_str(), rec.data(), rec.size());
     } catch (const std::exception& e) {
       said = std::string("E") + e.what();
     }
@@ -323,13 +334,7 @@ void job_supervisor::reported(std::int64_t job_id) {
     return;
   }
   j.pgid = static_cast<pid_t>(std::stol(j.said.substr(1)));
-  // The record a new agent adopts the job by.
-  const std::string rec = std::to_string(j.step) + " " + std::to_string(start_ticks(j.step)) + " " +
-                          std::to_string(j.pgid) + " " + std::to_string(now_ms()) + " " +
-                          std::to_string(j.limit_ms ? j.limit_ms->count() : 0) + " " + std::to_string(j.grace.count()) +
-                          "\n";
-  const std::string rec_path = record(job_id, "step").string();
-  write_atomically(rec_path.c_str(), (rec_path + ".tmp").c_str(), rec.data(), rec.size());
+  // Its adoption record (job-N.step) the step wrote before it said so.
   if (j.limit_ms) arm_limit(j, *j.limit_ms, j.grace);
   const auto deferred = std::move(j.deferred);
   const auto step_exited = j.step_exited;

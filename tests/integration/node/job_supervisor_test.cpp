@@ -262,3 +262,45 @@ TEST_CASE("--signal survives the agent: an adopted job is warned once, at once w
   third->forget(64);
   CHECK_FALSE(fs::exists(dir / "job-64.warn"));
 }
+
+TEST_CASE("a job is adoptable from the moment it runs, even if the agent dies before it hears the step's report") {
+  // The agent learns that a job started by reading its step's report on the
+  // event loop; aqsd counts the job RUNNING from dispatch. An agent killed
+  // between the job's start and that read left no record: the job ran on,
+  // unknown to the next agent (neither adopted nor set aside).
+  aqs::test::temp_dir tmp{"aqs-sup-test"};
+  const fs::path dir = tmp.path();
+  boost::asio::io_context io;
+  std::map<std::int64_t, job_outcome> done;
+  auto make = [&](boost::asio::io_context& on) {
+    return std::make_unique<job_supervisor>(on, [&](const job_outcome& o) { done[o.job_id] = o; }, dir);
+  };
+  launch_spec spec;
+  spec.argv = {"/bin/sh", "-c", "echo $$ > ready.txt; exec sleep 30"};
+  spec.workdir = dir.string();
+  spec.env = {"PATH=/usr/bin:/bin"};
+  spec.stdout_path = (dir / "out.txt").string();
+  boost::asio::io_context never_run;  // the first agent's loop, which never reads the report
+  auto first = make(never_run);
+  first->start_async(71, spec, 20s, 1s, [](std::optional<std::string>) {});
+  // The event loop never runs: the agent has not read the report.
+  pid_t pid = 0;
+  for (int i = 0; i < 600 && pid <= 0; ++i) {
+    std::ifstream in(dir / "ready.txt");
+    if (!(in >> pid)) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(pid > 0);
+  // The step (which outlives the agent) records the job itself.
+  for (int i = 0; i < 1000 && !fs::exists(dir / "job-71.step"); ++i) std::this_thread::sleep_for(10ms);
+  CHECK(fs::exists(dir / "job-71.step"));
+  first.reset();  // killed now
+  auto second = make(io);
+  CHECK(second->adopt() == std::vector<std::int64_t>{71});
+  CHECK(pid_alive(pid));
+  // Adopted whole: its time limit still ends it.
+  REQUIRE(second->kill(71, SIGTERM, 1s));
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (done.count(71) == 0 && std::chrono::steady_clock::now() < deadline) io.run_for(10ms);
+  REQUIRE(done.count(71) == 1);
+  CHECK(done.at(71).state == job_state::cancelled);
+}
