@@ -10,6 +10,38 @@
 
 namespace aqs::faucets {
 
+std::vector<core::setting> server_limit_settings(server_limits& l) {
+  constexpr double k_count = 1'000'000;
+  return {
+      core::count_setting({}, "--http-max-connections", l.http_max_connections,
+                          "connections on the users' port in total", 1, k_count),
+      core::count_setting({}, "--http-max-per-address", l.http_max_per_address,
+                          "users' port connections from one address before a request proves a token", 1, k_count),
+      core::count_setting({}, "--http-max-per-user", l.http_max_per_user,
+                          "users' port connections one token's user may hold", 1, k_count),
+      core::count_setting({}, "--cluster-max-connections", l.cluster_max_connections,
+                          "connections on the clusters' port in total", 1, k_count),
+      core::count_setting({}, "--cluster-max-per-address", l.cluster_max_per_address,
+                          "clusters' port handshakes from one address before the key is proven", 1, k_count),
+      core::count_setting({}, "--socket-max-connections", l.socket_max_connections,
+                          "connections on the Unix socket in total", 1, k_count),
+      core::count_setting({}, "--socket-max-per-user", l.socket_max_per_user,
+                          "Unix socket connections of one local user, root aside", 1, k_count),
+      core::seconds_setting({}, "--handshake-timeout", l.handshake_timeout,
+                            "seconds for a TLS handshake and a cluster's hello", 0.1, 3600),
+      core::seconds_setting({}, "--head-timeout", l.head_timeout,
+                            "seconds from a connection's start or its previous answer to a request's complete head",
+                            0.1, 3600),
+      core::seconds_setting({}, "--body-timeout", l.body_timeout,
+                            "seconds to read a request's body, or write an answer", 0.1, 3600),
+      core::bytes_setting({}, "--max-job-body", l.max_job_body, "bytes of a POST /api/v1/jobs body", 1024,
+                          static_cast<double>(std::size_t{1} << 30)),
+      core::bytes_setting({}, "--max-bodies-in-flight", l.max_bodies_in_flight,
+                          "bytes of request bodies read at once over all connections", 1024,
+                          static_cast<double>(std::size_t{1} << 40)),
+  };
+}
+
 std::optional<std::string> server_limits::fit_descriptors(std::uint64_t nofile, std::size_t reserve) {
   const std::size_t want = http_max_connections + cluster_max_connections + socket_max_connections;
   const std::uint64_t have = nofile > reserve + 48 ? nofile - reserve : 48;

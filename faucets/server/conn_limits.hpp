@@ -13,10 +13,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
+
+#include "core/settings.hpp"
 
 namespace aqs::faucets {
 
@@ -54,6 +57,9 @@ struct server_limits {
   // Returns a one-line note when it lowered any, else nullopt.
   std::optional<std::string> fit_descriptors(std::uint64_t nofile, std::size_t reserve = 64);
 };
+
+// faucetsd's flags for the limits above (core/settings.hpp), pointing into `l`.
+std::vector<core::setting> server_limit_settings(server_limits& l);
 
 // Connections open on one port: in total and per key.
 struct conn_counts {

@@ -109,7 +109,6 @@ int main(int argc, char** argv) {
   bool foreground = false, http_plain = false;
   std::int64_t token_lifespan = daemon::token_authority::k_default_lifespan_s;
   faucets::server_limits limits;
-  double handshake_s = 10, head_s = 10, body_s = 30;
   app.add_option("--state-dir", state_dir_text, "holds the token key, the socket and the private database")->required();
   app.add_option("--db", db, "PostgreSQL connection string (default: a private server under --state-dir)");
   app.add_option("--listen", listen, "HOST:PORT where clusters connect over TLS (default 0.0.0.0:7878; port 0: any)");
@@ -135,44 +134,16 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of the random policy (default: from the clock)");
   app.add_option("--token-lifespan", token_lifespan, "seconds a token lasts unless it asks (default 3600)");
   // Limits (docs/security.md "Limits: faucetsd"): what one peer, address or
-  // user may hold on each port.
-  app.add_option("--http-max-connections", limits.http_max_connections,
-                 "connections on the users' port in total (default 1024)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--http-max-per-address", limits.http_max_per_address,
-                 "users' port connections from one address before a request proves a token (default 64)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--http-max-per-user", limits.http_max_per_user,
-                 "users' port connections one token's user may hold (default 32)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--cluster-max-connections", limits.cluster_max_connections,
-                 "connections on the clusters' port in total (default 256)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--cluster-max-per-address", limits.cluster_max_per_address,
-                 "clusters' port handshakes from one address before the key is proven (default 16)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--socket-max-connections", limits.socket_max_connections,
-                 "connections on the Unix socket in total (default 256)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--socket-max-per-user", limits.socket_max_per_user,
-                 "Unix socket connections of one local user, root aside (default 16)")
-      ->check(CLI::Range(1, 1'000'000));
-  app.add_option("--handshake-timeout", handshake_s,
-                 "seconds for a TLS handshake and a cluster's hello (default 10)")
-      ->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--head-timeout", head_s,
-                 "seconds from a connection's start or its previous answer to a request's complete head (default 10)")
-      ->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--body-timeout", body_s, "seconds to read a request's body, or write an answer (default 30)")
-      ->check(CLI::Range(0.1, 3600.0));
-  app.add_option("--max-job-body", limits.max_job_body, "bytes of a POST /api/v1/jobs body (default 16 MiB)")
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
-  app.add_option("--max-bodies-in-flight", limits.max_bodies_in_flight,
-                 "bytes of request bodies read at once over all connections (default 256 MiB)")
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 40));
+  // user may hold on each port, declared once in conn_limits.cpp.
+  std::vector<core::setting> settings = faucets::server_limit_settings(limits);
+  for (auto& l : settings) app.add_option(std::string(l.flag), l.typed, core::setting_help(l));
   app.add_flag("--foreground", foreground, "accepted for symmetry with aqsd: faucetsd always stays attached");
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)");
   CLI11_PARSE(app, argc, argv);
+  if (const auto why = core::apply_typed_flags(settings)) {
+    std::fprintf(stderr, "faucetsd: %s\n", why->c_str());
+    return 2;
+  }
   logging::set_program("faucetsd");
   daemon::service_notifier service;  // systemd (Type=notify), out of the children's environment
   try {
@@ -207,10 +178,6 @@ int main(int argc, char** argv) {
     o.cluster_timeout = std::chrono::seconds(static_cast<long>(cluster_timeout_s + 0.5));
     o.token_key = dir.load_or_create_key();
     o.revoked_tokens = dir.revoked_tokens_file();
-    const auto ms = [](double s) { return std::chrono::milliseconds(static_cast<long>(s * 1000 + 0.5)); };
-    limits.handshake_timeout = ms(handshake_s);
-    limits.head_timeout = ms(head_s);
-    limits.body_timeout = ms(body_s);
     limits.max_bodies_in_flight = std::max(limits.max_bodies_in_flight, limits.max_job_body);
     // The caps together must fit in the descriptors this process may open,
     // or a flood would use them up (and with them the store's and the log's).

@@ -37,6 +37,7 @@
 #include "daemon/service_notify.hpp"
 #include "daemon/state_dir.hpp"
 #include "http/http_server.hpp"
+#include "core/settings.hpp"
 #include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "store/migrations.hpp"
@@ -57,161 +58,46 @@ constexpr std::chrono::milliseconds k_store_patience{3000};
 constexpr const char* k_default_config = "/etc/aqs/aqs.conf";
 
 // The listening ports' limits (docs/security.md, "Limits: aqsd's ports and
-// HTTP"): each one a flag and a Key=Value line of aqs.conf, written once
-// here. A flag given on the command line wins over the file.
-struct port_limit {
-  enum class kind : unsigned char { count, seconds, bytes };
-  std::string_view key;   // aqs.conf, case-insensitive
-  std::string_view flag;  // --flag
-  kind unit;
-  std::string_view help;
-  std::size_t* count = nullptr;                  // kind::count and kind::bytes
-  std::chrono::milliseconds* time = nullptr;     // kind::seconds
-  double value = 0;                              // as given (seconds for times)
-  std::string text;                              // the flag's value as typed
-};
-
-std::vector<port_limit> port_limits(daemon::server_options& s, http::http_options& h) {
-  using k = port_limit::kind;
-  auto c = [](std::string_view key, std::string_view flag, std::size_t& v, std::string_view help) {
-    return port_limit{key, flag, k::count, help, &v, nullptr, static_cast<double>(v), {}};
-  };
-  auto b = [](std::string_view key, std::string_view flag, std::size_t& v, std::string_view help) {
-    return port_limit{key, flag, k::bytes, help, &v, nullptr, static_cast<double>(v), {}};
-  };
-  auto t = [](std::string_view key, std::string_view flag, std::chrono::milliseconds& v, std::string_view help) {
-    return port_limit{key, flag, k::seconds, help, nullptr, &v, static_cast<double>(v.count()) / 1000.0, {}};
-  };
+// HTTP"): each one a flag and a Key=Value line of aqs.conf (core/settings),
+// declared once here. A flag given on the command line wins over the file.
+std::vector<core::setting> port_settings(daemon::server_options& s, http::http_options& h) {
   return {
-      c("MaxConnections", "--max-connections", s.max_connections,
+      core::count_setting("MaxConnections", "--max-connections", s.max_connections,
         "connections to the socket and --listen in all (root and node agents always get in)"),
-      c("MaxConnectionsPerUser", "--max-connections-per-user", s.max_connections_per_user,
+      core::count_setting("MaxConnectionsPerUser", "--max-connections-per-user", s.max_connections_per_user,
         "connections one local user may hold at once (root and node agents are not limited); also the HTTP "
         "requests one token's user may have under way"),
-      c("MaxHandshakes", "--max-handshakes", s.max_handshakes,
+      core::count_setting("MaxHandshakes", "--max-handshakes", s.max_handshakes,
         "TCP connections (--listen) not yet authenticated, in all"),
-      c("MaxHandshakesPerAddress", "--max-handshakes-per-address", s.max_handshakes_per_address,
+      core::count_setting("MaxHandshakesPerAddress", "--max-handshakes-per-address", s.max_handshakes_per_address,
         "TCP connections (--listen) not yet authenticated, from one address"),
-      t("HelloTimeout", "--hello-timeout", s.handshake_timeout, "seconds a new connection has to complete hello"),
-      t("FrameTimeout", "--frame-timeout", s.frame_timeout, "seconds a begun message has to arrive whole"),
-      t("IdleTimeout", "--idle-timeout", s.idle_timeout,
-        "seconds a client connection with nothing outstanding may stay silent (0: never closed)"),
-      c("HttpMaxConnections", "--http-max-connections", h.max_connections, "HTTP connections in all"),
-      c("HttpMaxAnonymousConnections", "--http-max-anonymous-connections", h.max_anonymous_connections,
+      core::seconds_setting("HelloTimeout", "--hello-timeout", s.handshake_timeout, "seconds a new connection has to complete hello"),
+      core::seconds_setting("FrameTimeout", "--frame-timeout", s.frame_timeout, "seconds a begun message has to arrive whole"),
+      core::seconds_setting("IdleTimeout", "--idle-timeout", s.idle_timeout,
+        "seconds a client connection with nothing outstanding may stay silent (0: never closed)", 0),
+      core::count_setting("HttpMaxConnections", "--http-max-connections", h.max_connections, "HTTP connections in all"),
+      core::count_setting("HttpMaxAnonymousConnections", "--http-max-anonymous-connections", h.max_anonymous_connections,
         "HTTP connections without a valid token yet, in all (past it the oldest such one is closed)"),
-      c("HttpMaxConnectionsPerAddress", "--http-max-connections-per-address", h.max_connections_per_address,
+      core::count_setting("HttpMaxConnectionsPerAddress", "--http-max-connections-per-address", h.max_connections_per_address,
         "HTTP connections without a valid token yet from one address (past it its oldest such one is closed)"),
-      c("HttpMaxConnectionsPerUser", "--http-max-connections-per-user", h.max_connections_per_user,
+      core::count_setting("HttpMaxConnectionsPerUser", "--http-max-connections-per-user", h.max_connections_per_user,
         "HTTP connections one token's user may hold (more: 429)"),
-      b("HttpMaxSubmitBody", "--http-max-submit-body", h.max_submit_body,
+      core::bytes_setting("HttpMaxSubmitBody", "--http-max-submit-body", h.max_submit_body,
         "bytes of a POST /api/v1/jobs body (the script and its JSON)"),
-      b("HttpMaxBody", "--http-max-body", h.max_body, "bytes of any other request's body"),
-      b("HttpMaxBodyBytes", "--http-max-body-bytes", h.max_body_bytes_in_flight,
+      core::bytes_setting("HttpMaxBody", "--http-max-body", h.max_body, "bytes of any other request's body"),
+      core::bytes_setting("HttpMaxBodyBytes", "--http-max-body-bytes", h.max_body_bytes_in_flight,
         "bytes of request bodies held at once, in all (more: 503)"),
-      b("HttpMaxBodyBytesPerUser", "--http-max-body-bytes-per-user", h.max_body_bytes_per_user,
+      core::bytes_setting("HttpMaxBodyBytesPerUser", "--http-max-body-bytes-per-user", h.max_body_bytes_per_user,
         "bytes of request bodies one user may have held at once (more: 503)"),
-      b("HttpMaxHeader", "--http-max-header", h.max_header, "bytes of a request's head"),
-      t("HttpHeadTimeout", "--http-head-timeout", h.head_timeout,
+      core::bytes_setting("HttpMaxHeader", "--http-max-header", h.max_header, "bytes of a request's head"),
+      core::seconds_setting("HttpHeadTimeout", "--http-head-timeout", h.head_timeout,
         "seconds a request head has from its first byte (a new connection: from connecting)"),
-      t("HttpBodyTimeout", "--http-body-timeout", h.body_timeout, "seconds a request body has from its head"),
-      t("HttpKeepaliveTimeout", "--http-keepalive-timeout", h.keepalive_timeout,
+      core::seconds_setting("HttpBodyTimeout", "--http-body-timeout", h.body_timeout, "seconds a request body has from its head"),
+      core::seconds_setting("HttpKeepaliveTimeout", "--http-keepalive-timeout", h.keepalive_timeout,
         "seconds an idle keep-alive HTTP connection is kept"),
-      t("HttpWriteTimeout", "--http-write-timeout", h.write_timeout, "seconds a client has to take an answer"),
-      t("HttpHandshakeTimeout", "--http-handshake-timeout", h.handshake_timeout, "seconds for the TLS handshake"),
+      core::seconds_setting("HttpWriteTimeout", "--http-write-timeout", h.write_timeout, "seconds a client has to take an answer"),
+      core::seconds_setting("HttpHandshakeTimeout", "--http-handshake-timeout", h.handshake_timeout, "seconds for the TLS handshake"),
   };
-}
-
-// "64K", "16M", "1G" (powers of 1024) or plain bytes; nullopt if not that.
-std::optional<double> parse_bytes(std::string_view v) {
-  double mult = 1;
-  if (!v.empty()) {
-    switch (v.back()) {
-      case 'K': case 'k': mult = 1024.0; break;
-      case 'M': case 'm': mult = 1024.0 * 1024; break;
-      case 'G': case 'g': mult = 1024.0 * 1024 * 1024; break;
-      default: break;
-    }
-    if (mult != 1) v.remove_suffix(1);
-  }
-  std::size_t n = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
-  return static_cast<double>(n) * mult;
-}
-
-// A limit's value from its text, or the one-line reason it is not one.
-std::variant<double, std::string> limit_value(const port_limit& l, std::string_view v) {
-  if (l.unit == port_limit::kind::seconds) {
-    char* end = nullptr;
-    const std::string s(v);
-    const double d = std::strtod(s.c_str(), &end);
-    const double lowest = l.key == "IdleTimeout" ? 0.0 : 0.001;  // only the idle timeout may be off (0)
-    if (s.empty() || end != s.c_str() + s.size() || !(d >= lowest) || d > 86400 * 7) {
-      return std::string(l.key) + " takes seconds (" + (lowest == 0 ? "0" : "more than 0") + " to 604800), not '" + s +
-             "'";
-    }
-    return d;
-  }
-  std::optional<double> n = parse_bytes(v);
-  if (l.unit == port_limit::kind::count && v.find_first_not_of("0123456789") != std::string_view::npos) n.reset();
-  if (!n || *n < 1 || *n > static_cast<double>(std::size_t{1} << 40)) {
-    return std::string(l.key) + (l.unit == port_limit::kind::bytes ? " takes a size in bytes (64K, 16M, ...)"
-                                                                    : " takes a whole number from 1") +
-           ", not '" + std::string(v) + "'";
-  }
-  return *n;
-}
-
-// Takes the limits' lines out of an aqs.conf text (each replaced by an empty
-// line, so the partitions parser still names the right line numbers):
-// values into `limits` (unless `limits` is null: only taken out), or the
-// one-line "FILE:LINE: ..." error.
-std::string take_port_limits(std::string& text, const std::string& file, std::vector<port_limit>* limits) {
-  std::vector<port_limit> table_storage;
-  daemon::server_options s_dummy;
-  http::http_options h_dummy;
-  if (limits == nullptr) table_storage = port_limits(s_dummy, h_dummy);
-  auto& table = limits != nullptr ? *limits : table_storage;
-  std::string out;
-  std::size_t line_no = 0;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const auto nl = text.find('\n', pos);
-    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-    ++line_no;
-    std::string body = line.substr(0, line.find('#'));
-    const auto first = body.find_first_not_of(" \t\r");
-    const auto last = body.find_last_not_of(" \t\r");
-    body = first == std::string::npos ? "" : body.substr(first, last - first + 1);
-    const auto eq = body.find('=');
-    port_limit* hit = nullptr;
-    if (eq != std::string::npos) {
-      const std::string key = body.substr(0, eq);
-      for (auto& l : table) {
-        if (key.size() == l.key.size() && std::equal(key.begin(), key.end(), l.key.begin(), [](char a, char b) {
-              return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-            })) {
-          hit = &l;
-        }
-      }
-    }
-    if (hit != nullptr) {
-      const std::string value = body.substr(eq + 1);
-      if (value.find_first_of(" \t") != std::string::npos) {
-        return file + ":" + std::to_string(line_no) + ": " + std::string(hit->key) + "= stands alone on its line";
-      }
-      const auto v = limit_value(*hit, value);
-      if (const auto* why = std::get_if<std::string>(&v)) return file + ":" + std::to_string(line_no) + ": " + *why;
-      if (limits != nullptr && hit->text.empty()) hit->value = std::get<double>(v);  // a flag wins
-      line.clear();
-    }
-    out += line;
-    if (nl == std::string::npos) break;
-    out += '\n';
-    pos = nl + 1;
-  }
-  text = std::move(out);
-  return "";
 }
 
 // Detaches from the terminal: the parent exits once the child reports
@@ -233,21 +119,27 @@ int daemonize_or_exit(int& ready_fd) {
   return 0;
 }
 
-// Reads and parses aqs.conf into `out` (the partitions), the ports' limit
-// lines into `ports` and the per-user caps (daemon/user_limits.hpp) into
-// `users`; a null target only takes its lines out (as on SIGHUP: the limits
-// are read at start only). The one-line error, or "" when it was read.
-std::string load_config(const std::string& path, core::site_config& out, std::vector<port_limit>* ports,
-                        daemon::user_limits* users) {
+// Reads and parses aqs.conf into `out` (the partitions) and the lines of
+// `table`'s settings (the ports' limits and the per-user caps) where they
+// point; a null `table` only takes the limit lines out (as on SIGHUP: the
+// limits are read at start only). The one-line error, or "" when it was read.
+std::string load_config(const std::string& path, core::site_config& out, std::vector<core::setting>* table) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return path + ": cannot read: " + std::strerror(errno);
   std::ostringstream text;
   text << in.rdbuf();
-  std::string rest = text.str();
-  if (std::string why = take_port_limits(rest, path, ports); !why.empty()) return why;
   try {
-    daemon::user_limits ignored;
-    out = core::parse_config(daemon::take_limit_lines(rest, path, users != nullptr ? *users : ignored), path);
+    daemon::server_options s_unused;
+    http::http_options h_unused;
+    daemon::user_limits u_unused;
+    std::vector<core::setting> unused;
+    if (table == nullptr) {
+      unused = port_settings(s_unused, h_unused);
+      for (auto& u : daemon::user_limit_settings(u_unused)) unused.push_back(std::move(u));
+    }
+    out = core::parse_config(core::take_setting_lines(text.str(), path, table != nullptr ? *table : unused,
+                                                      table != nullptr),
+                             path);
   } catch (const core::config_error& e) {
     return e.what();
   } catch (const std::invalid_argument& e) {
@@ -268,7 +160,9 @@ int main(int argc, char** argv) {
   std::string config_file;
   http::http_options hopts;
   daemon::server_options sopts;
-  std::vector<port_limit> port_table = port_limits(sopts, hopts);
+  daemon::user_limits limits;
+  std::vector<core::setting> settings = port_settings(sopts, hopts);
+  for (auto& u : daemon::user_limit_settings(limits)) settings.push_back(std::move(u));
   std::string http_cert, http_key;
   double token_lifespan_s = static_cast<double>(daemon::token_authority::k_default_lifespan_s);
   app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
@@ -294,17 +188,8 @@ int main(int argc, char** argv) {
   app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--threads", threads, "threads serving connections")->check(CLI::Range(1u, 256u));
-  for (auto& l : port_table) {
-    std::string def = fmt::format("{}", l.value);
-    if (l.unit == port_limit::kind::bytes) {
-      const std::size_t n = *l.count;
-      def = n % (1 << 20) == 0 ? std::to_string(n >> 20) + "M"
-            : n % 1024 == 0    ? std::to_string(n >> 10) + "K"
-                               : std::to_string(n);
-    }
-    app.add_option(std::string(l.flag), l.text,
-                   std::string(l.help) + " (default " + def + "; aqs.conf " + std::string(l.key) + "=)");
-  }
+  // The limits (ports and per user): a flag wins over its aqs.conf line.
+  for (auto& l : settings) app.add_option(std::string(l.flag), l.typed, core::setting_help(l));
   app.add_option("--http", hopts.listen,
                  "HOST:PORT for the REST API, event stream and /metrics (off by default; port 0: any)");
   app.add_option("--http-cert", http_cert, "TLS certificate chain (PEM) for --http")->check(CLI::ExistingFile);
@@ -315,24 +200,6 @@ int main(int argc, char** argv) {
                "serve the read-only views (jobs, nodes, processor map, events, metrics) without a token");
   app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
       ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
-  // Per-user caps: a flag wins over its aqs.conf line (daemon/user_limits.hpp).
-  std::optional<std::int64_t> max_jobs_per_user, max_array_size, max_script_bytes, max_script_bytes_per_user,
-      max_pending_submits;
-  app.add_option("--max-jobs-per-user", max_jobs_per_user,
-                 "live jobs one user may have, each array task one (aqs.conf MaxJobsPerUser; default 200000)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
-  app.add_option("--max-array-size", max_array_size,
-                 "tasks in one job array (aqs.conf MaxArraySize; default and most 100000)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000}));
-  app.add_option("--max-script-bytes", max_script_bytes,
-                 "bytes of one job's script, arguments and environment (aqs.conf MaxScriptBytes; default 4 MiB)")
-      ->check(CLI::Range(std::int64_t{1024}, std::int64_t{16} << 20));
-  app.add_option("--max-script-bytes-per-user", max_script_bytes_per_user,
-                 "bytes of one user's live jobs' scripts, an array's once (aqs.conf MaxScriptBytesPerUser; default 64 MiB)")
-      ->check(CLI::Range(std::int64_t{1024}, std::int64_t{1} << 40));
-  app.add_option("--max-pending-submits-per-user", max_pending_submits,
-                 "submissions of one user being stored at once (aqs.conf MaxPendingSubmitsPerUser; default 64)")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000}));
   std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
   double faucets_speed = 1.0;
   app.add_option("--faucets-server", faucets_server, "HOST:PORT of a Faucets server (faucetsd) to join over TLS");
@@ -356,14 +223,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aqsd: %s (see aqsd --help)\n", e.what());
     return 2;
   }
-  for (auto& l : port_table) {
-    if (l.text.empty()) continue;
-    const auto v = limit_value(l, l.text);
-    if (const auto* why = std::get_if<std::string>(&v)) {
-      std::fprintf(stderr, "aqsd: %s: %s\n", std::string(l.flag).c_str(), why->c_str());
-      return 2;
-    }
-    l.value = std::get<double>(v);
+  if (const auto why = core::apply_typed_flags(settings)) {
+    std::fprintf(stderr, "aqsd: %s\n", why->c_str());
+    return 2;
   }
   logging::set_program("aqsd");
   // systemd (Type=notify): taken out of the environment before any child starts.
@@ -379,26 +241,15 @@ int main(int argc, char** argv) {
   // The partitions: a file that cannot be read or parsed stops aqsd here,
   // with the file and line, before anything starts.
   core::site_config partitions = core::implicit_config();
-  daemon::user_limits limits;
   const std::string config_path = config_file.empty() ? std::string(k_default_config) : config_file;
   {
     std::error_code ec;
     if (!config_file.empty() || std::filesystem::exists(config_path, ec)) {
-      if (const std::string why = load_config(config_path, partitions, &port_table, &limits); !why.empty()) {
+      if (const std::string why = load_config(config_path, partitions, &settings); !why.empty()) {
         std::fprintf(stderr, "aqsd: %s\n", why.c_str());
         return 2;
       }
     }
-  }
-  if (max_jobs_per_user) limits.max_jobs_per_user = *max_jobs_per_user;
-  if (max_array_size) limits.max_array_size = *max_array_size;
-  if (max_script_bytes) limits.max_script_bytes = *max_script_bytes;
-  if (max_script_bytes_per_user) limits.max_script_bytes_per_user = *max_script_bytes_per_user;
-  if (max_pending_submits) limits.max_pending_submits_per_user = *max_pending_submits;
-
-  for (const auto& l : port_table) {
-    if (l.count != nullptr) *l.count = static_cast<std::size_t>(l.value);
-    if (l.time != nullptr) *l.time = std::chrono::milliseconds(static_cast<std::int64_t>(l.value * 1000 + 0.5));
   }
   hopts.max_requests_per_user = sopts.max_connections_per_user;
 
@@ -577,7 +428,7 @@ int main(int argc, char** argv) {
         // The per-user limits are read at start only (the ledger counts
         // against them): a restart takes new ones.
         if (!config_file.empty() || std::filesystem::exists(config_path, missing)) {
-          why = load_config(config_path, fresh, nullptr, nullptr);
+          why = load_config(config_path, fresh, nullptr);
         }
         if (why.empty()) {
           ctl.reload_partitions(std::move(fresh));

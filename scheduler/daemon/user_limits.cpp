@@ -1,65 +1,11 @@
 // user_limits: the per-user caps, their aqs.conf lines and the ledger.
 #include "daemon/user_limits.hpp"
 
-#include <cctype>
-#include <limits>
-#include <stdexcept>
+#include <algorithm>
 
 namespace aqs::daemon {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
-}
-
-// "100000", "64M", "4k": a whole number, with K, M or G (powers of 1024)
-// where `bytes`; nullopt if it is not one.
-std::optional<std::int64_t> number(std::string_view v, bool bytes) {
-  if (v.empty()) return std::nullopt;
-  std::int64_t mult = 1;
-  if (bytes) {
-    switch (std::tolower(static_cast<unsigned char>(v.back()))) {
-      case 'k': mult = std::int64_t{1} << 10; break;
-      case 'm': mult = std::int64_t{1} << 20; break;
-      case 'g': mult = std::int64_t{1} << 30; break;
-      default: break;
-    }
-    if (mult != 1) v.remove_suffix(1);
-  }
-  if (v.empty() || v.size() > 15) return std::nullopt;
-  std::int64_t n = 0;
-  for (char ch : v) {
-    if (ch < '0' || ch > '9') return std::nullopt;
-    n = n * 10 + (ch - '0');
-  }
-  if (n > std::numeric_limits<std::int64_t>::max() / mult) return std::nullopt;
-  return n * mult;
-}
-
-struct key_info {
-  std::string_view name;
-  std::int64_t user_limits::*field;
-  bool bytes;
-  std::int64_t least;
-};
-constexpr key_info k_keys[] = {
-    {k_max_jobs_per_user, &user_limits::max_jobs_per_user, false, 1},
-    {k_max_array_size, &user_limits::max_array_size, false, 1},
-    {k_max_script_bytes, &user_limits::max_script_bytes, true, 1024},
-    {k_max_script_bytes_per_user, &user_limits::max_script_bytes_per_user, true, 1024},
-    {k_max_pending_submits_per_user, &user_limits::max_pending_submits_per_user, false, 1},
-};
-
-const key_info* find_key(std::string_view key) {
-  const std::string k = lower(key);
-  for (const auto& info : k_keys) {
-    if (lower(info.name) == k) return &info;
-  }
-  return nullptr;
-}
 
 std::string over(std::string_view what, std::int64_t value, std::string_view cap, std::int64_t limit) {
   return std::string(what) + " (" + std::to_string(value) + ") would be over " + std::string(cap) + " " +
@@ -68,60 +14,21 @@ std::string over(std::string_view what, std::int64_t value, std::string_view cap
 
 }  // namespace
 
-std::string take_limit_lines(std::string_view text, std::string_view file, user_limits& out) {
-  std::string rest;
-  rest.reserve(text.size());
-  std::size_t line_no = 0;
-  while (!text.empty()) {
-    const auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    ++line_no;
-    std::string_view body = line.substr(0, line.find('#'));
-    // The line's KEY=VALUE words.
-    std::vector<std::pair<std::string_view, std::string_view>> words;
-    bool limits = false, others = false;
-    std::size_t i = 0;
-    while (i < body.size()) {
-      while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
-      std::size_t j = i;
-      while (j < body.size() && !std::isspace(static_cast<unsigned char>(body[j]))) ++j;
-      if (j > i) {
-        const std::string_view word = body.substr(i, j - i);
-        const auto eq = word.find('=');
-        const std::string_view key = word.substr(0, eq);
-        if (find_key(key) != nullptr) {
-          limits = true;
-          words.emplace_back(key, eq == std::string_view::npos ? std::string_view{} : word.substr(eq + 1));
-        } else {
-          others = true;
-        }
-      }
-      i = j;
-    }
-    const std::string where = std::string(file) + ":" + std::to_string(line_no) + ": ";
-    if (limits && others) {
-      throw std::invalid_argument(where + "the per-user limits (" + std::string(words.front().first) +
-                                  ", ...) go on lines of their own, not with partition keys");
-    }
-    if (!limits) {
-      rest.append(line);
-      if (nl != std::string_view::npos) rest.push_back('\n');
-      continue;
-    }
-    for (const auto& [key, value] : words) {
-      const key_info& info = *find_key(key);
-      const auto n = number(value, info.bytes);
-      if (!n || *n < info.least) {
-        throw std::invalid_argument(where + "invalid " + std::string(info.name) + "='" + std::string(value) +
-                                    "' (a whole number of at least " + std::to_string(info.least) +
-                                    (info.bytes ? ", K, M or G for bytes)" : ")"));
-      }
-      out.*info.field = *n;
-    }
-    if (nl != std::string_view::npos) rest.push_back('\n');  // the line stays, empty
-  }
-  return rest;
+std::vector<core::setting> user_limit_settings(user_limits& l) {
+  return {
+      core::count_setting(k_max_jobs_per_user, "--max-jobs-per-user", l.max_jobs_per_user,
+                          "live jobs one user may have, each array task one", 1, 100'000'000),
+      core::count_setting(k_max_array_size, "--max-array-size", l.max_array_size,
+                          "tasks in one job array (100000 is also the most)", 1, 100'000),
+      core::bytes_setting(k_max_script_bytes, "--max-script-bytes", l.max_script_bytes,
+                          "bytes of one job's script, arguments and environment", 1024,
+                          static_cast<double>(std::int64_t{16} << 20)),
+      core::bytes_setting(k_max_script_bytes_per_user, "--max-script-bytes-per-user", l.max_script_bytes_per_user,
+                          "bytes of one user's live jobs' scripts, an array's once", 1024,
+                          static_cast<double>(std::int64_t{1} << 40)),
+      core::count_setting(k_max_pending_submits_per_user, "--max-pending-submits-per-user",
+                          l.max_pending_submits_per_user, "submissions of one user being stored at once", 1, 1'000'000),
+  };
 }
 
 std::optional<std::string> user_ledger::reserve(std::int32_t uid, std::int64_t jobs, std::int64_t bytes) {

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/settings.hpp"
+
 namespace aqs::daemon {
 
 // The caps, per user (docs/security.md, "Limits: per user in aqsd"). Each
@@ -40,13 +42,9 @@ inline constexpr std::string_view k_max_script_bytes = "MaxScriptBytes";
 inline constexpr std::string_view k_max_script_bytes_per_user = "MaxScriptBytesPerUser";
 inline constexpr std::string_view k_max_pending_submits_per_user = "MaxPendingSubmitsPerUser";
 
-// Takes the limit lines out of an aqs.conf text: a line whose every
-// KEY=VALUE is one of the keys above (case-insensitive, a whole number, K,
-// M or G for bytes) sets them in `out`; it is replaced by an empty line so
-// that the partition parser's line numbers stay right. Returns the rest.
-// Throws std::invalid_argument "FILE:LINE: why" for a bad value or a line
-// that mixes limits with other keys.
-std::string take_limit_lines(std::string_view text, std::string_view file, user_limits& out);
+// The caps as settings (core/settings.hpp): their aqs.conf keys, flags,
+// bounds and help, pointing into `l`.
+std::vector<core::setting> user_limit_settings(user_limits& l);
 
 // Counts, per user, what the caps bound; thread-safe (the submit path runs
 // on session threads, job ends on the strand).

@@ -10,31 +10,26 @@
 
 using namespace aqs::daemon;
 
-TEST_CASE("limit lines are taken out of aqs.conf and the partition lines keep their numbers") {
+TEST_CASE("the per-user caps are settings: aqs.conf keys, flags and bounds of their own") {
   user_limits l;
-  const std::string rest = take_limit_lines("# caps\n"
-                                            "MaxJobsPerUser=10 maxarraysize=5\n"
-                                            "PartitionName=debug Nodes=ALL\n"
-                                            "MaxScriptBytes=8K  # per job\n"
-                                            "MaxScriptBytesPerUser=1M\n"
-                                            "MaxPendingSubmitsPerUser=2",
-                                            "aqs.conf", l);
-  CHECK(rest == "# caps\n\nPartitionName=debug Nodes=ALL\n\n\n");
+  auto table = user_limit_settings(l);
+  const std::string rest = aqs::core::take_setting_lines("MaxJobsPerUser=10 maxarraysize=5\n"
+                                                         "PartitionName=debug Nodes=ALL\n"
+                                                         "MaxScriptBytes=8K MaxScriptBytesPerUser=1M\n"
+                                                         "MaxPendingSubmitsPerUser=2",
+                                                         "aqs.conf", table, true);
+  CHECK(rest == "\nPartitionName=debug Nodes=ALL\n\n");
   CHECK(l.max_jobs_per_user == 10);
   CHECK(l.max_array_size == 5);
   CHECK(l.max_script_bytes == 8 * 1024);
   CHECK(l.max_script_bytes_per_user == 1024 * 1024);
   CHECK(l.max_pending_submits_per_user == 2);
-}
-
-TEST_CASE("a bad limit value or a limit beside partition keys is one line naming the file and line") {
-  user_limits l;
-  CHECK_THROWS_WITH_AS(take_limit_lines("\nMaxArraySize=lots\n", "f.conf", l),
-                       doctest::Contains("f.conf:2: invalid MaxArraySize='lots'"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(take_limit_lines("MaxJobsPerUser=0\n", "f.conf", l), doctest::Contains("f.conf:1:"),
+  // MaxArraySize cannot pass the core's hard 100,000, from the file or a flag.
+  CHECK_THROWS_WITH_AS(aqs::core::take_setting_lines("MaxArraySize=100001\n", "f.conf", table, true),
+                       doctest::Contains("f.conf:1: MaxArraySize takes a whole number from 1 to 100000"),
                        std::invalid_argument);
-  CHECK_THROWS_WITH_AS(take_limit_lines("PartitionName=a Nodes=ALL MaxJobsPerUser=3\n", "f.conf", l),
-                       doctest::Contains("lines of their own"), std::invalid_argument);
+  table[1].typed = "200000";
+  CHECK(aqs::core::apply_typed_flags(table));
 }
 
 TEST_CASE("the ledger refuses a user over MaxJobsPerUser or MaxScriptBytesPerUser, names the cap, and counts back") {
