@@ -1,5 +1,6 @@
 // aqs_cluster: processes started the way users start them, stopped for sure.
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
 
 #include <doctest/doctest.h>
 
@@ -390,6 +391,7 @@ void cluster::wait_nodes_up(int n, std::chrono::seconds limit) {
 
 test_user cluster::user(const std::string& name) {
   if (::getpwnam(name.c_str()) == nullptr) {
+    users().ensure(name);  // made for this run: removed when the program exits (run_users.hpp)
     const run_result r = run({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
     REQUIRE_MESSAGE((r.status == 0 || r.status == 9), "useradd " << name << ": " << r.err);
   }

@@ -39,6 +39,7 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
+#include "run_users.hpp"
 #include "aqs_cluster.hpp"
 #include "client/faucets_api.hpp"
 #include "core/job_state.hpp"
@@ -83,6 +84,7 @@ void raise_own_nofile() {
 // A throwaway unprivileged user of this branch's tests (created if missing).
 aqs::test::test_user throwaway(const std::string& name) {
   if (::getpwnam(name.c_str()) == nullptr) {
+    aqs::test::users().ensure(name);  // removed when the program exits
     const run_result r = run({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
     REQUIRE_MESSAGE((r.status == 0 || r.status == 9), "useradd " << name << ": " << r.err);
   }
