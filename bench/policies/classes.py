@@ -6,13 +6,21 @@ policy, with --jobs-out, and prints mean wait, run and response for the jobs
 the policy ran rigid and those it ran adaptive (the same jobs under easy), and
 the bound the target implies: the mean response the rigid jobs would need for
 the whole workload to reach the target even if no adaptive job waited at all.
+With --ideal it also runs easy on the trace without the adaptive jobs: the
+rigid jobs' mean response if the adaptive ones took no processors at all,
+and the workload's mean response if moreover every adaptive job started at
+once at its maximum (2 x its logged size, at most the machine) and never
+resized: an ideal no policy that keeps EASY for the rigid jobs can be
+expected to beat (EASY is not monotone, so it is not a strict bound).
 
   bench/policies/classes.py [--sim build/scheduler/sim/aqs-sim] [--policy payoff]
                             [--trace traces/KTH-SP2-1996-2.1-cln.swf.gz]
-                            [--malleable 0.2] [--seed 1] [--target 0.30]
+                            [--malleable 0.2] [--seed 1] [--target 0.30] [--ideal]
 """
 import argparse
 import csv
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -26,9 +34,20 @@ def run(sim, trace, policy, malleable, seed, out):
            "--speedup", "amdahl:0.95", "--resize-cost", "10", "--jobs-out", out]
     if policy != "easy":
         cmd += ["--malleable", str(malleable)]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    summary = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     with open(out, newline="") as f:
-        return {row["id"]: row for row in csv.DictReader(f)}
+        return {row["id"]: row for row in csv.DictReader(f)}, summary
+
+
+def without(trace, drop, out):
+    """Writes the SWF `trace` less the jobs whose number is in `drop`."""
+    opener = gzip.open if trace.endswith(".gz") else open
+    with opener(trace, "rt") as src, open(out, "w") as dst:
+        for line in src:
+            fields = line.split()
+            if fields and not line.lstrip().startswith(";") and fields[0] in drop:
+                continue
+            dst.write(line)
 
 
 def mean(values):
@@ -44,14 +63,21 @@ def main():
     ap.add_argument("--malleable", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--target", type=float, default=0.30, help="cut of mean response below easy to reach")
+    ap.add_argument("--ideal", action="store_true", help="also the ideal: easy on the rigid jobs alone, adaptive jobs free")
     a = ap.parse_args()
     if not os.access(a.sim, os.X_OK):
         sys.exit(f"classes: no aqs-sim at {a.sim} (build it, or give --sim)")
     if not 0 < a.malleable <= 1:
         sys.exit("classes: --malleable must be in (0, 1]")
     with tempfile.TemporaryDirectory() as tmp:
-        easy = run(a.sim, a.trace, "easy", a.malleable, a.seed, os.path.join(tmp, "easy.csv"))
-        pol = run(a.sim, a.trace, a.policy, a.malleable, a.seed, os.path.join(tmp, "policy.csv"))
+        easy, _ = run(a.sim, a.trace, "easy", a.malleable, a.seed, os.path.join(tmp, "easy.csv"))
+        pol, summary = run(a.sim, a.trace, a.policy, a.malleable, a.seed, os.path.join(tmp, "policy.csv"))
+        rigid_only = None
+        if a.ideal:
+            adaptive = {k for k, r in pol.items() if r["adaptive"] == "1"}
+            without(a.trace, adaptive, os.path.join(tmp, "rigid.swf"))
+            rigid_only, _ = run(a.sim, os.path.join(tmp, "rigid.swf"), "easy", a.malleable, a.seed,
+                                os.path.join(tmp, "rigid.csv"))
     if easy.keys() != pol.keys():
         sys.exit("classes: the two runs do not have the same jobs")
 
@@ -81,6 +107,24 @@ def main():
           f"waited, the rigid jobs would need a mean response of {rigid_needed:,.1f} s "
           f"({(rigid_needed / easy_rigid - 1) * 100:+.1f} % against easy), i.e. a mean wait of "
           f"{rigid_needed - rigid_run:,.1f} s.")
+    if rigid_only is not None:
+        if rigid_only.keys() != {k for k, r in pol.items() if r["adaptive"] == "0"}:
+            sys.exit("classes: the rigid-only run does not have the rigid jobs")
+        procs = summary["procs"]
+        parallel = 0.95
+
+        def speedup(p):
+            return 1 / ((1 - parallel) + parallel / p)
+
+        r_resp = mean(resp(r) for r in rigid_only.values())
+        r_wait = mean(float(r["wait"]) for r in rigid_only.values())
+        ideal_adaptive = [float(easy[k]["run"]) * speedup(int(easy[k]["procs"])) /
+                          speedup(min(procs, 2 * int(easy[k]["procs"]))) for k, r in pol.items() if r["adaptive"] == "1"]
+        ideal = (r_resp * len(rigid_only) + sum(ideal_adaptive)) / n
+        print(f"\nIdeal: easy on the rigid jobs alone gives them a mean response of {r_resp:,.1f} s "
+              f"({(r_resp / easy_rigid - 1) * 100:+.1f} % against easy with every job), mean wait {r_wait:,.1f} s; "
+              f"with every adaptive job free, unwaited and at its maximum, the workload's mean response would be "
+              f"{ideal:,.1f} s ({(ideal / easy_all - 1) * 100:+.1f} % against easy).")
 
 
 if __name__ == "__main__":
