@@ -34,7 +34,10 @@ def run(sim, trace, policy, malleable, seed, out):
            "--speedup", "amdahl:0.95", "--resize-cost", "10", "--jobs-out", out]
     if policy != "easy":
         cmd += ["--malleable", str(malleable)]
-    summary = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"classes: {policy} on {trace}: {done.stderr.strip() or f'aqs-sim exited {done.returncode}'}")
+    summary = json.loads(done.stdout)
     with open(out, newline="") as f:
         return {row["id"]: row for row in csv.DictReader(f)}, summary
 
