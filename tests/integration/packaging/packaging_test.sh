@@ -14,7 +14,8 @@
 # aqsd's pid only, READY=1 only once it answers), a job on both agents under
 # the partitions of the packaged /etc/aqs/aqs.conf, an upgrade in place
 # (dpkg -i of the newer packages, the services restarted as their units
-# say) with a job running that completes, a database from a newer AQS
+# say) with four jobs running that complete (one an adaptive MPI program
+# built against the packages, its result checked), a database from a newer AQS
 # refused, faucetsd started as its unit says (READY=1, STOPPING=1), and
 # dpkg --purge: every file of the packages and their
 # configuration gone, the job database (/var/lib/aqs/postgres) and the aqs
@@ -277,6 +278,9 @@ done
 [[ $(readlink /usr/bin/sbatch) == aqs-sbatch ]] || fail "sbatch is not a link to aqs-sbatch"
 [[ $(dpkg-deb -f "$(ls "$tmp"/v1/aqs-slurm-names_*.deb)" Conflicts) == *slurm-client* ]] || fail "aqs-slurm-names does not conflict with slurm-client"
 aqsd --help >/dev/null || fail "aqsd --help failed"
+pam=$(dpkg -L aqs-node | grep '/security/pam_aqs\.so$' || true)
+[[ -n $pam && -f $pam ]] || fail "aqs-node does not install pam_aqs.so"
+! ldd "$pam" | grep -q 'not found' || fail "pam_aqs.so: $(ldd "$pam" | grep 'not found')"
 
 step "the aqs user, /var/lib/aqs, conffiles"
 getent passwd aqs >/dev/null || fail "no aqs user"
@@ -367,10 +371,63 @@ wait_for 60 "job $id1 COMPLETED" job_is "$id1" COMPLETED
 grep -Eq '^ran on (pkgt1.*pkgt2|pkgt2.*pkgt1).* with 4$' "$tmp/home/out/$id1.out" ||
   fail "job $id1's output: $(cat "$tmp/home/out/$id1.out")"
 
-step "upgrade in place to $v2 with a job running"
-id2=$(cd "$tmp/home/out" && as_user fsub --parsable -n 2 -o "$tmp/home/out/%j.out" --wrap 'echo started; sleep 20; echo survived') ||
-  fail "fsub failed"
-wait_for 60 "job $id2 RUNNING" job_is "$id2" RUNNING
+step "an adaptive MPI program built against the packages"
+# 40 steps of half a second over a registered array, MPI_Migrate() first in
+# each: whatever the resizes, the sum is n(n-1)/2 + 40n.
+cat >"$tmp/home/grow.c" <<'APP'
+#include <aqs/adaptive.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  AQS_Init();
+  const uint64_t n = 10000;
+  int step = 0;
+  AQS_Array a;
+  AQS_Array_create(n, sizeof(double), 0, &a);
+  AQS_Register_replicated(&step, sizeof step);
+  double* d;
+  uint64_t b, e;
+  AQS_Array_local(a, (void**)&d, &b, &e);
+  for (uint64_t i = b; i < e; ++i) d[i - b] = (double)i;
+  for (; step < 40; ++step) {
+    MPI_Migrate();
+    AQS_Array_local(a, (void**)&d, &b, &e);
+    for (uint64_t i = b; i < e; ++i) d[i - b] += 1.0;
+    usleep(500000);
+  }
+  MPI_Migrate();
+  AQS_Array_local(a, (void**)&d, &b, &e);
+  double local = 0, sum = 0;
+  for (uint64_t i = b; i < e; ++i) local += d[i - b];
+  MPI_Comm comm = AQS_Comm();
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0) printf("sum=%.0f maps=%lld\n", sum, (long long)AQS_Epoch());
+  AQS_Finalize();
+  MPI_Finalize();
+  return 0;
+}
+APP
+chown "$user:" "$tmp/home/grow.c"
+(cd "$tmp/home" && as_user bash -c 'mpicc grow.c $(pkg-config --cflags --libs aqs-runtime) -o grow') >>"$tmp/dev.log" 2>&1 ||
+  fail "mpicc grow.c failed: $(tail -n 5 "$tmp/dev.log")"
+cat >"$tmp/home/grow.sh" <<GROW
+#!/bin/bash
+exec mpirun --oversubscribe --bind-to none -np \$AQS_NPROCS $tmp/home/grow
+GROW
+chmod 0755 "$tmp/home/grow.sh"
+
+step "upgrade in place to $v2 with four jobs running, one of them adaptive"
+ids=()
+ids+=("$(cd "$tmp/home/out" && as_user fsub --parsable --adaptive --min 1 --max 2 -o "$tmp/home/out/%j.out" "$tmp/home/grow.sh")") ||
+  fail "fsub of the adaptive job failed"
+for w in 'echo started; sleep 20; echo survived' 'for i in $(seq 20); do echo $i; sleep 1; done' \
+  'sleep 18; echo done'; do
+  ids+=("$(cd "$tmp/home/out" && as_user fsub --parsable -n 1 -o "$tmp/home/out/%j.out" --wrap "$w")") || fail "fsub failed"
+done
+for id in "${ids[@]}"; do wait_for 90 "job $id RUNNING" job_is "$id" RUNNING; done
 dpkg -i "$tmp"/v2/*.deb >>"$tmp/dpkg.log" 2>&1 || fail "dpkg -i of $v2 failed: $(tail -n 5 "$tmp/dpkg.log")"
 [[ $(dpkg-query -W -f='${Version}' aqs-server) == "$v2" ]] || fail "aqs-server is not at $v2"
 [[ $(grep -c pkgtest /etc/aqs/aqs.conf) == 1 ]] || fail "the upgrade did not keep the edited aqs.conf"
@@ -381,15 +438,22 @@ dpkg -i "$tmp"/v2/*.deb >>"$tmp/dpkg.log" 2>&1 || fail "dpkg -i of $v2 failed: $
 for n in "${nodes[@]}"; do
   kill -KILL "${agent_pid[$n]}"
 done
-pgrep -u "$user" -f 'sleep 20' >/dev/null || fail "job $id2 did not survive its agent's SIGKILL"
+pgrep -u "$user" -f 'sleep 20' >/dev/null || fail "job ${ids[1]} did not survive its agent's SIGKILL"
+pgrep -u "$user" -x grow >/dev/null || fail "the adaptive job ${ids[0]} did not survive its agent's SIGKILL"
 start_agents
 kill -TERM "$aqsd_pid"
 wait_for 60 "aqsd to stop" bash -c "! kill -0 $aqsd_pid 2>/dev/null"
-pgrep -u "$user" -f 'sleep 20' >/dev/null || fail "job $id2 did not survive aqsd's restart"
+pgrep -u "$user" -f 'sleep 20' >/dev/null || fail "job ${ids[1]} did not survive aqsd's restart"
 start_aqsd
 wait_for 60 "both agents registered again" nodes_up
-wait_for 90 "job $id2 COMPLETED after the upgrade" job_is "$id2" COMPLETED
-[[ $(cat "$tmp/home/out/$id2.out") == $'started\nsurvived' ]] || fail "job $id2's output: $(cat "$tmp/home/out/$id2.out")"
+for id in "${ids[@]}"; do wait_for 120 "job $id COMPLETED after the upgrade" job_is "$id" COMPLETED; done
+grep -q '^sum=50395000 ' "$tmp/home/out/${ids[0]}.out" ||
+  fail "the adaptive job's result after the upgrade: $(cat "$tmp/home/out/${ids[0]}.out")"
+[[ $(cat "$tmp/home/out/${ids[1]}.out") == $'started\nsurvived' ]] || fail "job ${ids[1]}'s output: $(cat "$tmp/home/out/${ids[1]}.out")"
+[[ $(tail -n 1 "$tmp/home/out/${ids[2]}.out") == 20 && $(wc -l <"$tmp/home/out/${ids[2]}.out") == 20 ]] ||
+  fail "job ${ids[2]}'s output: $(cat "$tmp/home/out/${ids[2]}.out")"
+[[ $(cat "$tmp/home/out/${ids[3]}.out") == done ]] || fail "job ${ids[3]}'s output: $(cat "$tmp/home/out/${ids[3]}.out")"
+echo "adaptive job across the upgrade: $(cat "$tmp/home/out/${ids[0]}.out")" >&2
 
 step "a database from a newer AQS is refused"
 pg_sock=$(ls /var/lib/aqs/postgres/.s.PGSQL.* | head -n1)
