@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_probe.hpp"
 #include "bench_system.hpp"
 #include "raw_peer.hpp"
 
@@ -29,29 +30,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct user {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  bool made = false;
-};
-
-user make_user(const std::string& name) {
-  user u{name};
-  if (::getpwnam(name.c_str()) == nullptr) {
-    const std::string cmd = "/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin " + name;
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("useradd " + name + " failed");
-    u.made = true;
-  }
-  const passwd* pw = ::getpwnam(name.c_str());
-  if (pw == nullptr) throw std::runtime_error("no user " + name);
-  u.uid = pw->pw_uid;
-  u.gid = pw->pw_gid;
-  return u;
-}
-
 // fjobs --json as `u`, its output dropped; wall milliseconds.
-double time_fjobs(const user& u, const std::string& socket) {
+double time_fjobs(const bench::bench_user& u, const std::string& socket) {
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -67,19 +47,11 @@ double time_fjobs(const user& u, const std::string& socket) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double median_fjobs(const user& u, const std::string& socket, int runs) {
+double median_fjobs(const bench::bench_user& u, const std::string& socket, int runs) {
   std::vector<double> t;
   for (int i = 0; i < runs; ++i) t.push_back(time_fjobs(u, socket));
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-double rss_mb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -96,7 +68,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   bench::stop_on_signals();
-  user flood = make_user("aqsbench-flood"), other = make_user("aqsbench-other");
+  bench::bench_user flood = bench::make_user("aqsbench-flood"), other = bench::make_user("aqsbench-other");
   nlohmann::json results = {{"benchmark", "connections"}, {"connections", connections}, {"runs", runs}};
   int rc = 0;
   try {
@@ -109,7 +81,7 @@ int main(int argc, char** argv) {
     const pid_t aqsd = std::stoi(bench::slurp(sys.dir() / "state" / "aqsd.pid"));
     const std::string socket = sys.socket();
     (void)median_fjobs(other, socket, 5);  // warm up
-    const double rss0 = rss_mb(aqsd);
+    const double rss0 = bench::rss_mb(aqsd);
     const double quiet = median_fjobs(other, socket, runs);
 
     std::vector<test::raw_peer> held;
@@ -122,11 +94,11 @@ int main(int argc, char** argv) {
     for (auto& p : held) {
       if (test::is_ok(p.hello())) ++accepted; else ++refused;
     }
-    const double rss_flood = rss_mb(aqsd);
+    const double rss_flood = bench::rss_mb(aqsd);
     const double flooded = median_fjobs(other, socket, runs);
     held.clear();
     std::this_thread::sleep_for(2s);
-    const double rss_after = rss_mb(aqsd);
+    const double rss_after = bench::rss_mb(aqsd);
 
     std::printf("%-44s %12s\n", "", "value");
     std::printf("%-44s %12d\n", "flood connections attempted", connections);
@@ -148,9 +120,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_connections: %s\n", e.what());
     rc = 1;
   }
-  for (const user* u : {&flood, &other}) {
-    if (u->made) (void)std::system(("/usr/sbin/userdel " + u->name).c_str());
-  }
+  bench::remove_user(flood);
+  bench::remove_user(other);
   if (rc != 0) return rc;
   bench::write_results("connections", results);
   return 0;

@@ -36,6 +36,7 @@
 #include "protocol/messages.hpp"
 #include "protocol/replies.hpp"
 
+#include "bench_probe.hpp"
 #include "bench_system.hpp"
 #include "raw_peer.hpp"
 
@@ -72,85 +73,10 @@ std::pair<int, double> timed_run(const std::vector<std::string>& argv) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), ms_since(t0)};
 }
 
-// aqsd's pid: the process whose command line is aqsd with this state dir.
-pid_t aqsd_pid(const std::string& dir) {
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    if (cmd.find("aqsd ") != std::string::npos && cmd.find(dir) != std::string::npos &&
-        cmd.find("postgres") == std::string::npos) {
-      return static_cast<pid_t>(std::stol(name));
-    }
-  }
-  return -1;
-}
-
-double rss_mb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
 // argv run as the other user; its stdout's last line, or throws.
-std::string last_line_as_other(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(k_other_gid) != 0 || ::setuid(k_other_uid) != 0) ::_exit(126);
-    if (::chdir("/tmp") != 0) ::_exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int st = 0;
-  ::waitpid(pid, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw std::runtime_error(argv[0] + std::string(" failed"));
-  while (!out.empty() && out.back() == '\n') out.pop_back();
+std::string last_line(const std::vector<std::string>& argv) {
+  std::string out = bench::trim(bench::run_as(k_other_uid, k_other_gid, argv, "/tmp"));
   return out.substr(out.rfind('\n') + 1);
-}
-
-// One GET /api/v1/jobs with `token` on a fresh connection to aqsd's HTTP
-// port: its status (0: no answer within 30 s).
-unsigned http_get_jobs(int port, const std::string& token) {
-  const int fd = test::connect_tcp("127.0.0.1", port);
-  if (fd < 0) return 0;
-  const std::string text = "GET /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
-                           "\r\nConnection: close\r\n\r\n";
-  std::string_view req = text;
-  while (!req.empty()) {
-    const ssize_t n = ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-    if (n <= 0) break;
-    req.remove_prefix(static_cast<std::size_t>(n));
-  }
-  std::string got;
-  const auto end = clk::now() + 30s;
-  char buf[65536];
-  while (clk::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0) continue;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;  // Connection: close: the whole answer has come
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return got.starts_with("HTTP/1.1 ") && got.size() >= 12 ? static_cast<unsigned>(std::stoi(got.substr(9, 3))) : 0;
 }
 
 struct probes {
@@ -168,7 +94,7 @@ void probe_once(probes& p, const std::string& socket) {
   const auto [b, tb] = timed_run({AQS_FSUB_BINARY, "--socket", socket, "-o", "/dev/null", "-D", "/tmp", "--wrap", "true"});
   if (b == 0) p.fsub.push_back(tb); else ++p.failed;
   const auto t0 = clk::now();
-  const unsigned status = http_get_jobs(http_port, other_token);
+  const unsigned status = bench::http_get(http_port, other_token, "/api/v1/jobs");
   p.get.push_back(ms_since(t0));
   if (status != 200) ++p.get_failed;
 }
@@ -200,9 +126,9 @@ int main(int argc, char** argv) {
     {
       const std::string addr = bench::slurp(sys.dir() / "state" / "aqsd.http");
       http_port = std::stoi(addr.substr(addr.rfind(':') + 1));
-      other_token = last_line_as_other({AQS_FTOKEN_BINARY, "--socket", sys.socket()});
+      other_token = last_line({AQS_FTOKEN_BINARY, "--socket", sys.socket()});
     }
-    const pid_t aqsd = aqsd_pid(sys.dir().string());
+    const pid_t aqsd = bench::find_process("aqsd", sys.dir().string());
     if (aqsd < 0) throw std::runtime_error("cannot find aqsd's pid");
     client::connection w(sys.socket(), 900s);
     const std::string work = sys.work().string();
@@ -218,7 +144,7 @@ int main(int argc, char** argv) {
 
     probes idle;
     for (int i = 0; i < 20; ++i) probe_once(idle, sys.socket());
-    const double rss_before = rss_mb(aqsd);
+    const double rss_before = bench::rss_mb(aqsd);
 
     protocol::submit big;
     big.id = rid++;
@@ -249,11 +175,11 @@ int main(int argc, char** argv) {
     double rss_peak = rss_before;
     while (!done) {
       probe_once(during, sys.socket());
-      rss_peak = std::max(rss_peak, rss_mb(aqsd));
+      rss_peak = std::max(rss_peak, bench::rss_mb(aqsd));
     }
     submitter.join();
     if (!big_error.empty()) throw std::runtime_error("the array was refused: " + big_error);
-    const double rss_after = rss_mb(aqsd);
+    const double rss_after = bench::rss_mb(aqsd);
     probes after;
     for (int i = 0; i < 20; ++i) probe_once(after, sys.socket());
 

@@ -57,6 +57,7 @@
 
 #include "client/faucets_api.hpp"
 
+#include "bench_probe.hpp"
 #include "bench_system.hpp"
 
 namespace fs = std::filesystem;
@@ -70,90 +71,6 @@ namespace {
 constexpr const char* k_user = "aqsbench-ffother";  // the other user
 constexpr const char* k_flood_from = "127.0.0.2";
 constexpr int k_cap = 64;  // faucetsd's default --http-max-per-address
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-void write_text(const fs::path& p, const std::string& text, fs::perms perms) {
-  std::ofstream out(p);
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-  out << text;
-  out.close();
-  fs::permissions(p, perms);
-}
-
-// argv run as uid/gid; its stdout, or throws when it fails.
-std::string run_as(uid_t uid, gid_t gid, const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(argv[0] + std::string(" failed"));
-  return out;
-}
-
-std::string wait_file(const fs::path& p, std::chrono::seconds limit, const fs::path& log) {
-  const auto until = clk::now() + limit;
-  while (clk::now() < until) {
-    aqs::bench::throw_if_interrupted();
-    const std::string s = trim(aqs::bench::slurp(p));
-    if (!s.empty()) return s;
-    std::this_thread::sleep_for(100ms);
-  }
-  throw std::runtime_error(p.string() + " did not appear within " + std::to_string(limit.count()) +
-                           " s; log: " + aqs::bench::slurp(log));
-}
-
-// faucetsd's pid: the process named faucetsd whose command line holds `dir`.
-pid_t faucetsd_pid(const std::string& dir) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string argv0 = cmd.substr(0, cmd.find('\0'));
-    if (argv0.ends_with("faucetsd") && cmd.find(dir) != std::string::npos) return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
-double rss_mb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-int open_fds(pid_t pid) {
-  int n = 0;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    ++n;
-  }
-  return n;
-}
 
 // `n` connections from 127.0.0.2 to the users' port, each reopened when
 // faucetsd closes it, on a thread of their own until destruction.
@@ -242,8 +159,8 @@ sample measure(const fc::client_options& co, pid_t pid, int runs, std::chrono::s
   std::atomic<int> fds{0};
   std::thread sampler([&] {
     while (!done) {
-      peak = std::max(peak.load(), rss_mb(pid));
-      fds = std::max(fds.load(), open_fds(pid));
+      peak = std::max(peak.load(), aqs::bench::rss_mb(pid));
+      fds = std::max(fds.load(), aqs::bench::open_fds(pid));
       std::this_thread::sleep_for(50ms);
     }
   });
@@ -321,9 +238,9 @@ int main(int argc, char** argv) {
                                 " >/dev/null 2>&1";
     if (std::system(openssl.c_str()) != 0) throw std::runtime_error("openssl req failed");
     fs::permissions(top / "server.crt", rw | fs::perms::group_read | fs::perms::others_read);
-    write_text(top / "one.key", std::string(64, 'a') + "\n", rw);
-    write_text(top / "clusters", "one " + (top / "one.key").string() + "\n", rw);
-    write_text(top / "users", "* * *\n", rw);
+    aqs::bench::write_text(top / "one.key", std::string(64, 'a') + "\n", rw);
+    aqs::bench::write_text(top / "clusters", "one " + (top / "one.key").string() + "\n", rw);
+    aqs::bench::write_text(top / "users", "* * *\n", rw);
     const fs::path state = top / "state";
     fs::create_directories(state);
     fs::permissions(state, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
@@ -333,12 +250,12 @@ int main(int argc, char** argv) {
                                 (top / "server.key").string(), "--clusters", (top / "clusters").string(), "--users",
                                 (top / "users").string(), "--policy", "fastest-queue"},
                                log);
-    (void)wait_file(state / "faucetsd.addr", 120s, log);
-    const std::string url = wait_file(state / "faucetsd.http", 10s, log);
+    (void)aqs::bench::wait_file(state / "faucetsd.addr", 120s, log);
+    const std::string url = aqs::bench::wait_file(state / "faucetsd.http", 10s, log);
     const unsigned short port = static_cast<unsigned short>(std::stoi(url.substr(url.rfind(':') + 1)));
-    const pid_t pid = faucetsd_pid(state.string());
+    const pid_t pid = aqs::bench::find_process("faucetsd", state.string());
     if (pid < 0) throw std::runtime_error("cannot find faucetsd's pid");
-    std::string token = trim(run_as(uid, gid, {AQS_FTOKEN_BINARY, "--socket", (state / "faucetsd.sock").string()}));
+    std::string token = aqs::bench::trim(aqs::bench::run_as(uid, gid, {AQS_FTOKEN_BINARY, "--socket", (state / "faucetsd.sock").string()}));
     if (const auto nl = token.rfind('\n'); nl != std::string::npos) token = token.substr(nl + 1);
     fc::client_options co;
     co.url = fc::parse_base_url(url);

@@ -38,6 +38,7 @@
 
 #include "client/faucets_api.hpp"
 
+#include "bench_probe.hpp"
 #include "bench_system.hpp"
 
 namespace fs = std::filesystem;
@@ -86,69 +87,12 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-void write_text(const fs::path& p, const std::string& text, fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
-  std::ofstream out(p);
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-  out << text;
-  out.close();
-  fs::permissions(p, perms);
-}
-
 std::string hex_key() {
   std::random_device rd;
   static const char* digits = "0123456789abcdef";
   std::string k;
   for (int i = 0; i < 64; ++i) k += digits[rd() % 16];
   return k;
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// Runs argv as uid/gid, returns its stdout; throws when it fails.
-std::string run_as(uid_t uid, gid_t gid, const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw std::runtime_error(argv[0] + " failed (status " + std::to_string(status) + "): " + out);
-  }
-  return out;
-}
-
-// Waits for a file the daemon writes once it listens; returns its first line.
-std::string wait_file(const fs::path& p, std::chrono::seconds limit, const fs::path& log) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    aqs::bench::throw_if_interrupted();
-    const std::string s = trim(aqs::bench::slurp(p));
-    if (!s.empty()) return s;
-    std::this_thread::sleep_for(100ms);
-  }
-  throw std::runtime_error(p.string() + " did not appear within " + std::to_string(limit.count()) +
-                           " s; log: " + aqs::bench::slurp(log));
 }
 
 struct setup {
@@ -179,8 +123,8 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
                               (s.top / "server.key").string(), "--clusters", (s.top / "clusters").string(), "--users",
                               (s.top / "users").string(), "--policy", policy, "--cluster-timeout", "60", "--seed", "7"},
                              flog);
-  const std::string addr = wait_file(state / "faucetsd.addr", 120s, flog);
-  const std::string url = wait_file(state / "faucetsd.http", 10s, flog);
+  const std::string addr = aqs::bench::wait_file(state / "faucetsd.addr", 120s, flog);
+  const std::string url = aqs::bench::wait_file(state / "faucetsd.http", 10s, flog);
 
   std::vector<std::unique_ptr<aqs::bench::system>> clusters;
   for (const auto& c : k_clusters) {
@@ -196,8 +140,8 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
   }
 
   // The user's token: ftoken's last line.
-  const std::string out = run_as(s.uid, s.gid, {AQS_FTOKEN_BINARY, "--socket", (state / "faucetsd.sock").string()});
-  std::string token = trim(out);
+  const std::string out = aqs::bench::run_as(s.uid, s.gid, {AQS_FTOKEN_BINARY, "--socket", (state / "faucetsd.sock").string()});
+  std::string token = aqs::bench::trim(out);
   if (const auto nl = token.rfind('\n'); nl != std::string::npos) token = token.substr(nl + 1);
 
   fc::client_options co;
@@ -376,12 +320,12 @@ int main(int argc, char** argv) {
                                               fs::perms::others_read);
     std::string table;
     for (const auto& c : k_clusters) {
-      write_text(s.top / (c.name + ".key"), hex_key() + "\n");
+      aqs::bench::write_text(s.top / (c.name + ".key"), hex_key() + "\n");
       table += c.name + " " + (s.top / (c.name + ".key")).string() + "\n";
     }
-    write_text(s.top / "clusters", table);
-    write_text(s.top / "users", "* * *\n");
-    write_text(s.top / "cluster-users", "* *\n");
+    aqs::bench::write_text(s.top / "clusters", table);
+    aqs::bench::write_text(s.top / "users", "* * *\n");
+    aqs::bench::write_text(s.top / "cluster-users", "* *\n");
 
     std::printf("Faucets server: %zu rigid sleep jobs (seed 42, 1..8 processors, 2..10 s, limit +2 s), %.0f "
                 "processor-seconds, arriving over %.1f s; clusters small 4, medium 8, large 16 processors\n\n",

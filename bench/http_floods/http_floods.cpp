@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_probe.hpp"
 #include "bench_system.hpp"
 #include "raw_peer.hpp"
 
@@ -43,91 +44,6 @@ using clk = std::chrono::steady_clock;
 
 namespace {
 
-struct user {
-  std::string name;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  bool made = false;
-};
-
-user make_user(const std::string& name) {
-  user u{name};
-  if (::getpwnam(name.c_str()) == nullptr) {
-    const std::string cmd = "/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin " + name;
-    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("useradd " + name + " failed");
-    u.made = true;
-  }
-  const passwd* pw = ::getpwnam(name.c_str());
-  if (pw == nullptr) throw std::runtime_error("no user " + name);
-  u.uid = pw->pw_uid;
-  u.gid = pw->pw_gid;
-  return u;
-}
-
-// argv run as `u`; its stdout, or throws when it fails.
-std::string output_as(const user& u, const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    const int null_fd = ::open("/dev/null", O_WRONLY);
-    ::dup2(null_fd, STDERR_FILENO);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(u.gid) != 0 || ::setuid(u.uid) != 0) ::_exit(3);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(argv[0] + std::string(" failed"));
-  return out;
-}
-
-double rss_mb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
-}
-
-void send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
-// One GET with `token` on a fresh connection: its status (0: none in 30 s).
-unsigned http_get(int port, const std::string& token, const std::string& target) {
-  const int fd = test::connect_tcp("127.0.0.1", port);
-  if (fd < 0) return 0;
-  send_all(fd, "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token +
-                   "\r\nConnection: close\r\n\r\n");
-  std::string got;
-  const auto end = clk::now() + 30s;
-  char buf[65536];
-  while (clk::now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 1000) <= 0) continue;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;  // Connection: close: the whole answer has come
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return got.starts_with("HTTP/1.1 ") && got.size() >= 12 ? static_cast<unsigned>(std::stoi(got.substr(9, 3))) : 0;
-}
-
 struct sample {
   std::vector<double> get_ms, fjobs_ms;
   int get_failed = 0;
@@ -136,25 +52,25 @@ struct sample {
 
 // The other user's GETs and fjobs, alternately, `runs` of each, while
 // sampling aqsd's memory.
-sample measure(int port, const std::string& token, const user& other, const std::string& socket, pid_t aqsd,
+sample measure(int port, const std::string& token, const bench::bench_user& other, const std::string& socket, pid_t aqsd,
                int runs) {
   sample s;
   std::atomic<bool> done{false};
   std::atomic<double> peak{0};
   std::thread sampler([&] {
     while (!done) {
-      const double r = rss_mb(aqsd);
+      const double r = bench::rss_mb(aqsd);
       if (r > peak) peak = r;
       std::this_thread::sleep_for(50ms);
     }
   });
   for (int i = 0; i < runs; ++i) {
     auto t0 = clk::now();
-    const unsigned status = http_get(port, token, "/api/v1/jobs");
+    const unsigned status = bench::http_get(port, token, "/api/v1/jobs");
     s.get_ms.push_back(std::chrono::duration<double, std::milli>(clk::now() - t0).count());
     if (status != 200) ++s.get_failed;
     t0 = clk::now();
-    (void)output_as(other, {AQS_FJOBS_BINARY, "--json", "--socket", socket});
+    (void)bench::run_as(other, {AQS_FJOBS_BINARY, "--json", "--socket", socket});
     s.fjobs_ms.push_back(std::chrono::duration<double, std::milli>(clk::now() - t0).count());
     std::this_thread::sleep_for(20ms);
   }
@@ -175,7 +91,7 @@ public:
 // of `u`'s, each sending until answered, then again.
 class body_flood : public flood {
 public:
-  body_flood(int port, const user& u, int n, std::chrono::milliseconds pause) {
+  body_flood(int port, const bench::bench_user& u, int n, std::chrono::milliseconds pause) {
     // Sockets of `u`'s made 64 at a time (one fork each), so that the
     // flooding client's own cost stays small beside aqsd's.
     threads_.emplace_back([this, port, u] {
@@ -215,7 +131,7 @@ public:
             std::this_thread::sleep_for(5ms);
             continue;
           }
-          send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+          bench::send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                        "Content-Length: " + std::to_string(k_body) + "\r\n\r\n");
           ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
           std::size_t sent = 0;
@@ -256,7 +172,7 @@ private:
 // nothing), reopened (in batches) as aqsd drops them.
 class held_flood : public flood {
 public:
-  held_flood(int port, const user& u, int n, std::function<void(int, int)> begin) {
+  held_flood(int port, const bench::bench_user& u, int n, std::function<void(int, int)> begin) {
     for (int done = 0; done < n;) {
       const int batch = std::min(250, n - done);
       for (int fd : test::connect_tcp_as("127.0.0.1", port, u.uid, u.gid, batch)) held_.push_back(fd);
@@ -329,7 +245,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   bench::stop_on_signals();
-  user flooder = make_user("aqsbench-hflood"), other = make_user("aqsbench-hother");
+  bench::bench_user flooder = bench::make_user("aqsbench-hflood"), other = bench::make_user("aqsbench-hother");
   nlohmann::json results = {{"benchmark", "http_floods"}, {"aqsd", aqsd_path}, {"runs", runs}, {"body_connections", body_connections},
                             {"idle_connections", idle}, {"half_open", 256}, {"jobs", jobs}};
   int rc = 0;
@@ -349,8 +265,8 @@ int main(int argc, char** argv) {
       while (!out.empty() && out.back() == '\n') out.pop_back();
       return out.substr(out.rfind('\n') + 1);
     };
-    const std::string other_token = last_line(output_as(other, {AQS_FTOKEN_BINARY, "--socket", socket}));
-    const std::string flood_token = last_line(output_as(flooder, {AQS_FTOKEN_BINARY, "--socket", socket}));
+    const std::string other_token = last_line(bench::run_as(other, {AQS_FTOKEN_BINARY, "--socket", socket}));
+    const std::string flood_token = last_line(bench::run_as(flooder, {AQS_FTOKEN_BINARY, "--socket", socket}));
     // A queue to list: jobs held behind a job that holds every processor.
     {
       client::connection c(socket);
@@ -391,9 +307,9 @@ int main(int argc, char** argv) {
     {
       held_flood f(port, flooder, 256, [&](int i, int fd) {
         if (i % 2 == 0) {
-          send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le");
+          bench::send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le");
         } else {
-          send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + flood_token +
+          bench::send_all(fd, "POST /api/v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + flood_token +
                            "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\":");
         }
       });
@@ -427,9 +343,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_http_floods: %s\n", e.what());
     rc = 1;
   }
-  for (const user* u : {&flooder, &other}) {
-    if (u->made) (void)std::system(("/usr/sbin/userdel " + u->name).c_str());
-  }
+  bench::remove_user(flooder);
+  bench::remove_user(other);
   if (rc != 0) return rc;
   bench::write_results("http_floods", results);
   return 0;
