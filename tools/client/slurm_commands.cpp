@@ -625,8 +625,33 @@ translated_args translate_submit_args(std::span<const std::string> args, bool sr
     if (value) what += "=" + *value;
     out.warnings.push_back(what + " is not supported by AQS; ignored");
   }
+  out.command_at = out.args.size();
   out.args.insert(out.args.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   return out;
+}
+
+bool take_flag(std::vector<std::string>& args, std::initializer_list<std::string_view> spellings) {
+  bool found = false;
+  for (std::size_t i = 0; i < args.size();) {
+    const std::string& w = args[i];
+    if (w == "--" || w.size() < 2 || w[0] != '-') break;
+    if (std::find(spellings.begin(), spellings.end(), w) != spellings.end()) {
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+      found = true;
+      continue;
+    }
+    // An option's value is never the script: skip it when it is a word of its own.
+    const bool long_with_value = w.starts_with("--") && w.find('=') == std::string::npos;
+    bool takes = false;
+    for (const auto& o : k_submit_opts) {
+      if (o.has_arg != arg::required) continue;
+      if (long_with_value ? (!o.long_name.empty() && w.substr(2) == o.long_name) : (w.size() == 2 && o.short_name == w[1])) {
+        takes = true;
+      }
+    }
+    i += takes ? 2 : 1;
+  }
+  return found;
 }
 
 // ---------------------------------------------------------------- usage
@@ -697,14 +722,21 @@ std::string sbatch_usage() {
          "       sbatch [OPTIONS] --wrap=COMMAND\n"
          "Takes everything fsub takes (see fsub --help), #SBATCH directives in the script,\n"
          "the script on standard input when none is named, and prints \"Submitted batch job ID\"\n"
-         "(--parsable: the id alone). Slurm options AQS does not act on are accepted with a\n"
-         "warning.\n";
+         "(--parsable: the id alone). -W, --wait: then wait for the job to end and exit with\n"
+         "its exit code. Slurm options AQS does not act on are accepted with a warning.\n";
 }
 
 std::string srun_usage() {
   return "Usage: srun [OPTIONS] COMMAND [ARGS...]   (AQS's Slurm-compatible srun)\n"
-         "Runs COMMAND as frun does (see frun --help): an interactive job, its output here,\n"
-         "its exit code as srun's. Slurm options AQS does not act on are accepted with a warning.\n";
+         "Runs N tasks of COMMAND, as Slurm's srun: outside a job in an interactive job of its own\n"
+         "(the allocation options are frun's and fsub's: -n, -N, -c, --ntasks-per-node, -t, -J, ...),\n"
+         "inside a job as a step of the job's tasks (all of them, or the first N with -n N).\n"
+         "Tasks start through mpirun, so an MPI program is one MPI job of N ranks; each task has\n"
+         "SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID, SLURM_NTASKS and SLURM_STEP_ID.\n"
+         "  -n, --ntasks=N          N tasks\n"
+         "  -l, --label             prefix each output line with its task number (\"0: \")\n"
+         "      --multi-prog        COMMAND is a file: per line TASKS PROGRAM ARGS (%t task, %o offset)\n"
+         "Its exit status is the tasks'. Slurm options AQS does not act on are accepted with a warning.\n";
 }
 
 }  // namespace aqs::slurm
