@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "aqs_cluster.hpp"
@@ -218,4 +219,35 @@ TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers
   CHECK(r.out == "2 CD\n");
   r = s.run("sacct", {"-X", "-n", "-P", "--format=NNodes,State", "-j", std::to_string(id)}, &u);
   CHECK(r.out == "2|COMPLETED\n");
+}
+
+TEST_CASE("an MPI program under srun -n 8 across two namespace hosts is one MPI job of 8 ranks on both hosts") {
+  if (!testbed::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster::options o = two_nodes(db, 4);
+  o.netns = true;
+  o.heartbeat_timeout_s = 30;
+  test::cluster c(o);
+  c.wait_nodes_up(2);
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-d");
+  const test::test_user u = c.user("aqs-slurmhome-d");
+  const auto r = s.run("srun", {"-n", "8", "-l", MPI_PROBE}, &u, 240s);
+  INFO("srun: " << r.out << r.err);
+  CHECK(r.status == 0);
+  std::set<std::string> hosts;
+  std::set<std::string> ranks;
+  const std::regex line("( ?[0-9]): rank ([0-9]) host (\\S+) cpus .*");
+  for (const auto& l : sorted_lines(r.out)) {
+    std::smatch m;
+    if (!std::regex_match(l, m, line)) continue;
+    CHECK(std::stoi(m[1]) == std::stoi(m[2]));  // srun's task number is the MPI rank
+    ranks.insert(m[2]);
+    hosts.insert(m[3]);
+  }
+  CHECK(ranks.size() == 8);
+  CHECK(hosts.size() == 2);
 }
