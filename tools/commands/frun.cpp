@@ -37,9 +37,11 @@ void write_all(int fd, const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // aqs-srun runs frun as "srun": its messages then say whose they are.
+  // aqs-srun and aqs-salloc run frun as "srun" and "salloc": its messages
+  // then say whose they are.
   const std::string_view called = argc > 0 && argv[0] != nullptr ? std::string_view(argv[0]) : "frun";
-  const std::string name = called == "srun" ? "srun" : "frun";
+  const std::string name = called == "srun" || called == "salloc" ? std::string(called) : "frun";
+  const bool salloc = name == "salloc";
   return client::run_command(name.c_str(), argc, argv, cmdline::parse_frun_command_line, cmdline::frun_usage,
                              [&](const cmdline::frun_command_line& cmd) {
     const auto ctx = client::this_process_context();
@@ -93,8 +95,12 @@ int main(int argc, char** argv) {
       if (auto* o = std::get_if<protocol::output>(&*m); o && o->id == watch) {
         write_all(o->stream == "stderr" ? STDERR_FILENO : STDOUT_FILENO, o->data);
       } else if (auto* e = std::get_if<protocol::job_event>(&*m); e && e->id == watch) {
+        if (e->state == core::job_state::running && !running && salloc) {
+          std::fprintf(stderr, "salloc: Granted job allocation %lld\n", static_cast<long long>(job));
+        }
         if (e->state == core::job_state::running) running = true;
         if (!core::is_final(e->state)) continue;
+        if (salloc) std::fprintf(stderr, "salloc: Relinquishing job allocation %lld\n", static_cast<long long>(job));
         if (e->exit_code) return static_cast<int>(*e->exit_code);
         if (e->signal) return 128 + static_cast<int>(*e->signal);
         std::fprintf(stderr, "%s: job %lld %s\n", name.c_str(), static_cast<long long>(job),

@@ -81,6 +81,7 @@ TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's cl
                                       "d=$(dirname \"$(command -v srun)\")\n"
                                       "echo \"srun in $d\"\n"
                                       "stat -c 'dir %U %a' \"$d\"\n"
+                                      "echo links $(ls \"$d\" | tr '\\n' ' ')\n"
                                       "[ -w \"$d\" ] && echo 'dir writable'\n"
                                       "srun -l -n 2 sh -c 'echo task $SLURM_PROCID'\n"
                                       "squeue -h -j $SLURM_JOB_ID -o 'queue %i %t'\n"
@@ -103,6 +104,7 @@ TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's cl
   CHECK(out.find("SLURM") == std::string::npos);
   CHECK(std::regex_search(out, std::regex("srun in /.*/slurm-bin\n")));
   CHECK(out.find("dir root 755\n") != std::string::npos);
+  CHECK(out.find("links sacct salloc sbatch scancel scontrol sinfo squeue srun\n") != std::string::npos);
   CHECK(out.find("dir writable") == std::string::npos);
   CHECK(matching(out, "[0-9]: task [0-9]") == std::vector<std::string>{"0: task 0", "1: task 1"});
   CHECK(out.find("queue " + std::to_string(id) + " R\n") != std::string::npos);
@@ -219,6 +221,32 @@ TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers
   CHECK(r.out == "2 CD\n");
   r = s.run("sacct", {"-X", "-n", "-P", "--format=NNodes,State", "-j", std::to_string(id)}, &u);
   CHECK(r.out == "2|COMPLETED\n");
+}
+
+TEST_CASE("salloc runs a command in an allocation where srun starts steps, and says so as Slurm's does") {
+  test::test_database db;
+  test::cluster c(two_nodes(db));
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-e");
+  const test::test_user u = c.user("aqs-slurmhome-e");
+  auto r = s.run("salloc", {"-n", "2", "srun", "true"}, &u, 120s);
+  INFO("salloc: " << r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(std::regex_search(r.err, std::regex("salloc: Granted job allocation [0-9]+\n")));
+  CHECK(std::regex_search(r.err, std::regex("salloc: Relinquishing job allocation [0-9]+\n")));
+  r = s.run("salloc", {"-n", "4", "srun", "-l", "sh", "-c", "echo in $SLURM_JOB_ID"}, &u, 120s);
+  CHECK(r.status == 0);
+  const auto lines = sorted_lines(r.out);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].starts_with("0: in "));
+  CHECK(lines[3].starts_with("3: in "));
+  CHECK(c.jobs().size() == 2);  // one job per salloc; srun's steps are no jobs
+  r = s.run("salloc", {"-n", "1", "sh", "-c", "exit 6"}, &u, 120s);
+  CHECK(r.status == 6);
+  r = s.run("salloc", {"-n", "2"}, &u);
+  CHECK(r.status == 1);
+  CHECK(r.err.starts_with("salloc: error: salloc without a command"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 TEST_CASE("an MPI program under srun -n 8 across two namespace hosts is one MPI job of 8 ranks on both hosts") {
