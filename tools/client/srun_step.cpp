@@ -422,8 +422,13 @@ int run_task(const task_plan& p) {
   return 1;
 }
 
-std::int64_t next_step_id(std::int64_t job_id) {
-  const std::string path = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + std::to_string(job_id);
+std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
+  std::string tag;
+  for (const char c : cluster.substr(0, 64)) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) tag += c;
+  }
+  const std::string path = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + (tag.empty() ? "" : tag + "-") +
+                           std::to_string(job_id);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return 0;
   struct stat sb {};

@@ -79,8 +79,10 @@ std::vector<std::pair<std::string, std::string>> task_variables(const task_plan&
 // to the width of the largest), returning its exit status (128 + signal).
 int run_task(const task_plan& p);
 
-// The next step number of job `job_id` for this user (0, 1, ...): a counter
-// in /tmp/aqs-steps-UID-JOB, used only if it is this user's own file.
-std::int64_t next_step_id(std::int64_t job_id);
+// The next step number of job `job_id` of cluster `cluster` (its id, the
+// part of AQS_JOB_TOKEN before the '.'; another cluster or a new database
+// numbers its jobs from 1 again) for this user: 0, 1, ... from a counter in
+// /tmp/aqs-steps-UID-CLUSTER-JOB, used only if it is this user's own file.
+std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster);
 
 }  // namespace aqs::slurm

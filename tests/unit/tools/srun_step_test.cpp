@@ -2,6 +2,10 @@
 // task is on, and the plan passed to the task wrapper.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "client/slurm_commands.hpp"
 #include "client/srun_step.hpp"
 #include "client/usage_error.hpp"
@@ -110,4 +114,16 @@ TEST_CASE("sbatch's -W/--wait is taken off its options, never off the script's a
   CHECK(b == words({"--wrap=true"}));
   auto c = words({"job.sh", "-W"});
   CHECK_FALSE(slurm::take_flag(c, {"-W", "--wait"}));
+}
+
+TEST_CASE("steps are numbered per job and cluster from the user's own counter") {
+  const std::int64_t job = 900'000'000 + ::getpid();
+  const std::string file = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-abc-" + std::to_string(job);
+  std::filesystem::remove(file);
+  CHECK(slurm::next_step_id(job, "abc") == 0);
+  CHECK(slurm::next_step_id(job, "abc") == 1);
+  CHECK(slurm::next_step_id(job, "def") == 0);  // another cluster's job of that number
+  CHECK(slurm::next_step_id(job, "abc") == 2);
+  std::filesystem::remove(file);
+  std::filesystem::remove("/tmp/aqs-steps-" + std::to_string(::getuid()) + "-def-" + std::to_string(job));
 }

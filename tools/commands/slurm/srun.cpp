@@ -102,7 +102,8 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   }
   plan.node_ids = slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
                                        getenv_or("SLURM_JOB_NODELIST"), ntasks);
-  plan.step_id = slurm::next_step_id(std::atoll(getenv_or("AQS_JOB_ID", "0").c_str()));
+  const std::string token = getenv_or("AQS_JOB_TOKEN");
+  plan.step_id = slurm::next_step_id(std::atoll(getenv_or("AQS_JOB_ID", "0").c_str()), token.substr(0, token.find('.')));
   const std::string self = self_path().string();
   std::vector<std::string> wrapper{self, "--aqs-task"};
   for (auto& w : slurm::task_plan_words(plan)) wrapper.push_back(std::move(w));
