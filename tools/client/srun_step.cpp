@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -422,6 +424,26 @@ int run_task(const task_plan& p) {
   return 1;
 }
 
+namespace {
+
+// A job's first step: this user's counters untouched for 30 days (their jobs
+// are long gone) are removed, so /tmp does not fill with one file per job.
+void forget_old_counters(const std::string& keep) {
+  const std::string prefix = "aqs-steps-" + std::to_string(::getuid()) + "-";
+  const auto limit = std::chrono::system_clock::now() - std::chrono::hours(24 * 30);
+  std::error_code ec;
+  int seen = 0;
+  for (std::filesystem::directory_iterator it("/tmp", ec), end; !ec && it != end && seen < 100000; it.increment(ec), ++seen) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || it->path() == keep) continue;
+    struct stat sb {};
+    if (::lstat(it->path().c_str(), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != ::getuid()) continue;
+    if (std::chrono::system_clock::from_time_t(sb.st_mtime) < limit) ::unlink(it->path().c_str());
+  }
+}
+
+}  // namespace
+
 std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
   std::string tag;
   for (const char c : cluster.substr(0, 64)) {
@@ -441,6 +463,7 @@ std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
     if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, next.data(), next.size(), 0);
   }
   ::close(fd);
+  if (id == 0) forget_old_counters(path);
   return id;
 }
 

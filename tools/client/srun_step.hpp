@@ -83,6 +83,7 @@ int run_task(const task_plan& p);
 // part of AQS_JOB_TOKEN before the '.'; another cluster or a new database
 // numbers its jobs from 1 again) for this user: 0, 1, ... from a counter in
 // /tmp/aqs-steps-UID-CLUSTER-JOB, used only if it is this user's own file.
+// A job's first step also removes this user's counters untouched for 30 days.
 std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster);
 
 }  // namespace aqs::slurm

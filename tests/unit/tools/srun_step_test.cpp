@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "client/slurm_commands.hpp"
 #include "client/srun_step.hpp"
@@ -126,4 +128,20 @@ TEST_CASE("steps are numbered per job and cluster from the user's own counter") 
   CHECK(slurm::next_step_id(job, "abc") == 2);
   std::filesystem::remove(file);
   std::filesystem::remove("/tmp/aqs-steps-" + std::to_string(::getuid()) + "-def-" + std::to_string(job));
+}
+
+TEST_CASE("a job's first step removes the user's step counters untouched for 30 days, and only those") {
+  const std::int64_t job = 800'000'000 + ::getpid();
+  const std::string dir = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-";
+  const std::string old_file = dir + "aaa-" + std::to_string(job);
+  const std::string recent = dir + "bbb-" + std::to_string(job);
+  std::ofstream(old_file) << "3";
+  std::ofstream(recent) << "5";
+  const auto long_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 40);
+  std::filesystem::last_write_time(old_file, long_ago);
+  CHECK(slurm::next_step_id(job, "ccc") == 0);
+  CHECK_FALSE(std::filesystem::exists(old_file));
+  CHECK(std::filesystem::exists(recent));
+  CHECK(slurm::next_step_id(job, "bbb") == 5);
+  for (const char* c : {"bbb-", "ccc-"}) std::filesystem::remove(dir + c + std::to_string(job));
 }
