@@ -76,7 +76,7 @@ bool one_per_node(const std::string& out) {
 
 TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's client first on the submitter's PATH") {
   test::test_database db;
-  test::cluster c(two_nodes(db));
+  test::cluster c(two_nodes(db, 4));
   const test::slurm_env s{c, test::slurm_bin(c)};
   test::users().ensure("aqs-slurmhome-a");
   const test::test_user u = c.user("aqs-slurmhome-a");
@@ -94,7 +94,14 @@ TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's cl
                                       "scontrol show job $SLURM_JOB_ID | grep -o 'JobState=[A-Z]*'\n"
                                       "srun -n 1 sh -c 'exit 3'\n"
                                       "echo \"step rc=$?\"\n"
-                                      "srun -n 1 sh -c 'echo step id $SLURM_STEP_ID'\n";
+                                      "srun -n 1 sh -c 'echo step id $SLURM_STEP_ID'\n"
+                                      "srun -n 4 hostname | wc -l | sed 's/^/hostnames /'\n"
+                                      "printf '0-1 echo mp-a %%t\\n* echo mp-b %%t\\n' > mp.conf\n"
+                                      "srun -n 4 --multi-prog mp.conf | sort | tr '\\n' ' ' | sed 's/^/multi /'; echo\n"
+                                      "sbatch --wait -n 1 -o /dev/null --wrap 'exit 9' > /dev/null\n"
+                                      "echo \"inner wait rc=$?\"\n"
+                                      "scontrol show config | grep '^MinJobAge'\n"
+                                      "sacct -X -n -P --format=JobID,State -j $SLURM_JOB_ID | sed 's/^/acct /'\n";
   fs::permissions(u.home / "job.sh", fs::perms::owner_all, fs::perm_options::add);
   ::chown((u.home / "job.sh").c_str(), u.uid, u.gid);
   // The user submits with Slurm's own client earlier on the PATH than AQS's.
@@ -120,6 +127,12 @@ TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's cl
   CHECK(out.find("step rc=3\n") != std::string::npos);
   // Steps are numbered in the job: 0, 1, then this third one.
   CHECK(out.find("step id 2\n") != std::string::npos);
+  CHECK(out.find("hostnames 4\n") != std::string::npos);
+  CHECK(out.find("multi mp-a 0 mp-a 1 mp-b 2 mp-b 3 \n") != std::string::npos);
+  // sbatch --wait from inside a job: another job, its code as sbatch's.
+  CHECK(out.find("inner wait rc=9\n") != std::string::npos);
+  CHECK(std::regex_search(out, std::regex("\nMinJobAge += 300 sec\n")));
+  CHECK(out.find("acct " + std::to_string(id) + "|RUNNING\n") != std::string::npos);
 }
 
 TEST_CASE("srun -n N runs N tasks that know who they are, labels their lines and reads --multi-prog") {
