@@ -124,12 +124,12 @@ struct refused_def {
   std::string_view why;
 };
 constexpr auto k_refused = std::to_array<refused_def>({
-    {"begin", 'b', "AQS cannot defer a job's start (--begin)"},
-    {"hold", 'H', "AQS cannot submit a job held (--hold)"},
-    {"nodelist", 'w', "AQS does not place jobs on named nodes (--nodelist)"},
-    {"exclude", 'x', "AQS does not exclude named nodes (--exclude)"},
-    {"nodefile", 'F', "AQS does not place jobs on named nodes (--nodefile)"},
-    {"wait", 'W', "fsub does not wait for the job to end (--wait)"},
+    {"begin", 'b', "AQS cannot defer a job's start"},
+    {"hold", 'H', "AQS cannot submit a job held"},
+    {"nodelist", 'w', "AQS does not place jobs on named nodes"},
+    {"exclude", 'x', "AQS does not exclude named nodes"},
+    {"nodefile", 'F', "AQS does not place jobs on named nodes"},
+    {"wait", 'W', "fsub does not wait for the job to end"},
     {"test-only", 0, "AQS has no test-only submission"},
     {"gpus-per-task", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
     {"gpus-per-socket", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},

@@ -9,6 +9,7 @@
 #include "client/time_limit.hpp"
 #include "client/text_util.hpp"
 #include "client/usage_error.hpp"
+#include "core/array_spec.hpp"
 #include "core/hostlist.hpp"
 
 namespace aqs::slurm {
@@ -18,7 +19,7 @@ namespace {
 std::string lower(std::string_view s) { return cmdline::ascii_lower(s); }
 
 constexpr std::string_view k_supported =
-    "hold, uhold, release, requeue, suspend, resume, update, show job|partition|node|hostnames|hostlist";
+    "hold, uhold, release, requeue, suspend, resume, update, show job|partition|node|config|hostnames|hostlist";
 
 std::int64_t job_id_of(std::string_view text) {
   std::int64_t v = 0;
@@ -144,17 +145,21 @@ scontrol_command_line parse_scontrol_command_line(std::span<const std::string> a
   }
   if (verb == "show") {
     out.verb = verb;
-    if (rest.empty()) throw command_error("show needs an entity (job, partition, node, hostnames, hostlist)");
+    if (rest.empty()) throw command_error("show needs an entity (job, partition, node, config, hostnames, hostlist)");
     std::string entity = lower(rest[0]);
     if (entity == "jobs" || entity == "jobid") entity = "job";
     if (entity == "partitions") entity = "partition";
     if (entity == "nodes") entity = "node";
-    if (entity != "job" && entity != "partition" && entity != "node" && entity != "hostnames" && entity != "hostlist") {
-      throw command_error("show " + rest[0] + " is not supported by AQS's scontrol (job, partition, node, hostnames, hostlist)");
+    if (entity == "configuration") entity = "config";
+    if (entity != "job" && entity != "partition" && entity != "node" && entity != "config" && entity != "hostnames" &&
+        entity != "hostlist") {
+      throw command_error("show " + rest[0] +
+                          " is not supported by AQS's scontrol (job, partition, node, config, hostnames, hostlist)");
     }
     out.entity = entity;
     if (rest.size() > 2) throw command_error("show " + entity + " takes one name at most");
     if (rest.size() == 2) out.name = rest[1];
+    if (entity == "config" && out.name) throw command_error("show config takes no name");
     if (entity == "job" && out.name) add_job_ids(out.job_ids, *out.name);
     if (entity == "hostlist" && !out.name) throw command_error("show hostlist needs a list of hosts (a,b,c)");
     return out;
@@ -288,12 +293,59 @@ std::string scontrol_usage() {
          "  show job [ID]               jobs in key=value form (all live jobs without ID)\n"
          "  show partition [NAME]       partitions\n"
          "  show node [NAME]            nodes\n"
+         "  show config                 Slurm's Key = Value settings (MinJobAge, MessageTimeout, ...)\n"
          "  show hostnames [LIST]       a host list (default $SLURM_JOB_NODELIST), one name a line\n"
          "  show hostlist NAME,NAME     names as a host list\n"
          "  -o, --oneliner              one line per record\n"
          "  -Q, --quiet                 no messages for what is not found\n"
          "  -h, --help                  this help\n"
          "  -V, --version               the version\n";
+}
+
+std::string scontrol_show_config(const protocol::list_nodes_reply& r, std::time_t now, const std::string& controller,
+                                 const char* time_format) {
+  std::int64_t cpus = 0;
+  for (const auto& n : r.nodes) cpus += n.nprocs;
+  std::string default_partition = std::string(k_default_partition);
+  for (const auto& p : r.partitions) {
+    if (p.is_default) default_partition = p.name;
+  }
+  // What AQS does, in Slurm's words; where Slurm has a knob AQS lacks, the
+  // value that behaves as AQS does.
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"AuthType", "auth/aqs (SO_PEERCRED on the socket, the cluster key over TCP)"},
+      {"ClusterName", "aqs"},
+      {"DefMemPerNode", "UNLIMITED"},
+      {"InactiveLimit", "0 sec"},
+      {"JobCompType", "jobcomp/aqs (PostgreSQL, every job kept)"},
+      {"KillWait", "5 sec"},
+      {"MaxArraySize", std::to_string(core::k_max_array_index + 1)},
+      {"MaxJobCount", "UNLIMITED"},
+      {"MessageTimeout", std::to_string(k_message_timeout_s) + " sec"},
+      {"MinJobAge", std::to_string(k_min_job_age_s) + " sec"},
+      {"OverTimeLimit", "0 min"},
+      {"PriorityType", "priority/basic"},
+      {"ProctrackType", "proctrack/pgid"},
+      {"SchedulerParameters", "(null)"},
+      {"SchedulerType", "sched/aqs (equipartition for adaptive jobs, FCFS with EASY backfilling for rigid ones)"},
+      {"SelectType", "select/cons_tres"},
+      {"SelectTypeParameters", "CR_CPU"},
+      {"SlurmctldHost[0]", controller},
+      {"SlurmctldPort", "0 (aqsd's Unix socket)"},
+      {"SLURM_CONF", "(none: aqsd's configuration)"},
+      {"SLURM_VERSION", "22.05.0"},
+      {"TaskPlugin", "task/affinity"},
+      {"NodeCount", std::to_string(r.nodes.size())},
+      {"CPUTotal", std::to_string(cpus)},
+      {"DefaultPartition", default_partition},
+  };
+  std::string out = "Configuration data as of " + slurm_time(now, time_format) + "\n";
+  for (const auto& [k, v] : keys) {
+    std::string key = k;
+    if (key.size() < 23) key.resize(23, ' ');
+    out += key + " = " + v + "\n";
+  }
+  return out;
 }
 
 }  // namespace aqs::slurm

@@ -22,7 +22,7 @@ namespace aqs::slurm {
 // scontrol [OPTIONS] COMMAND [ARGS]. Commands (any case):
 //   hold|uhold|release|requeue|suspend|resume JOBID[,JOBID...] [JOBID...]
 //   update JobId=ID[,ID...] [TimeLimit=LIMIT] [NumCPUs=N[-M]]
-//   show job [ID] | partition [NAME] | node [NAME] | hostnames [LIST] | hostlist LIST
+//   show job [ID] | partition [NAME] | node [NAME] | config | hostnames [LIST] | hostlist LIST
 // Options: -o/--oneliner, -d/--details, -Q/--quiet, -v, -h/--help, -V/--version.
 // Anything else throws command_error with one line naming what is supported.
 struct scontrol_command_line {
@@ -52,6 +52,14 @@ std::optional<std::string> scontrol_show_partitions(const protocol::list_nodes_r
                                                     const std::optional<std::string>& name, bool oneliner);
 std::optional<std::string> scontrol_show_nodes(const protocol::list_nodes_reply& r,
                                                const std::optional<std::string>& name, bool oneliner);
+
+// `scontrol show config`: Slurm's "Configuration data as of TIME" and one
+// "Key = Value" line each (keys padded to 23), the keys engines read
+// (MinJobAge, MessageTimeout, SchedulerParameters, ...) with what AQS does;
+// the node and cpu counts from the list_nodes reply; `controller` is where
+// aqsd was reached.
+std::string scontrol_show_config(const protocol::list_nodes_reply& r, std::time_t now, const std::string& controller,
+                                 const char* time_format = nullptr);
 
 std::string scontrol_usage();
 

@@ -67,27 +67,31 @@ std::vector<job_view> fetch_jobs(client::connection& c, const protocol::list_job
                      histories < k_max_histories;
     if (ask) {
       ++histories;
-      try {
-        const auto h = c.ask(protocol::job_history{c.next_id(), j.id});
-        for (const auto& e : h.events) {
-          const std::string started = "started on ";
-          if (e.new_state == core::job_state::running && e.reason.starts_with(started) && v.hosts.empty()) {
-            v.hosts = job_hosts(e.reason.substr(started.size()));
-          }
-          if (!core::is_final(e.new_state)) continue;
-          if (e.signal) v.signal = e.signal;
-          const std::string by = "cancelled by ";
-          if (e.new_state == core::job_state::cancelled && e.reason.starts_with(by)) {
-            v.cancelled_by = lookup(e.reason.substr(by.size()));
-          }
-        }
-      } catch (const client::client_error&) {
-        // History is a detail: the job is shown without it.
-      }
+      add_history(c, v, lookup);
     }
     out.push_back(std::move(v));
   }
   return out;
+}
+
+void add_history(client::connection& c, job_view& v, const uid_lookup& lookup) {
+  try {
+    const auto h = c.ask(protocol::job_history{c.next_id(), v.info.id});
+    for (const auto& e : h.events) {
+      const std::string started = "started on ";
+      if (e.new_state == core::job_state::running && e.reason.starts_with(started) && v.hosts.empty()) {
+        v.hosts = job_hosts(e.reason.substr(started.size()));
+      }
+      if (!core::is_final(e.new_state)) continue;
+      if (e.signal) v.signal = e.signal;
+      const std::string by = "cancelled by ";
+      if (e.new_state == core::job_state::cancelled && e.reason.starts_with(by) && lookup) {
+        v.cancelled_by = lookup(e.reason.substr(by.size()));
+      }
+    }
+  } catch (const client::client_error&) {
+    // History is a detail: the job is shown without it.
+  }
 }
 
 std::vector<node_view> fetch_nodes(client::connection& c) {

@@ -29,6 +29,10 @@ std::string resolve_user(const std::string& user_or_uid);
 // jobs that were cancelled or killed by a signal get their history read
 // (one more request each) for "CANCELLED by UID" and ExitCode's signal.
 std::vector<job_view> fetch_jobs(client::connection& c, const protocol::list_jobs& request, bool details);
+// A finished job's details from its history (one request): the nodes it
+// ran on (NumNodes, NodeList), the signal that ended it and who cancelled
+// it. Quietly nothing when the history cannot be read.
+void add_history(client::connection& c, job_view& v, const uid_lookup& lookup);
 // The nodes, with the processors running jobs hold on each.
 std::vector<node_view> fetch_nodes(client::connection& c);
 

@@ -492,35 +492,37 @@ struct submit_opt {
 };
 
 // Slurm's sbatch/srun options that take a value, or that AQS may drop.
-// Options not listed here go to fsub/frun's parser as they are.
+// Options not listed here go to fsub/frun's parser as they are. What fsub
+// refuses (its k_refused: --hold, --nodelist, --exclude, --uid, ...) is never
+// droppable: ignoring it would run something else than asked.
 constexpr submit_opt k_submit_opts[] = {
     {'A', "account", arg::required, true},        {0, "acctg-freq", arg::required, true},
     {0, "begin", arg::required, false},           {'b', "", arg::required, false},
     {0, "comment", arg::required, true},          {'C', "constraint", arg::required, true},
     {0, "cluster-constraint", arg::required, true}, {0, "contiguous", arg::none, true},
     {0, "container", arg::required, true},        {0, "cores-per-socket", arg::required, true},
-    {0, "cpu-freq", arg::required, true},         {0, "cpus-per-gpu", arg::required, true},
-    {'c', "cpus-per-task", arg::required, true},  {0, "deadline", arg::required, true},
-    {0, "delay-boot", arg::required, true},       {'x', "exclude", arg::required, true},
+    {0, "cpu-freq", arg::required, true},         {0, "cpus-per-gpu", arg::required, false},
+    {'c', "cpus-per-task", arg::required, true},  {0, "deadline", arg::required, false},
+    {0, "delay-boot", arg::required, true},       {'x', "exclude", arg::required, false},
     {0, "exclusive", arg::optional, true},        {0, "export", arg::required, true},
     {0, "export-file", arg::required, true},      {'B', "extra-node-info", arg::required, true},
-    {0, "get-user-env", arg::optional, true},     {0, "gid", arg::required, true},
+    {0, "get-user-env", arg::optional, true},     {0, "gid", arg::required, false},
     {0, "gpu-bind", arg::required, true},         {0, "gpu-freq", arg::required, true},
     {'G', "gpus", arg::required, true},           {0, "gpus-per-node", arg::required, true},
-    {0, "gpus-per-socket", arg::required, true},  {0, "gpus-per-task", arg::required, true},
+    {0, "gpus-per-socket", arg::required, false},  {0, "gpus-per-task", arg::required, false},
     {0, "gres", arg::required, true},             {0, "gres-flags", arg::required, true},
-    {0, "hint", arg::required, true},             {'H', "hold", arg::none, true},
-    {0, "ignore-pbs", arg::none, true},           {'i', "input", arg::required, true},
+    {0, "hint", arg::required, true},             {'H', "hold", arg::none, false},
+    {0, "ignore-pbs", arg::none, true},           {'i', "input", arg::required, false},
     {0, "kill-on-invalid-dep", arg::required, true}, {'L', "licenses", arg::required, true},
     {0, "mail-type", arg::required, true},        {0, "mail-user", arg::required, true},
     {0, "mcs-label", arg::required, true},        {0, "mem", arg::required, true},
     {0, "mem-bind", arg::required, true},         {0, "mem-per-cpu", arg::required, true},
-    {0, "mem-per-gpu", arg::required, true},      {0, "mincpus", arg::required, true},
+    {0, "mem-per-gpu", arg::required, false},      {0, "mincpus", arg::required, true},
     {'M', "clusters", arg::required, true},       {0, "network", arg::required, true},
     {0, "nice", arg::optional, true},             {'k', "no-kill", arg::optional, true},
-    {'N', "nodes", arg::required, true},          {'w', "nodelist", arg::required, true},
-    {'F', "nodefile", arg::required, true},       {0, "ntasks-per-core", arg::required, true},
-    {0, "ntasks-per-gpu", arg::required, true},   {0, "ntasks-per-node", arg::required, true},
+    {'N', "nodes", arg::required, true},          {'w', "nodelist", arg::required, false},
+    {'F', "nodefile", arg::required, false},       {0, "ntasks-per-core", arg::required, true},
+    {0, "ntasks-per-gpu", arg::required, false},   {0, "ntasks-per-node", arg::required, true},
     {0, "ntasks-per-socket", arg::required, true}, {0, "open-mode", arg::required, true},
     {'O', "overcommit", arg::none, true},         {'s', "oversubscribe", arg::none, true},
     {'p', "partition", arg::required, true},      {0, "power", arg::required, true},
@@ -531,7 +533,7 @@ constexpr submit_opt k_submit_opts[] = {
     {0, "signal", arg::required, true},           {0, "sockets-per-node", arg::required, true},
     {0, "spread-job", arg::none, true},           {0, "switches", arg::required, true},
     {0, "thread-spec", arg::required, true},      {0, "threads-per-core", arg::required, true},
-    {0, "tmp", arg::required, true},              {0, "uid", arg::required, true},
+    {0, "tmp", arg::required, true},              {0, "uid", arg::required, false},
     {0, "use-min-nodes", arg::none, true},        {'v', "verbose", arg::none, true},
     {0, "wckey", arg::required, true},            {'W', "wait", arg::none, false},
     {0, "wait-all-nodes", arg::required, true},   {0, "test-only", arg::none, false},
@@ -625,8 +627,33 @@ translated_args translate_submit_args(std::span<const std::string> args, bool sr
     if (value) what += "=" + *value;
     out.warnings.push_back(what + " is not supported by AQS; ignored");
   }
+  out.command_at = out.args.size();
   out.args.insert(out.args.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   return out;
+}
+
+bool take_flag(std::vector<std::string>& args, std::initializer_list<std::string_view> spellings) {
+  bool found = false;
+  for (std::size_t i = 0; i < args.size();) {
+    const std::string& w = args[i];
+    if (w == "--" || w.size() < 2 || w[0] != '-') break;
+    if (std::find(spellings.begin(), spellings.end(), w) != spellings.end()) {
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+      found = true;
+      continue;
+    }
+    // An option's value is never the script: skip it when it is a word of its own.
+    const bool long_with_value = w.starts_with("--") && w.find('=') == std::string::npos;
+    bool takes = false;
+    for (const auto& o : k_submit_opts) {
+      if (o.has_arg != arg::required) continue;
+      if (long_with_value ? (!o.long_name.empty() && w.substr(2) == o.long_name) : (w.size() == 2 && o.short_name == w[1])) {
+        takes = true;
+      }
+    }
+    i += takes ? 2 : 1;
+  }
+  return found;
 }
 
 // ---------------------------------------------------------------- usage
@@ -697,14 +724,21 @@ std::string sbatch_usage() {
          "       sbatch [OPTIONS] --wrap=COMMAND\n"
          "Takes everything fsub takes (see fsub --help), #SBATCH directives in the script,\n"
          "the script on standard input when none is named, and prints \"Submitted batch job ID\"\n"
-         "(--parsable: the id alone). Slurm options AQS does not act on are accepted with a\n"
-         "warning.\n";
+         "(--parsable: the id alone). -W, --wait: then wait for the job to end and exit with\n"
+         "its exit code. Slurm options AQS does not act on are accepted with a warning.\n";
 }
 
 std::string srun_usage() {
   return "Usage: srun [OPTIONS] COMMAND [ARGS...]   (AQS's Slurm-compatible srun)\n"
-         "Runs COMMAND as frun does (see frun --help): an interactive job, its output here,\n"
-         "its exit code as srun's. Slurm options AQS does not act on are accepted with a warning.\n";
+         "Runs N tasks of COMMAND, as Slurm's srun: outside a job in an interactive job of its own\n"
+         "(the allocation options are frun's and fsub's: -n, -N, -c, --ntasks-per-node, -t, -J, ...),\n"
+         "inside a job as a step of the job's tasks (all of them, or the first N with -n N).\n"
+         "Tasks start through mpirun, so an MPI program is one MPI job of N ranks; each task has\n"
+         "SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID, SLURM_NTASKS and SLURM_STEP_ID.\n"
+         "  -n, --ntasks=N          N tasks\n"
+         "  -l, --label             prefix each output line with its task number (\"0: \")\n"
+         "      --multi-prog        COMMAND is a file: per line TASKS PROGRAM ARGS (%t task, %o offset)\n"
+         "Its exit status is the tasks'. Slurm options AQS does not act on are accepted with a warning.\n";
 }
 
 }  // namespace aqs::slurm

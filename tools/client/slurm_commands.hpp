@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <ctime>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <span>
@@ -114,10 +115,15 @@ std::optional<std::time_t> parse_sacct_time(std::string_view text, std::time_t n
 struct translated_args {
   std::vector<std::string> args;      // for parse_fsub/frun_command_line
   std::vector<std::string> warnings;  // "--export=ALL is not supported by AQS; ignored"
+  std::size_t command_at = 0;         // where in args the script or command (or "--") begins
 };
 // `known(option_word)` is asked with the option spelled as on the command
 // line ("--export", "-A"). Options are read up to the first positional word
 // (the script or the command), which ends them as in sbatch and srun.
+// Takes every word of `spellings` off the options of `args` (the words
+// before the script or command, or "--"); whether there was one.
+bool take_flag(std::vector<std::string>& args, std::initializer_list<std::string_view> spellings);
+
 translated_args translate_submit_args(std::span<const std::string> args, bool srun,
                                       const std::function<bool(const std::string&, const std::optional<std::string>&)>& known);
 

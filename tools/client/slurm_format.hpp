@@ -22,6 +22,11 @@ namespace aqs::slurm {
 // The partition every job and node is in while AQS has no partitions of its
 // own to report (sinfo marks it as the default: "main*").
 inline constexpr std::string_view k_default_partition = "main";
+// How long squeue shows a finished job (Slurm's MinJobAge default), and how
+// long a command waits for aqsd's answer (client::connection's timeout):
+// what scontrol show config reports.
+inline constexpr std::int64_t k_min_job_age_s = 300;
+inline constexpr std::int64_t k_message_timeout_s = 60;
 
 // A job state as Slurm names it: "PENDING"/"PD", "RUNNING"/"R",
 // "COMPLETED"/"CD", "CANCELLED"/"CA", "TIMEOUT"/"TO", "NODE_FAIL"/"NF",

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 #include <cstdio>
 #include <unistd.h>
@@ -35,22 +37,27 @@ void write_all(int fd, const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return client::run_command("frun", argc, argv, cmdline::parse_frun_command_line, cmdline::frun_usage,
-                             [](const cmdline::frun_command_line& cmd) {
+  // aqs-srun and aqs-salloc run frun as "srun" and "salloc": its messages
+  // then say whose they are.
+  const std::string_view called = argc > 0 && argv[0] != nullptr ? std::string_view(argv[0]) : "frun";
+  const std::string name = called == "srun" || called == "salloc" ? std::string(called) : "frun";
+  const bool salloc = name == "salloc";
+  return client::run_command(name.c_str(), argc, argv, cmdline::parse_frun_command_line, cmdline::frun_usage,
+                             [&](const cmdline::frun_command_line& cmd) {
     const auto ctx = client::this_process_context();
     if (cmdline::inside_a_job(ctx.environment)) {
       // srun inside an sbatch job: a step in this job's allocation.
-      for (const auto& w : cmd.warnings) std::fprintf(stderr, "frun: warning: %s\n", w.c_str());
+      for (const auto& w : cmd.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
       const auto step = cmdline::step_argv(cmd, ctx.environment, ctx.cwd);
       std::vector<char*> args;
       for (const auto& a : step) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
       ::execv(args[0], args.data());
-      std::fprintf(stderr, "frun: cannot run %s: %s\n", args[0], std::strerror(errno));
+      std::fprintf(stderr, "%s: cannot run %s: %s\n", name.c_str(), args[0], std::strerror(errno));
       return 127;
     }
     auto submit = cmdline::build_frun_request(cmd, ctx);
-    for (const auto& w : cmd.warnings) std::fprintf(stderr, "frun: warning: %s\n", w.c_str());
+    for (const auto& w : cmd.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
     client::connection c(client::socket_path(cmd.options.socket));
 
     // Ctrl-C interrupts the wait (no SA_RESTART) so that it is acted on at once.
@@ -68,12 +75,12 @@ int main(int argc, char** argv) {
     bool said_waiting = false, cancel_sent = false, running = false;
     while (true) {
       if (g_interrupts >= 2) {
-        std::fprintf(stderr, "frun: job %lld left to aqsd (it was asked to cancel it)\n", static_cast<long long>(job));
+        std::fprintf(stderr, "%s: job %lld left to aqsd (it was asked to cancel it)\n", name.c_str(), static_cast<long long>(job));
         return 130;
       }
       if (g_interrupts == 1 && !cancel_sent) {
         cancel_sent = true;
-        std::fprintf(stderr, "frun: cancelling job %lld (Ctrl-C again to stop waiting)\n", static_cast<long long>(job));
+        std::fprintf(stderr, "%s: cancelling job %lld (Ctrl-C again to stop waiting)\n", name.c_str(), static_cast<long long>(job));
         protocol::cancel k;
         k.id = c.next_id();
         k.job_ids = {job};
@@ -81,18 +88,22 @@ int main(int argc, char** argv) {
       }
       if (!said_waiting && !running && std::chrono::steady_clock::now() - started > 1s) {
         said_waiting = true;
-        std::fprintf(stderr, "frun: job %lld queued, waiting for processors\n", static_cast<long long>(job));
+        std::fprintf(stderr, "%s: job %lld queued, waiting for processors\n", name.c_str(), static_cast<long long>(job));
       }
       auto m = c.next(200ms);
       if (!m) continue;
       if (auto* o = std::get_if<protocol::output>(&*m); o && o->id == watch) {
         write_all(o->stream == "stderr" ? STDERR_FILENO : STDOUT_FILENO, o->data);
       } else if (auto* e = std::get_if<protocol::job_event>(&*m); e && e->id == watch) {
+        if (e->state == core::job_state::running && !running && salloc) {
+          std::fprintf(stderr, "salloc: Granted job allocation %lld\n", static_cast<long long>(job));
+        }
         if (e->state == core::job_state::running) running = true;
         if (!core::is_final(e->state)) continue;
+        if (salloc) std::fprintf(stderr, "salloc: Relinquishing job allocation %lld\n", static_cast<long long>(job));
         if (e->exit_code) return static_cast<int>(*e->exit_code);
         if (e->signal) return 128 + static_cast<int>(*e->signal);
-        std::fprintf(stderr, "frun: job %lld %s\n", static_cast<long long>(job),
+        std::fprintf(stderr, "%s: job %lld %s\n", name.c_str(), static_cast<long long>(job),
                      std::string(core::to_string(e->state)).c_str());
         return 1;
       } else if (auto* err = std::get_if<protocol::error>(&*m); err && err->id == watch) {

@@ -1,8 +1,14 @@
 // job_environment: AQS's variables for a job, and the MPI placement that lets its plain `mpirun ./app` use its cpus.
 #include "job_environment.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +21,10 @@ namespace aqs::node {
 namespace {
 
 using variables = std::vector<std::pair<std::string, std::string>>;
+
+// The Slurm commands a job finds under Slurm's names (aqs-<name>).
+constexpr std::array<std::string_view, 9> k_slurm_names = {"srun",  "sbatch", "squeue", "scancel", "scontrol",
+                                                           "sacct", "salloc", "sstat",  "sinfo"};
 
 // AQS_CPUS: "3,0,1" (one node-local cpu per processor of the job's map).
 std::string join_numbers(const std::vector<std::int64_t>& v) {
@@ -152,7 +162,9 @@ variables slurm_variables(const protocol::launch& l, const node_environment& nod
                  {"SLURM_LOCALID", "0"},
                  {"SLURMD_NODENAME", node.node_name},
                  {"SLURM_CLUSTER_NAME", "aqs"},
-                 {"SLURM_JOB_PARTITION", l.job.geometry ? l.job.geometry->partition.value_or("aqs") : "aqs"}};
+                 // squeue's name of a job without -p (slurm_format.hpp's
+                 // k_default_partition), so the two agree.
+                 {"SLURM_JOB_PARTITION", l.job.geometry ? l.job.geometry->partition.value_or("main") : "main"}};
   if (const auto& g = l.job.geometry) {
     if (g->partition) v.back().second = *g->partition;
     if (g->cpus_per_task > 1) {
@@ -221,9 +233,71 @@ variables mpi_placement(const protocol::launch& l, const node_environment& node,
   return out;
 }
 
+// Where the aqs- Slurm commands are: beside this program (an installation),
+// else the configured bin directory, else the build tree aqs-node was built
+// in. "" when none of them has aqs-srun.
+std::filesystem::path aqs_commands_dir() {
+  std::vector<std::filesystem::path> candidates;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(self.parent_path());
+#ifdef AQS_INSTALL_BINDIR
+  candidates.emplace_back(AQS_INSTALL_BINDIR);
+#endif
+#ifdef AQS_SLURM_BUILD_DIR
+  candidates.emplace_back(AQS_SLURM_BUILD_DIR);
+#endif
+  for (const auto& dir : candidates) {
+    if (::access((dir / "aqs-srun").c_str(), X_OK) == 0) return dir;
+  }
+  return {};
+}
+
+// Makes `dir` hold links srun -> .../aqs-srun, ... for every Slurm name that
+// has an aqs- command in `bin`: a directory of this agent's user (root's
+// when it runs as root), 0755, that no job's user can change, since it comes
+// first on every job's PATH. Returns why not, or "".
+std::string make_slurm_names(const std::filesystem::path& dir, const std::filesystem::path& bin) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + dir.string() + ": " + std::strerror(errno);
+  struct stat sb {};
+  if (::lstat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != ::geteuid()) {
+    return dir.string() + " is not a directory of this agent's user: not using it";
+  }
+  if ((sb.st_mode & 07777) != 0755 && ::chmod(dir.c_str(), 0755) != 0) {
+    return "cannot set the mode of " + dir.string() + ": " + std::strerror(errno);
+  }
+  for (const auto& name : k_slurm_names) {
+    const auto target = bin / ("aqs-" + std::string(name));
+    const auto link = dir / std::string(name);
+    std::error_code ec;
+    const bool have = ::access(target.c_str(), X_OK) == 0;
+    if (std::filesystem::is_symlink(link, ec) && have && std::filesystem::read_symlink(link, ec) == target && !ec) continue;
+    ::unlink(link.c_str());
+    if (have && ::symlink(target.c_str(), link.c_str()) != 0) {
+      return "cannot create " + link.string() + ": " + std::strerror(errno);
+    }
+  }
+  return {};
+}
+
+// PATH=DIR:REST, DIR once.
+std::string path_with_first(const std::string& dir, std::string_view path) {
+  std::string out = dir;
+  while (!path.empty()) {
+    const auto colon = path.find(':');
+    const std::string_view item = path.substr(0, colon);
+    path = colon == std::string_view::npos ? std::string_view() : path.substr(colon + 1);
+    if (item == dir) continue;
+    out += ':';
+    out += item;
+  }
+  return out;
+}
+
 std::vector<std::string> job_variables(const protocol::launch& l, const node_environment& node,
                                        const std::filesystem::path& mpi_dir,
-                                       const std::function<void(const std::string&)>& warn) {
+                                       const std::function<void(const std::string&)>& warn,
+                                       const std::filesystem::path& slurm_names_dir) {
   const variables ours = {{"AQS_JOB_ID", std::to_string(l.job_id)}, {"AQS_JOB_NAME", l.job.name},
                           {"AQS_PROCS", l.procs},                    {"AQS_NPROCS", std::to_string(l.nprocs)},
                           {"AQS_NODELIST", l.nodelist},              {"AQS_NODENAME", node.node_name}};
@@ -261,6 +335,18 @@ std::vector<std::string> job_variables(const protocol::launch& l, const node_env
   for (const auto& [k, v] : ours) env.push_back(k + "=" + v);
   for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
   if (l.job_token) env.push_back("AQS_JOB_TOKEN=" + *l.job_token);
+  // Slurm's names are AQS's inside every job, whatever else the node has
+  // installed (a site moving from Slurm keeps Slurm's client): the agent's
+  // directory of links comes first on the job's PATH.
+  if (!slurm_names_dir.empty()) {
+    bool found = false;
+    for (auto& kv : env) {
+      if (!kv.starts_with("PATH=")) continue;
+      kv = "PATH=" + path_with_first(slurm_names_dir.string(), std::string_view(kv).substr(5));
+      found = true;
+    }
+    if (!found) env.push_back("PATH=" + slurm_names_dir.string() + ":/usr/local/bin:/usr/bin:/bin");
+  }
   return env;
 }
 
@@ -277,7 +363,21 @@ launch_spec job_environment(const protocol::launch& l, const node_environment& n
   // The submitter's (old clients send none: the traditional 0022).
   spec.umask = static_cast<mode_t>(l.job.umask.value_or(022) & 0777);
   for (auto c : l.local_cpus) spec.cpus.push_back(static_cast<int>(c));
-  spec.env = job_variables(l, node, mpi_dir, warn);
+  std::filesystem::path names;
+  if (!mpi_dir.empty()) {
+    // The spool's slurm-bin (mpi_dir is the spool's job-N.mpi).
+    const auto bin = aqs_commands_dir();
+    const auto dir = mpi_dir.parent_path() / "slurm-bin";
+    static bool warned = false;  // once per agent, not once per job
+    if (bin.empty()) {
+      if (warn && !std::exchange(warned, true)) warn("no aqs-srun beside aqs-node or in the bin directory: jobs get no Slurm names on their PATH");
+    } else if (const std::string why = make_slurm_names(dir, bin); !why.empty()) {
+      if (warn && !std::exchange(warned, true)) warn(why + " (jobs get no Slurm names on their PATH)");
+    } else {
+      names = dir;
+    }
+  }
+  spec.env = job_variables(l, node, mpi_dir, warn, names);
   return spec;
 }
 

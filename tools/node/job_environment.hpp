@@ -25,7 +25,10 @@ struct node_environment {
 // the agent runs as root (else as the agent's), in its working directory
 // with its umask, pinned to its local cpus, and with the job's own variables
 // followed by AQS's (AQS_JOB_ID, AQS_PROCS, ..., AQS_JOB_TOKEN), which
-// win over the job's. A launch that places processors gets its MPI launch
+// win over the job's, and with the Slurm names' directory (links srun ->
+// aqs-srun, ..., in the spool, owned by the agent's user, mode 0755) first
+// on its PATH, so that a Slurm script calls AQS whatever else the node has
+// installed; if that directory cannot be made, `warn` gets why. A launch that places processors gets its MPI launch
 // files written into `mpi_dir` and mpirun's variables; if they cannot be
 // written, `warn` gets why and the job's mpirun keeps OpenMPI's defaults.
 launch_spec job_environment(const protocol::launch& l, const node_environment& node, bool as_root,

@@ -16,7 +16,7 @@ namespace aqs::test {
 
 namespace fs = std::filesystem;
 
-inline const std::vector<std::string> k_slurm_names = {"sbatch", "srun", "squeue", "scancel", "sinfo", "sacct"};
+inline const std::vector<std::string> k_slurm_names = {"sbatch", "srun", "squeue", "scancel", "sinfo", "sacct", "scontrol", "salloc"};
 
 // A private bin directory of symlinks sbatch -> .../aqs-sbatch, ...
 inline fs::path slurm_bin(const cluster& c) {

@@ -1,6 +1,9 @@
 // Unit tests of job_environment: the variables a job and a step of a job get, who they run as, and their MPI placement.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -99,7 +102,8 @@ TEST_CASE("a job gets its own variables first, then AQS's, each once") {
   const auto& env = spec.env;
   REQUIRE(env.size() >= 2);
   CHECK(env[0] == "HOME=/home/ann");
-  CHECK(env[1] == "PATH=/usr/bin:/bin");
+  // Slurm's names (the spool's slurm-bin) first on its PATH, then the job's own.
+  CHECK(env[1] == "PATH=" + (spool.path() / "slurm-bin").string() + ":/usr/bin:/bin");
   CHECK(value_of(env, "AQS_JOB_ID") == "42");
   CHECK(value_of(env, "AQS_JOB_NAME") == "sim");
   CHECK(value_of(env, "AQS_PROCS") == "0110");
@@ -203,6 +207,8 @@ TEST_CASE("an adaptive job whose launch files cannot be written still gets mpiru
   l.job.adaptive = true;
   warnings w;
   const launch_spec spec = job_environment(l, node_n1(), false, blocker / "job-42.mpi", w.sink());
+  // (The agent's Slurm names cannot be made there either: said once per agent.)
+  std::erase_if(w.lines, [](const std::string& x) { return x.find("no Slurm names on their PATH") != std::string::npos; });
   REQUIRE(w.lines.size() == 1);
   CHECK(w.lines[0].find("job 42: no MPI launch files") == 0);
   CHECK(value_of(spec.env, "OMPI_MCA_hwloc_base_binding_policy") == "none");
@@ -257,4 +263,35 @@ TEST_CASE("an adaptive job with -c starts one rank per C processors under plain 
   const launch_spec plain = job_environment(l, n, false, mpi_dir, {});
   CHECK(value_of(plain.env, "AQS_CPUS_PER_TASK") == "<unset>");
   CHECK(test::slurp(mpi_dir / "hostfile") == "a slots=4\nb slots=2\n");
+}
+
+TEST_CASE("every job finds Slurm's names first on its PATH: the agent's own links to the aqs- commands") {
+  test::temp_dir spool;
+  warnings w;
+  protocol::launch l = batch_job();
+  const auto dir = spool.path() / "slurm-bin";
+  // A PATH that already has it (fsub inside a job): once, first.
+  l.job.environment = {"PATH=/opt/slurm/bin:" + dir.string() + ":/usr/bin"};
+  const launch_spec spec = job_environment(l, node_n1(), false, spool.path() / "job-42.mpi", w.sink());
+  CHECK(value_of(spec.env, "PATH") == dir.string() + ":/opt/slurm/bin:/usr/bin");
+  CHECK(w.lines.empty());
+  struct stat sb {};
+  REQUIRE(::lstat(dir.c_str(), &sb) == 0);
+  CHECK(S_ISDIR(sb.st_mode));
+  CHECK((sb.st_mode & 07777) == 0755);
+  CHECK(sb.st_uid == ::geteuid());
+  for (const char* n : {"srun", "sbatch", "squeue", "scancel", "scontrol", "sacct", "sinfo"}) {
+    CAPTURE(n);
+    const auto link = dir / n;
+    REQUIRE(std::filesystem::is_symlink(link));
+    CHECK(std::filesystem::read_symlink(link).filename() == std::string("aqs-") + n);
+    CHECK(::access(link.c_str(), X_OK) == 0);
+  }
+  // A link someone changed is put back at the next launch; no PATH: the default after it.
+  std::filesystem::remove(dir / "srun");
+  std::filesystem::create_symlink("/bin/false", dir / "srun");
+  l.job.environment = {};
+  const launch_spec again = job_environment(l, node_n1(), false, spool.path() / "job-43.mpi", w.sink());
+  CHECK(std::filesystem::read_symlink(dir / "srun").filename() == "aqs-srun");
+  CHECK(value_of(again.env, "PATH") == dir.string() + ":/usr/local/bin:/usr/bin:/bin");
 }

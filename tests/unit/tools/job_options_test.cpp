@@ -278,6 +278,14 @@ TEST_CASE("a misspelt option is an error that suggests the right one, in scripts
   CHECK(fsub_error({"--frobnicate", "j.sh"}).find("did you mean") == std::string::npos);
   // What AQS cannot honour is refused saying why, never ignored.
   CHECK(fsub_error({"--begin=now+1hour", "j.sh"}).find("--begin") != std::string::npos);
+  // ... naming the option once (not "(--begin) (--begin)").
+  for (const char* o : {"--begin=now", "--hold", "--nodelist=n1", "--exclude=n1", "--nodefile=f", "--wait"}) {
+    const std::string e = fsub_error({o, "j.sh"});
+    const std::string name = std::string(o).substr(0, std::string(o).find('='));
+    CAPTURE(e);
+    CHECK(e.find("(" + name + ")") != std::string::npos);
+    CHECK(e.find("(" + name + ")") == e.rfind("(" + name + ")"));
+  }
   CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#SBATCH -w node3\n").find("named nodes") != std::string::npos);
 }
 

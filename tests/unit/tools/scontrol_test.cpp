@@ -91,7 +91,7 @@ TEST_CASE("scontrol update maps TimeLimit and NumCPUs; anything else is refused 
   CHECK(error_of({"update", "JobId=5", "NumCPUs=0"}) == "NumCPUs=0: expected a count N or a range N-M");
 }
 
-TEST_CASE("scontrol show takes job, partition, node, hostnames and hostlist; other commands are one-line errors") {
+TEST_CASE("scontrol show takes job, partition, node, config, hostnames and hostlist; other commands are one-line errors") {
   auto c = parse({"-o", "show", "job", "42"});
   CHECK(c.oneliner);
   CHECK(c.entity == "job");
@@ -102,10 +102,12 @@ TEST_CASE("scontrol show takes job, partition, node, hostnames and hostlist; oth
   CHECK(parse({"show", "hostnames", "n[1-3]"}).name == "n[1-3]");
   CHECK(parse({"--help"}).help);
   CHECK(parse({"-V"}).version);
-  CHECK(error_of({"show", "config"}) ==
-        "show config is not supported by AQS's scontrol (job, partition, node, hostnames, hostlist)");
+  CHECK(parse({"show", "config"}).entity == "config");
+  CHECK(parse({"show", "Configuration"}).entity == "config");
+  CHECK(error_of({"show", "licenses"}) ==
+        "show licenses is not supported by AQS's scontrol (job, partition, node, config, hostnames, hostlist)");
   CHECK(error_of({"reconfigure"}).starts_with("'reconfigure' is not supported by AQS's scontrol (hold, "));
-  CHECK(error_of({"show"}) == "show needs an entity (job, partition, node, hostnames, hostlist)");
+  CHECK(error_of({"show"}) == "show needs an entity (job, partition, node, config, hostnames, hostlist)");
   CHECK(error_of({}).starts_with("no command given"));
   CHECK(error_of({"--bogus", "show", "job"}).starts_with("usage: unrecognized option '--bogus'"));
 }
@@ -240,4 +242,29 @@ TEST_CASE("scontrol show partition and node, from the nodes aqsd lists") {
     CHECK(nodes->find("State=ALLOCATED Partitions=debug,batch\n") != std::string::npos);
     CHECK_FALSE(slurm::scontrol_show_nodes(r, "node9", false));
   }
+}
+
+TEST_CASE("scontrol show config prints Slurm's Key = Value lines with the keys engines read") {
+  protocol::list_nodes_reply r;
+  protocol::listed_node n;
+  n.name = "node1";
+  n.nprocs = 4;
+  r.nodes = {n, n};
+  const std::string text = slurm::scontrol_show_config(r, 1'000'000'000, "/run/aqsd.sock");
+  CHECK(std::regex_search(text, std::regex("^Configuration data as of 20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\n")));
+  // Keys padded to 23 columns, then " = ", as Slurm's; what Snakemake's and
+  // other engines' regular expressions take.
+  CHECK(text.find("\nMinJobAge               = 300 sec\n") != std::string::npos);
+  CHECK(text.find("\nMessageTimeout          = 60 sec\n") != std::string::npos);
+  CHECK(text.find("\nSchedulerParameters     = (null)\n") != std::string::npos);
+  CHECK(text.find("\nSlurmctldHost[0]        = /run/aqsd.sock\n") != std::string::npos);
+  CHECK(text.find("\nCPUTotal                = 8\n") != std::string::npos);
+  CHECK(std::regex_search(text, std::regex("\nMinJobAge\\s*=\\s*(\\d+)\\s*sec")));
+  std::size_t lines = 0;
+  for (std::size_t at = text.find('\n'); at + 1 < text.size(); at = text.find('\n', at + 1)) {
+    const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+    CHECK(std::regex_match(line, std::regex("[A-Za-z_\\[\\]0-9]+ *= .+")));
+    ++lines;
+  }
+  CHECK(lines > 20);
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "client/client_connection.hpp"
 #include "client/job_options.hpp"
 #include "client/slurm_client.hpp"
 #include "client/submit.hpp"
@@ -44,8 +45,10 @@ int main(int argc, char** argv) {
       }
       if (a == "--" || (!a.starts_with("-"))) break;
     }
-    const slurm::translated_args t = slurm::translate_submit_args(raw, false, fsub_knows);
+    slurm::translated_args t = slurm::translate_submit_args(raw, false, fsub_knows);
     for (const auto& w : t.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+    // -W/--wait is sbatch's, not the job's: taken off the options.
+    const bool wait = slurm::take_flag(t.args, {"-W", "--wait"});
 
     cmdline::fsub_command_line cmd;
     bool from_stdin = false;
@@ -105,6 +108,27 @@ int main(int argc, char** argv) {
     } else {
       std::printf("Submitted batch job %lld\n", static_cast<long long>(id));
     }
-    return 0;
+    if (!wait) return 0;
+    std::fflush(stdout);
+    // --wait: until the job ends, then its exit code as sbatch's, as Slurm's.
+    try {
+      client::connection c(client::socket_path(cmd.options.socket));
+      const std::int64_t watch = c.next_id();
+      c.send(protocol::watch_job{watch, id});
+      while (true) {
+        auto m = c.next(std::chrono::milliseconds(1000));
+        if (!m) continue;
+        if (auto* e = std::get_if<protocol::job_event>(&*m); e && e->id == watch) {
+          if (!core::is_final(e->state)) continue;
+          if (e->exit_code && *e->exit_code != 0) return static_cast<int>(*e->exit_code);
+          if (e->state == core::job_state::completed) return 0;
+          return e->signal ? 128 + static_cast<int>(*e->signal) : 1;
+        } else if (auto* err = std::get_if<protocol::error>(&*m); err && err->id == watch) {
+          throw client::client_error(err->message, err->code);
+        }
+      }
+    } catch (const client::client_error& e) {
+      throw slurm::command_error(std::string("Job ") + std::to_string(id) + ": cannot wait for its end: " + e.what());
+    }
   });
 }

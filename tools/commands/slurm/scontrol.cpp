@@ -55,7 +55,13 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    client::connection c(client::socket_path(std::nullopt));
+    const std::string socket = client::socket_path(std::nullopt);
+    client::connection c(socket);
+    if (cmd.verb == "show" && cmd.entity == "config") {
+      const protocol::list_nodes_reply reply = c.ask(protocol::list_nodes{c.next_id()});
+      out(slurm::scontrol_show_config(reply, slurm::now(), socket, std::getenv("SLURM_TIME_FORMAT")));
+      return 0;
+    }
     if (cmd.verb == "show" && cmd.entity == "job") {
       protocol::list_jobs request;
       request.all = !cmd.job_ids.empty();

@@ -11,9 +11,6 @@ using namespace aqs;
 
 namespace {
 
-// How long squeue still shows a finished job (Slurm's MinJobAge default).
-constexpr std::int64_t k_min_job_age_s = 300;
-
 int state_rank(core::job_state s) {
   // Slurm sorts by state: pending jobs first, then running ones, then the rest.
   if (s == core::job_state::pending) return 0;
@@ -67,7 +64,7 @@ int main(int argc, char** argv) {
       if (core::is_final(st)) {
         // As squeue: a finished job stays visible a few minutes, and only
         // when asked for by id or state.
-        if (!j.end || now - *j.end > k_min_job_age_s) continue;
+        if (!j.end || now - *j.end > slurm::k_min_job_age_s) continue;
         if (!cmd.states && cmd.job_ids.empty()) continue;
       }
       if (cmd.states && std::find(cmd.states->begin(), cmd.states->end(), st) == cmd.states->end()) continue;
@@ -77,6 +74,8 @@ int main(int argc, char** argv) {
           std::find(cmd.partitions.begin(), cmd.partitions.end(), slurm::k_default_partition) == cmd.partitions.end()) {
         continue;
       }
+      // A finished job's nodes are in its history (a 2-node job is not 1).
+      if (core::is_final(st) && j.info.start_time && j.hosts.empty()) slurm::add_history(c, j, slurm::uid_lookup{});
       shown.push_back(std::move(j));
     }
     if (cmd.job_ids.size() == 1 && shown.empty() && !cmd.states) {

@@ -1,19 +1,26 @@
-// aqs-srun: Slurm's srun over AQS. It runs the command the way frun does (an
-// interactive job: waits for processors, streams the output, exits with the
-// job's code) by handing frun the translated command line: Slurm options that
-// change nothing AQS does (--cpu-bind, --mpi=TYPE, --label, --pty, ...) are
-// dropped with a warning. Inside a running job (SLURM_JOB_ID or AQS_JOB_ID
-// set) srun should start a step in the job's allocation: it does whatever
-// frun does there (a step once frun has them; until then a job of its own).
+// aqs-srun: Slurm's srun over AQS. Outside a job it asks frun for an
+// interactive job (waits for processors, streams the output, exits with the
+// job's code) whose command is srun again; inside a job (AQS_JOB_ID) srun
+// starts a step of N tasks over the job's allocation with mpirun, each task
+// in srun's task wrapper (aqs-srun --aqs-task ...), which sets
+// SLURM_PROCID and the rest, labels lines (-l) and picks the task's program
+// (--multi-prog). Slurm options that change nothing AQS does (--cpu-bind,
+// --mpi=TYPE, --pty, ...) are dropped with a warning.
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
 
+#include "client/exec_path.hpp"
 #include "client/job_options.hpp"
+#include "client/job_step.hpp"
 #include "client/slurm_client.hpp"
+#include "client/srun_step.hpp"
+
+extern char** environ;
 
 using namespace aqs;
 
@@ -23,26 +30,108 @@ bool frun_knows(const std::string& spelled, const std::optional<std::string>& va
   return slurm::parser_accepts(cmdline::parse_frun_command_line, spelled, value, "true");
 }
 
-// frun beside this program (its real file: a symlink "srun" in another
-// directory still finds it), else frun on the PATH.
-std::string find_frun() {
+// This program's real file (a symlink "srun" in another directory still
+// finds the rest beside it).
+std::filesystem::path self_path() {
   std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const auto& dir : {self.parent_path(), self.parent_path().parent_path()}) {
-      const auto candidate = dir / "frun";
-      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    }
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw slurm::command_error("cannot find my own program (/proc/self/exe): " + ec.message());
+  return self;
+}
+
+// frun beside this program, else frun on the PATH.
+std::string find_frun() {
+  const auto self = self_path();
+  for (const auto& dir : {self.parent_path(), self.parent_path().parent_path()}) {
+    const auto candidate = dir / "frun";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
   }
   return "frun";
+}
+
+[[noreturn]] void exec_words(const std::string& file, std::vector<std::string> words) {
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (file.find('/') != std::string::npos) {
+    ::execv(file.c_str(), argv.data());
+  } else {
+    ::execvp(file.c_str(), argv.data());
+  }
+  throw slurm::command_error("cannot run " + file + ": " + std::strerror(errno));
+}
+
+std::string getenv_or(const char* name, const char* fallback = "") {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : fallback;
+}
+
+// A step of the surrounding job: N tasks (-n, else the job's) over its
+// allocation through mpirun, each in the task wrapper.
+int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line& cmd) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  const std::string cwd = std::filesystem::current_path().string();
+  if (cmd.options.adaptive.value_or(false)) {
+    throw slurm::command_error("--adaptive inside a job: a step runs in the job's allocation, which its scheduler sizes");
+  }
+  const std::int64_t job_tasks = std::atoll(getenv_or("SLURM_NTASKS", "1").c_str());
+  std::int64_t ntasks = cmd.options.procs.value_or(job_tasks > 0 ? job_tasks : 1);
+  if (job_tasks > 0 && ntasks > job_tasks) {
+    throw slurm::command_error("-n " + std::to_string(ntasks) + " is more than the job's " + std::to_string(job_tasks) +
+                             " tasks (a step runs inside the job's allocation)");
+  }
+  slurm::task_plan plan;
+  plan.ntasks = ntasks;
+  plan.label = t.label;
+  plan.command = cmd.command;
+  if (t.multi_prog) {
+    if (cmd.command.size() != 1) throw slurm::command_error("--multi-prog takes one configuration file and no arguments");
+    std::filesystem::path file = cmd.command.front();
+    if (file.is_relative()) file = std::filesystem::path(cwd) / file;
+    std::FILE* f = std::fopen(file.c_str(), "r");
+    if (f == nullptr) throw slurm::command_error("cannot read --multi-prog file " + file.string() + ": " + std::strerror(errno));
+    std::string text;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (1 << 20);) text.append(buf, n);
+    std::fclose(f);
+    slurm::check_multi_prog(slurm::parse_multi_prog(text), ntasks);
+    plan.multi_prog = file.string();
+  }
+  plan.node_ids = slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                                       getenv_or("SLURM_JOB_NODELIST"), ntasks);
+  const std::string token = getenv_or("AQS_JOB_TOKEN");
+  plan.step_id = slurm::next_step_id(std::atoll(getenv_or("AQS_JOB_ID", "0").c_str()), token.substr(0, token.find('.')));
+  const std::string self = self_path().string();
+  std::vector<std::string> wrapper{self, "--aqs-task"};
+  for (auto& w : slurm::task_plan_words(plan)) wrapper.push_back(std::move(w));
+  const auto mpirun = cmdline::find_executable("mpirun", cmdline::path_variable(env), cwd);
+  if (!mpirun) {
+    if (ntasks != 1) {
+      throw slurm::command_error("a step of " + std::to_string(ntasks) +
+                               " tasks starts with mpirun, and there is no mpirun on PATH");
+    }
+    return slurm::run_task(plan);  // one task, here
+  }
+  std::vector<std::string> argv{*mpirun, "-np", std::to_string(ntasks)};
+  argv.insert(argv.end(), wrapper.begin(), wrapper.end());
+  exec_words(*mpirun, argv);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> raw(argv + 1, argv + argc);
+  if (!raw.empty() && raw.front() == "--aqs-task") {
+    // One task of a step (mpirun started it): not for users.
+    return slurm::run_slurm("srun", [&] {
+      return slurm::run_task(slurm::parse_task_plan(std::span<const std::string>(raw).subspan(1)));
+    });
+  }
   const std::string name = slurm::command_name(argv[0], "srun");
   return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> raw(argv + 1, argv + argc);
     for (const auto& a : raw) {
       if (a == "--help" || a == "-h" || a == "--usage") {
         std::fputs(slurm::srun_usage().c_str(), stdout);
@@ -60,20 +149,36 @@ int main(int argc, char** argv) {
       return frun_knows(o, v);
     });
     for (const auto& w : t.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+    // The options (before the command) without -l and --multi-prog, which
+    // shape the tasks, not the allocation.
+    const std::span<const std::string> all(t.args);
+    const slurm::srun_task_options tasks = slurm::split_task_options(all.first(t.command_at));
+    std::vector<std::string> line = tasks.rest;
+    line.insert(line.end(), t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at), t.args.end());
     // Checked here so that errors say "srun:".
-    (void)cmdline::parse_frun_command_line(t.args);
-    const std::string frun = find_frun();
-    std::vector<std::string> words{"frun"};
-    words.insert(words.end(), t.args.begin(), t.args.end());
-    std::vector<char*> exec_argv;
-    for (auto& w : words) exec_argv.push_back(w.data());
-    exec_argv.push_back(nullptr);
-    std::fflush(stderr);
-    if (frun.find('/') != std::string::npos) {
-      ::execv(frun.c_str(), exec_argv.data());
-    } else {
-      ::execvp(frun.c_str(), exec_argv.data());
+    const auto cmd = cmdline::parse_frun_command_line(line);
+
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    if (cmdline::inside_a_job(env)) {
+      for (const auto& w : cmd.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+      return run_step(tasks, cmd);
     }
-    throw slurm::command_error("cannot run " + frun + ": " + std::strerror(errno));
+    std::vector<std::string> words{"srun"};  // frun names itself srun
+    if (cmd.options.adaptive.value_or(false)) {
+      // An adaptive program starts its ranks itself: the command as given.
+      if (tasks.label || tasks.multi_prog) throw slurm::command_error("-l and --multi-prog are for rigid jobs' tasks");
+      words.insert(words.end(), line.begin(), line.end());
+      exec_words(find_frun(), words);
+    }
+    // The job runs srun again, once, on its first node: there it starts the
+    // step of the job's tasks, as Slurm's srun does in the allocation it got.
+    words.insert(words.end(), tasks.rest.begin(), tasks.rest.end());
+    words.insert(words.end(), {"--no-mpi", "--", self_path().string()});
+    if (tasks.label) words.emplace_back("--label");
+    if (tasks.multi_prog) words.emplace_back("--multi-prog");
+    words.emplace_back("--");
+    words.insert(words.end(), cmd.command.begin(), cmd.command.end());
+    exec_words(find_frun(), words);
   });
 }

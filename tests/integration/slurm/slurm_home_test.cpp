@@ -1,0 +1,319 @@
+// Slurm users at home (issue 33): inside every job Slurm's names are AQS's
+// whatever else is installed, srun runs N tasks as Slurm's does (per-task
+// variables, -l, --multi-prog, MPI programs wired up), and what scripts and
+// engines call around that (sbatch --wait, scontrol show config, ...).
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "run_users.hpp"
+#include "slurm_env.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+
+namespace {
+
+test::cluster::options two_nodes(const test::test_database& db, int procs = 2) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 2;
+  o.procs_per_node = procs;
+  return o;
+}
+
+// A site's own Slurm client, earlier on the submitter's PATH than AQS's:
+// srun and squeue that say so and fail.
+fs::path fake_slurm(const test::cluster& c) {
+  const fs::path dir = c.dir() / "site-slurm";
+  fs::create_directories(dir);
+  for (const char* n : {"srun", "squeue", "sbatch", "scontrol", "sacct"}) {
+    std::ofstream(dir / n) << "#!/bin/sh\necho SLURM\nexit 1\n";
+    fs::permissions(dir / n, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  }
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  return dir;
+}
+
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Lines of `text` that match `re`, sorted.
+std::vector<std::string> matching(const std::string& text, const std::string& re) {
+  std::vector<std::string> out;
+  for (const auto& l : sorted_lines(text)) {
+    if (std::regex_match(l, std::regex(re))) out.push_back(l);
+  }
+  return out;
+}
+
+// Two tasks "PROCID:NODEID", one on each node.
+bool one_per_node(const std::string& out) {
+  const auto l = sorted_lines(out);
+  return l == std::vector<std::string>{"0:0", "1:1"} || l == std::vector<std::string>{"0:1", "1:0"};
+}
+
+}  // namespace
+
+TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's client first on the submitter's PATH") {
+  test::test_database db;
+  test::cluster c(two_nodes(db, 4));
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-a");
+  const test::test_user u = c.user("aqs-slurmhome-a");
+  const fs::path site = fake_slurm(c);
+
+  std::ofstream(u.home / "job.sh") << "#!/bin/sh\n"
+                                      "#SBATCH -n 4 -o out.txt\n"
+                                      "d=$(dirname \"$(command -v srun)\")\n"
+                                      "echo \"srun in $d\"\n"
+                                      "stat -c 'dir %U %a' \"$d\"\n"
+                                      "echo links $(ls \"$d\" | tr '\\n' ' ')\n"
+                                      "[ -w \"$d\" ] && echo 'dir writable'\n"
+                                      "srun -l -n 2 sh -c 'echo task $SLURM_PROCID'\n"
+                                      "squeue -h -j $SLURM_JOB_ID -o 'queue %i %t'\n"
+                                      "scontrol show job $SLURM_JOB_ID | grep -o 'JobState=[A-Z]*'\n"
+                                      "srun -n 1 sh -c 'exit 3'\n"
+                                      "echo \"step rc=$?\"\n"
+                                      "srun -n 1 sh -c 'echo step id $SLURM_STEP_ID'\n"
+                                      "srun -n 4 hostname | wc -l | sed 's/^/hostnames /'\n"
+                                      "printf '0-1 echo mp-a %%t\\n* echo mp-b %%t\\n' > mp.conf\n"
+                                      "srun -n 4 --multi-prog mp.conf | sort | tr '\\n' ' ' | sed 's/^/multi /'; echo\n"
+                                      "sbatch --wait -n 1 -o /dev/null --wrap 'exit 9' > /dev/null\n"
+                                      "echo \"inner wait rc=$?\"\n"
+                                      "scontrol show config | grep '^MinJobAge'\n"
+                                      "sacct -X -n -P --format=JobID,State -j $SLURM_JOB_ID | sed 's/^/acct /'\n";
+  fs::permissions(u.home / "job.sh", fs::perms::owner_all, fs::perm_options::add);
+  ::chown((u.home / "job.sh").c_str(), u.uid, u.gid);
+  // The user submits with Slurm's own client earlier on the PATH than AQS's.
+  std::map<std::string, std::string> env = s.env(u.name);
+  env["PATH"] = site.string() + ":" + s.bin.string() + ":/usr/local/bin:/usr/bin:/bin";
+  const auto r = test::run({(s.bin / "sbatch").string(), "--parsable", "job.sh"}, env, u.uid, u.gid, u.home.string());
+  INFO("sbatch: " << r.out << r.err);
+  REQUIRE(r.status == 0);
+  const std::int64_t id = std::stoll(r.out);
+  const auto done = c.wait_state(id, {job_state::completed, job_state::failed, job_state::cancelled}, 120s);
+  const std::string out = test::slurp(u.home / "out.txt");
+  INFO("job output:\n" << out);
+  CHECK(done.state == job_state::completed);
+  CHECK(out.find("SLURM") == std::string::npos);
+  CHECK(std::regex_search(out, std::regex("srun in /.*/slurm-bin\n")));
+  CHECK(out.find("dir root 755\n") != std::string::npos);
+  CHECK(out.find("links sacct salloc sbatch scancel scontrol sinfo squeue srun\n") != std::string::npos);
+  CHECK(out.find("dir writable") == std::string::npos);
+  CHECK(matching(out, "[0-9]: task [0-9]") == std::vector<std::string>{"0: task 0", "1: task 1"});
+  CHECK(out.find("queue " + std::to_string(id) + " R\n") != std::string::npos);
+  CHECK(out.find("JobState=RUNNING\n") != std::string::npos);
+  // A failed step: the script sees the task's exit code as srun's.
+  CHECK(out.find("step rc=3\n") != std::string::npos);
+  // Steps are numbered in the job: 0, 1, then this third one.
+  CHECK(out.find("step id 2\n") != std::string::npos);
+  CHECK(out.find("hostnames 4\n") != std::string::npos);
+  CHECK(out.find("multi mp-a 0 mp-a 1 mp-b 2 mp-b 3 \n") != std::string::npos);
+  // sbatch --wait from inside a job: another job, its code as sbatch's.
+  CHECK(out.find("inner wait rc=9\n") != std::string::npos);
+  CHECK(std::regex_search(out, std::regex("\nMinJobAge += 300 sec\n")));
+  CHECK(out.find("acct " + std::to_string(id) + "|RUNNING\n") != std::string::npos);
+}
+
+TEST_CASE("srun -n N runs N tasks that know who they are, labels their lines and reads --multi-prog") {
+  test::test_database db;
+  test::cluster c(two_nodes(db));
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-b");
+  const test::test_user u = c.user("aqs-slurmhome-b");
+
+  // -n 4 over two nodes of two processors: 4 tasks, two per node.
+  auto r = s.run("srun", {"-n", "4", "-l", "sh", "-c",
+                          "echo $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $SLURM_NTASKS $SLURM_STEP_ID"},
+                 &u, 120s);
+  INFO("srun: " << r.out << r.err);
+  CHECK(r.status == 0);
+  // Tasks 0-1 on one node, 2-3 on the other (which one comes first in the
+  // job's map is the registration order: SLURM_NODEID is the node's place
+  // in SLURM_JOB_NODELIST, node[0-1]).
+  const auto lines = sorted_lines(r.out);
+  REQUIRE(lines.size() == 4);
+  std::vector<std::string> node_of(4);
+  for (int k = 0; k < 4; ++k) {
+    std::smatch m;
+    REQUIRE(std::regex_match(lines[k], m, std::regex("([0-9]): ([0-9]) ([0-9]) ([01]) 4 0")));
+    CHECK(m[1] == std::to_string(k));
+    CHECK(m[2] == std::to_string(k));
+    CHECK(m[3] == std::to_string(k % 2));
+    node_of[k] = m[4];
+  }
+  CHECK(node_of[0] == node_of[1]);
+  CHECK(node_of[2] == node_of[3]);
+  CHECK(node_of[0] != node_of[2]);
+  CHECK(r.err.find("frun") == std::string::npos);
+
+  // -n 2 hostname: two lines, not one.
+  r = s.run("srun", {"-n", "2", "hostname"}, &u, 120s);
+  CHECK(r.status == 0);
+  CHECK(sorted_lines(r.out).size() == 2);
+
+  // --ntasks-per-node=1: one task on each node.
+  r = s.run("srun", {"-n", "2", "--ntasks-per-node=1", "sh", "-c", "echo $SLURM_PROCID:$SLURM_NODEID"}, &u, 120s);
+  CHECK(r.status == 0);
+  CHECK(one_per_node(r.out));
+
+  // -c 2: two tasks of two processors, so one per node.
+  r = s.run("srun", {"-n", "2", "-c", "2", "sh", "-c", "echo $SLURM_PROCID:$SLURM_NODEID"}, &u, 120s);
+  CHECK(r.status == 0);
+  CHECK(one_per_node(r.out));
+
+  // --multi-prog: Slurm's file (ranks, ranges, *, %t and %o).
+  std::ofstream(u.home / "multi.conf") << "# a comment\n0 echo zero %t\n1-2 echo pair %t %o\n* echo other '%t'\n";
+  ::chown((u.home / "multi.conf").c_str(), u.uid, u.gid);
+  r = s.run("srun", {"-n", "4", "--multi-prog", "multi.conf"}, &u, 120s);
+  INFO("multi-prog: " << r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(sorted_lines(r.out) == std::vector<std::string>{"other 3", "pair 1 0", "pair 2 1", "zero 0"});
+  // A file that leaves a task without a program is refused before anything runs.
+  std::ofstream(u.home / "short.conf") << "0-1 true\n";
+  r = s.run("srun", {"-n", "4", "--multi-prog", "short.conf"}, &u, 120s);
+  CHECK(r.status != 0);
+  CHECK(r.err.find("no program for task 2") != std::string::npos);
+
+  // A failing task: srun's exit code is the task's.
+  r = s.run("srun", {"-n", "2", "sh", "-c", "exit $((SLURM_PROCID * 5))"}, &u, 120s);
+  CHECK(r.status == 5);
+
+  // Warnings are srun's.
+  r = s.run("srun", {"-n", "1", "--cpu-bind=cores", "true"}, &u, 120s);
+  CHECK(r.status == 0);
+  CHECK(r.err.find("srun: warning: --cpu-bind=cores") != std::string::npos);
+  CHECK(r.err.find("frun") == std::string::npos);
+
+  // An MPI program under srun -n 4 is one MPI job of 4 ranks, as under mpirun.
+  r = s.run("srun", {"-n", "4", MPI_PROBE}, &u, 120s);
+  INFO("mpi: " << r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(matching(r.out, "rank [0-9] .*").size() == 4);
+  for (int k = 0; k < 4; ++k) CHECK(r.out.find("rank " + std::to_string(k) + " ") != std::string::npos);
+}
+
+TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers; a job's partition and nodes are squeue's") {
+  test::test_database db;
+  test::cluster c(two_nodes(db));
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-c");
+  const test::test_user u = c.user("aqs-slurmhome-c");
+
+  // --wait: Slurm's "Submitted batch job N", then the job's exit code.
+  auto r = s.run("sbatch", {"--wait", "-o", "/dev/null", "--wrap", "sleep 1; exit 7"}, &u, 120s);
+  INFO("sbatch --wait: " << r.out << r.err);
+  CHECK(r.status == 7);
+  CHECK(std::regex_match(r.out, std::regex("Submitted batch job [0-9]+\n")));
+  r = s.run("sbatch", {"-W", "--parsable", "-o", "/dev/null", "--wrap", "true"}, &u, 120s);
+  CHECK(r.status == 0);
+  REQUIRE(std::regex_match(r.out, std::regex("[0-9]+\n")));
+  CHECK(c.job(std::stoll(r.out))->state == job_state::completed);
+
+  // scontrol show config: Key = Value lines, MinJobAge as engines parse it.
+  r = s.run("scontrol", {"show", "config"}, &u);
+  CHECK(r.status == 0);
+  CHECK(r.out.starts_with("Configuration data as of "));
+  CHECK(std::regex_search(r.out, std::regex("\nMinJobAge +=\\s*300 sec\n")));
+  CHECK(std::regex_search(r.out, std::regex("\nNodeCount +=\\s*2\n")));
+
+  // A refused option is named once.
+  r = s.run("sbatch", {"--begin=now+1hour", "--wrap", "true"}, &u);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("(--begin)") != std::string::npos);
+  CHECK(r.err.find("(--begin) (--begin)") == std::string::npos);
+
+  // A job's SLURM_JOB_PARTITION is the partition squeue shows for it; a
+  // finished 2-node job shows 2 nodes in squeue and sacct.
+  r = s.run("sbatch", {"--parsable", "-N", "2", "-n", "4", "-o", "part.txt", "--wrap",
+                       "echo part=$SLURM_JOB_PARTITION; squeue -h -j $SLURM_JOB_ID -o 'queue=%P'"},
+            &u);
+  REQUIRE(r.status == 0);
+  const std::int64_t id = std::stoll(r.out);
+  c.wait_state(id, {job_state::completed, job_state::failed}, 120s);
+  const std::string part = test::slurp(u.home / "part.txt");
+  INFO("part.txt: " << part);
+  CHECK(part.find("part=main\n") != std::string::npos);
+  CHECK(part.find("queue=main\n") != std::string::npos);
+  r = s.run("squeue", {"-h", "-j", std::to_string(id), "-o", "%D %t"}, &u);
+  CHECK(r.out == "2 CD\n");
+  r = s.run("sacct", {"-X", "-n", "-P", "--format=NNodes,State", "-j", std::to_string(id)}, &u);
+  CHECK(r.out == "2|COMPLETED\n");
+}
+
+TEST_CASE("salloc runs a command in an allocation where srun starts steps, and says so as Slurm's does") {
+  test::test_database db;
+  test::cluster c(two_nodes(db));
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-e");
+  const test::test_user u = c.user("aqs-slurmhome-e");
+  auto r = s.run("salloc", {"-n", "2", "srun", "true"}, &u, 120s);
+  INFO("salloc: " << r.out << r.err);
+  CHECK(r.status == 0);
+  CHECK(std::regex_search(r.err, std::regex("salloc: Granted job allocation [0-9]+\n")));
+  CHECK(std::regex_search(r.err, std::regex("salloc: Relinquishing job allocation [0-9]+\n")));
+  r = s.run("salloc", {"-n", "4", "srun", "-l", "sh", "-c", "echo in $SLURM_JOB_ID"}, &u, 120s);
+  CHECK(r.status == 0);
+  const auto lines = sorted_lines(r.out);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].starts_with("0: in "));
+  CHECK(lines[3].starts_with("3: in "));
+  CHECK(c.jobs().size() == 2);  // one job per salloc; srun's steps are no jobs
+  r = s.run("salloc", {"-n", "1", "sh", "-c", "exit 6"}, &u, 120s);
+  CHECK(r.status == 6);
+  r = s.run("salloc", {"-n", "2"}, &u);
+  CHECK(r.status == 1);
+  CHECK(r.err.starts_with("salloc: error: salloc without a command"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("an MPI program under srun -n 8 across two namespace hosts is one MPI job of 8 ranks on both hosts") {
+  if (!testbed::netns_hosts::available()) {
+    MESSAGE("skipped: needs root and ip netns");
+    return;
+  }
+  test::test_database db;
+  test::cluster::options o = two_nodes(db, 4);
+  o.netns = true;
+  o.heartbeat_timeout_s = 30;
+  test::cluster c(o);
+  c.wait_nodes_up(2);
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  test::users().ensure("aqs-slurmhome-d");
+  const test::test_user u = c.user("aqs-slurmhome-d");
+  const auto r = s.run("srun", {"-n", "8", "-l", MPI_PROBE}, &u, 240s);
+  INFO("srun: " << r.out << r.err);
+  CHECK(r.status == 0);
+  std::set<std::string> hosts;
+  std::set<std::string> ranks;
+  const std::regex line("( ?[0-9]): rank ([0-9]) host (\\S+) cpus .*");
+  for (const auto& l : sorted_lines(r.out)) {
+    std::smatch m;
+    if (!std::regex_match(l, m, line)) continue;
+    CHECK(std::stoi(m[1]) == std::stoi(m[2]));  // srun's task number is the MPI rank
+    ranks.insert(m[2]);
+    hosts.insert(m[3]);
+  }
+  CHECK(ranks.size() == 8);
+  CHECK(hosts.size() == 2);
+}

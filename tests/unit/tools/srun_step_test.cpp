@@ -1,0 +1,147 @@
+// srun's tasks: its task options, the --multi-prog file, which node each
+// task is on, and the plan passed to the task wrapper.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "client/slurm_commands.hpp"
+#include "client/srun_step.hpp"
+#include "client/usage_error.hpp"
+
+using namespace aqs;
+
+namespace {
+
+std::vector<std::string> words(std::initializer_list<const char*> w) { return {w.begin(), w.end()}; }
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("srun's -l and --multi-prog shape the tasks and are taken off what goes to the allocation") {
+  const auto t = slurm::split_task_options(words({"-n", "4", "-l", "--multi-prog", "-t", "5"}));
+  CHECK(t.label);
+  CHECK(t.multi_prog);
+  CHECK(t.rest == words({"-n", "4", "-t", "5"}));
+  CHECK_FALSE(slurm::split_task_options(words({"--label"})).multi_prog);
+  CHECK(slurm::split_task_options(words({"--label"})).label);
+}
+
+TEST_CASE("a --multi-prog file picks each task's command with %t and %o, as Slurm's") {
+  const auto lines = slurm::parse_multi_prog(
+      "# comment\n"
+      "\n"
+      "0      echo master %t\n"
+      "1-3,6  echo 'worker x' %t %o  # trailing comment\n"
+      "*      echo \"rest\" %t\n");
+  REQUIRE(lines.size() == 3);
+  CHECK(slurm::multi_prog_command(lines, 0) == words({"echo", "master", "0"}));
+  CHECK(slurm::multi_prog_command(lines, 2) == words({"echo", "worker x", "2", "1"}));
+  CHECK(slurm::multi_prog_command(lines, 6) == words({"echo", "worker x", "6", "3"}));
+  CHECK(slurm::multi_prog_command(lines, 4) == words({"echo", "rest", "4"}));
+  slurm::check_multi_prog(lines, 8);
+
+  const auto partial = slurm::parse_multi_prog("0-1 true\n3 false\n");
+  CHECK_FALSE(slurm::multi_prog_command(partial, 2).has_value());
+  CHECK(error_of([&] { slurm::check_multi_prog(partial, 4); }) == "--multi-prog: no program for task 2 (the step has 4 tasks)");
+  slurm::check_multi_prog(partial, 2);
+  CHECK(error_of([] { slurm::parse_multi_prog("x-1 true\n"); }) == "--multi-prog line 1: invalid task list 'x-1'");
+  CHECK(error_of([] { slurm::parse_multi_prog("\n3-1 true\n"); }) == "--multi-prog line 2: invalid task list '3-1'");
+  CHECK(error_of([] { slurm::parse_multi_prog("0\n"); }) == "--multi-prog line 1: no program for tasks '0'");
+  CHECK(error_of([] { slurm::parse_multi_prog("0 echo 'open\n"); }) == "--multi-prog line 1: unterminated quote");
+}
+
+TEST_CASE("each task's node is its node's place in the job's sorted node list") {
+  // Map order node3 then node1; SLURM_NODEID counts in the sorted list.
+  CHECK(slurm::task_node_ids("node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 4) ==
+        std::vector<std::int64_t>{1, 1, 0, 0});
+  CHECK(slurm::task_node_ids("a:0-3,b:4-5", "4,2", "a,b", 3) == std::vector<std::int64_t>{0, 0, 0});
+  CHECK(slurm::task_node_ids("a:0-1,b:2-3", "1(x2)", "a,b", 2) == std::vector<std::int64_t>{0, 1});
+  // Entries of one node (processors not contiguous) are one node.
+  CHECK(slurm::task_node_ids("a:0,a:2,b:5", "2,1", "a,b", 3) == std::vector<std::int64_t>{0, 0, 1});
+  CHECK(slurm::join_runs({0, 0, 1, 1, 1}) == "0*2,1*3");
+  CHECK(slurm::split_runs("0*2,1*3") == std::vector<std::int64_t>{0, 0, 1, 1, 1});
+  CHECK(slurm::split_runs("") .empty());
+}
+
+TEST_CASE("the task plan goes to the wrapper and back, and tells each task who it is") {
+  slurm::task_plan p;
+  p.ntasks = 4;
+  p.step_id = 2;
+  p.node_ids = {0, 0, 1, 1};
+  p.label = true;
+  p.multi_prog = "/home/a/m.conf";
+  p.command = words({"sh", "-c", "echo --"});
+  const auto back = slurm::parse_task_plan(slurm::task_plan_words(p));
+  CHECK(back.ntasks == 4);
+  CHECK(back.step_id == 2);
+  CHECK(back.node_ids == p.node_ids);
+  CHECK(back.label);
+  CHECK(back.multi_prog == p.multi_prog);
+  CHECK(back.command == p.command);
+  const auto v = slurm::task_variables(p, 3, 1);
+  auto get = [&](const std::string& k) {
+    for (const auto& [key, value] : v) {
+      if (key == k) return value;
+    }
+    return std::string("(unset)");
+  };
+  CHECK(get("SLURM_PROCID") == "3");
+  CHECK(get("SLURM_LOCALID") == "1");
+  CHECK(get("SLURM_NODEID") == "1");
+  CHECK(get("SLURM_NTASKS") == "4");
+  CHECK(get("SLURM_STEP_ID") == "2");
+  CHECK(get("SLURM_STEP_NUM_NODES") == "2");
+  CHECK(error_of([] { slurm::parse_task_plan(words({"ntasks=2"})); }) == "a task plan ends with -- COMMAND");
+  CHECK(error_of([] { slurm::parse_task_plan(words({"bogus=1", "--", "true"})); }) == "unknown task plan word 'bogus=1'");
+}
+
+TEST_CASE("sbatch's -W/--wait is taken off its options, never off the script's arguments") {
+  auto a = words({"-J", "--wait", "--wait", "-t", "5", "job.sh", "--wait"});
+  CHECK(slurm::take_flag(a, {"-W", "--wait"}));
+  CHECK(a == words({"-J", "--wait", "-t", "5", "job.sh", "--wait"}));
+  auto b = words({"-W", "--wrap=true"});
+  CHECK(slurm::take_flag(b, {"-W", "--wait"}));
+  CHECK(b == words({"--wrap=true"}));
+  auto c = words({"job.sh", "-W"});
+  CHECK_FALSE(slurm::take_flag(c, {"-W", "--wait"}));
+}
+
+TEST_CASE("steps are numbered per job and cluster from the user's own counter") {
+  const std::int64_t job = 900'000'000 + ::getpid();
+  const std::string file = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-abc-" + std::to_string(job);
+  std::filesystem::remove(file);
+  CHECK(slurm::next_step_id(job, "abc") == 0);
+  CHECK(slurm::next_step_id(job, "abc") == 1);
+  CHECK(slurm::next_step_id(job, "def") == 0);  // another cluster's job of that number
+  CHECK(slurm::next_step_id(job, "abc") == 2);
+  std::filesystem::remove(file);
+  std::filesystem::remove("/tmp/aqs-steps-" + std::to_string(::getuid()) + "-def-" + std::to_string(job));
+}
+
+TEST_CASE("a job's first step removes the user's step counters untouched for 30 days, and only those") {
+  const std::int64_t job = 800'000'000 + ::getpid();
+  const std::string dir = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-";
+  const std::string old_file = dir + "aaa-" + std::to_string(job);
+  const std::string recent = dir + "bbb-" + std::to_string(job);
+  std::ofstream(old_file) << "3";
+  std::ofstream(recent) << "5";
+  const auto long_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 40);
+  std::filesystem::last_write_time(old_file, long_ago);
+  CHECK(slurm::next_step_id(job, "ccc") == 0);
+  CHECK_FALSE(std::filesystem::exists(old_file));
+  CHECK(std::filesystem::exists(recent));
+  CHECK(slurm::next_step_id(job, "bbb") == 5);
+  for (const char* c : {"bbb-", "ccc-"}) std::filesystem::remove(dir + c + std::to_string(job));
+}

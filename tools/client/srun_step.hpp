@@ -1,0 +1,89 @@
+// srun_step: srun's tasks, as Slurm runs them: a step of N tasks over the
+// job's allocation (mpirun), each task told who it is (SLURM_PROCID, ...),
+// its lines labelled (-l) and its program picked from a --multi-prog file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aqs::slurm {
+
+// srun's options that shape its tasks rather than its allocation, taken off
+// the options part of its command line (the words before the command): -l,
+// --label and --multi-prog; the rest go to frun for the allocation.
+struct srun_task_options {
+  bool label = false;
+  bool multi_prog = false;         // the command is a configuration file
+  std::vector<std::string> rest;   // the options without those
+};
+srun_task_options split_task_options(std::span<const std::string> options);
+
+// One line of a --multi-prog file: the tasks it is for and its command.
+struct multi_prog_line {
+  bool any = false;                                       // "*"
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;  // inclusive, in the order written
+  std::vector<std::string> words;                         // program and arguments, %t/%o not yet replaced
+};
+// Parses Slurm's --multi-prog format: per line "TASKS PROGRAM ARGS...", TASKS
+// a list of ranks and ranges ("0", "1-3,5") or "*"; '#' starts a comment;
+// words may be quoted ('...' or "..."). Throws usage_error naming the line
+// for a bad task list, a line without a program, or an unterminated quote.
+std::vector<multi_prog_line> parse_multi_prog(std::string_view text);
+// The command of task `rank` (%t: the rank, %o: its offset among the
+// line's tasks), or nullopt when no line names it.
+std::optional<std::vector<std::string>> multi_prog_command(const std::vector<multi_prog_line>& lines, std::int64_t rank);
+// Throws usage_error naming the first of tasks 0..ntasks-1 that no line
+// names (Slurm refuses such a file before starting anything).
+void check_multi_prog(const std::vector<multi_prog_line>& lines, std::int64_t ntasks);
+
+// The node number (SLURM_NODEID: the node's place in the job's sorted node
+// list) of each of the first `ntasks` tasks of the job, from what the agent
+// put in the job's environment: AQS_NODELIST ("node2:0-3,node3:0-1", map
+// order), SLURM_TASKS_PER_NODE ("2(x3),1", the same order) and
+// SLURM_JOB_NODELIST. Tasks beyond the job's layout get the last node.
+std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
+                                        std::string_view job_nodelist, std::int64_t ntasks);
+// "0*2,1*2" for {0,0,1,1}, and back.
+std::string join_runs(const std::vector<std::int64_t>& v);
+std::vector<std::int64_t> split_runs(std::string_view text);
+
+// What one task of a step needs to know, passed from srun to the task
+// wrapper (aqs-srun --aqs-task KEY=VALUE... -- COMMAND...).
+struct task_plan {
+  std::int64_t ntasks = 1;
+  std::int64_t step_id = 0;
+  std::vector<std::int64_t> node_ids;  // per task
+  bool label = false;
+  std::optional<std::string> multi_prog;  // the file
+  std::vector<std::string> command;
+};
+std::vector<std::string> task_plan_words(const task_plan& p);
+// Throws usage_error for words that are not a task plan.
+task_plan parse_task_plan(std::span<const std::string> words);
+
+// The variables a task gets: SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID,
+// SLURM_NTASKS/SLURM_NPROCS, SLURM_STEP_ID/SLURM_STEPID,
+// SLURM_STEP_NUM_TASKS and SLURM_STEP_NUM_NODES. The node and local number
+// come from the plan's node ids; `local_rank` (mpirun's) only without them.
+std::vector<std::pair<std::string, std::string>> task_variables(const task_plan& p, std::int64_t rank,
+                                                                std::int64_t local_rank);
+
+// Runs one task in this process (the wrapper mpirun starts once per task):
+// reads its rank from OpenMPI's variables (0 without them), sets the task's
+// variables, picks its command (--multi-prog) and execs it, or with -l runs
+// it as a child and writes its lines as "RANK: line" (the rank right-aligned
+// to the width of the largest), returning its exit status (128 + signal).
+int run_task(const task_plan& p);
+
+// The next step number of job `job_id` of cluster `cluster` (its id, the
+// part of AQS_JOB_TOKEN before the '.'; another cluster or a new database
+// numbers its jobs from 1 again) for this user: 0, 1, ... from a counter in
+// /tmp/aqs-steps-UID-CLUSTER-JOB, used only if it is this user's own file.
+// A job's first step also removes this user's counters untouched for 30 days.
+std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster);
+
+}  // namespace aqs::slurm

@@ -1,0 +1,90 @@
+// aqs-salloc: Slurm's salloc over AQS, for a command: `salloc [OPTIONS]
+// COMMAND [ARGS...]` gets an allocation (frun's options: -n, -N, -c, -t,
+// ...) and runs COMMAND once in it, on its first node, where srun starts
+// steps over the allocation; its output comes here and salloc exits with
+// COMMAND's code. An interactive shell (salloc with no command) needs a
+// terminal in the job, which AQS does not give yet: refused with why.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+#include "client/job_options.hpp"
+#include "client/slurm_client.hpp"
+
+using namespace aqs;
+
+namespace {
+
+bool frun_knows(const std::string& spelled, const std::optional<std::string>& value) {
+  return slurm::parser_accepts(cmdline::parse_frun_command_line, spelled, value, "true");
+}
+
+std::string find_frun() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& dir : {self.parent_path(), self.parent_path().parent_path()}) {
+      const auto candidate = dir / "frun";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return "frun";
+}
+
+std::string salloc_usage() {
+  return "Usage: salloc [OPTIONS] COMMAND [ARGS...]   (AQS's Slurm-compatible salloc)\n"
+         "Gets an allocation (fsub's and frun's options: -n, -N, -c, --ntasks-per-node, -t, -J, -p, ...)\n"
+         "and runs COMMAND once in it, on its first node, where `srun` starts steps over the\n"
+         "allocation; COMMAND's output comes here and salloc exits with its code. salloc without a\n"
+         "command (an interactive shell) is not supported yet.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string name = slurm::command_name(argv[0], "salloc");
+  return slurm::run_slurm(name, [&] {
+    const std::vector<std::string> raw(argv + 1, argv + argc);
+    for (const auto& a : raw) {
+      if (a == "--help" || a == "-h" || a == "--usage") {
+        std::fputs(salloc_usage().c_str(), stdout);
+        return 0;
+      }
+      if (a == "-V" || a == "--version") {
+        std::printf("%s\n", slurm::k_version_line);
+        return 0;
+      }
+      if (a == "--" || !a.starts_with("-")) break;
+    }
+    const slurm::translated_args t = slurm::translate_submit_args(raw, false, frun_knows);
+    for (const auto& w : t.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+    std::vector<std::string> options(t.args.begin(), t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at));
+    std::vector<std::string> command(t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at), t.args.end());
+    if (!command.empty() && command.front() == "--") command.erase(command.begin());
+    if (command.empty()) {
+      throw slurm::command_error(
+          "salloc without a command (an interactive shell in the allocation) is not supported by AQS's salloc; "
+          "give the command: salloc -n 4 srun hostname");
+    }
+    std::vector<std::string> line = options;
+    line.insert(line.end(), {"--no-mpi", "--"});
+    line.insert(line.end(), command.begin(), command.end());
+    // Checked here so that errors say "salloc:".
+    (void)cmdline::parse_frun_command_line(line);
+    std::vector<std::string> words{"salloc"};  // frun names itself salloc
+    words.insert(words.end(), line.begin(), line.end());
+    std::vector<char*> exec_argv;
+    for (auto& w : words) exec_argv.push_back(w.data());
+    exec_argv.push_back(nullptr);
+    std::fflush(stderr);
+    const std::string frun = find_frun();
+    if (frun.find('/') != std::string::npos) {
+      ::execv(frun.c_str(), exec_argv.data());
+    } else {
+      ::execvp(frun.c_str(), exec_argv.data());
+    }
+    throw slurm::command_error("cannot run " + frun + ": " + std::strerror(errno));
+  });
+}
