@@ -80,6 +80,13 @@ system::system(const options& o) {
   try {
     std::vector<std::string> argv{o.aqsd, "--state-dir", (dir_ / "state").string(), "--foreground"};
     argv.insert(argv.end(), o.aqsd_args.begin(), o.aqsd_args.end());
+    // Never this machine's /etc/aqs/aqs.conf: an empty file of its own
+    // unless the benchmark names one.
+    if (std::find(o.aqsd_args.begin(), o.aqsd_args.end(), "--config") == o.aqsd_args.end()) {
+      std::ofstream(dir_ / "aqs.conf") << "# the benchmark's own: one partition of all nodes\n";
+      argv.push_back("--config");
+      argv.push_back((dir_ / "aqs.conf").string());
+    }
     std::string server;  // aqsd's address on the hosts' bridge
     if (o.netns) {
       hosts_ = std::make_unique<testbed::netns_hosts>(o.nodes);

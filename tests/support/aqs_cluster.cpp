@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
 #include <fstream>
 #include <grp.h>
 #include <poll.h>
@@ -231,6 +232,15 @@ void cluster::start_aqsd() {
     argv.push_back(o_.db);
   }
   argv.insert(argv.end(), o_.aqsd_args.begin(), o_.aqsd_args.end());
+  // A test's aqsd never reads this machine's /etc/aqs/aqs.conf (an installed
+  // AQS, or the packaging test's, would change its partitions and limits):
+  // unless the test names a file, an empty one of its own.
+  if (std::find(o_.aqsd_args.begin(), o_.aqsd_args.end(), "--config") == o_.aqsd_args.end()) {
+    const fs::path conf = dir_ / "aqs.conf";
+    if (!fs::exists(conf)) std::ofstream(conf) << "# the test's own: one partition of all nodes\n";
+    argv.push_back("--config");
+    argv.push_back(conf.string());
+  }
   if (hosts_) {
     argv.push_back("--listen");
     argv.push_back(hosts_->root_ip() + ":" + std::to_string(tcp_port_));
