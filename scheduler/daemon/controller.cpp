@@ -22,6 +22,7 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       strand_(asio::make_strand(io)),
       clock_(time),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
+      nodes_(sched_, time, strand_, *this, *this, latency_, options_.heartbeat_timeout),
       resizes_(time, strand_),
       tokens_(options_.cluster_key, options_.revoked_tokens_file),
       ledger_(options_.limits) {
@@ -49,7 +50,7 @@ void controller::start() {
   post([this] {
     decide_needed_ = true;
     kick();
-    check_heartbeats();
+    nodes_.start();
   });
 }
 
@@ -105,17 +106,17 @@ void controller::on_open(const conn_ptr& conn) {
 
 void controller::on_close(const conn_ptr& conn) {
   post([this, conn] {
-    if (node_entry* n = nodes_.of_conn(*conn)) {
-      n->conn.reset();
-      refresh_agent_addresses();
-      logging::info("node {} disconnected; its jobs keep running (DOWN after {} ms of silence)", n->name,
-          options_.heartbeat_timeout.count());
-    }
+    nodes_.disconnected(*conn);
     orphan_interactive(conn);
     end_steps_of(conn);
     const peer_info& p = conn->peer();
     if (p.role == protocol::peer_role::job && p.job_id) resizes_.detach_shim(*p.job_id, *conn);
   });
+}
+
+void controller::refresh_spans() {
+  view_.set_spans(nodes_.spans());
+  view_.set_machine(sched_.machine(), sched_.resources());
 }
 
 void controller::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
@@ -165,9 +166,9 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
         } else if constexpr (std::is_same_v<T, protocol::watch_job>) {
           post([this, c, msg] { handle_watch(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::register_node>) {
-          post([this, c, msg] { handle_register(c, msg); });
+          post([this, c, msg] { nodes_.handle_register(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::heartbeat>) {
-          post([this, c, msg] { handle_heartbeat(c, msg); });
+          post([this, c, msg] { nodes_.handle_heartbeat(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::job_started>) {
           post([this, c, msg] { handle_job_started(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::job_exited>) {
@@ -185,7 +186,7 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
         } else if constexpr (std::is_same_v<T, protocol::remote_exec>) {
           post([this, c, msg] { handle_remote_exec(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::node_leaving>) {
-          post([this, c, msg] { handle_node_leaving(c, msg); });
+          post([this, c, msg] { nodes_.handle_node_leaving(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::job_signal>) {
           post([this, c, msg] { handle_job_signal(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::issue_token>) {
@@ -434,10 +435,8 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.
           end_steps_of_job(id);
-          if (host && host < nodes_.size() && sched_.machine().at(*host).state != core::node_state::down) {
-            send_to_node(*host, protocol::kill{next_request_id_++, id, 9, 0});
-          } else if (host && *host < nodes_.size()) {
-            // Its agent is told to kill it when it registers again.
+          if (host && nodes_.is_up(*host)) {
+            nodes_.send(*host, protocol::kill{next_request_id_++, id, 9, 0});
           }
           if (requeue) {
             notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
