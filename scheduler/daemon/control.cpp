@@ -187,7 +187,7 @@ void controller::resumed(std::int64_t id, const core::processor_set& to, bool ad
     // Its ranks are where they stopped: the new map moves them at the
     // next MPI_Migrate().
     refresh_job_addresses(id, to, true);
-    begin_resize(id, to);
+    resizes_.begin(id, to);
   }
   after_commit([this, id, to] {
     signal_everywhere(id, SIGCONT);

@@ -23,7 +23,8 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       clock_(time),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
       nodes_(sched_, time, strand_, *this, *this, latency_, options_.heartbeat_timeout),
-      resizes_(time, strand_),
+      resizes_(sched_, time, strand_, *this, *this, nodes_, metrics_,
+               resize_timeouts{options_.resize_timeout, options_.resize_claim_timeout}),
       tokens_(options_.cluster_key, options_.revoked_tokens_file),
       ledger_(options_.limits) {
   // The implicit partition is no partition to the core: every node, as before.
@@ -100,7 +101,7 @@ void controller::on_open(const conn_ptr& conn) {
   view_.check_job_peer(p);  // throws the refusal
   if (p.launcher) return;   // aqs-rsh: it asks, it is sent no maps
   post([this, conn, job = p.job_id.value_or(0), seen = p.map_epoch] {
-    if (jobs_.is_live(job)) attach_shim(job, conn, seen);
+    if (jobs_.is_live(job)) resizes_.attach_shim(job, conn, seen);
   });
 }
 
@@ -178,11 +179,11 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
         } else if constexpr (std::is_same_v<T, protocol::ok> || std::is_same_v<T, protocol::error>) {
           if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_agent_reply(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_ack>) {
-          post([this, c, msg] { handle_resize_ack(c, msg); });
+          post([this, c, msg] { resizes_.handle_resize_ack(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_begin>) {
-          post([this, c, msg] { handle_resize_begin(c, msg); });
+          post([this, c, msg] { resizes_.handle_resize_begin(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::resize_refused>) {
-          post([this, c, msg] { handle_resize_refused(c, msg); });
+          post([this, c, msg] { resizes_.handle_resize_refused(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::remote_exec>) {
           post([this, c, msg] { handle_remote_exec(c, msg); });
         } else if constexpr (std::is_same_v<T, protocol::node_leaving>) {
@@ -408,7 +409,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         });
         break;
       case kind::resize:
-        begin_resize(id, d.to);
+        resizes_.begin(id, d.to);
         break;
       case kind::resume: {
         const core::job* j = sched_.find(d.job);

@@ -37,7 +37,7 @@
 #include "daemon/node_manager.hpp"
 #include "daemon/observe.hpp"
 #include "daemon/pipeline.hpp"
-#include "daemon/resize_tracker.hpp"
+#include "daemon/resize_manager.hpp"
 #include "daemon/step_table.hpp"
 #include "daemon/token_authority.hpp"
 #include "daemon/user_limits.hpp"
@@ -77,8 +77,8 @@ struct controller_options {
 
 // An owner of parts, one concern each (docs/architecture.md): the core
 // scheduler, the nodes part (node_manager, with the latency part), the job
-// table, the dependency gate, the resize tracker, the step table and the
-// watch list live on the scheduling strand; the access view
+// table, the dependency gate, the resize part (resize_manager), the step
+// table and the watch list live on the scheduling strand; the access view
 // is what session threads may read; the store and the clock are seams
 // (in-memory store and virtual time in tests). Parts write through the
 // pipeline interface this class implements.
@@ -99,7 +99,7 @@ struct controller_options {
 //      notifications sent.
 // A crash before 3 loses no acknowledged fact: agents resend unacknowledged
 // reports, and nothing was launched that the store does not know about.
-class controller final : public dispatcher, private pipeline, private node_jobs {
+class controller final : public dispatcher, private pipeline, private node_jobs, private resize_jobs {
 public:
   // `time` defaults to the machine's clocks; tests pass virtual time.
   controller(boost::asio::io_context& io, store::job_store& store, controller_options options,
@@ -289,18 +289,13 @@ private:
   void record_update(store::job_update u) override;
   // `sig` to the job's processes on its node and on every node of its steps.
   void signal_everywhere(std::int64_t id, int sig);
-  // resize.cpp
-  void begin_resize(std::int64_t id, const core::processor_set& to);
-  // The job's shim connected (again: aqsd or its connection restarted),
-  // having seen maps up to `seen`.
-  void attach_shim(std::int64_t id, const conn_ptr& c, std::int64_t seen);
-  // Recovery: the job's shim had claimed map `epoch` (to `target`) when
-  // aqsd stopped; it is RESIZING again until the job says how it went.
-  void resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target);
-  void send_map(std::int64_t id);
-  void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
-  void handle_resize_begin(const conn_ptr& c, const protocol::resize_begin& m);
-  void handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m);
+  // Recovery (recover.cpp): resize_manager::resume_claimed.
+  void resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target) {
+    resizes_.resume_claimed(id, epoch, target);
+  }
+  // resize_jobs (kill.cpp)
+  bool is_live(std::int64_t job) const override { return jobs_.is_live(job); }
+  void kill_uncertain(std::int64_t job, std::string reason) override;
   // remote_exec.cpp: processes a job starts on its other nodes (aqs-rsh).
   void handle_remote_exec(const conn_ptr& c, const protocol::remote_exec& m);
   // An agent's answer to a step's launch; false if `rid` was not one.
@@ -311,13 +306,6 @@ private:
   void end_steps_of_job(std::int64_t job_id);  // the job ended: every step ends
   // The job's batch host sent its --signal warning: its steps on other nodes get it.
   void handle_job_signal(const conn_ptr& c, const protocol::job_signal& m);
-  // The job if `c` speaks for it and `epoch` is its resize under way; else
-  // replies the error to request `rid` and returns null.
-  const core::job* current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id, std::int64_t epoch);
-  // The resize of `id` ends without a change: it keeps its processors.
-  void keep_old_processors(std::int64_t id, const std::string& note);
-  void resize_expired(std::int64_t id, std::int64_t epoch);
-  void resize_claim_expired(std::int64_t id, std::int64_t epoch);
   // node_jobs (launch.cpp): what a node's agent says of the jobs it runs.
   std::vector<std::int64_t> adopt_running(std::size_t index, const std::vector<std::int64_t>& running) override;
   bool still_wanted(std::size_t index, const protocol::message& queued) override;
@@ -371,7 +359,7 @@ private:
   job_table jobs_;
   dependency_gate deps_;
   array_table arrays_;
-  resize_tracker resizes_;
+  resize_manager resizes_;
   step_table steps_;
   watch_list watchers_;
   std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job
