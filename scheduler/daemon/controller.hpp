@@ -38,6 +38,7 @@
 #include "daemon/observe.hpp"
 #include "daemon/pipeline.hpp"
 #include "daemon/resize_manager.hpp"
+#include "daemon/routing.hpp"
 #include "daemon/step_table.hpp"
 #include "daemon/token_authority.hpp"
 #include "daemon/user_limits.hpp"
@@ -81,7 +82,8 @@ struct controller_options {
 // table and the watch list live on the scheduling strand; the access view
 // is what session threads may read; the store and the clock are seams
 // (in-memory store and virtual time in tests). Parts write through the
-// pipeline interface this class implements.
+// pipeline interface this class implements; messages reach handlers
+// through one routing table (routes()).
 //
 // Threads: the network layer calls the dispatcher methods from its session
 // strands. Everything that touches the scheduling state is posted to one
@@ -131,6 +133,9 @@ public:
   void on_message(const std::shared_ptr<connection>& conn, protocol::message m) override;
   void on_close(const std::shared_ptr<connection>& conn) override;
   std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override;
+  // The one routing table (controller.cpp): every message aqsd takes, the
+  // roles that may send it, any further permission rule, where it runs.
+  static const routing_table<controller>& routes();
 
   // ---- for read-only fronts (observe.cpp) -------------------------------
   // The bearer tokens this daemon issues (ftoken) and the HTTP front checks.
