@@ -42,7 +42,7 @@ void controller::signal_everywhere(std::int64_t id, int sig) {
   if (const auto* sn = steps_.nodes_of(id)) nodes.insert(sn->begin(), sn->end());
   for (std::size_t n : nodes) {
     if (n < nodes_.size() && sched_.machine().at(n).state != core::node_state::down) {
-      send_to_node(n, protocol::kill{next_request_id_++, id, sig, 0, false});
+      nodes_.send(n, protocol::kill{next_request_id_++, id, sig, 0, false});
     }
   }
 }
@@ -187,7 +187,7 @@ void controller::resumed(std::int64_t id, const core::processor_set& to, bool ad
     // Its ranks are where they stopped: the new map moves them at the
     // next MPI_Migrate().
     refresh_job_addresses(id, to, true);
-    begin_resize(id, to);
+    resizes_.begin(id, to);
   }
   after_commit([this, id, to] {
     signal_everywhere(id, SIGCONT);
@@ -207,7 +207,7 @@ std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, co
   e.requeue_by = caller;
   after_commit([this, id, host = *e.host] {
     end_steps_of_job(id);
-    send_to_node(host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
+    nodes_.send(host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
   });
   logging::info("job {} requeued by {}: killing it", id, caller);
   return std::nullopt;

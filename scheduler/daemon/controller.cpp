@@ -22,7 +22,9 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       strand_(asio::make_strand(io)),
       clock_(time),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
-      resizes_(time, strand_),
+      nodes_(sched_, time, strand_, *this, *this, latency_, options_.heartbeat_timeout),
+      resizes_(sched_, time, strand_, *this, *this, nodes_, metrics_,
+               resize_timeouts{options_.resize_timeout, options_.resize_claim_timeout}),
       tokens_(options_.cluster_key, options_.revoked_tokens_file),
       ledger_(options_.limits) {
   // The implicit partition is no partition to the core: every node, as before.
@@ -49,7 +51,7 @@ void controller::start() {
   post([this] {
     decide_needed_ = true;
     kick();
-    check_heartbeats();
+    nodes_.start();
   });
 }
 
@@ -99,23 +101,23 @@ void controller::on_open(const conn_ptr& conn) {
   view_.check_job_peer(p);  // throws the refusal
   if (p.launcher) return;   // aqs-rsh: it asks, it is sent no maps
   post([this, conn, job = p.job_id.value_or(0), seen = p.map_epoch] {
-    if (jobs_.is_live(job)) attach_shim(job, conn, seen);
+    if (jobs_.is_live(job)) resizes_.attach_shim(job, conn, seen);
   });
 }
 
 void controller::on_close(const conn_ptr& conn) {
   post([this, conn] {
-    if (node_entry* n = nodes_.of_conn(*conn)) {
-      n->conn.reset();
-      refresh_agent_addresses();
-      logging::info("node {} disconnected; its jobs keep running (DOWN after {} ms of silence)", n->name,
-          options_.heartbeat_timeout.count());
-    }
+    nodes_.disconnected(*conn);
     orphan_interactive(conn);
     end_steps_of(conn);
     const peer_info& p = conn->peer();
     if (p.role == protocol::peer_role::job && p.job_id) resizes_.detach_shim(*p.job_id, *conn);
   });
+}
+
+void controller::refresh_spans() {
+  view_.set_spans(nodes_.spans());
+  view_.set_machine(sched_.machine(), sched_.resources());
 }
 
 void controller::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
@@ -138,67 +140,117 @@ std::optional<std::string> controller::tcp_key(protocol::peer_role role, std::op
   return view_.token(job_id.value_or(0));
 }
 
-void controller::on_message(const conn_ptr& c, protocol::message m) {
-  std::visit(
-      [&](auto& msg) {
-        using T = std::decay_t<decltype(msg)>;
-        if constexpr (std::is_same_v<T, protocol::submit>) {
-          handle_submit(c, msg);
-        } else if constexpr (std::is_same_v<T, protocol::list_jobs>) {
-          handle_list_jobs(c, msg);
-        } else if constexpr (std::is_same_v<T, protocol::job_history>) {
-          handle_job_history(c, msg);
-        } else if constexpr (std::is_same_v<T, protocol::shutdown>) {
-          if (!is_admin(c->peer())) {
-            reply_error(c, msg.id, protocol::error_code::permission_denied, "only root may shut aqsd down");
-            return;
-          }
+// The one routing table: every message aqsd takes, who may send it (the
+// same roles as protocol::may_send, which the server checks on the wire; a
+// test compares them), any further rule, and where it runs.
+const routing_table<controller>& controller::routes() {
+  using protocol::peer_role;
+  constexpr auto client = peer_role::client;
+  constexpr auto node = peer_role::node;
+  constexpr auto job = peer_role::job;
+  using self = controller;
+  static const routing_table<controller> table = [] {
+    routing_table<controller> t;
+    // Users (fsub, fjobs, fctl, ftoken, ... and the HTTP front as its user).
+    t.add<protocol::submit>({client}, runs_on::session,
+                            [](self& s, const conn_ptr& c, const protocol::submit& m) { s.handle_submit(c, m); });
+    t.add<protocol::list_jobs>({client}, runs_on::session,
+                               [](self& s, const conn_ptr& c, const protocol::list_jobs& m) { s.handle_list_jobs(c, m); });
+    t.add<protocol::job_history>(
+        {client}, runs_on::session,
+        [](self& s, const conn_ptr& c, const protocol::job_history& m) { s.handle_job_history(c, m); });
+    t.add<protocol::shutdown>(
+        {client}, runs_on::session,
+        [](self& s, const conn_ptr& c, const protocol::shutdown& m) {
           logging::info("shutdown requested by {}", c->peer().remote);
-          c->send(protocol::ok{msg.id, {}});
-          request_stop_();
-        } else if constexpr (std::is_same_v<T, protocol::control>) {
-          handle_control(c, msg);
-        } else if constexpr (std::is_same_v<T, protocol::cancel>) {
-          post([this, c, msg] { handle_cancel(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::list_nodes>) {
-          post([this, c, msg] { handle_list_nodes(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::watch_job>) {
-          post([this, c, msg] { handle_watch(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::register_node>) {
-          post([this, c, msg] { handle_register(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::heartbeat>) {
-          post([this, c, msg] { handle_heartbeat(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::job_started>) {
-          post([this, c, msg] { handle_job_started(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::job_exited>) {
-          post([this, c, msg] { handle_job_exited(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::output>) {
-          if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_output(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::ok> || std::is_same_v<T, protocol::error>) {
-          if (c->peer().role == protocol::peer_role::node) post([this, c, msg] { handle_agent_reply(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::resize_ack>) {
-          post([this, c, msg] { handle_resize_ack(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::resize_begin>) {
-          post([this, c, msg] { handle_resize_begin(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::resize_refused>) {
-          post([this, c, msg] { handle_resize_refused(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::remote_exec>) {
-          post([this, c, msg] { handle_remote_exec(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::node_leaving>) {
-          post([this, c, msg] { handle_node_leaving(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::job_signal>) {
-          post([this, c, msg] { handle_job_signal(c, msg); });
-        } else if constexpr (std::is_same_v<T, protocol::issue_token>) {
-          handle_issue_token(c, msg);
-        } else if constexpr (std::is_same_v<T, protocol::revoke_token>) {
-          handle_revoke_token(c, msg);
-        } else {
-          const auto id = protocol::id_of(m);
-          if (id) reply_error(c, *id, protocol::error_code::unknown_type,
-                              "aqsd does not accept " + std::string(protocol::type_of(m)));
-        }
-      },
-      m);
+          c->send(protocol::ok{m.id, {}});
+          s.request_stop_();
+        },
+        &is_admin, "only root may shut aqsd down");
+    t.add<protocol::control>({client, job}, runs_on::session,
+                             [](self& s, const conn_ptr& c, const protocol::control& m) { s.handle_control(c, m); });
+    t.add<protocol::cancel>({client}, runs_on::strand,
+                            [](self& s, const conn_ptr& c, const protocol::cancel& m) { s.handle_cancel(c, m); });
+    t.add<protocol::list_nodes>(
+        {client}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::list_nodes& m) { s.handle_list_nodes(c, m); });
+    t.add<protocol::watch_job>({client}, runs_on::strand,
+                               [](self& s, const conn_ptr& c, const protocol::watch_job& m) { s.handle_watch(c, m); });
+    t.add<protocol::issue_token>(
+        {client}, runs_on::session,
+        [](self& s, const conn_ptr& c, const protocol::issue_token& m) { s.handle_issue_token(c, m); },
+        &may_get_token, "tokens are issued over the Unix socket, where the kernel vouches for the user");
+    t.add<protocol::revoke_token>(
+        {client}, runs_on::session,
+        [](self& s, const conn_ptr& c, const protocol::revoke_token& m) { s.handle_revoke_token(c, m); },
+        &may_get_token, "tokens are revoked over the Unix socket, where the kernel vouches for the user");
+    // Node agents: the nodes part, and what they say of their jobs.
+    t.add<protocol::register_node>(
+        {node}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::register_node& m) { s.nodes_.handle_register(c, m); });
+    t.add<protocol::heartbeat>(
+        {node}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::heartbeat& m) { s.nodes_.handle_heartbeat(c, m); });
+    t.add<protocol::node_leaving>(
+        {node}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::node_leaving& m) { s.nodes_.handle_node_leaving(c, m); });
+    t.add<protocol::job_started>(
+        {node}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::job_started& m) { s.handle_job_started(c, m); });
+    t.add<protocol::job_exited>(
+        {node}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::job_exited& m) { s.handle_job_exited(c, m); });
+    t.add<protocol::output>({node}, runs_on::strand,
+                            [](self& s, const conn_ptr& c, const protocol::output& m) { s.handle_output(c, m); });
+    t.add<protocol::ok>({node}, runs_on::strand,
+                        [](self& s, const conn_ptr& c, const protocol::ok& m) { s.handle_agent_reply(c, m); });
+    t.add<protocol::error>({node}, runs_on::strand,
+                           [](self& s, const conn_ptr& c, const protocol::error& m) { s.handle_agent_reply(c, m); });
+    t.add<protocol::job_signal>(
+        {node}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::job_signal& m) { s.handle_job_signal(c, m); });
+    // Jobs: their shim (the resize part) and aqs-rsh.
+    t.add<protocol::resize_begin>(
+        {job}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::resize_begin& m) { s.resizes_.handle_resize_begin(c, m); });
+    t.add<protocol::resize_ack>(
+        {job}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::resize_ack& m) { s.resizes_.handle_resize_ack(c, m); });
+    t.add<protocol::resize_refused>(
+        {job}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::resize_refused& m) { s.resizes_.handle_resize_refused(c, m); });
+    t.add<protocol::remote_exec>(
+        {job}, runs_on::strand,
+        [](self& s, const conn_ptr& c, const protocol::remote_exec& m) { s.handle_remote_exec(c, m); });
+    return t;
+  }();
+  return table;
+}
+
+void controller::on_message(const conn_ptr& c, protocol::message m) {
+  const route<controller>& r = routes().of(m);
+  const auto id = protocol::id_of(m);
+  if (!r.accepted()) {
+    if (id) reply_error(c, *id, protocol::error_code::unknown_type, "aqsd does not accept " + std::string(protocol::type_of(m)));
+    return;
+  }
+  const peer_info& p = c->peer();
+  if (!r.allows(p.role)) {
+    // A reply (ok, error) is never answered, lest two peers answer each
+    // other for ever.
+    const bool reply = std::holds_alternative<protocol::ok>(m) || std::holds_alternative<protocol::error>(m);
+    if (id && !reply) {
+      reply_error(c, *id, protocol::error_code::unauthorized,
+                  "a " + std::string(protocol::to_string(p.role)) + " may not send " + std::string(r.type));
+    }
+    return;
+  }
+  if (r.gate != nullptr && !r.gate(p)) {
+    if (id) reply_error(c, *id, protocol::error_code::permission_denied, std::string(r.refusal));
+    return;
+  }
+  if (r.where == runs_on::session) return r.handle(*this, c, m);
+  post([this, &r, c, m = std::move(m)] { r.handle(*this, c, m); });
 }
 
 // ----------------------------------------------------------- the pipeline --
@@ -407,7 +459,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         });
         break;
       case kind::resize:
-        begin_resize(id, d.to);
+        resizes_.begin(id, d.to);
         break;
       case kind::resume: {
         const core::job* j = sched_.find(d.job);
@@ -434,10 +486,8 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.
           end_steps_of_job(id);
-          if (host && host < nodes_.size() && sched_.machine().at(*host).state != core::node_state::down) {
-            send_to_node(*host, protocol::kill{next_request_id_++, id, 9, 0});
-          } else if (host && *host < nodes_.size()) {
-            // Its agent is told to kill it when it registers again.
+          if (host && nodes_.is_up(*host)) {
+            nodes_.send(*host, protocol::kill{next_request_id_++, id, 9, 0});
           }
           if (requeue) {
             notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);

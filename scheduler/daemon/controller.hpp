@@ -34,9 +34,11 @@
 #include "daemon/job_table.hpp"
 #include "daemon/latency_table.hpp"
 #include "daemon/metrics.hpp"
-#include "daemon/node_registry.hpp"
+#include "daemon/node_manager.hpp"
 #include "daemon/observe.hpp"
-#include "daemon/resize_tracker.hpp"
+#include "daemon/pipeline.hpp"
+#include "daemon/resize_manager.hpp"
+#include "daemon/routing.hpp"
 #include "daemon/step_table.hpp"
 #include "daemon/token_authority.hpp"
 #include "daemon/user_limits.hpp"
@@ -75,10 +77,13 @@ struct controller_options {
 };
 
 // An owner of parts, one concern each (docs/architecture.md): the core
-// scheduler, the node registry, the job table, the dependency gate, the
-// resize tracker, the step table and the watch list live on the scheduling
-// strand; the access view is what session threads may read; the store and
-// the clock are seams (in-memory store and virtual time in tests).
+// scheduler, the nodes part (node_manager, with the latency part), the job
+// table, the dependency gate, the resize part (resize_manager), the step
+// table and the watch list live on the scheduling strand; the access view
+// is what session threads may read; the store and the clock are seams
+// (in-memory store and virtual time in tests). Parts write through the
+// pipeline interface this class implements; messages reach handlers
+// through one routing table (routes()).
 //
 // Threads: the network layer calls the dispatcher methods from its session
 // strands. Everything that touches the scheduling state is posted to one
@@ -96,7 +101,7 @@ struct controller_options {
 //      notifications sent.
 // A crash before 3 loses no acknowledged fact: agents resend unacknowledged
 // reports, and nothing was launched that the store does not know about.
-class controller final : public dispatcher {
+class controller final : public dispatcher, private pipeline, private node_jobs, private resize_jobs {
 public:
   // `time` defaults to the machine's clocks; tests pass virtual time.
   controller(boost::asio::io_context& io, store::job_store& store, controller_options options,
@@ -128,6 +133,9 @@ public:
   void on_message(const std::shared_ptr<connection>& conn, protocol::message m) override;
   void on_close(const std::shared_ptr<connection>& conn) override;
   std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override;
+  // The one routing table (controller.cpp): every message aqsd takes, the
+  // roles that may send it, any further permission rule, where it runs.
+  static const routing_table<controller>& routes();
 
   // ---- for read-only fronts (observe.cpp) -------------------------------
   // The bearer tokens this daemon issues (ftoken) and the HTTP front checks.
@@ -177,12 +185,18 @@ private:
     bool empty() const { return transitions.empty() && store_ops.empty() && after.empty(); }
   };
   void post(std::function<void()> f);        // run on the strand
-  void kick();                               // decide (deferred, coalesced) and write if idle
+  void kick() override;                      // decide (deferred, coalesced) and write if idle
+  void decide() override {
+    decide_needed_ = true;
+    kick();
+  }
+  void store_op(std::function<void(store::job_store&)> op) override { batch_.store_ops.push_back(std::move(op)); }
+  bool stopped() const noexcept override { return stopped_; }
   void decide_and_write();
   void refresh_partition_reasons();  // why pending jobs wait, per partition
   void write_batch(batch b);
   void committed(batch b);
-  void store_task(std::function<void(store::job_store&)> op, std::function<void()> then);
+  void store_task(std::function<void(store::job_store&)> op, std::function<void()> then) override;
   // On the writer thread: runs op until it succeeds. While the store is
   // unavailable (the database died and is being restarted or reconnected)
   // it waits and tries again, so nothing queued is lost; false if the
@@ -191,10 +205,10 @@ private:
   bool write_transitions(const std::vector<store::job_transition>& all);
   void transition(std::int64_t job, core::job_state to, std::optional<core::processor_set> procs,
                   std::string reason, std::optional<std::int32_t> exit_code = std::nullopt,
-                  std::optional<std::int32_t> signal = std::nullopt);
-  void after_commit(std::function<void()> f) { batch_.after.push_back(std::move(f)); }
+                  std::optional<std::int32_t> signal = std::nullopt) override;
+  void after_commit(std::function<void()> f) override { batch_.after.push_back(std::move(f)); }
   void apply_decisions(const std::vector<core::decision>& ds);
-  void fatal(const std::string& why);
+  void fatal(const std::string& why) override;
   double now() const;
 
   // ---- handlers, one concern per file -----------------------------------
@@ -277,21 +291,16 @@ private:
   // The agent reported a job that fctl requeue killed: back to PENDING.
   void requeued(std::int64_t id);
   // Queues a store::job_update in the current batch.
-  void record_update(store::job_update u);
+  void record_update(store::job_update u) override;
   // `sig` to the job's processes on its node and on every node of its steps.
   void signal_everywhere(std::int64_t id, int sig);
-  // resize.cpp
-  void begin_resize(std::int64_t id, const core::processor_set& to);
-  // The job's shim connected (again: aqsd or its connection restarted),
-  // having seen maps up to `seen`.
-  void attach_shim(std::int64_t id, const conn_ptr& c, std::int64_t seen);
-  // Recovery: the job's shim had claimed map `epoch` (to `target`) when
-  // aqsd stopped; it is RESIZING again until the job says how it went.
-  void resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target);
-  void send_map(std::int64_t id);
-  void handle_resize_ack(const conn_ptr& c, const protocol::resize_ack& m);
-  void handle_resize_begin(const conn_ptr& c, const protocol::resize_begin& m);
-  void handle_resize_refused(const conn_ptr& c, const protocol::resize_refused& m);
+  // Recovery (recover.cpp): resize_manager::resume_claimed.
+  void resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target) {
+    resizes_.resume_claimed(id, epoch, target);
+  }
+  // resize_jobs (kill.cpp)
+  bool is_live(std::int64_t job) const override { return jobs_.is_live(job); }
+  void kill_uncertain(std::int64_t job, std::string reason) override;
   // remote_exec.cpp: processes a job starts on its other nodes (aqs-rsh).
   void handle_remote_exec(const conn_ptr& c, const protocol::remote_exec& m);
   // An agent's answer to a step's launch; false if `rid` was not one.
@@ -302,31 +311,12 @@ private:
   void end_steps_of_job(std::int64_t job_id);  // the job ended: every step ends
   // The job's batch host sent its --signal warning: its steps on other nodes get it.
   void handle_job_signal(const conn_ptr& c, const protocol::job_signal& m);
-  // The job if `c` speaks for it and `epoch` is its resize under way; else
-  // replies the error to request `rid` and returns null.
-  const core::job* current_resize(const conn_ptr& c, std::int64_t rid, std::int64_t job_id, std::int64_t epoch);
-  // The resize of `id` ends without a change: it keeps its processors.
-  void keep_old_processors(std::int64_t id, const std::string& note);
-  void resize_expired(std::int64_t id, std::int64_t epoch);
-  void resize_claim_expired(std::int64_t id, std::int64_t epoch);
-  // nodes.cpp
-  void handle_register(const conn_ptr& c, const protocol::register_node& m);
-  void finish_register(const conn_ptr& c, const protocol::register_node& m, std::size_t index);
-  void handle_heartbeat(const conn_ptr& c, const protocol::heartbeat& m);
-  void check_heartbeats();
-  void node_down(std::size_t index, const std::string& why);
-  // The agent is shutting down (SIGTERM): its node goes DOWN now.
-  void handle_node_leaving(const conn_ptr& c, const protocol::node_leaving& m);
-  void send_to_node(std::size_t index, protocol::message m);
-  void refresh_spans();
-  // latency.cpp: the peers each agent probes, and the round trips it reports.
-  // The peers changed (a node registered or went DOWN): every agent is sent
-  // its list again with its next heartbeat's ok.
-  void peers_changed() { ++peers_version_; }
-  std::vector<protocol::probe_peer> probe_peers_of(const node_entry& n) const;
-  // The ok to node n's heartbeat m, with its peers if they changed.
-  protocol::ok heartbeat_ok(node_entry& n, const protocol::heartbeat& m);
-  void take_latency_report(const node_entry& n, const std::vector<protocol::latency_sample>& samples);
+  // node_jobs (launch.cpp): what a node's agent says of the jobs it runs.
+  std::vector<std::int64_t> adopt_running(std::size_t index, const std::vector<std::int64_t>& running) override;
+  bool still_wanted(std::size_t index, const protocol::message& queued) override;
+  void jobs_reported(std::size_t index, const std::vector<std::int64_t>& running) override;
+  void refresh_spans() override;
+  const std::string& cluster_id() const override { return cluster_id_; }
   // views.cpp
   void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);
   void handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m);
@@ -339,7 +329,7 @@ private:
   // (as srun's job ends with srun).
   void orphan_interactive(const conn_ptr& gone);
   void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
-              std::optional<std::int32_t> signal, const core::processor_set* procs);
+              std::optional<std::int32_t> signal, const core::processor_set* procs) override;
   std::vector<core::node_span> spans() const { return view_.spans(); }
   // recover.cpp: recover() itself
   // tokens.cpp: bearer tokens for the HTTP API (ftoken)
@@ -349,7 +339,7 @@ private:
   // Launcher tokens are bound to the job's hosts: the addresses its
   // processes may connect from over TCP.
   void refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive);
-  void refresh_agent_addresses() { view_.set_agent_addresses(nodes_.agent_addresses()); }
+  void refresh_agent_addresses() override { view_.set_agent_addresses(nodes_.agent_addresses()); }
   static void reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message);
 
   boost::asio::io_context& io_;
@@ -366,17 +356,15 @@ private:
   std::condition_variable retry_cv_;
 
   clock& clock_;
-  std::unique_ptr<timer_handle> heartbeat_timer_;  // strand_
 
   // The scheduling state and its parts: touched on strand_ only.
   core::scheduler sched_;
-  node_registry nodes_;
   latency_table latency_;
-  std::uint64_t peers_version_ = 1;
+  node_manager nodes_;
   job_table jobs_;
   dependency_gate deps_;
   array_table arrays_;
-  resize_tracker resizes_;
+  resize_manager resizes_;
   step_table steps_;
   watch_list watchers_;
   std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job

@@ -19,7 +19,12 @@ void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace,
   k.signal = sig;
   k.grace_s = grace.count();
   k.escalate = escalate;  // fkill --signal: that signal only
-  send_to_node(*e->host, std::move(k));
+  nodes_.send(*e->host, std::move(k));
+}
+
+void controller::kill_uncertain(std::int64_t id, std::string reason) {
+  send_kill(id, SIGKILL, std::chrono::seconds(0), true);
+  end_job(id, job_state::failed, std::nullopt, SIGKILL, std::move(reason));
 }
 
 void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {

@@ -1,5 +1,7 @@
 // launch: a started job's launch on the node that runs its script, and what
 // agents report about it (started, refused, exited).
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
@@ -106,15 +108,14 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   l.nodelist = core::format_processor_map(spans(), procs);
   l.job_token = e.token;
   nodes_.fill_placement(procs, l.proc_hosts, l.proc_cpus);
-  if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = nodes_.spare_hosts(procs, sched_.machine());
+  if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = nodes_.spare_hosts(procs);
   launch_requests_[l.id] = id;
-  send_to_node(host, std::move(l));
+  nodes_.send(host, std::move(l));
 }
 
 void controller::handle_job_started(const conn_ptr& c, const protocol::job_started& m) {
-  node_entry* n = nodes_.of_conn(*c);
+  const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  n->last_seen = clock_.now();
   job_entry* e = jobs_.find(m.job_id);
   if (e != nullptr && e->host == n->index) {
     e->launch_confirmed = true;
@@ -124,9 +125,8 @@ void controller::handle_job_started(const conn_ptr& c, const protocol::job_start
 }
 
 void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& m) {
-  node_entry* n = nodes_.of_conn(*c);
+  const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return;
-  n->last_seen = clock_.now();
   const auto rid = protocol::id_of(m);
   if (!rid) return;
   if (step_launch_answered(*n, *rid, m)) return;
@@ -147,9 +147,8 @@ void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& 
 }
 
 void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited& m) {
-  node_entry* n = nodes_.of_conn(*c);
+  const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  n->last_seen = clock_.now();
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
   const job_entry* e = jobs_.find(m.job_id);
   if (step_exited(*n, m)) {
@@ -185,6 +184,74 @@ void controller::end_job(std::int64_t id, job_state state, std::optional<std::in
   after_commit([this, id, state, code, signal] { on_final(id, state, code, signal); });
   decide_needed_ = true;
   kick();
+}
+
+// ---- node_jobs: what agents say of the jobs they run ----------------------
+
+std::vector<std::int64_t> controller::adopt_running(std::size_t index, const std::vector<std::int64_t>& running) {
+  std::vector<std::int64_t> kill;
+  for (std::int64_t r : running) {
+    job_entry* e = jobs_.find(r);
+    const core::job* j = sched_.find(static_cast<core::job_id>(r));
+    if (e != nullptr && j != nullptr && core::holds_processors(j->state) && e->host == index) {
+      e->launch_confirmed = true;
+      e->recovered = false;
+      e->misses = 0;
+    } else if (steps_.runs(r, index)) {
+      // A step of the job (remote_exec) that outlived a reconnect.
+    } else {
+      kill.push_back(r);
+    }
+  }
+  return kill;
+}
+
+bool controller::still_wanted(std::size_t index, const protocol::message& queued) {
+  const auto* l = std::get_if<protocol::launch>(&queued);
+  if (l == nullptr) return true;
+  const core::job* j = sched_.find(static_cast<core::job_id>(l->job_id));
+  const job_entry* e = jobs_.find(l->job_id);
+  return j != nullptr && core::holds_processors(j->state) && e != nullptr && e->host == index;
+}
+
+void controller::jobs_reported(std::size_t index, const std::vector<std::int64_t>& running) {
+  const node_entry& n = nodes_.at(index);
+  // A job its agent confirmed and no longer lists, twice, with no report of
+  // its end: lost (its agent died with it and came back without it).
+  std::vector<std::int64_t> lost, relaunch;
+  // Only jobs holding processors can run here: walking every live job (a
+  // queue of 100,000) on each heartbeat of each node starved submissions.
+  for (const auto& [end, held] : sched_.holding_by_end()) {
+    const auto id = static_cast<std::int64_t>(held);
+    job_entry* found = jobs_.find(id);
+    if (found == nullptr) continue;
+    job_entry& e = *found;
+    if (e.host != index) continue;
+    if (e.recovered) {
+      // Registration and the resent reports came before this heartbeat.
+      e.recovered = false;
+      if (std::find(running.begin(), running.end(), id) == running.end()) relaunch.push_back(id);
+      continue;
+    }
+    if (!e.launch_confirmed) continue;
+    if (std::find(running.begin(), running.end(), id) != running.end()) {
+      e.misses = 0;
+    } else if (++e.misses >= 2) {
+      lost.push_back(id);
+    }
+  }
+  for (std::int64_t id : relaunch) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr || !core::holds_processors(j->state)) continue;
+    logging::info("job {}: node {} never got its launch (aqsd stopped first): launching it now", id, n.name);
+    launch(id, j->procs);
+  }
+  for (std::int64_t id : lost) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr || !core::holds_processors(j->state)) continue;
+    logging::warn("job {} is lost: node {} no longer runs it and never reported its end", id, n.name);
+    end_job(id, job_state::failed, std::nullopt, std::nullopt, "lost: node " + n.name + " no longer runs it");
+  }
 }
 
 }  // namespace aqs::daemon

@@ -22,6 +22,18 @@ node_entry* node_registry::find(const std::string& name) {
   return it == by_name_.end() ? nullptr : &nodes_[it->second];
 }
 
+const node_entry* node_registry::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &nodes_[it->second];
+}
+
+const node_entry* node_registry::of_conn(const connection& c) const {
+  for (const auto& n : nodes_) {
+    if (n.conn && n.conn->serial() == c.serial()) return &n;
+  }
+  return nullptr;
+}
+
 node_entry* node_registry::of_conn(const connection& c) {
   for (auto& n : nodes_) {
     if (n.conn && n.conn->serial() == c.serial()) return &n;

@@ -34,7 +34,7 @@ struct node_entry {
   time_point last_stored_heartbeat{};
   std::vector<protocol::message> queued;  // for the agent once it is back
   std::int64_t probe_port = 0;   // its agent's UDP latency probe port (0: none)
-  std::uint64_t peers_sent = 0;  // the controller's peers_version_ its agent was last sent
+  std::uint64_t peers_sent = 0;  // latency_table's peers version its agent was last sent
 
   // The host, or the name until its agent registered (recovered nodes).
   const std::string& host_or_name() const { return host.empty() ? name : host; }
@@ -46,10 +46,12 @@ public:
   // in registration order). Throws std::logic_error otherwise.
   node_entry& add(node_entry n);
   node_entry* find(const std::string& name);
+  const node_entry* find(const std::string& name) const;
   node_entry& at(std::size_t index) { return nodes_.at(index); }
   const node_entry& at(std::size_t index) const { return nodes_.at(index); }
   // The node whose agent is `c`, or null.
   node_entry* of_conn(const connection& c);
+  const node_entry* of_conn(const connection& c) const;
   std::size_t size() const noexcept { return nodes_.size(); }
   std::vector<node_entry>::iterator begin() { return nodes_.begin(); }
   std::vector<node_entry>::iterator end() { return nodes_.end(); }

@@ -78,7 +78,7 @@ void controller::handle_remote_exec(const conn_ptr& c, const protocol::remote_ex
   l.job_token = e->token;
   nodes_.fill_placement(procs, l.proc_hosts, l.proc_cpus);
   steps_.add(m.job_id, *node, step_entry{c, m.id, l.id, false});
-  send_to_node(*node, std::move(l));
+  nodes_.send(*node, std::move(l));
 }
 
 bool controller::step_launch_answered(const node_entry& n, std::int64_t rid, const protocol::message& m) {
@@ -107,7 +107,7 @@ bool controller::step_exited(const node_entry& n, const protocol::job_exited& m)
 
 void controller::end_steps_of(const conn_ptr& conn) {
   for (const auto& [job, node] : steps_.take_of(*conn)) {
-    send_to_node(node, protocol::kill{next_request_id_++, job, 9, 0, true});
+    nodes_.send(node, protocol::kill{next_request_id_++, job, 9, 0, true});
   }
 }
 
@@ -120,7 +120,7 @@ void controller::end_steps_of_job(std::int64_t job_id) {
   // left behind there.
   for (std::size_t n : ended.nodes) {
     if (sched_.machine().at(n).state != core::node_state::down) {
-      send_to_node(n, protocol::kill{next_request_id_++, job_id, 15, 2, true});
+      nodes_.send(n, protocol::kill{next_request_id_++, job_id, 15, 2, true});
     }
   }
 }
@@ -133,9 +133,8 @@ void controller::end_steps_of_job(std::int64_t job_id) {
 // their ranks) get it from their agents, the daemon itself excepted as the
 // batch shell is on the batch host.
 void controller::handle_job_signal(const conn_ptr& c, const protocol::job_signal& m) {
-  node_entry* n = nodes_.of_conn(*c);
+  const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  n->last_seen = clock_.now();
   const job_entry* e = jobs_.find(m.job_id);
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
   // Only the job's batch host speaks for it; a late report (the job ended,
@@ -150,7 +149,7 @@ void controller::handle_job_signal(const conn_ptr& c, const protocol::job_signal
         }
         protocol::kill k{next_request_id_++, m.job_id, m.signal, 0, false};
         k.steps = true;
-        send_to_node(other, std::move(k));
+        nodes_.send(other, std::move(k));
       }
     }
     logging::info("job {}: --signal {} sent on {} and its steps' nodes", m.job_id, m.signal, n->name);

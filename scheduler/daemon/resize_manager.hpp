@@ -1,0 +1,109 @@
+// resize_manager: the resize part of aqsd: two-phase resizes of adaptive
+// jobs. A resized job is RESIZING with its new map sent to its shim until
+// the shim acknowledges or refuses it, or the resize times out (then it
+// keeps its old processors); a map the shim has claimed (resize_begin) has
+// the longer claim timeout to be acknowledged, or the job, on uncertain
+// processors, is killed. It owns the per-job resize state (resize_tracker:
+// the shim's connection, map epochs, the timers).
+//
+// Rule: on the scheduling strand only; its timers fire there. The controller
+// wires it and the routing table sends it `resize_begin`, `resize_ack` and
+// `resize_refused` from role=job peers (each checked here to speak for its
+// job). It reads the core and applies the core's resize events; it writes
+// through the `pipeline`, reads hosts and cpus from the node part, and asks
+// `resize_jobs` about jobs (live or not; killing one).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "core/scheduler.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/node_manager.hpp"
+#include "daemon/pipeline.hpp"
+#include "daemon/resize_tracker.hpp"
+
+namespace aqs::daemon {
+
+// What the resize part asks of the jobs' side (the controller implements it).
+class resize_jobs {
+public:
+  // Whether the job is live (not ended).
+  virtual bool is_live(std::int64_t job) const = 0;
+  // Kills the job everywhere (SIGKILL, no grace) and ends it FAILED with
+  // `reason`: its ranks may run on either map.
+  virtual void kill_uncertain(std::int64_t job, std::string reason) = 0;
+
+protected:
+  ~resize_jobs() = default;
+};
+
+struct resize_timeouts {
+  // An adaptive job that has not applied a new map by then keeps its old one.
+  std::chrono::milliseconds resize{30'000};
+  // A claimed map not acknowledged by then: the job is killed.
+  std::chrono::milliseconds claim{300'000};
+};
+
+class resize_manager {
+public:
+  // Timers run on `strand` through `time`.
+  resize_manager(core::scheduler& core, clock& time, boost::asio::any_io_executor strand, pipeline& out,
+                 resize_jobs& jobs, const node_manager& nodes, metrics& stats, resize_timeouts timeouts);
+
+  // A decision resizes job `id` to `to`: RESIZING, then (after the commit)
+  // the map goes to its shim and its timeout starts.
+  void begin(std::int64_t id, const core::processor_set& to);
+  // The job's shim connected (again: aqsd or its connection restarted),
+  // having seen maps up to `seen`; a resize under way is sent to it.
+  void attach_shim(std::int64_t id, const std::shared_ptr<connection>& c, std::int64_t seen);
+  // `c` closed: if it was the job's shim, the job has none now.
+  void detach_shim(std::int64_t id, const connection& c) { tracker_.detach_shim(id, c); }
+  // Recovery: the job's shim had claimed map `epoch` (to `target`) when aqsd
+  // stopped; it is RESIZING again until the job says how it went. Throws
+  // what core::scheduler::restore_resize throws.
+  void resume_claimed(std::int64_t id, std::int64_t epoch, const core::processor_set& target);
+  // Recovery: the job's maps went up to `seen` before aqsd restarted.
+  void raise_epoch(std::int64_t id, std::int64_t seen) { tracker_.raise_epoch(id, seen); }
+  // The resize ended some other way (suspended, requeued, held back): no
+  // timeout fires for it.
+  void disarm(std::int64_t id) { tracker_.disarm(id); }
+  // The job ended: nothing of it is kept.
+  void forget(std::int64_t id) { tracker_.forget(id); }
+  // The epoch of the job's newest map, 0 before the first.
+  std::int64_t epoch(std::int64_t id) const { return tracker_.epoch(id); }
+
+  // role=job messages.
+  void handle_resize_begin(const std::shared_ptr<connection>& c, const protocol::resize_begin& m);
+  void handle_resize_ack(const std::shared_ptr<connection>& c, const protocol::resize_ack& m);
+  void handle_resize_refused(const std::shared_ptr<connection>& c, const protocol::resize_refused& m);
+
+private:
+  void send_map(std::int64_t id);
+  // The job if `c` speaks for it and `epoch` is its resize under way; else
+  // replies the error to request `rid` and returns null.
+  const core::job* current_resize(const std::shared_ptr<connection>& c, std::int64_t rid, std::int64_t job_id,
+                                  std::int64_t epoch);
+  // The resize of `id` ends without a change: it keeps its processors.
+  void keep_old_processors(std::int64_t id, const std::string& note);
+  void arm(std::int64_t id, std::int64_t epoch);
+  void arm_claim(std::int64_t id, std::int64_t epoch);
+  void expired(std::int64_t id, std::int64_t epoch);
+  void claim_expired(std::int64_t id, std::int64_t epoch);
+
+  core::scheduler& core_;
+  clock& clock_;
+  pipeline& out_;
+  resize_jobs& jobs_;
+  const node_manager& nodes_;
+  metrics& stats_;
+  resize_timeouts timeouts_;
+  resize_tracker tracker_;
+};
+
+}  // namespace aqs::daemon
