@@ -323,7 +323,7 @@ json resize_phases(std::string_view reason) {
   if (ec != std::errc{}) return nullptr;
   out["map"] = map;
   rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
-  // ", <words> <number> ms[ <words>]" parts, in the order resize.cpp writes them.
+  // ", <words> <number> ms[ <words>]" parts, in the order the daemon's resize_manager writes them.
   static const std::pair<std::string_view, std::string_view> parts[] = {
       {"delivered in ", "delivered_ms"}, {"waited ", "wait_ms"}, {"spawn ", "spawn_ms"},
       {"data ", "data_ms"},              {"total ", "total_ms"}};
