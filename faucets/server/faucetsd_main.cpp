@@ -14,7 +14,7 @@
 #include <pqxx/pqxx>
 
 #include "broker/broker.hpp"
-#include "daemon/job_records.hpp"
+#include "daemon/unix_user.hpp"
 #include "daemon/permissions.hpp"
 #include "daemon/server.hpp"
 #include "daemon/service_notify.hpp"

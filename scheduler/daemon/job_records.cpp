@@ -3,22 +3,11 @@
 #include "daemon/job_records.hpp"
 
 #include <ctime>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 namespace aqs::daemon {
-
-std::string user_name_of(std::int64_t uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    return found->pw_name;
-  }
-  return std::to_string(uid);
-}
 
 std::string scoped_submit_token(std::int64_t uid, const std::string& token) {
   return token.empty() ? token : "u" + std::to_string(uid) + ":" + token;

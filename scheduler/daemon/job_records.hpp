@@ -10,6 +10,7 @@
 
 #include "core/map_display.hpp"
 #include "core/job.hpp"
+#include "daemon/unix_user.hpp"  // user_name_of, in aqs::service since faucetsd needs it too
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
 #include "store/records.hpp"
@@ -22,9 +23,6 @@ struct submitter {
   std::int32_t uid = 0;
   std::int32_t gid = 0;
 };
-
-// The user name of a uid, or its number as text when it has no passwd entry.
-std::string user_name_of(std::int64_t uid);
 
 // The run-time estimate the core plans with when a job gave no limit: long
 // enough that EASY never counts on it ending.

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <set>
 
-#include "client/time_limit.hpp"
-#include "client/usage_error.hpp"
+#include "core/time_limit.hpp"
+#include "core/usage_error.hpp"
 #include "core/enum_names.hpp"
 #include "core/hostlist.hpp"
 #include "core/job_state.hpp"
@@ -117,8 +117,8 @@ json update_from_rest(const json& body, std::int64_t job) {
       } else if (v.is_string()) {
         const std::string t = v.get<std::string>();
         try {
-          c["time_limit_s"] = t == "UNLIMITED" || t == "0" ? 0 : cmdline::parse_time_limit(t);
-        } catch (const cmdline::usage_error& e) {
+          c["time_limit_s"] = t == "UNLIMITED" || t == "0" ? 0 : core::parse_time_limit(t);
+        } catch (const core::usage_error& e) {
           bad(std::string("field 'time_limit': ") + e.what());
         }
       } else {
@@ -163,9 +163,9 @@ json job_from_rest(const json& body) {
     if (body.contains("walltime_s")) bad("field 'time' goes without walltime_s");
     if (!it->is_string()) bad("field 'time' must be a string such as \"10\", \"1:30:00\" or \"2-00:00:00\"");
     try {
-      const std::int64_t s = cmdline::parse_time_limit(it->get<std::string>());
+      const std::int64_t s = core::parse_time_limit(it->get<std::string>());
       if (s > 0) job["walltime_s"] = s;
-    } catch (const cmdline::usage_error& e) {
+    } catch (const core::usage_error& e) {
       bad(std::string("field 'time': ") + e.what());
     }
   }

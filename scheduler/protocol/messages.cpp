@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/enum_names.hpp"
+#include "core/time_limit.hpp"
 #include "protocol/base64.hpp"
 #include "protocol/field_reader.hpp"
 #include "protocol/framing.hpp"
@@ -15,6 +16,9 @@
 #include "protocol/record.hpp"
 
 namespace aqs::protocol {
+
+// The parsers (core::parse_time_limit) and the wire accept the same longest limit.
+static_assert(k_max_walltime_s == core::k_max_walltime_s);
 
 using nlohmann::json;
 

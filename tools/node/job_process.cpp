@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "client/exec_path.hpp"
+#include "process/exec_path.hpp"
 #include "unique_fd.hpp"
 
 namespace aqs::node {
@@ -63,7 +63,7 @@ std::string describe(const child_failure& f, const launch_spec& spec) {
 std::vector<std::string> exec_candidates(const std::string& program, const std::optional<std::string>& path) {
   if (program.find('/') != std::string::npos) return {program};
   std::vector<std::string> out;
-  const std::string p = path.value_or(std::string(cmdline::k_default_exec_path));
+  const std::string p = path.value_or(std::string(process::k_default_exec_path));
   std::size_t start = 0;
   while (true) {
     const std::size_t end = p.find(':', start);
@@ -107,7 +107,7 @@ pid_t launch(const launch_spec& spec) {
   // was found and then refused "Permission denied", telling the user that
   // the file exists (issue 28). Only the candidates' names are made here
   // (no allocation after fork).
-  const std::vector<std::string> candidates = exec_candidates(spec.argv[0], cmdline::path_variable(spec.env));
+  const std::vector<std::string> candidates = exec_candidates(spec.argv[0], process::path_variable(spec.env));
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -5,7 +5,7 @@
 // what 20,000 would); a cluster holding a valid key lies about jobs it was
 // never given; a job the user table maps to root; every final state of the
 // core reported by a cluster. The cluster is a fake speaking the real link
-// protocol (faucets/link) over TLS: what a compromised cluster could send.
+// protocol (service/link) over TLS: what a compromised cluster could send.
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>

@@ -5,6 +5,7 @@
 // and without # EOF).
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -165,4 +166,17 @@ TEST_CASE("promtool check metrics finds nothing to lint in the exposition") {
   CAPTURE(said);
   CHECK(rc == 0);
   CHECK(said.empty());
+}
+
+TEST_CASE("every live state of the core's list has its gauge aqs_jobs_<state>") {
+  // The live gauges come from cluster_snapshot's counters, one field per
+  // state: a state added to core::job_state fails here until it has one.
+  const std::string text = http::render_openmetrics(daemon::cluster_snapshot{}, daemon::metrics{}.read());
+  for (const core::job_state js : core::k_all_job_states) {
+    if (core::is_final(js)) continue;
+    std::string family = "aqs_jobs_";
+    for (const char c : core::to_string(js)) family += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    CHECK_MESSAGE(text.find("# TYPE " + family + " gauge\n") != std::string::npos,
+                  "scheduler/http/openmetrics.cpp has no gauge " << family << " for the live state " << core::to_string(js));
+  }
 }

@@ -1,15 +1,14 @@
 // time_limit: Slurm time-limit formats.
-#include "client/time_limit.hpp"
+#include "core/time_limit.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <vector>
 
-#include "client/text_util.hpp"
-#include "client/usage_error.hpp"
-#include "protocol/messages.hpp"
+#include "core/text_util.hpp"
+#include "core/usage_error.hpp"
 
-namespace aqs::cmdline {
+namespace aqs::core {
 
 namespace {
 
@@ -80,7 +79,7 @@ std::int64_t parse_time_limit(std::string_view text) {
   }
   // Each field has at most 9 digits, so this cannot overflow int64.
   const std::int64_t total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds;
-  if (total > protocol::k_max_walltime_s) bad(text, "longer than 10 years");
+  if (total > k_max_walltime_s) bad(text, "longer than 10 years");
   return total;
 }
 
@@ -96,4 +95,4 @@ std::string format_duration(std::int64_t seconds) {
   return out + two(h) + ":" + two(m) + ":" + two(s);
 }
 
-}  // namespace aqs::cmdline
+}  // namespace aqs::core

@@ -1,13 +1,13 @@
 // exec_path: execvp's search, done ahead of exec so that its answer can be inspected or reported.
-#include "client/exec_path.hpp"
+#include "process/exec_path.hpp"
 
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/text_util.hpp"
+#include "core/text_util.hpp"
 
-namespace aqs::cmdline {
+namespace aqs::process {
 
 namespace {
 
@@ -42,11 +42,11 @@ std::optional<std::string> find_executable(std::string_view program, const std::
     if (executable_file(file)) return file;
     return std::nullopt;
   }
-  for (const auto dir : split(path ? std::string_view(*path) : k_default_exec_path, ':')) {
+  for (const auto dir : core::split(path ? std::string_view(*path) : k_default_exec_path, ':')) {
     std::string file = joined(workdir, dir, program);
     if (executable_file(file)) return file;
   }
   return std::nullopt;
 }
 
-}  // namespace aqs::cmdline
+}  // namespace aqs::process
