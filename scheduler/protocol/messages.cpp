@@ -494,6 +494,7 @@ struct record<job_exited> {
       field("state", &R::state, exit_state{}),
       field("exit_code", &R::exit_code, k_exit_code),
       field("signal", &R::signal, k_signal),
+      field("reason", &R::reason, text{k_max_text, true, true}),
       check<R>([](const reader& in, const R& m) {
         if (m.exit_code.has_value() == m.signal.has_value()) {
           in.fail("exit_code", "or 'signal' must be given, not both");

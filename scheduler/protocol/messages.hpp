@@ -373,6 +373,9 @@ struct job_exited {
   core::job_state state = core::job_state::completed;
   std::optional<std::int64_t> exit_code;
   std::optional<std::int64_t> signal;
+  // Why, in one line, when the agent knows more than the state says (the
+  // kernel's OOM kill in the job's cgroup). Left out: nothing to add.
+  std::optional<std::string> reason{};
   friend bool operator==(const job_exited&, const job_exited&) = default;
 };
 
