@@ -7,6 +7,7 @@
 // suspend freezes a job that ignores SIGTSTP, and it resumes whole.
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <dirent.h>
 #include <unistd.h>
 
@@ -189,12 +190,41 @@ TEST_CASE("a --mem=100M job whose child allocates 500 MB in a new session ends O
             << std::chrono::duration_cast<std::chrono::milliseconds>(*gone_at - *oom_at).count() << "}");
   }
   const auto h = c.cmd(bin().fjobs, {"--history", std::to_string(id)}, &u);
-  INFO(h.out);
-  CHECK(h.out.find("oom") != std::string::npos);
+  MESSAGE(h.out);
+  CHECK(h.out.find("OOM killer killed") != std::string::npos);
   // The other job on the node ran on to its end.
   CHECK(c.wait_state(other, {job_state::completed, job_state::failed, job_state::out_of_memory,
                              job_state::cancelled}, 60s).state == job_state::completed);
   CHECK(slurp(other_out) == "fine\n");
+}
+
+TEST_CASE("an agent killed and restarted while a --mem job runs finds its cgroup again: its later OOM kill still ends it OUT_OF_MEMORY") {
+  SKIP_WITHOUT_CGROUPS();
+  test::test_database db;
+  test::cluster c(one_node(db, 2));
+  c.wait_nodes_up(1);
+  const auto u = user(c, "aqs-cgroups-a");
+  const fs::path out = u.home / "adopted.out";
+  const fs::path go = u.home / "go";
+  // Waits for the test's word, then allocates 500 MB in a new session.
+  const std::string hog = "while [ ! -e " + go.string() + " ]; do sleep 0.1; done; echo allocating; "
+                          "setsid sh -c '{ head -c 500000000 /dev/zero; sleep 3; } | tail -n 1 | wc -c'; sleep 15; "
+                          "echo survived";
+  const std::int64_t id = c.submit({"-n", "1", "--mem=100M", "-o", out.string(), "--wrap", hog}, &u, u.home.string());
+  c.wait_state(id, {job_state::running});
+  c.kill_agent(0, SIGKILL);
+  c.start_agent(0);
+  c.wait_nodes_up(1);
+  {
+    std::ofstream(go) << "go\n";
+  }
+  const auto seen = c.wait_state(id, {job_state::out_of_memory, job_state::completed, job_state::failed}, 60s);
+  CHECK(seen.state == job_state::out_of_memory);
+  CHECK(slurp(out).find("allocating") != std::string::npos);
+  CHECK(slurp(out).find("survived") == std::string::npos);
+  std::this_thread::sleep_for(1s);
+  const auto left = processes_of(u.uid);
+  CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
 }
 
 TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still runs only on its processors") {
