@@ -228,21 +228,14 @@ public:
     }
     return {all.begin(), all.end()};
   }
-  bool freeze(std::int64_t id, bool on) override {
-    const fs::path state = dir_of("freezer", id) / "freezer.state";
+  bool request_freeze(std::int64_t id, bool on) override {
+    // FREEZING until every task has stopped, then FROZEN (frozen()).
     try {
-      write_text(state, on ? "FROZEN\n" : "THAWED\n");
+      write_text(dir_of("freezer", id) / "freezer.state", on ? "FROZEN\n" : "THAWED\n");
     } catch (const cgroup_error&) {
       return false;
     }
-    if (!on) return true;
-    // FREEZING until every task has stopped.
-    const auto until = std::chrono::steady_clock::now() + 1s;
-    while (std::chrono::steady_clock::now() < until) {
-      if (frozen(id)) return true;
-      std::this_thread::sleep_for(2ms);
-    }
-    return frozen(id);
+    return true;
   }
   bool frozen(std::int64_t id) const override {
     return trimmed(read_text(dir_of("freezer", id) / "freezer.state").value_or("")) == "FROZEN";
@@ -358,7 +351,7 @@ public:
   std::vector<pid_t> procs(std::int64_t id) const override {
     return read_pids(base_ / job_dir_name(id) / "cgroup.procs");
   }
-  bool freeze(std::int64_t id, bool on) override {
+  bool request_freeze(std::int64_t id, bool on) override {
     const fs::path d = base_ / job_dir_name(id);
     if (!fs::is_directory(d)) return false;
     try {
@@ -366,13 +359,7 @@ public:
     } catch (const cgroup_error&) {
       return false;
     }
-    if (!on || !fs::exists(d / "cgroup.events")) return true;
-    const auto until = std::chrono::steady_clock::now() + 1s;
-    while (std::chrono::steady_clock::now() < until) {
-      if (frozen(id)) return true;
-      std::this_thread::sleep_for(2ms);
-    }
-    return frozen(id);
+    return true;
   }
   bool frozen(std::int64_t id) const override {
     const fs::path d = base_ / job_dir_name(id);
@@ -401,19 +388,36 @@ int cgroup_backend::signal_all(std::int64_t job_id, int sig) const {
   return n;
 }
 
+bool cgroup_backend::freeze(std::int64_t job_id, bool on) {
+  if (!request_freeze(job_id, on)) return false;
+  if (!on) return true;
+  // Where the kernel shows no state (a directory that mimics cgroupfs
+  // without cgroup.events), frozen() reads back the request.
+  const auto until = std::chrono::steady_clock::now() + 1s;
+  while (std::chrono::steady_clock::now() < until) {
+    if (frozen(job_id)) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return frozen(job_id);
+}
+
 bool cgroup_backend::kill_all(std::int64_t job_id) {
-  // Frozen, nothing in it can fork while its list is read and killed; the
-  // thaw lets the SIGKILLs take effect (a frozen task dies only when thawed).
+  // Freezing, what has stopped cannot fork while the list is read and
+  // killed (what has not yet stopped and forks is found on the next round);
+  // the thaw lets the SIGKILLs take effect (a frozen task dies only when
+  // thawed). No wait for the whole cgroup to be frozen: a task in the
+  // kernel (an OOM kill under way, a loaded machine) can delay that by a
+  // second, and the kill needs none of it.
   const auto until = std::chrono::steady_clock::now() + 2s;
   while (true) {
     auto pids = procs(job_id);
     if (pids.empty()) return true;
     if (std::chrono::steady_clock::now() > until) return false;
-    const bool froze = freeze(job_id, true);
+    const bool froze = request_freeze(job_id, true);
     for (pid_t p : procs(job_id)) {
       if (p > 1) ::kill(p, SIGKILL);
     }
-    if (froze) freeze(job_id, false);
+    if (froze) request_freeze(job_id, false);
     // Dying tasks leave cgroup.procs once they are reaped by their parents
     // (or us, their subreaper): a short wait before reading it again.
     for (int i = 0; i < 50 && !procs(job_id).empty(); ++i) std::this_thread::sleep_for(2ms);

@@ -68,7 +68,10 @@ public:
   // Freezes (true) or thaws the whole cgroup: the job cannot catch or undo
   // it. Waits (bounded) until the kernel says it is frozen. False if the
   // cgroup is gone or the kernel refused.
-  virtual bool freeze(std::int64_t job_id, bool frozen) = 0;
+  bool freeze(std::int64_t job_id, bool frozen);
+  // Asks the kernel to freeze (true) or thaw the cgroup, without waiting
+  // for it. False if the cgroup is gone or the kernel refused.
+  virtual bool request_freeze(std::int64_t job_id, bool frozen) = 0;
   // Whether it is frozen now.
   virtual bool frozen(std::int64_t job_id) const = 0;
   // How many processes the kernel's OOM killer has killed in it at its

@@ -264,7 +264,7 @@ TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still run
   CHECK(lines == 2);
 }
 
-TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup and untagged children are gone 1 s after its end and after fkill") {
+TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup and untagged children are gone 1 s after its end, after fkill and after a requeue") {
   SKIP_WITHOUT_CGROUPS();
   test::test_database db;
   test::cluster c(one_node(db, 2));
@@ -291,6 +291,26 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
     const auto r = c.cmd(bin().fkill, {std::to_string(id)}, &u);
     REQUIRE_MESSAGE(r.status == 0, r.err);
     c.wait_state(id, {job_state::cancelled, job_state::failed, job_state::completed}, 60s);
+    std::this_thread::sleep_for(1s);
+    const auto left = processes_of(u.uid);
+    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+  }
+  SUBCASE("after a requeue") {
+    const auto u = user(c, "aqs-cgroups-q");
+    REQUIRE(processes_of(u.uid).empty());
+    const fs::path out = u.home / "requeued.out";
+    const fs::path ran = u.home / "ran";
+    // The first run leaves its processes and waits; the second one (after
+    // the requeue) ends at once.
+    const std::string script = "if [ -e " + ran.string() + " ]; then echo second; exit 0; fi\ntouch " + ran.string() +
+                               "\n" + k_leaver + "sleep 300\n";
+    const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", script}, &u, u.home.string());
+    c.wait_state(id, {job_state::running});
+    REQUIRE(eventually([&] { return slurp(out) == "left\n"; }));
+    const auto r = c.cmd(bin().fctl, {"requeue", std::to_string(id)});
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    REQUIRE(eventually([&] { return slurp(out) == "left\nsecond\n"; }, 60s));
+    CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
     std::this_thread::sleep_for(1s);
     const auto left = processes_of(u.uid);
     CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
