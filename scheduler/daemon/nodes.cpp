@@ -103,6 +103,7 @@ void controller::finish_register(const conn_ptr& c, const protocol::register_nod
   n.conn = c;
   refresh_agent_addresses();
   n.probe_port = m.probe_port;
+  n.containment = m.containment;
   n.peers_sent = 0;  // its next heartbeat's ok lists its peers
   peers_changed();
   n.cpus = m.cpus;

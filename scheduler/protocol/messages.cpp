@@ -465,6 +465,7 @@ struct record<register_node> {
       field("host", &R::host, host_name{}, presence::sparse),
       field("probe_port", &R::probe_port, integer{0, 65535}, presence::sparse),
       field("cluster_id", &R::cluster_id, cluster_id_text{}, presence::sparse),
+      field("containment", &R::containment, text{k_max_text, false, true}, presence::sparse),
   };
 };
 

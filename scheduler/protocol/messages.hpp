@@ -328,6 +328,9 @@ struct register_node {
   // `running` unless this is its own id: another cluster's jobs are never
   // adopted or killed.
   std::string cluster_id{};
+  // How the agent contains its jobs, one line ("cgroup v1 (memory, ...)
+  // under ...", or "none (why)"); empty (left out): an older agent.
+  std::string containment{};
   friend bool operator==(const register_node&, const register_node&) = default;
 };
 

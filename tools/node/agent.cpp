@@ -79,9 +79,9 @@ void agent::start() {
     if (auto cg = probe_cgroups(co, why)) {
       // Jobs' cgroups go under the cluster's directory once aqsd has named
       // it (take_cluster).
-      containment_ = cg->describe();
+      containment_ = cg->describe() + "/<cluster>/" + options_.name;
       cgroups_usable_ = true;
-      log("containment: " + containment_ + "/CLUSTER/" + options_.name);
+      log("containment: " + containment_);
     } else {
       if (co.want == cgroup_options::mode::v1 || co.want == cgroup_options::mode::v2) {
         throw std::runtime_error("--cgroups: " + why);
@@ -296,6 +296,7 @@ awaitable<bool> agent::converse(const std::string& where) {
   }
   reg.host = host_name();
   reg.probe_port = prober_ ? prober_->port() : 0;
+  reg.containment = containment_;
   const std::int64_t registered_at = job_supervisor::monotonic_ms();
   send(reg);
   reply = co_await read_one();

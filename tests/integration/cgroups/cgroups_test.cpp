@@ -242,6 +242,12 @@ TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still run
   o.agent_args.insert(o.agent_args.end(), {"--cpus", last});
   test::cluster c(o);
   c.wait_nodes_up(1);
+  // fnodes --json says how the node contains its jobs.
+  const auto nodes = c.nodes();
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].containment.rfind("cgroup v", 0) == 0);
+  const auto fn = c.cmd(bin().fnodes, {"--json"});
+  CHECK(fn.out.find("\"containment\":\"cgroup v") != std::string::npos);
   const auto u = user(c, "aqs-cgroups-c");
   const fs::path out = u.home / "cpus.out";
   const std::string all = "0-" + last;
