@@ -145,6 +145,10 @@ awaitable<void> agent::drain(std::function<void()> done) {
     co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
   }
   if (!outbox_.empty()) warn(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
+  // Its jobs gone, this node's cgroup directories go too (where empty).
+  if (const cgroup_backend* cg = supervisor_.containment(); cg != nullptr && supervisor_.running().empty()) {
+    cg->remove_empty_levels();
+  }
   if (connected_) {
     // The jobs are gone: now aqsd may take the node DOWN (and requeue them
     // elsewhere) at once rather than after its heartbeat timeout. It closes

@@ -430,6 +430,13 @@ bool cgroup_backend::remove(std::int64_t job_id) const {
   return ok;
 }
 
+void cgroup_backend::remove_empty_levels() const {
+  for (const auto& d : dirs(0)) {
+    ::rmdir(d.parent_path().c_str());                  // aqs/<cluster>/<node>
+    ::rmdir(d.parent_path().parent_path().c_str());    // aqs/<cluster>
+  }
+}
+
 std::unique_ptr<cgroup_backend> make_cgroup_v1(const cgroup_options& o) { return std::make_unique<cgroup_v1>(o); }
 std::unique_ptr<cgroup_backend> make_cgroup_v2(const cgroup_options& o) { return std::make_unique<cgroup_v2>(o); }
 

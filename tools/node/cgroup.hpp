@@ -92,6 +92,9 @@ public:
   // Removes the job's cgroup (rmdir, deepest first). False if some part
   // stays (processes still in it).
   bool remove(std::int64_t job_id) const;
+  // Removes the node's and the cluster's directories where they are empty
+  // (an agent's orderly end, its jobs gone); a busy one stays.
+  void remove_empty_levels() const;
 };
 
 // The v1 backend: memory, cpuset and freezer hierarchies (and pids,
