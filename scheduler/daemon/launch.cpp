@@ -173,6 +173,7 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   if (m.state == job_state::timeout) reason = "time limit reached";
   if (m.state == job_state::cancelled) reason = "cancelled";
   if (m.state == job_state::out_of_memory) reason = "memory limit exceeded on " + n->name;
+  if (m.reason) reason += ": " + *m.reason;  // what the agent saw (the kernel's OOM kill)
   end_job(m.job_id, m.state, code, sig, reason);
   after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
 }

@@ -125,6 +125,7 @@ void node_manager::finish_register(const std::shared_ptr<connection>& c, const p
   n.conn = c;
   jobs_.refresh_agent_addresses();
   n.probe_port = m.probe_port;
+  n.containment = m.containment;
   n.peers_sent = 0;  // its next heartbeat's ok lists its peers
   latency_.peers_changed();
   n.cpus = m.cpus;

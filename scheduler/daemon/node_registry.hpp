@@ -34,6 +34,7 @@ struct node_entry {
   time_point last_stored_heartbeat{};
   std::vector<protocol::message> queued;  // for the agent once it is back
   std::int64_t probe_port = 0;   // its agent's UDP latency probe port (0: none)
+  std::string containment;       // how its agent contains jobs (register), for fnodes
   std::uint64_t peers_sent = 0;  // latency_table's peers version its agent was last sent
 
   // The host, or the name until its agent registered (recovered nodes).

@@ -158,6 +158,7 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
     info.connected = static_cast<bool>(n.conn);
     info.alloc = static_cast<std::int64_t>((sched_.held() & mine).count());
     info.latency = latency_.row(n.name);
+    info.containment = n.containment;
     if (options_.partitions.configured) {
       for (const auto& p : options_.partitions.partitions) {
         if (p.has_node(n.name)) info.partitions.push_back(p.name);

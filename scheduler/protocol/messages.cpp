@@ -469,6 +469,7 @@ struct record<register_node> {
       field("host", &R::host, host_name{}, presence::sparse),
       field("probe_port", &R::probe_port, integer{0, 65535}, presence::sparse),
       field("cluster_id", &R::cluster_id, cluster_id_text{}, presence::sparse),
+      field("containment", &R::containment, text{k_max_text, false, true}, presence::sparse),
   };
 };
 
@@ -498,6 +499,7 @@ struct record<job_exited> {
       field("state", &R::state, exit_state{}),
       field("exit_code", &R::exit_code, k_exit_code),
       field("signal", &R::signal, k_signal),
+      field("reason", &R::reason, text{k_max_text, true, true}),
       check<R>([](const reader& in, const R& m) {
         if (m.exit_code.has_value() == m.signal.has_value()) {
           in.fail("exit_code", "or 'signal' must be given, not both");

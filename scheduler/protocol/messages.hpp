@@ -328,6 +328,9 @@ struct register_node {
   // `running` unless this is its own id: another cluster's jobs are never
   // adopted or killed.
   std::string cluster_id{};
+  // How the agent contains its jobs, one line ("cgroup v1 (memory, ...)
+  // under ...", or "none (why)"); empty (left out): an older agent.
+  std::string containment{};
   friend bool operator==(const register_node&, const register_node&) = default;
 };
 
@@ -373,6 +376,9 @@ struct job_exited {
   core::job_state state = core::job_state::completed;
   std::optional<std::int64_t> exit_code;
   std::optional<std::int64_t> signal;
+  // Why, in one line, when the agent knows more than the state says (the
+  // kernel's OOM kill in the job's cgroup). Left out: nothing to add.
+  std::optional<std::string> reason{};
   friend bool operator==(const job_exited&, const job_exited&) = default;
 };
 

@@ -82,6 +82,7 @@ json to_json(const node_info& n) {
          {"nprocs", n.nprocs}, {"procs", n.procs},          {"jobs", n.jobs},
          {"memory_mb", n.memory_mb}, {"gpus", n.gpus}};
   if (!n.partitions.empty()) j["partitions"] = n.partitions;
+  if (!n.containment.empty()) j["containment"] = n.containment;
   if (!n.latency.empty()) {
     json& l = j["latency"] = json::array();
     for (const auto& s : n.latency) l.push_back({{"node", s.node}, {"rtt_us", s.rtt_us}});
@@ -228,6 +229,7 @@ node_info parse_node_info(const json& j, const std::string& where) {
   out.memory_mb = r.integer_or("memory_mb", 0, std::int64_t{1} << 40, 0);
   out.gpus = r.integer_or("gpus", 0, 1 << 16, 0);
   out.partitions = r.strings("partitions", 4096, k_name);
+  out.containment = r.opt_string("containment", {k_max_text, false, true}).value_or("");
   if (const json* a = r.array("latency", k_max_latency_peers, false)) {
     out.latency.reserve(a->size());
     for (std::size_t i = 0; i < a->size(); ++i) {

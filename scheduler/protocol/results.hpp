@@ -61,6 +61,9 @@ struct node_info {
   // Round trips from this node to others, as its agent last measured them
   // (fnodes --latency), by node name; empty (left out) when none.
   std::vector<latency_sample> latency{};
+  // How its agent contains jobs (cgroup v1/v2, or "none (why)"), as it
+  // said at registration; empty (left out): not known.
+  std::string containment{};
   friend bool operator==(const node_info&, const node_info&) = default;
 };
 

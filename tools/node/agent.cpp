@@ -69,6 +69,28 @@ void agent::warn(const std::string& line) const { logging::warn("{}", line); }
 
 void agent::start() {
   prepare_spool(options_.spool);
+  // Containment: cgroups where the host has them, else process groups,
+  // SIGSTOP and polling, with the reason logged. Asked for by version
+  // (--cgroups v1|v2) and unusable: the agent does not start.
+  {
+    cgroup_options co = options_.cgroups;
+    co.node = options_.name;
+    std::string why;
+    if (auto cg = probe_cgroups(co, why)) {
+      // Jobs' cgroups go under the cluster's directory once aqsd has named
+      // it (take_cluster).
+      containment_ = cg->describe() + "/<cluster>/" + options_.name;
+      cgroups_usable_ = true;
+      log("containment: " + containment_);
+    } else {
+      if (co.want == cgroup_options::mode::v1 || co.want == cgroup_options::mode::v2) {
+        throw std::runtime_error("--cgroups: " + why);
+      }
+      containment_ = "none (" + why + ")";
+      warn("containment: none, jobs are process groups, their memory is polled (resident memory of the group, 4 times "
+           "a second) and suspend is SIGSTOP: " + why);
+    }
+  }
   // One agent per spool: another one (an agent of the same name of another
   // cluster, with the default spool) would adopt and report this one's jobs.
   spool_lock_ = std::make_unique<spool_lock>(options_.spool);
@@ -123,6 +145,10 @@ awaitable<void> agent::drain(std::function<void()> done) {
     co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
   }
   if (!outbox_.empty()) warn(std::to_string(outbox_.size()) + " reports not acknowledged by aqsd at exit");
+  // Its jobs gone, this node's cgroup directories go too (where empty).
+  if (const cgroup_backend* cg = supervisor_.containment(); cg != nullptr && supervisor_.running().empty()) {
+    cg->remove_empty_levels();
+  }
   if (connected_) {
     // The jobs are gone: now aqsd may take the node DOWN (and requeue them
     // elsewhere) at once rather than after its heartbeat timeout. It closes
@@ -274,6 +300,7 @@ awaitable<bool> agent::converse(const std::string& where) {
   }
   reg.host = host_name();
   reg.probe_port = prober_ ? prober_->port() : 0;
+  reg.containment = containment_;
   const std::int64_t registered_at = job_supervisor::monotonic_ms();
   send(reg);
   reply = co_await read_one();
@@ -445,8 +472,11 @@ void agent::handle(protocol::message m) {
                  : k->steps    ? supervisor_.signal_steps(k->job_id, static_cast<int>(k->signal))
                                : supervisor_.signal(k->job_id, static_cast<int>(k->signal));
     // fctl suspend/resume: the job's processes that left its group (an MPI
-    // daemon in its own session, and its ranks) stop and continue too.
-    if (job_control && signal_tagged(k->job_id, static_cast<int>(k->signal)) > 0) found = true;
+    // daemon in its own session, and its ranks) stop and continue too (in
+    // a cgroup, the freezer has them all).
+    if (job_control && !supervisor_.contained(k->job_id) && signal_tagged(k->job_id, static_cast<int>(k->signal)) > 0) {
+      found = true;
+    }
     if (k->escalate) {
       // Processes of the job that left its group and session (an MPI daemon
       // that made itself a session leader, and its ranks) go too; killing
@@ -548,14 +578,16 @@ void agent::handle_launch(const protocol::launch& l) {
   }
   std::optional<std::chrono::milliseconds> limit;
   if (l.job.walltime_s) limit = std::chrono::seconds(*l.job.walltime_s);
+  // --mem / --mem-per-cpu: what the job may use on this node (the kernel's
+  // limit of its cgroup, or the agent's polling of its resident memory).
+  if (const auto& g = l.job.geometry) {
+    spec.memory_mb = g->mem_per_node_mb ? static_cast<std::uint64_t>(*g->mem_per_node_mb)
+                                        : static_cast<std::uint64_t>(g->mem_per_cpu_mb.value_or(0)) * l.local_cpus.size();
+  }
   try {
     supervisor_.start_async(l.job_id, spec, limit, options_.timeout_grace, on_started(l));
-    // --mem / --mem-per-cpu: what the job may keep resident on this node.
     if (const auto& g = l.job.geometry) {
-      const std::uint64_t mb =
-          g->mem_per_node_mb ? static_cast<std::uint64_t>(*g->mem_per_node_mb)
-                             : static_cast<std::uint64_t>(g->mem_per_cpu_mb.value_or(0)) * l.local_cpus.size();
-      if (mb > 0) supervisor_.limit_memory(l.job_id, mb);
+      if (spec.memory_mb > 0) supervisor_.limit_memory(l.job_id, spec.memory_mb);
       // --signal=[B:]SIG[@TIME]: a warning before the time limit.
       if (const auto warn = core::signal_spec_of(g->recorded); warn && limit) {
         supervisor_.signal_before_limit(l.job_id, *warn);
@@ -653,6 +685,21 @@ bool agent::take_cluster(const std::string& cluster_id, const std::string& where
   }
   spool_lock_->describe(cluster_id);
   supervisor_.set_spool(dir);
+  if (cgroups_usable_) {
+    cgroup_options co = options_.cgroups;
+    co.node = options_.name;
+    co.cluster = cluster_id;
+    std::string why;
+    auto cg = probe_cgroups(co, why);
+    if (!cg) {
+      // Usable at start, not now (removed by hand?): no job may run uncontained.
+      fail("cannot make this node's cgroups for cluster " + cluster_id + ": " + why);
+      return false;
+    }
+    containment_ = cg->describe();
+    log("containment: " + containment_);
+    supervisor_.contain(std::move(cg));
+  }
   cluster_ = cluster_id;
   spool_cluster_ = cluster_id;
   log("serving cluster " + cluster_id + " (job records in " + dir.string() + ")");
@@ -685,6 +732,7 @@ void agent::report_end(const job_outcome& o) {
   protocol::job_exited e;
   e.job_id = o.job_id;
   e.state = o.state;
+  if (!o.reason.empty()) e.reason = o.reason;
   if (o.status.signaled()) {
     e.signal = o.status.term_signal;
   } else {

@@ -54,6 +54,9 @@ struct agent_options {
   bool probe = true;
   std::uint16_t probe_port = 0;
   std::chrono::milliseconds probe_interval{15000};
+  // Containment (--cgroups, --cgroup-root, --pids-limit): probed at start();
+  // the node name is filled in from `name`.
+  cgroup_options cgroups;
 };
 
 // When a job whose agent died kills itself: SIGKILL one heartbeat before
@@ -162,6 +165,10 @@ private:
   std::optional<std::string> spool_cluster_;  // the cluster the spool's agent served last (spool/cluster)
   std::string cluster_;                       // the cluster aqsd named at registration ("": not yet)
   std::string last_error_;  // last connection error logged (no log flood while aqsd is down)
+  // How jobs are contained here, one line (the cgroup backend, or why the
+  // agent falls back to process groups and polling).
+  std::string containment_;
+  bool cgroups_usable_ = false;  // the probe at start found a backend
 };
 
 }  // namespace aqs::node

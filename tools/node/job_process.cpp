@@ -32,6 +32,7 @@ struct child_failure {
 
 enum stage : int {
   k_setpgid = 1, k_groups, k_setgid, k_setuid, k_chdir, k_stdout, k_stderr, k_stdin, k_affinity, k_exec,
+  k_cgroup,  // + the index of the cgroup.procs file that refused it
 };
 
 std::string describe(const child_failure& f, const launch_spec& spec) {
@@ -47,7 +48,12 @@ std::string describe(const child_failure& f, const launch_spec& spec) {
     case k_stdin: return "cannot open /dev/null: " + err;
     case k_affinity: return "cannot pin the job to its processors: " + err;
     case k_exec: return "cannot execute " + spec.argv[0] + ": " + err;
-    default: return "job start failed: " + err;
+    default:
+      if (f.stage >= k_cgroup && static_cast<std::size_t>(f.stage - k_cgroup) < spec.cgroup_procs.size()) {
+        return "cannot enter the job's cgroup (" + spec.cgroup_procs[static_cast<std::size_t>(f.stage - k_cgroup)] +
+               "): " + err;
+      }
+      return "job start failed: " + err;
   }
 }
 
@@ -138,6 +144,24 @@ pid_t launch(const launch_spec& spec) {
   if (pid == 0) {
     const int fd = error_w.get();
     error_r.reset();
+    // Our pid in decimal, by hand (async-signal-safe).
+    char self_pid[24];
+    std::size_t self_pid_len = 0;
+    {
+      char rev[24];
+      std::size_t n = 0;
+      for (long v = ::getpid(); v > 0 && n < sizeof rev; v /= 10) rev[n++] = static_cast<char>('0' + v % 10);
+      while (n > 0) self_pid[self_pid_len++] = rev[--n];
+    }
+    // Into the job's cgroup first (as root, before the user switch): all it
+    // runs from here on, and all that forks, is inside.
+    for (std::size_t i = 0; i < spec.cgroup_procs.size(); ++i) {
+      const int cg = ::open(spec.cgroup_procs[i].c_str(), O_WRONLY | O_CLOEXEC);
+      if (cg < 0 || ::write(cg, self_pid, self_pid_len) != static_cast<ssize_t>(self_pid_len)) {
+        child_fail(fd, k_cgroup + static_cast<int>(i));
+      }
+      ::close(cg);
+    }
     if (::setpgid(0, 0) != 0) child_fail(fd, k_setpgid);
     // The agent may ignore or block signals; the job starts with defaults.
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) ::signal(sig, SIG_DFL);

@@ -3,6 +3,7 @@
 // environment), signals the whole tree, and decodes how it ended.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,14 @@ struct launch_spec {
   // The submitter's umask: set before the output files are created, and
   // what the job's processes start with.
   mode_t umask = 022;
+  // --mem on this node in MB (0: none): with cgroups the kernel's limit of
+  // the job's cgroup, else what the agent's polling allows it.
+  std::uint64_t memory_mb = 0;
+  // The cgroup.procs files of the job's cgroup (job_supervisor fills them
+  // when the node has cgroups): the job's first process writes its pid to
+  // each before it does anything else, so that no process of the job ever
+  // runs outside its cgroup.
+  std::vector<std::string> cgroup_procs;
 };
 
 // The job could not be started: the message is one line naming the step

@@ -118,9 +118,18 @@ bool lease_lost(int lease, std::int64_t& renewed) {
 // step's session, and the step's descendants tagged with the job's id (what
 // made itself a session leader; the step is their subreaper, so they stay
 // its descendants).
-void fence_job(pid_t pgid, std::int64_t job_id, int sig) {
+void fence_job(pid_t pgid, std::int64_t job_id, int sig, cgroup_backend* cg) {
   signal_job(pgid, ::getpid(), sig);
   signal_tagged(job_id, sig);
+  if (cg != nullptr) {
+    // And everything in its cgroup, wherever it went.
+    if (sig == SIGKILL) {
+      cg->kill_all(job_id);
+    } else {
+      cg->signal_all(job_id, sig);
+      if (cg->frozen(job_id)) cg->freeze(job_id, false);  // a suspended job must see it
+    }
+  }
 }
 
 // The step's wait for its job: the job's main process ends (its wait status
@@ -132,7 +141,7 @@ void fence_job(pid_t pgid, std::int64_t job_id, int sig) {
 // its newest renewal while it lives (a hung agent, or one aqsd no longer
 // hears): a renewal before term_after stops that count. SIGCHLD must be
 // blocked (it is read through a signalfd).
-int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fencing>& fence) {
+int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fencing>& fence, cgroup_backend* cg) {
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -150,7 +159,7 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
         if (killed || termed) {
           // Fenced: no agent is there to reap what dies now; wait (a
           // moment, bounded) for what the SIGKILL hit.
-          fence_job(pgid, job_id, SIGKILL);
+          fence_job(pgid, job_id, SIGKILL, cg);
           const std::int64_t until = monotonic_ms() + 1000;
           int ignored = 0;
           while (monotonic_ms() < until) {
@@ -180,12 +189,12 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
       if (since >= 0) {
         const std::int64_t gone = now - since;
         if (!termed && gone >= fence->term_after.count()) {
-          fence_job(pgid, job_id, SIGTERM);
+          fence_job(pgid, job_id, SIGTERM, cg);
           termed = true;
           termed_since = since;
         }
         if (gone >= fence->kill_after.count()) {
-          fence_job(pgid, job_id, SIGKILL);
+          fence_job(pgid, job_id, SIGKILL, cg);
           killed = true;
         } else {
           // Be on time for the next step of the schedule; with the lease
@@ -233,9 +242,31 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     // that is then cut off is fenced like the others.
     if (lease_w && renewed_) (void)!::write(lease_w.get(), &*renewed_, sizeof *renewed_);
   }
+  // The job's cgroup, made here with its limits; its first process enters
+  // it before exec (launch), so nothing of the job runs outside it.
+  launch_spec contained_spec;
+  const launch_spec* run_spec = &spec;
+  if (cgroups_) {
+    cgroup_limits limits;
+    limits.memory_bytes = spec.memory_mb * 1024 * 1024;
+    limits.cpus = spec.cpus;
+    try {
+      cgroups_->create(job_id, limits);
+    } catch (const std::exception& e) {
+      release_cgroup(job_id);
+      throw launch_error(std::string("cannot make the job's cgroup: ") + e.what());
+    }
+    contained_spec = spec;
+    contained_spec.cgroup_procs = cgroups_->join_files(job_id);
+    run_spec = &contained_spec;
+  }
   auto [report_r, report_w] = make_report_pipe();
   const pid_t step = ::fork();
-  if (step < 0) throw launch_error(std::string("fork failed: ") + std::strerror(errno));
+  if (step < 0) {
+    const int err = errno;
+    release_cgroup(job_id);
+    throw launch_error(std::string("fork failed: ") + std::strerror(err));
+  }
   if (step == 0) {
     // The step: a single-threaded copy of the agent that outlives it. It
     // keeps nothing of the agent's (above all not its connection to aqsd).
@@ -255,7 +286,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     std::string said;
     pid_t pgid = 0;
     try {
-      pgid = launch(spec);
+      pgid = launch(*run_spec);
       said = "O" + std::to_string(pgid);
       // The record a new agent adopts the job by, written here and not by
       // the agent: aqsd counts the job RUNNING from dispatch, and an agent
@@ -274,12 +305,20 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     if (spec.stdout_fd >= 0) ::close(spec.stdout_fd);
     if (spec.stderr_fd >= 0) ::close(spec.stderr_fd);
     if (pgid <= 0) ::_exit(0);
-    const int status = step_wait(pgid, job_id, lease_r.get(), fence_);
+    const int status = step_wait(pgid, job_id, lease_r.get(), fence_, cgroups_.get());
     ::kill(-pgid, SIGKILL);  // what the job left in its group,
     signal_session(::getpid(), ::getpid(), SIGKILL);  // in the step's session,
     signal_tagged(job_id, SIGKILL);  // and what left both (still ours: we are its subreaper)
-    char text[32];
-    const int len = std::snprintf(text, sizeof text, "%d\n", status);
+    // In a cgroup: everything in it, wherever it went, and then the cgroup,
+    // once its OOM kills are counted for the record.
+    unsigned long long oom = 0;
+    if (cgroups_) {
+      cgroups_->kill_all(job_id);
+      oom = cgroups_->oom_kills(job_id);
+      cgroups_->remove(job_id);
+    }
+    char text[48];
+    const int len = std::snprintf(text, sizeof text, "%d %llu\n", status, oom);
     write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
     ::_exit(0);
   }
@@ -327,6 +366,7 @@ void job_supervisor::reported(std::int64_t job_id) {
     const std::string error = j.said.size() > 1 ? j.said.substr(1) : "the job's step process died before starting it";
     by_pid_.erase(j.step);  // reaped as an orphan if it is still there
     jobs_.erase(it);
+    release_cgroup(job_id);
     std::error_code ec;
     std::filesystem::remove(record(job_id, "lease"), ec);
     std::filesystem::remove(record(job_id, "warn"), ec);
@@ -334,6 +374,7 @@ void job_supervisor::reported(std::int64_t job_id) {
     return;
   }
   j.pgid = static_cast<pid_t>(std::stol(j.said.substr(1)));
+  j.cgroup = cgroups_ != nullptr;
   // Its adoption record (job-N.step) the step wrote before it said so.
   if (j.limit_ms) arm_limit(j, *j.limit_ms, j.grace);
   const auto deferred = std::move(j.deferred);
@@ -462,9 +503,16 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     int status = 0;
     if (status_in >> status) {
       // Ended while no agent ran: report it now.
+      std::uint64_t oom = 0;
+      status_in >> oom;
       out.status = decode_wait_status(status);
       out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
                                                                           : core::job_state::failed;
+      if (oom > 0) {
+        out.state = core::job_state::out_of_memory;
+        out.reason = oom_reason(oom, 0);
+      }
+      release_cgroup(id);  // a step killed between its status and its rmdir
       if (on_exit_) on_exit_(out);
       continue;
     }
@@ -475,6 +523,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
       // The step is gone without a word (killed with its agent): the job
       // cannot be trusted to be whole; end what is left of it.
       signal_job(static_cast<pid_t>(pgid), static_cast<pid_t>(step), SIGKILL);
+      release_cgroup(id);
       out.status.term_signal = SIGKILL;
       out.state = core::job_state::failed;
       if (on_exit_) on_exit_(out);
@@ -484,6 +533,13 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     j.id = id;
     j.pgid = static_cast<pid_t>(pgid);
     j.step = static_cast<pid_t>(step);
+    // Its cgroup, found again by its id: still limited, frozen if it was
+    // suspended, and its OOM kills watched.
+    if (cgroups_ && cgroups_->exists(id)) {
+      j.cgroup = true;
+      j.watch_oom = true;
+      if (!memory_timer_) watch_memory();
+    }
     // Holding the lease again tells the step its job is adopted: it is not
     // fenced. A step of an agent without leases has no FIFO: nothing to do.
     j.lease = unique_fd(::open(record(id, "lease").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
@@ -554,6 +610,7 @@ bool job_supervisor::signal(std::int64_t job_id, int sig) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
   signal_job(it->second.pgid, 0, sig);  // a signal for the job's own processes only
+  if (it->second.cgroup) cgroups_->signal_all(job_id, sig);  // (in a cgroup: all of them)
   return true;
 }
 
@@ -565,7 +622,9 @@ bool job_supervisor::pause(std::int64_t job_id, bool stop) {
     j.deferred.emplace_back(stop ? SIGSTOP : SIGCONT, std::chrono::milliseconds(0));
     return true;
   }
-  signal_job(j.pgid, 0, stop ? SIGSTOP : SIGCONT);
+  // In a cgroup the freezer: the job cannot catch it, and no process of
+  // it escapes it; else SIGSTOP/SIGCONT to its group.
+  if (!j.cgroup || !cgroups_->freeze(job_id, stop)) signal_job(j.pgid, 0, stop ? SIGSTOP : SIGCONT);
   if (stop) {
     if (j.limit && !j.paused_left) {
       j.paused_left = std::chrono::duration_cast<std::chrono::milliseconds>(j.deadline - std::chrono::steady_clock::now());
@@ -586,13 +645,23 @@ bool job_supervisor::pause(std::int64_t job_id, bool stop) {
 void job_supervisor::terminate(job& j, core::job_state as, int sig, std::chrono::milliseconds grace) {
   if (!j.killed_as) j.killed_as = as;
   signal_job(j.pgid, j.step, sig);
+  if (j.cgroup) {
+    if (sig == SIGKILL) {
+      cgroups_->kill_all(j.id);
+    } else {
+      cgroups_->signal_all(j.id, sig);
+      if (cgroups_->frozen(j.id)) cgroups_->freeze(j.id, false);  // a suspended job must see it
+    }
+  }
   if (sig == SIGKILL) return;
   j.escalate = std::make_unique<boost::asio::steady_timer>(io_, grace);
   const std::int64_t id = j.id;
   j.escalate->async_wait([this, id](boost::system::error_code ec) {
     if (ec) return;
     auto it = jobs_.find(id);
-    if (it != jobs_.end()) signal_job(it->second.pgid, it->second.step, SIGKILL);
+    if (it == jobs_.end()) return;
+    signal_job(it->second.pgid, it->second.step, SIGKILL);
+    if (it->second.cgroup) cgroups_->kill_all(id);
   });
 }
 
@@ -600,7 +669,9 @@ bool job_supervisor::limit_memory(std::int64_t job_id, std::uint64_t mb, std::ch
   auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return false;
   it->second.memory_limit_mb = mb;
-  memory_every_ = every;
+  // In a cgroup the kernel holds the limit; its OOM kills are watched often.
+  it->second.watch_oom = cgroups_ != nullptr;
+  memory_every_ = cgroups_ ? std::min(every, std::chrono::milliseconds(100)) : every;
   if (!memory_timer_) watch_memory();
   return true;
 }
@@ -647,9 +718,17 @@ void job_supervisor::watch_memory() {
     bool any = false;
     std::optional<std::unordered_map<pid_t, std::uint64_t>> rss;  // one pass over /proc per tick
     for (auto& [id, j] : jobs_) {
-      if (j.memory_limit_mb == 0) continue;
+      if (j.memory_limit_mb == 0 && !j.watch_oom) continue;
       any = true;
       if (j.starting || j.pgid <= 0 || j.killed_as) continue;
+      if (j.cgroup) {
+        // The kernel killed a process of the job at its limit: the job ends.
+        if (const std::uint64_t kills = cgroups_->oom_kills(id); kills > 0) {
+          terminate(j, core::job_state::out_of_memory, SIGKILL, std::chrono::milliseconds(0));
+          j.oom_reason = oom_reason(kills, j.memory_limit_mb);
+        }
+        continue;
+      }
       if (!rss) rss = resident_by_group();
       const auto found = rss->find(j.pgid);
       const std::uint64_t used = found == rss->end() ? 0 : found->second;
@@ -702,7 +781,15 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
   out.job_id = j.id;
   std::ifstream in(record(j.id, "status"));
   int status = 0;
+  std::uint64_t oom = 0;
+  if (j.cgroup && cgroups_->exists(j.id)) {
+    // The step died before it emptied the cgroup (SIGKILL): we do.
+    oom = cgroups_->oom_kills(j.id);
+    release_cgroup(j.id);
+  }
   if (in >> status) {
+    std::uint64_t recorded = 0;
+    if (in >> recorded) oom = std::max(oom, recorded);
     out.status = decode_wait_status(status);
   } else {
     // The step died before it could write (SIGKILL): the job with it.
@@ -715,7 +802,31 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
     out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
                                                                         : core::job_state::failed;
   }
+  // An OOM kill in its cgroup ends it OUT_OF_MEMORY, unless it was already
+  // being cancelled or timed out; the kernel's count is the reason.
+  if (oom > 0 && (!j.killed_as || *j.killed_as == core::job_state::out_of_memory)) {
+    out.state = core::job_state::out_of_memory;
+    out.reason = j.oom_reason.empty() ? oom_reason(oom, j.memory_limit_mb) : j.oom_reason;
+  }
   if (on_exit_) on_exit_(out);
+}
+
+}  // namespace aqs::node
+
+namespace aqs::node {
+
+std::string job_supervisor::oom_reason(std::uint64_t kills, std::uint64_t limit_mb) const {
+  std::string text = "the kernel's OOM killer killed " + std::to_string(kills) +
+                     (kills == 1 ? " process" : " processes") + " in the job's cgroup";
+  if (limit_mb > 0) text += " at its memory limit of " + std::to_string(limit_mb) + " MB";
+  if (cgroups_) text += cgroups_->version() == 1 ? " (cgroup v1 memory.oom_control oom_kill)" : " (cgroup v2 memory.events oom_kill)";
+  return text;
+}
+
+void job_supervisor::release_cgroup(std::int64_t job_id) {
+  if (!cgroups_ || !cgroups_->exists(job_id)) return;
+  cgroups_->kill_all(job_id);
+  cgroups_->remove(job_id);
 }
 
 }  // namespace aqs::node

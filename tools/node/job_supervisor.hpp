@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "core/job_state.hpp"
+#include "cgroup.hpp"
 #include "core/signal_spec.hpp"
 #include "job_process.hpp"
 #include "unique_fd.hpp"
@@ -42,6 +43,9 @@ struct job_outcome {
   // COMPLETED (exit 0), FAILED (non-zero exit or killed by a signal nobody
   // sent), TIMEOUT (killed at its time limit), CANCELLED (killed on request).
   core::job_state state = core::job_state::completed;
+  // Why, when the agent knows more than the state says (the kernel's OOM
+  // kill in the job's cgroup); "" otherwise.
+  std::string reason;
 };
 
 // Single-threaded: construct, call and destroy it on the thread that runs
@@ -146,18 +150,33 @@ public:
   // CLOCK_MONOTONIC in milliseconds: the clock of renew()'s stamps.
   static std::int64_t monotonic_ms();
 
-  // Kills the job (SIGKILL to its process group; it ends OUT_OF_MEMORY)
-  // once the resident memory of its processes here, summed, exceeds `mb`
-  // megabytes. There are no cgroups: every `every` the agent reads
-  // /proc/PID/stat of the processes in the job's process group and adds
-  // their RSS, so a spike shorter than that can pass unseen. False for a
-  // job not running here.
+  // Kills the job (it ends OUT_OF_MEMORY) when it goes over `mb` megabytes.
+  // In a cgroup (contain()) the kernel enforces the limit (set at start
+  // from launch_spec::memory_mb) and this watches its OOM kills, every
+  // 100 ms at most. Without cgroups, the fallback: every `every` the agent
+  // reads /proc/PID/stat of the processes in the job's process group and
+  // adds their RSS, so a spike shorter than that, or a process that left
+  // the group, passes unseen. False for a job not running here.
   bool limit_memory(std::int64_t job_id, std::uint64_t mb,
                     std::chrono::milliseconds every = std::chrono::milliseconds(250));
   // The resident memory of a process group, in bytes (0 if it has none).
   static std::uint64_t resident_bytes(pid_t pgid);
   // Every process group's resident memory, from one pass over /proc.
   static std::unordered_map<pid_t, std::uint64_t> resident_by_group();
+
+  // Containment: from now on every job runs in a cgroup of its own made by
+  // `cgroups` (its memory limit, cpuset and pids limit; suspend freezes
+  // it; its end, a kill or a cancel kill everything in it, wherever it
+  // moved its session or group; then it is removed). Call before the first
+  // start or adopt. Without it: process groups, SIGSTOP and the polling
+  // of limit_memory().
+  void contain(std::shared_ptr<cgroup_backend> cgroups) { cgroups_ = std::move(cgroups); }
+  const cgroup_backend* containment() const noexcept { return cgroups_.get(); }
+  // Whether the job runs here in a cgroup of its own.
+  bool contained(std::int64_t job_id) const {
+    const auto it = jobs_.find(job_id);
+    return it != jobs_.end() && it->second.cgroup;
+  }
 
   // Ids of the jobs running here, in no particular order.
   std::vector<std::int64_t> running() const;
@@ -186,6 +205,9 @@ private:
     unique_fd lease;  // while we hold it, the step knows its agent lives
     unique_fd lease_drain;  // our read end: stale stamps go when the FIFO is full (a stopped step)
     std::uint64_t memory_limit_mb = 0;  // 0: none
+    bool cgroup = false;     // runs in its cgroup (cgroups_)
+    bool watch_oom = false;  // in a cgroup, with a memory limit: its OOM kills end it
+    std::string oom_reason;  // once they did
     std::optional<core::signal_spec> warning;  // --signal, until sent
     std::unique_ptr<boost::asio::steady_timer> warn;
   };
@@ -216,6 +238,11 @@ private:
   std::optional<std::int64_t> renewed_;  // the newest renew() stamp
   std::unique_ptr<boost::asio::steady_timer> memory_timer_;
   std::chrono::milliseconds memory_every_{250};
+  std::shared_ptr<cgroup_backend> cgroups_;  // null: no containment
+  // The reason of an OUT_OF_MEMORY end seen in the job's cgroup.
+  std::string oom_reason(std::uint64_t kills, std::uint64_t limit_mb) const;
+  // Empties and removes a job's cgroup (contained jobs; nothing otherwise).
+  void release_cgroup(std::int64_t job_id);
 };
 
 }  // namespace aqs::node

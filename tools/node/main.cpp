@@ -72,6 +72,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--probe-interval", probe_interval_s, "seconds between two rounds of latency probes to the other nodes")
       ->check(CLI::Range(1.0, 86400.0));
+  std::string cgroups_mode = "auto", cgroup_root = "/sys/fs/cgroup";
+  std::int64_t pids_limit = 0;
+  app.add_option("--cgroups", cgroups_mode,
+                 "contain each job in a cgroup of its own: auto (v2 where the host has it, else v1, else none: "
+                 "process groups and memory polling, with the reason logged), v1, v2 (refuse to start without), off")
+      ->check(CLI::IsMember({"auto", "v1", "v2", "off"}));
+  app.add_option("--cgroup-root", cgroup_root, "where cgroupfs is mounted (default /sys/fs/cgroup)");
+  app.add_option("--pids-limit", pids_limit, "at most N processes and threads in each job's cgroup (default 0: none)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 22));
   std::string log_level;
   app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
@@ -124,6 +133,9 @@ int main(int argc, char** argv) {
     o.node_down_timeout = std::chrono::milliseconds(static_cast<long>(node_down_timeout_s * 1000));
     o.probe_port = static_cast<std::uint16_t>(probe_port);
     o.probe_interval = std::chrono::milliseconds(static_cast<long>(probe_interval_s * 1000));
+    o.cgroups.want = aqs::node::parse_cgroup_mode(cgroups_mode);
+    o.cgroups.root = cgroup_root;
+    o.cgroups.pids_max = pids_limit;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aqs-node: %s\n", e.what());
     return 2;

@@ -1,0 +1,358 @@
+// Jobs contained in cgroups (issue 31), end to end with real aqsd, agents and
+// commands, jobs run as throwaway users: a --mem job whose allocator left
+// its session is OOM-killed by the kernel and ends OUT_OF_MEMORY while the
+// node's other job goes on; a job cannot widen its processors with
+// sched_setaffinity; nothing a job leaves (new sessions, double forks,
+// nohup, untagged children) outlives it, after a normal end or fkill;
+// suspend freezes a job that ignores SIGTSTP, and it resumes whole.
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "aqs_cluster.hpp"
+#include "file_text.hpp"
+#include "run_users.hpp"
+#include "test_pg.hpp"
+
+namespace fs = std::filesystem;
+using namespace aqs;
+using namespace std::chrono_literals;
+using core::job_state;
+using test::bin;
+using test::slurp;
+
+namespace {
+
+// Why these tests cannot run here, or "" when they can: they need root and
+// a cgroup hierarchy the agent can use (v1 memory, cpuset, freezer and pids
+// controllers, or a v2 mount with them).
+std::string unavailable() {
+  if (::geteuid() != 0) return "not root";
+  const bool v1 = fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") &&
+                  fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus") && fs::exists("/sys/fs/cgroup/freezer/tasks");
+  const std::string v2 = slurp("/sys/fs/cgroup/cgroup.controllers");
+  const bool v2ok = v2.find("memory") != std::string::npos && v2.find("cpuset") != std::string::npos;
+  if (!v1 && !v2ok) return "no cgroup v1 memory/cpuset/freezer controllers and no cgroup v2 with memory and cpuset";
+  return {};
+}
+
+#define SKIP_WITHOUT_CGROUPS()                                                             \
+  if (const std::string why = unavailable(); !why.empty()) {                               \
+    MESSAGE("skipped: jobs cannot be contained in cgroups here (" << why << ")");          \
+    return;                                                                                \
+  }
+
+test::cluster::options one_node(const test::test_database& db, int procs) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 1;
+  o.procs_per_node = procs;
+  o.agent_args = {"--memory", "4G"};
+  return o;
+}
+
+test::test_user user(test::cluster& c, const std::string& name) {
+  test::users().ensure(name);
+  return c.user(name);
+}
+
+std::size_t lines_of(const fs::path& p) {
+  const std::string t = slurp(p);
+  return static_cast<std::size_t>(std::count(t.begin(), t.end(), '\n'));
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+// Every live process (zombies excluded) of uid, with its command line.
+std::vector<std::string> processes_of(uid_t uid) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string base = std::string("/proc/") + e->d_name;
+    std::istringstream status(slurp(base + "/status"));
+    bool mine = false, zombie = false;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("State:", 0) == 0) zombie = line.find('Z') != std::string::npos;
+      if (line.rfind("Uid:", 0) == 0) {
+        std::istringstream f(line.substr(4));
+        long real = -1;
+        f >> real;
+        mine = real == static_cast<long>(uid);
+      }
+    }
+    if (!mine || zombie) continue;
+    std::string cmd = slurp(base + "/cmdline");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    out.push_back(std::string(e->d_name) + ": " + cmd);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+// The v1 memory cgroup a job of this cluster's node0 runs in: under the
+// memory cgroup of this process, which the agents inherit, and the cluster
+// id (the agent's spool names it). Empty without v1.
+fs::path v1_memory_cgroup_of(const test::cluster& c, std::int64_t id) {
+  std::string cluster;
+  for (const auto& e : fs::directory_iterator(c.dir() / "spool-node0")) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("cluster-", 0) == 0) cluster = n.substr(8);
+  }
+  if (!fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes")) return {};
+  std::istringstream in(slurp("/proc/self/cgroup"));
+  std::string own;
+  for (std::string line; std::getline(in, line);) {
+    const auto a = line.find(":memory:");
+    if (a != std::string::npos) own = line.substr(a + 8);
+  }
+  fs::path p = "/sys/fs/cgroup/memory";
+  if (own.size() > 1) p /= own.substr(1);
+  return p / "aqs" / cluster / "node0" / ("job_" + std::to_string(id));
+}
+
+// What a job script leaves behind as it goes: a child in a session of its
+// own, a double-forked daemon, a nohup child, and a child in a new session
+// that dropped AQS_JOB_ID and renamed itself.
+const std::string k_leaver =
+    "setsid sleep 1000 &\n"
+    "( ( setsid sleep 1001 </dev/null >/dev/null 2>&1 & ) & )\n"
+    "nohup sleep 1002 >/dev/null 2>&1 &\n"
+    "setsid env -u AQS_JOB_ID bash -c 'exec -a other sleep 240' &\n"
+    "sleep 1\n"
+    "echo left\n";
+
+}  // namespace
+
+TEST_CASE("a --mem=100M job whose child allocates 500 MB in a new session ends OUT_OF_MEMORY; the node's other job is untouched") {
+  SKIP_WITHOUT_CGROUPS();
+  test::test_database db;
+  test::cluster c(one_node(db, 2));
+  c.wait_nodes_up(1);
+  const auto u = user(c, "aqs-cgroups-m");
+  const fs::path other_out = u.home / "other.out";
+  const std::int64_t other = c.submit({"-n", "1", "-o", other_out.string(), "--wrap", "sleep 6; echo fine"}, &u,
+                                      u.home.string());
+  c.wait_state(other, {job_state::running});
+  // tail holds a 500 MB line; setsid puts it (and the pipe) in a session and
+  // process group of their own, out of the job's group.
+  const fs::path out = u.home / "hog.out";
+  const std::string hog = "setsid sh -c '{ head -c 500000000 /dev/zero; sleep 3; } | tail -n 1 | wc -c'; sleep 15; "
+                          "echo survived";
+  const std::int64_t id = c.submit({"-n", "1", "--mem=100M", "-o", out.string(), "--wrap", hog}, &u, u.home.string());
+  // Measured, not asserted: from the kernel's OOM kill (its counter in the
+  // job's v1 memory cgroup, watched every few ms) to the job's cgroup gone
+  // (every process killed, the cgroup removed).
+  const fs::path memcg = v1_memory_cgroup_of(c, id);
+  std::optional<std::chrono::steady_clock::time_point> oom_at, gone_at;
+  if (!memcg.empty()) {
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    bool seen_dir = false;
+    while (std::chrono::steady_clock::now() < until && !gone_at) {
+      const bool there = fs::exists(memcg);
+      seen_dir = seen_dir || there;
+      if (there && !oom_at && slurp(memcg / "memory.oom_control").find("oom_kill 0") == std::string::npos &&
+          slurp(memcg / "memory.oom_control").find("oom_kill") != std::string::npos) {
+        oom_at = std::chrono::steady_clock::now();
+      }
+      if (seen_dir && !there) gone_at = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  const auto seen = c.wait_state(id, {job_state::out_of_memory, job_state::completed, job_state::failed}, 60s);
+  CHECK(seen.state == job_state::out_of_memory);
+  CHECK(slurp(out).find("survived") == std::string::npos);
+  if (oom_at && gone_at) {
+    MESSAGE("measured {\"oom_kill_to_job_cgroup_gone_ms\": "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(*gone_at - *oom_at).count() << "}");
+  }
+  const auto h = c.cmd(bin().fjobs, {"--history", std::to_string(id)}, &u);
+  MESSAGE(h.out);
+  CHECK(h.out.find("OOM killer killed") != std::string::npos);
+  // The other job on the node ran on to its end.
+  CHECK(c.wait_state(other, {job_state::completed, job_state::failed, job_state::out_of_memory,
+                             job_state::cancelled}, 60s).state == job_state::completed);
+  CHECK(slurp(other_out) == "fine\n");
+}
+
+TEST_CASE("an agent killed and restarted while a --mem job runs finds its cgroup again: its later OOM kill still ends it OUT_OF_MEMORY") {
+  SKIP_WITHOUT_CGROUPS();
+  test::test_database db;
+  test::cluster c(one_node(db, 2));
+  c.wait_nodes_up(1);
+  const auto u = user(c, "aqs-cgroups-a");
+  const fs::path out = u.home / "adopted.out";
+  const fs::path go = u.home / "go";
+  // Waits for the test's word, then allocates 500 MB in a new session.
+  const std::string hog = "while [ ! -e " + go.string() + " ]; do sleep 0.1; done; echo allocating; "
+                          "setsid sh -c '{ head -c 500000000 /dev/zero; sleep 3; } | tail -n 1 | wc -c'; sleep 15; "
+                          "echo survived";
+  const std::int64_t id = c.submit({"-n", "1", "--mem=100M", "-o", out.string(), "--wrap", hog}, &u, u.home.string());
+  c.wait_state(id, {job_state::running});
+  c.kill_agent(0, SIGKILL);
+  c.start_agent(0);
+  c.wait_nodes_up(1);
+  {
+    std::ofstream(go) << "go\n";
+  }
+  const auto seen = c.wait_state(id, {job_state::out_of_memory, job_state::completed, job_state::failed}, 60s);
+  CHECK(seen.state == job_state::out_of_memory);
+  CHECK(slurp(out).find("allocating") != std::string::npos);
+  CHECK(slurp(out).find("survived") == std::string::npos);
+  std::this_thread::sleep_for(1s);
+  const auto left = processes_of(u.uid);
+  CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+}
+
+TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still runs only on its processors") {
+  SKIP_WITHOUT_CGROUPS();
+  const long ncpu = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu < 2) {
+    MESSAGE("skipped: one CPU only, nothing to widen to");
+    return;
+  }
+  test::test_database db;
+  auto o = one_node(db, 2);
+  // The node has the last core only (2 processors on it): every other CPU
+  // of the machine is outside the job's.
+  const std::string last = std::to_string(ncpu - 1);
+  o.agent_args.insert(o.agent_args.end(), {"--cpus", last});
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  // fnodes --json says how the node contains its jobs.
+  const auto nodes = c.nodes();
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].containment.rfind("cgroup v", 0) == 0);
+  const auto fn = c.cmd(bin().fnodes, {"--json"});
+  CHECK(fn.out.find("\"containment\":\"cgroup v") != std::string::npos);
+  const auto u = user(c, "aqs-cgroups-c");
+  const fs::path out = u.home / "cpus.out";
+  const std::string all = "0-" + last;
+  const std::string script = "taskset -a -p -c " + all + " $$ >/dev/null; "
+                             "sh -c 'grep Cpus_allowed_list /proc/self/status'; "
+                             "grep Cpus_allowed_list /proc/$$/status";
+  const std::int64_t id = c.submit({"-n", "2", "-o", out.string(), "--wrap", script}, &u, u.home.string());
+  c.wait_state(id, {job_state::completed, job_state::failed}, 60s);
+  const std::string text = slurp(out);
+  INFO(text);
+  std::istringstream in(text);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
+    ++lines;
+    std::string v = line.substr(18);
+    v.erase(0, v.find_first_not_of(" \t"));
+    CHECK(v == last);
+  }
+  CHECK(lines == 2);
+}
+
+TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup and untagged children are gone 1 s after its end, after fkill and after a requeue") {
+  SKIP_WITHOUT_CGROUPS();
+  test::test_database db;
+  test::cluster c(one_node(db, 2));
+  c.wait_nodes_up(1);
+  SUBCASE("after a normal end") {
+    const auto u = user(c, "aqs-cgroups-r");
+    REQUIRE(processes_of(u.uid).empty());
+    const fs::path out = u.home / "left.out";
+    const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", k_leaver}, &u, u.home.string());
+    CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
+    CHECK(slurp(out) == "left\n");
+    std::this_thread::sleep_for(1s);
+    const auto left = processes_of(u.uid);
+    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+  }
+  SUBCASE("after fkill") {
+    const auto u = user(c, "aqs-cgroups-k");
+    REQUIRE(processes_of(u.uid).empty());
+    const fs::path out = u.home / "killed.out";
+    const std::int64_t id =
+        c.submit({"-n", "1", "-o", out.string(), "--wrap", k_leaver + "sleep 300\n"}, &u, u.home.string());
+    c.wait_state(id, {job_state::running});
+    REQUIRE(eventually([&] { return slurp(out) == "left\n"; }));
+    const auto r = c.cmd(bin().fkill, {std::to_string(id)}, &u);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    c.wait_state(id, {job_state::cancelled, job_state::failed, job_state::completed}, 60s);
+    std::this_thread::sleep_for(1s);
+    const auto left = processes_of(u.uid);
+    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+  }
+  SUBCASE("after a requeue") {
+    const auto u = user(c, "aqs-cgroups-q");
+    REQUIRE(processes_of(u.uid).empty());
+    const fs::path out = u.home / "requeued.out";
+    const fs::path ran = u.home / "ran";
+    // The first run leaves its processes and waits; the second one (after
+    // the requeue) ends at once.
+    const std::string script = "if [ -e " + ran.string() + " ]; then echo second; exit 0; fi\ntouch " + ran.string() +
+                               "\n" + k_leaver + "sleep 300\n";
+    const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", script}, &u, u.home.string());
+    c.wait_state(id, {job_state::running});
+    REQUIRE(eventually([&] { return slurp(out) == "left\n"; }));
+    const auto r = c.cmd(bin().fctl, {"requeue", std::to_string(id)});
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    REQUIRE(eventually([&] { return slurp(out) == "left\nsecond\n"; }, 60s));
+    CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
+    std::this_thread::sleep_for(1s);
+    const auto left = processes_of(u.uid);
+    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+  }
+}
+
+TEST_CASE("a suspended job that ignores SIGTSTP and handles SIGCONT makes no progress, then resumes with its whole output") {
+  SKIP_WITHOUT_CGROUPS();
+  test::test_database db;
+  test::cluster c(one_node(db, 2));
+  c.wait_nodes_up(1);
+  const auto u = user(c, "aqs-cgroups-s");
+  const fs::path out = u.home / "count.out";
+  // The counter runs in a session of its own without AQS_JOB_ID: out of
+  // reach of signals to the job's group, session or tagged processes.
+  const std::string counter =
+      "setsid env -u AQS_JOB_ID bash -c 'trap \"\" TSTP; trap \"echo cont >&2\" CONT; "
+      "for i in $(seq 1 40); do echo $i; sleep 0.1; done'";
+  const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "-e", (u.home / "count.err").string(), "--wrap",
+                                    counter},
+                                   &u, u.home.string());
+  c.wait_state(id, {job_state::running});
+  REQUIRE(eventually([&] { return lines_of(out) >= 3; }));
+  auto r = c.cmd(bin().fctl, {"suspend", std::to_string(id)}, &u);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  c.wait_state(id, {job_state::suspended});
+  std::this_thread::sleep_for(500ms);
+  const std::size_t at_stop = lines_of(out);
+  std::this_thread::sleep_for(2s);
+  CHECK(lines_of(out) == at_stop);
+  CHECK(at_stop < 40);
+  r = c.cmd(bin().fctl, {"resume", std::to_string(id)}, &u);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto done = c.wait_state(id, {job_state::completed, job_state::failed, job_state::timeout}, 60s);
+  CHECK(done.state == job_state::completed);
+  std::string want;
+  for (int i = 1; i <= 40; ++i) want += std::to_string(i) + "\n";
+  CHECK(slurp(out) == want);
+}
