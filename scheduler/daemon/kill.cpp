@@ -33,6 +33,8 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       targets.push_back(id);
     } else {
       targets.insert(targets.end(), tasks.begin(), tasks.end());
+      // Its compact record too: the tasks not yet split off.
+      if (arrays_.find_compact(id) != nullptr) targets.push_back(id);
     }
   }
   if (targets.empty() && m.user) targets = jobs_.of_user(*m.user);
