@@ -34,8 +34,12 @@ public:
   std::optional<std::int64_t> array_of(std::int64_t task_job) const;
   std::size_t live_tasks(std::int64_t array_id) const;
 
-  // An array's compact record: its pending indices not yet split off.
+  // An array's compact record: its pending indices not yet split off. The
+  // record is the array's own job (its id) until the first split, when
+  // that job becomes the first task and the indices left move to a new
+  // record, which becomes the last task in the end (array_id_NNN in Slurm).
   struct compact {
+    std::int64_t record = 0;  // the job that holds `rest`
     core::task_ranges rest;
     std::int64_t max_running = 0;  // %K; 0: none
     bool eligible = false;         // its dependencies allow it: tasks are split off

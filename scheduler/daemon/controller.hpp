@@ -227,15 +227,18 @@ private:
   // Splits the next tasks off an eligible array's compact record, within
   // its throttle or window, k_split_slice at most per turn (submit.cpp).
   struct split_run {
-    store::array_split split;
+    std::int64_t array_id = 0;
+    store::array_split split;             // split.array_id: the record
     std::vector<std::int64_t> ids;
-    core::task_ranges rest;            // the record's indices afterwards
-    std::optional<std::int64_t> last;  // the record became this task
+    core::task_ranges rest;               // the indices left in a record afterwards
+    std::optional<std::int64_t> becomes;  // the record became this task
     std::string error;
   };
   void split_array(std::int64_t array_id);
   void on_split(split_run run);
-  void arrive_task(std::int64_t id, std::int64_t array_id, std::int64_t index);
+  // A job of the array made from its record (its text is the record's, in the store).
+  job_entry copy_for(const job_entry& record, std::int64_t id) const;
+  void arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index);
   // `keep_spec`: keep the job's text in memory until launch (else it is
   // read from the store then: array tasks, big scripts). `charged_bytes`:
   // the job text it holds of its user's MaxScriptBytesPerUser.

@@ -33,9 +33,10 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       targets.push_back(id);
     } else {
       targets.insert(targets.end(), tasks.begin(), tasks.end());
-      // Its compact record too: the tasks not yet split off.
-      if (arrays_.find_compact(id) != nullptr) targets.push_back(id);
     }
+    // Its compact record too, once it moved off the array's id: the tasks
+    // not yet split off.
+    if (const auto* rec = arrays_.find_compact(id); rec != nullptr && rec->record != id) targets.push_back(rec->record);
   }
   if (targets.empty() && m.user) targets = jobs_.of_user(*m.user);
   protocol::cancel_reply reply;

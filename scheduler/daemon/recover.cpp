@@ -98,10 +98,11 @@ void controller::recover() {
         try {
           const core::array_spec spec = core::parse_array_spec(*e.geometry->array);
           array_table::compact c;
+          c.record = s.id;
           c.rest = core::task_ranges::of(spec.tasks);
           c.max_running = spec.max_running;
           e.charged_jobs = c.rest.size();
-          arrays_.add_compact(s.id, std::move(c));
+          arrays_.add_compact(e.geometry->array_job_id.value_or(s.id), std::move(c));
           jobs_.add(s.id, std::move(e));
           compact.push_back(s.id);
           ++pending;

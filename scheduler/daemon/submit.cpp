@@ -314,9 +314,10 @@ protocol::job_geometry task_geometry(protocol::job_geometry g, std::int64_t arra
 
 void controller::split_array(std::int64_t array_id) {
   array_table::compact* c = arrays_.find_compact(array_id);
-  job_entry* a = jobs_.find(array_id);
-  if (c == nullptr || a == nullptr || !a->geometry || !c->eligible || c->splitting || stopped_ ||
-      a->cancel_requested || c->rest.empty()) {
+  if (c == nullptr) return;
+  job_entry* a = jobs_.find(c->record);
+  if (a == nullptr || !a->geometry || !c->eligible || c->splitting || stopped_ || a->cancel_requested ||
+      c->rest.empty()) {
     return;
   }
   // Split while the queue reaches them: up to the throttle, else up to the
@@ -326,32 +327,51 @@ void controller::split_array(std::int64_t array_id) {
                                                 : sched_.machine().size() + k_split_ahead;
   const std::size_t live = arrays_.live_tasks(array_id);
   if (live >= window) {
-    view_.set_reason(array_id, c->max_running > 0 ? "JobArrayTaskLimit" : "Priority");
+    view_.set_reason(c->record, c->max_running > 0 ? "JobArrayTaskLimit" : "Priority");
     return;
   }
   const std::size_t budget = std::min(window - live, k_split_slice);
+  const bool first = c->record == array_id;  // the array's own job: it becomes the first task
   core::task_ranges rest = c->rest;
-  const bool last = static_cast<std::int64_t>(budget) >= rest.size();
   split_run run;
-  run.split.array_id = array_id;
-  run.split.tasks = rest.take_front(last ? static_cast<std::size_t>(rest.size() - 1) : budget);
+  run.split.array_id = c->record;
+  protocol::job_geometry g = *a->geometry;
+  g.array_job_id.reset();
+  g.array.reset();
+  if (first) {
+    run.becomes = rest.take_front(1).front();
+    run.split.tasks = rest.take_front(budget - 1);
+  } else if (static_cast<std::int64_t>(budget) >= rest.size()) {
+    // The record becomes the array's last task: every index is a job.
+    run.split.tasks = rest.take_front(static_cast<std::size_t>(rest.size() - 1));
+    run.becomes = rest.take_front(1).front();
+  } else {
+    run.split.tasks = rest.take_front(budget);
+  }
   run.split.task_geometry.reserve(run.split.tasks.size());
   for (const std::int64_t t : run.split.tasks) {
-    run.split.task_geometry.push_back(protocol::geometry_json(task_geometry(*a->geometry, array_id, t)));
+    run.split.task_geometry.push_back(protocol::geometry_json(task_geometry(g, array_id, t)));
   }
-  if (last) {
-    // The record becomes its last task (Slurm's way): the array's id stays
-    // a job of the array.
-    run.last = rest.take_front(1).front();
-    protocol::job_geometry g = *a->geometry;
-    g.array.reset();
-    g.array_task_id = *run.last;
-    run.split.rest_geometry = protocol::geometry_json(g);
+  const std::string throttle = throttle_text(c->max_running);
+  if (run.becomes) {
+    protocol::job_geometry as_task = g;
+    as_task.array_task_id = *run.becomes;
+    if (!first) as_task.array_job_id = array_id;
+    run.split.rest_geometry = protocol::geometry_json(as_task);
+    if (first && !rest.empty()) {
+      // The indices left move to a new record of the array.
+      protocol::job_geometry record = g;
+      record.array = rest.to_string() + throttle;
+      record.array_job_id = array_id;
+      run.split.new_record_geometry = protocol::geometry_json(record);
+    }
   } else {
-    protocol::job_geometry g = *a->geometry;
-    g.array = rest.to_string() + throttle_text(c->max_running);
-    run.split.rest_geometry = protocol::geometry_json(g);
+    protocol::job_geometry record = g;
+    record.array = rest.to_string() + throttle;
+    if (!first) record.array_job_id = array_id;
+    run.split.rest_geometry = protocol::geometry_json(record);
   }
+  run.array_id = array_id;
   run.rest = std::move(rest);
   c->splitting = true;
   // On the writer, in order with the transitions (a cancel of the record
@@ -367,9 +387,10 @@ void controller::split_array(std::int64_t array_id) {
 }
 
 void controller::on_split(split_run run) {
-  const std::int64_t array_id = run.split.array_id;
+  const std::int64_t array_id = run.array_id;
+  const std::int64_t record = run.split.array_id;
   array_table::compact* c = arrays_.find_compact(array_id);
-  job_entry* a = jobs_.find(array_id);
+  job_entry* a = jobs_.find(record);
   if (c != nullptr) c->splitting = false;
   if (!run.error.empty()) {
     if (a == nullptr || a->cancel_requested || c == nullptr) return;  // cancelled meanwhile: nothing was written
@@ -381,7 +402,8 @@ void controller::on_split(split_run run) {
     return;
   }
   if (a == nullptr || a->cancel_requested || c == nullptr) {
-    // The record was cancelled after its tasks were written: they go with it.
+    // The record was cancelled after its split was written: what the split
+    // made goes with it.
     for (const std::int64_t id : run.ids) {
       if (jobs_.is_known(id)) continue;
       transition(id, job_state::cancelled, std::nullopt, "its array " + std::to_string(array_id) + " was cancelled");
@@ -390,31 +412,50 @@ void controller::on_split(split_run run) {
     return;
   }
   const std::int64_t max_running = c->max_running;
-  for (std::size_t i = 0; i < run.ids.size(); ++i) arrive_task(run.ids[i], array_id, run.split.tasks[i]);
-  a = jobs_.find(array_id);  // arrivals may have moved the table
-  a->charged_jobs -= static_cast<std::int64_t>(run.ids.size());
-  if (run.last) {
-    // The record is its last task now: an ordinary job of the array.
-    arrays_.drop_compact(array_id);
-    a->geometry->array.reset();
-    a->geometry->array_task_id = *run.last;
-    a->charged_jobs = 1;
-    if (!arrays_.arrive(array_id, array_id, max_running)) {
-      view_.set_reason(array_id, "JobArrayTaskLimit");
-      return;
-    }
-    admit_or_hold(array_id);
-    return;
+  const std::size_t tasks = run.split.tasks.size();
+  for (std::size_t i = 0; i < tasks; ++i) arrive_task(run.ids[i], record, array_id, run.split.tasks[i]);
+  a = jobs_.find(record);  // arrivals may have moved the table
+  if (run.split.new_record_geometry && run.ids.size() > tasks) {
+    // The indices left, in their new record (eligible already).
+    const std::int64_t next = run.ids[tasks];
+    job_entry r = copy_for(*a, next);
+    r.geometry->array = run.rest.to_string() + throttle_text(max_running);
+    r.geometry->array_job_id = array_id;
+    r.charged_jobs = run.rest.size();
+    const std::int32_t uid = r.uid;
+    jobs_.add(next, std::move(r));
+    view_.set_owner(next, uid);
+    notify(next, job_state::pending, std::nullopt, std::nullopt, nullptr);
+    a = jobs_.find(record);
+    c->record = next;
   }
-  c->rest = std::move(run.rest);
-  a->geometry->array = c->rest.to_string() + throttle_text(max_running);
+  a->charged_jobs -= static_cast<std::int64_t>(tasks);
+  if (run.becomes) {
+    // The record is a task now: an ordinary job of the array.
+    a->geometry->array.reset();
+    a->geometry->array_task_id = *run.becomes;
+    if (record != array_id) a->geometry->array_job_id = array_id;
+    if (c->record == record) {
+      arrays_.drop_compact(array_id);  // every index is a job now
+      c = nullptr;
+    } else {
+      c->rest = std::move(run.rest);
+    }
+    a->charged_jobs = 1;
+    if (!arrays_.arrive(array_id, record, max_running)) {
+      view_.set_reason(record, "JobArrayTaskLimit");
+    } else {
+      admit_or_hold(record);
+    }
+  } else {
+    c->rest = std::move(run.rest);
+    a->geometry->array = c->rest.to_string() + throttle_text(max_running);
+  }
   // The next slice on a later turn: what else waits on the strand goes first.
-  post([this, array_id] { split_array(array_id); });
+  if (c != nullptr) post([this, array_id] { split_array(array_id); });
 }
 
-void controller::arrive_task(std::int64_t id, std::int64_t array_id, std::int64_t index) {
-  if (jobs_.is_known(id)) return;  // recovered already (a split stored before a restart)
-  const job_entry& a = jobs_.at(array_id);
+job_entry controller::copy_for(const job_entry& a, std::int64_t id) const {
   job_entry e;
   e.req = a.req;
   e.req.id = static_cast<core::job_id>(id);
@@ -426,8 +467,15 @@ void controller::arrive_task(std::int64_t id, std::int64_t array_id, std::int64_
   e.interactive = a.interactive;
   e.control = a.control;
   e.name = a.name;
-  e.geometry = task_geometry(*a.geometry, array_id, index);
+  e.geometry = a.geometry;
   e.charged_jobs = 1;  // its place, from the record's
+  return e;
+}
+
+void controller::arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index) {
+  if (jobs_.is_known(id)) return;  // recovered already (a split stored before a restart)
+  job_entry e = copy_for(jobs_.at(record), id);
+  e.geometry = task_geometry(*e.geometry, array_id, index);
   const std::int64_t max_running = arrays_.find_compact(array_id) ? arrays_.find_compact(array_id)->max_running : 0;
   const std::int32_t uid = e.uid;
   jobs_.add(id, std::move(e));
@@ -482,6 +530,7 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
     // An array's compact record: its tasks are split off once it is eligible.
     const core::array_spec spec = core::parse_array_spec(*g->array);
     array_table::compact c;
+    c.record = id;
     c.rest = core::task_ranges::of(spec.tasks);
     c.max_running = spec.max_running;
     arrays_.add_compact(id, std::move(c));
@@ -557,7 +606,9 @@ void controller::admit_or_hold(std::int64_t id) {
     case dependency_gate::verdict::kind::ready:
       break;
   }
-  if (array_table::compact* c = arrays_.find_compact(id)) {
+  array_table::compact* c =
+      e->geometry && e->geometry->array ? arrays_.find_compact(e->geometry->array_job_id.value_or(id)) : nullptr;
+  if (c != nullptr && c->record == id) {
     // An array's compact record never enters the core: its tasks do.
     if (e->control == "held-user" || e->control == "held-admin") {
       c->eligible = false;
@@ -566,7 +617,7 @@ void controller::admit_or_hold(std::int64_t id) {
     }
     c->eligible = true;
     view_.set_reason(id, "");
-    split_array(id);
+    split_array(e->geometry->array_job_id.value_or(id));
     return;
   }
   view_.set_reason(id, "");
@@ -596,9 +647,12 @@ void controller::admit_in_slices(std::vector<std::int64_t> ids) {
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
-  if (const job_entry* e = jobs_.find(id)) ledger_.release(e->uid, e->charged_jobs, e->charged_bytes);
+  if (const job_entry* e = jobs_.find(id)) {
+    ledger_.release(e->uid, e->charged_jobs, e->charged_bytes);
+    // A cancelled record: its unsplit tasks with it.
+    if (e->geometry && e->geometry->array) arrays_.drop_compact(e->geometry->array_job_id.value_or(id));
+  }
   const auto array = arrays_.array_of(id);
-  arrays_.drop_compact(id);  // a cancelled record: its unsplit tasks with it
   jobs_.finish(id, state, code, signal);
   metrics_.job_ended(std::string(core::to_string(state)));
   end_steps_of_job(id);
@@ -610,7 +664,7 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   admit_in_slices(deps_.ended(id));
   if (const auto next = arrays_.ended(id)) admit_or_hold(*next);
   // Its place goes to the array's next unsplit task.
-  if (array && *array != id) split_array(*array);
+  if (array) split_array(*array);
 }
 
 }  // namespace aqs::daemon

@@ -90,7 +90,9 @@ public:
   // arguments, environment, sizes and fctl mark, with task_geometry[i] and
   // the token "<record's token>#<index>", each with its "submitted" event),
   // and the record's geometry becomes s.rest_geometry. Returns the tasks'
-  // ids in the order of s.tasks. Idempotent: a task whose token exists
+  // ids in the order of s.tasks, then the new record's if one was asked
+  // (s.new_record_geometry: a copy like the tasks', token "<token>#rest").
+  // Idempotent: a task whose token exists
   // already is not inserted again (its id is returned). Throws not_found (no
   // such job), invalid_job (sizes differ, or the record is not PENDING or
   // not compact, e.g. cancelled meanwhile: nothing is written),

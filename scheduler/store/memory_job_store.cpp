@@ -291,8 +291,10 @@ std::vector<std::int64_t> memory_job_store::split_array(const array_split& s) {
   if (outcome == commit_outcome::lost) fail_commit(outcome);
   std::vector<std::int64_t> ids;
   const time_point at = now();
-  for (std::size_t i = 0; i < s.tasks.size(); ++i) {
-    const std::string token = a.request.submit_token + "#" + std::to_string(s.tasks[i]);
+  const std::size_t rows = s.tasks.size() + (s.new_record_geometry ? 1 : 0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const bool task = i < s.tasks.size();
+    const std::string token = a.request.submit_token + "#" + (task ? std::to_string(s.tasks[i]) : "rest");
     if (auto found = by_token_.find(token); found != by_token_.end()) {
       ids.push_back(found->second);
       continue;
@@ -303,7 +305,7 @@ std::vector<std::int64_t> memory_job_store::split_array(const array_split& s) {
     r.id = id;
     r.request = a.request;
     r.request.submit_token = token;
-    r.request.geometry = s.task_geometry[i];
+    r.request.geometry = task ? s.task_geometry[i] : *s.new_record_geometry;
     r.status.submit_time = at;
     r.status.control = a.status.control;
     job_event e;

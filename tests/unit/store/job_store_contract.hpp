@@ -435,7 +435,7 @@ TEST_CASE_TEMPLATE_DEFINE("an array's compact record splits tasks off in one tra
   q.submit_token = "array-1";
   q.environment = {"A=1"};
   q.geometry = R"({"array":"0-99999","array_task_count":100000})";
-  const auto id = s.submit(q);
+  auto id = s.submit(q);
   aqs::store::array_split sp;
   sp.array_id = id;
   sp.tasks = {0, 1};
@@ -460,12 +460,31 @@ TEST_CASE_TEMPLATE_DEFINE("an array's compact record splits tasks off in one tra
   // The same split again (a retry) finds the same tasks and adds none.
   CHECK(s.split_array(sp) == ids);
   CHECK(s.list_jobs({}).size() == 3);
+  // The record becomes task 2 and the indices left move to a new record.
+  sp.tasks = {3};
+  sp.task_geometry = {R"({"array_job_id":)" + std::to_string(id) + R"(,"array_task_id":3})"};
+  sp.rest_geometry = R"({"array_task_id":2})";
+  sp.new_record_geometry = R"({"array":"4-99999","array_job_id":)" + std::to_string(id) + "}";
+  const auto moved = s.split_array(sp);
+  REQUIRE(moved.size() == 2);
+  const auto rest = s.get_job(moved[1]);
+  REQUIRE(rest);
+  CHECK(rest->request.submit_token == "array-1#rest");
+  CHECK(rest->request.geometry.find("4-99999") != std::string::npos);
+  CHECK(rest->request.script == q.script);
+  CHECK(s.get_job(id)->request.geometry.find("array_task_id") != std::string::npos);
+  CHECK(s.list_jobs({}).size() == 5);
+  // Not compact any more: it splits nothing.
+  sp.new_record_geometry.reset();
+  CHECK_THROWS_AS(s.split_array(sp), aqs::store::invalid_job);
   // A record that was cancelled splits nothing.
+  id = moved[1];
   s.transition({.job_id = id, .to = job_state::cancelled});
-  sp.tasks = {2};
+  sp.array_id = id;
+  sp.tasks = {4};
   sp.task_geometry = {"{}"};
   CHECK_THROWS_AS(s.split_array(sp), aqs::store::invalid_job);
-  CHECK(s.list_jobs({.include_finished = true}).size() == 3);
+  CHECK(s.list_jobs({.include_finished = true}).size() == 5);
   sp.array_id = 999'999;
   CHECK_THROWS_AS(s.split_array(sp), aqs::store::not_found);
   // An ordinary job is no compact record.
