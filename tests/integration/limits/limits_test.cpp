@@ -425,3 +425,24 @@ TEST_CASE("fkill of an array's id cancels its tasks not yet split off with the r
   CHECK(rows_of(s, first) == 1);
   CHECK(s.fsub_as(s.ann, {"--array", "0-3", "-o", "/dev/null", "--wrap", "true"}).status == 0);
 }
+
+TEST_CASE("fkill of an array's id cancels its running task and the record its other tasks moved to") {
+  setup s;
+  const auto first = submitted_id(
+      s.fsub_as(s.ann, {"--parsable", "--array", "0-9%1", "-o", "/dev/null", "--wrap", "sleep 300"}));
+  // Task 0 (the array's own job) runs; the other nine wait in one record.
+  s.c->wait_state(first, {job_state::running});
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (rows_of(s, first) < 2 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(100ms);
+  CHECK(rows_of(s, first) == 2);
+  CHECK(tasks_of(s, first) == 10);
+  const auto k = s.c->cmd(bin().fkill, {std::to_string(first)}, &s.ann);
+  CHECK_MESSAGE(k.status == 0, k.err);
+  s.c->wait_idle(std::chrono::seconds(60));
+  CHECK(rows_of(s, first) == 2);
+  pqxx::connection db(s.db.conninfo());
+  pqxx::work tx(db);
+  CHECK(tx.exec1("SELECT count(*) FROM jobs WHERE state <> 'CANCELLED' AND (id = " + std::to_string(first) +
+                 " OR (geometry->>'array_job_id')::bigint = " + std::to_string(first) + ")")[0]
+            .as<int>() == 0);
+}
