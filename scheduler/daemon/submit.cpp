@@ -422,6 +422,8 @@ void controller::on_split(split_run run) {
     r.geometry->array = run.rest.to_string() + throttle_text(max_running);
     r.geometry->array_job_id = array_id;
     r.charged_jobs = run.rest.size();
+    if (!r.submit_token.empty()) r.submit_token += "#rest";
+    metrics_.submitted();  // the task it becomes in the end
     const std::int32_t uid = r.uid;
     jobs_.add(next, std::move(r));
     view_.set_owner(next, uid);
@@ -469,6 +471,10 @@ job_entry controller::copy_for(const job_entry& a, std::int64_t id) const {
   e.name = a.name;
   e.geometry = a.geometry;
   e.charged_jobs = 1;  // its place, from the record's
+  // A Faucets server's array: its tasks are the server's too (their tokens
+  // in the store are the record's with a suffix).
+  e.faucets = a.faucets;
+  e.submit_token = a.submit_token;
   return e;
 }
 
@@ -476,6 +482,8 @@ void controller::arrive_task(std::int64_t id, std::int64_t record, std::int64_t 
   if (jobs_.is_known(id)) return;  // recovered already (a split stored before a restart)
   job_entry e = copy_for(jobs_.at(record), id);
   e.geometry = task_geometry(*e.geometry, array_id, index);
+  if (!e.submit_token.empty()) e.submit_token += "#" + std::to_string(index);
+  metrics_.submitted();  // each task counts once, as when arrays were stored per task
   const std::int64_t max_running = arrays_.find_compact(array_id) ? arrays_.find_compact(array_id)->max_running : 0;
   const std::int32_t uid = e.uid;
   jobs_.add(id, std::move(e));
