@@ -415,6 +415,17 @@ TEST_CASE("fkill of an array's id cancels its tasks not yet split off with the r
   const auto over = s.fsub_as(s.ann, {"--array", "0-3", "-o", "/dev/null", "--wrap", "true"});
   CHECK(over.status != 0);
   CHECK_MESSAGE(over.err.find("MaxJobsPerUser") != std::string::npos, over.err);
+  // One task of the held array leaves its record (no job of its own yet):
+  // its place is given back at once.
+  const auto one = s.c->cmd(bin().fkill, {std::to_string(first) + "_2"}, &s.ann);
+  CHECK_MESSAGE(one.status == 0, one.err);
+  CHECK(tasks_of(s, first) == 3);
+  CHECK(rows_of(s, first) == 1);
+  // Another user may not.
+  CHECK(s.c->cmd(bin().fkill, {std::to_string(first) + "_1"}, &s.bob).status != 0);
+  CHECK(tasks_of(s, first) == 3);
+  CHECK(s.c->cmd(bin().fkill, {std::to_string(first) + "_2"}, &s.ann).status != 0);  // gone already
+  CHECK(s.fsub_as(s.ann, {"--array", "0-1", "-o", "/dev/null", "--wrap", "true"}).status == 0);
   const auto k = s.c->cmd(bin().fkill, {std::to_string(first)}, &s.ann);
   CHECK_MESSAGE(k.status == 0, k.err);
   s.c->wait_state(first, {job_state::cancelled});
@@ -423,7 +434,7 @@ TEST_CASE("fkill of an array's id cancels its tasks not yet split off with the r
   std::ofstream(s.ann.home / "go").put('\n');
   s.c->wait_state(dep, {job_state::completed});
   CHECK(rows_of(s, first) == 1);
-  CHECK(s.fsub_as(s.ann, {"--array", "0-3", "-o", "/dev/null", "--wrap", "true"}).status == 0);
+  CHECK(s.fsub_as(s.ann, {"--array", "0-2", "-o", "/dev/null", "--wrap", "true"}).status == 0);
 }
 
 TEST_CASE("fkill of an array's id cancels its running task and the record its other tasks moved to") {
