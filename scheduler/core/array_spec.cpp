@@ -57,7 +57,12 @@ array_spec parse_array_spec(std::string_view text) {
   return out;
 }
 
-std::string format_array_tasks(const std::vector<std::int64_t>& tasks) {
+std::string format_array_tasks(const std::vector<std::int64_t>& given) {
+  // In index order, each once, whatever order the tasks were listed in
+  // ("3_[0-5]", not "3_[0,2-5,1]").
+  std::vector<std::int64_t> tasks = given;
+  std::sort(tasks.begin(), tasks.end());
+  tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
   std::string out;
   for (std::size_t i = 0; i < tasks.size();) {
     std::size_t j = i;
@@ -66,6 +71,82 @@ std::string format_array_tasks(const std::vector<std::int64_t>& tasks) {
     out += std::to_string(tasks[i]);
     if (j > i) out += "-" + std::to_string(tasks[j]);
     i = j + 1;
+  }
+  return out;
+}
+
+task_ranges task_ranges::of(const std::vector<std::int64_t>& tasks) {
+  task_ranges r;
+  for (std::size_t i = 0; i < tasks.size();) {
+    run x{tasks[i], tasks[i], 1};
+    std::size_t j = i + 1;
+    if (j < tasks.size() && tasks[j] > tasks[i]) {
+      x.step = tasks[j] - tasks[i];
+      while (j < tasks.size() && tasks[j] == x.last + x.step) x.last = tasks[j++];
+    }
+    if (x.first == x.last) x.step = 1;
+    r.runs_.push_back(x);
+    i = j;
+  }
+  return r;
+}
+
+std::int64_t task_ranges::size() const noexcept {
+  std::int64_t n = 0;
+  for (const run& x : runs_) n += (x.last - x.first) / x.step + 1;
+  return n;
+}
+
+bool task_ranges::contains(std::int64_t index) const noexcept {
+  for (const run& x : runs_) {
+    if (index >= x.first && index <= x.last && (index - x.first) % x.step == 0) return true;
+  }
+  return false;
+}
+
+bool task_ranges::erase(std::int64_t index) {
+  for (std::size_t k = 0; k < runs_.size(); ++k) {
+    run& x = runs_[k];
+    if (index < x.first || index > x.last || (index - x.first) % x.step != 0) continue;
+    if (x.first == x.last) {
+      runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(k));
+    } else if (index == x.first) {
+      x.first += x.step;
+    } else if (index == x.last) {
+      x.last -= x.step;
+    } else {
+      const run after{index + x.step, x.last, x.step};
+      x.last = index - x.step;
+      runs_.insert(runs_.begin() + static_cast<std::ptrdiff_t>(k) + 1, after);
+    }
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::int64_t> task_ranges::take_front(std::size_t n) {
+  std::vector<std::int64_t> out;
+  while (out.size() < n && !runs_.empty()) {
+    run& x = runs_.front();
+    out.push_back(x.first);
+    if (x.first == x.last) {
+      runs_.erase(runs_.begin());
+    } else {
+      x.first += x.step;
+    }
+  }
+  return out;
+}
+
+std::string task_ranges::to_string() const {
+  std::string out;
+  for (const run& x : runs_) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(x.first);
+    if (x.last != x.first) {
+      out += "-" + std::to_string(x.last);
+      if (x.step != 1) out += ":" + std::to_string(x.step);
+    }
   }
   return out;
 }

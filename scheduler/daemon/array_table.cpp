@@ -51,4 +51,20 @@ std::vector<std::int64_t> array_table::tasks_of(std::int64_t array_id) const {
   return {it->second.begin(), it->second.end()};
 }
 
+std::optional<std::int64_t> array_table::array_of(std::int64_t task_job) const {
+  const auto it = array_of_.find(task_job);
+  if (it == array_of_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::size_t array_table::live_tasks(std::int64_t array_id) const {
+  const auto it = members_.find(array_id);
+  return it == members_.end() ? 0 : it->second.size();
+}
+
+array_table::compact* array_table::find_compact(std::int64_t array_id) {
+  const auto it = compact_.find(array_id);
+  return it == compact_.end() ? nullptr : &it->second;
+}
+
 }  // namespace aqs::daemon

@@ -234,18 +234,31 @@ private:
                         std::map<std::int64_t, core::job_state> deps);
   // A submission the store did not take: store_unavailable (retry) or refused.
   void reply_store_refusal(const call_ptr& call, std::exception_ptr error);
-  // A job array: its first task stored alone (its id is the array's), then
-  // the others in slices (k_array_slice), each slice arriving on the strand
-  // once stored, so that neither the store's queue nor the strand is held
-  // by one array for long, and memory holds one slice of requests at once.
+  // A job array: one compact record (its id is the array's) holding the
+  // pending indices, whatever the array's size (issue 28).
   void store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
                    std::map<std::int64_t, core::job_state> deps);
+  // Splits the next tasks off an eligible array's compact record, within
+  // its throttle or window, k_split_slice at most per turn (submit.cpp).
+  struct split_run {
+    std::int64_t array_id = 0;
+    store::array_split split;             // split.array_id: the record
+    std::vector<std::int64_t> ids;
+    core::task_ranges rest;               // the indices left in a record afterwards
+    std::optional<std::int64_t> becomes;  // the record became this task
+    std::string error;
+  };
+  void split_array(std::int64_t array_id);
+  void on_split(split_run run);
+  // A job of the array made from its record (its text is the record's, in the store).
+  job_entry copy_for(const job_entry& record, std::int64_t id) const;
+  void arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index);
   // `keep_spec`: keep the job's text in memory until launch (else it is
   // read from the store then: array tasks, big scripts). `charged_bytes`:
   // the job text it holds of its user's MaxScriptBytesPerUser.
   void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
               std::map<std::int64_t, core::job_state> dep_states, bool keep_spec = true,
-              std::int64_t charged_bytes = 0);
+              std::int64_t charged_bytes = 0, std::int64_t charged_jobs = 1);
   // admit_or_hold for many jobs (those an ended dependency released), a
   // bounded slice per turn of the strand.
   void admit_in_slices(std::vector<std::int64_t> ids);

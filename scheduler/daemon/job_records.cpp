@@ -203,6 +203,8 @@ protocol::job_info to_job_info(const store::job_summary& s, std::span<const core
       if (g.array_task_id) {
         j.array_task_id = g.array_task_id;
         j.array_job_id = g.array_job_id.value_or(s.id);
+      } else if (g.array) {
+        j.array_job_id = g.array_job_id.value_or(s.id);  // an array's compact record: its tasks not yet split off
       }
       j.partition = g.partition;
     } catch (const std::exception&) {

@@ -52,6 +52,9 @@ struct job_entry {
   // Bytes of its job text it holds of its user's MaxScriptBytesPerUser
   // (user_limits.hpp): given back when it ends.
   std::int64_t charged_bytes = 0;
+  // Of its user's MaxJobsPerUser: 1, or for an array's compact record the
+  // tasks not yet split off (array_table.hpp).
+  std::int64_t charged_jobs = 1;
 };
 
 // How a job ended, for those who ask after it left the live table.

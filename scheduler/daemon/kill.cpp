@@ -2,12 +2,15 @@
 // signalled through their node agent and end when it reports them.
 #include <csignal>
 
+#include <boost/asio/post.hpp>
+
 #include "daemon/controller.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {
 
+namespace asio = boost::asio;
 using core::job_state;
 
 void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate) {
@@ -39,8 +42,11 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     } else {
       targets.insert(targets.end(), tasks.begin(), tasks.end());
     }
+    // Its compact record too, once it moved off the array's id: the tasks
+    // not yet split off.
+    if (const auto* rec = arrays_.find_compact(id); rec != nullptr && rec->record != id) targets.push_back(rec->record);
   }
-  if (targets.empty() && m.user) targets = jobs_.of_user(*m.user);
+  if (targets.empty() && m.user && m.array_tasks.empty()) targets = jobs_.of_user(*m.user);
   protocol::cancel_reply reply;
   auto& cancelled = reply.cancelled;
   auto& failed = reply.failed;
@@ -53,6 +59,68 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     }
     failed.push_back({id, code, std::move(msg)});
   };
+  // Tasks still in their array's compact record leave it (fkill 123_7).
+  for (const std::string& t : m.array_tasks) {
+    const auto us = t.find('_');
+    std::int64_t array = 0, index = -1;
+    try {
+      if (us == std::string::npos) throw std::invalid_argument(t);
+      array = std::stoll(t.substr(0, us));
+      index = std::stoll(t.substr(us + 1));
+    } catch (const std::exception&) {
+      refuse(0, protocol::error_code::bad_request, "'" + t + "' is not ARRAY_INDEX");
+      continue;
+    }
+    array_table::compact* rec = arrays_.find_compact(array);
+    job_entry* r = rec != nullptr ? jobs_.find(rec->record) : nullptr;
+    if (r == nullptr || r->cancel_requested || !rec->rest.contains(index)) {
+      // Split off meanwhile: the live task itself.
+      bool split = false;
+      for (const std::int64_t id : arrays_.tasks_of(array)) {
+        const job_entry* e = jobs_.find(id);
+        if (e != nullptr && e->geometry && e->geometry->array_task_id == index) {
+          targets.push_back(id);
+          split = true;
+        }
+      }
+      if (!split) refuse(array, protocol::error_code::not_found, "no pending or running task " + t);
+      continue;
+    }
+    if (!may_act_on_job(p, r->uid)) {
+      refuse(array, protocol::error_code::permission_denied,
+             "array " + std::to_string(array) + " belongs to " + r->user + ", not to " + caller);
+      continue;
+    }
+    if (rec->splitting) {
+      refuse(array, protocol::error_code::invalid_state, "task " + t + " is being split off its array now: try again");
+      continue;
+    }
+    logging::info("task {} cancelled by {} before it was split off its array", t, caller);
+    rec->rest.erase(index);
+    r->charged_jobs -= 1;
+    ledger_.release(r->uid, 1, 0);
+    if (rec->rest.empty()) {
+      // Its last index: the record itself ends.
+      r->cancel_requested = true;
+      deps_.release(rec->record);
+      transition(rec->record, job_state::cancelled, std::nullopt, "cancelled by " + caller);
+      after_commit([this, id = rec->record] { on_final(id, job_state::cancelled); });
+      continue;
+    }
+    r->geometry->array = rec->rest.to_string() + (rec->max_running > 0 ? "%" + std::to_string(rec->max_running) : "");
+    // On the writer before this request's commit (the reply waits for it),
+    // in order with the splits.
+    store::array_split shrink;
+    shrink.array_id = rec->record;
+    shrink.rest_geometry = protocol::geometry_json(*r->geometry);
+    asio::post(writer_, [this, shrink = std::move(shrink)] {
+      try {
+        store_.split_array(shrink);
+      } catch (const std::exception& e) {
+        logging::warn("array record {}: a task's cancel was not written: {}", shrink.array_id, e.what());
+      }
+    });
+  }
   for (std::int64_t id : targets) {
     job_entry* found = jobs_.find(id);
     if (found == nullptr) {

@@ -56,6 +56,9 @@ void controller::recover() {
 
   std::size_t pending = 0, running = 0;
   const std::size_t n = sched_.machine().size();
+  // Arrays' compact records, admitted once their split tasks are back (the
+  // window counts them).
+  std::vector<std::int64_t> compact;
   for (const auto& s : st.jobs) {
     job_entry e;
     e.req = to_core_request(s);
@@ -89,6 +92,24 @@ void controller::recover() {
       for (std::int64_t d : e.deps) {
         if (known_state(d)) continue;
         if (auto rec = store_.get_job(d)) e.dep_known[d] = rec->status.state;
+      }
+      if (e.geometry && e.geometry->array) {
+        // An array's compact record: its unsplit tasks, as stored.
+        try {
+          const core::array_spec spec = core::parse_array_spec(*e.geometry->array);
+          array_table::compact c;
+          c.record = s.id;
+          c.rest = core::task_ranges::of(spec.tasks);
+          c.max_running = spec.max_running;
+          e.charged_jobs = c.rest.size();
+          arrays_.add_compact(e.geometry->array_job_id.value_or(s.id), std::move(c));
+          jobs_.add(s.id, std::move(e));
+          compact.push_back(s.id);
+          ++pending;
+          continue;
+        } catch (const std::exception& ex) {
+          logging::warn("array {}: unreadable pending tasks ({})", s.id, ex.what());
+        }
       }
       jobs_.add(s.id, std::move(e));
       if (admitted) {
@@ -142,11 +163,12 @@ void controller::recover() {
     }
     ++running;
   }
+  for (const std::int64_t id : compact) admit_or_hold(id);
   for (std::size_t index : down) sched_.apply(core::event::on_node(core::event::kind::node_down, index));
   for (std::size_t index : drained) sched_.apply(core::event::on_node(core::event::kind::node_drain, index));
   // Each live job counts for its user's MaxJobsPerUser again (its text is
   // not counted: it is read from the store at launch).
-  for (const auto& [id, e] : jobs_.live()) ledger_.add(e.uid, 1, 0);
+  for (const auto& [id, e] : jobs_.live()) ledger_.add(e.uid, e.charged_jobs, 0);
   decide_needed_ = true;
   recovering_ = false;
   logging::info("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);

@@ -21,9 +21,12 @@ namespace aqs::daemon {
 namespace asio = boost::asio;
 using core::job_state;
 
-// Tasks of an array stored and arrived per slice: a slice is one store batch
-// (pg_job_store_options::max_batch) and one short turn of the strand.
-constexpr std::size_t k_array_slice = 1000;
+// Tasks split off an array's compact record per turn of the strand (one
+// store transaction).
+constexpr std::size_t k_split_slice = 1000;
+// Pending tasks of one array split off beyond the cluster's processors (the
+// window the scheduler sees; the rest stays compact until tasks end).
+constexpr std::size_t k_split_ahead = 1000;
 // Jobs admitted (or held again) per turn of the strand when a dependency
 // that many waited for ends.
 constexpr std::size_t k_admit_slice = 1000;
@@ -250,136 +253,247 @@ void controller::store_submission(const call_ptr& call, const protocol::submit& 
   }
 }
 
-namespace {
-
-// What one array is while its tasks are stored, slice by slice.
-struct array_run {
-  protocol::submit s;  // as sent; each task's spec is made from it when stored
-  core::array_spec spec;
-  submitter who;
-  std::map<std::int64_t, job_state> deps;
-  std::int64_t first_id = 0;
-  std::size_t next = 1;    // the next task to store (0 is stored alone)
-  std::size_t stored = 1;  // tasks stored so far
-};
-
-// Task k's spec: the array's, with its own index and token.
-protocol::job_spec task_spec(const array_run& run, std::size_t k, std::optional<std::int64_t> array_id) {
-  protocol::job_spec j = run.s.job;
-  auto& g = *j.geometry;
-  g.array.reset();
-  g.array_task_id = run.spec.tasks[k];
-  g.array_job_id = array_id;
-  if (run.spec.max_running > 0) g.array_max_running = run.spec.max_running;
-  g.array_task_count = static_cast<std::int64_t>(run.spec.tasks.size());
-  // A resent request (same token) finds each task it stored before.
-  if (j.submit_token) j.submit_token = *j.submit_token + "#" + std::to_string(run.spec.tasks[k]);
-  return j;
-}
-
-}  // namespace
-
 void controller::store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
                              std::map<std::int64_t, job_state> deps) {
-  auto run = std::make_shared<array_run>();
-  run->s = s;
-  run->spec = core::parse_array_spec(*s.job.geometry->array);  // validated with the message
-  run->who = who;
-  run->deps = std::move(deps);
-  const std::size_t n = run->spec.tasks.size();
-
-  // One slice: tasks [from, to) stored (one batch), then arrived on the
-  // strand in one short turn; then the next slice, or the answer.
-  auto slice = std::make_shared<std::function<void()>>();
-  std::weak_ptr<std::function<void()>> weak_slice = slice;
-  *slice = [this, call, run, n, weak_slice] {
-    const std::size_t from = run->next, to = std::min(n, from + k_array_slice);
-    run->next = to;
-    struct stored {
-      std::int64_t id = 0;
-      bool created = false;
-      std::exception_ptr error;
-    };
-    auto results = std::make_shared<std::vector<stored>>(to - from);
-    auto left = std::make_shared<std::atomic<std::size_t>>(to - from);
-    auto again = weak_slice.lock();
-    auto slice_done = [this, call, run, n, from, to, results, again] {
-      post([this, call, run, n, from, to, results, again] {
-        std::exception_ptr first_error;
-        for (std::size_t k = from; k < to; ++k) {
-          const stored& r = (*results)[k - from];
-          if (r.error) {
-            if (!first_error) first_error = r.error;
-            continue;
-          }
-          ++run->stored;
-          if (!r.created) continue;
-          metrics_.submitted();
-          call->jobs -= 1;
-          arrive(r.id, task_spec(*run, k, run->first_id), run->who, run->deps, false, 0);
-        }
-        if (first_error) {
-          std::string why;
-          try {
-            std::rethrow_exception(first_error);
-          } catch (const std::exception& e) {
-            why = e.what();
-          }
-          answer_submit_error(call, protocol::error_code::internal,
-                              "only " + std::to_string(run->stored) + " of " + std::to_string(n) +
-                                  " array tasks were stored (submit again with the same token to store the rest): " + why);
-          return;
-        }
-        if (to < n) {
-          if (again && !stopped_) {
-            (*again)();
-            return;
-          }
-          answer_submit_error(call, protocol::error_code::internal,
-                              "aqsd is stopping: only " + std::to_string(run->stored) + " of " + std::to_string(n) +
-                                  " array tasks were stored (submit again with the same token to store the rest)");
-          return;
-        }
-        answer_submit(call, submit_reply_for(run->s.job, run->first_id));
-      });
-    };
-    for (std::size_t k = from; k < to; ++k) {
-      auto done = [results, left, slice_done, k, from](std::int64_t id, bool created, std::exception_ptr e) {
-        (*results)[k - from] = {id, created, e};
-        if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) slice_done();
-      };
-      try {
-        store_.submit_then(to_store_request(task_spec(*run, k, run->first_id), run->who), done);
-      } catch (...) {
-        done(0, false, std::current_exception());
+  // One row, whatever the array's size: its compact record (issue 28). Its
+  // tasks become jobs of their own only as they become eligible
+  // (split_array), a bounded number at a time.
+  const core::array_spec spec = core::parse_array_spec(*s.job.geometry->array);  // validated with the message
+  const std::size_t n = spec.tasks.size();
+  protocol::job_spec job = s.job;
+  auto& g = *job.geometry;
+  if (spec.max_running > 0) g.array_max_running = spec.max_running;
+  g.array_task_count = static_cast<std::int64_t>(n);
+  g.array_job_id.reset();
+  if (n == 1) {
+    g.array.reset();  // one task: a job of its own at once
+    g.array_task_id = spec.tasks.front();
+  } else {
+    g.array_task_id.reset();
+    g.array = core::task_ranges::of(spec.tasks).to_string() +
+              (spec.max_running > 0 ? "%" + std::to_string(spec.max_running) : std::string());
+  }
+  auto done = [this, call, job, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
+    if (error) return reply_store_refusal(call, error);
+    post([this, call, job, who, deps, id, created] {
+      if (created) {
+        metrics_.submitted();
+        // The record holds every task's place and the array's text.
+        const std::int64_t tasks = call->jobs.exchange(0);
+        arrive(id, job, who, deps, false, call->bytes.exchange(0), tasks);
       }
-    }
+      answer_submit(call, submit_reply_for(job, id));
+    });
   };
-
   try {
-    store_.submit_then(
-        to_store_request(task_spec(*run, 0, std::nullopt), who),
-        [this, call, run, n, slice](std::int64_t id0, bool created0, std::exception_ptr error) {
-          // Nothing stored: the whole array is refused as a single job would be.
-          if (error) return reply_store_refusal(call, error);
-          post([this, call, run, n, slice, id0, created0] {
-            run->first_id = id0;
-            if (created0) {
-              metrics_.submitted();
-              call->jobs -= 1;
-              // The array's text is counted once, held by its first task.
-              arrive(id0, task_spec(*run, 0, std::nullopt), run->who, run->deps, false, call->bytes.exchange(0));
-            }
-            if (n == 1) return answer_submit(call, submit_reply_for(run->s.job, id0));
-            (*slice)();
-          });
-        });
+    store_.submit_then(to_store_request(job, who), std::move(done));
   } catch (const store::store_unavailable& e) {
     answer_submit_error(call, protocol::error_code::internal,
                         std::string("store unavailable, retrying (submit again): ") + e.what());
   } catch (const store::store_error& e) {
     answer_submit_error(call, protocol::error_code::bad_request, e.what());
   }
+}
+
+namespace {
+
+// "%K" as the compact record's text carries it.
+std::string throttle_text(std::int64_t max_running) {
+  return max_running > 0 ? "%" + std::to_string(max_running) : std::string();
+}
+
+// Task `index` of array `array_id`: the record's geometry as a task's.
+protocol::job_geometry task_geometry(protocol::job_geometry g, std::int64_t array_id, std::int64_t index) {
+  g.array.reset();
+  g.array_task_id = index;
+  g.array_job_id = array_id;
+  return g;
+}
+
+}  // namespace
+
+void controller::split_array(std::int64_t array_id) {
+  array_table::compact* c = arrays_.find_compact(array_id);
+  if (c == nullptr) return;
+  job_entry* a = jobs_.find(c->record);
+  if (a == nullptr || !a->geometry || !c->eligible || c->splitting || stopped_ || a->cancel_requested ||
+      c->rest.empty()) {
+    return;
+  }
+  // Split while the queue reaches them: up to the throttle, else up to the
+  // cluster's processors plus a window of pending ones; the rest stays one
+  // record, its place taken as tasks end.
+  const std::size_t window = c->max_running > 0 ? static_cast<std::size_t>(c->max_running)
+                                                : sched_.machine().size() + k_split_ahead;
+  const std::size_t live = arrays_.live_tasks(array_id);
+  if (live >= window) {
+    view_.set_reason(c->record, c->max_running > 0 ? "JobArrayTaskLimit" : "Priority");
+    return;
+  }
+  const std::size_t budget = std::min(window - live, k_split_slice);
+  const bool first = c->record == array_id;  // the array's own job: it becomes the first task
+  core::task_ranges rest = c->rest;
+  split_run run;
+  run.split.array_id = c->record;
+  protocol::job_geometry g = *a->geometry;
+  g.array_job_id.reset();
+  g.array.reset();
+  if (first) {
+    run.becomes = rest.take_front(1).front();
+    run.split.tasks = rest.take_front(budget - 1);
+  } else if (static_cast<std::int64_t>(budget) >= rest.size()) {
+    // The record becomes the array's last task: every index is a job.
+    run.split.tasks = rest.take_front(static_cast<std::size_t>(rest.size() - 1));
+    run.becomes = rest.take_front(1).front();
+  } else {
+    run.split.tasks = rest.take_front(budget);
+  }
+  run.split.task_geometry.reserve(run.split.tasks.size());
+  for (const std::int64_t t : run.split.tasks) {
+    run.split.task_geometry.push_back(protocol::geometry_json(task_geometry(g, array_id, t)));
+  }
+  const std::string throttle = throttle_text(c->max_running);
+  if (run.becomes) {
+    protocol::job_geometry as_task = g;
+    as_task.array_task_id = *run.becomes;
+    if (!first) as_task.array_job_id = array_id;
+    run.split.rest_geometry = protocol::geometry_json(as_task);
+    if (first && !rest.empty()) {
+      // The indices left move to a new record of the array.
+      protocol::job_geometry record = g;
+      record.array = rest.to_string() + throttle;
+      record.array_job_id = array_id;
+      run.split.new_record_geometry = protocol::geometry_json(record);
+    }
+  } else {
+    protocol::job_geometry record = g;
+    record.array = rest.to_string() + throttle;
+    if (!first) record.array_job_id = array_id;
+    run.split.rest_geometry = protocol::geometry_json(record);
+  }
+  run.array_id = array_id;
+  run.rest = std::move(rest);
+  c->splitting = true;
+  // On the writer, in order with the transitions (a cancel of the record
+  // written first makes the split find it cancelled, and write nothing).
+  asio::post(writer_, [this, run = std::move(run)]() mutable {
+    try {
+      run.ids = store_.split_array(run.split);
+    } catch (const std::exception& e) {
+      run.error = e.what();
+    }
+    post([this, run = std::move(run)]() mutable { on_split(std::move(run)); });
+  });
+}
+
+void controller::on_split(split_run run) {
+  const std::int64_t array_id = run.array_id;
+  const std::int64_t record = run.split.array_id;
+  array_table::compact* c = arrays_.find_compact(array_id);
+  job_entry* a = jobs_.find(record);
+  if (c != nullptr) c->splitting = false;
+  if (!run.error.empty()) {
+    if (a == nullptr || a->cancel_requested || c == nullptr) return;  // cancelled meanwhile: nothing was written
+    logging::warn("array {}: tasks not split off ({}): trying again in a second", array_id, run.error);
+    auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
+    timer->async_wait([this, timer, array_id](const boost::system::error_code& ec) {
+      if (!ec) post([this, array_id] { split_array(array_id); });
+    });
+    return;
+  }
+  if (a == nullptr || a->cancel_requested || c == nullptr) {
+    // The record was cancelled after its split was written: what the split
+    // made goes with it.
+    for (const std::int64_t id : run.ids) {
+      if (jobs_.is_known(id)) continue;
+      transition(id, job_state::cancelled, std::nullopt, "its array " + std::to_string(array_id) + " was cancelled");
+    }
+    kick();
+    return;
+  }
+  const std::int64_t max_running = c->max_running;
+  const std::size_t tasks = run.split.tasks.size();
+  for (std::size_t i = 0; i < tasks; ++i) arrive_task(run.ids[i], record, array_id, run.split.tasks[i]);
+  a = jobs_.find(record);  // arrivals may have moved the table
+  if (run.split.new_record_geometry && run.ids.size() > tasks) {
+    // The indices left, in their new record (eligible already).
+    const std::int64_t next = run.ids[tasks];
+    job_entry r = copy_for(*a, next);
+    r.geometry->array = run.rest.to_string() + throttle_text(max_running);
+    r.geometry->array_job_id = array_id;
+    r.charged_jobs = run.rest.size();
+    if (!r.submit_token.empty()) r.submit_token += "#rest";
+    metrics_.submitted();  // the task it becomes in the end
+    const std::int32_t uid = r.uid;
+    jobs_.add(next, std::move(r));
+    view_.set_owner(next, uid);
+    notify(next, job_state::pending, std::nullopt, std::nullopt, nullptr);
+    a = jobs_.find(record);
+    c->record = next;
+  }
+  a->charged_jobs -= static_cast<std::int64_t>(tasks);
+  if (run.becomes) {
+    // The record is a task now: an ordinary job of the array.
+    a->geometry->array.reset();
+    a->geometry->array_task_id = *run.becomes;
+    if (record != array_id) a->geometry->array_job_id = array_id;
+    if (c->record == record) {
+      arrays_.drop_compact(array_id);  // every index is a job now
+      c = nullptr;
+    } else {
+      c->rest = std::move(run.rest);
+    }
+    a->charged_jobs = 1;
+    if (!arrays_.arrive(array_id, record, max_running)) {
+      view_.set_reason(record, "JobArrayTaskLimit");
+    } else {
+      admit_or_hold(record);
+    }
+  } else {
+    c->rest = std::move(run.rest);
+    a->geometry->array = c->rest.to_string() + throttle_text(max_running);
+  }
+  // The next slice on a later turn: what else waits on the strand goes first.
+  if (c != nullptr) post([this, array_id] { split_array(array_id); });
+}
+
+job_entry controller::copy_for(const job_entry& a, std::int64_t id) const {
+  job_entry e;
+  e.req = a.req;
+  e.req.id = static_cast<core::job_id>(id);
+  e.user = a.user;
+  e.uid = a.uid;
+  e.gid = a.gid;
+  e.deps = a.deps;
+  e.dep_known = a.dep_known;
+  e.interactive = a.interactive;
+  e.control = a.control;
+  e.name = a.name;
+  e.geometry = a.geometry;
+  e.charged_jobs = 1;  // its place, from the record's
+  // A Faucets server's array: its tasks are the server's too (their tokens
+  // in the store are the record's with a suffix).
+  e.faucets = a.faucets;
+  e.submit_token = a.submit_token;
+  return e;
+}
+
+void controller::arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index) {
+  if (jobs_.is_known(id)) return;  // recovered already (a split stored before a restart)
+  job_entry e = copy_for(jobs_.at(record), id);
+  e.geometry = task_geometry(*e.geometry, array_id, index);
+  if (!e.submit_token.empty()) e.submit_token += "#" + std::to_string(index);
+  metrics_.submitted();  // each task counts once, as when arrays were stored per task
+  const std::int64_t max_running = arrays_.find_compact(array_id) ? arrays_.find_compact(array_id)->max_running : 0;
+  const std::int32_t uid = e.uid;
+  jobs_.add(id, std::move(e));
+  view_.set_owner(id, uid);
+  notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
+  if (!arrays_.arrive(array_id, id, max_running)) {
+    view_.set_reason(id, "JobArrayTaskLimit");
+    return;
+  }
+  admit_or_hold(id);
 }
 
 std::optional<job_state> controller::known_state(std::int64_t id) const {
@@ -392,9 +506,10 @@ std::optional<job_state> controller::known_state(std::int64_t id) const {
 }
 
 void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
-                        std::map<std::int64_t, job_state> dep_states, bool keep_spec, std::int64_t charged_bytes) {
+                        std::map<std::int64_t, job_state> dep_states, bool keep_spec, std::int64_t charged_bytes,
+                        std::int64_t charged_jobs) {
   if (jobs_.is_known(id)) {  // a retried token
-    ledger_.release(who.uid, 1, charged_bytes);
+    ledger_.release(who.uid, charged_jobs, charged_bytes);
     return;
   }
   job_entry e;
@@ -410,6 +525,7 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   e.faucets = spec.submit_token && placed_by_faucets(*spec.submit_token);
   if (e.faucets) e.submit_token = *spec.submit_token;
   e.charged_bytes = charged_bytes;
+  e.charged_jobs = charged_jobs;
   // Array tasks and big scripts are read from the store at launch: memory
   // holds no job text per task (issue 28: 100,000 copies of an array's
   // environment took gigabytes).
@@ -418,6 +534,17 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   view_.set_owner(id, who.uid);
   notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);  // nobody watches yet: the event stream
   const auto& g = jobs_.at(id).geometry;
+  if (g && g->array) {
+    // An array's compact record: its tasks are split off once it is eligible.
+    const core::array_spec spec = core::parse_array_spec(*g->array);
+    array_table::compact c;
+    c.record = id;
+    c.rest = core::task_ranges::of(spec.tasks);
+    c.max_running = spec.max_running;
+    arrays_.add_compact(id, std::move(c));
+    admit_or_hold(id);
+    return;
+  }
   if (g && g->array_task_id &&
       !arrays_.arrive(g->array_job_id.value_or(id), id, g->array_max_running.value_or(0))) {
     view_.set_reason(id, "JobArrayTaskLimit");
@@ -487,6 +614,20 @@ void controller::admit_or_hold(std::int64_t id) {
     case dependency_gate::verdict::kind::ready:
       break;
   }
+  array_table::compact* c =
+      e->geometry && e->geometry->array ? arrays_.find_compact(e->geometry->array_job_id.value_or(id)) : nullptr;
+  if (c != nullptr && c->record == id) {
+    // An array's compact record never enters the core: its tasks do.
+    if (e->control == "held-user" || e->control == "held-admin") {
+      c->eligible = false;
+      view_.set_reason(id, e->control == "held-admin" ? "JobHeldAdmin" : "JobHeldUser");
+      return;
+    }
+    c->eligible = true;
+    view_.set_reason(id, "");
+    split_array(e->geometry->array_job_id.value_or(id));
+    return;
+  }
   view_.set_reason(id, "");
   sched_.apply(core::event::arrival(e->req));
   if (e->control == "held-user" || e->control == "held-admin") {
@@ -514,7 +655,12 @@ void controller::admit_in_slices(std::vector<std::int64_t> ids) {
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
-  if (const job_entry* e = jobs_.find(id)) ledger_.release(e->uid, 1, e->charged_bytes);
+  if (const job_entry* e = jobs_.find(id)) {
+    ledger_.release(e->uid, e->charged_jobs, e->charged_bytes);
+    // A cancelled record: its unsplit tasks with it.
+    if (e->geometry && e->geometry->array) arrays_.drop_compact(e->geometry->array_job_id.value_or(id));
+  }
+  const auto array = arrays_.array_of(id);
   jobs_.finish(id, state, code, signal);
   metrics_.job_ended(std::string(core::to_string(state)));
   end_steps_of_job(id);
@@ -525,6 +671,8 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   watchers_.forget(id);
   admit_in_slices(deps_.ended(id));
   if (const auto next = arrays_.ended(id)) admit_or_hold(*next);
+  // Its place goes to the array's next unsplit task.
+  if (array) split_array(*array);
 }
 
 }  // namespace aqs::daemon

@@ -346,8 +346,11 @@ struct record<cancel> {
       field("job_ids", &R::job_ids, k_job_ids),
       field("signal", &R::signal, k_signal),
       field("user", &R::user, k_name),
+      field("array_tasks", &R::array_tasks, list<text>{k_max_ids, k_name}, presence::sparse),
       check<R>([](const reader& in, const R& m) {
-        if (m.job_ids.empty() && !m.user) in.fail("job_ids", "must not be empty when no user is given");
+        if (m.job_ids.empty() && !m.user && m.array_tasks.empty()) {
+          in.fail("job_ids", "must not be empty when no user is given");
+        }
       }),
   };
 };

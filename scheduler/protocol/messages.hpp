@@ -189,6 +189,9 @@ struct cancel {
   std::vector<std::int64_t> job_ids;
   std::optional<std::int64_t> signal;
   std::optional<std::string> user;
+  // Tasks not yet split off their array's compact record, as "ARRAY_INDEX"
+  // ("123_7"): each leaves the record (fkill 123_7 of a held array).
+  std::vector<std::string> array_tasks;
   friend bool operator==(const cancel&, const cancel&) = default;
 };
 

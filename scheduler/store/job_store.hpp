@@ -85,6 +85,20 @@ public:
   // state) and writes nothing.
   virtual job_event update_job(const job_update& u) = 0;
 
+  // Splits s.tasks off the compact array record s.array_id, in one
+  // transaction: one PENDING job per index (a copy of the record's script,
+  // arguments, environment, sizes and fctl mark, with task_geometry[i] and
+  // the token "<record's token>#<index>", each with its "submitted" event),
+  // and the record's geometry becomes s.rest_geometry. Returns the tasks'
+  // ids in the order of s.tasks, then the new record's if one was asked
+  // (s.new_record_geometry: a copy like the tasks', token "<token>#rest").
+  // Idempotent: a task whose token exists
+  // already is not inserted again (its id is returned). Throws not_found (no
+  // such job), invalid_job (sizes differ, or the record is not PENDING or
+  // not compact, e.g. cancelled meanwhile: nothing is written),
+  // store_unavailable.
+  virtual std::vector<std::int64_t> split_array(const array_split& s) = 0;
+
   // The job in full, or nullopt.
   virtual std::optional<job_record> get_job(std::int64_t id) = 0;
   // The job's events, oldest first (empty for an unknown job).

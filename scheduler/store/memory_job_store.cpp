@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "protocol/messages.hpp"
 #include "store/sql_text.hpp"
 
@@ -268,6 +270,56 @@ job_event memory_job_store::update_job(const job_update& u) {
   events_[u.job_id].push_back(e);
   if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
   return e;
+}
+
+std::vector<std::int64_t> memory_job_store::split_array(const array_split& s) {
+  if (s.tasks.size() != s.task_geometry.size() || s.rest_geometry.empty()) {
+    throw invalid_job("array " + std::to_string(s.array_id) + ": a split needs one geometry per task and the rest");
+  }
+  std::lock_guard lk(mu_);
+  check_up();
+  auto it = jobs_.find(s.array_id);
+  if (it == jobs_.end()) throw not_found("no job " + std::to_string(s.array_id));
+  const job_record a = it->second;  // a copy: jobs_ grows below
+  // As the database sees it: a geometry object with an "array" key.
+  const auto g = nlohmann::json::parse(a.request.geometry.empty() ? "null" : a.request.geometry, nullptr, false);
+  const bool compact = g.is_object() && g.contains("array");
+  if (a.status.state != job_state::pending || !compact) {
+    throw invalid_job("job " + std::to_string(s.array_id) + " is not a pending array's compact record");
+  }
+  const commit_outcome outcome = next_commit();
+  if (outcome == commit_outcome::lost) fail_commit(outcome);
+  std::vector<std::int64_t> ids;
+  const time_point at = now();
+  const std::size_t rows = s.tasks.size() + (s.new_record_geometry ? 1 : 0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const bool task = i < s.tasks.size();
+    const std::string token = a.request.submit_token + "#" + (task ? std::to_string(s.tasks[i]) : "rest");
+    if (auto found = by_token_.find(token); found != by_token_.end()) {
+      ids.push_back(found->second);
+      continue;
+    }
+    const std::int64_t id = next_job_++;
+    by_token_.emplace(token, id);
+    job_record& r = jobs_[id];
+    r.id = id;
+    r.request = a.request;
+    r.request.submit_token = token;
+    r.request.geometry = task ? s.task_geometry[i] : *s.new_record_geometry;
+    r.status.submit_time = at;
+    r.status.control = a.status.control;
+    job_event e;
+    e.id = next_event_++;
+    e.job_id = id;
+    e.time = at;
+    e.new_state = job_state::pending;
+    e.reason = "split from array " + std::to_string(s.array_id);
+    events_[id].push_back(std::move(e));
+    ids.push_back(id);
+  }
+  jobs_[s.array_id].request.geometry = s.rest_geometry;
+  if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
+  return ids;
 }
 
 job_event memory_job_store::transition(const job_transition& t) {

@@ -163,6 +163,100 @@ job_event pg_job_store::update_job(const job_update& u) {
       false);
 }
 
+// ---------------------------------------------------------------- arrays --
+
+namespace {
+
+void check_split(const array_split& s) {
+  if (s.tasks.size() != s.task_geometry.size()) {
+    throw invalid_job("array " + std::to_string(s.array_id) + ": a split needs one geometry per task");
+  }
+  if (s.rest_geometry.empty()) throw invalid_job("array " + std::to_string(s.array_id) + ": a split needs the rest");
+}
+
+// The suffixes of the rows a split inserts: each task's index, then "rest".
+std::vector<std::string> split_suffixes(const array_split& s) {
+  std::vector<std::string> out;
+  out.reserve(s.tasks.size() + 1);
+  for (const std::int64_t t : s.tasks) out.push_back(std::to_string(t));
+  if (s.new_record_geometry) out.push_back("rest");
+  return out;
+}
+
+// The split rows' ids by their tokens (those that exist), in order; empty
+// unless every one exists.
+std::vector<std::int64_t> split_ids(pqxx::work& tx, const array_split& s, const std::string& token) {
+  std::vector<std::string> tokens;
+  for (const auto& x : split_suffixes(s)) tokens.push_back(token + "#" + x);
+  if (tokens.empty()) return {};
+  const pqxx::result r = tx.exec_params("SELECT id, submit_token FROM jobs WHERE submit_token = ANY($1::text[])",
+                                        text_array_literal(tokens));
+  std::unordered_map<std::string, std::int64_t> by_token;
+  for (const auto& row : r) by_token[row["submit_token"].as<std::string>()] = row["id"].as<std::int64_t>();
+  std::vector<std::int64_t> ids;
+  for (const auto& t : tokens) {
+    const auto it = by_token.find(t);
+    if (it == by_token.end()) return {};
+    ids.push_back(it->second);
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> pg_job_store::split_array(const array_split& s) {
+  check_split(s);
+  const auto suffixes = split_suffixes(s);
+  std::string input = "[";
+  for (std::size_t i = 0; i < suffixes.size(); ++i) {
+    if (i > 0) input += ',';
+    input += "{\"ord\":" + std::to_string(i) + ",\"suffix\":\"" + suffixes[i] + "\",\"geometry\":" +
+             (i < s.tasks.size() ? s.task_geometry[i] : *s.new_record_geometry) + "}";
+  }
+  input += ']';
+  const std::size_t rows = suffixes.size();
+  std::string token;  // the record's, read under its lock
+  std::lock_guard lk(control_mu_);
+  return control_->run<std::vector<std::int64_t>>(
+      [&](pqxx::work& tx) {
+        const pqxx::result cur = tx.exec_params(
+            "SELECT state, submit_token, coalesce(geometry ? 'array', false) AS compact FROM jobs WHERE id = $1 FOR UPDATE",
+            s.array_id);
+        if (cur.empty()) throw not_found("no job " + std::to_string(s.array_id));
+        token = cur[0]["submit_token"].as<std::string>();
+        if (state_of(cur[0]["state"]) != job_state::pending || !cur[0]["compact"].as<bool>()) {
+          throw invalid_job("job " + std::to_string(s.array_id) + " is not a pending array's compact record");
+        }
+        tx.exec_params(
+            "WITH input AS (SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(ord integer, suffix text, geometry jsonb)),"
+            " ins AS ("
+            "  INSERT INTO jobs (submit_token, user_name, uid, gid, name, script, argv, workdir, environment,"
+            "    stdout_pattern, stderr_pattern, min_pe, max_pe, adaptive, walltime_s, priority, requeue,"
+            "    dependencies, umask, geometry, control)"
+            "  SELECT a.submit_token || '#' || i.suffix, a.user_name, a.uid, a.gid, a.name, a.script, a.argv, a.workdir,"
+            "    a.environment, a.stdout_pattern, a.stderr_pattern, a.min_pe, a.max_pe, a.adaptive, a.walltime_s,"
+            "    a.priority, a.requeue, a.dependencies, a.umask, i.geometry, a.control"
+            "  FROM jobs a, input i WHERE a.id = $1 ORDER BY i.ord"
+            "  ON CONFLICT (submit_token) DO NOTHING"
+            "  RETURNING id)"
+            " INSERT INTO job_events (job_id, old_state, new_state, reason)"
+            " SELECT id, NULL, 'PENDING', 'split from array ' || $1::text FROM ins",
+            s.array_id, input);
+        tx.exec_params("UPDATE jobs SET geometry = $2::jsonb WHERE id = $1", s.array_id, s.rest_geometry);
+        auto ids = split_ids(tx, s, token);
+        if (ids.size() != rows) throw store_error("array " + std::to_string(s.array_id) + ": split tasks vanished");
+        return ids;
+      },
+      [&](pqxx::work& tx) -> std::optional<std::vector<std::int64_t>> {
+        // One transaction: the tasks exist exactly when it landed.
+        if (token.empty() || rows == 0) return std::nullopt;
+        auto ids = split_ids(tx, s, token);
+        if (ids.empty()) return std::nullopt;
+        return ids;
+      },
+      false);
+}
+
 // --------------------------------------------------------------- queries --
 
 std::optional<job_record> pg_job_store::get_job(std::int64_t id) {

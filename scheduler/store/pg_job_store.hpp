@@ -87,6 +87,7 @@ public:
   job_event transition(const job_transition& t) override;
   std::vector<job_event> transition_all(const std::vector<job_transition>& ts) override;
   job_event update_job(const job_update& u) override;
+  std::vector<std::int64_t> split_array(const array_split& s) override;
   std::optional<job_record> get_job(std::int64_t id) override;
   std::vector<job_event> job_history(std::int64_t id) override;
   std::vector<job_summary> list_jobs(const job_filter& filter = {}) override;

@@ -141,6 +141,20 @@ struct job_update {
   std::optional<std::int32_t> ntasks{};
 };
 
+// Tasks split off a job array's compact record (issue 28): an array whose
+// tasks are not yet eligible is one PENDING row whose geometry holds the
+// pending indices ("array": "5-99999%10"); as tasks become eligible they are
+// split off into ordinary job rows, a bounded number at a time.
+struct array_split {
+  std::int64_t array_id = 0;                // the compact record split from
+  std::vector<std::int64_t> tasks{};        // indices split off, in order
+  std::vector<std::string> task_geometry{}; // each one's geometry (compact JSON), as tasks
+  std::string rest_geometry{};              // the record's geometry afterwards
+  // Also a new compact record for the indices left (when the record itself
+  // becomes a task): its geometry; its token is "<record's token>#rest".
+  std::optional<std::string> new_record_geometry{};
+};
+
 // A node's state is the core's (UP, DRAINED, DOWN: the same spellings in the
 // nodes table).
 using core::node_state;

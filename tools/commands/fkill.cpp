@@ -28,6 +28,14 @@ int main(int argc, char** argv) {
           return j.array_job_id == array && j.array_task_id == task;
         });
         if (it == live.end()) {
+          // Not split off yet: aqsd takes it out of its array's record.
+          const bool held = std::any_of(live.begin(), live.end(), [&](const protocol::job_info& j) {
+            return j.array_job_id == array && !j.array_task_id;
+          });
+          if (held) {
+            request.array_tasks.push_back(std::to_string(array) + "_" + std::to_string(task));
+            continue;
+          }
           std::fprintf(stderr, "fkill: no pending or running task %lld_%lld\n", static_cast<long long>(array),
                        static_cast<long long>(task));
           return 1;

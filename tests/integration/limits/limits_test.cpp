@@ -20,7 +20,10 @@
 #include <thread>
 #include <unistd.h>
 
+#include <pqxx/pqxx>
+
 #include "aqs_cluster.hpp"
+#include "core/array_spec.hpp"
 #include "run_users.hpp"
 #include "file_text.hpp"
 #include "protocol/replies.hpp"
@@ -152,16 +155,48 @@ struct background_fsub {
   }
 };
 
-// The live tasks of array `first` that user `u` holds, counted from fjobs.
-std::size_t tasks_of(setup& s, const test::test_user& u, std::int64_t first) {
-  const auto r = s.c->cmd(bin().fjobs, {"--json", "-u", u.name});
-  REQUIRE_MESSAGE(r.status == 0, r.err);
-  const auto all = nlohmann::json::parse(r.out);
+// The database rows of array `first`: its record and the tasks split off it.
+std::size_t rows_of(setup& s, std::int64_t first) {
+  pqxx::connection db(s.db.conninfo());
+  pqxx::work tx(db);
+  return tx.exec1("SELECT count(*) FROM jobs WHERE id = " + std::to_string(first) +
+                  " OR (geometry->>'array_job_id')::bigint = " + std::to_string(first))[0]
+      .as<std::size_t>();
+}
+
+// The tasks of array `first`, from the database: those split off, and the
+// pending indices its compact record still holds (issue 28).
+std::size_t tasks_of(setup& s, std::int64_t first) {
+  pqxx::connection db(s.db.conninfo());
+  pqxx::work tx(db);
   std::size_t n = 0;
-  for (const auto& j : all) {
-    if (j.contains("array_job_id") && j["array_job_id"].is_number() && j["array_job_id"].get<std::int64_t>() == first) ++n;
+  for (const auto& row : tx.exec("SELECT geometry->>'array' AS rest FROM jobs WHERE id = " + std::to_string(first) +
+                                 " OR (geometry->>'array_job_id')::bigint = " + std::to_string(first))) {
+    n += row["rest"].is_null() ? 1 : core::parse_array_spec(row["rest"].as<std::string>()).tasks.size();
   }
   return n;
+}
+
+// The tasks of array `first` by index, each with its state (split ones only).
+std::map<std::int64_t, std::string> task_states(setup& s, std::int64_t first) {
+  pqxx::connection db(s.db.conninfo());
+  pqxx::work tx(db);
+  std::map<std::int64_t, std::string> out;
+  for (const auto& row : tx.exec("SELECT (geometry->>'array_task_id')::bigint AS task, state FROM jobs WHERE "
+                                 "geometry ? 'array_task_id' AND (id = " + std::to_string(first) +
+                                 " OR (geometry->>'array_job_id')::bigint = " + std::to_string(first) + ")")) {
+    const auto [it, fresh] = out.emplace(row["task"].as<std::int64_t>(), row["state"].as<std::string>());
+    CHECK_MESSAGE(fresh, "task " << it->first << " of array " << first << " has two jobs");
+  }
+  return out;
+}
+
+// Lines of a file (each a task's mark).
+std::vector<std::string> file_lines(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in(p);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
 }
 
 }  // namespace
@@ -202,7 +237,10 @@ TEST_CASE("a hundred-thousand-task array behind a running job is accepted while 
   const auto at = out.find("Submitted job ");
   REQUIRE(at != std::string::npos);
   const std::int64_t first = std::stoll(out.substr(at + 14));
-  CHECK(tasks_of(s, s.ann, first) == 100'000);
+  // One row and one entry while its tasks wait for the dependency (it was
+  // one row per task, 2.3 KB each in aqsd).
+  CHECK(tasks_of(s, first) == 100'000);
+  CHECK_MESSAGE(rows_of(s, first) == 1, "the held array takes " << rows_of(s, first) << " job rows");
   const long rss = rss_mb(s.c->aqsd_pid());
   MESSAGE("aqsd VmRSS: " << rss_before << " MB before, " << rss << " MB with the array pending");
   CHECK(rss > 0);
@@ -309,5 +347,113 @@ TEST_CASE("an array sent again with its token while aqsd stores it is stored onc
   const auto ida = protocol::read_reply<protocol::submit_reply>(std::get<protocol::ok>(*a)).job_id;
   const auto idb = protocol::read_reply<protocol::submit_reply>(std::get<protocol::ok>(*b)).job_id;
   CHECK(ida == idb);
-  CHECK(tasks_of(s, s.ann, ida) == 20'000);
+  CHECK(tasks_of(s, ida) == 20'000);
+}
+
+namespace {
+
+// A job of `u`'s that completes once the file `go` in its home exists: a
+// dependency the test releases when it wants.
+std::int64_t gate(setup& s, const test::test_user& u) {
+  const auto id = s.c->submit({"-n", "1", "-o", "/dev/null", "--wrap", "while [ ! -e go ]; do sleep 0.2; done"}, &u,
+                              u.home.string());
+  s.c->wait_state(id, {job_state::running});
+  return id;
+}
+
+std::int64_t submitted_id(const test::run_result& r) {
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto at = r.out.find_last_of(' ');
+  return std::stoll(r.out.substr(at == std::string::npos ? 0 : at + 1));
+}
+
+}  // namespace
+
+TEST_CASE("an array's tasks are split off as they become eligible, and kill -9 of aqsd loses or repeats none") {
+  setup s;
+  const fs::path marks = s.ann.home / "marks";
+  fs::remove(marks);
+  fs::remove(s.ann.home / "go");
+  const auto dep = gate(s, s.ann);
+  const auto first = submitted_id(s.fsub_as(
+      s.ann, {"--parsable", "--array", "0-29%2", "--dependency", "afterok:" + std::to_string(dep), "-o", "/dev/null",
+              "--wrap", "echo $SLURM_ARRAY_TASK_ID >> marks; sleep 0.3"}));
+  // Held behind its dependency: one row, one listing line.
+  CHECK(rows_of(s, first) == 1);
+  CHECK(tasks_of(s, first) == 30);
+  std::size_t listed = 0;
+  for (const auto& j : s.c->jobs()) {
+    if (j.array_job_id == first || j.id == first) ++listed;
+  }
+  CHECK(listed == 1);
+  // Released: tasks are split off as their throttle lets them run.
+  std::ofstream(s.ann.home / "go").put('\n');
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (file_lines(marks).size() < 6 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(100ms);
+  REQUIRE(file_lines(marks).size() >= 6);
+  CHECK(rows_of(s, first) < 30);  // split as they were reached, not all at once
+  s.c->kill_aqsd();
+  s.c->start_aqsd();
+  s.c->wait_idle(std::chrono::seconds(300));
+  // Every task ran once, each a job of its own, all COMPLETED.
+  const auto states = task_states(s, first);
+  CHECK(states.size() == 30);
+  for (const auto& [task, state] : states) CHECK_MESSAGE(state == "COMPLETED", "task " << task << ": " << state);
+  auto lines = file_lines(marks);
+  std::sort(lines.begin(), lines.end());
+  CHECK(lines.size() == 30);
+  CHECK(std::adjacent_find(lines.begin(), lines.end()) == lines.end());
+}
+
+TEST_CASE("fkill of an array's id cancels its tasks not yet split off with the rest, and its cap is given back") {
+  setup s({}, "MaxJobsPerUser=6\n");
+  const auto dep = gate(s, s.ann);
+  const auto first = submitted_id(s.fsub_as(
+      s.ann, {"--parsable", "--array", "0-3", "--dependency", "afterok:" + std::to_string(dep), "-o", "/dev/null",
+              "--wrap", "true"}));
+  // The held array holds four of ann's six places: one more array of four is refused.
+  const auto over = s.fsub_as(s.ann, {"--array", "0-3", "-o", "/dev/null", "--wrap", "true"});
+  CHECK(over.status != 0);
+  CHECK_MESSAGE(over.err.find("MaxJobsPerUser") != std::string::npos, over.err);
+  // One task of the held array leaves its record (no job of its own yet):
+  // its place is given back at once.
+  const auto one = s.c->cmd(bin().fkill, {std::to_string(first) + "_2"}, &s.ann);
+  CHECK_MESSAGE(one.status == 0, one.err);
+  CHECK(tasks_of(s, first) == 3);
+  CHECK(rows_of(s, first) == 1);
+  // Another user may not.
+  CHECK(s.c->cmd(bin().fkill, {std::to_string(first) + "_1"}, &s.bob).status != 0);
+  CHECK(tasks_of(s, first) == 3);
+  CHECK(s.c->cmd(bin().fkill, {std::to_string(first) + "_2"}, &s.ann).status != 0);  // gone already
+  CHECK(s.fsub_as(s.ann, {"--array", "0-1", "-o", "/dev/null", "--wrap", "true"}).status == 0);
+  const auto k = s.c->cmd(bin().fkill, {std::to_string(first)}, &s.ann);
+  CHECK_MESSAGE(k.status == 0, k.err);
+  s.c->wait_state(first, {job_state::cancelled});
+  CHECK(rows_of(s, first) == 1);
+  // Released with nothing left of it: the dependency's end splits nothing.
+  std::ofstream(s.ann.home / "go").put('\n');
+  s.c->wait_state(dep, {job_state::completed});
+  CHECK(rows_of(s, first) == 1);
+  CHECK(s.fsub_as(s.ann, {"--array", "0-2", "-o", "/dev/null", "--wrap", "true"}).status == 0);
+}
+
+TEST_CASE("fkill of an array's id cancels its running task and the record its other tasks moved to") {
+  setup s;
+  const auto first = submitted_id(
+      s.fsub_as(s.ann, {"--parsable", "--array", "0-9%1", "-o", "/dev/null", "--wrap", "sleep 300"}));
+  // Task 0 (the array's own job) runs; the other nine wait in one record.
+  s.c->wait_state(first, {job_state::running});
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (rows_of(s, first) < 2 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(100ms);
+  CHECK(rows_of(s, first) == 2);
+  CHECK(tasks_of(s, first) == 10);
+  const auto k = s.c->cmd(bin().fkill, {std::to_string(first)}, &s.ann);
+  CHECK_MESSAGE(k.status == 0, k.err);
+  s.c->wait_idle(std::chrono::seconds(60));
+  CHECK(rows_of(s, first) == 2);
+  pqxx::connection db(s.db.conninfo());
+  pqxx::work tx(db);
+  CHECK(tx.exec1("SELECT count(*) FROM jobs WHERE state <> 'CANCELLED' AND (id = " + std::to_string(first) +
+                 " OR (geometry->>'array_job_id')::bigint = " + std::to_string(first) + ")")[0]
+            .as<int>() == 0);
 }

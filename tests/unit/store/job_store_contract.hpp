@@ -426,6 +426,72 @@ TEST_CASE_TEMPLATE_DEFINE("a resize the job claimed is marked on it, read back f
 }
 
 // Runs every contract case above against `fixture`.
+TEST_CASE_TEMPLATE_DEFINE("an array's compact record splits tasks off in one transaction, once per index", F,
+                          job_store_contract_split) {
+  using namespace aqs::test::contract;
+  F fixture;
+  job_store& s = fixture.store();
+  job_request q = request();
+  q.submit_token = "array-1";
+  q.environment = {"A=1"};
+  q.geometry = R"({"array":"0-99999","array_task_count":100000})";
+  auto id = s.submit(q);
+  aqs::store::array_split sp;
+  sp.array_id = id;
+  sp.tasks = {0, 1};
+  sp.task_geometry = {R"({"array_job_id":)" + std::to_string(id) + R"(,"array_task_id":0})",
+                      R"({"array_job_id":)" + std::to_string(id) + R"(,"array_task_id":1})"};
+  sp.rest_geometry = R"({"array":"2-99999","array_task_count":100000})";
+  const auto ids = s.split_array(sp);
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0] != ids[1]);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto t = s.get_job(ids[i]);
+    REQUIRE(t);
+    CHECK(t->status.state == job_state::pending);
+    CHECK(t->request.environment == q.environment);
+    CHECK(t->request.submit_token == "array-1#" + std::to_string(i));
+    std::string g = t->request.geometry;  // PostgreSQL's jsonb spaces it out
+    std::erase(g, ' ');
+    CHECK(g.find("\"array_task_id\":" + std::to_string(i)) != std::string::npos);
+    REQUIRE(s.job_history(ids[i]).size() == 1);
+  }
+  CHECK(s.get_job(id)->request.geometry.find("2-99999") != std::string::npos);
+  // The same split again (a retry) finds the same tasks and adds none.
+  CHECK(s.split_array(sp) == ids);
+  CHECK(s.list_jobs({}).size() == 3);
+  // The record becomes task 2 and the indices left move to a new record.
+  sp.tasks = {3};
+  sp.task_geometry = {R"({"array_job_id":)" + std::to_string(id) + R"(,"array_task_id":3})"};
+  sp.rest_geometry = R"({"array_task_id":2})";
+  sp.new_record_geometry = R"({"array":"4-99999","array_job_id":)" + std::to_string(id) + "}";
+  const auto moved = s.split_array(sp);
+  REQUIRE(moved.size() == 2);
+  const auto rest = s.get_job(moved[1]);
+  REQUIRE(rest);
+  CHECK(rest->request.submit_token == "array-1#rest");
+  CHECK(rest->request.geometry.find("4-99999") != std::string::npos);
+  CHECK(rest->request.script == q.script);
+  CHECK(s.get_job(id)->request.geometry.find("array_task_id") != std::string::npos);
+  CHECK(s.list_jobs({}).size() == 5);
+  // Not compact any more: it splits nothing.
+  sp.new_record_geometry.reset();
+  CHECK_THROWS_AS(s.split_array(sp), aqs::store::invalid_job);
+  // A record that was cancelled splits nothing.
+  id = moved[1];
+  s.transition({.job_id = id, .to = job_state::cancelled});
+  sp.array_id = id;
+  sp.tasks = {4};
+  sp.task_geometry = {"{}"};
+  CHECK_THROWS_AS(s.split_array(sp), aqs::store::invalid_job);
+  CHECK(s.list_jobs({.include_finished = true}).size() == 5);
+  sp.array_id = 999'999;
+  CHECK_THROWS_AS(s.split_array(sp), aqs::store::not_found);
+  // An ordinary job is no compact record.
+  sp.array_id = s.submit(request());
+  CHECK_THROWS_AS(s.split_array(sp), aqs::store::invalid_job);
+}
+
 #define AQS_JOB_STORE_CONTRACT(fixture)                                 \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_submit, fixture);        \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_token, fixture);         \
@@ -437,4 +503,5 @@ TEST_CASE_TEMPLATE_DEFINE("a resize the job claimed is marked on it, read back f
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_nodes, fixture);         \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_listings, fixture);      \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_updates, fixture);       \
-  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_claims, fixture)
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_claims, fixture);        \
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_split, fixture)
