@@ -276,7 +276,7 @@ TEST_CASE("a request the peer's role may not send is refused, and handler errors
   e = c.expect<protocol::error>();
   CHECK(e.code == protocol::error_code::not_found);
   CHECK(e.id == 9);
-  c.send(protocol::cancel{10, {1}, {}, {}});
+  c.send(protocol::cancel{10, {1}, {}, {}, {}});
   e = c.expect<protocol::error>();
   CHECK(e.code == protocol::error_code::internal);
   CHECK(e.message == "boom");

@@ -129,7 +129,7 @@ TEST_CASE("another user cannot watch, read the history of, or cancel someone's j
   mallory.send(protocol::job_history{3, job});
   a = mallory.reply_to(3);
   CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
-  mallory.send(protocol::cancel{4, {job}, std::nullopt, std::nullopt});
+  mallory.send(protocol::cancel{4, {job}, std::nullopt, std::nullopt, {}});
   a = mallory.reply_to(4);
   CHECK_MESSAGE(error_of(a) == protocol::error_code::permission_denied, describe(a));
   // No output reached mallory, and the job runs on.
