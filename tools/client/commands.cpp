@@ -332,7 +332,17 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
     if (apply_faucets(out.faucets, name, value)) continue;
     if (name == "all") out.all = true;
     if (name == "array") out.expand_arrays = true;
-    if (name == "history") out.history = parse_job_id(value);
+    if (name == "history") {
+      // ID, or ARRAY_TASK ("3_1") as fkill and squeue name one task.
+      const auto us = value.find('_');
+      if (us == std::string::npos) {
+        out.history = parse_job_id(value);
+      } else {
+        const auto task = digits(std::string_view(value).substr(us + 1), 15);
+        if (!task) throw usage_error("invalid --history '" + shown(value) + "' (a job id, or ARRAY_TASK such as 3_1)");
+        out.history_task.emplace(parse_job_id(std::string_view(value).substr(0, us)), *task);
+      }
+    }
     if (name == "limit") {
       const auto v = digits(value, 15);
       if (!v) throw usage_error("invalid --limit '" + shown(value) + "' (a number of jobs; 0: no limit)");
@@ -356,12 +366,15 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
   if (out.common.help) return out;
   if (!s.positionals.empty()) throw usage_error("unexpected argument '" + shown(s.positionals.front()) + "' (job ids go with -j)");
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
-  if (out.history && (out.all || out.user || !out.job_ids.empty() || !out.states.empty() || out.limit)) {
+  if ((out.history || out.history_task) && (out.all || out.user || !out.job_ids.empty() || !out.states.empty() || out.limit)) {
     throw usage_error("--history shows one job: it takes no -a, -u, -j, -t or --limit");
   }
   check_faucets_options(out.faucets, cluster_choice::list, out.common.socket.has_value(), "fjobs");
-  if (out.faucets.used() && (out.user || !out.job_ids.empty() || !out.states.empty() || out.limit || out.expand_arrays)) {
-    const char* which = out.user ? "-u" : !out.job_ids.empty() ? "-j" : !out.states.empty() ? "-t" : out.limit ? "--limit" : "-r";
+  if (out.faucets.used() &&
+      (out.user || !out.job_ids.empty() || !out.states.empty() || out.limit || out.expand_arrays || out.history_task)) {
+    const char* which = out.user ? "-u" : !out.job_ids.empty() ? "-j" : !out.states.empty() ? "-t" : out.limit ? "--limit"
+                        : out.history_task                                                 ? "--history ARRAY_TASK"
+                                                                                           : "-r";
     throw usage_error(std::string(which) +
                       " does not go through a Faucets server: fjobs -M takes --all, --history ID and --json");
   }
@@ -428,7 +441,8 @@ std::string fjobs_usage() {
          "      --limit N         only the newest N jobs that match (0: all); the table of\n"
          "                        --all shows the newest 1000 unless told, --json all\n"
          "      --history ID      job ID's transitions instead: when, to which state and\n"
-         "                        processors, and why (each resize with its phase times)\n"
+         "                        processors, and why (each resize with its phase times);\n"
+         "                        ARRAY_TASK (3_1) for one task of an array\n"
          "      --json            print one JSON array of jobs (or of the events)\n"
          "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          + faucets_usage(cluster_choice::list) +

@@ -62,6 +62,7 @@ struct fjobs_command_line {
   std::vector<std::int64_t> job_ids;
   std::vector<core::job_state> states;
   std::optional<std::int64_t> history;  // one job's transitions instead of a list
+  std::optional<std::pair<std::int64_t, std::int64_t>> history_task;  // --history ARRAY_TASK: that task's
   std::optional<std::int64_t> limit;    // --limit N: the newest N (0: no limit)
   bool expand_arrays = false;           // -r, --array: each pending array task on its own line
 };

@@ -134,4 +134,14 @@ std::vector<protocol::job_info> parse_jobs(const job_listing& l) {
   return out;
 }
 
+array_task_found find_array_task(const std::vector<protocol::job_info>& jobs, std::int64_t array, std::int64_t task) {
+  array_task_found found;
+  for (const auto& j : jobs) {
+    if (j.array_job_id != array) continue;
+    if (j.array_task_id == task) found.job_id = j.id;
+    if (!j.array_task_id && !core::is_final(j.state)) found.record_id = j.id;
+  }
+  return found;
+}
+
 }  // namespace aqs::client

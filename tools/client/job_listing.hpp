@@ -48,4 +48,15 @@ std::string jobs_json_text(const job_listing& l);
 // client_error on a job aqsd should not have sent.
 std::vector<protocol::job_info> parse_jobs(const job_listing& l);
 
+// Task `task` of array `array` among `jobs`: the job that runs it once it
+// is split off its array's compact record (`job_id`), else whether a
+// pending record of the array still holds unsplit tasks (`in_record`; aqsd
+// splits them off as they become eligible). fkill, scancel and fjobs
+// --history ARRAY_TASK resolve a task this one way.
+struct array_task_found {
+  std::optional<std::int64_t> job_id;
+  std::optional<std::int64_t> record_id;  // the array's pending record, if any
+};
+array_task_found find_array_task(const std::vector<protocol::job_info>& jobs, std::int64_t array, std::int64_t task);
+
 }  // namespace aqs::client

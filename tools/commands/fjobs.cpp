@@ -21,8 +21,29 @@ int main(int argc, char** argv) {
       return client::fjobs_through_faucets(server, cmd);
     }
     client::connection c(client::socket_path(cmd.common.socket));
-    if (cmd.history) {
-      const auto reply = c.ask(protocol::job_history{c.next_id(), *cmd.history});
+    std::optional<std::int64_t> history = cmd.history;
+    if (cmd.history_task) {
+      // The job that is (or will be) that task: it, or its array's pending record.
+      const auto [array, task] = *cmd.history_task;
+      protocol::list_jobs all;
+      all.all = true;
+      all.after_id = array - 1;
+      const auto jobs = client::parse_jobs(client::list_job_pages(c, all, std::nullopt));
+      const auto found = client::find_array_task(jobs, array, task);
+      if (found.job_id) {
+        history = *found.job_id;
+      } else if (found.record_id) {
+        std::fprintf(stderr, "fjobs: task %lld_%lld has no job of its own yet: array %lld's pending record %lld holds its unstarted tasks\n",
+                     static_cast<long long>(array), static_cast<long long>(task), static_cast<long long>(array),
+                     static_cast<long long>(*found.record_id));
+        history = *found.record_id;
+      } else {
+        std::fprintf(stderr, "fjobs: no task %lld_%lld\n", static_cast<long long>(array), static_cast<long long>(task));
+        return 1;
+      }
+    }
+    if (history) {
+      const auto reply = c.ask(protocol::job_history{c.next_id(), *history});
       if (cmd.common.json) {
         std::printf("%s\n", protocol::to_json(reply)["events"].dump().c_str());
       } else {

@@ -24,23 +24,17 @@ int main(int argc, char** argv) {
       // "123_4": the job that is task 4 of array 123, found among the live jobs.
       const auto live = client::parse_jobs(client::list_job_pages(c, protocol::list_jobs{}, std::nullopt));
       for (const auto& [array, task] : cmd.array_tasks) {
-        const auto it = std::find_if(live.begin(), live.end(), [&](const protocol::job_info& j) {
-          return j.array_job_id == array && j.array_task_id == task;
-        });
-        if (it == live.end()) {
+        const auto found = client::find_array_task(live, array, task);
+        if (found.job_id) {
+          request.job_ids.push_back(*found.job_id);
+        } else if (found.record_id) {
           // Not split off yet: aqsd takes it out of its array's record.
-          const bool held = std::any_of(live.begin(), live.end(), [&](const protocol::job_info& j) {
-            return j.array_job_id == array && !j.array_task_id;
-          });
-          if (held) {
-            request.array_tasks.push_back(std::to_string(array) + "_" + std::to_string(task));
-            continue;
-          }
+          request.array_tasks.push_back(std::to_string(array) + "_" + std::to_string(task));
+        } else {
           std::fprintf(stderr, "fkill: no pending or running task %lld_%lld\n", static_cast<long long>(array),
                        static_cast<long long>(task));
           return 1;
         }
-        request.job_ids.push_back(it->id);
       }
     }
     request.id = c.next_id();

@@ -426,6 +426,17 @@ TEST_CASE("fkill of an array's id cancels its tasks not yet split off with the r
   CHECK(tasks_of(s, first) == 3);
   CHECK(s.c->cmd(bin().fkill, {std::to_string(first) + "_2"}, &s.ann).status != 0);  // gone already
   CHECK(s.fsub_as(s.ann, {"--array", "0-1", "-o", "/dev/null", "--wrap", "true"}).status == 0);
+  // A task still in the record: fjobs --history ARRAY_TASK shows the record's
+  // history and says so; scancel ARRAY_TASK takes it out as fkill does.
+  const auto h = s.c->cmd(bin().fjobs, {"--history", std::to_string(first) + "_1"}, &s.ann);
+  CHECK_MESSAGE(h.status == 0, h.err);
+  CHECK_MESSAGE(h.err.find("task " + std::to_string(first) + "_1 has no job of its own yet") != std::string::npos, h.err);
+  CHECK_MESSAGE(h.out.find("PENDING") != std::string::npos, h.out);
+  CHECK(s.c->cmd(bin().fjobs, {"--history", std::to_string(first + 100) + "_1"}, &s.ann).status != 0);
+  const auto sc = test::run({AQS_SCANCEL_BINARY, std::to_string(first) + "_3"}, {{"AQS_SOCKET", s.c->socket()}},
+                            s.ann.uid, s.ann.gid, s.ann.home.string());
+  CHECK_MESSAGE(sc.status == 0, sc.out << sc.err);
+  CHECK(tasks_of(s, first) == 2);
   const auto k = s.c->cmd(bin().fkill, {std::to_string(first)}, &s.ann);
   CHECK_MESSAGE(k.status == 0, k.err);
   s.c->wait_state(first, {job_state::cancelled});

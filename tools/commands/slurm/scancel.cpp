@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "client/job_listing.hpp"
 #include "client/slurm_client.hpp"
 
 using namespace aqs;
@@ -41,16 +42,21 @@ int main(int argc, char** argv) {
     }
     client::connection c(client::socket_path(std::nullopt));
     std::vector<std::int64_t> ids = cmd.job_ids;
+    std::vector<std::string> unsplit;  // ARRAY_TASK of tasks still in their array's record
     int rc = 0;
     if (!cmd.array_tasks.empty()) {
-      // "123_4": the live job that is task 4 of array 123 (as fkill finds it).
-      const auto live = slurm::fetch_jobs(c, protocol::list_jobs{}, false);
+      // "123_4": the live job that is task 4 of array 123 (as fkill finds
+      // it), or a task its array's pending record still holds.
+      std::vector<protocol::job_info> live;
+      for (auto& j : slurm::fetch_jobs(c, protocol::list_jobs{}, false)) live.push_back(std::move(j.info));
       for (const auto& [array, task] : cmd.array_tasks) {
-        const auto it = std::find_if(live.begin(), live.end(), [&](const slurm::job_view& j) {
-          return j.info.array_job_id == array && j.info.array_task_id == task;
-        });
-        if (it != live.end()) {
-          if (std::find(ids.begin(), ids.end(), it->info.id) == ids.end()) ids.push_back(it->info.id);
+        const auto found = client::find_array_task(live, array, task);
+        if (found.job_id) {
+          if (std::find(ids.begin(), ids.end(), *found.job_id) == ids.end()) ids.push_back(*found.job_id);
+          continue;
+        }
+        if (found.record_id) {
+          unsplit.push_back(std::to_string(array) + "_" + std::to_string(task));
           continue;
         }
         if (!cmd.quiet) {
@@ -58,6 +64,27 @@ int main(int argc, char** argv) {
                        static_cast<long long>(array), static_cast<long long>(task));
         }
         rc = 1;
+      }
+      if (!unsplit.empty()) {
+        // Tasks not split off their record yet: aqsd takes them out of it.
+        protocol::cancel k;
+        k.id = c.next_id();
+        k.array_tasks = unsplit;
+        if (cmd.signal) k.signal = *cmd.signal;
+        try {
+          const protocol::cancel_reply reply = c.ask(k);
+          for (const auto& f : reply.failed) {
+            if (!cmd.quiet) {
+              std::fprintf(stderr, "%s: error: Kill job error on job id %lld: %s\n", name.c_str(),
+                           static_cast<long long>(f.job_id), slurm_error_text(f.code).c_str());
+            }
+            rc = 1;
+          }
+        } catch (const client::client_error& e) {
+          if (!e.code()) throw;
+          if (!cmd.quiet) std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+          rc = 1;
+        }
       }
       if (ids.empty()) return rc;  // never widen to every job the filters match
     }
