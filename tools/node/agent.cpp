@@ -69,6 +69,10 @@ void agent::warn(const std::string& line) const { logging::warn("{}", line); }
 
 void agent::start() {
   prepare_spool(options_.spool);
+  // One agent per spool: another one (an agent of the same name of another
+  // cluster, with the default spool) would adopt and report this one's jobs.
+  // Taken first: an agent refused here says that and nothing else.
+  spool_lock_ = std::make_unique<spool_lock>(options_.spool);
   // Containment: cgroups where the host has them, else process groups,
   // SIGSTOP and polling, with the reason logged. Asked for by version
   // (--cgroups v1|v2) and unusable: the agent does not start.
@@ -91,9 +95,6 @@ void agent::start() {
            "a second) and suspend is SIGSTOP: " + why);
     }
   }
-  // One agent per spool: another one (an agent of the same name of another
-  // cluster, with the default spool) would adopt and report this one's jobs.
-  spool_lock_ = std::make_unique<spool_lock>(options_.spool);
   spool_cluster_ = spool_cluster(options_.spool);
   if (const auto legacy = job_records(options_.spool); !legacy.empty()) {
     warn("spool " + options_.spool.string() + " holds " + std::to_string(legacy.size()) +

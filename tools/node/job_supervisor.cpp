@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <thread>
 #include <sstream>
 #include <stdexcept>
 #include <poll.h>
@@ -285,20 +286,27 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     close_all_but({report_w.get(), spec.stdout_fd, spec.stderr_fd, lease_r.get()});
     std::string said;
     pid_t pgid = 0;
-    try {
-      pgid = launch(*run_spec);
-      said = "O" + std::to_string(pgid);
-      // The record a new agent adopts the job by, written here and not by
-      // the agent: aqsd counts the job RUNNING from dispatch, and an agent
-      // killed before it reads this report must not leave a job that runs
-      // unrecorded (neither adopted nor set aside by the next one).
+    // The record a new agent adopts the job by, written here and not by the
+    // agent: aqsd counts the job RUNNING from dispatch, and an agent killed
+    // before it reads this step's report must not leave a job that runs
+    // unrecorded (neither adopted nor set aside by the next one, which would
+    // even remove its script as stale). First "starting" (process group 0),
+    // before the job exists; then with its group once it runs.
+    const auto write_record = [&](pid_t group) {
       const std::string rec = std::to_string(::getpid()) + " " + std::to_string(start_ticks(::getpid())) + " " +
-                              std::to_string(pgid) + " " + std::to_string(now_ms()) + " " +
+                              std::to_string(group) + " " + std::to_string(now_ms()) + " " +
                               std::to_string(time_limit ? time_limit->count() : 0) + " " +
                               std::to_string(grace.count()) + "\n";
       write_atomically(step_path.c_str(), step_tmp.c_str(), rec.data(), rec.size());
+    };
+    write_record(0);
+    try {
+      pgid = launch(*run_spec);
+      said = "O" + std::to_string(pgid);
+      write_record(pgid);
     } catch (const std::exception& e) {
       said = std::string("E") + e.what();
+      ::unlink(step_path.c_str());
     }
     (void)!::write(report_w.get(), said.data(), said.size());
     report_w.reset();
@@ -490,10 +498,21 @@ std::vector<std::int64_t> job_supervisor::adopt() {
       std::filesystem::remove(path, ec);
       continue;
     }
-    std::ifstream in(path);
     long long step = 0, pgid = 0, started = 0, limit = 0, grace = 0;
     unsigned long long ticks = 0;
-    if (!(in >> step >> ticks >> pgid >> started >> limit >> grace) || step <= 0 || pgid <= 0 || jobs_.count(id)) {
+    const auto read_record = [&] {
+      std::ifstream in(path);
+      return static_cast<bool>(in >> step >> ticks >> pgid >> started >> limit >> grace);
+    };
+    bool read = read_record();
+    // A step still starting its job (process group 0): it rewrites the
+    // record once the job runs. Wait for that while the step lives.
+    for (int i = 0; read && pgid == 0 && step > 0 && i < 200; ++i) {
+      if (::kill(static_cast<pid_t>(step), 0) != 0 || start_ticks(static_cast<pid_t>(step)) != ticks) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      read = read_record();
+    }
+    if (!read || step <= 0 || pgid <= 0 || jobs_.count(id)) {
       std::filesystem::remove(path, ec);
       continue;
     }
