@@ -21,20 +21,6 @@ std::string job_name(std::int64_t id) { return "job " + std::to_string(id); }
 
 }  // namespace
 
-void controller::record_update(store::job_update u) {
-  batch_.store_ops.push_back([u = std::move(u)](store::job_store& s) {
-    try {
-      s.update_job(u);
-    } catch (const store::store_unavailable&) {
-      throw;  // retried until the store is back
-    } catch (const store::store_error& e) {
-      // The strand checked the job first; a refusal here is a bug, and not
-      // worth stopping the daemon for.
-      logging::warn("job {}: update refused by the store: {}", u.job_id, e.what());
-    }
-  });
-}
-
 void controller::signal_everywhere(std::int64_t id, int sig) {
   const job_entry* e = jobs_.find(id);
   std::set<std::size_t> nodes;
@@ -107,9 +93,8 @@ void controller::handle_control(const conn_ptr& c, const protocol::control& m) {
     reply_error(c, rid, first->code, first->message);
     return;
   }
-  after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
-  decide_needed_ = true;
-  kick();
+  pipe_.after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
+  pipe_.decide();
 }
 
 std::optional<std::string> controller::hold(std::int64_t id, job_entry& e, const core::job* j, bool admin,
@@ -123,7 +108,7 @@ std::optional<std::string> controller::hold(std::int64_t id, job_entry& e, const
   if (queued) sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
   e.control = admin ? "held-admin" : "held-user";
   view_.set_reason(id, admin ? "JobHeldAdmin" : "JobHeldUser");
-  record_update({id, e.control, std::nullopt, std::nullopt, std::nullopt, "held by " + caller});
+  pipe_.record_update({id, e.control, std::nullopt, std::nullopt, std::nullopt, "held by " + caller});
   logging::info("job {} held by {}", id, caller);
   return std::nullopt;
 }
@@ -139,7 +124,7 @@ std::optional<std::string> controller::release(std::int64_t id, job_entry& e, co
   } else if (deps_.is_held(id)) {
     view_.set_reason(id, "Dependency");
   }
-  record_update({id, std::string(), std::nullopt, std::nullopt, std::nullopt, "released by " + caller});
+  pipe_.record_update({id, std::string(), std::nullopt, std::nullopt, std::nullopt, "released by " + caller});
   logging::info("job {} released by {}", id, caller);
   return std::nullopt;
 }
@@ -155,9 +140,9 @@ std::optional<std::string> controller::suspend(std::int64_t id, job_entry& e, co
   if (!e.host) return job_name(id) + " is still starting; suspend it once it runs";
   const core::processor_set was = j->procs;
   sched_.apply(core::event::on_job(core::event::kind::suspend, static_cast<core::job_id>(id)));
-  transition(id, job_state::suspended, std::nullopt,
+  pipe_.transition(id, job_state::suspended, std::nullopt,
              "suspended by " + caller + " (its " + std::to_string(was.count()) + " processors freed)");
-  after_commit([this, id] {
+  pipe_.after_commit([this, id] {
     signal_everywhere(id, SIGSTOP);
     notify(id, job_state::suspended, std::nullopt, std::nullopt, nullptr);
   });
@@ -172,7 +157,7 @@ std::optional<std::string> controller::resume(std::int64_t id, job_entry& e, con
   sched_.apply(core::event::on_job(core::event::kind::resume, static_cast<core::job_id>(id)));
   e.control = "resume";
   view_.set_reason(id, "Resources");
-  record_update({id, e.control, std::nullopt, std::nullopt, std::nullopt,
+  pipe_.record_update({id, e.control, std::nullopt, std::nullopt, std::nullopt,
                  "resume asked by " + caller + (j->req.adaptive ? "" : ": waits for its processors")});
   logging::info("job {} asked to resume by {}", id, caller);
   return std::nullopt;
@@ -182,14 +167,14 @@ void controller::resumed(std::int64_t id, const core::processor_set& to, bool ad
   job_entry* e = jobs_.find(id);
   if (e != nullptr) e->control.clear();
   view_.set_reason(id, "");
-  transition(id, job_state::running, to, "resumed on " + core::format_processor_map(spans(), to));
+  pipe_.transition(id, job_state::running, to, "resumed on " + core::format_processor_map(spans(), to));
   if (adaptive) {
     // Its ranks are where they stopped: the new map moves them at the
     // next MPI_Migrate().
     refresh_job_addresses(id, to, true);
     resizes_.begin(id, to);
   }
-  after_commit([this, id, to] {
+  pipe_.after_commit([this, id, to] {
     signal_everywhere(id, SIGCONT);
     notify(id, job_state::running, std::nullopt, std::nullopt, &to);
   });
@@ -205,7 +190,7 @@ std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, co
   // until then its processes may still run, and a new instance must not
   // start beside them.
   e.requeue_by = caller;
-  after_commit([this, id, host = *e.host] {
+  pipe_.after_commit([this, id, host = *e.host] {
     end_steps_of_job(id);
     nodes_.send(host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
   });
@@ -219,7 +204,7 @@ void controller::requeued(std::int64_t id) {
   const std::string by = e->requeue_by.value_or("root");
   e->requeue_by.reset();
   sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
-  transition(id, job_state::pending, std::nullopt, "requeued by " + by);
+  pipe_.transition(id, job_state::pending, std::nullopt, "requeued by " + by);
   e->host.reset();
   e->token.clear();  // the killed instance can no longer speak for the job
   e->control.clear();
@@ -228,9 +213,8 @@ void controller::requeued(std::int64_t id) {
   e->launch_confirmed = false;
   e->misses = 0;
   resizes_.disarm(id);
-  after_commit([this, id] { notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
-  decide_needed_ = true;
-  kick();
+  pipe_.after_commit([this, id] { notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  pipe_.decide();
 }
 
 std::optional<std::string> controller::update(std::int64_t id, job_entry& e, const core::job* j,
@@ -326,7 +310,7 @@ std::optional<std::string> controller::update(std::int64_t id, job_entry& e, con
             (*m.time_limit_s > 0 ? std::to_string(*m.time_limit_s) + " s" : std::string("none"));
   }
   u.reason = what + (caller == "the job itself" ? " requested by the job" : " set by " + caller);
-  record_update(std::move(u));
+  pipe_.record_update(std::move(u));
   logging::info("job {}: {}", id, what);
   return std::nullopt;
 }

@@ -15,82 +15,58 @@ using core::job_state;
 
 controller::controller(asio::io_context& io, store::job_store& store, controller_options options,
                        std::function<void()> request_stop, clock& time)
-    : io_(io),
-      store_(store),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       request_stop_(std::move(request_stop)),
-      strand_(asio::make_strand(io)),
       clock_(time),
+      pipe_(io, store, metrics_),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
-      nodes_(sched_, time, strand_, *this, *this, latency_, options_.heartbeat_timeout),
-      resizes_(sched_, time, strand_, *this, *this, nodes_, metrics_,
+      nodes_(sched_, time, pipe_.strand(), pipe_, *this, latency_, options_.heartbeat_timeout),
+      resizes_(sched_, time, pipe_.strand(), pipe_, *this, nodes_, metrics_,
                resize_timeouts{options_.resize_timeout, options_.resize_claim_timeout}),
       tokens_(options_.cluster_key, options_.revoked_tokens_file),
       ledger_(options_.limits) {
   // The implicit partition is no partition to the core: every node, as before.
   if (options_.partitions.configured) sched_.set_partitions(options_.partitions.partitions);
   faucets_open_ = !options_.faucets_gate;
+  pipe_.set_hooks({
+      .decide = [this] { decide_now(); },
+      .notify = [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
+                       std::optional<std::int32_t> sig, const core::processor_set* procs) { notify(id, st, code, sig, procs); },
+      .fatal =
+          [this](const std::string& why) {
+            logging::error("fatal: {}; stopping (a restart recovers from the store)", why);
+            request_stop_();
+          },
+  });
 }
 
 controller::~controller() { stop(); }
 
 void controller::reload_partitions(core::site_config partitions) {
-  post([this, partitions = std::move(partitions)]() mutable {
+  pipe_.post([this, partitions = std::move(partitions)]() mutable {
     options_.partitions = std::move(partitions);
     sched_.set_partitions(options_.partitions.configured ? options_.partitions.partitions
                                                          : std::vector<core::partition>{});
     if (sched_.partitions().empty()) view_.set_partition_reasons({}, {});
     logging::info("partitions reloaded: {}",
                   options_.partitions.configured ? options_.partitions.names() : std::string("none (every node in one)"));
-    decide_needed_ = true;
-    kick();
+    pipe_.decide();
   });
 }
 
 void controller::start() {
-  post([this] {
-    decide_needed_ = true;
-    kick();
+  pipe_.post([this] {
+    pipe_.decide();
     nodes_.start();
   });
 }
 
-void controller::stop() {
-  if (stopped_.exchange(true)) return;
-  {
-    std::lock_guard lock(retry_mu_);  // the writer tests stopped_ under it before it waits
-  }
-  // Timers and handlers already queued on the strand see stopped_ and do
-  // nothing.
-  retry_cv_.notify_all();
-  // Before the pools: a write waiting for a dead database gives up at once,
-  // and no submission callback can run once this controller is gone.
-  store_.shutdown();
-  writer_.join();
-  readers_.join();
-}
-
-void controller::post(std::function<void()> f) {
-  asio::post(strand_, [this, f = std::move(f)] {
-    if (stopped_) return;
-    try {
-      f();
-    } catch (const std::exception& e) {
-      logging::warn("internal error while handling an event: {}", e.what());
-    }
-  });
-}
+void controller::stop() { pipe_.stop(); }
 
 double controller::now() const { return clock_.wall_seconds(); }
 
 void controller::reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message) {
   c->send(protocol::error{id, code, std::move(message)});
-}
-
-void controller::fatal(const std::string& why) {
-  logging::error("fatal: {}; stopping (a restart recovers from the store)", why);
-  failed_ = true;
-  request_stop_();
 }
 
 // ---------------------------------------------------------------- routing --
@@ -100,13 +76,13 @@ void controller::on_open(const conn_ptr& conn) {
   if (p.role != protocol::peer_role::job) return;
   view_.check_job_peer(p);  // throws the refusal
   if (p.launcher) return;   // aqs-rsh: it asks, it is sent no maps
-  post([this, conn, job = p.job_id.value_or(0), seen = p.map_epoch] {
+  pipe_.post([this, conn, job = p.job_id.value_or(0), seen = p.map_epoch] {
     if (jobs_.is_live(job)) resizes_.attach_shim(job, conn, seen);
   });
 }
 
 void controller::on_close(const conn_ptr& conn) {
-  post([this, conn] {
+  pipe_.post([this, conn] {
     nodes_.disconnected(*conn);
     orphan_interactive(conn);
     end_steps_of(conn);
@@ -250,61 +226,24 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
     return;
   }
   if (r.where == runs_on::session) return r.handle(*this, c, m);
-  post([this, &r, c, m = std::move(m)] { r.handle(*this, c, m); });
+  pipe_.post([this, &r, c, m = std::move(m)] { r.handle(*this, c, m); });
 }
 
-// ----------------------------------------------------------- the pipeline --
+// ------------------------------------------------------------ deciding --
 
-void controller::transition(std::int64_t job, job_state to, std::optional<core::processor_set> procs,
-                            std::string reason, std::optional<std::int32_t> exit_code,
-                            std::optional<std::int32_t> signal) {
-  store::job_transition t;
-  t.job_id = job;
-  t.to = to;
-  t.procs = std::move(procs);
-  t.reason = std::move(reason);
-  t.exit_code = exit_code;
-  t.term_signal = signal;
-  batch_.transitions.push_back(std::move(t));
-}
-
-void controller::kick() {
-  if (writing_ || stopped_ || recovering_) return;
-  if (decide_needed_) {
-    // One decision for everything already waiting on the strand: a burst of
-    // submissions or job ends is decided once, not once per event.
-    if (!decision_posted_) {
-      decision_posted_ = true;
-      post([this] {
-        decision_posted_ = false;
-        decide_and_write();
-      });
-    }
-    return;
+// The pipeline's decider: the core decides, its decisions join the batch.
+void controller::decide_now() {
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto decisions = sched_.decide(now());
+    metrics_.decided(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    apply_decisions(decisions);
+    const auto& q = sched_.queue();
+    view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
+    if (!sched_.partitions().empty()) refresh_partition_reasons();
+  } catch (const std::exception& e) {
+    logging::warn("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
   }
-  decide_and_write();
-}
-
-void controller::decide_and_write() {
-  if (writing_ || stopped_ || recovering_) return;
-  if (decide_needed_) {
-    decide_needed_ = false;
-    try {
-      const auto t0 = std::chrono::steady_clock::now();
-      auto decisions = sched_.decide(now());
-      metrics_.decided(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      apply_decisions(decisions);
-      const auto& q = sched_.queue();
-      view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
-      if (!sched_.partitions().empty()) refresh_partition_reasons();
-    } catch (const std::exception& e) {
-      logging::warn("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
-    }
-  }
-  if (batch_.empty()) return;
-  batch b = std::move(batch_);
-  batch_ = batch{};
-  write_batch(std::move(b));
 }
 
 void controller::refresh_partition_reasons() {
@@ -333,125 +272,14 @@ void controller::refresh_partition_reasons() {
   view_.set_partition_reasons(std::move(heads), std::move(why));
 }
 
-bool controller::until_stored(const std::function<void()>& op) {
-  auto delay = std::chrono::milliseconds(50);
-  std::optional<std::chrono::steady_clock::time_point> down_since;
-  for (;;) {
-    if (stopped_) return false;
-    try {
-      op();
-      if (down_since) {
-        logging::info("the job store is back after {:.1f} s; carrying on",
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - *down_since).count());
-      }
-      return true;
-    } catch (const store::store_unavailable& e) {
-      if (!down_since) {
-        down_since = std::chrono::steady_clock::now();
-        logging::warn("the job store is unavailable ({}); holding the writes and retrying until it is back", e.what());
-      }
-    }
-    std::unique_lock lock(retry_mu_);
-    retry_cv_.wait_for(lock, delay, [this] { return stopped_.load(); });
-    delay = std::min(delay * 2, std::chrono::milliseconds(2000));
-  }
-}
-
-// One transition_all per step, each job at most once per step (the store
-// refuses a job twice in one call): a requeue is NODE_FAIL, then PENDING,
-// then maybe RUNNING again, in three steps. A step the database could not
-// take is retried until it can (steps already written are not written
-// again); false if the controller stopped first.
-bool controller::write_transitions(const std::vector<store::job_transition>& all) {
-  std::vector<std::vector<store::job_transition>> steps;
-  std::unordered_map<std::int64_t, std::size_t> seen;
-  for (const auto& t : all) {
-    const std::size_t k = seen[t.job_id]++;
-    if (steps.size() <= k) steps.resize(k + 1);
-    steps[k].push_back(t);
-  }
-  for (const auto& step : steps) {
-    const bool written = until_stored([&] {
-      try {
-        store_.transition_all(step);
-      } catch (const store::store_unavailable&) {
-        throw;
-      } catch (const store::store_error& e) {
-        // A bug somewhere (the core allowed what the store refuses), or a
-        // retry of a step that landed in part: keep every transition that
-        // is valid rather than losing the whole batch.
-        logging::warn("a batch of {} transitions was refused ({}); writing them one by one", step.size(), e.what());
-        for (const auto& t : step) {
-          try {
-            store_.transition(t);
-          } catch (const store::store_unavailable&) {
-            throw;
-          } catch (const store::store_error& one) {
-            logging::warn("job {}: transition to {} refused: {}", t.job_id, core::to_string(t.to), one.what());
-          }
-        }
-      }
-    });
-    if (!written) return false;
-  }
-  return true;
-}
-
-void controller::write_batch(batch b) {
-  writing_ = true;
-  auto shared = std::make_shared<batch>(std::move(b));
-  asio::post(writer_, [this, shared] {
-    try {
-      // Stopped before all was written: nothing of it was acted on or
-      // acknowledged, so nothing is lost (agents resend their reports).
-      const auto t0 = std::chrono::steady_clock::now();
-      for (auto& op : shared->store_ops) {
-        if (!until_stored([&] { op(store_); })) return;
-      }
-      if (!write_transitions(shared->transitions)) return;
-      if (!shared->transitions.empty() || !shared->store_ops.empty()) {
-        metrics_.committed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-    } catch (const std::exception& e) {
-      post([this, why = std::string(e.what())] { fatal("the job store failed: " + why); });
-      return;
-    }
-    post([this, shared] { committed(std::move(*shared)); });
-  });
-}
-
-void controller::committed(batch b) {
-  writing_ = false;
-  for (auto& f : b.after) {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      logging::warn("internal error after a commit: {}", e.what());
-    }
-  }
-  kick();
-}
-
-void controller::store_task(std::function<void(store::job_store&)> op, std::function<void()> then) {
-  asio::post(writer_, [this, op = std::move(op), then = std::move(then)] {
-    try {
-      if (!until_stored([&] { op(store_); })) return;
-    } catch (const std::exception& e) {
-      post([this, why = std::string(e.what())] { fatal("the job store failed: " + why); });
-      return;
-    }
-    post(then);
-  });
-}
-
 void controller::apply_decisions(const std::vector<core::decision>& ds) {
   using kind = core::decision::kind;
   for (const core::decision& d : ds) {
     const auto id = static_cast<std::int64_t>(d.job);
     switch (d.what) {
       case kind::start:
-        transition(id, job_state::running, d.to, "started on " + core::format_processor_map(spans(), d.to));
-        after_commit([this, id, to = d.to] {
+        pipe_.transition(id, job_state::running, d.to, "started on " + core::format_processor_map(spans(), d.to));
+        pipe_.after_commit([this, id, to = d.to] {
           notify(id, job_state::running, std::nullopt, std::nullopt, &to);
           launch(id, to);
           // Jobs waiting with `after:ID` may go now that it started.
@@ -469,8 +297,8 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
       case kind::requeue:
       case kind::fail: {
         const bool requeue = d.what == kind::requeue;
-        transition(id, job_state::node_fail, std::nullopt, "a node of the job went down");
-        if (requeue) transition(id, job_state::pending, std::nullopt, "requeued after a node failure");
+        pipe_.transition(id, job_state::node_fail, std::nullopt, "a node of the job went down");
+        if (requeue) pipe_.transition(id, job_state::pending, std::nullopt, "requeued after a node failure");
         std::optional<std::size_t> host;
         if (job_entry* e = jobs_.find(id)) {
           host = e->host;
@@ -483,7 +311,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
           e->launch_confirmed = false;
           e->misses = 0;
         }
-        after_commit([this, id, requeue, host] {
+        pipe_.after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.
           end_steps_of_job(id);
           if (host && nodes_.is_up(*host)) {

@@ -43,6 +43,7 @@
 #include "daemon/token_authority.hpp"
 #include "daemon/user_limits.hpp"
 #include "daemon/watch_list.hpp"
+#include "daemon/write_pipeline.hpp"
 #include "protocol/replies.hpp"
 #include "store/job_store.hpp"
 
@@ -101,7 +102,7 @@ struct controller_options {
 //      notifications sent.
 // A crash before 3 loses no acknowledged fact: agents resend unacknowledged
 // reports, and nothing was launched that the store does not know about.
-class controller final : public dispatcher, private pipeline, private node_jobs, private resize_jobs {
+class controller final : public dispatcher, private node_jobs, private resize_jobs {
 public:
   // `time` defaults to the machine's clocks; tests pass virtual time.
   controller(boost::asio::io_context& io, store::job_store& store, controller_options options,
@@ -126,7 +127,7 @@ public:
   // jobs stay where they run; the next decision uses them.
   void reload_partitions(core::site_config partitions);
   // The store failed for good: the daemon should exit non-zero.
-  bool failed() const noexcept { return failed_; }
+  bool failed() const noexcept { return pipe_.failed(); }
 
   // dispatcher
   void on_open(const std::shared_ptr<connection>& conn) override;
@@ -177,38 +178,11 @@ public:
 private:
   using conn_ptr = std::shared_ptr<connection>;
 
-  // ---- the write pipeline (controller.cpp) ------------------------------
-  struct batch {
-    std::vector<store::job_transition> transitions;
-    std::vector<std::function<void(store::job_store&)>> store_ops;  // before the transitions
-    std::vector<std::function<void()>> after;  // on the strand, after COMMIT
-    bool empty() const { return transitions.empty() && store_ops.empty() && after.empty(); }
-  };
-  void post(std::function<void()> f);        // run on the strand
-  void kick() override;                      // decide (deferred, coalesced) and write if idle
-  void decide() override {
-    decide_needed_ = true;
-    kick();
-  }
-  void store_op(std::function<void(store::job_store&)> op) override { batch_.store_ops.push_back(std::move(op)); }
-  bool stopped() const noexcept override { return stopped_; }
-  void decide_and_write();
+  // ---- deciding (controller.cpp) ----------------------------------------
+  // The pipeline's decider: the core decides; its decisions join the batch.
+  void decide_now();
   void refresh_partition_reasons();  // why pending jobs wait, per partition
-  void write_batch(batch b);
-  void committed(batch b);
-  void store_task(std::function<void(store::job_store&)> op, std::function<void()> then) override;
-  // On the writer thread: runs op until it succeeds. While the store is
-  // unavailable (the database died and is being restarted or reconnected)
-  // it waits and tries again, so nothing queued is lost; false if the
-  // controller stopped first. Other errors propagate.
-  bool until_stored(const std::function<void()>& op);
-  bool write_transitions(const std::vector<store::job_transition>& all);
-  void transition(std::int64_t job, core::job_state to, std::optional<core::processor_set> procs,
-                  std::string reason, std::optional<std::int32_t> exit_code = std::nullopt,
-                  std::optional<std::int32_t> signal = std::nullopt) override;
-  void after_commit(std::function<void()> f) override { batch_.after.push_back(std::move(f)); }
   void apply_decisions(const std::vector<core::decision>& ds);
-  void fatal(const std::string& why) override;
   double now() const;
 
   // ---- handlers, one concern per file -----------------------------------
@@ -304,7 +278,6 @@ private:
   // The agent reported a job that fctl requeue killed: back to PENDING.
   void requeued(std::int64_t id);
   // Queues a store::job_update in the current batch.
-  void record_update(store::job_update u) override;
   // `sig` to the job's processes on its node and on every node of its steps.
   void signal_everywhere(std::int64_t id, int sig);
   // Recovery (recover.cpp): resize_manager::resume_claimed.
@@ -342,7 +315,7 @@ private:
   // (as srun's job ends with srun).
   void orphan_interactive(const conn_ptr& gone);
   void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
-              std::optional<std::int32_t> signal, const core::processor_set* procs) override;
+              std::optional<std::int32_t> signal, const core::processor_set* procs);
   std::vector<core::node_span> spans() const { return view_.spans(); }
   // recover.cpp: recover() itself
   // tokens.cpp: bearer tokens for the HTTP API (ftoken)
@@ -355,20 +328,12 @@ private:
   void refresh_agent_addresses() override { view_.set_agent_addresses(nodes_.agent_addresses()); }
   static void reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message);
 
-  boost::asio::io_context& io_;
-  store::job_store& store_;
   controller_options options_;
   std::function<void()> request_stop_;
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  boost::asio::thread_pool writer_{1};
-  boost::asio::thread_pool readers_{2};
-  std::atomic<bool> stopped_{false};
-  std::atomic<bool> failed_{false};
-  // Wakes the writer from its wait for the store when stop() is called.
-  std::mutex retry_mu_;
-  std::condition_variable retry_cv_;
-
   clock& clock_;
+  metrics metrics_;  // before the pipeline, which counts its commits in it
+  // The strand, the store's writer and readers, the batch (write_pipeline.hpp).
+  write_pipeline pipe_;
 
   // The scheduling state and its parts: touched on strand_ only.
   core::scheduler sched_;
@@ -382,21 +347,15 @@ private:
   watch_list watchers_;
   std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job
   std::int64_t next_request_id_ = 1;
-  batch batch_;
-  bool writing_ = false;
   // The cluster's id (store::live_state::cluster_id, from recover()): agents
   // learn it when they register and adopt only this cluster's jobs; job
   // tokens begin with it.
   std::string cluster_id_;
-  bool recovering_ = false;  // recover() runs: no decision before every job is back
-  bool decide_needed_ = false;
-  bool decision_posted_ = false;
 
   // Read from session threads (thread-safe).
   access_view view_;
   token_authority tokens_;
   user_ledger ledger_;
-  metrics metrics_;
   std::vector<change_sink> change_sinks_;
   faucets_start_check faucets_start_check_;    // set before start()
   bool faucets_open_ = true;                   // strand_

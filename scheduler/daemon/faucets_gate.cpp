@@ -13,7 +13,7 @@
 namespace aqs::daemon {
 
 void controller::faucets_close() {
-  post([this] {
+  pipe_.post([this] {
     if (!faucets_open_) return;
     faucets_open_ = false;
     for (auto& [id, e] : jobs_.live()) {
@@ -37,7 +37,7 @@ bool controller::faucets_let_run(std::int64_t id) {
   if (j != nullptr) {
     if (j->state == core::job_state::pending && j->held) {
       sched_.apply(core::event::on_job(core::event::kind::release, static_cast<core::job_id>(id)));
-      decide_needed_ = true;
+      pipe_.want_decision();
     }
   } else {
     admit_or_hold(id);
@@ -46,7 +46,7 @@ bool controller::faucets_let_run(std::int64_t id) {
 }
 
 void controller::faucets_follow(std::set<std::int64_t> theirs, std::function<void(std::vector<faucets_copy>)> rest) {
-  post([this, theirs = std::move(theirs), rest = std::move(rest)] {
+  pipe_.post([this, theirs = std::move(theirs), rest = std::move(rest)] {
     faucets_open_ = true;
     std::size_t back = 0;
     for (const std::int64_t id : theirs) back += faucets_let_run(id) ? 1 : 0;
@@ -65,16 +65,16 @@ void controller::faucets_follow(std::set<std::int64_t> theirs, std::function<voi
     }
     logging::info("Faucets gate open: {} jobs of the server queued again; {} other copies reported to it", back,
                   others.size());
-    if (back > 0) kick();
+    if (back > 0) pipe_.kick();
     rest(std::move(others));
   });
 }
 
 void controller::faucets_release(std::int64_t id) {
-  post([this, id] {
+  pipe_.post([this, id] {
     if (faucets_let_run(id)) {
       logging::info("Faucets job {} released by the server", id);
-      kick();
+      pipe_.kick();
     }
   });
 }
@@ -84,20 +84,19 @@ void controller::faucets_not_started(std::int64_t id) {
   if (e == nullptr) return;
   logging::warn("job {}: not started, its Faucets server did not confirm the start; it waits for the server", id);
   sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
-  transition(id, core::job_state::pending, std::nullopt, "not started: the Faucets server did not confirm it");
+  pipe_.transition(id, core::job_state::pending, std::nullopt, "not started: the Faucets server did not confirm it");
   e->host.reset();
   e->token.clear();
   view_.forget_instance(id);
   e->launch_confirmed = false;
   e->misses = 0;
   resizes_.disarm(id);
-  after_commit([this, id] { notify(id, core::job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  pipe_.after_commit([this, id] { notify(id, core::job_state::pending, std::nullopt, std::nullopt, nullptr); });
   // Behind the gate until the server lists it (follow) or releases it.
   sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
   faucets_waiting_.insert(id);
   view_.set_reason(id, "FaucetsSync");
-  decide_needed_ = true;
-  kick();
+  pipe_.decide();
 }
 
 }  // namespace aqs::daemon

@@ -103,8 +103,8 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       // Its last index: the record itself ends.
       r->cancel_requested = true;
       deps_.release(rec->record);
-      transition(rec->record, job_state::cancelled, std::nullopt, "cancelled by " + caller);
-      after_commit([this, id = rec->record] { on_final(id, job_state::cancelled); });
+      pipe_.transition(rec->record, job_state::cancelled, std::nullopt, "cancelled by " + caller);
+      pipe_.after_commit([this, id = rec->record] { on_final(id, job_state::cancelled); });
       continue;
     }
     r->geometry->array = rec->rest.to_string() + (rec->max_running > 0 ? "%" + std::to_string(rec->max_running) : "");
@@ -113,9 +113,9 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     store::array_split shrink;
     shrink.array_id = rec->record;
     shrink.rest_geometry = protocol::geometry_json(*r->geometry);
-    asio::post(writer_, [this, shrink = std::move(shrink)] {
+    pipe_.on_writer([this, shrink = std::move(shrink)] {
       try {
-        store_.split_array(shrink);
+        pipe_.store().split_array(shrink);
       } catch (const std::exception& e) {
         logging::warn("array record {}: a task's cancel was not written: {}", shrink.array_id, e.what());
       }
@@ -162,9 +162,9 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       logging::info("pending job {} cancelled by {}", id, caller);
       if (j != nullptr) sched_.apply(core::event::completion(static_cast<core::job_id>(id), job_state::cancelled));
       deps_.release(id);
-      transition(id, job_state::cancelled, std::nullopt, "cancelled by " + caller);
-      after_commit([this, id] { on_final(id, job_state::cancelled); });
-      decide_needed_ = true;
+      pipe_.transition(id, job_state::cancelled, std::nullopt, "cancelled by " + caller);
+      pipe_.after_commit([this, id] { on_final(id, job_state::cancelled); });
+      pipe_.want_decision();
     }
     cancelled.push_back(id);
   }
@@ -174,8 +174,8 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     return;
   }
   // Pending jobs are CANCELLED in the store when the reply goes out.
-  after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
-  kick();
+  pipe_.after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
+  pipe_.kick();
 }
 
 }  // namespace aqs::daemon

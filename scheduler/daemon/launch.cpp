@@ -24,7 +24,7 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
     // apart.)
     const std::uint64_t ask = ++found->faucets_start_ask;
     faucets_start_check_(id, found->submit_token, [this, id, ask](bool ok) {
-      post([this, id, ok, ask] {
+      pipe_.post([this, id, ok, ask] {
         const core::job* j = sched_.find(static_cast<core::job_id>(id));
         job_entry* e = jobs_.find(id);
         if (j == nullptr || e == nullptr || !core::holds_processors(j->state) || e->faucets_start_ask != ask) return;
@@ -66,14 +66,14 @@ void controller::launch_checked(std::int64_t id, const core::processor_set& proc
     return;
   }
   // Recovered or requeued: the script comes from the store again.
-  asio::post(readers_, [this, id, procs] {
+  pipe_.on_readers([this, id, procs] {
     std::optional<store::job_record> rec;
     try {
-      rec = store_.get_job(id);
+      rec = pipe_.store().get_job(id);
     } catch (const std::exception& ex) {
       logging::warn("job {}: cannot read it to launch it: {}", id, ex.what());
     }
-    post([this, id, procs, rec] {
+    pipe_.post([this, id, procs, rec] {
       const core::job* j = sched_.find(static_cast<core::job_id>(id));
       if (j == nullptr || !core::holds_processors(j->state)) return;
       if (!rec) {
@@ -163,7 +163,7 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   }
   if (e->requeue_by && !e->cancel_requested) {
     requeued(m.job_id);
-    after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
+    pipe_.after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
     return;
   }
   std::optional<std::int32_t> code, sig;
@@ -175,16 +175,15 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   if (m.state == job_state::out_of_memory) reason = "memory limit exceeded on " + n->name;
   if (m.reason) reason += ": " + *m.reason;  // what the agent saw (the kernel's OOM kill)
   end_job(m.job_id, m.state, code, sig, reason);
-  after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
+  pipe_.after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
 }
 
 void controller::end_job(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                          std::optional<std::int32_t> signal, std::string reason) {
   sched_.apply(core::event::completion(static_cast<core::job_id>(id), state));
-  transition(id, state, std::nullopt, std::move(reason), code, signal);
-  after_commit([this, id, state, code, signal] { on_final(id, state, code, signal); });
-  decide_needed_ = true;
-  kick();
+  pipe_.transition(id, state, std::nullopt, std::move(reason), code, signal);
+  pipe_.after_commit([this, id, state, code, signal] { on_final(id, state, code, signal); });
+  pipe_.decide();
 }
 
 // ---- node_jobs: what agents say of the jobs they run ----------------------

@@ -9,7 +9,7 @@
 namespace aqs::daemon {
 
 void controller::snapshot(std::function<void(cluster_snapshot)> done) {
-  post([this, done = std::move(done)] {
+  pipe_.post([this, done = std::move(done)] {
     cluster_snapshot s;
     s.taken_at = now();
     const auto& machine = sched_.machine();
@@ -76,7 +76,7 @@ void controller::snapshot(std::function<void(cluster_snapshot)> done) {
 }
 
 void controller::capacity(std::function<void(capacity_summary)> done) {
-  post([this, done = std::move(done)] {
+  pipe_.post([this, done = std::move(done)] {
     capacity_summary c;
     const auto& machine = sched_.machine();
     c.procs_total = static_cast<std::int64_t>(sched_.usable_count());
@@ -112,7 +112,7 @@ void controller::capacity(std::function<void(capacity_summary)> done) {
 }
 
 void controller::estimate_start(core::job_request r, std::function<void(std::optional<double>)> done) {
-  post([this, r = std::move(r), done = std::move(done)] { done(core::estimate_start(sched_, r, now())); });
+  pipe_.post([this, r = std::move(r), done = std::move(done)] { done(core::estimate_start(sched_, r, now())); });
 }
 
 }  // namespace aqs::daemon

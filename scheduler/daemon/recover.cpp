@@ -14,10 +14,10 @@ namespace aqs::daemon {
 using core::job_state;
 
 void controller::recover() {
-  const store::live_state st = store_.load_live_state();
+  const store::live_state st = pipe_.store().load_live_state();
   cluster_id_ = st.cluster_id;
   logging::info("cluster id {}", cluster_id_);
-  recovering_ = true;
+  pipe_.hold(true);
   const auto t = clock_.now();
   std::vector<std::size_t> down, drained;
   for (const auto& rec : st.nodes) {
@@ -91,7 +91,7 @@ void controller::recover() {
     if (state == job_state::pending) {
       for (std::int64_t d : e.deps) {
         if (known_state(d)) continue;
-        if (auto rec = store_.get_job(d)) e.dep_known[d] = rec->status.state;
+        if (auto rec = pipe_.store().get_job(d)) e.dep_known[d] = rec->status.state;
       }
       if (e.geometry && e.geometry->array) {
         // An array's compact record: its unsplit tasks, as stored.
@@ -127,8 +127,8 @@ void controller::recover() {
     } catch (const std::exception& ex) {
       logging::warn("job {} cannot be restored ({}): marking it FAILED", s.id, ex.what());
       jobs_.add(s.id, std::move(e));
-      transition(s.id, job_state::failed, std::nullopt, std::string("could not be recovered: ") + ex.what());
-      after_commit([this, id = s.id] { on_final(id, job_state::failed); });
+      pipe_.transition(s.id, job_state::failed, std::nullopt, std::string("could not be recovered: ") + ex.what());
+      pipe_.after_commit([this, id = s.id] { on_final(id, job_state::failed); });
       continue;
     }
     e.host = sched_.machine().node_of(procs.first());
@@ -158,7 +158,7 @@ void controller::recover() {
         }
       } else {
         // The map it was sent was never begun: it keeps its old one.
-        transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");
+        pipe_.transition(s.id, job_state::running, procs, "resize abandoned: aqsd restarted");
       }
     }
     ++running;
@@ -169,8 +169,8 @@ void controller::recover() {
   // Each live job counts for its user's MaxJobsPerUser again (its text is
   // not counted: it is read from the store at launch).
   for (const auto& [id, e] : jobs_.live()) ledger_.add(e.uid, e.charged_jobs, 0);
-  decide_needed_ = true;
-  recovering_ = false;
+  pipe_.want_decision();
+  pipe_.hold(false);
   logging::info("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);
 }
 

@@ -181,12 +181,12 @@ void controller::handle_partition_submit(const call_ptr& call, const protocol::s
 void controller::submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who) {
   if (s.job.afterok.empty()) return store_submission(call, s, who, {});
   // Dependencies are checked against the store, off the session's thread.
-  asio::post(readers_, [this, call, s, who] {
+  pipe_.on_readers([this, call, s, who] {
     std::map<std::int64_t, job_state> deps;
     for (std::int64_t d : s.job.afterok) {
       std::optional<store::job_record> rec;
       try {
-        rec = store_.get_job(d);
+        rec = pipe_.store().get_job(d);
       } catch (const std::exception& e) {
         answer_submit_error(call, protocol::error_code::internal, std::string("cannot check dependencies: ") + e.what());
         return;
@@ -231,7 +231,7 @@ void controller::store_submission(const call_ptr& call, const protocol::submit& 
     if (error) return reply_store_refusal(call, error);
     // The reply goes out from the strand, after the arrival: a client that
     // acts on the id at once (fkill, watch_job) finds the job known.
-    post([this, call, s, who, deps, id, created] {
+    pipe_.post([this, call, s, who, deps, id, created] {
       if (created) {
         metrics_.submitted();
         // The job holds its place and its text's bytes from now on.
@@ -244,7 +244,7 @@ void controller::store_submission(const call_ptr& call, const protocol::submit& 
     });
   };
   try {
-    store_.submit_then(to_store_request(s.job, who), std::move(done));
+    pipe_.store().submit_then(to_store_request(s.job, who), std::move(done));
   } catch (const store::store_unavailable& e) {
     answer_submit_error(call, protocol::error_code::internal,
                         std::string("store unavailable, retrying (submit again): ") + e.what());
@@ -275,7 +275,7 @@ void controller::store_array(const call_ptr& call, const protocol::submit& s, co
   }
   auto done = [this, call, job, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
     if (error) return reply_store_refusal(call, error);
-    post([this, call, job, who, deps, id, created] {
+    pipe_.post([this, call, job, who, deps, id, created] {
       if (created) {
         metrics_.submitted();
         // The record holds every task's place and the array's text.
@@ -286,7 +286,7 @@ void controller::store_array(const call_ptr& call, const protocol::submit& s, co
     });
   };
   try {
-    store_.submit_then(to_store_request(job, who), std::move(done));
+    pipe_.store().submit_then(to_store_request(job, who), std::move(done));
   } catch (const store::store_unavailable& e) {
     answer_submit_error(call, protocol::error_code::internal,
                         std::string("store unavailable, retrying (submit again): ") + e.what());
@@ -316,7 +316,7 @@ void controller::split_array(std::int64_t array_id) {
   array_table::compact* c = arrays_.find_compact(array_id);
   if (c == nullptr) return;
   job_entry* a = jobs_.find(c->record);
-  if (a == nullptr || !a->geometry || !c->eligible || c->splitting || stopped_ || a->cancel_requested ||
+  if (a == nullptr || !a->geometry || !c->eligible || c->splitting || pipe_.stopped() || a->cancel_requested ||
       c->rest.empty()) {
     return;
   }
@@ -376,13 +376,13 @@ void controller::split_array(std::int64_t array_id) {
   c->splitting = true;
   // On the writer, in order with the transitions (a cancel of the record
   // written first makes the split find it cancelled, and write nothing).
-  asio::post(writer_, [this, run = std::move(run)]() mutable {
+  pipe_.on_writer([this, run = std::move(run)]() mutable {
     try {
-      run.ids = store_.split_array(run.split);
+      run.ids = pipe_.store().split_array(run.split);
     } catch (const std::exception& e) {
       run.error = e.what();
     }
-    post([this, run = std::move(run)]() mutable { on_split(std::move(run)); });
+    pipe_.post([this, run = std::move(run)]() mutable { on_split(std::move(run)); });
   });
 }
 
@@ -395,9 +395,9 @@ void controller::on_split(split_run run) {
   if (!run.error.empty()) {
     if (a == nullptr || a->cancel_requested || c == nullptr) return;  // cancelled meanwhile: nothing was written
     logging::warn("array {}: tasks not split off ({}): trying again in a second", array_id, run.error);
-    auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
+    auto timer = std::make_shared<asio::steady_timer>(pipe_.io(), std::chrono::seconds(1));
     timer->async_wait([this, timer, array_id](const boost::system::error_code& ec) {
-      if (!ec) post([this, array_id] { split_array(array_id); });
+      if (!ec) pipe_.post([this, array_id] { split_array(array_id); });
     });
     return;
   }
@@ -406,9 +406,9 @@ void controller::on_split(split_run run) {
     // made goes with it.
     for (const std::int64_t id : run.ids) {
       if (jobs_.is_known(id)) continue;
-      transition(id, job_state::cancelled, std::nullopt, "its array " + std::to_string(array_id) + " was cancelled");
+      pipe_.transition(id, job_state::cancelled, std::nullopt, "its array " + std::to_string(array_id) + " was cancelled");
     }
-    kick();
+    pipe_.kick();
     return;
   }
   const std::int64_t max_running = c->max_running;
@@ -454,7 +454,7 @@ void controller::on_split(split_run run) {
     a->geometry->array = c->rest.to_string() + throttle_text(max_running);
   }
   // The next slice on a later turn: what else waits on the strand goes first.
-  if (c != nullptr) post([this, array_id] { split_array(array_id); });
+  if (c != nullptr) pipe_.post([this, array_id] { split_array(array_id); });
 }
 
 job_entry controller::copy_for(const job_entry& a, std::int64_t id) const {
@@ -602,9 +602,9 @@ void controller::admit_or_hold(std::int64_t id) {
       const std::string why =
           "dependency " + std::to_string(v.failed_dep) + " ended " + std::string(core::to_string(v.failed_state));
       logging::info("job {} cancelled: {}", id, why);
-      transition(id, job_state::cancelled, std::nullopt, why);
-      after_commit([this, id] { on_final(id, job_state::cancelled); });
-      kick();
+      pipe_.transition(id, job_state::cancelled, std::nullopt, why);
+      pipe_.after_commit([this, id] { on_final(id, job_state::cancelled); });
+      pipe_.kick();
       return;
     }
     case dependency_gate::verdict::kind::waiting:
@@ -635,8 +635,7 @@ void controller::admit_or_hold(std::int64_t id) {
     sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
     view_.set_reason(id, e->control == "held-admin" ? "JobHeldAdmin" : "JobHeldUser");
   }
-  decide_needed_ = true;
-  kick();
+  pipe_.decide();
 }
 
 void controller::admit_in_slices(std::vector<std::int64_t> ids) {
@@ -650,7 +649,7 @@ void controller::admit_in_slices(std::vector<std::int64_t> ids) {
   if (n == ids.size()) return;
   // The rest on a later turn: what else waits on the strand goes first.
   ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
-  post([this, rest = std::move(ids)]() mutable { admit_in_slices(std::move(rest)); });
+  pipe_.post([this, rest = std::move(ids)]() mutable { admit_in_slices(std::move(rest)); });
 }
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,

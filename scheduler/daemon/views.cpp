@@ -47,9 +47,9 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
   f.before_id = m.before_id;
   const std::int64_t page = std::min(m.limit.value_or(options_.list_page), options_.list_page);
   f.limit = page + 1;  // one more tells whether there is more
-  asio::post(readers_, [this, c, f, page, rid = m.id] {
+  pipe_.on_readers([this, c, f, page, rid = m.id] {
     try {
-      std::vector<store::job_summary> found = store_.list_jobs(f);
+      std::vector<store::job_summary> found = pipe_.store().list_jobs(f);
       bool more = static_cast<std::int64_t>(found.size()) > page;
       if (more) {
         // Newest first: the extra one is the oldest, at the front.
@@ -104,9 +104,9 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
 }
 
 void controller::handle_job_history(const conn_ptr& c, const protocol::job_history& m) {
-  asio::post(readers_, [this, c, m] {
+  pipe_.on_readers([this, c, m] {
     try {
-      auto rec = store_.get_job(m.job_id);
+      auto rec = pipe_.store().get_job(m.job_id);
       if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
       if (!may_act_on_job(c->peer(), rec->request.uid)) {
         return reply_error(c, m.id, protocol::error_code::permission_denied,
@@ -115,7 +115,7 @@ void controller::handle_job_history(const conn_ptr& c, const protocol::job_histo
       const auto nodes = spans();
       protocol::job_history_reply reply;
       reply.job = to_job_info(store::summary_of(*rec), nodes);
-      for (const auto& e : store_.job_history(m.job_id)) {
+      for (const auto& e : pipe_.store().job_history(m.job_id)) {
         protocol::job_history_event ev;
         ev.time = iso8601(e.time);
         ev.old_state = e.old_state;
@@ -225,9 +225,9 @@ void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
   }
   const job_entry* live = jobs_.find(m.job_id);
   if (live == nullptr) {
-    asio::post(readers_, [this, c, m, send_final, refuse] {
+    pipe_.on_readers([this, c, m, send_final, refuse] {
       try {
-        auto rec = store_.get_job(m.job_id);
+        auto rec = pipe_.store().get_job(m.job_id);
         if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
         if (!may_act_on_job(c->peer(), rec->request.uid)) return refuse();
         send_final(rec->status.state, rec->status.exit_code, rec->status.term_signal);
