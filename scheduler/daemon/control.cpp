@@ -22,13 +22,13 @@ std::string job_name(std::int64_t id) { return "job " + std::to_string(id); }
 }  // namespace
 
 void controller::signal_everywhere(std::int64_t id, int sig) {
-  const job_entry* e = jobs_.find(id);
+  const job_entry* e = jobs().find(id);
   std::set<std::size_t> nodes;
   if (e != nullptr && e->host) nodes.insert(*e->host);
   if (const auto* sn = steps_.nodes_of(id)) nodes.insert(sn->begin(), sn->end());
   for (std::size_t n : nodes) {
     if (n < nodes_.size() && sched_.machine().at(n).state != core::node_state::down) {
-      nodes_.send(n, protocol::kill{next_request_id_++, id, sig, 0, false});
+      nodes_.send(n, protocol::kill{nodes_.new_request_id(), id, sig, 0, false});
     }
   }
 }
@@ -44,14 +44,14 @@ void controller::handle_control(const conn_ptr& c, const protocol::control& m) {
     reply.failed.push_back({id, code, std::move(msg)});
   };
   for (const std::int64_t id : m.job_ids) {
-    job_entry* e = jobs_.find(id);
+    job_entry* e = jobs().find(id);
     if (as_job && (p.job_id != id || m.action != "update" || m.time_limit_s)) {
       refuse(id, protocol::error_code::unauthorized,
              "a job may only ask for a new range of processors for itself");
       continue;
     }
     if (e == nullptr) {
-      if (const final_info* f = jobs_.finished(id)) {
+      if (const final_info* f = jobs().finished(id)) {
         refuse(id, protocol::error_code::invalid_state,
                job_name(id) + " has already ended (" + std::string(core::to_string(f->state)) + ")");
       } else {
@@ -104,7 +104,7 @@ std::optional<std::string> controller::hold(std::int64_t id, job_entry& e, const
   // A job waiting for its dependencies is not in the core yet: it is held
   // when it is admitted.
   if (j != nullptr && !queued) return job_name(id) + " is not pending (" + std::string(core::to_string(j->state)) + ")";
-  if (j == nullptr && !deps_.is_held(id) && !arrays_.is_waiting(id)) return job_name(id) + " is not pending";
+  if (j == nullptr && !intake_.deps().is_held(id) && !intake_.arrays().is_waiting(id)) return job_name(id) + " is not pending";
   if (queued) sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
   e.control = admin ? "held-admin" : "held-user";
   view_.set_reason(id, admin ? "JobHeldAdmin" : "JobHeldUser");
@@ -121,7 +121,7 @@ std::optional<std::string> controller::release(std::int64_t id, job_entry& e, co
   view_.set_reason(id, "");
   if (j != nullptr && j->held) {
     sched_.apply(core::event::on_job(core::event::kind::release, static_cast<core::job_id>(id)));
-  } else if (deps_.is_held(id)) {
+  } else if (intake_.deps().is_held(id)) {
     view_.set_reason(id, "Dependency");
   }
   pipe_.record_update({id, std::string(), std::nullopt, std::nullopt, std::nullopt, "released by " + caller});
@@ -144,7 +144,7 @@ std::optional<std::string> controller::suspend(std::int64_t id, job_entry& e, co
              "suspended by " + caller + " (its " + std::to_string(was.count()) + " processors freed)");
   pipe_.after_commit([this, id] {
     signal_everywhere(id, SIGSTOP);
-    notify(id, job_state::suspended, std::nullopt, std::nullopt, nullptr);
+    watchers_.notify(id, job_state::suspended, std::nullopt, std::nullopt, nullptr);
   });
   logging::info("job {} suspended by {}", id, caller);
   return std::nullopt;
@@ -164,7 +164,7 @@ std::optional<std::string> controller::resume(std::int64_t id, job_entry& e, con
 }
 
 void controller::resumed(std::int64_t id, const core::processor_set& to, bool adaptive) {
-  job_entry* e = jobs_.find(id);
+  job_entry* e = jobs().find(id);
   if (e != nullptr) e->control.clear();
   view_.set_reason(id, "");
   pipe_.transition(id, job_state::running, to, "resumed on " + core::format_processor_map(spans(), to));
@@ -176,7 +176,7 @@ void controller::resumed(std::int64_t id, const core::processor_set& to, bool ad
   }
   pipe_.after_commit([this, id, to] {
     signal_everywhere(id, SIGCONT);
-    notify(id, job_state::running, std::nullopt, std::nullopt, &to);
+    watchers_.notify(id, job_state::running, std::nullopt, std::nullopt, &to);
   });
 }
 
@@ -191,29 +191,24 @@ std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, co
   // start beside them.
   e.requeue_by = caller;
   pipe_.after_commit([this, id, host = *e.host] {
-    end_steps_of_job(id);
-    nodes_.send(host, protocol::kill{next_request_id_++, id, SIGKILL, 0});
+    steps_.end_of_job(id);
+    nodes_.send(host, protocol::kill{nodes_.new_request_id(), id, SIGKILL, 0});
   });
   logging::info("job {} requeued by {}: killing it", id, caller);
   return std::nullopt;
 }
 
 void controller::requeued(std::int64_t id) {
-  job_entry* e = jobs_.find(id);
+  job_entry* e = jobs().find(id);
   if (e == nullptr) return;
   const std::string by = e->requeue_by.value_or("root");
   e->requeue_by.reset();
   sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
   pipe_.transition(id, job_state::pending, std::nullopt, "requeued by " + by);
-  e->host.reset();
-  e->token.clear();  // the killed instance can no longer speak for the job
+  drop_instance(id, *e);  // the killed instance can no longer speak for the job
   e->control.clear();
-  view_.forget_instance(id);
   view_.set_reason(id, "");
-  e->launch_confirmed = false;
-  e->misses = 0;
-  resizes_.disarm(id);
-  pipe_.after_commit([this, id] { notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  pipe_.after_commit([this, id] { watchers_.notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
   pipe_.decide();
 }
 

@@ -20,18 +20,22 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       clock_(time),
       pipe_(io, store, metrics_),
       sched_(core::cluster{}, core::make_strategy(options_.policy)),
-      nodes_(sched_, time, pipe_.strand(), pipe_, *this, latency_, options_.heartbeat_timeout),
+      nodes_(sched_, time, pipe_.strand(), pipe_, *this, options_.heartbeat_timeout),
+      intake_(sched_, pipe_, view_, metrics_, time, options_.partitions, options_.limits,
+              [this](std::int64_t id) { return gate_.admits(id); },
+              [this](std::int64_t id, job_state st) { on_final(id, st); }),
       resizes_(sched_, time, pipe_.strand(), pipe_, *this, nodes_, metrics_,
                resize_timeouts{options_.resize_timeout, options_.resize_claim_timeout}),
-      tokens_(options_.cluster_key, options_.revoked_tokens_file),
-      ledger_(options_.limits) {
+      steps_(sched_, nodes_, intake_.jobs()),
+      tokens_(options_.cluster_key, options_.revoked_tokens_file, options_.token_lifespan_s, time),
+      watchers_(sched_, intake_.jobs(), nodes_, steps_, pipe_, time),
+      gate_(!options_.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }) {
   // The implicit partition is no partition to the core: every node, as before.
   if (options_.partitions.configured) sched_.set_partitions(options_.partitions.partitions);
-  faucets_open_ = !options_.faucets_gate;
   pipe_.set_hooks({
       .decide = [this] { decide_now(); },
       .notify = [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
-                       std::optional<std::int32_t> sig, const core::processor_set* procs) { notify(id, st, code, sig, procs); },
+                       std::optional<std::int32_t> sig, const core::processor_set* procs) { watchers_.notify(id, st, code, sig, procs); },
       .fatal =
           [this](const std::string& why) {
             logging::error("fatal: {}; stopping (a restart recovers from the store)", why);
@@ -65,10 +69,6 @@ void controller::stop() { pipe_.stop(); }
 
 double controller::now() const { return clock_.wall_seconds(); }
 
-void controller::reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message) {
-  c->send(protocol::error{id, code, std::move(message)});
-}
-
 // ---------------------------------------------------------------- routing --
 
 void controller::on_open(const conn_ptr& conn) {
@@ -77,7 +77,7 @@ void controller::on_open(const conn_ptr& conn) {
   view_.check_job_peer(p);  // throws the refusal
   if (p.launcher) return;   // aqs-rsh: it asks, it is sent no maps
   pipe_.post([this, conn, job = p.job_id.value_or(0), seen = p.map_epoch] {
-    if (jobs_.is_live(job)) resizes_.attach_shim(job, conn, seen);
+    if (jobs().is_live(job)) resizes_.attach_shim(job, conn, seen);
   });
 }
 
@@ -85,7 +85,7 @@ void controller::on_close(const conn_ptr& conn) {
   pipe_.post([this, conn] {
     nodes_.disconnected(*conn);
     orphan_interactive(conn);
-    end_steps_of(conn);
+    steps_.end_of(*conn);
     const peer_info& p = conn->peer();
     if (p.role == protocol::peer_role::job && p.job_id) resizes_.detach_shim(*p.job_id, *conn);
   });
@@ -102,7 +102,7 @@ void controller::refresh_job_addresses(std::int64_t id, const core::processor_se
     if (index < nodes_.size() && nodes_.at(index).conn) add_agent_address(nodes_.at(index).conn->peer(), addrs);
   };
   procs.for_each([&](std::size_t proc) { add_node(sched_.machine().node_of(proc)); });
-  const job_entry* e = jobs_.find(id);
+  const job_entry* e = jobs().find(id);
   if (e != nullptr && e->host) add_node(*e->host);
   if (const auto* sn = steps_.nodes_of(id)) {
     for (std::size_t n : *sn) add_node(n);
@@ -129,7 +129,7 @@ const routing_table<controller>& controller::routes() {
     routing_table<controller> t;
     // Users (fsub, fjobs, fctl, ftoken, ... and the HTTP front as its user).
     t.add<protocol::submit>({client}, runs_on::session,
-                            [](self& s, const conn_ptr& c, const protocol::submit& m) { s.handle_submit(c, m); });
+                            [](self& s, const conn_ptr& c, const protocol::submit& m) { s.intake_.handle_submit(c, m); });
     t.add<protocol::list_jobs>({client}, runs_on::session,
                                [](self& s, const conn_ptr& c, const protocol::list_jobs& m) { s.handle_list_jobs(c, m); });
     t.add<protocol::job_history>(
@@ -151,14 +151,14 @@ const routing_table<controller>& controller::routes() {
         {client}, runs_on::strand,
         [](self& s, const conn_ptr& c, const protocol::list_nodes& m) { s.handle_list_nodes(c, m); });
     t.add<protocol::watch_job>({client}, runs_on::strand,
-                               [](self& s, const conn_ptr& c, const protocol::watch_job& m) { s.handle_watch(c, m); });
+                               [](self& s, const conn_ptr& c, const protocol::watch_job& m) { s.watchers_.handle_watch(c, m); });
     t.add<protocol::issue_token>(
         {client}, runs_on::session,
-        [](self& s, const conn_ptr& c, const protocol::issue_token& m) { s.handle_issue_token(c, m); },
+        [](self& s, const conn_ptr& c, const protocol::issue_token& m) { s.tokens_.handle_issue(c, m); },
         &may_get_token, "tokens are issued over the Unix socket, where the kernel vouches for the user");
     t.add<protocol::revoke_token>(
         {client}, runs_on::session,
-        [](self& s, const conn_ptr& c, const protocol::revoke_token& m) { s.handle_revoke_token(c, m); },
+        [](self& s, const conn_ptr& c, const protocol::revoke_token& m) { s.tokens_.handle_revoke(c, m); },
         &may_get_token, "tokens are revoked over the Unix socket, where the kernel vouches for the user");
     // Node agents: the nodes part, and what they say of their jobs.
     t.add<protocol::register_node>(
@@ -177,14 +177,14 @@ const routing_table<controller>& controller::routes() {
         {node}, runs_on::strand,
         [](self& s, const conn_ptr& c, const protocol::job_exited& m) { s.handle_job_exited(c, m); });
     t.add<protocol::output>({node}, runs_on::strand,
-                            [](self& s, const conn_ptr& c, const protocol::output& m) { s.handle_output(c, m); });
+                            [](self& s, const conn_ptr& c, const protocol::output& m) { s.watchers_.handle_output(c, m); });
     t.add<protocol::ok>({node}, runs_on::strand,
                         [](self& s, const conn_ptr& c, const protocol::ok& m) { s.handle_agent_reply(c, m); });
     t.add<protocol::error>({node}, runs_on::strand,
                            [](self& s, const conn_ptr& c, const protocol::error& m) { s.handle_agent_reply(c, m); });
     t.add<protocol::job_signal>(
         {node}, runs_on::strand,
-        [](self& s, const conn_ptr& c, const protocol::job_signal& m) { s.handle_job_signal(c, m); });
+        [](self& s, const conn_ptr& c, const protocol::job_signal& m) { s.steps_.handle_job_signal(c, m); });
     // Jobs: their shim (the resize part) and aqs-rsh.
     t.add<protocol::resize_begin>(
         {job}, runs_on::strand,
@@ -197,7 +197,7 @@ const routing_table<controller>& controller::routes() {
         [](self& s, const conn_ptr& c, const protocol::resize_refused& m) { s.resizes_.handle_resize_refused(c, m); });
     t.add<protocol::remote_exec>(
         {job}, runs_on::strand,
-        [](self& s, const conn_ptr& c, const protocol::remote_exec& m) { s.handle_remote_exec(c, m); });
+        [](self& s, const conn_ptr& c, const protocol::remote_exec& m) { s.steps_.handle_remote_exec(c, m); });
     return t;
   }();
   return table;
@@ -280,10 +280,10 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
       case kind::start:
         pipe_.transition(id, job_state::running, d.to, "started on " + core::format_processor_map(spans(), d.to));
         pipe_.after_commit([this, id, to = d.to] {
-          notify(id, job_state::running, std::nullopt, std::nullopt, &to);
+          watchers_.notify(id, job_state::running, std::nullopt, std::nullopt, &to);
           launch(id, to);
           // Jobs waiting with `after:ID` may go now that it started.
-          admit_in_slices(deps_.started(id));
+          intake_.started(id);
         });
         break;
       case kind::resize:
@@ -300,25 +300,21 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         pipe_.transition(id, job_state::node_fail, std::nullopt, "a node of the job went down");
         if (requeue) pipe_.transition(id, job_state::pending, std::nullopt, "requeued after a node failure");
         std::optional<std::size_t> host;
-        if (job_entry* e = jobs_.find(id)) {
+        if (job_entry* e = jobs().find(id)) {
           host = e->host;
-          e->host.reset();
           e->requeue_by.reset();  // the node's loss decided its fate first
           // The lost instance's token dies with it: if it still runs
           // somewhere, it can no longer speak for the job.
-          e->token.clear();
-          view_.forget_instance(id);
-          e->launch_confirmed = false;
-          e->misses = 0;
+          drop_instance(id, *e);
         }
         pipe_.after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.
-          end_steps_of_job(id);
+          steps_.end_of_job(id);
           if (host && nodes_.is_up(*host)) {
-            nodes_.send(*host, protocol::kill{next_request_id_++, id, 9, 0});
+            nodes_.send(*host, protocol::kill{nodes_.new_request_id(), id, 9, 0});
           }
           if (requeue) {
-            notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
+            watchers_.notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
           } else {
             on_final(id, job_state::node_fail);
           }
@@ -327,6 +323,27 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
       }
     }
   }
+}
+
+void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
+                          std::optional<std::int32_t> signal) {
+  metrics_.job_ended(std::string(core::to_string(state)));
+  steps_.end_of_job(id);
+  resizes_.forget(id);
+  view_.forget_job(id);  // the token dies with the job
+  watchers_.notify(id, state, code, signal, nullptr);
+  watchers_.forget(id);
+  intake_.finish(id, state, code, signal);
+}
+
+void controller::drop_instance(std::int64_t id, job_entry& e) {
+  e.host.reset();
+  e.token.clear();
+  view_.forget_instance(id);
+  e.launch_confirmed = false;
+  e.misses = 0;
+  e.step_oom.reset();
+  resizes_.disarm(id);
 }
 
 }  // namespace aqs::daemon

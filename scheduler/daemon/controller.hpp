@@ -29,9 +29,10 @@
 #include "daemon/clock.hpp"
 #include "daemon/array_table.hpp"
 #include "daemon/dependency_gate.hpp"
+#include "daemon/faucets_gate.hpp"
 #include "daemon/dispatcher.hpp"
 #include "daemon/job_records.hpp"
-#include "daemon/job_table.hpp"
+#include "daemon/job_intake.hpp"
 #include "daemon/latency_table.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/node_manager.hpp"
@@ -39,10 +40,10 @@
 #include "daemon/pipeline.hpp"
 #include "daemon/resize_manager.hpp"
 #include "daemon/routing.hpp"
-#include "daemon/step_table.hpp"
-#include "daemon/token_authority.hpp"
+#include "daemon/step_manager.hpp"
+#include "daemon/http_tokens.hpp"
 #include "daemon/user_limits.hpp"
-#include "daemon/watch_list.hpp"
+#include "daemon/job_watchers.hpp"
 #include "daemon/write_pipeline.hpp"
 #include "protocol/replies.hpp"
 #include "store/job_store.hpp"
@@ -77,31 +78,18 @@ struct controller_options {
   user_limits limits;
 };
 
-// An owner of parts, one concern each (docs/architecture.md): the core
-// scheduler, the nodes part (node_manager, with the latency part), the job
-// table, the dependency gate, the resize part (resize_manager), the step
-// table and the watch list live on the scheduling strand; the access view
-// is what session threads may read; the store and the clock are seams
-// (in-memory store and virtual time in tests). Parts write through the
-// pipeline interface this class implements; messages reach handlers
-// through one routing table (routes()).
-//
-// Threads: the network layer calls the dispatcher methods from its session
-// strands. Everything that touches the scheduling state is posted to one
-// strand (`strand_`), so the core runs single-threaded without locks.
-// Blocking store calls run on two small pools: one thread for writes, in
-// order (`writer_`), two for reads that answer clients (`readers_`).
-//
-// The pipeline of a scheduling event (the crash-safety argument):
-//   1. the event is applied to the core and its store transitions are
-//      queued in the current batch (nothing is acted on yet);
-//   2. when no batch is being written, the core decides, the decisions'
-//      transitions join the batch, and the batch is written in one
-//      transaction per step (group commit of everything that piled up);
-//   3. only after that COMMIT are launches, kills, maps, replies and
-//      notifications sent.
-// A crash before 3 loses no acknowledged fact: agents resend unacknowledged
-// reports, and nothing was launched that the store does not know about.
+// The wiring of aqsd's parts (docs/architecture.md, "Request handling"):
+// the write pipeline (write_pipeline: the strand, the batch, the store's
+// writer and readers), the core scheduler, submission and admission with
+// the job table (job_intake), the nodes (node_manager), resizes
+// (resize_manager), steps on other nodes (step_manager), watchers and change
+// sinks (job_watchers), the Faucets gate (faucets_gate), HTTP tokens
+// (http_tokens) and the access view session threads read. It owns no job,
+// node or step table; its own handler files (launch, kill, control, views,
+// observe, recover) sequence the parts, and the core's decisions are turned
+// into the parts' calls here (apply_decisions). Messages reach handlers
+// through one routing table (routes()); everything that touches the
+// scheduling state runs on the pipeline's strand.
 class controller final : public dispatcher, private node_jobs, private resize_jobs {
 public:
   // `time` defaults to the machine's clocks; tests pass virtual time.
@@ -140,7 +128,7 @@ public:
 
   // ---- for read-only fronts (observe.cpp) -------------------------------
   // The bearer tokens this daemon issues (ftoken) and the HTTP front checks.
-  const token_authority& tokens() const noexcept { return tokens_; }
+  const token_authority& tokens() const noexcept { return tokens_.authority(); }
   // Counters and latencies for /metrics.
   const metrics& stats() const noexcept { return metrics_; }
   // Takes a snapshot on the strand and calls `done` with it there (keep it
@@ -148,26 +136,10 @@ public:
   void snapshot(std::function<void(cluster_snapshot)> done);
   // Called on the strand with every committed state or map change; add
   // before start(). Must not block. Every sink added is called.
-  void on_change(change_sink sink) { change_sinks_.push_back(std::move(sink)); }
-  // The gate of jobs a Faucets server placed here (daemon/faucets_gate.cpp).
-  // Closed (the server is unreachable): those pending leave the queue
-  // (FaucetsSync).
-  void faucets_close();
-  // The server has listed the jobs it placed here (`theirs`, local ids): the
-  // gate opens, those of them waiting run again, and every other live job a
-  // Faucets server placed here is passed to `rest` on the strand; those of
-  // them still waiting keep waiting for faucets_release or a cancel.
-  void faucets_follow(std::set<std::int64_t> theirs, std::function<void(std::vector<faucets_copy>)> rest);
-  // The server says this copy is its job's placement: it may run.
-  void faucets_release(std::int64_t id);
-  // Asked before a job a Faucets server placed here is launched: `done(true)`
-  // once the server has recorded that it starts (so it never places it
-  // elsewhere), `done(false)` if it refused, did not answer, or is
-  // unreachable; then the job goes back to the queue, behind the gate.
-  // `done` may be called on any thread. Set before start().
-  using faucets_start_check =
-      std::function<void(std::int64_t job_id, const std::string& submit_token, std::function<void(bool)> done)>;
-  void on_faucets_start(faucets_start_check check) { faucets_start_check_ = std::move(check); }
+  void on_change(change_sink sink) { watchers_.on_change(std::move(sink)); }
+  // The gate of jobs a Faucets server placed here (faucets_gate.hpp): the
+  // uplink closes, opens and releases it, and sets its start check.
+  faucets_gate& faucets() noexcept { return gate_; }
   // The cluster's room and queue, taken on the strand; `done` runs there.
   void capacity(std::function<void(capacity_summary)> done);
   // When a job like `r` would start here if submitted now, in seconds from
@@ -186,70 +158,21 @@ private:
   double now() const;
 
   // ---- handlers, one concern per file -----------------------------------
-  // submit.cpp
-  // One submission being worked on: where its answer goes, what of its
-  // per-user reservation no job holds yet (given back when it is answered),
-  // and its token (a resend while it is worked on waits for its answer).
-  struct submit_call;
-  using call_ptr = std::shared_ptr<submit_call>;
-  void handle_submit(const conn_ptr& c, const protocol::submit& s);
-  // With partitions configured: their checks (partition_gate.hpp), which may
-  // set the job's time limit and narrow its partition list.
-  void handle_partition_submit(const call_ptr& call, const protocol::submit& s, const submitter& who);
-  // After the checks: dependencies looked up, then stored.
-  void submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who);
-  protocol::submit_reply submit_reply_for(const protocol::job_spec& job, std::int64_t id) const;
-  // The answer to a submission (and to every resend of it that waited);
-  // gives back what of its reservation no job took. Any thread.
-  void answer_submit(const call_ptr& call, protocol::submit_reply r);
-  void answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message);
-  // Queues the submission for group commit; the reply follows the arrival.
-  void store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
-                        std::map<std::int64_t, core::job_state> deps);
-  // A submission the store did not take: store_unavailable (retry) or refused.
-  void reply_store_refusal(const call_ptr& call, std::exception_ptr error);
-  // A job array: one compact record (its id is the array's) holding the
-  // pending indices, whatever the array's size (issue 28).
-  void store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
-                   std::map<std::int64_t, core::job_state> deps);
-  // Splits the next tasks off an eligible array's compact record, within
-  // its throttle or window, k_split_slice at most per turn (submit.cpp).
-  struct split_run {
-    std::int64_t array_id = 0;
-    store::array_split split;             // split.array_id: the record
-    std::vector<std::int64_t> ids;
-    core::task_ranges rest;               // the indices left in a record afterwards
-    std::optional<std::int64_t> becomes;  // the record became this task
-    std::string error;
-  };
-  void split_array(std::int64_t array_id);
-  void on_split(split_run run);
-  // A job of the array made from its record (its text is the record's, in the store).
-  job_entry copy_for(const job_entry& record, std::int64_t id) const;
-  void arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index);
-  // `keep_spec`: keep the job's text in memory until launch (else it is
-  // read from the store then: array tasks, big scripts). `charged_bytes`:
-  // the job text it holds of its user's MaxScriptBytesPerUser.
-  void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
-              std::map<std::int64_t, core::job_state> dep_states, bool keep_spec = true,
-              std::int64_t charged_bytes = 0, std::int64_t charged_jobs = 1);
-  // admit_or_hold for many jobs (those an ended dependency released), a
-  // bounded slice per turn of the strand.
-  void admit_in_slices(std::vector<std::int64_t> ids);
-  void admit_or_hold(std::int64_t id);
-  // After a final transition committed: dependents, watchers, bookkeeping.
+  // After a final transition committed: every part lets the job go
+  // (controller.cpp).
   void on_final(std::int64_t id, core::job_state state, std::optional<std::int32_t> code = std::nullopt,
                 std::optional<std::int32_t> signal = std::nullopt);
-  std::optional<core::job_state> known_state(std::int64_t id) const;
+  // The job's running instance is gone (requeued, lost with its node, not
+  // started): no host, token, confirmed launch or resize of it is kept.
+  void drop_instance(std::int64_t id, job_entry& e);
+  job_table& jobs() noexcept { return intake_.jobs(); }
+  const job_table& jobs() const noexcept { return intake_.jobs(); }
   // launch.cpp
   void launch(std::int64_t id, const core::processor_set& procs);
   // launch() once any Faucets start check has said yes.
   void launch_checked(std::int64_t id, const core::processor_set& procs);
   // A Faucets job the server did not let start: back to the queue, waiting.
   void faucets_not_started(std::int64_t id);
-  // Lets a job waiting behind the Faucets gate run (faucets_gate.cpp); false:
-  // it was not waiting.
-  bool faucets_let_run(std::int64_t id);
   void send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec);
   void handle_job_started(const conn_ptr& c, const protocol::job_started& m);
   void handle_job_exited(const conn_ptr& c, const protocol::job_exited& m);
@@ -285,18 +208,8 @@ private:
     resizes_.resume_claimed(id, epoch, target);
   }
   // resize_jobs (kill.cpp)
-  bool is_live(std::int64_t job) const override { return jobs_.is_live(job); }
+  bool is_live(std::int64_t job) const override { return jobs().is_live(job); }
   void kill_uncertain(std::int64_t job, std::string reason) override;
-  // remote_exec.cpp: processes a job starts on its other nodes (aqs-rsh).
-  void handle_remote_exec(const conn_ptr& c, const protocol::remote_exec& m);
-  // An agent's answer to a step's launch; false if `rid` was not one.
-  bool step_launch_answered(const node_entry& n, std::int64_t rid, const protocol::message& m);
-  // A job_exited from a node running a step of that job; false if none.
-  bool step_exited(const node_entry& n, const protocol::job_exited& m);
-  void end_steps_of(const conn_ptr& conn);     // the launcher went: its steps end
-  void end_steps_of_job(std::int64_t job_id);  // the job ended: every step ends
-  // The job's batch host sent its --signal warning: its steps on other nodes get it.
-  void handle_job_signal(const conn_ptr& c, const protocol::job_signal& m);
   // node_jobs (launch.cpp): what a node's agent says of the jobs it runs.
   std::vector<std::int64_t> adopt_running(std::size_t index, const std::vector<std::int64_t>& running) override;
   bool still_wanted(std::size_t index, const protocol::message& queued) override;
@@ -307,26 +220,16 @@ private:
   void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);
   void handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m);
   void handle_job_history(const conn_ptr& c, const protocol::job_history& m);
-  void handle_watch(const conn_ptr& c, const protocol::watch_job& m);
-  // Output from the node that runs the job's script or a step of it; what
-  // another node says about a job that is not its own is dropped.
-  void handle_output(const conn_ptr& c, const protocol::output& m);
   // frun went away: an interactive job nobody watches any more is cancelled
   // (as srun's job ends with srun).
   void orphan_interactive(const conn_ptr& gone);
-  void notify(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
-              std::optional<std::int32_t> signal, const core::processor_set* procs);
   std::vector<core::node_span> spans() const { return view_.spans(); }
   // recover.cpp: recover() itself
-  // tokens.cpp: bearer tokens for the HTTP API (ftoken)
-  void handle_issue_token(const conn_ptr& c, const protocol::issue_token& m);
-  void handle_revoke_token(const conn_ptr& c, const protocol::revoke_token& m);
 
   // Launcher tokens are bound to the job's hosts: the addresses its
   // processes may connect from over TCP.
   void refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive);
   void refresh_agent_addresses() override { view_.set_agent_addresses(nodes_.agent_addresses()); }
-  static void reply_error(const conn_ptr& c, std::int64_t id, protocol::error_code code, std::string message);
 
   controller_options options_;
   std::function<void()> request_stop_;
@@ -337,16 +240,10 @@ private:
 
   // The scheduling state and its parts: touched on strand_ only.
   core::scheduler sched_;
-  latency_table latency_;
   node_manager nodes_;
-  job_table jobs_;
-  dependency_gate deps_;
-  array_table arrays_;
+  job_intake intake_;  // owns the job table: before the parts that read it
   resize_manager resizes_;
-  step_table steps_;
-  watch_list watchers_;
-  std::map<std::int64_t, std::int64_t> launch_requests_;  // our request id -> job
-  std::int64_t next_request_id_ = 1;
+  step_manager steps_;  // after intake_ and nodes_
   // The cluster's id (store::live_state::cluster_id, from recover()): agents
   // learn it when they register and adopt only this cluster's jobs; job
   // tokens begin with it.
@@ -354,12 +251,9 @@ private:
 
   // Read from session threads (thread-safe).
   access_view view_;
-  token_authority tokens_;
-  user_ledger ledger_;
-  std::vector<change_sink> change_sinks_;
-  faucets_start_check faucets_start_check_;    // set before start()
-  bool faucets_open_ = true;                   // strand_
-  std::set<std::int64_t> faucets_waiting_;     // strand_: pending jobs behind the gate
+  http_tokens tokens_;
+  job_watchers watchers_;
+  faucets_gate gate_;
 };
 
 }  // namespace aqs::daemon

@@ -198,7 +198,7 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
   void on_cancel(const json& m);
   void on_change(const job_change& ch);
   // Start grants: a job the server placed here launches only once the server
-  // has recorded that it starts (controller::on_faucets_start).
+  // has recorded that it starts (faucets_gate::on_start).
   struct start_wait {
     std::function<void(bool)> done;
     std::chrono::steady_clock::time_point deadline;
@@ -224,7 +224,7 @@ asio::awaitable<void> faucets_uplink::state::run() {
     }
     if (up.exchange(false)) {
       logging::warn("Faucets server {}: link lost; its pending jobs wait until it is back", options.server);
-      ctl.faucets_close();
+      ctl.faucets().close();
     }
     fail_start_waits();
     if (channel) channel->close();
@@ -384,7 +384,7 @@ void faucets_uplink::state::on_forward(const json& m) {
         const auto reply = protocol::read_reply<protocol::submit_reply>(*ok);
         self->followed[reply.job_id] = fid;
         // A copy this forward made before the link broke may wait behind the gate.
-        self->ctl.faucets_release(reply.job_id);
+        self->ctl.faucets().release(reply.job_id);
         logging::info("Faucets job {} of '{}' is job {} here, run as '{}'", fid, user, reply.job_id, local);
         self->send(json{{"type", "forwarded"}, {"fid", fid}, {"job_id", reply.job_id}});
         return;
@@ -431,7 +431,7 @@ void faucets_uplink::state::on_follow(const json& m) {
   std::set<std::int64_t> theirs;
   for (const auto& [id, fid] : asked) theirs.insert(id);
   auto self = shared_from_this();
-  ctl.faucets_follow(std::move(theirs), [self](std::vector<faucets_copy> copies) {
+  ctl.faucets().follow(std::move(theirs), [self](std::vector<faucets_copy> copies) {
     asio::post(self->strand, [self, copies = std::move(copies)]() mutable { self->report_copies(std::move(copies)); });
   });
   if (asked.empty()) return;
@@ -528,7 +528,7 @@ void faucets_uplink::state::on_release(const json& m) {
   const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
   const std::int64_t id = faucets::int_field(m, "job_id", 1, big);
   followed[id] = fid;
-  ctl.faucets_release(id);
+  ctl.faucets().release(id);
 }
 
 void faucets_uplink::state::on_estimate(const json& m) {
@@ -602,7 +602,7 @@ faucets_uplink::faucets_uplink(asio::io_context& io, controller& ctl, uplink_opt
   ctl.on_change([weak = std::weak_ptr<state>(state_)](const job_change& ch) {
     if (auto s = weak.lock()) asio::post(s->strand, [s, ch] { s->on_change(ch); });
   });
-  ctl.on_faucets_start([weak = std::weak_ptr<state>(state_)](std::int64_t id, const std::string& token,
+  ctl.faucets().on_start([weak = std::weak_ptr<state>(state_)](std::int64_t id, const std::string& token,
                                                               std::function<void(bool)> done) {
     auto s = weak.lock();
     if (!s) return done(false);

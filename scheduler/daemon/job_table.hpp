@@ -38,6 +38,10 @@ struct job_entry {
   std::string control;
   // fctl requeue: who asked; the job is requeued when its agent reports it ended.
   std::optional<std::string> requeue_by;
+  // A step of this instance on another node ran out of memory (why, in one
+  // line): the job ends OUT_OF_MEMORY when its script ends, as Slurm's job
+  // does when one of its steps did.
+  std::optional<std::string> step_oom;
   std::map<std::int64_t, core::job_state> dep_known;  // dependencies' states read at submit
   // Kept after launch for its steps on other nodes (their Slurm variables).
   std::string name;

@@ -14,10 +14,10 @@ namespace asio = boost::asio;
 using core::job_state;
 
 void controller::send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate) {
-  const job_entry* e = jobs_.find(id);
+  const job_entry* e = jobs().find(id);
   if (e == nullptr || !e->host) return;
   protocol::kill k;
-  k.id = next_request_id_++;
+  k.id = nodes_.new_request_id();
   k.job_id = id;
   k.signal = sig;
   k.grace_s = grace.count();
@@ -36,7 +36,7 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
   std::vector<std::int64_t> targets;
   // An array's id names all its live tasks (scancel's way).
   for (const std::int64_t id : m.job_ids) {
-    const auto tasks = arrays_.tasks_of(id);
+    const auto tasks = intake_.arrays().tasks_of(id);
     if (tasks.empty()) {
       targets.push_back(id);
     } else {
@@ -44,9 +44,9 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     }
     // Its compact record too, once it moved off the array's id: the tasks
     // not yet split off.
-    if (const auto* rec = arrays_.find_compact(id); rec != nullptr && rec->record != id) targets.push_back(rec->record);
+    if (const auto* rec = intake_.arrays().find_compact(id); rec != nullptr && rec->record != id) targets.push_back(rec->record);
   }
-  if (targets.empty() && m.user && m.array_tasks.empty()) targets = jobs_.of_user(*m.user);
+  if (targets.empty() && m.user && m.array_tasks.empty()) targets = jobs().of_user(*m.user);
   protocol::cancel_reply reply;
   auto& cancelled = reply.cancelled;
   auto& failed = reply.failed;
@@ -71,13 +71,13 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       refuse(0, protocol::error_code::bad_request, "'" + t + "' is not ARRAY_INDEX");
       continue;
     }
-    array_table::compact* rec = arrays_.find_compact(array);
-    job_entry* r = rec != nullptr ? jobs_.find(rec->record) : nullptr;
+    array_table::compact* rec = intake_.arrays().find_compact(array);
+    job_entry* r = rec != nullptr ? jobs().find(rec->record) : nullptr;
     if (r == nullptr || r->cancel_requested || !rec->rest.contains(index)) {
       // Split off meanwhile: the live task itself.
       bool split = false;
-      for (const std::int64_t id : arrays_.tasks_of(array)) {
-        const job_entry* e = jobs_.find(id);
+      for (const std::int64_t id : intake_.arrays().tasks_of(array)) {
+        const job_entry* e = jobs().find(id);
         if (e != nullptr && e->geometry && e->geometry->array_task_id == index) {
           targets.push_back(id);
           split = true;
@@ -98,11 +98,11 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     logging::info("task {} cancelled by {} before it was split off its array", t, caller);
     rec->rest.erase(index);
     r->charged_jobs -= 1;
-    ledger_.release(r->uid, 1, 0);
+    intake_.ledger().release(r->uid, 1, 0);
     if (rec->rest.empty()) {
       // Its last index: the record itself ends.
       r->cancel_requested = true;
-      deps_.release(rec->record);
+      intake_.deps().release(rec->record);
       pipe_.transition(rec->record, job_state::cancelled, std::nullopt, "cancelled by " + caller);
       pipe_.after_commit([this, id = rec->record] { on_final(id, job_state::cancelled); });
       continue;
@@ -122,9 +122,9 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
     });
   }
   for (std::int64_t id : targets) {
-    job_entry* found = jobs_.find(id);
+    job_entry* found = jobs().find(id);
     if (found == nullptr) {
-      if (const final_info* f = jobs_.finished(id)) {
+      if (const final_info* f = jobs().finished(id)) {
         refuse(id, protocol::error_code::invalid_state,
                "job " + std::to_string(id) + " has already ended (" + std::string(core::to_string(f->state)) + ")");
       } else {
@@ -161,7 +161,7 @@ void controller::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
       e.cancel_requested = true;
       logging::info("pending job {} cancelled by {}", id, caller);
       if (j != nullptr) sched_.apply(core::event::completion(static_cast<core::job_id>(id), job_state::cancelled));
-      deps_.release(id);
+      intake_.deps().release(id);
       pipe_.transition(id, job_state::cancelled, std::nullopt, "cancelled by " + caller);
       pipe_.after_commit([this, id] { on_final(id, job_state::cancelled); });
       pipe_.want_decision();

@@ -14,19 +14,19 @@ namespace asio = boost::asio;
 using core::job_state;
 
 void controller::launch(std::int64_t id, const core::processor_set& procs) {
-  job_entry* found = jobs_.find(id);
+  job_entry* found = jobs().find(id);
   if (found == nullptr) return;
-  if (found->faucets && faucets_start_check_ && !found->cancel_requested) {
+  if (found->faucets && gate_.checks_starts() && !found->cancel_requested) {
     // The server must know it starts before it does: else, were this
     // cluster cut off now, the server could place it elsewhere too.
     // (A recovered job that its node never got is launched again here: it
     // already has a host, so the ask's number, not the host, tells answers
     // apart.)
     const std::uint64_t ask = ++found->faucets_start_ask;
-    faucets_start_check_(id, found->submit_token, [this, id, ask](bool ok) {
+    gate_.check_start(id, found->submit_token, [this, id, ask](bool ok) {
       pipe_.post([this, id, ok, ask] {
         const core::job* j = sched_.find(static_cast<core::job_id>(id));
-        job_entry* e = jobs_.find(id);
+        job_entry* e = jobs().find(id);
         if (j == nullptr || e == nullptr || !core::holds_processors(j->state) || e->faucets_start_ask != ask) return;
         if (ok || e->cancel_requested) {
           launch_checked(id, j->procs);
@@ -40,8 +40,21 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
   launch_checked(id, procs);
 }
 
+void controller::faucets_not_started(std::int64_t id) {
+  job_entry* e = jobs().find(id);
+  if (e == nullptr) return;
+  logging::warn("job {}: not started, its Faucets server did not confirm the start; it waits for the server", id);
+  sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
+  pipe_.transition(id, core::job_state::pending, std::nullopt, "not started: the Faucets server did not confirm it");
+  drop_instance(id, *e);
+  pipe_.after_commit([this, id] { watchers_.notify(id, core::job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  // Behind the gate until the server lists it (follow) or releases it.
+  gate_.hold_back(id);
+  pipe_.decide();
+}
+
 void controller::launch_checked(std::int64_t id, const core::processor_set& procs) {
-  job_entry* found = jobs_.find(id);
+  job_entry* found = jobs().find(id);
   if (found == nullptr) return;
   job_entry& e = *found;
   if (e.cancel_requested) {
@@ -80,14 +93,14 @@ void controller::launch_checked(std::int64_t id, const core::processor_set& proc
         end_job(id, job_state::failed, std::nullopt, std::nullopt, "its record could not be read to launch it");
         return;
       }
-      if (job_entry* e = jobs_.find(id)) e->gid = rec->request.gid;
+      if (job_entry* e = jobs().find(id)) e->gid = rec->request.gid;
       send_launch(id, procs, to_spec(*rec));
     });
   });
 }
 
 void controller::send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec) {
-  job_entry& e = jobs_.at(id);
+  job_entry& e = jobs().at(id);
   const std::size_t host = *e.host;
   spec.interactive = e.interactive;
   // SLURM_JOB_PARTITION: the partition it runs in, of those it named.
@@ -96,7 +109,7 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
     spec.geometry->partition = sched_.partitions()[placed->partition].name;
   }
   protocol::launch l;
-  l.id = next_request_id_++;
+  l.id = nodes_.new_request_id();
   l.job_id = id;
   l.job = std::move(spec);
   l.user = e.user;
@@ -109,14 +122,14 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   l.job_token = e.token;
   nodes_.fill_placement(procs, l.proc_hosts, l.proc_cpus);
   if (l.job.adaptive && !l.proc_hosts.empty()) l.spare_hosts = nodes_.spare_hosts(procs);
-  launch_requests_[l.id] = id;
+  nodes_.launch_sent(l.id, id);
   nodes_.send(host, std::move(l));
 }
 
 void controller::handle_job_started(const conn_ptr& c, const protocol::job_started& m) {
   const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
-  job_entry* e = jobs_.find(m.job_id);
+  job_entry* e = jobs().find(m.job_id);
   if (e != nullptr && e->host == n->index) {
     e->launch_confirmed = true;
     e->misses = 0;
@@ -129,12 +142,11 @@ void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& 
   if (n == nullptr) return;
   const auto rid = protocol::id_of(m);
   if (!rid) return;
-  if (step_launch_answered(*n, *rid, m)) return;
-  auto it = launch_requests_.find(*rid);
-  if (it == launch_requests_.end()) return;  // a kill's answer: nothing to do
-  const std::int64_t id = it->second;
-  launch_requests_.erase(it);
-  job_entry* e = jobs_.find(id);
+  if (steps_.launch_answered(*n, *rid, m)) return;
+  const auto launched = nodes_.launch_answered(*rid);
+  if (!launched) return;  // a kill's answer: nothing to do
+  const std::int64_t id = *launched;
+  job_entry* e = jobs().find(id);
   if (e == nullptr || e->host != n->index) return;
   if (const auto* err = std::get_if<protocol::error>(&m)) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
@@ -150,8 +162,12 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
-  const job_entry* e = jobs_.find(m.job_id);
-  if (step_exited(*n, m)) {
+  const job_entry* e = jobs().find(m.job_id);
+  if (steps_.exited(*n, m)) {
+    if (m.state == job_state::out_of_memory && e != nullptr) {
+      jobs().find(m.job_id)->step_oom =
+          "memory limit exceeded on " + n->name + " (a step)" + (m.reason ? ": " + *m.reason : std::string());
+    }
     c->send(protocol::ok{m.id, {}});
     return;
   }
@@ -174,7 +190,12 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   if (m.state == job_state::cancelled) reason = "cancelled";
   if (m.state == job_state::out_of_memory) reason = "memory limit exceeded on " + n->name;
   if (m.reason) reason += ": " + *m.reason;  // what the agent saw (the kernel's OOM kill)
-  end_job(m.job_id, m.state, code, sig, reason);
+  job_state state = m.state;
+  if (e->step_oom && (state == job_state::completed || state == job_state::failed)) {
+    state = job_state::out_of_memory;
+    reason = *e->step_oom;
+  }
+  end_job(m.job_id, state, code, sig, reason);
   pipe_.after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
 }
 
@@ -191,7 +212,7 @@ void controller::end_job(std::int64_t id, job_state state, std::optional<std::in
 std::vector<std::int64_t> controller::adopt_running(std::size_t index, const std::vector<std::int64_t>& running) {
   std::vector<std::int64_t> kill;
   for (std::int64_t r : running) {
-    job_entry* e = jobs_.find(r);
+    job_entry* e = jobs().find(r);
     const core::job* j = sched_.find(static_cast<core::job_id>(r));
     if (e != nullptr && j != nullptr && core::holds_processors(j->state) && e->host == index) {
       e->launch_confirmed = true;
@@ -210,7 +231,7 @@ bool controller::still_wanted(std::size_t index, const protocol::message& queued
   const auto* l = std::get_if<protocol::launch>(&queued);
   if (l == nullptr) return true;
   const core::job* j = sched_.find(static_cast<core::job_id>(l->job_id));
-  const job_entry* e = jobs_.find(l->job_id);
+  const job_entry* e = jobs().find(l->job_id);
   return j != nullptr && core::holds_processors(j->state) && e != nullptr && e->host == index;
 }
 
@@ -223,7 +244,7 @@ void controller::jobs_reported(std::size_t index, const std::vector<std::int64_t
   // queue of 100,000) on each heartbeat of each node starved submissions.
   for (const auto& [end, held] : sched_.holding_by_end()) {
     const auto id = static_cast<std::int64_t>(held);
-    job_entry* found = jobs_.find(id);
+    job_entry* found = jobs().find(id);
     if (found == nullptr) continue;
     job_entry& e = *found;
     if (e.host != index) continue;

@@ -23,13 +23,12 @@ std::string cpu_ranges(const std::vector<std::int64_t>& cpus) {
 }  // namespace
 
 node_manager::node_manager(core::scheduler& core, clock& time, boost::asio::any_io_executor strand, pipeline& out,
-                           node_jobs& jobs, latency_table& latency, std::chrono::milliseconds heartbeat_timeout)
+                           node_jobs& jobs, std::chrono::milliseconds heartbeat_timeout)
     : core_(core),
       clock_(time),
       strand_(std::move(strand)),
       out_(out),
       jobs_(jobs),
-      latency_(latency),
       heartbeat_timeout_(heartbeat_timeout) {}
 
 void node_manager::send(std::size_t index, protocol::message m) {

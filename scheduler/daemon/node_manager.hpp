@@ -16,7 +16,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,7 +62,7 @@ class node_manager {
 public:
   // Heartbeat checks run on `strand` through `time`.
   node_manager(core::scheduler& core, clock& time, boost::asio::any_io_executor strand, pipeline& out,
-               node_jobs& jobs, latency_table& latency, std::chrono::milliseconds heartbeat_timeout);
+               node_jobs& jobs, std::chrono::milliseconds heartbeat_timeout);
 
   // ---- the table ---------------------------------------------------------
   // Recovery: a node from the store (registration order). Throws
@@ -74,6 +76,23 @@ public:
   auto begin() const { return table_.begin(); }
   auto end() const { return table_.end(); }
   std::vector<core::node_span> spans() const { return table_.spans(); }
+  // The latencies node `name`'s agent measured to the others (fnodes).
+  auto latency_row(const std::string& name) const { return latency_.row(name); }
+  // A new id for a request aqsd sends an agent (launch, kill): unique for
+  // this daemon's life, so that an agent's answer names its request.
+  std::int64_t new_request_id() { return next_request_id_++; }
+  // A launch of job `job` went out as request `rid`: the agent's answer
+  // names only the request.
+  void launch_sent(std::int64_t rid, std::int64_t job) { launches_[rid] = job; }
+  // The job launch request `rid` was for, forgotten; nullopt: it was not a
+  // launch (a kill's answer).
+  std::optional<std::int64_t> launch_answered(std::int64_t rid) {
+    auto it = launches_.find(rid);
+    if (it == launches_.end()) return std::nullopt;
+    const std::int64_t job = it->second;
+    launches_.erase(it);
+    return job;
+  }
   std::set<std::string> agent_addresses() const { return table_.agent_addresses(); }
   void fill_placement(const core::processor_set& procs, std::vector<std::string>& hosts,
                       std::vector<std::int64_t>& cpus) const {
@@ -114,7 +133,9 @@ private:
   boost::asio::any_io_executor strand_;
   pipeline& out_;
   node_jobs& jobs_;
-  latency_table& latency_;
+  latency_table latency_;  // the nodes' measured latencies (the nodes part owns it)
+  std::int64_t next_request_id_ = 1;
+  std::map<std::int64_t, std::int64_t> launches_;  // launch request id -> job
   std::chrono::milliseconds heartbeat_timeout_;
   node_registry table_;
   std::unique_ptr<timer_handle> heartbeat_timer_;

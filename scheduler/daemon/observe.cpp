@@ -44,7 +44,7 @@ void controller::snapshot(std::function<void(cluster_snapshot)> done) {
       }
       s.nodes.push_back(std::move(sn));
     }
-    for (const auto& [id, e] : jobs_.live()) {
+    for (const auto& [id, e] : jobs().live()) {
       const core::job* j = sched_.find(static_cast<core::job_id>(id));
       const core::job_state st = j ? j->state : core::job_state::pending;
       switch (st) {
@@ -89,7 +89,7 @@ void controller::capacity(std::function<void(capacity_summary)> done) {
     }
     c.max_job_procs = c.procs_total;
     std::int64_t gpus_used = 0;
-    for (const auto& [id, e] : jobs_.live()) {
+    for (const auto& [id, e] : jobs().live()) {
       const core::job* j = sched_.find(static_cast<core::job_id>(id));
       const core::job_state st = j ? j->state : core::job_state::pending;
       if (j != nullptr && core::holds_processors(st)) {

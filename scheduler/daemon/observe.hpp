@@ -75,7 +75,7 @@ struct capacity_summary {
 };
 
 // A live job a Faucets server placed here that the server did not list as
-// its own when it came back (controller::faucets_follow).
+// its own when it came back (faucets_gate::follow).
 struct faucets_copy {
   std::int64_t job_id = 0;
   std::string submit_token;  // "faucets:CLUSTER:FID.ATTEMPT"

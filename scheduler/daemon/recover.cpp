@@ -82,7 +82,7 @@ void controller::recover() {
     bool admitted = true;
     try {
       if (const auto g = geometry_of(s.geometry); g && g->array_task_id) {
-        admitted = arrays_.arrive(g->array_job_id.value_or(s.id), s.id, g->array_max_running.value_or(0)) ||
+        admitted = intake_.arrays().arrive(g->array_job_id.value_or(s.id), s.id, g->array_max_running.value_or(0)) ||
                    state != job_state::pending;
       }
     } catch (const std::exception& ex) {
@@ -90,7 +90,7 @@ void controller::recover() {
     }
     if (state == job_state::pending) {
       for (std::int64_t d : e.deps) {
-        if (known_state(d)) continue;
+        if (intake_.known_state(d)) continue;
         if (auto rec = pipe_.store().get_job(d)) e.dep_known[d] = rec->status.state;
       }
       if (e.geometry && e.geometry->array) {
@@ -102,8 +102,8 @@ void controller::recover() {
           c.rest = core::task_ranges::of(spec.tasks);
           c.max_running = spec.max_running;
           e.charged_jobs = c.rest.size();
-          arrays_.add_compact(e.geometry->array_job_id.value_or(s.id), std::move(c));
-          jobs_.add(s.id, std::move(e));
+          intake_.arrays().add_compact(e.geometry->array_job_id.value_or(s.id), std::move(c));
+          jobs().add(s.id, std::move(e));
           compact.push_back(s.id);
           ++pending;
           continue;
@@ -111,9 +111,9 @@ void controller::recover() {
           logging::warn("array {}: unreadable pending tasks ({})", s.id, ex.what());
         }
       }
-      jobs_.add(s.id, std::move(e));
+      jobs().add(s.id, std::move(e));
       if (admitted) {
-        admit_or_hold(s.id);
+        intake_.admit_or_hold(s.id);
       } else {
         view_.set_reason(s.id, "JobArrayTaskLimit");
       }
@@ -126,14 +126,14 @@ void controller::recover() {
       sched_.restore(e.req, state == job_state::suspended ? job_state::suspended : job_state::running, procs, start);
     } catch (const std::exception& ex) {
       logging::warn("job {} cannot be restored ({}): marking it FAILED", s.id, ex.what());
-      jobs_.add(s.id, std::move(e));
+      jobs().add(s.id, std::move(e));
       pipe_.transition(s.id, job_state::failed, std::nullopt, std::string("could not be recovered: ") + ex.what());
       pipe_.after_commit([this, id = s.id] { on_final(id, job_state::failed); });
       continue;
     }
     e.host = sched_.machine().node_of(procs.first());
     e.recovered = true;  // its agent must list it or report its end
-    jobs_.add(s.id, std::move(e));
+    jobs().add(s.id, std::move(e));
     if (state == job_state::suspended && s.status.control == "resume") {
       // Asked to resume before aqsd stopped: it waits for room again.
       sched_.apply(core::event::on_job(core::event::kind::resume, static_cast<core::job_id>(s.id)));
@@ -145,7 +145,7 @@ void controller::recover() {
         // Its shim had begun to apply the new map: its ranks may run on
         // either map. Both stay its own until the shim, reconnected, says
         // which (its acknowledgement or refusal of that map).
-        jobs_.find(s.id)->control.clear();
+        jobs().find(s.id)->control.clear();
         try {
           resume_claimed_resize(s.id, *claimed, map_over(*s.status.resize_procs, n));
           logging::info("job {} was applying map {} when aqsd stopped: waiting for it to report", s.id, *claimed);
@@ -163,12 +163,12 @@ void controller::recover() {
     }
     ++running;
   }
-  for (const std::int64_t id : compact) admit_or_hold(id);
+  for (const std::int64_t id : compact) intake_.admit_or_hold(id);
   for (std::size_t index : down) sched_.apply(core::event::on_node(core::event::kind::node_down, index));
   for (std::size_t index : drained) sched_.apply(core::event::on_node(core::event::kind::node_drain, index));
   // Each live job counts for its user's MaxJobsPerUser again (its text is
   // not counted: it is read from the store at launch).
-  for (const auto& [id, e] : jobs_.live()) ledger_.add(e.uid, e.charged_jobs, 0);
+  for (const auto& [id, e] : jobs().live()) intake_.ledger().add(e.uid, e.charged_jobs, 0);
   pipe_.want_decision();
   pipe_.hold(false);
   logging::info("recovered {} nodes, {} pending and {} running jobs", nodes_.size(), pending, running);

@@ -1,4 +1,5 @@
-// views: what clients read (fjobs, fnodes, job history) and watch (frun).
+// views: what clients read (fjobs, fnodes, job history); an interactive job
+// whose frun went.
 #include <boost/asio/post.hpp>
 
 #include "core/hostlist.hpp"
@@ -157,7 +158,7 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
     info.gpus = n.gpus;
     info.connected = static_cast<bool>(n.conn);
     info.alloc = static_cast<std::int64_t>((sched_.held() & mine).count());
-    info.latency = latency_.row(n.name);
+    info.latency = nodes_.latency_row(n.name);
     info.containment = n.containment;
     if (options_.partitions.configured) {
       for (const auto& p : options_.partitions.partitions) {
@@ -171,7 +172,7 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
   // ones in the one they run in.
   const std::size_t nparts = options_.partitions.configured ? options_.partitions.partitions.size() : 0;
   std::vector<std::int64_t> pending(nparts, 0), running(nparts, 0);
-  for (const auto& [id, entry] : jobs_.live()) {
+  for (const auto& [id, entry] : jobs().live()) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
     if (j == nullptr) continue;
     if (j->state == job_state::pending) {
@@ -204,64 +205,9 @@ void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes
   c->send(protocol::make_ok(m.id, reply));
 }
 
-void controller::handle_watch(const conn_ptr& c, const protocol::watch_job& m) {
-  auto send_final = [c, m](job_state st, std::optional<std::int32_t> code, std::optional<std::int32_t> sig) {
-    c->send(protocol::ok{m.id, {}});
-    protocol::job_event ev;
-    ev.id = m.id;
-    ev.job_id = m.job_id;
-    ev.state = st;
-    if (code) ev.exit_code = *code;
-    if (sig) ev.signal = *sig;
-    c->send(ev);
-  };
-  auto refuse = [c, m] {
-    reply_error(c, m.id, protocol::error_code::permission_denied,
-                "job " + std::to_string(m.job_id) + " belongs to another user: only its owner and root may watch it");
-  };
-  if (const final_info* f = jobs_.finished(m.job_id)) {
-    if (!may_act_on_job(c->peer(), f->uid)) return refuse();
-    return send_final(f->state, f->exit_code, f->signal);
-  }
-  const job_entry* live = jobs_.find(m.job_id);
-  if (live == nullptr) {
-    pipe_.on_readers([this, c, m, send_final, refuse] {
-      try {
-        auto rec = pipe_.store().get_job(m.job_id);
-        if (!rec) return reply_error(c, m.id, protocol::error_code::not_found, "no job " + std::to_string(m.job_id));
-        if (!may_act_on_job(c->peer(), rec->request.uid)) return refuse();
-        send_final(rec->status.state, rec->status.exit_code, rec->status.term_signal);
-      } catch (const std::exception& e) {
-        reply_error(c, m.id, protocol::error_code::internal, e.what());
-      }
-    });
-    return;
-  }
-  if (!may_act_on_job(c->peer(), live->uid)) return refuse();
-  c->streaming();  // a stream, not an idle connection
-  c->send(protocol::ok{m.id, {}});
-  protocol::job_event ev;
-  ev.id = m.id;
-  ev.job_id = m.job_id;
-  const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
-  ev.state = j ? j->state : job_state::pending;
-  if (j && core::holds_processors(j->state)) ev.procs = j->procs.to_string();
-  c->send(ev);
-  watchers_.add(m.job_id, c, m.id);  // and the output that came before it
-}
-
-void controller::handle_output(const conn_ptr& c, const protocol::output& m) {
-  const node_entry* from = nodes_.of_conn(*c);
-  const job_entry* live = jobs_.find(m.job_id);
-  if (from == nullptr || live == nullptr || (live->host != from->index && !steps_.runs(m.job_id, from->index))) {
-    return;  // not a job this node runs: nobody is shown what it claims
-  }
-  watchers_.output(m);
-}
-
 void controller::orphan_interactive(const conn_ptr& gone) {
   for (std::int64_t id : watchers_.drop(*gone)) {
-    const job_entry* e = jobs_.find(id);
+    const job_entry* e = jobs().find(id);
     if (e == nullptr || !e->interactive) continue;
     logging::info("interactive job {} lost its frun: cancelling it", id);
     protocol::cancel c;
@@ -270,30 +216,6 @@ void controller::orphan_interactive(const conn_ptr& gone) {
     // As root: the owner's own frun went away; nobody is told.
     auto self = std::make_shared<internal_peer>();
     handle_cancel(self, c);
-  }
-}
-
-void controller::notify(std::int64_t id, job_state state, std::optional<std::int32_t> code,
-                        std::optional<std::int32_t> signal, const core::processor_set* procs) {
-  watchers_.notify(id, state, code, signal, procs);
-  if (!change_sinks_.empty()) {
-    job_change ch;
-    ch.job_id = id;
-    ch.state = state;
-    ch.exit_code = code;
-    ch.signal = signal;
-    if (procs != nullptr && procs->any()) ch.procs = procs->to_string();
-    if (state == job_state::resizing) {
-      if (const core::job* j = sched_.find(static_cast<core::job_id>(id))) ch.target = j->target.to_string();
-    }
-    ch.time = now();
-    for (const auto& sink : change_sinks_) {
-      try {
-        sink(ch);
-      } catch (const std::exception& e) {
-        logging::warn("a change listener failed: {}", e.what());
-      }
-    }
   }
 }
 

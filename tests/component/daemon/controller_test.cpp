@@ -429,3 +429,34 @@ TEST_CASE("a running job's own range request is held to its partition's MaxCPUsP
   REQUIRE(ok);
   CHECK(std::holds_alternative<protocol::ok>(*ok));
 }
+
+TEST_CASE("a launch lost with its agent's connection is sent again when the agent is back, not left RUNNING for ever") {
+  // aqsd counts a job RUNNING from its dispatch; the launch went to an agent
+  // connection that closed before the agent confirmed it, so the agent never
+  // got it. The agent registers again running nothing: the job must be
+  // launched again there (or end as lost), not wait for ever.
+  harness h;
+  auto first = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t job = h.submit(c, 2, 2, false);
+  REQUIRE(job > 0);
+  REQUIRE(first->take<protocol::launch>([job](const protocol::launch& m) { return m.job_id == job; }));
+  REQUIRE(h.eventually(job, job_state::running) == job_state::running);
+  h.ctl().on_close(first);  // the connection died; the launch with it
+  h.settle();
+  auto again = h.agent("n1", 4);  // registers listing no running job
+  std::optional<protocol::launch> relaunched;
+  for (int i = 0; i < 4 && !relaunched; ++i) {
+    h.advance(1s);
+    protocol::heartbeat hb;
+    hb.id = h.next_id();
+    h.ctl().on_message(again, hb);
+    REQUIRE(again->reply(hb.id));
+    h.settle();
+    relaunched = again->take<protocol::launch>([job](const protocol::launch& m) { return m.job_id == job; });
+  }
+  REQUIRE(relaunched);
+  h.ctl().on_message(again, protocol::ok{relaunched->id, {}});
+  CHECK(h.exited(again, job));
+  CHECK(h.state_of(job) == job_state::completed);
+}

@@ -1,15 +1,16 @@
-// submit: durable submission, then arrival in the core or, while
-// dependencies are unfinished, in the held set.
+// job_intake (job_intake.hpp): durable submission, then arrival in the core
+// or, while dependencies are unfinished, in the held set.
 #include <atomic>
 #include <memory>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "core/array_spec.hpp"
 #include "core/dependency.hpp"
 #include "core/signal_spec.hpp"
 
-#include "daemon/controller.hpp"
+#include "daemon/job_intake.hpp"
 #include "daemon/faucets_uplink.hpp"
 #include "daemon/admission.hpp"
 #include "daemon/partition_gate.hpp"
@@ -34,8 +35,8 @@ constexpr std::size_t k_admit_slice = 1000;
 // from the store then, as after a restart.
 constexpr std::int64_t k_kept_text_bytes = 64 * 1024;
 
-struct controller::submit_call {
-  conn_ptr c;
+struct job_intake::submit_call {
+  std::shared_ptr<connection> c;
   std::int64_t request = 0;
   std::int32_t uid = 0;
   std::string key;  // the scoped submit token ("" without one)
@@ -57,7 +58,21 @@ std::int64_t text_bytes(const protocol::job_spec& j) {
 
 }  // namespace
 
-void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
+job_intake::job_intake(core::scheduler& core, write_pipeline& pipe, access_view& view, metrics& stats, clock& time,
+                       const core::site_config& partitions, user_limits limits,
+                       std::function<bool(std::int64_t)> faucets_admits,
+                       std::function<void(std::int64_t, core::job_state)> ended)
+    : core_(core),
+      pipe_(pipe),
+      view_(view),
+      metrics_(stats),
+      clock_(time),
+      partitions_(partitions),
+      faucets_admits_(std::move(faucets_admits)),
+      ended_(std::move(ended)),
+      ledger_(limits) {}
+
+void job_intake::handle_submit(const std::shared_ptr<connection>& c, const protocol::submit& s) {
   const peer_info& p = c->peer();
   if (!may_submit(p)) {
     reply_error(c, s.id, protocol::error_code::permission_denied,
@@ -137,7 +152,7 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
   call->jobs = tasks;
   call->bytes = bytes;
   submitter who{user_name_of(*p.uid), uid, static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
-  if (options_.partitions.configured) return handle_partition_submit(call, s, who);
+  if (partitions_.configured) return handle_partition_submit(call, s, who);
   if (s.job.geometry) {
     // A job that asked for a layout the nodes can never give is refused now,
     // with the reason, rather than pending forever (Slurm does the same).
@@ -149,7 +164,7 @@ void controller::handle_submit(const conn_ptr& c, const protocol::submit& s) {
   submit_checked(call, s, who);
 }
 
-void controller::answer_submit(const call_ptr& call, protocol::submit_reply r) {
+void job_intake::answer_submit(const call_ptr& call, protocol::submit_reply r) {
   if (call->answered.exchange(true)) return;
   ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
   const std::int64_t id = r.job_id;
@@ -157,19 +172,19 @@ void controller::answer_submit(const call_ptr& call, protocol::submit_reply r) {
   ledger_.finish_submit(call->uid, call->key, true, id, 0, "");
 }
 
-void controller::answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message) {
+void job_intake::answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message) {
   if (call->answered.exchange(true)) return;
   ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
   call->c->send(protocol::error{call->request, code, message});
   ledger_.finish_submit(call->uid, call->key, false, 0, static_cast<int>(code), message);
 }
 
-void controller::handle_partition_submit(const call_ptr& call, const protocol::submit& asked, const submitter& who) {
+void job_intake::handle_partition_submit(const call_ptr& call, const protocol::submit& asked, const submitter& who) {
   // The partitions' names, states, users and limits (partition_gate.hpp),
   // then whether the job fits any of their nodes at all.
   protocol::submit s = asked;
   const core::job_request r = to_core_request(0, s.job, who.user, 0);
-  const auto admitted = admit_submission(options_.partitions, s.job, who, group_names_of(who.user, who.gid),
+  const auto admitted = admit_submission(partitions_, s.job, who, group_names_of(who.user, who.gid),
                                          [&](const core::partition* p) { return view_.never_fits(r, *p); });
   if (!admitted.error.empty()) {
     answer_submit_error(call, protocol::error_code::bad_request, admitted.error);
@@ -178,7 +193,7 @@ void controller::handle_partition_submit(const call_ptr& call, const protocol::s
   submit_checked(call, s, who);
 }
 
-void controller::submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who) {
+void job_intake::submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who) {
   if (s.job.afterok.empty()) return store_submission(call, s, who, {});
   // Dependencies are checked against the store, off the session's thread.
   pipe_.on_readers([this, call, s, who] {
@@ -201,18 +216,18 @@ void controller::submit_checked(const call_ptr& call, const protocol::submit& s,
   });
 }
 
-protocol::submit_reply controller::submit_reply_for(const protocol::job_spec& job, std::int64_t id) const {
+protocol::submit_reply job_intake::submit_reply_for(const protocol::job_spec& job, std::int64_t id) const {
   protocol::submit_reply r{id, {}};
   // Scripts from other sites name their partitions: without any configured
   // here the job runs on every node, and the submitter is told.
-  if (!options_.partitions.configured && job.geometry && job.geometry->partition) {
+  if (!partitions_.configured && job.geometry && job.geometry->partition) {
     r.warnings.push_back("partition '" + *job.geometry->partition +
                          "' is recorded; this cluster has one partition of all its nodes");
   }
   return r;
 }
 
-void controller::reply_store_refusal(const call_ptr& call, std::exception_ptr error) {
+void job_intake::reply_store_refusal(const call_ptr& call, std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const store::store_unavailable& e) {
@@ -224,7 +239,7 @@ void controller::reply_store_refusal(const call_ptr& call, std::exception_ptr er
   }
 }
 
-void controller::store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
+void job_intake::store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
   if (s.job.geometry && s.job.geometry->array) return store_array(call, s, who, std::move(deps));
   auto done = [this, call, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
@@ -245,15 +260,12 @@ void controller::store_submission(const call_ptr& call, const protocol::submit& 
   };
   try {
     pipe_.store().submit_then(to_store_request(s.job, who), std::move(done));
-  } catch (const store::store_unavailable& e) {
-    answer_submit_error(call, protocol::error_code::internal,
-                        std::string("store unavailable, retrying (submit again): ") + e.what());
-  } catch (const store::store_error& e) {
-    answer_submit_error(call, protocol::error_code::bad_request, e.what());
+  } catch (const store::store_error&) {
+    reply_store_refusal(call, std::current_exception());
   }
 }
 
-void controller::store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
+void job_intake::store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
                              std::map<std::int64_t, job_state> deps) {
   // One row, whatever the array's size: its compact record (issue 28). Its
   // tasks become jobs of their own only as they become eligible
@@ -287,11 +299,8 @@ void controller::store_array(const call_ptr& call, const protocol::submit& s, co
   };
   try {
     pipe_.store().submit_then(to_store_request(job, who), std::move(done));
-  } catch (const store::store_unavailable& e) {
-    answer_submit_error(call, protocol::error_code::internal,
-                        std::string("store unavailable, retrying (submit again): ") + e.what());
-  } catch (const store::store_error& e) {
-    answer_submit_error(call, protocol::error_code::bad_request, e.what());
+  } catch (const store::store_error&) {
+    reply_store_refusal(call, std::current_exception());
   }
 }
 
@@ -312,7 +321,7 @@ protocol::job_geometry task_geometry(protocol::job_geometry g, std::int64_t arra
 
 }  // namespace
 
-void controller::split_array(std::int64_t array_id) {
+void job_intake::split_array(std::int64_t array_id) {
   array_table::compact* c = arrays_.find_compact(array_id);
   if (c == nullptr) return;
   job_entry* a = jobs_.find(c->record);
@@ -324,7 +333,7 @@ void controller::split_array(std::int64_t array_id) {
   // cluster's processors plus a window of pending ones; the rest stays one
   // record, its place taken as tasks end.
   const std::size_t window = c->max_running > 0 ? static_cast<std::size_t>(c->max_running)
-                                                : sched_.machine().size() + k_split_ahead;
+                                                : core_.machine().size() + k_split_ahead;
   const std::size_t live = arrays_.live_tasks(array_id);
   if (live >= window) {
     view_.set_reason(c->record, c->max_running > 0 ? "JobArrayTaskLimit" : "Priority");
@@ -386,7 +395,7 @@ void controller::split_array(std::int64_t array_id) {
   });
 }
 
-void controller::on_split(split_run run) {
+void job_intake::on_split(split_run run) {
   const std::int64_t array_id = run.array_id;
   const std::int64_t record = run.split.array_id;
   array_table::compact* c = arrays_.find_compact(array_id);
@@ -427,7 +436,7 @@ void controller::on_split(split_run run) {
     const std::int32_t uid = r.uid;
     jobs_.add(next, std::move(r));
     view_.set_owner(next, uid);
-    notify(next, job_state::pending, std::nullopt, std::nullopt, nullptr);
+    pipe_.notify(next, job_state::pending, std::nullopt, std::nullopt, nullptr);
     a = jobs_.find(record);
     c->record = next;
   }
@@ -457,7 +466,7 @@ void controller::on_split(split_run run) {
   if (c != nullptr) pipe_.post([this, array_id] { split_array(array_id); });
 }
 
-job_entry controller::copy_for(const job_entry& a, std::int64_t id) const {
+job_entry job_intake::copy_for(const job_entry& a, std::int64_t id) const {
   job_entry e;
   e.req = a.req;
   e.req.id = static_cast<core::job_id>(id);
@@ -478,7 +487,7 @@ job_entry controller::copy_for(const job_entry& a, std::int64_t id) const {
   return e;
 }
 
-void controller::arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index) {
+void job_intake::arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index) {
   if (jobs_.is_known(id)) return;  // recovered already (a split stored before a restart)
   job_entry e = copy_for(jobs_.at(record), id);
   e.geometry = task_geometry(*e.geometry, array_id, index);
@@ -488,7 +497,7 @@ void controller::arrive_task(std::int64_t id, std::int64_t record, std::int64_t 
   const std::int32_t uid = e.uid;
   jobs_.add(id, std::move(e));
   view_.set_owner(id, uid);
-  notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
+  pipe_.notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);
   if (!arrays_.arrive(array_id, id, max_running)) {
     view_.set_reason(id, "JobArrayTaskLimit");
     return;
@@ -496,16 +505,16 @@ void controller::arrive_task(std::int64_t id, std::int64_t record, std::int64_t 
   admit_or_hold(id);
 }
 
-std::optional<job_state> controller::known_state(std::int64_t id) const {
+std::optional<job_state> job_intake::known_state(std::int64_t id) const {
   if (const final_info* f = jobs_.finished(id)) return f->state;
   if (jobs_.is_live(id)) {
-    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    const core::job* j = core_.find(static_cast<core::job_id>(id));
     return j ? j->state : job_state::pending;
   }
   return std::nullopt;
 }
 
-void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
+void job_intake::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
                         std::map<std::int64_t, job_state> dep_states, bool keep_spec, std::int64_t charged_bytes,
                         std::int64_t charged_jobs) {
   if (jobs_.is_known(id)) {  // a retried token
@@ -532,7 +541,7 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   if (keep_spec) e.spec = std::move(spec);
   jobs_.add(id, std::move(e));
   view_.set_owner(id, who.uid);
-  notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);  // nobody watches yet: the event stream
+  pipe_.notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr);  // nobody watches yet: the event stream
   const auto& g = jobs_.at(id).geometry;
   if (g && g->array) {
     // An array's compact record: its tasks are split off once it is eligible.
@@ -553,14 +562,10 @@ void controller::arrive(std::int64_t id, protocol::job_spec spec, submitter who,
   admit_or_hold(id);
 }
 
-void controller::admit_or_hold(std::int64_t id) {
+void job_intake::admit_or_hold(std::int64_t id) {
   job_entry* e = jobs_.find(id);
   if (e == nullptr) return;
-  if (e->faucets && !faucets_open_) {
-    faucets_waiting_.insert(id);
-    view_.set_reason(id, "FaucetsSync");
-    return;
-  }
+  if (e->faucets && !faucets_admits_(id)) return;
   deps_.release(id);
   auto state_of = [&](std::int64_t d) {
     std::optional<job_state> st = known_state(d);
@@ -603,7 +608,7 @@ void controller::admit_or_hold(std::int64_t id) {
           "dependency " + std::to_string(v.failed_dep) + " ended " + std::string(core::to_string(v.failed_state));
       logging::info("job {} cancelled: {}", id, why);
       pipe_.transition(id, job_state::cancelled, std::nullopt, why);
-      pipe_.after_commit([this, id] { on_final(id, job_state::cancelled); });
+      pipe_.after_commit([this, id] { ended_(id, job_state::cancelled); });
       pipe_.kick();
       return;
     }
@@ -629,16 +634,16 @@ void controller::admit_or_hold(std::int64_t id) {
     return;
   }
   view_.set_reason(id, "");
-  sched_.apply(core::event::arrival(e->req));
+  core_.apply(core::event::arrival(e->req));
   if (e->control == "held-user" || e->control == "held-admin") {
     // Held while it waited (fctl hold), or before aqsd restarted.
-    sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
+    core_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
     view_.set_reason(id, e->control == "held-admin" ? "JobHeldAdmin" : "JobHeldUser");
   }
   pipe_.decide();
 }
 
-void controller::admit_in_slices(std::vector<std::int64_t> ids) {
+void job_intake::admit_in_slices(std::vector<std::int64_t> ids) {
   if (ids.empty()) return;
   const std::size_t n = std::min(ids.size(), k_admit_slice);
   // Each only while still held: one cancelled meanwhile, or released by
@@ -652,8 +657,8 @@ void controller::admit_in_slices(std::vector<std::int64_t> ids) {
   pipe_.post([this, rest = std::move(ids)]() mutable { admit_in_slices(std::move(rest)); });
 }
 
-void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
-                          std::optional<std::int32_t> signal) {
+void job_intake::finish(std::int64_t id, job_state state, std::optional<std::int32_t> code,
+                        std::optional<std::int32_t> signal) {
   if (const job_entry* e = jobs_.find(id)) {
     ledger_.release(e->uid, e->charged_jobs, e->charged_bytes);
     // A cancelled record: its unsplit tasks with it.
@@ -661,13 +666,7 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   }
   const auto array = arrays_.array_of(id);
   jobs_.finish(id, state, code, signal);
-  metrics_.job_ended(std::string(core::to_string(state)));
-  end_steps_of_job(id);
   deps_.release(id);
-  resizes_.forget(id);
-  view_.forget_job(id);  // the token dies with the job
-  notify(id, state, code, signal, nullptr);
-  watchers_.forget(id);
   admit_in_slices(deps_.ended(id));
   if (const auto next = arrays_.ended(id)) admit_or_hold(*next);
   // Its place goes to the array's next unsplit task.

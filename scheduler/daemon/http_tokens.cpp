@@ -1,15 +1,17 @@
-// tokens: ftoken's requests: a bearer token for the HTTP API as the caller,
+// http_tokens (http_tokens.hpp): ftoken's requests: a bearer token for the HTTP API as the caller,
 // and revoking tokens. Over the Unix socket only, where the kernel vouches
 // for the caller.
 #include <algorithm>
 
-#include "daemon/controller.hpp"
+#include "daemon/http_tokens.hpp"
+#include "daemon/pipeline.hpp"
+#include "daemon/unix_user.hpp"
 #include "daemon/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {
 
-void controller::handle_issue_token(const conn_ptr& c, const protocol::issue_token& m) {
+void http_tokens::handle_issue(const std::shared_ptr<connection>& c, const protocol::issue_token& m) {
   // The routing table let only may_get_token() peers through (a Unix
   // socket uid, which the kernel vouches for).
   const peer_info& p = c->peer();
@@ -17,7 +19,7 @@ void controller::handle_issue_token(const conn_ptr& c, const protocol::issue_tok
   protocol::token_reply r;
   r.user = user_name_of(uid);
   r.uid = uid;
-  auto [token, claims] = tokens_.issue(uid, r.user, m.lifespan_s.value_or(options_.token_lifespan_s), clock_.wall_us());
+  auto [token, claims] = authority_.issue(uid, r.user, m.lifespan_s.value_or(lifespan_s_), clock_.wall_us());
   r.token = std::move(token);
   r.token_id = claims.id;
   r.expires_at = claims.expires_at;
@@ -25,14 +27,14 @@ void controller::handle_issue_token(const conn_ptr& c, const protocol::issue_tok
   c->send(protocol::make_ok(m.id, r));
 }
 
-void controller::handle_revoke_token(const conn_ptr& c, const protocol::revoke_token& m) {
+void http_tokens::handle_revoke(const std::shared_ptr<connection>& c, const protocol::revoke_token& m) {
   // The routing table let only may_get_token() peers through (a Unix
   // socket uid, which the kernel vouches for).
   const peer_info& p = c->peer();
   const auto uid = static_cast<std::int64_t>(*p.uid);
   try {
     if (m.all) {
-      tokens_.revoke_all(uid, clock_.wall_us());
+      authority_.revoke_all(uid, clock_.wall_us());
       logging::info("every HTTP token of uid {} revoked", uid);
     } else {
       const std::string& id = *m.token_id;
@@ -45,7 +47,7 @@ void controller::handle_revoke_token(const conn_ptr& c, const protocol::revoke_t
       }
       // Root revokes whoever's token it is; a user only a valid one of their
       // own, and is told so when the id names no such token.
-      if (!tokens_.revoke(is_admin(p) ? std::nullopt : std::optional<std::int64_t>(uid), id, clock_.wall_us())) {
+      if (!authority_.revoke(is_admin(p) ? std::nullopt : std::optional<std::int64_t>(uid), id, clock_.wall_us())) {
         return reply_error(c, m.id, protocol::error_code::not_found,
                            "you have no valid token with id " + id +
                                ": nothing revoked (ftoken --revoke-all revokes every token of yours)");

@@ -1,0 +1,41 @@
+// http_tokens: the tokens part of aqsd: ftoken's requests (a bearer token
+// for the HTTP API as the caller, revoking tokens) over the Unix socket
+// only, where the kernel vouches for the caller, and the token authority
+// the HTTP front checks tokens with.
+//
+// Rule: it owns the token authority (thread-safe: the HTTP front reads it
+// from its own threads); the routing table sends it `issue_token` and
+// `revoke_token` on the session threads, from peers may_get_token() let
+// through. It touches no job or node state.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "daemon/clock.hpp"
+#include "daemon/dispatcher.hpp"
+#include "daemon/token_authority.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/replies.hpp"
+
+namespace aqs::daemon {
+
+class http_tokens {
+public:
+  http_tokens(const std::string& cluster_key, std::optional<std::filesystem::path> revoked_file,
+              std::int64_t default_lifespan_s, clock& time)
+      : authority_(cluster_key, std::move(revoked_file)), lifespan_s_(default_lifespan_s), clock_(time) {}
+
+  void handle_issue(const std::shared_ptr<connection>& c, const protocol::issue_token& m);
+  void handle_revoke(const std::shared_ptr<connection>& c, const protocol::revoke_token& m);
+  const token_authority& authority() const noexcept { return authority_; }
+
+private:
+  token_authority authority_;
+  std::int64_t lifespan_s_;
+  clock& clock_;
+};
+
+}  // namespace aqs::daemon

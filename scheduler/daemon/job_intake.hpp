@@ -1,0 +1,138 @@
+// job_intake: the submission and admission part of aqsd: a submission
+// checked (admission, partitions, per-user caps), stored durably, then
+// arrived: in the core, or held while its dependencies are unfinished, its
+// array's throttle is full or the Faucets gate is closed. It owns the live
+// job table (job_table), the dependency gate, the array table (job arrays'
+// compact records and throttles) and the per-user ledger, and gives each
+// job's place back when it ends (finish).
+//
+// Rule: on the scheduling strand, except handle_submit, which runs on the
+// session thread it was called on and posts to the strand. Other parts get
+// the job table through jobs() (they read entries and set the per-instance
+// fields of the jobs they launch, resize or control); the dependency gate,
+// the arrays and the ledger are changed only here and through the calls
+// below. What it stores goes through the pipeline; it tells watchers of a
+// job's arrival through pipeline::notify.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/partition.hpp"
+#include "core/scheduler.hpp"
+#include "daemon/access_view.hpp"
+#include "daemon/array_table.hpp"
+#include "daemon/clock.hpp"
+#include "daemon/dependency_gate.hpp"
+#include "daemon/job_records.hpp"
+#include "daemon/job_table.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/user_limits.hpp"
+#include "daemon/write_pipeline.hpp"
+#include "protocol/messages.hpp"
+#include "protocol/replies.hpp"
+
+namespace aqs::daemon {
+
+class job_intake {
+public:
+  // `partitions` is the daemon's current configuration (changed on the
+  // strand by a reload); `faucets_admits(id)` is the Faucets gate's say on a
+  // job a Faucets server placed here (false: it waits behind the gate);
+  // `ended(id, state)` is called once a job it ended itself (a dependency
+  // that can never be met) is committed, for every part to let it go.
+  job_intake(core::scheduler& core, write_pipeline& pipe, access_view& view, metrics& stats, clock& time,
+             const core::site_config& partitions, user_limits limits,
+             std::function<bool(std::int64_t)> faucets_admits,
+             std::function<void(std::int64_t, core::job_state)> ended);
+
+  job_table& jobs() noexcept { return jobs_; }
+  const job_table& jobs() const noexcept { return jobs_; }
+  dependency_gate& deps() noexcept { return deps_; }
+  array_table& arrays() noexcept { return arrays_; }
+  user_ledger& ledger() noexcept { return ledger_; }
+
+  // A submission (session thread): checked, stored, answered, arrived.
+  void handle_submit(const std::shared_ptr<connection>& c, const protocol::submit& s);
+  // The job goes to the core, or waits (dependencies, Faucets gate, hold).
+  void admit_or_hold(std::int64_t id);
+  // admit_or_hold for many jobs (those an ended dependency released), a
+  // bounded slice per turn of the strand.
+  void admit_in_slices(std::vector<std::int64_t> ids);
+  // The job started: jobs waiting with `after:ID` may go.
+  void started(std::int64_t id) { admit_in_slices(deps_.started(id)); }
+  // After a final transition committed: its place in the ledger, its array
+  // and its dependents; the entry becomes a finished one.
+  void finish(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
+              std::optional<std::int32_t> signal);
+  std::optional<core::job_state> known_state(std::int64_t id) const;
+  // Splits the next tasks off an eligible array's compact record, within
+  // its throttle or window, k_split_slice at most per turn.
+  void split_array(std::int64_t array_id);
+  // `keep_spec`: keep the job's text in memory until launch (else it is
+  // read from the store then: array tasks, big scripts). `charged_bytes`:
+  // the job text it holds of its user's MaxScriptBytesPerUser.
+  void arrive(std::int64_t id, protocol::job_spec spec, submitter who,
+              std::map<std::int64_t, core::job_state> dep_states, bool keep_spec = true,
+              std::int64_t charged_bytes = 0, std::int64_t charged_jobs = 1);
+
+private:
+  // One submission being worked on: where its answer goes, what of its
+  // per-user reservation no job holds yet (given back when it is answered),
+  // and its token (a resend while it is worked on waits for its answer).
+  struct submit_call;
+  using call_ptr = std::shared_ptr<submit_call>;
+  // With partitions configured: their checks (partition_gate.hpp), which may
+  // set the job's time limit and narrow its partition list.
+  void handle_partition_submit(const call_ptr& call, const protocol::submit& s, const submitter& who);
+  // After the checks: dependencies looked up, then stored.
+  void submit_checked(const call_ptr& call, const protocol::submit& s, const submitter& who);
+  protocol::submit_reply submit_reply_for(const protocol::job_spec& job, std::int64_t id) const;
+  // The answer to a submission (and to every resend of it that waited);
+  // gives back what of its reservation no job took. Any thread.
+  void answer_submit(const call_ptr& call, protocol::submit_reply r);
+  void answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message);
+  // Queues the submission for group commit; the reply follows the arrival.
+  void store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
+                        std::map<std::int64_t, core::job_state> deps);
+  // A submission the store did not take: store_unavailable (retry) or refused.
+  void reply_store_refusal(const call_ptr& call, std::exception_ptr error);
+  // A job array: one compact record (its id is the array's) holding the
+  // pending indices, whatever the array's size (issue 28).
+  void store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
+                   std::map<std::int64_t, core::job_state> deps);
+  struct split_run {
+    std::int64_t array_id = 0;
+    store::array_split split;             // split.array_id: the record
+    std::vector<std::int64_t> ids;
+    core::task_ranges rest;               // the indices left in a record afterwards
+    std::optional<std::int64_t> becomes;  // the record became this task
+    std::string error;
+  };
+  void on_split(split_run run);
+  // A job of the array made from its record (its text is the record's, in the store).
+  job_entry copy_for(const job_entry& record, std::int64_t id) const;
+  void arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index);
+  double now() const { return clock_.wall_seconds(); }
+
+  core::scheduler& core_;
+  write_pipeline& pipe_;
+  access_view& view_;
+  metrics& metrics_;
+  clock& clock_;
+  const core::site_config& partitions_;
+  std::function<bool(std::int64_t)> faucets_admits_;
+  std::function<void(std::int64_t, core::job_state)> ended_;
+  job_table jobs_;
+  dependency_gate deps_;
+  array_table arrays_;
+  user_ledger ledger_;
+};
+
+}  // namespace aqs::daemon
