@@ -224,6 +224,16 @@ std::vector<std::int64_t> controller::adopt_running(std::size_t index, const std
       kill.push_back(r);
     }
   }
+  // A launch sent here that the agent never confirmed went with its old
+  // connection if the agent does not list the job now: the next heartbeat
+  // launches it again unless it lists it by then (a repeated launch of a job
+  // it runs is only acknowledged).
+  for (const auto& [end, held] : sched_.holding_by_end()) {
+    const auto id = static_cast<std::int64_t>(held);
+    job_entry* e = jobs().find(id);
+    if (e == nullptr || e->host != index || e->launch_confirmed) continue;
+    if (std::find(running.begin(), running.end(), id) == running.end()) e->recovered = true;
+  }
   return kill;
 }
 
@@ -264,7 +274,7 @@ void controller::jobs_reported(std::size_t index, const std::vector<std::int64_t
   for (std::int64_t id : relaunch) {
     const core::job* j = sched_.find(static_cast<core::job_id>(id));
     if (j == nullptr || !core::holds_processors(j->state)) continue;
-    logging::info("job {}: node {} never got its launch (aqsd stopped first): launching it now", id, n.name);
+    logging::info("job {}: node {} never got its launch (aqsd or the agent's connection stopped first): launching it now", id, n.name);
     launch(id, j->procs);
   }
   for (std::int64_t id : lost) {
