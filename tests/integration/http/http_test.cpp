@@ -19,6 +19,7 @@
 #include "aqs_cluster.hpp"
 #include "run_users.hpp"
 #include "file_text.hpp"
+#include "http/rest.hpp"
 #include "http_client.hpp"
 #include "protocol/base64.hpp"
 #include "temp_dir.hpp"
@@ -134,22 +135,39 @@ TEST_CASE("without a token the API answers 401 with a JSON error, except its Ope
   const auto doc = s.get("/api/v1/openapi.json", std::nullopt);
   CHECK(doc.status == 200);
   CHECK(doc.json().at("openapi").get<std::string>().starts_with("3."));
-  for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/api/v1/jobs"}, {"POST", "/api/v1/jobs"}, {"GET", "/api/v1/jobs/1"}, {"DELETE", "/api/v1/jobs/1"},
-           {"PATCH", "/api/v1/jobs/1"}, {"POST", "/api/v1/jobs/1/hold"},
-           {"GET", "/api/v1/jobs/1/history"}, {"GET", "/api/v1/nodes"}, {"GET", "/api/v1/cluster/map"},
-           {"GET", "/api/v1/partitions"}, {"GET", "/api/v1/partitions/main"}, {"GET", "/api/v1/events"}, {"GET", "/metrics"}, {"GET", "/api/v1/whoami"}}) {
+  // Every declared route that is not public to anyone (rest.cpp routes()).
+  for (const auto& r : http::routes()) {
+    if (r.who == http::access::anyone) continue;
+    const std::string method(r.method), target = http::path_of(r, 1, "main");
     CAPTURE(method);
     CAPTURE(target);
-    const auto r = http_request(s.web, method, target, std::nullopt, method == "POST" ? "{}" : "");
-    CHECK(r.status == 401);
-    CHECK_FALSE(r.error().empty());
-    CHECK(r.headers.count("WWW-Authenticate") == 1);
+    const auto res = http_request(s.web, method, target, std::nullopt, method == "POST" ? "{}" : "");
+    CHECK(res.status == 401);
+    CHECK_FALSE(res.error().empty());
+    CHECK(res.headers.count("WWW-Authenticate") == 1);
   }
   CHECK(s.get("/nothing", std::nullopt).status == 404);
   const auto r = http_request(s.web, "PUT", "/api/v1/jobs", std::nullopt);
   CHECK(r.status == 405);
   CHECK(r.headers.at("Allow") == "GET, POST");
+
+  // With a token, every declared route reaches its own handler: never the
+  // router's 404 or 405 (the event stream, which stays open, has its own case).
+  const auto alice = s.token(&s.alice);
+  const std::int64_t job = s.rest_job(s.alice, alice.token);
+  for (const auto& route : http::routes()) {
+    if (route.kind == http::route_kind::events) continue;
+    const std::string method(route.method), target = http::path_of(route, job, "main");
+    CAPTURE(method);
+    CAPTURE(target);
+    const std::string body = route.kind == http::route_kind::update_job ? R"({"time_limit": "5"})"
+                              : method == "POST" || method == "PATCH"   ? "{}"
+                                                                        : "";
+    const auto res = http_request(s.web, method, target, alice.token, body);
+    CHECK(res.status != 405);
+    CHECK_FALSE(res.error().starts_with("no such resource"));
+    CHECK(res.status != 401);
+  }
 }
 
 TEST_CASE("an expired, forged or revoked token is refused with 401 and changes nothing") {
