@@ -2,6 +2,7 @@
 // pure translations: REST submit bodies, statuses, query strings.
 #include <doctest/doctest.h>
 
+#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -207,9 +208,20 @@ TEST_CASE("the dashboard page loads nothing from elsewhere: no URL outside aqsd"
     CAPTURE(outside);
     CHECK(page.find(outside) == std::string::npos);
   }
-  // It uses the API it is served with.
-  CHECK(page.find("/api/v1/cluster/map") != std::string::npos);
-  CHECK(page.find("/api/v1/events") != std::string::npos);
+  // It uses the API it is served with: every path it fetches is a declared
+  // GET route ("/api/v1/jobs/" + id taken with an id).
+  const std::regex fetched(R"re(["'`](/api/v1/[^"'`?]*))re");
+  std::size_t paths = 0;
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), fetched); it != std::sregex_iterator(); ++it, ++paths) {
+    std::string path = (*it)[1];
+    if (path.ends_with('/')) path += "1";
+    CAPTURE(path);
+    const auto m = http::match_route("GET", path);
+    CHECK(m.r != nullptr);
+  }
+  CHECK(paths >= 5);
+  CHECK(page.find(http::route_of(http::route_kind::cluster_map).path) != std::string::npos);
+  CHECK(page.find(http::route_of(http::route_kind::events).path) != std::string::npos);
 }
 
 TEST_CASE("an acknowledged resize's reason gives its phases, and the history counts each event's processors") {
