@@ -13,28 +13,19 @@
 
 #include "core/common_pool.hpp"
 #include "core/scheduler.hpp"
+#include "core_jobs.hpp"
 
 using namespace aqs::core;
+using aqs::core::test::rigid;
 using kind = decision::kind;
 
 namespace {
 
-job_request rigid(job_id id, std::size_t n, double walltime, double submit = 0) {
-  job_request r;
-  r.id = id;
-  r.user = "u";
-  r.min_pe = r.max_pe = n;
-  r.walltime = walltime;
-  r.submit_time = submit;
-  return r;
-}
-
+// An adaptive job that prefers `pref` processors (0: none).
 job_request adaptive(job_id id, std::size_t min, std::size_t max, std::size_t pref, double walltime = 100,
                      double submit = 0) {
-  job_request r = rigid(id, min, walltime, submit);
-  r.max_pe = max;
+  job_request r = aqs::core::test::adaptive(id, min, max, walltime, submit);
   r.pref_pe = pref;
-  r.adaptive = true;
   return r;
 }
 

@@ -48,8 +48,7 @@ TEST_CASE("malleable jobs get min = ceil(size/2) and max = min(machine, 2 size)"
   CHECK(w.jobs[2].max_pe == 10);
   for (const auto& j : w.jobs) CHECK(j.adaptive);
 
-  generator_params p;
-  p.jobs = 4000;
+  const generator_params p{.jobs = 4000};
   auto g = generate(p);
   make_malleable(g, 0.25, 3);
   std::size_t n = 0;
@@ -59,12 +58,7 @@ TEST_CASE("malleable jobs get min = ceil(size/2) and max = min(machine, 2 size)"
 }
 
 TEST_CASE("the generator offers the asked load, reproducibly from its seed") {
-  generator_params p;
-  p.jobs = 20000;
-  p.procs = 64;
-  p.load = 0.6;
-  p.mean_runtime = 64.5;
-  p.seed = 11;
+  generator_params p{.jobs = 20000, .procs = 64, .load = 0.6, .mean_runtime = 64.5, .seed = 11};
   auto w = generate(p);
   REQUIRE(w.jobs.size() == 20000);
   double work = 0;
