@@ -31,6 +31,25 @@ processor_set::word mask_from(std::size_t bit) {  // bits >= bit within a word
   return ~processor_set::word{0} << bit;
 }
 
+// Up to `n` of the set bits of `bits`, the lowest or the highest ones; `n`
+// goes down by as many as were taken.
+processor_set::word take_bits(processor_set::word bits, std::size_t& n, bool highest) {
+  using word = processor_set::word;
+  const auto c = popcount64(bits);
+  if (c <= n) {
+    n -= c;
+    return bits;
+  }
+  word out = 0;
+  for (; n > 0; --n) {
+    const auto top = processor_set::word_bits - 1 - static_cast<std::size_t>(std::countl_zero(bits));
+    const word one = highest ? word{1} << top : bits & (~bits + 1);
+    out |= one;
+    bits &= ~one;
+  }
+  return out;
+}
+
 }  // namespace
 
 processor_set::processor_set(std::size_t size) : size_(size), words_(words_for(size), 0) {}
@@ -155,41 +174,13 @@ std::size_t processor_set::find_next(std::size_t from) const noexcept {
 
 processor_set processor_set::lowest(std::size_t n) const {
   processor_set out(size_);
-  for (std::size_t w = 0; w < words_.size() && n > 0; ++w) {
-    word bits = words_[w];
-    auto c = popcount64(bits);
-    if (c <= n) {
-      out.words_[w] = bits;
-      n -= c;
-    } else {
-      while (n > 0) {
-        word low = bits & (~bits + 1);
-        out.words_[w] |= low;
-        bits &= bits - 1;
-        --n;
-      }
-    }
-  }
+  for (std::size_t w = 0; w < words_.size() && n > 0; ++w) out.words_[w] = take_bits(words_[w], n, false);
   return out;
 }
 
 processor_set processor_set::highest(std::size_t n) const {
   processor_set out(size_);
-  for (std::size_t w = words_.size(); w-- > 0 && n > 0;) {
-    word bits = words_[w];
-    auto c = popcount64(bits);
-    if (c <= n) {
-      out.words_[w] = bits;
-      n -= c;
-    } else {
-      while (n > 0) {
-        word high = word{1} << (word_bits - 1 - static_cast<std::size_t>(std::countl_zero(bits)));
-        out.words_[w] |= high;
-        bits &= ~high;
-        --n;
-      }
-    }
-  }
+  for (std::size_t w = words_.size(); w-- > 0 && n > 0;) out.words_[w] = take_bits(words_[w], n, true);
   return out;
 }
 
