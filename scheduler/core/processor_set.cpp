@@ -31,6 +31,21 @@ processor_set::word mask_from(std::size_t bit) {  // bits >= bit within a word
   return ~processor_set::word{0} << bit;
 }
 
+// Calls f(w, m) for each word w that processors [first, last) reach, m
+// being their bits in it.
+template <class F>
+void for_each_word_in(std::size_t first, std::size_t last, F f) {
+  constexpr std::size_t bits = processor_set::word_bits;
+  while (first < last) {
+    const std::size_t lo = first % bits;
+    const std::size_t hi = std::min<std::size_t>(bits, lo + (last - first));
+    processor_set::word m = mask_from(lo);
+    if (hi < bits) m &= ~mask_from(hi);
+    f(first / bits, m);
+    first += hi - lo;
+  }
+}
+
 // Up to `n` of the set bits of `bits`, the lowest or the highest ones; `n`
 // goes down by as many as were taken.
 processor_set::word take_bits(processor_set::word bits, std::size_t& n, bool highest) {
@@ -148,15 +163,7 @@ void processor_set::reset(std::size_t i) {
 
 void processor_set::set_range(std::size_t first, std::size_t last) {
   if (last > size_ || first > last) throw std::out_of_range("processor range out of range");
-  while (first < last) {
-    std::size_t w = first / word_bits;
-    std::size_t lo = first % word_bits;
-    std::size_t hi = std::min<std::size_t>(word_bits, lo + (last - first));
-    word m = mask_from(lo);
-    if (hi < word_bits) m &= ~mask_from(hi);
-    words_[w] |= m;
-    first += hi - lo;
-  }
+  for_each_word_in(first, last, [this](std::size_t w, word m) { words_[w] |= m; });
 }
 
 void processor_set::clear() noexcept { std::fill(words_.begin(), words_.end(), 0); }
@@ -216,15 +223,7 @@ std::size_t processor_set::last() const noexcept {
 std::size_t processor_set::count_range(std::size_t first, std::size_t last) const noexcept {
   last = std::min(last, size_);
   std::size_t n = 0;
-  while (first < last) {
-    std::size_t w = first / word_bits;
-    std::size_t lo = first % word_bits;
-    std::size_t hi = std::min<std::size_t>(word_bits, lo + (last - first));
-    word m = mask_from(lo);
-    if (hi < word_bits) m &= ~mask_from(hi);
-    n += popcount64(words_[w] & m);
-    first += hi - lo;
-  }
+  for_each_word_in(first, last, [this, &n](std::size_t w, word m) { n += popcount64(words_[w] & m); });
   return n;
 }
 
