@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "sim/workload.hpp"
 
@@ -40,12 +42,12 @@ TEST_CASE("malleable jobs get min = ceil(size/2) and max = min(machine, 2 size)"
     w.jobs.push_back(j);
   }
   make_malleable(w, 1.0, 1);
-  CHECK(w.jobs[0].min_pe == 1);
-  CHECK(w.jobs[0].max_pe == 2);
-  CHECK(w.jobs[1].min_pe == 2);
-  CHECK(w.jobs[1].max_pe == 6);
-  CHECK(w.jobs[2].min_pe == 3);
-  CHECK(w.jobs[2].max_pe == 10);
+  const std::vector<std::pair<std::size_t, std::size_t>> ranges = {{1, 2}, {2, 6}, {3, 10}};  // min, max
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    CAPTURE(i);
+    CHECK(w.jobs[i].min_pe == ranges[i].first);
+    CHECK(w.jobs[i].max_pe == ranges[i].second);
+  }
   for (const auto& j : w.jobs) CHECK(j.adaptive);
 
   const generator_params p{.jobs = 4000};
