@@ -256,9 +256,8 @@ struct decision_cost {
 // alternately a running job ends (the head of the queue starts in its
 // place) and a new job arrives. Time of apply + decide per event.
 decision_cost decision_time(int nodes, long queued, int events) {
-  core::cluster c;
-  for (int n = 0; n < nodes; ++n) c.add_node("node" + std::to_string(n), k_procs_per_node);
-  core::scheduler s(std::move(c), core::make_strategy("equipartition"));
+  core::scheduler s(core::cluster::uniform(static_cast<std::size_t>(nodes), k_procs_per_node),
+                    core::make_strategy("equipartition"));
   core::job_id next = 1;
   double now = 0;
   auto request = [&] {
