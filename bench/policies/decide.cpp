@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_requests.hpp"
 #include "core/scheduler.hpp"
 
 namespace core = aqs::core;
@@ -34,12 +35,7 @@ cost decision_time(const std::string& policy, std::size_t nodes, std::size_t que
   core::job_id next = 1;
   double now = 0;
   auto request = [&] {
-    core::job_request r;
-    r.id = next++;
-    r.user = "bench";
-    r.min_pe = r.max_pe = k_procs_per_node;
-    r.walltime = 3600;
-    r.submit_time = now;
+    core::job_request r = aqs::bench::rigid_request(next++, k_procs_per_node, now);
     if (mixed && r.id % 5 == 0) {
       r.adaptive = true;
       r.min_pe = k_procs_per_node / 2;
