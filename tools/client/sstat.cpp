@@ -249,6 +249,14 @@ std::vector<sstat_field> default_sstat_fields(bool pid_format) {
   return parse_sstat_fields(pid_format ? "jobid,nodelist,pids" : k_default_fields);
 }
 
+bool sstat_measures(std::string_view field) {
+  for (const char* f : {"JobID", "NTasks", "Nodelist", "Pids", "MaxRSS", "MaxRSSNode", "MaxRSSTask", "AveRSS", "MaxVMSize",
+                        "MaxVMSizeNode", "MaxVMSizeTask", "AveVMSize", "MinCPU", "MinCPUNode", "MinCPUTask", "AveCPU"}) {
+    if (field == f) return true;
+  }
+  return false;
+}
+
 std::string merge_agent_reply(std::string_view line, std::int64_t job_id, std::vector<step_stat>& steps) {
   nlohmann::json j;
   try {

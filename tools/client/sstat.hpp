@@ -47,6 +47,10 @@ struct sstat_field {
 // requested: \"X\"").
 std::vector<sstat_field> parse_sstat_fields(std::string_view list);
 std::vector<sstat_field> default_sstat_fields(bool pid_format);
+// Whether AQS measures a field (JobID, NTasks, Nodelist, Pids, the RSS,
+// VMSize and CPU fields); the others (pages, disk, energy, frequencies,
+// TRES) are accepted and printed empty.
+bool sstat_measures(std::string_view field);
 
 // What one agent said about one task of a step.
 struct task_stat {
