@@ -83,7 +83,10 @@ TEST_CASE("sstat shows a running step's memory and CPU time to its owner and roo
   std::ofstream(a.home / "job.sh")
       << "#!/bin/sh\n"
          "#SBATCH -n 2 -o out.txt\n"
-         "srun -n 2 perl -e '$x = \"x\" x (64 << 20); $i = 0; $i++ while $i < 2e8; sleep 300'\n";
+         "srun -n 2 perl -e '$x = \"x\" x (64 << 20); $i = 0; $i++ while $i < 2e8; sleep 300' &\n"
+         // sstat inside the job: Slurm's name, from the job's slurm-bin.
+         "sleep 1; sstat -j $SLURM_JOB_ID.batch -n -P -o JobID,NTasks > inside.txt 2>&1\n"
+         "wait\n";
   ::chown((a.home / "job.sh").c_str(), a.uid, a.gid);
   const auto sub = test::run({(slurm_dir() / "aqs-sbatch").string(), "--parsable", "job.sh"}, env_of(c), a.uid, a.gid,
                              a.home.string());
@@ -126,6 +129,11 @@ TEST_CASE("sstat shows a running step's memory and CPU time to its owner and roo
   r = sstat(c, {"-j", ids + ".7", "-P", "-n"}, &a);
   CHECK(r.out.empty());
   CHECK(r.err == "sstat: error: StepId=" + ids + ".7 not found running.\n");
+  // From inside the job, by its Slurm name.
+  for (int i = 0; i < 120 && test::slurp(a.home / "inside.txt").find('\n') == std::string::npos; ++i) {
+    std::this_thread::sleep_for(500ms);
+  }
+  CHECK(test::slurp(a.home / "inside.txt") == ids + ".batch|1\n");
   // Root is answered too.
   r = sstat(c, {"-j", ids, "-P", "-n", "-o", "NTasks"}, nullptr);
   CHECK(r.out == "2\n");
