@@ -223,7 +223,7 @@ TEST_CASE("salloc without a command gives a shell whose srun runs in the allocat
   CHECK_FALSE(fs::exists(sock));
 }
 
-TEST_CASE("salloc's allocation ends when salloc is killed, and with the shell's failing code when it fails") {
+TEST_CASE("salloc's allocation ends when salloc is killed or hung up, with the shell's failing code, and Ctrl-C takes back a waiting request") {
   test::test_database db;
   test::cluster c(two_nodes(db));
   test::users().ensure("aqs-slurm-sc");
@@ -254,5 +254,31 @@ TEST_CASE("salloc's allocation ends when salloc is killed, and with the shell's 
     ::kill(s.pid(), SIGKILL);
     const auto done = c.wait_state(id, {job_state::completed, job_state::failed, job_state::cancelled}, 60s);
     CHECK(done.state == job_state::cancelled);
+  }
+  {
+    // A hangup: the shell is hung up and the allocation given back
+    // (salloc's status 0, as Slurm's for a shell ended by SIGHUP).
+    pty_session s(c, u, {"-n", "4"});
+    const std::string granted = s.expect("salloc: Granted job allocation ([0-9]+)\r?\n");
+    std::smatch m;
+    REQUIRE(std::regex_search(granted, m, std::regex("allocation ([0-9]+)")));
+    const std::int64_t id = std::stoll(m[1]);
+    s.expect("\\$ ");
+    // Meanwhile another salloc waits (the cluster's 4 processors are
+    // taken), and Ctrl-C takes its request back.
+    pty_session w(c, u, {"-n", "2"});
+    const std::string pending = w.expect("salloc: job ([0-9]+) queued and waiting for resources\r?\n");
+    REQUIRE(std::regex_search(pending, m, std::regex("job ([0-9]+) queued")));
+    const std::int64_t waiting = std::stoll(m[1]);
+    w.type("\x03");
+    w.expect("salloc: Job allocation " + std::to_string(waiting) + " has been revoked.\r?\n");
+    CHECK(w.wait_exit() == 1);
+    CHECK(c.wait_state(waiting, {job_state::cancelled}, 60s).state == job_state::cancelled);
+
+    ::kill(s.pid(), SIGHUP);
+    CHECK(s.wait_exit() == 0);
+    CHECK(s.all().find("salloc: Relinquishing job allocation " + std::to_string(id)) != std::string::npos);
+    CHECK(c.wait_state(id, {job_state::completed, job_state::failed, job_state::cancelled}, 60s).state ==
+          job_state::completed);
   }
 }
