@@ -207,15 +207,25 @@ std::vector<proc_usage> job_stats_server::processes_of(std::int64_t job_id) cons
   if (supervisor_.contained(job_id) && supervisor_.containment() != nullptr) {
     for (pid_t p : supervisor_.containment()->procs(job_id)) in_cgroup.insert(p);
   }
+  if (in_cgroup.empty() && step <= 0 && group <= 0) return out;
   DIR* d = ::opendir("/proc");
   if (d == nullptr) return out;
+  static const std::uint64_t page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+  static const std::uint64_t ticks = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
   while (const dirent* e = ::readdir(d)) {
     const auto pid = number<pid_t>(e->d_name);
     if (!pid || *pid == step) continue;
-    if (in_cgroup.empty() && step <= 0 && group <= 0) continue;
-    auto u = read_proc_usage(*pid);
-    if (!u) continue;
-    if (in_cgroup.count(*pid) != 0 || (step > 0 && u->sid == step) || (group > 0 && u->pgid == group)) {
+    // The stat line alone says whether it is the job's; only then are its
+    // status and environment read.
+    const std::string dir = "/proc/" + std::string(e->d_name);
+    const std::string stat = read_text(dir + "/stat", 4096);
+    const auto first = parse_proc_usage(stat, "", "", page_kb, ticks);
+    if (!first) continue;
+    if (in_cgroup.count(*pid) == 0 && !(step > 0 && first->sid == step) && !(group > 0 && first->pgid == group)) {
+      continue;
+    }
+    if (auto u = parse_proc_usage(stat, read_text(dir + "/status", 16384), read_text(dir + "/environ", 256 * 1024),
+                                  page_kb, ticks)) {
       out.push_back(std::move(*u));
     }
   }
