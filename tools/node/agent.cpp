@@ -73,6 +73,22 @@ void agent::start() {
   // cluster, with the default spool) would adopt and report this one's jobs.
   // Taken first: an agent refused here says that and nothing else.
   spool_lock_ = std::make_unique<spool_lock>(options_.spool);
+  // sstat asks this node about its jobs on a local socket named after the
+  // aqsd it serves and the node (job_stats.hpp); without it sstat says the
+  // node did not answer, and the jobs run as ever.
+  {
+    std::error_code ec;
+    const std::string aqsd = options_.socket_path
+                                 ? std::filesystem::weakly_canonical(std::filesystem::absolute(*options_.socket_path), ec).string()
+                                 : "tcp:" + options_.server.value_or("");
+    stats_ = std::make_unique<job_stats_server>(io_, options_.name, supervisor_);
+    try {
+      stats_->start(stat_socket_name(aqsd, options_.name));
+    } catch (const std::exception& e) {
+      warn(std::string("no stat socket for sstat (another process holds its name?): ") + e.what());
+      stats_.reset();
+    }
+  }
   // Containment: cgroups where the host has them, else process groups,
   // SIGSTOP and polling, with the reason logged. Asked for by version
   // (--cgroups v1|v2) and unusable: the agent does not start.
@@ -549,6 +565,7 @@ void agent::handle_launch(const protocol::launch& l) {
                          "this agent runs as uid " + std::to_string(::getuid()) + " and cannot start jobs of uid " +
                              std::to_string(l.uid) + " (run aqs-node as root)");
   }
+  if (stats_) stats_->owner(l.job_id, static_cast<uid_t>(l.uid));
   const node_environment node{options_.name, options_.socket_path, options_.server, options_.rsh_agent,
                               options_.mpi_interfaces};
   launch_spec spec = job_environment(l, node, root, mpi_launch_dir(job_spool(), l.job_id),

@@ -23,6 +23,7 @@
 
 #include "job_output.hpp"
 #include "job_script.hpp"
+#include "job_stats.hpp"
 #include "job_supervisor.hpp"
 #include "latency_prober.hpp"
 #include "protocol/framing.hpp"
@@ -169,6 +170,8 @@ private:
   // agent falls back to process groups and polling).
   std::string containment_;
   bool cgroups_usable_ = false;  // the probe at start found a backend
+  // sstat's measurements, on the node's local stat socket (null: not bound).
+  std::unique_ptr<job_stats_server> stats_;
 };
 
 }  // namespace aqs::node

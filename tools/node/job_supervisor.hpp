@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <filesystem>
@@ -181,6 +182,14 @@ public:
   // Ids of the jobs running here, in no particular order.
   std::vector<std::int64_t> running() const;
   bool is_running(std::int64_t job_id) const { return jobs_.count(job_id) != 0; }
+  // The job's step process (the root of its session) and its process
+  // group, for sstat's measurements (job_stats); nullopt for a job not
+  // running here.
+  std::optional<std::pair<pid_t, pid_t>> step_and_group(std::int64_t job_id) const {
+    const auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return std::nullopt;
+    return std::pair<pid_t, pid_t>{it->second.step, it->second.pgid};
+  }
 
 private:
   struct job {
