@@ -4,7 +4,8 @@
 // node's other job goes on; a job cannot widen its processors with
 // sched_setaffinity; nothing a job leaves (new sessions, double forks,
 // nohup, untagged children) outlives it, after a normal end or fkill;
-// suspend freezes a job that ignores SIGTSTP, and it resumes whole.
+// suspend freezes a job that ignores SIGTSTP, and it resumes whole; with
+// --pids-limit a fork bomb is capped.
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -355,4 +356,44 @@ TEST_CASE("a suspended job that ignores SIGTSTP and handles SIGCONT makes no pro
   std::string want;
   for (int i = 1; i <= 40; ++i) want += std::to_string(i) + "\n";
   CHECK(slurp(out) == want);
+}
+
+TEST_CASE("with --pids-limit a fork bomb is capped by the kernel in the job's cgroup, and nothing of it outlives the job") {
+  SKIP_WITHOUT_CGROUPS();
+  if (!fs::exists("/sys/fs/cgroup/pids/cgroup.procs") && slurp("/sys/fs/cgroup/cgroup.controllers").find("pids") == std::string::npos) {
+    MESSAGE("skipped: no pids controller (v1 /sys/fs/cgroup/pids or v2)");
+    return;
+  }
+  test::test_database db;
+  auto o = one_node(db, 2);
+  o.agent_args.insert(o.agent_args.end(), {"--pids-limit", "24"});
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const auto u = user(c, "aqs-contain-p");
+  const fs::path out = u.home / "bomb.out";
+  // Forks until the kernel refuses (perl's fork does not retry), each
+  // child sleeping; says how many it made, ends them (the shell could not
+  // fork otherwise), and shows the job's pids cgroup.
+  const std::string bomb =
+      "perl -e 'my @k; for (1..500) { my $p = fork(); last unless defined $p; "
+      "if ($p == 0) { sleep 60; exit 0 } push @k, $p } print \"forked \", scalar(@k), \"\\n\"; "
+      "kill 9, @k; waitpid($_, 0) for @k'; "
+      "grep pids /proc/self/cgroup";
+  const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", bomb}, &u, u.home.string());
+  CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
+  const std::string text = slurp(out);
+  INFO(text);
+  const auto at = text.find("forked ");
+  REQUIRE(at != std::string::npos);
+  const int forked = std::stoi(text.substr(at + 7));
+  // The job's shell, perl and its children: 24 at most at once (without
+  // the limit: all 500).
+  CHECK(forked > 0);
+  CHECK(forked < 24);
+  if (fs::exists("/sys/fs/cgroup/pids/cgroup.procs")) {
+    CHECK(text.find("/job_" + std::to_string(id) + "/step_batch") != std::string::npos);
+  }
+  std::this_thread::sleep_for(1s);
+  const auto left = processes_of(u.uid);
+  CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
 }
