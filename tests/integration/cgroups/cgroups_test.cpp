@@ -249,6 +249,11 @@ TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still run
   CHECK(nodes[0].containment.rfind("cgroup v", 0) == 0);
   const auto fn = c.cmd(bin().fnodes, {"--json"});
   CHECK(fn.out.find("\"containment\":\"cgroup v") != std::string::npos);
+  // and its table in short.
+  const auto table = c.cmd(bin().fnodes, {});
+  INFO(table.out);
+  CHECK(table.out.find("CONTAINMENT") != std::string::npos);
+  CHECK(table.out.find(nodes[0].containment.substr(0, 9) + "\n") != std::string::npos);
   const auto u = user(c, "aqs-cgroups-c");
   const fs::path out = u.home / "cpus.out";
   const std::string all = "0-" + last;
