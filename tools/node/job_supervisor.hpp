@@ -169,8 +169,10 @@ public:
   // Containment: from now on every job runs in a cgroup of its own made by
   // `cgroups` (its memory limit, cpuset and pids limit; suspend freezes
   // it; its end, a kill or a cancel kill everything in it, wherever it
-  // moved its session or group; then it is removed). Call before the first
-  // start or adopt. Without it: process groups, SIGSTOP and the polling
+  // moved its session or group; then it is removed). What a launch runs
+  // is in the step of it named by launch_spec::cgroup_step, under the
+  // job's cgroup (job_N/step_M), and an OOM kill names that step in the
+  // job's outcome. Call before the first start or adopt. Without it: process groups, SIGSTOP and the polling
   // of limit_memory().
   void contain(std::shared_ptr<cgroup_backend> cgroups) { cgroups_ = std::move(cgroups); }
   const cgroup_backend* containment() const noexcept { return cgroups_.get(); }
