@@ -391,6 +391,7 @@ TEST_CASE("with --pids-limit a fork bomb is capped by the kernel in the job's cg
   const auto at = text.find("forked ");
   REQUIRE(at != std::string::npos);
   const int forked = std::stoi(text.substr(at + 7));
+  MESSAGE("measured {\"forks_under_pids_limit_24\": " << forked << "}");
   // The job's shell, perl and its children: 24 at most at once (without
   // the limit: all 500).
   CHECK(forked > 0);
