@@ -175,8 +175,12 @@ TEST_CASE("a --mem=100M job whose child allocates 500 MB in a new session ends O
     while (std::chrono::steady_clock::now() < until && !gone_at) {
       const bool there = fs::exists(memcg);
       seen_dir = seen_dir || there;
-      if (there && !oom_at && slurp(memcg / "memory.oom_control").find("oom_kill 0") == std::string::npos &&
-          slurp(memcg / "memory.oom_control").find("oom_kill") != std::string::npos) {
+      // (v1 counts the kill in the victim's own cgroup: the job's step.)
+      const auto killed = [](const fs::path& d) {
+        const std::string t = slurp(d / "memory.oom_control");
+        return t.find("oom_kill") != std::string::npos && t.find("oom_kill 0") == std::string::npos;
+      };
+      if (there && !oom_at && (killed(memcg) || killed(memcg / "step_batch"))) {
         oom_at = std::chrono::steady_clock::now();
       }
       if (seen_dir && !there) gone_at = std::chrono::steady_clock::now();
