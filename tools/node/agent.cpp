@@ -571,6 +571,7 @@ void agent::handle_launch(const protocol::launch& l) {
   launch_spec spec = job_environment(l, node, root, mpi_launch_dir(job_spool(), l.job_id),
                                      [this](const std::string& why) { log(why); });
   set_output_files(l, spec, options_.name);
+  spec.cgroup_step = step_of(l);
 
   if (l.job.script) {
     const auto path = script_path(job_spool(), l.job_id);
@@ -616,6 +617,19 @@ void agent::handle_launch(const protocol::launch& l) {
     return refuse_launch(l, protocol::error_code::bad_request, e.what());
   }
   if (l.job.interactive) output_.forward(l.job_id, std::move(pipes));
+}
+
+std::string agent::step_of(const protocol::launch& l) {
+  // The job's first node (where aqsd runs its batch script or command)
+  // names itself first in the job's node list; anything aqsd launches of
+  // the job on another node is a step aqs-rsh asked for.
+  const std::string& list = l.nodelist;
+  const std::string first = list.substr(0, list.find_first_of(":,"));
+  if (first == options_.name) return "batch";
+  if (step_counts_.size() > 4096) {  // the counts of jobs no longer here go
+    std::erase_if(step_counts_, [this](const auto& e) { return !supervisor_.is_running(e.first); });
+  }
+  return std::to_string(step_counts_[l.job_id]++);
 }
 
 void agent::refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why) {
@@ -750,7 +764,13 @@ void agent::report_end(const job_outcome& o) {
   protocol::job_exited e;
   e.job_id = o.job_id;
   e.state = o.state;
-  if (!o.reason.empty()) e.reason = o.reason;
+  if (!o.reason.empty()) {
+    e.reason = o.reason;
+    // The admin's record of it here, the step named (on a node other than
+    // the job's first, aqsd knows it only as a step's end).
+    warn("job " + std::to_string(o.job_id) + (o.step.empty() ? "" : " (step " + o.step + ")") + " ended " +
+         std::string(core::to_string(o.state)) + ": " + o.reason);
+  }
   if (o.status.signaled()) {
     e.signal = o.status.term_signal;
   } else {
