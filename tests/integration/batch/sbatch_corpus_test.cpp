@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "aqs_cluster.hpp"
-#include "client/job_options.hpp"
+#include "cmdline/job_options.hpp"
 #include "file_text.hpp"
 #include "test_pg.hpp"
 

@@ -41,7 +41,7 @@
 
 #include "run_users.hpp"
 #include "aqs_cluster.hpp"
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 #include "core/job_state.hpp"
 #include "link/link_channel.hpp"
 #include "link/link_messages.hpp"

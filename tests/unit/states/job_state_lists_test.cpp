@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 #include "core/job_state.hpp"
 
 namespace fs = std::filesystem;

@@ -1,8 +1,8 @@
 // slurm_commands: Slurm's command lines read as getopt_long reads them.
 #include <doctest/doctest.h>
 
-#include "client/slurm_client.hpp"
-#include "client/slurm_commands.hpp"
+#include "slurm/slurm_client.hpp"
+#include "slurm/slurm_commands.hpp"
 
 using namespace aqs;
 using core::job_state;

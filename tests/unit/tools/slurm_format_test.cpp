@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 
 using namespace aqs;
 using core::job_state;

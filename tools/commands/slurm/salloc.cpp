@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "client/job_options.hpp"
-#include "client/slurm_client.hpp"
+#include "cmdline/job_options.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "client/client_connection.hpp"
-#include "client/job_options.hpp"
-#include "client/slurm_client.hpp"
+#include "cmdline/job_options.hpp"
+#include "slurm/slurm_client.hpp"
 #include "client/submit.hpp"
 
 using namespace aqs;

@@ -1,7 +1,7 @@
 // slurm_format: Slurm's layouts. The facts (widths, headers, justification,
 // truncation, default formats) follow Slurm's squeue/print.c, sacct and
 // common/print_fields.c, sinfo/opts.c; the code is AQS's own.
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 
 #include "core/partition.hpp"
 
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/format.hpp"
-#include "client/text_util.hpp"
+#include "cmdline/text_util.hpp"
 
 namespace aqs::slurm {
 

@@ -1,5 +1,5 @@
 // commands: small option scanner for fkill, fjobs and fnodes.
-#include "client/commands.hpp"
+#include "cmdline/commands.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,9 +7,9 @@
 #include <csignal>
 #include <utility>
 
-#include "client/time_limit.hpp"
-#include "client/text_util.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/time_limit.hpp"
+#include "cmdline/text_util.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::cmdline {
 

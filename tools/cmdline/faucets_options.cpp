@@ -1,7 +1,7 @@
 // faucets_options: -M, --faucets, --faucets-ca and --token-file, checked.
-#include "client/faucets_options.hpp"
+#include "cmdline/faucets_options.hpp"
 
-#include "client/usage_error.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::cmdline {
 

@@ -1,5 +1,5 @@
 // job_options: a small Slurm-compatible option parser shared by fsub, frun and script directives.
-#include "client/job_options.hpp"
+#include "cmdline/job_options.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unordered_set>
 
-#include "client/elf_needed.hpp"
-#include "client/exec_path.hpp"
+#include "cmdline/elf_needed.hpp"
+#include "cmdline/exec_path.hpp"
 #include "core/output_pattern.hpp"
-#include "client/text_util.hpp"
-#include "client/time_limit.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/text_util.hpp"
+#include "cmdline/time_limit.hpp"
+#include "cmdline/usage_error.hpp"
 #include "core/array_spec.hpp"
 #include "core/dependency.hpp"
 #include "protocol/errors.hpp"

@@ -1,14 +1,14 @@
 // scontrol: Slurm's scontrol subset over fctl's requests and the listings.
-#include "client/scontrol.hpp"
+#include "slurm/scontrol.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
-#include "client/slurm_commands.hpp"
-#include "client/time_limit.hpp"
-#include "client/text_util.hpp"
-#include "client/usage_error.hpp"
+#include "slurm/slurm_commands.hpp"
+#include "cmdline/time_limit.hpp"
+#include "cmdline/text_util.hpp"
+#include "cmdline/usage_error.hpp"
 #include "core/array_spec.hpp"
 #include "core/hostlist.hpp"
 

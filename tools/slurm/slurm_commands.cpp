@@ -1,7 +1,7 @@
 // slurm_commands: a getopt_long-alike over tables of Slurm's options (names
 // and whether they take a value, from Slurm's squeue/scancel/sinfo/sacct/
 // sbatch/srun option tables).
-#include "client/slurm_commands.hpp"
+#include "slurm/slurm_commands.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,9 +9,9 @@
 #include <csignal>
 #include <cstring>
 
-#include "client/commands.hpp"
-#include "client/slurm_format.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/commands.hpp"
+#include "slurm/slurm_format.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::slurm {
 
