@@ -27,14 +27,6 @@ constexpr std::array<opt_spec, 3> k_common = {{
     {'h', "help", false},
 }};
 
-std::string shown(std::string_view s) {
-  std::string out(s.substr(0, 80));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
-  return out;
-}
-
 struct scanned {
   std::vector<std::pair<std::string, std::string>> options;  // long name, value
   std::vector<std::string> positionals;

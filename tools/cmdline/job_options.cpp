@@ -11,167 +11,18 @@
 
 #include "cmdline/elf_needed.hpp"
 #include "cmdline/exec_path.hpp"
+#include "cmdline/submit_options.hpp"
 #include "core/output_pattern.hpp"
 #include "cmdline/text_util.hpp"
-#include "cmdline/time_limit.hpp"
 #include "cmdline/usage_error.hpp"
-#include "core/array_spec.hpp"
-#include "core/dependency.hpp"
 #include "protocol/errors.hpp"
 
 namespace aqs::cmdline {
 
 namespace {
 
-enum class opt_id {
-  procs, min, max, adaptive, time, name, output, error, chdir, dependency,
-  requeue, no_requeue, wrap, parsable, json, help, socket, mpi, no_mpi,
-  nodes, ntasks_per_node, cpus_per_task, exclusive, mem, mem_per_cpu, gres, gpus, gpus_per_node, partition,
-  array, clusters, faucets, faucets_ca, token_file,
-};
-
-struct opt_def {
-  opt_id id;
-  char short_name;  // 0: none
-  std::array<std::string_view, 2> long_names;
-  bool takes_value;
-  bool command_line_only;
-};
-
-constexpr auto k_options = std::to_array<opt_def>({
-    {opt_id::procs, 'n', {"ntasks", "procs"}, true, false},
-    {opt_id::min, 0, {"min", ""}, true, false},
-    {opt_id::max, 0, {"max", ""}, true, false},
-    {opt_id::adaptive, 0, {"adaptive", ""}, false, false},
-    {opt_id::time, 't', {"time", ""}, true, false},
-    {opt_id::name, 'J', {"job-name", ""}, true, false},
-    {opt_id::output, 'o', {"output", ""}, true, false},
-    {opt_id::error, 'e', {"error", ""}, true, false},
-    {opt_id::chdir, 'D', {"chdir", ""}, true, false},
-    {opt_id::dependency, 'd', {"dependency", ""}, true, false},
-    {opt_id::requeue, 0, {"requeue", ""}, false, false},
-    {opt_id::no_requeue, 0, {"no-requeue", ""}, false, false},
-    {opt_id::wrap, 0, {"wrap", ""}, true, true},
-    {opt_id::parsable, 0, {"parsable", ""}, false, false},
-    {opt_id::json, 0, {"json", ""}, false, true},
-    {opt_id::help, 'h', {"help", ""}, false, true},
-    {opt_id::socket, 0, {"socket", ""}, true, true},
-    {opt_id::mpi, 0, {"mpi", ""}, false, true},
-    {opt_id::no_mpi, 0, {"no-mpi", ""}, false, true},
-    {opt_id::nodes, 'N', {"nodes", ""}, true, false},
-    {opt_id::ntasks_per_node, 0, {"ntasks-per-node", "tasks-per-node"}, true, false},
-    {opt_id::cpus_per_task, 'c', {"cpus-per-task", ""}, true, false},
-    {opt_id::exclusive, 0, {"exclusive", ""}, false, false},
-    {opt_id::mem, 0, {"mem", ""}, true, false},
-    {opt_id::mem_per_cpu, 0, {"mem-per-cpu", ""}, true, false},
-    {opt_id::gres, 0, {"gres", ""}, true, false},
-    {opt_id::gpus, 'G', {"gpus", ""}, true, false},
-    {opt_id::gpus_per_node, 0, {"gpus-per-node", ""}, true, false},
-    {opt_id::partition, 'p', {"partition", ""}, true, false},
-    {opt_id::array, 'a', {"array", ""}, true, false},
-    // fsub through a Faucets server (faucets_options.hpp); frun refuses them.
-    {opt_id::clusters, 'M', {"clusters", ""}, true, true},
-    {opt_id::faucets, 0, {"faucets", ""}, true, true},
-    {opt_id::faucets_ca, 0, {"faucets-ca", ""}, true, true},
-    {opt_id::token_file, 0, {"token-file", ""}, true, true},
-});
-
-// Slurm options that AQS accepts and records on the job without acting on
-// them (one warning each), so that scripts from other sites run. Ignoring
-// any of these never runs a job smaller or earlier than asked.
-struct recorded_def {
-  std::string_view name;
-  char short_name;
-  bool takes_value;
-};
-constexpr auto k_recorded = std::to_array<recorded_def>({
-    {"account", 'A', true},         {"qos", 'q', true},
-    {"mail-type", 0, true},         {"mail-user", 0, true},
-    {"hint", 0, true},              {"constraint", 'C', true},
-    {"comment", 0, true},           {"export", 0, true},
-    {"reservation", 0, true},       {"licenses", 'L', true},
-    {"signal", 0, true},            {"open-mode", 0, true},
-    {"get-user-env", 0, false},     {"no-kill", 'k', false},
-    {"distribution", 'm', true},    {"threads-per-core", 0, true},
-    {"cores-per-socket", 0, true},  {"sockets-per-node", 0, true},
-    {"ntasks-per-core", 0, true},   {"ntasks-per-socket", 0, true},
-    {"mem-bind", 0, true},          {"cpu-freq", 0, true},
-    {"gpu-bind", 0, true},          {"gpu-freq", 0, true},
-    {"gres-flags", 0, true},        {"nice", 0, true},
-    {"priority", 0, true},          {"profile", 0, true},
-    {"propagate", 0, true},         {"wckey", 0, true},
-    {"acctg-freq", 0, true},        {"tmp", 0, true},
-    {"time-min", 0, true},          {"verbose", 'v', false},
-    {"quiet", 'Q', false},          {"kill-on-invalid-dep", 0, true},
-    {"mcs-label", 0, true},         {"network", 0, true},
-    {"overcommit", 'O', false},     {"oversubscribe", 's', false},
-    {"spread-job", 0, false},       {"use-min-nodes", 0, false},
-    {"wait-all-nodes", 0, true},    {"switches", 0, true},
-    {"power", 0, true},             {"prefer", 0, true},
-    {"reboot", 0, false},           {"delay-boot", 0, true},
-    {"core-spec", 'S', true},       {"thread-spec", 0, true},
-    {"contiguous", 0, false},       {"mincpus", 0, true},
-    {"cluster-constraint", 0, true}, {"container", 0, true},
-    {"bb", 0, true},                {"bbf", 0, true},
-    {"ignore-pbs", 0, false},       {"extra-node-info", 'B', true},
-});
-
-// Slurm options whose meaning AQS cannot honour: ignoring them would run
-// something else than the script asks for, so they are refused with why.
-struct refused_def {
-  std::string_view name;
-  char short_name;
-  std::string_view why;
-};
-constexpr auto k_refused = std::to_array<refused_def>({
-    {"begin", 'b', "AQS cannot defer a job's start"},
-    {"hold", 'H', "AQS cannot submit a job held"},
-    {"nodelist", 'w', "AQS does not place jobs on named nodes"},
-    {"exclude", 'x', "AQS does not exclude named nodes"},
-    {"nodefile", 'F', "AQS does not place jobs on named nodes"},
-    {"wait", 'W', "fsub does not wait for the job to end"},
-    {"test-only", 0, "AQS has no test-only submission"},
-    {"gpus-per-task", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
-    {"gpus-per-socket", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
-    {"ntasks-per-gpu", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
-    {"cpus-per-gpu", 0, "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)"},
-    {"mem-per-gpu", 0, "AQS takes memory per node or per cpu (--mem, --mem-per-cpu)"},
-    {"uid", 0, "a job runs as the user who submits it"},
-    {"gid", 0, "a job runs with its submitter's group"},
-    {"input", 'i', "a batch job's standard input is /dev/null"},
-    {"batch", 0, "AQS does not select nodes by features"},
-    {"deadline", 0, "AQS has no deadlines"},
-});
-
-// srun's own options that only tune how a step's tasks start (frun runs
-// them with mpirun): accepted with a warning on frun's command line.
-constexpr auto k_step_recorded = std::to_array<recorded_def>({
-    {"mpi", 0, true},         {"cpu-bind", 0, true},   {"kill-on-bad-exit", 'K', false},
-    {"label", 'l', false},    {"unbuffered", 'u', false}, {"overlap", 0, false},
-    {"exact", 0, false},      {"wait", 'W', true},     {"accel-bind", 0, true},
-    {"pty", 0, false},        {"jobid", 0, true},      {"ntasks-per-core", 0, true},
-});
-
-const recorded_def* find_step_recorded(std::string_view name, bool is_short) {
-  for (const auto& r : k_step_recorded) {
-    if (is_short ? (r.short_name != 0 && name.size() == 1 && r.short_name == name[0]) : r.name == name) return &r;
-  }
-  return nullptr;
-}
-
-const recorded_def* find_recorded(std::string_view name, bool is_short) {
-  for (const auto& r : k_recorded) {
-    if (is_short ? (r.short_name != 0 && name.size() == 1 && r.short_name == name[0]) : r.name == name) return &r;
-  }
-  return nullptr;
-}
-
-const refused_def* find_refused(std::string_view name, bool is_short) {
-  for (const auto& r : k_refused) {
-    if (is_short ? (r.short_name != 0 && name.size() == 1 && r.short_name == name[0]) : r.name == name) return &r;
-  }
-  return nullptr;
-}
+using source = option_source;
+using parse_context = option_context;
 
 // Edit distance (with transpositions), for "did you mean".
 std::size_t distance(std::string_view a, std::string_view b) {
@@ -188,342 +39,30 @@ std::size_t distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-// The known long option closest to a misspelt one, if close enough.
+// The known long option closest to a misspelt one, if close enough: AQS's
+// own, the recorded and the refused ones (not srun's launcher options).
 std::optional<std::string> suggestion(std::string_view name) {
-  std::vector<std::string_view> all;
-  for (const auto& d : k_options) {
-    for (const auto n : d.long_names) {
-      if (!n.empty()) all.push_back(n);
-    }
-  }
-  for (const auto& r : k_recorded) all.push_back(r.name);
-  for (const auto& r : k_refused) all.push_back(r.name);
   std::optional<std::string> best;
   std::size_t best_d = 0;
-  for (const auto n : all) {
-    const std::size_t dist = distance(name, n);
-    const std::size_t limit = std::max<std::size_t>(1, std::min<std::size_t>(3, n.size() / 4));
-    if (dist <= limit && (!best || dist < best_d)) {
-      best = std::string(n);
-      best_d = dist;
+  for (const auto& d : submit_options()) {
+    if (d.kind == option_kind::slurm || (d.kind == option_kind::recorded && d.scope == option_scope::interactive)) continue;
+    for (const auto n : {d.name, d.alias}) {
+      if (n.empty()) continue;
+      const std::size_t dist = distance(name, n);
+      const std::size_t limit = std::max<std::size_t>(1, std::min<std::size_t>(3, n.size() / 4));
+      if (dist <= limit && (!best || dist < best_d)) {
+        best = std::string(n);
+        best_d = dist;
+      }
     }
   }
   return best;
 }
 
-const opt_def* find_long(std::string_view name) {
-  for (const auto& d : k_options) {
-    for (const auto n : d.long_names) {
-      if (!n.empty() && n == name) return &d;
-    }
-  }
-  return nullptr;
-}
-
-const opt_def* find_short(char c) {
-  for (const auto& d : k_options) {
-    if (d.short_name != 0 && d.short_name == c) return &d;
-  }
-  return nullptr;
-}
-
-// Printable form of user text inside an error message.
-std::string shown(std::string_view s) {
-  std::string out(s.substr(0, 80));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
-  if (s.size() > 80) out += "...";
-  return out;
-}
-
-enum class source { fsub, frun, aqs_directive, sbatch_directive };
-
-struct parse_context {
-  source src;
-  std::string where;  // "" or "script line 7: "
-  std::vector<std::string>* warnings = nullptr;
-  std::set<std::string>* warned = nullptr;
-
-  // Which of --mem / --mem-per-cpu this source gave: sbatch refuses both
-  // from one source (a later source, the command line, may replace either).
-  std::set<std::string>* memory_kinds = nullptr;
-
-  bool directive() const { return src == source::aqs_directive || src == source::sbatch_directive; }
-  [[noreturn]] void fail(const std::string& msg) const { throw usage_error(where + msg); }
-};
-
-std::int64_t parse_count(const parse_context& pc, std::string_view value, std::string_view opt) {
-  std::int64_t v = 0;
-  bool ok = !value.empty() && value.size() <= 9;
-  for (const char c : value) {
-    if (c < '0' || c > '9') ok = false;
-    if (ok) v = v * 10 + (c - '0');
-  }
-  if (!ok || v < 1 || v > protocol::k_max_pe) {
-    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) +
-            ": expected a whole number from 1 to " + std::to_string(protocol::k_max_pe));
-  }
-  return v;
-}
-
-// A whole number (0 allowed with `zero_ok`) of at most 15 digits, or nullopt.
-std::optional<std::int64_t> whole(std::string_view v, bool zero_ok = false) {
-  if (v.empty() || v.size() > 15) return std::nullopt;
-  std::int64_t n = 0;
-  for (const char c : v) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
-  }
-  if (n == 0 && !zero_ok) return std::nullopt;
-  return n;
-}
-
-// -N: "2" or "1-4" (Slurm's min-max).
-void parse_nodes(const parse_context& pc, std::string_view value, std::string_view opt, job_options& o) {
-  const auto dash = value.find('-');
-  const auto lo = whole(value.substr(0, dash));
-  const auto hi = dash == std::string_view::npos ? lo : whole(value.substr(dash + 1));
-  if (!lo || !hi || *lo > protocol::k_max_pe || *hi > protocol::k_max_pe) {
-    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) + ": expected N or MIN-MAX nodes");
-  }
-  if (*hi < *lo) pc.fail(std::string(opt) + " " + shown(value) + ": the maximum is below the minimum");
-  o.nodes_min = *lo;
-  o.nodes_max = *hi;
-}
-
-// --mem / --mem-per-cpu: a number with an optional unit K, M, G or T
-// (default M, as Slurm), in MB rounded up.
-std::int64_t parse_memory(const parse_context& pc, std::string_view value, std::string_view opt) {
-  std::string_view digits = value;
-  std::int64_t scale_kb = 1024;  // M
-  // Slurm also takes "3600mb", "50GB": the unit with a B.
-  if (digits.size() >= 2 && (digits.back() == 'B' || digits.back() == 'b') &&
-      std::string_view("KkMmGgTt").find(digits[digits.size() - 2]) != std::string_view::npos) {
-    digits.remove_suffix(1);
-  }
-  if (!digits.empty()) {
-    switch (digits.back()) {
-      case 'K': case 'k': scale_kb = 1; digits.remove_suffix(1); break;
-      case 'M': case 'm': digits.remove_suffix(1); break;
-      case 'G': case 'g': scale_kb = 1024 * 1024; digits.remove_suffix(1); break;
-      case 'T': case 't': scale_kb = std::int64_t{1024} * 1024 * 1024; digits.remove_suffix(1); break;
-      default: break;
-    }
-  }
-  const auto n = whole(digits, true);
-  if (!n || *n > (std::int64_t{1} << 40) / scale_kb) {
-    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) +
-            ": expected a size such as 4000, 500M, 4G or 1T (default unit MB)");
-  }
-  return (*n * scale_kb + 1023) / 1024;
-}
-
-// --gres: "gpu:2", "gpu:v100:2", "gpu" (one); other resources are recorded.
-void parse_gres(const parse_context& pc, std::string_view value, std::string_view opt, job_options& o,
-                std::vector<std::string>& others) {
-  for (const auto item : split(value, ',')) {
-    const auto fields = split(item, ':');
-    if (fields[0] != "gpu") {
-      if (item.empty() || fields[0] == "none") continue;
-      others.push_back(std::string(item));
-      continue;
-    }
-    std::int64_t n = 1;
-    if (fields.size() > 1) {
-      const auto last = whole(fields.back());
-      if (last) {
-        n = *last;
-      } else if (fields.size() > 2) {
-        pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) + ": expected gpu[:TYPE]:COUNT");
-      }
-    }
-    if (n > (1 << 16)) pc.fail("invalid GPU count in '" + shown(value) + "' for " + std::string(opt));
-    o.gpus_per_node = n;
-  }
-}
-
-// --gpus / --gpus-per-node: "2" or "TYPE:2".
-std::int64_t parse_gpus(const parse_context& pc, std::string_view value, std::string_view opt) {
-  const auto colon = value.rfind(':');
-  const auto n = whole(colon == std::string_view::npos ? value : value.substr(colon + 1));
-  if (!n || *n > (1 << 16)) {
-    pc.fail("invalid value '" + shown(value) + "' for " + std::string(opt) + ": expected [TYPE:]COUNT");
-  }
-  return *n;
-}
-
-// Slurm's dependency list ("afterok:1:2,afterany:3", "after:4?afternotok:5"):
-// the jobs it names go into o.afterok; anything beyond plain afterok is kept
-// as text for the job's geometry.
-void parse_dependency(const parse_context& pc, std::string_view value, job_options& o) {
-  core::dependency d;
-  try {
-    d = core::parse_dependency(value, protocol::k_max_ids);
-  } catch (const std::invalid_argument& e) {
-    pc.fail(std::string("--dependency: ") + e.what());
-  }
-  o.afterok = d.jobs();
-  o.dependency = d.plain_afterok() ? std::optional<std::string>() : core::to_string(d);
-}
-
-std::string nonempty(const parse_context& pc, std::string_view value, std::string_view opt) {
-  if (value.empty()) pc.fail("empty value for " + std::string(opt));
-  return std::string(value);
-}
-
-void note_memory_kind(const parse_context& pc, const std::string& kind) {
-  if (pc.memory_kinds == nullptr) return;
-  pc.memory_kinds->insert(kind);
-  if (pc.memory_kinds->size() > 1) pc.fail("--mem and --mem-per-cpu are mutually exclusive");
-}
-
-// --mpi and --no-mpi contradict each other: no "last one wins" here, since
-// either guess would run something else than one of them asks for.
-void set_mpi(const parse_context& pc, job_options& o, bool mpi) {
-  if (o.mpi && *o.mpi != mpi) pc.fail("give either --mpi or --no-mpi, not both");
-  o.mpi = mpi;
-}
-
-void apply(const parse_context& pc, job_options& o, const opt_def& d, std::string_view value,
-           std::string_view opt) {
-  switch (d.id) {
-    case opt_id::procs: o.procs = parse_count(pc, value, opt); break;
-    case opt_id::min: o.min_pe = parse_count(pc, value, opt); break;
-    case opt_id::max: o.max_pe = parse_count(pc, value, opt); break;
-    case opt_id::adaptive: o.adaptive = true; break;
-    case opt_id::time:
-      try {
-        o.time_limit_s = parse_time_limit(value);
-      } catch (const usage_error& e) {
-        pc.fail(std::string(opt) + ": " + e.what());
-      }
-      break;
-    case opt_id::name: o.job_name = nonempty(pc, value, opt); break;
-    case opt_id::output: o.output = nonempty(pc, value, opt); break;
-    case opt_id::error: o.error = nonempty(pc, value, opt); break;
-    case opt_id::chdir: o.chdir = nonempty(pc, value, opt); break;
-    case opt_id::dependency: parse_dependency(pc, value, o); break;
-    case opt_id::requeue: o.requeue = true; break;
-    case opt_id::no_requeue: o.requeue = false; break;
-    case opt_id::wrap: o.wrap = nonempty(pc, value, opt); break;
-    case opt_id::parsable: o.parsable = true; break;
-    case opt_id::json: o.json = true; break;
-    case opt_id::help: o.help = true; break;
-    case opt_id::socket: o.socket = nonempty(pc, value, opt); break;
-    case opt_id::mpi: set_mpi(pc, o, true); break;
-    case opt_id::no_mpi: set_mpi(pc, o, false); break;
-    case opt_id::nodes: parse_nodes(pc, value, opt, o); break;
-    case opt_id::ntasks_per_node: o.ntasks_per_node = parse_count(pc, value, opt); break;
-    case opt_id::cpus_per_task: o.cpus_per_task = parse_count(pc, value, opt); break;
-    case opt_id::exclusive: o.exclusive = true; break;
-    case opt_id::mem:
-      note_memory_kind(pc, "--mem");
-      o.mem_mb = parse_memory(pc, value, opt);
-      o.mem_per_cpu_mb.reset();
-      break;
-    case opt_id::mem_per_cpu:
-      note_memory_kind(pc, "--mem-per-cpu");
-      o.mem_per_cpu_mb = parse_memory(pc, value, opt);
-      if (*o.mem_per_cpu_mb == 0) pc.fail(std::string(opt) + " must be above 0");
-      o.mem_mb.reset();
-      break;
-    case opt_id::gres: {
-      std::vector<std::string> others;
-      parse_gres(pc, value, opt, o, others);
-      for (const auto& g : others) {
-        o.recorded.push_back("gres=" + g);
-        if (pc.warnings != nullptr) {
-          pc.warnings->push_back(pc.where + "--gres=" + shown(g) + " is recorded; AQS schedules only GPUs");
-        }
-      }
-      break;
-    }
-    case opt_id::gpus: o.gpus_total = parse_gpus(pc, value, opt); break;
-    case opt_id::gpus_per_node: o.gpus_per_node = parse_gpus(pc, value, opt); break;
-    case opt_id::partition:
-      // aqsd checks the name against its partitions (aqs.conf); without
-      // any it takes every name and says so in its reply.
-      o.partition = nonempty(pc, value, opt);
-      break;
-    case opt_id::array:
-      try {
-        (void)core::parse_array_spec(value);
-      } catch (const std::invalid_argument& e) {
-        // Past the most any aqsd takes: name the cap an admin sets lower.
-        const bool too_many = std::string_view(e.what()).starts_with("an array of more than");
-        pc.fail(std::string(opt) + ": " + e.what() +
-                (too_many ? " (MaxArraySize is at most " + std::to_string(core::k_max_array_tasks) + ")" : ""));
-      }
-      o.array = std::string(value);
-      break;
-    case opt_id::clusters: o.faucets.cluster = nonempty(pc, value, opt); break;
-    case opt_id::faucets: o.faucets.url = nonempty(pc, value, opt); break;
-    case opt_id::faucets_ca: o.faucets.ca_file = nonempty(pc, value, opt); break;
-    case opt_id::token_file: o.faucets.token_file = nonempty(pc, value, opt); break;
-  }
-}
-
-// An option that is not one of AQS's own. Slurm options AQS records are
-// accepted with one warning (their value skipped with them); Slurm options
-// it cannot honour are refused saying why; anything else is an error that
-// suggests the option meant, as Slurm does. Returns how many extra words
-// were consumed.
-std::size_t other_option(const parse_context& pc, job_options& o, std::string_view name, bool is_short,
-                         std::optional<std::string_view> inline_value, std::optional<std::string_view> next) {
-  const std::string_view bare = name.substr(is_short ? 1 : 2);
-  const recorded_def* step = pc.src == source::frun ? find_step_recorded(bare, is_short) : nullptr;
-  if (const refused_def* r = step != nullptr ? nullptr : find_refused(bare, is_short)) {
-    pc.fail(std::string(r->why) + " (" + std::string(name) + ")");
-  }
-  if (const recorded_def* r = step != nullptr ? step : find_recorded(bare, is_short)) {
-    std::size_t used = 0;
-    std::string value;
-    if (r->takes_value) {
-      if (inline_value) {
-        value = std::string(*inline_value);
-      } else if (next) {
-        value = std::string(*next);
-        used = 1;
-      } else {
-        pc.fail("option '" + std::string(name) + "' needs a value");
-      }
-    } else if (inline_value) {
-      value = std::string(*inline_value);
-    }
-    const std::string entry = std::string(r->name) + (value.empty() ? "" : "=" + value);
-    // --export=ALL is what AQS does anyway; what follows ALL, is set on top:
-    // NAME=VALUE as given, a bare NAME from the environment (already there).
-    if (r->name == "export" && (value == "ALL" || value.starts_with("ALL,"))) {
-      std::vector<std::string> vars;
-      std::string_view rest = std::string_view(value).substr(3);
-      while (!rest.empty()) {
-        rest.remove_prefix(1);  // the comma
-        const auto comma = rest.find(',');
-        const std::string item(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma);
-        const auto eq = item.find('=');
-        const std::string var = item.substr(0, eq);
-        const bool name_ok = !var.empty() && (std::isalpha(static_cast<unsigned char>(var[0])) || var[0] == '_') &&
-                             std::all_of(var.begin(), var.end(), [](char ch) {
-                               return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
-                             });
-        if (!name_ok) pc.fail("--export: '" + shown(item) + "' is not NAME or NAME=VALUE");
-        if (eq != std::string::npos) vars.push_back(item);
-      }
-      o.exported = std::move(vars);
-      return used;
-    }
-    o.recorded.push_back(entry);
-    // --signal is kept with the others, and the agent acts on it (core/signal_spec).
-    if (r->name == "signal") return used;
-    const std::string key(r->name);
-    if (pc.warned != nullptr && pc.warned->insert(key).second && pc.warnings != nullptr) {
-      pc.warnings->push_back(pc.where + "--" + shown(entry) + " is recorded; AQS does not act on it");
-    }
-    return used;
-  }
-  const auto close = is_short ? std::nullopt : suggestion(bare);
+// An option fsub/frun do not know: an error that suggests the option meant,
+// as Slurm does.
+[[noreturn]] void unknown_option(const parse_context& pc, std::string_view name, bool is_short) {
+  const auto close = is_short ? std::nullopt : suggestion(name.substr(2));
   pc.fail("unknown option '" + shown(name) + "'" + (close ? " (did you mean '--" + *close + "'?)" : std::string()) +
           (pc.directive() ? std::string(pc.src == source::aqs_directive ? " in #AQS directive" : " in #SBATCH directive")
                           : " (see " + std::string(pc.src == source::frun ? "frun" : "fsub") + " --help)"));
@@ -542,60 +81,59 @@ std::size_t parse_words(const parse_context& pc, std::span<const std::string> wo
 
     std::string_view name;
     std::optional<std::string_view> inline_value;
-    const opt_def* d = nullptr;
+    const submit_option* d = nullptr;
     const std::string_view wv(w);
     if (is_long) {
       const auto eq = wv.find('=');
       name = wv.substr(0, eq);
       if (eq != std::string_view::npos) inline_value = wv.substr(eq + 1);
-      d = find_long(name.substr(2));
+      d = find_option(name.substr(2), pc.scope());
     } else {
       name = wv.substr(0, 2);
-      d = find_short(w[1]);
+      d = find_short_option(w[1], pc.scope());
       if (w.size() > 2) inline_value = wv.substr(2);
     }
-    if (d == nullptr) {
-      std::optional<std::string_view> next;
-      if (i + 1 < words.size()) next = words[i + 1];
-      i += 1 + other_option(pc, o, name, is_short, inline_value, next);
-      continue;
+    if (d == nullptr) unknown_option(pc, name, is_short);
+    if (d->kind == option_kind::acted && d->arg == option_arg::none && inline_value) {
+      // A flag of AQS's given a value may be Slurm's option of that name
+      // (srun's --mpi=pmix, a plugin name, not frun's --mpi flag).
+      for (const auto& other : submit_options()) {
+        if (&other != d && other.name == d->name && other.kind != option_kind::acted &&
+            in_scope(other.scope, pc.scope())) {
+          d = &other;
+        }
+      }
     }
-    if (d->id == opt_id::mpi && inline_value && pc.src == source::frun) {
-      // srun's --mpi=pmix (a plugin name), not frun's --mpi flag.
-      std::optional<std::string_view> next;
-      i += 1 + other_option(pc, o, name, is_short, inline_value, next);
-      continue;
+    if (!in_scope(d->scope, pc.scope())) {
+      if (d->other_scope.empty()) unknown_option(pc, name, is_short);
+      pc.fail("option '" + std::string(name) + "' " + std::string(d->other_scope));
     }
-    if ((d->id == opt_id::mpi || d->id == opt_id::no_mpi) && pc.src != source::frun) {
-      pc.fail("option '" + std::string(name) + "' is for frun; a batch script starts mpirun itself");
-    }
+    if (d->kind == option_kind::refused) pc.fail(std::string(d->why) + " (" + std::string(name) + ")");
     if (d->command_line_only && pc.directive()) {
       pc.fail("option '" + std::string(name) + "' is only allowed on the command line");
     }
-    if (d->command_line_only && pc.src == source::frun && d->id == opt_id::wrap) {
-      pc.fail("option '--wrap' is for fsub; give frun the command itself");
-    }
-    const bool faucets_option = d->id == opt_id::clusters || d->id == opt_id::faucets ||
-                                d->id == opt_id::faucets_ca || d->id == opt_id::token_file;
-    if (faucets_option && pc.src == source::frun) {
-      pc.fail("option '" + std::string(name) + "' is for fsub: frun runs on this cluster only");
-    }
+    // The value: attached, or the next word when the option needs one. A
+    // recorded option keeps whatever is attached; AQS's own flags take
+    // none, and an optional value is attached to the long form only.
     std::string_view value;
-    if (d->takes_value) {
+    if (d->arg == option_arg::required) {
       if (inline_value) {
         value = *inline_value;
       } else {
         if (i + 1 >= words.size()) pc.fail("option '" + std::string(name) + "' needs a value");
         value = words[++i];
       }
-    } else if (inline_value && d->id == opt_id::exclusive) {
-      // --exclusive=user|mcs|topo: AQS only has whole nodes for the job.
-      if (!is_long) pc.fail("option '" + std::string(name) + "' takes no value");
-      value = *inline_value;
     } else if (inline_value) {
-      pc.fail("option '" + std::string(name) + "' takes no value");
+      if (d->kind == option_kind::acted && (d->arg == option_arg::none || !is_long)) {
+        pc.fail("option '" + std::string(name) + "' takes no value");
+      }
+      value = *inline_value;
     }
-    apply(pc, o, *d, value, name);
+    if (d->set != nullptr) {
+      d->set(pc, o, *d, value, name);
+    } else {
+      record_option(pc, o, d->name, value);
+    }
     ++i;
   }
   return i;
@@ -964,6 +502,21 @@ frun_command_line parse_frun_command_line(std::span<const std::string> args) {
   return out;
 }
 
+void read_sbatch_environment(fsub_command_line& cmd, std::span<const std::string> environment) {
+  std::set<std::string> warned, memory_kinds;
+  for (const auto& d : submit_options()) {
+    if (d.env.empty()) continue;
+    const std::string key = std::string(d.env) + "=";
+    for (const auto& e : environment) {
+      if (!e.starts_with(key) || e.size() == key.size()) continue;  // an empty variable is no option
+      const parse_context pc{source::sbatch_environment, "$" + std::string(d.env) + ": ", &cmd.warnings, &warned,
+                             &memory_kinds};
+      const std::string word = "--" + std::string(d.name) + (d.arg == option_arg::none ? "" : "=" + e.substr(key.size()));
+      (void)parse_words(pc, std::span<const std::string>(&word, 1), cmd.environment_options);
+    }
+  }
+}
+
 script_directives parse_directives(std::string_view script) {
   script_directives out;
   std::set<std::string> warned, memory_kinds;
@@ -1027,6 +580,7 @@ fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std:
     opts = std::move(d.options);
     out.warnings = std::move(d.warnings);
   }
+  merge(opts, cmd.environment_options);
   merge(opts, cmd.options);
   out.warnings.insert(out.warnings.end(), cmd.warnings.begin(), cmd.warnings.end());
   const std::string default_name = cmd.options.wrap ? std::string("wrap") : base_name(*cmd.script_path);
@@ -1057,44 +611,12 @@ protocol::submit build_frun_request(const frun_command_line& cmd, const submit_c
   return out;
 }
 
-namespace {
-// The size and layout options, the same for fsub and frun.
-std::string geometry_usage() {
-  return "  -n, --ntasks N           N tasks (one processor each unless -c); --procs N is the same\n"
-         "  -N, --nodes N[-M]        on N nodes (at most M); one task per node unless -n says more\n"
-         "      --ntasks-per-node K  exactly K tasks on every node used\n"
-         "  -c, --cpus-per-task C    C processors per task, on one node (threads of an OpenMP task)\n"
-         "      --exclusive          whole nodes, shared with no other job\n"
-         "      --mem SIZE           memory per node (K, M, G, T; default M; 0: all of it)\n"
-         "      --mem-per-cpu SIZE   memory per processor\n"
-         "      --gres gpu[:TYPE]:N  N GPUs per node (also --gpus-per-node N; -G, --gpus N in all)\n"
-         "  -p, --partition NAME     the partition(s) to run in, \"a,b\" (default: the default one)\n";
-}
-}  // namespace
-
 std::string fsub_usage() {
   return "Usage: fsub [options] script [args...]\n"
          "       fsub [options] --wrap \"command\"\n"
          "Submit a batch job; prints \"Submitted job N\". Options may also be given as #AQS or\n"
-         "#SBATCH lines at the top of the script; the command line wins.\n"
-         + geometry_usage() +
-         "  -a, --array LIST[%K]     a job per index: 0-99, 1,3,5-9:2; %K: at most K at once\n"
-         "      --min N, --max M     adaptive size range in ranks (with --adaptive; -c C: C processors each)\n"
-         "      --adaptive           the job uses the AQS runtime and can be resized\n"
-         "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
-         "  -J, --job-name NAME      default: the script's file name\n"
-         "  -o, --output PATTERN     stdout file; %j job id, %x name, %u user (default aqs-%j.out)\n"
-         "  -e, --error PATTERN      stderr file (default: with stdout)\n"
-         "  -D, --chdir DIR          working directory (default: the current one)\n"
-         "  -d, --dependency LIST    afterok:ID[:ID..] (completed), afterany: (ended), afternotok:\n"
-         "                           (failed), after: (started); ',' all of them, '?' any\n"
-         "      --requeue            requeue the job if its node fails (--no-requeue: don't)\n"
-         "      --wrap CMD           run CMD with /bin/sh instead of a script\n"
-         "      --parsable           print only the job id\n"
-         "      --json               print the result as JSON\n"
-         "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
-         + faucets_usage(cluster_choice::submit) +
-         "  -h, --help               this help\n"
+         "#SBATCH lines at the top of the script; the command line wins.\n" +
+         options_help(option_scope::batch) +
          "Through a Faucets server the first line is still \"Submitted job N\", N the server's\n"
          "job id; the cluster and its job id follow on stderr once a cluster is chosen.\n"
          "Slurm options AQS does not act on (--account, --qos, --mail-*, --hint, ...) are\n"
@@ -1106,20 +628,8 @@ std::string frun_usage() {
          "Run an interactive job: waits for processors, streams its output, Ctrl-C cancels it,\n"
          "and exits with the job's exit code. Like srun, an MPI program (an executable that\n"
          "links libmpi.so) runs as one rank per processor, started with mpirun from PATH;\n"
-         "other commands run once. Adaptive jobs run the command as given.\n"
-         + geometry_usage() +
-         "      --min N, --max M     adaptive size range in ranks (with --adaptive; -c C: C processors each)\n"
-         "      --adaptive           the job uses the AQS runtime and can be resized\n"
-         "  -t, --time LIMIT         minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S or UNLIMITED\n"
-         "  -J, --job-name NAME      default: the command's file name\n"
-         "  -D, --chdir DIR          working directory (default: the current one)\n"
-         "  -d, --dependency LIST    afterok:ID[:ID..] (completed), afterany: (ended), afternotok:\n"
-         "                           (failed), after: (started); ',' all of them, '?' any\n"
-         "      --mpi                run the command under mpirun even if it does not look like MPI\n"
-         "      --no-mpi             run the command once even if it is an MPI program\n"
-         "      --json               print events as JSON\n"
-         "      --socket PATH        aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
-         "  -h, --help               this help\n";
+         "other commands run once. Adaptive jobs run the command as given.\n" +
+         options_help(option_scope::interactive);
 }
 
 }  // namespace aqs::cmdline

@@ -56,17 +56,6 @@ std::string record(const std::vector<std::string>& lines, bool oneliner) {
 
 std::string minutes_limit(std::int64_t secs, const char* none) { return secs <= 0 ? none : sacct_secs(secs); }
 
-std::string reason_of(const job_view& j) {
-  if (j.info.state == core::job_state::pending && j.info.reason) return *j.info.reason;
-  switch (j.info.state) {
-    case core::job_state::out_of_memory: return "OutOfMemory";
-    case core::job_state::failed: return "NonZeroExitCode";
-    case core::job_state::timeout: return "TimeLimit";
-    case core::job_state::node_fail: return "NodeDown";
-    default: return "None";
-  }
-}
-
 }  // namespace
 
 scontrol_command_line parse_scontrol_command_line(std::span<const std::string> args) {
@@ -186,7 +175,7 @@ std::string scontrol_show_job(const job_view& j, std::time_t now, bool oneliner,
   }
   lines.push_back(first + " JobName=" + i.name);
   lines.push_back("UserId=" + i.user + "(" + (j.uid ? std::to_string(*j.uid) : std::string("4294967294")) + ")");
-  lines.push_back("JobState=" + slurm_state(i.state).name + " Reason=" + reason_of(j) + " Dependency=(null)");
+  lines.push_back("JobState=" + slurm_state(i.state).name + " Reason=" + job_reason(j) + " Dependency=(null)");
   lines.push_back("ExitCode=" + sacct_exit_code(j));
   lines.push_back("RunTime=" + sacct_secs(elapsed(j, now)) + " TimeLimit=" + sacct_limit(i.walltime_s) + " TimeMin=N/A");
   lines.push_back("SubmitTime=" + slurm_time(j.submit, tf));
