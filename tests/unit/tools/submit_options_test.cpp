@@ -4,6 +4,9 @@
 // submission, and each --help lists each of its options once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -280,4 +283,57 @@ TEST_CASE("Slurm options whose value is optional take it attached only, as Slurm
   CHECK(cmd.options.recorded == std::vector<std::string>{"nice"});
   const auto d = parse_directives("#!/bin/sh\n#SBATCH --propagate\n#SBATCH --nice=5\n");
   CHECK(d.options.recorded == std::vector<std::string>{"propagate", "nice=5"});
+}
+
+namespace {
+
+// The text of the user guide between "<!-- begin: NAME" and "<!-- end: NAME".
+std::string guide_section(const std::string& name) {
+  std::ifstream in(std::string(AQS_SOURCE_DIR) + "/docs/user-guide.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  const auto begin = all.find("<!-- begin: " + name);
+  const auto end = all.find("<!-- end: " + name);
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  return all.substr(begin, end - begin);
+}
+
+}  // namespace
+
+TEST_CASE("the user guide's fsub table and its list of SBATCH_* variables are the declaration's") {
+  // Each row's first column names options; each of fsub's own options is in
+  // exactly one row.
+  std::multiset<std::string> in_rows;
+  std::istringstream rows(guide_section("fsub options"));
+  for (std::string line; std::getline(rows, line);) {
+    if (!line.starts_with("| `")) continue;
+    const std::string first = line.substr(2, line.find(" | ", 2) - 2);
+    std::istringstream words(first);
+    for (std::string w; words >> w;) {
+      w.erase(std::remove(w.begin(), w.end(), '`'), w.end());
+      if (w.ends_with(',')) w.pop_back();
+      if (w.starts_with("-")) in_rows.insert(w.substr(0, w.find_first_of("=[")));
+    }
+  }
+  for (const auto& o : submit_options()) {
+    if (o.kind != option_kind::acted || !in_scope(o.scope, option_scope::batch)) continue;
+    CAPTURE(o.name);
+    CHECK(in_rows.count("--" + std::string(o.name)) == 1);
+    if (o.short_name != 0) CHECK(in_rows.count(std::string("-") + o.short_name) == 1);
+  }
+  std::set<std::string> listed_env, declared_env;
+  const std::string env_text = guide_section("sbatch's environment");
+  for (std::size_t at = env_text.find("SBATCH_"); at != std::string::npos; at = env_text.find("SBATCH_", at + 1)) {
+    std::size_t end = at;
+    while (end < env_text.size() && (std::isupper(static_cast<unsigned char>(env_text[end])) || env_text[end] == '_')) {
+      ++end;
+    }
+    listed_env.insert(env_text.substr(at, end - at));
+  }
+  for (const auto& o : submit_options()) {
+    if (!o.env.empty()) declared_env.insert(std::string(o.env));
+  }
+  CHECK(listed_env == declared_env);
 }
