@@ -1,4 +1,5 @@
-// job_options: a small Slurm-compatible option parser shared by fsub, frun and script directives.
+// job_options: fsub's and frun's command lines and script directives, read through the options' declaration
+// (submit_options.hpp), and the submit requests they build.
 #include "cmdline/job_options.hpp"
 
 #include <algorithm>

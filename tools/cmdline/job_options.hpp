@@ -60,7 +60,9 @@ struct job_options {
   std::optional<std::int64_t> gpus_total;      // -G, --gpus
   std::optional<std::string> partition;        // -p, --partition
   std::optional<std::string> array;            // -a, --array "0-99%10" (core/array_spec.hpp)
-  // Options AQS records but does not act on ("account=proj"), in order.
+  // The Slurm options kept on the job as given, in order ("account=proj",
+  // "gres=license:2", "signal=B:USR1@90"): those AQS records without acting
+  // on them, and --signal, which the node agent acts on.
   std::vector<std::string> recorded;
   // --export=ALL,NAME=VALUE,...: variables set in the job's environment on
   // top of the submitter's (a later --export replaces them as a whole).
@@ -84,8 +86,9 @@ struct fsub_command_line {
 };
 
 // Parses fsub's arguments (without argv[0]). Throws usage_error for an
-// unknown option, a missing or malformed value, a value given to a flag,
-// neither a script nor --wrap, or both. With --help nothing else is checked.
+// unknown option, an option AQS refuses (saying why), a missing or malformed
+// value, a value given to a flag, neither a script nor --wrap, or both. With
+// --help nothing else is checked.
 fsub_command_line parse_fsub_command_line(std::span<const std::string> args);
 
 // The command line of frun: options, then the command and its arguments.
