@@ -425,49 +425,26 @@ void validate_like_server(const protocol::submit& req) {
 }  // namespace
 
 void merge(job_options& base, const job_options& over) {
-  if (over.procs || over.min_pe || over.max_pe) {
-    base.procs = over.procs;
-    base.min_pe = over.min_pe;
-    base.max_pe = over.max_pe;
-  }
-  auto take = [](auto& b, const auto& v) {
-    if (v) b = v;
+  // Groups replace each other as a whole: the size, the dependency, the
+  // node range, the memory.
+  auto group = [&](bool given, auto... members) {
+    if (given) ((base.*members = over.*members), ...);
   };
-  take(base.adaptive, over.adaptive);
-  take(base.time_limit_s, over.time_limit_s);
-  take(base.job_name, over.job_name);
-  take(base.output, over.output);
-  take(base.error, over.error);
-  take(base.chdir, over.chdir);
-  if (over.afterok) {
-    base.afterok = over.afterok;
-    base.dependency = over.dependency;
-  }
-  take(base.requeue, over.requeue);
-  take(base.wrap, over.wrap);
-  take(base.parsable, over.parsable);
-  take(base.socket, over.socket);
-  take(base.faucets.cluster, over.faucets.cluster);
-  take(base.faucets.url, over.faucets.url);
-  take(base.faucets.ca_file, over.faucets.ca_file);
-  take(base.faucets.token_file, over.faucets.token_file);
-  take(base.mpi, over.mpi);
-  if (over.nodes_min) {
-    base.nodes_min = over.nodes_min;
-    base.nodes_max = over.nodes_max;
-  }
-  take(base.ntasks_per_node, over.ntasks_per_node);
-  take(base.cpus_per_task, over.cpus_per_task);
-  take(base.exclusive, over.exclusive);
-  if (over.mem_mb || over.mem_per_cpu_mb) {
-    base.mem_mb = over.mem_mb;
-    base.mem_per_cpu_mb = over.mem_per_cpu_mb;
-  }
-  take(base.gpus_per_node, over.gpus_per_node);
-  take(base.gpus_total, over.gpus_total);
-  take(base.partition, over.partition);
-  take(base.array, over.array);
-  take(base.exported, over.exported);
+  group(over.procs || over.min_pe || over.max_pe, &job_options::procs, &job_options::min_pe, &job_options::max_pe);
+  group(over.afterok.has_value(), &job_options::afterok, &job_options::dependency);
+  group(over.nodes_min.has_value(), &job_options::nodes_min, &job_options::nodes_max);
+  group(over.mem_mb || over.mem_per_cpu_mb, &job_options::mem_mb, &job_options::mem_per_cpu_mb);
+  // Every other field: the over side's when it has one.
+  auto take = [](auto& into, const auto& from, auto... members) {
+    ((from.*members ? void(into.*members = from.*members) : void()), ...);
+  };
+  take(base, over, &job_options::adaptive, &job_options::time_limit_s, &job_options::job_name, &job_options::output,
+       &job_options::error, &job_options::chdir, &job_options::requeue, &job_options::wrap, &job_options::parsable,
+       &job_options::socket, &job_options::mpi, &job_options::ntasks_per_node, &job_options::cpus_per_task,
+       &job_options::exclusive, &job_options::gpus_per_node, &job_options::gpus_total, &job_options::partition,
+       &job_options::array, &job_options::exported);
+  take(base.faucets, over.faucets, &faucets_options::cluster, &faucets_options::url, &faucets_options::ca_file,
+       &faucets_options::token_file);
   base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());
   base.json = base.json || over.json;
   base.help = base.help || over.help;
