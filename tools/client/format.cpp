@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "client/time_limit.hpp"
+#include "cmdline/time_limit.hpp"
 
 namespace aqs::client {
 

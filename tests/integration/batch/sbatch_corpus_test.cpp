@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "e2e.hpp"
-#include "client/job_options.hpp"
+#include "cmdline/job_options.hpp"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e.hpp"
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 #include "core/job_state.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"

@@ -40,7 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e.hpp"
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 #include "core/job_state.hpp"
 #include "link/link_channel.hpp"
 #include "link/link_messages.hpp"

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e.hpp"
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 #include "core/job_state.hpp"
 #include "http_client.hpp"
 #include "server/faucets_store.hpp"

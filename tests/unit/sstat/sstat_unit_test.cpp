@@ -1,8 +1,8 @@
-// sstat's pure parts (tools/node/job_stats, tools/client/sstat).
+// sstat's pure parts (tools/node/job_stats, tools/slurm/sstat).
 #include <doctest/doctest.h>
 
-#include "client/slurm_commands.hpp"
-#include "client/sstat.hpp"
+#include "slurm/slurm_commands.hpp"
+#include "slurm/sstat.hpp"
 #include "job_stats.hpp"
 
 using namespace aqs;

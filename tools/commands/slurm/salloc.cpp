@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "client/job_options.hpp"
-#include "client/salloc_session.hpp"
-#include "client/slurm_client.hpp"
+#include "cmdline/job_options.hpp"
+#include "slurm/salloc_session.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 

@@ -14,12 +14,12 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "client/exec_path.hpp"
-#include "client/job_options.hpp"
-#include "client/job_step.hpp"
-#include "client/salloc_session.hpp"
-#include "client/slurm_client.hpp"
-#include "client/srun_step.hpp"
+#include "cmdline/exec_path.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/job_step.hpp"
+#include "slurm/salloc_session.hpp"
+#include "slurm/slurm_client.hpp"
+#include "slurm/srun_step.hpp"
 
 extern char** environ;
 

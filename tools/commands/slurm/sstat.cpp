@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "client/sstat.hpp"
-#include "client/slurm_client.hpp"
+#include "slurm/sstat.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/commands.hpp"
-#include "client/faucets_api.hpp"
-#include "client/job_options.hpp"
+#include "cmdline/commands.hpp"
+#include "faucets_client/faucets_api.hpp"
+#include "cmdline/job_options.hpp"
 
 namespace aqs::client {
 

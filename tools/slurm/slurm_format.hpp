@@ -89,21 +89,32 @@ std::int64_t cpus_of(const job_view& j);
 // Nodes: held now, else 1 (what Slurm shows for a pending job asking none).
 std::int64_t node_count(const job_view& j);
 
-// ---- squeue ----
+// ---- squeue and sinfo formats ----
 
-// One field of an -o/-O format: what to print, how wide, which side, and
+// One field of an -o/-O format (squeue's and sinfo's are one grammar, each
+// over its own table of fields): what to print, how wide, which side, and
 // the literal text that follows it (Slurm's "suffix").
-struct squeue_field {
+struct format_field {
   char code = 0;          // the -o letter ('i', 'T', ...); 0 for a literal
   int width = 0;          // 0: as wide as the value
   bool right = false;
   std::string suffix;
 };
-struct squeue_format {
+struct field_format {
   std::string prefix;  // text before the first field
-  std::vector<squeue_field> fields;
+  std::vector<format_field> fields;
   std::vector<std::string> errors;  // "Invalid job format specification: x"
 };
+
+// Why a job is where it is, in Slurm's words (squeue %r, sacct Reason,
+// scontrol's Reason=): a pending job's reason from aqsd (Dependency,
+// JobArrayTaskLimit, Resources, Priority), why an ended one ended
+// (OutOfMemory, NonZeroExitCode, TimeLimit, NodeDown), else "None".
+std::string job_reason(const job_view& j);
+
+// ---- squeue ----
+
+using squeue_format = field_format;
 // -o "%.18i %.9P %.8j" (Slurm's short letters, %[.][width]letter, text between
 // fields kept). Unknown letters are printed literally and reported in errors,
 // as squeue does.
@@ -164,17 +175,9 @@ void keep_partitions(std::vector<node_view>& nodes, const std::vector<std::strin
 std::string sinfo_state(const node_view& n);
 // sinfo's long state: "idle", "mixed", "allocated", "down", "drained", "draining".
 std::string sinfo_state_long(const node_view& n);
-struct sinfo_field {
-  char code = 0;  // the -o letter: P a l D t T N c C m G ...
-  int width = 0;
-  bool right = false;
-  std::string suffix;
-};
-struct sinfo_format {
-  std::string prefix;
-  std::vector<sinfo_field> fields;
-  std::vector<std::string> errors;
-};
+// -o "%P %.5a %#P" (squeue's grammar; '#' is taken and ignored) and -O
+// "Partition:.12,NodeList" (an unknown name is reported and left out).
+using sinfo_format = field_format;
 sinfo_format parse_sinfo_format(std::string_view format);
 sinfo_format parse_sinfo_long_format(std::string_view format);
 // Default: PARTITION AVAIL TIMELIMIT NODES STATE NODELIST; with `node_oriented`

@@ -1,14 +1,14 @@
 // scontrol: Slurm's scontrol subset over fctl's requests and the listings.
-#include "client/scontrol.hpp"
+#include "slurm/scontrol.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
-#include "client/slurm_commands.hpp"
-#include "client/time_limit.hpp"
-#include "client/text_util.hpp"
-#include "client/usage_error.hpp"
+#include "slurm/slurm_commands.hpp"
+#include "cmdline/time_limit.hpp"
+#include "cmdline/text_util.hpp"
+#include "cmdline/usage_error.hpp"
 #include "core/array_spec.hpp"
 #include "core/hostlist.hpp"
 
@@ -55,17 +55,6 @@ std::string record(const std::vector<std::string>& lines, bool oneliner) {
 }
 
 std::string minutes_limit(std::int64_t secs, const char* none) { return secs <= 0 ? none : sacct_secs(secs); }
-
-std::string reason_of(const job_view& j) {
-  if (j.info.state == core::job_state::pending && j.info.reason) return *j.info.reason;
-  switch (j.info.state) {
-    case core::job_state::out_of_memory: return "OutOfMemory";
-    case core::job_state::failed: return "NonZeroExitCode";
-    case core::job_state::timeout: return "TimeLimit";
-    case core::job_state::node_fail: return "NodeDown";
-    default: return "None";
-  }
-}
 
 }  // namespace
 
@@ -186,7 +175,7 @@ std::string scontrol_show_job(const job_view& j, std::time_t now, bool oneliner,
   }
   lines.push_back(first + " JobName=" + i.name);
   lines.push_back("UserId=" + i.user + "(" + (j.uid ? std::to_string(*j.uid) : std::string("4294967294")) + ")");
-  lines.push_back("JobState=" + slurm_state(i.state).name + " Reason=" + reason_of(j) + " Dependency=(null)");
+  lines.push_back("JobState=" + slurm_state(i.state).name + " Reason=" + job_reason(j) + " Dependency=(null)");
   lines.push_back("ExitCode=" + sacct_exit_code(j));
   lines.push_back("RunTime=" + sacct_secs(elapsed(j, now)) + " TimeLimit=" + sacct_limit(i.walltime_s) + " TimeMin=N/A");
   lines.push_back("SubmitTime=" + slurm_time(j.submit, tf));

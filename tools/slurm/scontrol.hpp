@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/replies.hpp"
 

@@ -1,5 +1,5 @@
 // faucets_commands: fsub, fjobs and fkill through a Faucets server.
-#include "client/faucets_commands.hpp"
+#include "faucets_client/faucets_commands.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "client/format.hpp"
-#include "client/time_limit.hpp"
+#include "cmdline/time_limit.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::client {

@@ -1,7 +1,7 @@
 // faucets_api: one blocking HTTP(S) exchange per call, with Boost.Beast over
 // Boost.Asio (OpenSSL); asynchronous operations run to completion on a
 // private io_context so that each step has a deadline.
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "client/usage_error.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::client {
 

@@ -1,8 +1,8 @@
 // job_step: a step of the surrounding job, started with mpirun over its allocation.
-#include "client/job_step.hpp"
+#include "cmdline/job_step.hpp"
 
-#include "client/exec_path.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/exec_path.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::cmdline {
 

@@ -1,20 +1,13 @@
 // faucets_options: -M, --faucets, --faucets-ca and --token-file, checked.
-#include "client/faucets_options.hpp"
+#include "cmdline/faucets_options.hpp"
 
-#include "client/usage_error.hpp"
+#include "cmdline/submit_options.hpp"
+#include "cmdline/text_util.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::cmdline {
 
 namespace {
-
-std::string shown(std::string_view s) {
-  std::string out(s.substr(0, 80));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
-  if (s.size() > 80) out += "...";
-  return out;
-}
 
 bool valid_cluster_name(std::string_view n) {
   if (n.empty() || n.size() > 64) return false;
@@ -62,39 +55,28 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
 std::string faucets_usage(cluster_choice what) {
   // The column each command's --help puts descriptions in.
   const std::size_t col = what == cluster_choice::submit ? 27 : what == cluster_choice::list ? 24 : 21;
+  // fsub's -M and the three others are the submission options' (submit_options.hpp).
   std::string out;
-  auto option = [&](std::string_view names, std::initializer_list<std::string_view> lines) {
-    std::string head = "  " + std::string(names);
-    if (head.size() + 2 > col) {
-      out += head + "\n";
-      head.clear();
-    }
-    bool first = true;
-    for (const auto line : lines) {
-      const std::string lead = first ? head : std::string();
-      out += lead + std::string(col - lead.size(), ' ') + std::string(line) + "\n";
-      first = false;
-    }
-  };
   switch (what) {
-    case cluster_choice::submit:
-      option("-M, --clusters NAME", {"through a Faucets server: to cluster NAME, or auto to let",
-                                     "the server choose (the default with --faucets)"});
-      break;
+    case cluster_choice::submit: break;
     case cluster_choice::list:
-      option("-M, --clusters NAME", {"through a Faucets server: the jobs on cluster NAME, or all",
-                                     "(the default with --faucets); ID is the server's job id"});
+      out += help_line("-M, --clusters NAME",
+                       "through a Faucets server: the jobs on cluster NAME, or all\n"
+                       "(the default with --faucets); ID is the server's job id",
+                       col);
       break;
     case cluster_choice::any:
-      option("-M, --clusters NAME", {"through a Faucets server (NAME: all, auto or a cluster; the",
-                                     "IDs are the server's job ids, as fjobs -M all shows them)"});
+      out += help_line("-M, --clusters NAME",
+                       "through a Faucets server (NAME: all, auto or a cluster; the\n"
+                       "IDs are the server's job ids, as fjobs -M all shows them)",
+                       col);
       break;
   }
-  option("    --faucets URL", {"the Faucets server, https://HOST:PORT (default: $AQS_FAUCETS;",
-                               "http:// only to this machine, e.g. http://127.0.0.1:PORT)"});
-  option("    --faucets-ca FILE", {"the server's CA certificate (default: $AQS_FAUCETS_CA, else",
-                                   "the system's CAs)"});
-  option("    --token-file FILE", {"the token, when $AQS_TOKEN is unset (default:", "~/.aqs/faucets-token)"});
+  for (const std::string_view name : {"clusters", "faucets", "faucets-ca", "token-file"}) {
+    const submit_option* o = find_option(name, option_scope::batch);
+    if (what != cluster_choice::submit && name == "clusters") continue;
+    out += help_line(o->usage, o->help, col);
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // elf_needed: a minimal, bounds-checked reader of an ELF file's DT_NEEDED entries (what the dynamic loader reads).
-#include "client/elf_needed.hpp"
+#include "cmdline/elf_needed.hpp"
 
 #include <algorithm>
 #include <bit>

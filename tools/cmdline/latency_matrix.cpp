@@ -1,5 +1,5 @@
 // latency_matrix: the round trips of list_nodes as a from/to table.
-#include "client/latency_matrix.hpp"
+#include "cmdline/latency_matrix.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -8,39 +8,23 @@
 #include <string_view>
 #include <vector>
 
-#include "client/faucets_options.hpp"
+#include "cmdline/faucets_options.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::cmdline {
 
 // The options of fsub and frun, each unset until given. One set comes from
-// the command line and one from the script's directives; merge() lets the
-// command line win.
+// the command line, one from the script's directives (and, for sbatch, one
+// from its SBATCH_* environment); merge() lets the command line win.
 //
 // Accepted forms, as with sbatch: "--ntasks=4", "--ntasks 4", "-n4", "-n 4".
 // Long options must be spelled in full (no getopt-style abbreviations, which
 // could silently capture a Slurm option AQS ignores).
-// Options (short, long aliases):
-//   -n, --ntasks, --procs N      rigid size: min = max = N
-//   --min N, --max M             size range; min < max needs --adaptive
-//   --adaptive                   the job links the AQS shim and can be resized
-//   -t, --time LIMIT             Slurm time formats (see time_limit.hpp)
-//   -J, --job-name NAME
-//   -o, --output PATTERN         %j, %x, %u, %% (see output_pattern.hpp)
-//   -e, --error PATTERN          default: stderr goes into the output file
-//   -D, --chdir DIR              relative to the current directory
-//   -d, --dependency afterok:ID[:ID...][,afterok:ID...]
-//   --requeue, --no-requeue      requeue after NODE_FAIL
-//   --wrap CMD                   fsub only, command line only: sh -c CMD as the script
-//   --parsable                   fsub prints only the job id
-//   --json                       machine-readable output (command line only)
-//   --socket PATH                aqsd's Unix socket (command line only; see commands.hpp)
-//   -M, --clusters, --faucets, --faucets-ca, --token-file
-//                                fsub only, command line only: through a Faucets
-//                                server (faucets_options.hpp)
-//   --mpi, --no-mpi              frun only, command line only: run the command under
-//                                mpirun, or once, instead of deciding by its ELF file
-//   -h, --help                   (command line only)
+// Every option is declared once in submit_options.cpp (names, value, scope,
+// directive and environment forms, help text, the field it sets): AQS's own,
+// the Slurm options recorded on the job without being acted on (--account,
+// --qos, ...), and those refused because ignoring them would run something
+// else than asked (--begin, --nodelist, ...). `fsub --help` lists AQS's own.
 struct job_options {
   // -n and --min/--max form one group: a later source that sets any of the
   // three replaces all three (a script's "-n 4" is overridden by a command
@@ -76,7 +60,9 @@ struct job_options {
   std::optional<std::int64_t> gpus_total;      // -G, --gpus
   std::optional<std::string> partition;        // -p, --partition
   std::optional<std::string> array;            // -a, --array "0-99%10" (core/array_spec.hpp)
-  // Options AQS records but does not act on ("account=proj"), in order.
+  // The Slurm options kept on the job as given, in order ("account=proj",
+  // "gres=license:2", "signal=B:USR1@90"): those AQS records without acting
+  // on them, and --signal, which the node agent acts on.
   std::vector<std::string> recorded;
   // --export=ALL,NAME=VALUE,...: variables set in the job's environment on
   // top of the submitter's (a later --export replaces them as a whole).
@@ -91,14 +77,18 @@ void merge(job_options& base, const job_options& over);
 // (the first non-option word ends the options, as with sbatch; "--" also does).
 struct fsub_command_line {
   job_options options;
-  std::vector<std::string> warnings;  // recorded-only options, one line each
+  // sbatch's input environment (SBATCH_JOB_NAME, ...): under the command
+  // line, over the script's directives, as in Slurm. Empty for fsub.
+  job_options environment_options;
+  std::vector<std::string> warnings;  // recorded options (and sbatch's environment's), one line each
   std::optional<std::string> script_path;
   std::vector<std::string> script_args;
 };
 
 // Parses fsub's arguments (without argv[0]). Throws usage_error for an
-// unknown option, a missing or malformed value, a value given to a flag,
-// neither a script nor --wrap, or both. With --help nothing else is checked.
+// unknown option, an option AQS refuses (saying why), a missing or malformed
+// value, a value given to a flag, neither a script nor --wrap, or both. With
+// --help nothing else is checked.
 fsub_command_line parse_fsub_command_line(std::span<const std::string> args);
 
 // The command line of frun: options, then the command and its arguments.
@@ -111,10 +101,18 @@ struct frun_command_line {
 // both --mpi and --no-mpi (in any order). fsub refuses --mpi and --no-mpi.
 frun_command_line parse_frun_command_line(std::span<const std::string> args);
 
+// Reads the SBATCH_* variables the options declare (SBATCH_JOB_NAME,
+// SBATCH_PARTITION, SBATCH_TIMELIMIT, ...) from `environment` ("KEY=VALUE")
+// into cmd.environment_options, as Slurm's sbatch does (an empty variable
+// counts as unset); warnings go to cmd.warnings. Throws usage_error naming
+// the variable for a bad value.
+void read_sbatch_environment(fsub_command_line& cmd, std::span<const std::string> environment);
+
 // The options found in a script's directives.
 struct script_directives {
   job_options options;
-  // One line each, for stderr: "#SBATCH --mem has no AQS equivalent; ignored".
+  // One line each, for stderr: "script line 3: --account=proj is recorded;
+  // AQS does not act on it".
   std::vector<std::string> warnings;
 };
 
@@ -123,14 +121,14 @@ struct script_directives {
 // as sbatch does. A directive is the keyword at the very start of the line
 // followed by blanks; its words are split like a shell would (single and
 // double quotes, an unquoted word starting with '#' begins a comment). Later
-// directives override earlier ones. An #SBATCH option without an AQS meaning
-// (--mem, -N, --partition, ...) is warned about once and ignored, with its
-// value if it has one, so Slurm scripts still run; the same in an #AQS line
-// is an error. Throws usage_error (with the line number) for an unknown #AQS
-// option, a bad value in either kind of line, an unsupported dependency type,
-// a job array (--array/-a: ignoring it would run something else than asked),
-// an unterminated quote, or an option that only makes sense on the command
-// line (--wrap, --json, --help).
+// directives override earlier ones. Both kinds take the same options as
+// fsub's command line (-n, -N, --mem, -p, --array, ...); a Slurm option AQS
+// records (--account, --qos, ...) is kept with one warning. Throws
+// usage_error (with the line number) for an unknown option, a bad value, an
+// option AQS refuses (--begin, --nodelist, ...), an unterminated quote, or
+// an option that only makes sense on the command line (--wrap, --json,
+// --help, --socket, -M, --mpi). A word that is not an option ends an #SBATCH
+// line with a warning; in an #AQS line it is an error.
 script_directives parse_directives(std::string_view script);
 
 // What the command passes in rather than the library reading it.

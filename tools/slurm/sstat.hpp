@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 
 namespace aqs::slurm {
 

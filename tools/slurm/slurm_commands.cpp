@@ -1,7 +1,7 @@
 // slurm_commands: a getopt_long-alike over tables of Slurm's options (names
 // and whether they take a value, from Slurm's squeue/scancel/sinfo/sacct/
 // sbatch/srun option tables).
-#include "client/slurm_commands.hpp"
+#include "slurm/slurm_commands.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,9 +9,10 @@
 #include <csignal>
 #include <cstring>
 
-#include "client/commands.hpp"
-#include "client/slurm_format.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/commands.hpp"
+#include "cmdline/submit_options.hpp"
+#include "slurm/slurm_format.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::slurm {
 
@@ -482,113 +483,14 @@ std::optional<std::time_t> parse_sacct_time(std::string_view text, std::time_t n
 
 // ---------------------------------------------------------------- sbatch / srun
 
-namespace {
-
-struct submit_opt {
-  char short_name;
-  std::string_view long_name;
-  arg has_arg;
-  bool droppable;  // may be dropped with a warning when fsub/frun do not know it
-};
-
-// Slurm's sbatch/srun options that take a value, or that AQS may drop.
-// Options not listed here go to fsub/frun's parser as they are. What fsub
-// refuses (its k_refused: --hold, --nodelist, --exclude, --uid, ...) is never
-// droppable: ignoring it would run something else than asked.
-constexpr submit_opt k_submit_opts[] = {
-    {'A', "account", arg::required, true},        {0, "acctg-freq", arg::required, true},
-    {0, "begin", arg::required, false},           {'b', "", arg::required, false},
-    {0, "comment", arg::required, true},          {'C', "constraint", arg::required, true},
-    {0, "cluster-constraint", arg::required, true}, {0, "contiguous", arg::none, true},
-    {0, "container", arg::required, true},        {0, "cores-per-socket", arg::required, true},
-    {0, "cpu-freq", arg::required, true},         {0, "cpus-per-gpu", arg::required, false},
-    {'c', "cpus-per-task", arg::required, true},  {0, "deadline", arg::required, false},
-    {0, "delay-boot", arg::required, true},       {'x', "exclude", arg::required, false},
-    {0, "exclusive", arg::optional, true},        {0, "export", arg::required, true},
-    {0, "export-file", arg::required, true},      {'B', "extra-node-info", arg::required, true},
-    {0, "get-user-env", arg::optional, true},     {0, "gid", arg::required, false},
-    {0, "gpu-bind", arg::required, true},         {0, "gpu-freq", arg::required, true},
-    {'G', "gpus", arg::required, true},           {0, "gpus-per-node", arg::required, true},
-    {0, "gpus-per-socket", arg::required, false},  {0, "gpus-per-task", arg::required, false},
-    {0, "gres", arg::required, true},             {0, "gres-flags", arg::required, true},
-    {0, "hint", arg::required, true},             {'H', "hold", arg::none, false},
-    {0, "ignore-pbs", arg::none, true},           {'i', "input", arg::required, false},
-    {0, "kill-on-invalid-dep", arg::required, true}, {'L', "licenses", arg::required, true},
-    {0, "mail-type", arg::required, true},        {0, "mail-user", arg::required, true},
-    {0, "mcs-label", arg::required, true},        {0, "mem", arg::required, true},
-    {0, "mem-bind", arg::required, true},         {0, "mem-per-cpu", arg::required, true},
-    {0, "mem-per-gpu", arg::required, false},      {0, "mincpus", arg::required, true},
-    {'M', "clusters", arg::required, true},       {0, "network", arg::required, true},
-    {0, "nice", arg::optional, true},             {'k', "no-kill", arg::optional, true},
-    {'N', "nodes", arg::required, true},          {'w', "nodelist", arg::required, false},
-    {'F', "nodefile", arg::required, false},       {0, "ntasks-per-core", arg::required, true},
-    {0, "ntasks-per-gpu", arg::required, false},   {0, "ntasks-per-node", arg::required, true},
-    {0, "ntasks-per-socket", arg::required, true}, {0, "open-mode", arg::required, true},
-    {'O', "overcommit", arg::none, true},         {'s', "oversubscribe", arg::none, true},
-    {'p', "partition", arg::required, true},      {0, "power", arg::required, true},
-    {0, "prefer", arg::required, true},           {0, "priority", arg::required, true},
-    {0, "profile", arg::required, true},          {0, "propagate", arg::optional, true},
-    {'q', "qos", arg::required, true},            {'Q', "quiet", arg::none, true},
-    {0, "reboot", arg::none, true},               {0, "reservation", arg::required, true},
-    {0, "signal", arg::required, true},           {0, "sockets-per-node", arg::required, true},
-    {0, "spread-job", arg::none, true},           {0, "switches", arg::required, true},
-    {0, "thread-spec", arg::required, true},      {0, "threads-per-core", arg::required, true},
-    {0, "tmp", arg::required, true},              {0, "uid", arg::required, false},
-    {0, "use-min-nodes", arg::none, true},        {'v', "verbose", arg::none, true},
-    {0, "wckey", arg::required, true},            {'W', "wait", arg::none, false},
-    {0, "wait-all-nodes", arg::required, true},   {0, "test-only", arg::none, false},
-    // also frun/fsub's own ones that take a value, so that their values are skipped
-    {'n', "ntasks", arg::required, false},        {'t', "time", arg::required, false},
-    {'J', "job-name", arg::required, false},      {'o', "output", arg::required, false},
-    {'e', "error", arg::required, false},         {'D', "chdir", arg::required, false},
-    {'d', "dependency", arg::required, false},    {0, "wrap", arg::required, false},
-    {0, "min", arg::required, false},             {0, "max", arg::required, false},
-    {0, "socket", arg::required, false},          {'a', "array", arg::required, false},
-};
-
-// srun's own (as a job step launcher): these never change what AQS runs.
-constexpr submit_opt k_srun_opts[] = {
-    {0, "cpu-bind", arg::required, true},         {'m', "distribution", arg::required, true},
-    {'l', "label", arg::none, true},              {'u', "unbuffered", arg::none, true},
-    {'K', "kill-on-bad-exit", arg::optional, true}, {0, "pty", arg::none, true},
-    {0, "overlap", arg::none, true},              {0, "exact", arg::none, true},
-    {0, "mpi", arg::required, true},              {0, "jobid", arg::required, true},
-    {'W', "wait", arg::required, true},           {'X', "disable-status", arg::none, true},
-    {0, "multi-prog", arg::none, false},          {'Z', "no-allocate", arg::none, true},
-    {0, "task-epilog", arg::required, true},      {0, "task-prolog", arg::required, true},
-    {0, "epilog", arg::required, true},           {0, "prolog", arg::required, true},
-    {0, "cpu-freq", arg::required, true},         {0, "accel-bind", arg::required, true},
-    {0, "het-group", arg::required, true},        {0, "send-libs", arg::optional, true},
-    {0, "slurmd-debug", arg::required, true},     {'T', "threads", arg::required, true},
-};
-
-}  // namespace
+// Slurm's sbatch/srun options are the submission options' declaration
+// (cmdline/submit_options.hpp): whether each takes a value, and whether it
+// may be dropped with a warning when fsub/frun do not take it as given
+// (`lenient`). Options not declared go to fsub/frun's parser as they are.
 
 translated_args translate_submit_args(std::span<const std::string> args, bool srun,
                                       const std::function<bool(const std::string&, const std::optional<std::string>&)>& known) {
   translated_args out;
-  auto lookup_long = [&](std::string_view name) -> const submit_opt* {
-    if (srun) {
-      for (const auto& o : k_srun_opts) {
-        if (o.long_name == name) return &o;
-      }
-    }
-    for (const auto& o : k_submit_opts) {
-      if (!o.long_name.empty() && o.long_name == name) return &o;
-    }
-    return nullptr;
-  };
-  auto lookup_short = [&](char c) -> const submit_opt* {
-    if (srun) {
-      for (const auto& o : k_srun_opts) {
-        if (o.short_name == c) return &o;
-      }
-    }
-    for (const auto& o : k_submit_opts) {
-      if (o.short_name == c) return &o;
-    }
-    return nullptr;
-  };
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& w = args[i];
@@ -597,28 +499,28 @@ translated_args translate_submit_args(std::span<const std::string> args, bool sr
     std::string spelled;                     // "--export" or "-A"
     std::optional<std::string> value;
     std::vector<std::string> words{w};
-    const submit_opt* o = nullptr;
+    const cmdline::submit_option* o = nullptr;
     if (w.starts_with("--")) {
       const std::size_t eq = w.find('=');
       spelled = w.substr(0, eq);
-      o = lookup_long(std::string_view(spelled).substr(2));
+      o = cmdline::find_slurm_option(std::string_view(spelled).substr(2), srun);
       if (eq != std::string::npos) {
         value = w.substr(eq + 1);
-      } else if (o != nullptr && o->has_arg == arg::required && i + 1 < args.size()) {
+      } else if (o != nullptr && o->arg == cmdline::option_arg::required && i + 1 < args.size()) {
         value = args[i + 1];
         words.push_back(args[++i]);
       }
     } else {
       spelled = w.substr(0, 2);
-      o = lookup_short(w[1]);
+      o = cmdline::find_slurm_short_option(w[1], srun);
       if (w.size() > 2) {
         value = w.substr(2);
-      } else if (o != nullptr && o->has_arg == arg::required && i + 1 < args.size()) {
+      } else if (o != nullptr && o->arg == cmdline::option_arg::required && i + 1 < args.size()) {
         value = args[i + 1];
         words.push_back(args[++i]);
       }
     }
-    const bool drop = o != nullptr && o->droppable && !known(spelled, value);
+    const bool drop = o != nullptr && o->lenient && !known(spelled, value);
     if (!drop) {
       out.args.insert(out.args.end(), words.begin(), words.end());
       continue;
@@ -644,13 +546,10 @@ bool take_flag(std::vector<std::string>& args, std::initializer_list<std::string
     }
     // An option's value is never the script: skip it when it is a word of its own.
     const bool long_with_value = w.starts_with("--") && w.find('=') == std::string::npos;
-    bool takes = false;
-    for (const auto& o : k_submit_opts) {
-      if (o.has_arg != arg::required) continue;
-      if (long_with_value ? (!o.long_name.empty() && w.substr(2) == o.long_name) : (w.size() == 2 && o.short_name == w[1])) {
-        takes = true;
-      }
-    }
+    const cmdline::submit_option* o = long_with_value ? cmdline::find_slurm_option(w.substr(2), false)
+                                      : w.size() == 2 ? cmdline::find_slurm_short_option(w[1], false)
+                                                      : nullptr;
+    const bool takes = o != nullptr && o->arg == cmdline::option_arg::required;
     i += takes ? 2 : 1;
   }
   return found;

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "client/job_options.hpp"
+#include "cmdline/job_options.hpp"
 
 namespace aqs::slurm {
 

@@ -1,7 +1,7 @@
 // slurm_format: Slurm's layouts. The facts (widths, headers, justification,
 // truncation, default formats) follow Slurm's squeue/print.c, sacct and
 // common/print_fields.c, sinfo/opts.c; the code is AQS's own.
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 
 #include "core/partition.hpp"
 
@@ -10,12 +10,13 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <span>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "client/format.hpp"
-#include "client/text_util.hpp"
+#include "cmdline/text_util.hpp"
 
 namespace aqs::slurm {
 
@@ -50,6 +51,130 @@ std::string two(std::int64_t v) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "%02lld", static_cast<long long>(v));
   return buf;
+}
+
+// ---- the one -o/-O grammar of squeue and sinfo, over a table of fields
+
+// A field as a format names it: its -o letter, its -O long name, its header.
+struct field_code {
+  char code;
+  std::string_view long_name;
+  std::string_view header;
+  bool cut = true;  // cut a right-justified value to the width (node lists never are)
+};
+
+// What differs between squeue's and sinfo's formats.
+struct format_grammar {
+  std::span<const field_code> codes;
+  std::string_view noun;          // "job": "Invalid job format specification: X"
+  bool hash_width = false;        // sinfo's "%#P": as wide as the values need
+  bool keep_unknown_long = false;  // squeue keeps an unknown -O name's column, blank
+};
+
+const field_code* find_code(const format_grammar& g, char c) {
+  for (const auto& f : g.codes) {
+    if (f.code == c) return &f;
+  }
+  return nullptr;
+}
+
+// -o: "%[.][#][width]letter" fields, text between them kept; unknown letters
+// are printed literally and reported.
+field_format parse_short(std::string_view format, const format_grammar& g) {
+  field_format out;
+  const std::size_t first = format.find('%');
+  out.prefix = std::string(format.substr(0, first == std::string_view::npos ? format.size() : first));
+  if (first == std::string_view::npos) return out;
+  std::size_t pos = first;
+  while (pos < format.size()) {
+    // format[pos] == '%'
+    std::size_t i = pos + 1;
+    format_field f;
+    if (i < format.size() && format[i] == '.') {
+      f.right = true;
+      ++i;
+    }
+    if (g.hash_width && i < format.size() && format[i] == '#') ++i;
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) != 0) {
+      f.width = f.width * 10 + (format[i] - '0');
+      ++i;
+    }
+    if (i >= format.size()) break;
+    const char c = format[i++];
+    std::size_t next = format.find('%', i);
+    if (next == std::string_view::npos) next = format.size();
+    f.suffix = std::string(format.substr(i, next - i));
+    if (find_code(g, c) == nullptr) {
+      out.errors.push_back("Invalid " + std::string(g.noun) + " format specification: " + std::string(1, c));
+      f.suffix = "%" + std::string(format.substr(pos + 1, next - pos - 1));
+    } else {
+      f.code = c;
+    }
+    out.fields.push_back(std::move(f));
+    pos = next;
+  }
+  return out;
+}
+
+// -O: "Name[:[.]width[suffix]]" fields separated by commas, long names in
+// any case, 20 columns left-justified when no width is given.
+field_format parse_long(std::string_view format, const format_grammar& g) {
+  field_format out;
+  std::size_t pos = 0;
+  while (pos < format.size()) {
+    std::size_t comma = format.find(',', pos);
+    if (comma == std::string_view::npos) comma = format.size();
+    const std::string_view token = format.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (token.empty()) continue;
+    format_field f;
+    std::string_view name = token;
+    const std::size_t colon = token.find(':');
+    if (colon != std::string_view::npos) {
+      name = token.substr(0, colon);
+      std::size_t i = colon + 1;
+      if (i < token.size() && token[i] == '.') {
+        f.right = true;
+        ++i;
+      }
+      while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) != 0) {
+        f.width = f.width * 10 + (token[i] - '0');
+        ++i;
+      }
+      f.suffix = std::string(token.substr(i));
+    } else {
+      f.width = 20;
+    }
+    const field_code* found = nullptr;
+    for (const auto& c : g.codes) {
+      if (iequals(c.long_name, name)) found = &c;
+    }
+    if (found == nullptr) {
+      out.errors.push_back("Invalid " + std::string(g.noun) + " format specification: " + std::string(name));
+      if (!g.keep_unknown_long) continue;
+      f.suffix = std::string(static_cast<std::size_t>(std::max(f.width, 0)), ' ') + f.suffix;
+    } else {
+      f.code = found->code;
+    }
+    out.fields.push_back(std::move(f));
+  }
+  return out;
+}
+
+// One line of a format: each field's value (`value(code)`, or its header
+// when `row` is false) at its width (`width(field)`), then its suffix.
+template <class Value, class Width>
+std::string format_line(const field_format& f, const format_grammar& g, bool row, Value&& value, Width&& width) {
+  std::string l = f.prefix;
+  for (const auto& field : f.fields) {
+    if (field.code != 0) {
+      const field_code* c = find_code(g, field.code);
+      const std::string v = row ? value(field.code) : std::string(c->header);
+      l += field_text(v, width(field), field.right, c->cut);
+    }
+    l += field.suffix;
+  }
+  return l + "\n";
 }
 
 }  // namespace
@@ -221,18 +346,22 @@ std::int64_t node_count(const job_view& j) {
   return j.hosts.empty() ? 1 : static_cast<std::int64_t>(j.hosts.size());
 }
 
+std::string job_reason(const job_view& j) {
+  if (j.info.state == core::job_state::pending && j.info.reason) return *j.info.reason;
+  switch (j.info.state) {
+    case core::job_state::out_of_memory: return "OutOfMemory";
+    case core::job_state::failed: return "NonZeroExitCode";
+    case core::job_state::timeout: return "TimeLimit";
+    case core::job_state::node_fail: return "NodeDown";
+    default: return "None";
+  }
+}
+
 // ---------------------------------------------------------------- squeue
 
 namespace {
 
-struct squeue_code {
-  char code;
-  std::string_view long_name;
-  std::string_view header;
-  bool cut;  // NodeList and ReasonList are never cut
-};
-
-constexpr std::array<squeue_code, 40> k_squeue_codes = {{
+constexpr std::array<field_code, 40> k_squeue_codes = {{
     {'a', "Account", "ACCOUNT", true},
     {'A', "JobId", "JOBID", true},
     {'B', "BatchHost", "EXEC_HOST", true},
@@ -275,26 +404,7 @@ constexpr std::array<squeue_code, 40> k_squeue_codes = {{
     {'W', "Licenses", "LICENSES", true},
 }};
 
-const squeue_code* find_squeue_code(char c) {
-  for (const auto& s : k_squeue_codes) {
-    if (s.code == c) return &s;
-  }
-  return nullptr;
-}
-
-// Pending jobs show why they wait in squeue's ReasonList: aqsd's reason
-// (Dependency, JobArrayTaskLimit, Resources, Priority); ended ones why they
-// ended; "None" otherwise, as Slurm prints for a job it has not looked at.
-std::string reason_of(const job_view& j) {
-  if (j.info.state == core::job_state::pending && j.info.reason) return *j.info.reason;
-  switch (j.info.state) {
-    case core::job_state::out_of_memory: return "OutOfMemory";
-    case core::job_state::failed: return "NonZeroExitCode";
-    case core::job_state::timeout: return "TimeLimit";
-    case core::job_state::node_fail: return "NodeDown";
-    default: return "None";
-  }
-}
+constexpr format_grammar k_squeue_grammar{k_squeue_codes, "job", false, true};
 
 bool reason_instead_of_nodes(const job_view& j) {
   const std::string st = slurm_state(j.info.state).name;
@@ -341,8 +451,8 @@ std::string squeue_value(char code, const job_view& j, std::time_t now, const ch
     case 'P': return i.partition.value_or(std::string(k_default_partition));
     case 'q': return "normal";
     case 'Q': return "0";
-    case 'r': return reason_of(j);
-    case 'R': return reason_instead_of_nodes(j) ? "(" + reason_of(j) + ")" : compress_hostlist(j.hosts);
+    case 'r': return job_reason(j);
+    case 'R': return reason_instead_of_nodes(j) ? "(" + job_reason(j) + ")" : compress_hostlist(j.hosts);
     case 'S': return j.start ? slurm_time(j.start, tf) : "N/A";
     case 't': return slurm_state(i.state).compact;
     case 'T': return slurm_state(i.state).name;
@@ -361,92 +471,9 @@ std::string squeue_value(char code, const job_view& j, std::time_t now, const ch
 
 }  // namespace
 
-squeue_format parse_squeue_format(std::string_view format) {
-  squeue_format out;
-  const std::size_t first = format.find('%');
-  if (first == std::string_view::npos) {
-    out.prefix = std::string(format);
-    return out;
-  }
-  out.prefix = std::string(format.substr(0, first));
-  std::size_t pos = first;
-  while (pos < format.size()) {
-    // format[pos] == '%'
-    std::size_t i = pos + 1;
-    squeue_field f;
-    if (i < format.size() && format[i] == '.') {
-      f.right = true;
-      ++i;
-    }
-    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) != 0) {
-      f.width = f.width * 10 + (format[i] - '0');
-      ++i;
-    }
-    if (i >= format.size()) break;
-    const char c = format[i++];
-    std::size_t next = format.find('%', i);
-    if (next == std::string_view::npos) next = format.size();
-    f.suffix = std::string(format.substr(i, next - i));
-    if (find_squeue_code(c) == nullptr) {
-      out.errors.push_back(std::string("Invalid job format specification: ") + c);
-      f.code = 0;
-      f.suffix = "%" + std::string(format.substr(pos + 1, next - pos - 1));
-    } else {
-      f.code = c;
-    }
-    out.fields.push_back(std::move(f));
-    pos = next;
-  }
-  return out;
-}
+squeue_format parse_squeue_format(std::string_view format) { return parse_short(format, k_squeue_grammar); }
 
-squeue_format parse_squeue_long_format(std::string_view format) {
-  squeue_format out;
-  std::size_t pos = 0;
-  while (pos <= format.size()) {
-    std::size_t comma = format.find(',', pos);
-    if (comma == std::string_view::npos) comma = format.size();
-    const std::string_view token = format.substr(pos, comma - pos);
-    pos = comma + 1;
-    if (token.empty()) {
-      if (comma >= format.size()) break;
-      continue;
-    }
-    squeue_field f;
-    std::string_view name = token;
-    const std::size_t colon = token.find(':');
-    if (colon != std::string_view::npos) {
-      name = token.substr(0, colon);
-      std::size_t i = colon + 1;
-      if (i < token.size() && token[i] == '.') {
-        f.right = true;
-        ++i;
-      }
-      while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) != 0) {
-        f.width = f.width * 10 + (token[i] - '0');
-        ++i;
-      }
-      f.suffix = std::string(token.substr(i));
-    } else {
-      f.width = 20;
-    }
-    const squeue_code* found = nullptr;
-    for (const auto& s : k_squeue_codes) {
-      if (iequals(s.long_name, name)) found = &s;
-    }
-    if (found == nullptr && iequals(name, "JobID")) found = find_squeue_code('A');
-    if (found == nullptr) {
-      out.errors.push_back("Invalid job format specification: " + std::string(name));
-      f.code = 0;
-      f.suffix = std::string(f.width > 0 ? std::string(static_cast<std::size_t>(f.width), ' ') : "") + f.suffix;
-    } else {
-      f.code = found->code;
-    }
-    out.fields.push_back(std::move(f));
-    if (comma >= format.size()) break;
-  }
-  return out;
-}
+squeue_format parse_squeue_long_format(std::string_view format) { return parse_long(format, k_squeue_grammar); }
 
 squeue_format default_squeue_format() {
   return parse_squeue_long_format(
@@ -457,17 +484,10 @@ std::string render_squeue(const squeue_format& f, const std::vector<job_view>& j
                           const char* time_format) {
   std::string out;
   auto line = [&](const job_view* j) {
-    std::string l = f.prefix;
-    for (const auto& field : f.fields) {
-      if (field.code != 0) {
-        const squeue_code* c = find_squeue_code(field.code);
-        const std::string v = j != nullptr ? squeue_value(field.code, *j, now, time_format) : std::string(c->header);
-        // Times computed by _print_secs are not cut (they are never wider).
-        l += field_text(v, field.width, field.right, c->cut);
-      }
-      l += field.suffix;
-    }
-    out += l + "\n";
+    // Times computed by _print_secs are not cut (they are never wider).
+    out += format_line(
+        f, k_squeue_grammar, j != nullptr, [&](char code) { return squeue_value(code, *j, now, time_format); },
+        [](const format_field& field) { return field.width; });
   };
   if (header) line(nullptr);
   for (const auto& j : jobs) line(&j);
@@ -539,7 +559,7 @@ sacct_value sacct_field_value(const std::string& name, const job_view& j, std::t
   if (name == "NTasks") return null_text();
   if (name == "Partition") return text(i.partition.value_or(std::string(k_default_partition)));
   if (name == "QOS") return text("normal");
-  if (name == "Reason") return text(reason_of(j));
+  if (name == "Reason") return text(job_reason(j));
   if (name == "ReqCPUS") return num(i.min_pe);
   if (name == "ReqMem") return text("0");
   if (name == "Start") return j.start ? date(j.start) : text("Unknown");
@@ -688,13 +708,7 @@ std::string sinfo_state_long(const node_view& n) {
 
 namespace {
 
-struct sinfo_code {
-  char code;
-  std::string_view long_name;
-  std::string_view header;
-};
-
-constexpr std::array<sinfo_code, 16> k_sinfo_codes = {{
+constexpr std::array<field_code, 16> k_sinfo_codes = {{
     {'P', "Partition", "PARTITION"},
     {'R', "PartitionName", "PARTITION"},
     {'a', "Available", "AVAIL"},
@@ -702,8 +716,8 @@ constexpr std::array<sinfo_code, 16> k_sinfo_codes = {{
     {'D', "Nodes", "NODES"},
     {'t', "StateCompact", "STATE"},
     {'T', "StateLong", "STATE"},
-    {'N', "NodeList", "NODELIST"},
-    {'n', "NodeHost", "HOSTNAMES"},
+    {'N', "NodeList", "NODELIST", false},
+    {'n', "NodeHost", "HOSTNAMES", false},
     {'c', "CPUs", "CPUS"},
     {'C', "CPUsState", "CPUS(A/I/O/T)"},
     {'m', "Memory", "MEMORY"},
@@ -713,12 +727,7 @@ constexpr std::array<sinfo_code, 16> k_sinfo_codes = {{
     {'s', "Size", "JOB_SIZE"},
 }};
 
-const sinfo_code* find_sinfo_code(char c) {
-  for (const auto& s : k_sinfo_codes) {
-    if (s.code == c) return &s;
-  }
-  return nullptr;
-}
+constexpr format_grammar k_sinfo_grammar{k_sinfo_codes, "node", true, false};
 
 struct sinfo_group {
   std::vector<const node_view*> nodes;
@@ -776,89 +785,9 @@ std::string sinfo_value(char code, const sinfo_group& g) {
 
 }  // namespace
 
-sinfo_format parse_sinfo_format(std::string_view format) {
-  // The same grammar as squeue's -o.
-  const squeue_format s = [&] {
-    squeue_format out;
-    const std::size_t first = format.find('%');
-    out.prefix = std::string(format.substr(0, first == std::string_view::npos ? format.size() : first));
-    if (first == std::string_view::npos) return out;
-    std::size_t pos = first;
-    while (pos < format.size()) {
-      std::size_t i = pos + 1;
-      squeue_field f;
-      if (i < format.size() && format[i] == '.') {
-        f.right = true;
-        ++i;
-      }
-      // sinfo's %#P: as wide as the widest partition name
-      if (i < format.size() && format[i] == '#') ++i;
-      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i])) != 0) {
-        f.width = f.width * 10 + (format[i] - '0');
-        ++i;
-      }
-      if (i >= format.size()) break;
-      f.code = format[i++];
-      std::size_t next = format.find('%', i);
-      if (next == std::string_view::npos) next = format.size();
-      f.suffix = std::string(format.substr(i, next - i));
-      if (find_sinfo_code(f.code) == nullptr) {
-        out.errors.push_back(std::string("Invalid node format specification: ") + f.code);
-        f.suffix = "%" + std::string(format.substr(pos + 1, next - pos - 1));
-        f.code = 0;
-      }
-      out.fields.push_back(std::move(f));
-      pos = next;
-    }
-    return out;
-  }();
-  sinfo_format out;
-  out.prefix = s.prefix;
-  out.errors = s.errors;
-  for (const auto& f : s.fields) out.fields.push_back({f.code, f.width, f.right, f.suffix});
-  return out;
-}
+sinfo_format parse_sinfo_format(std::string_view format) { return parse_short(format, k_sinfo_grammar); }
 
-sinfo_format parse_sinfo_long_format(std::string_view format) {
-  sinfo_format out;
-  std::size_t pos = 0;
-  while (pos < format.size()) {
-    std::size_t comma = format.find(',', pos);
-    if (comma == std::string_view::npos) comma = format.size();
-    const std::string_view token = format.substr(pos, comma - pos);
-    pos = comma + 1;
-    if (token.empty()) continue;
-    sinfo_field f;
-    std::string_view name = token;
-    const std::size_t colon = token.find(':');
-    if (colon != std::string_view::npos) {
-      name = token.substr(0, colon);
-      std::size_t i = colon + 1;
-      if (i < token.size() && token[i] == '.') {
-        f.right = true;
-        ++i;
-      }
-      while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i])) != 0) {
-        f.width = f.width * 10 + (token[i] - '0');
-        ++i;
-      }
-      f.suffix = std::string(token.substr(i));
-    } else {
-      f.width = 20;
-    }
-    const sinfo_code* found = nullptr;
-    for (const auto& c : k_sinfo_codes) {
-      if (iequals(c.long_name, name)) found = &c;
-    }
-    if (found == nullptr) {
-      out.errors.push_back("Invalid node format specification: " + std::string(name));
-      continue;
-    }
-    f.code = found->code;
-    out.fields.push_back(std::move(f));
-  }
-  return out;
-}
+sinfo_format parse_sinfo_long_format(std::string_view format) { return parse_long(format, k_sinfo_grammar); }
 
 sinfo_format default_sinfo_format(bool node_oriented) {
   if (node_oriented) return parse_sinfo_long_format("nodelist:0 ,nodes:.6 ,partition:.9 ,statecompact:6");
@@ -891,28 +820,24 @@ std::string render_sinfo(const sinfo_format& f, const std::vector<node_view>& no
   }
   std::string out;
   auto line = [&](const sinfo_group* g) {
-    std::string l = f.prefix;
-    for (const auto& field : f.fields) {
-      if (field.code != 0) {
-        const std::string v = g != nullptr ? sinfo_value(field.code, *g) : std::string(find_sinfo_code(field.code)->header);
-        // The partition column is as wide as the names need (sinfo's
-        // "compute size later" for its default format).
-        int width = field.width;
-        // With -N the node names' column is as wide as the widest name.
-        if (field.code == 'N' && width == 0 && grouping == sinfo_grouping::per_node) {
-          width = 8;
-          for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.info.name.size()));
-        }
-        if ((field.code == 'P' || field.code == 'R') && width > 0) {
-          width = static_cast<int>(std::string_view("PARTITION").size());
-          for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.partition.name.size()) + 1);
-          if (nodes.empty()) width = std::max<int>(width, static_cast<int>(k_default_partition.size()) + 1);
-        }
-        l += field_text(v, width, field.right, field.code != 'N' && field.code != 'n');
-      }
-      l += field.suffix;
-    }
-    out += l + "\n";
+    out += format_line(
+        f, k_sinfo_grammar, g != nullptr, [&](char code) { return sinfo_value(code, *g); },
+        [&](const format_field& field) {
+          int width = field.width;
+          // With -N the node names' column is as wide as the widest name.
+          if (field.code == 'N' && width == 0 && grouping == sinfo_grouping::per_node) {
+            width = 8;
+            for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.info.name.size()));
+          }
+          // The partition column is as wide as the names need (sinfo's
+          // "compute size later" for its default format).
+          if ((field.code == 'P' || field.code == 'R') && width > 0) {
+            width = static_cast<int>(std::string_view("PARTITION").size());
+            for (const auto& n : nodes) width = std::max(width, static_cast<int>(n.partition.name.size()) + 1);
+            if (nodes.empty()) width = std::max<int>(width, static_cast<int>(k_default_partition.size()) + 1);
+          }
+          return width;
+        });
   };
   if (header) line(nullptr);
   for (const auto& g : groups) line(&g);
@@ -977,7 +902,7 @@ std::string squeue_json(const std::vector<job_view>& jobs, std::time_t now) {
         {"node_count", number(node_count(j))},
         {"nodes", compress_hostlist(j.hosts)},
         {"partition", i.partition.value_or(std::string(k_default_partition))},
-        {"state_reason", reason_of(j)},
+        {"state_reason", job_reason(j)},
         {"start_time", number(opt_time(j.start).value_or(0))},
         {"submit_time", number(opt_time(j.submit).value_or(0))},
         {"time_limit", limit_json(i.walltime_s)},
@@ -1009,7 +934,7 @@ std::string sacct_json(const std::vector<job_view>& jobs, std::time_t now) {
         {"nodes", j.hosts.empty() ? "None assigned" : compress_hostlist(j.hosts)},
         {"partition", i.partition.value_or(std::string(k_default_partition))},
         {"required", {{"CPUs", i.min_pe}}},
-        {"state", {{"current", nlohmann::json::array({slurm_state(i.state).name})}, {"reason", reason_of(j)}}},
+        {"state", {{"current", nlohmann::json::array({slurm_state(i.state).name})}, {"reason", job_reason(j)}}},
         {"steps", nlohmann::json::array()},
         {"time",
          {{"elapsed", elapsed(j, now)},

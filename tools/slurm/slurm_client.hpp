@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "client/client_connection.hpp"
-#include "client/slurm_commands.hpp"
-#include "client/slurm_format.hpp"
-#include "client/usage_error.hpp"
+#include "slurm/slurm_commands.hpp"
+#include "slurm/slurm_format.hpp"
+#include "cmdline/usage_error.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::slurm {

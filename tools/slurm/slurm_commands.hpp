@@ -108,22 +108,24 @@ sacct_command_line parse_sacct_command_line(std::span<const std::string> args);
 std::optional<std::time_t> parse_sacct_time(std::string_view text, std::time_t now);
 
 // ---- sbatch / srun ----
-// Slurm options that AQS accepts without acting on them when fsub/frun do not
-// know them yet: dropped with one warning each (name, value) so that scripts
-// and workflow tools run unchanged. `known` tells whether fsub/frun's parser
-// takes the option itself (then it is passed on untouched).
+// Which Slurm options take a value, and which AQS may drop, is the
+// submission options' declaration (cmdline/submit_options.hpp): an option
+// marked `lenient` that fsub/frun do not take as given (asked through
+// `known`) is dropped with one warning, so that scripts and workflow tools
+// run unchanged; every other word is passed on untouched.
 struct translated_args {
   std::vector<std::string> args;      // for parse_fsub/frun_command_line
   std::vector<std::string> warnings;  // "--export=ALL is not supported by AQS; ignored"
   std::size_t command_at = 0;         // where in args the script or command (or "--") begins
 };
-// `known(option_word)` is asked with the option spelled as on the command
-// line ("--export", "-A"). Options are read up to the first positional word
-// (the script or the command), which ends them as in sbatch and srun.
 // Takes every word of `spellings` off the options of `args` (the words
 // before the script or command, or "--"); whether there was one.
 bool take_flag(std::vector<std::string>& args, std::initializer_list<std::string_view> spellings);
 
+// `known(option_word, value)` is asked with the option spelled as on the
+// command line ("--export", "-A"). Options are read up to the first
+// positional word (the script or the command), which ends them as in sbatch
+// and srun; `srun` looks srun's own options up first (--mpi=TYPE, -l, ...).
 translated_args translate_submit_args(std::span<const std::string> args, bool srun,
                                       const std::function<bool(const std::string&, const std::optional<std::string>&)>& known);
 

@@ -1,6 +1,6 @@
 // srun_step: srun's tasks: the step's plan, the --multi-prog file, and the
 // wrapper that each task runs in.
-#include "client/srun_step.hpp"
+#include "slurm/srun_step.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "client/usage_error.hpp"
+#include "cmdline/usage_error.hpp"
 #include "core/geometry.hpp"
 #include "core/hostlist.hpp"
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "client/faucets_options.hpp"
+#include "cmdline/faucets_options.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::cmdline {

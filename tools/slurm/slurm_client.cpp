@@ -1,5 +1,5 @@
 // slurm_client: the queries behind squeue, sacct, sinfo and scancel.
-#include "client/slurm_client.hpp"
+#include "slurm/slurm_client.hpp"
 
 #include <pwd.h>
 #include <unistd.h>

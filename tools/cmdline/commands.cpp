@@ -1,5 +1,5 @@
 // commands: small option scanner for fkill, fjobs and fnodes.
-#include "client/commands.hpp"
+#include "cmdline/commands.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,9 +7,9 @@
 #include <csignal>
 #include <utility>
 
-#include "client/time_limit.hpp"
-#include "client/text_util.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/time_limit.hpp"
+#include "cmdline/text_util.hpp"
+#include "cmdline/usage_error.hpp"
 
 namespace aqs::cmdline {
 
@@ -26,14 +26,6 @@ constexpr std::array<opt_spec, 3> k_common = {{
     {0, "socket", true},
     {'h', "help", false},
 }};
-
-std::string shown(std::string_view s) {
-  std::string out(s.substr(0, 80));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
-  return out;
-}
 
 struct scanned {
   std::vector<std::pair<std::string, std::string>> options;  // long name, value

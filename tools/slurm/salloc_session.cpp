@@ -1,7 +1,7 @@
 // salloc_session: salloc's interactive shell in an allocation, the holder
 // that keeps the allocation and runs srun's steps in it, and srun's side
 // in the shell (see salloc_session.hpp).
-#include "client/salloc_session.hpp"
+#include "slurm/salloc_session.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client_connection.hpp"
-#include "client/slurm_commands.hpp"
+#include "slurm/slurm_commands.hpp"
 #include "client/submit.hpp"
 
 extern char** environ;

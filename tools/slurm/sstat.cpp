@@ -1,6 +1,6 @@
 // sstat: Slurm's sstat over AQS (see sstat.hpp). The field table, layouts
 // and messages follow Slurm 22.05's src/sstat; the code is AQS's own.
-#include "client/sstat.hpp"
+#include "slurm/sstat.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/slurm_commands.hpp"
+#include "slurm/slurm_commands.hpp"
 
 namespace aqs::slurm {
 
