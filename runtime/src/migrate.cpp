@@ -11,6 +11,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "block_plan.hpp"
 #include "debug_log.hpp"
 #include "migration_plan.hpp"
@@ -617,6 +619,13 @@ int park(std::string address) {
 
 void join_from_parent(MPI_Comm parent) {
   shim& s = the_shim();
+  if (const char* v = std::getenv("AQS_TEST_JOIN_STALL_S"); v != nullptr && *v) {
+    // Testing aid: a new rank that is up (MPI_Init done) but stalls before
+    // it wires up to the running ranks, as one whose first connection is
+    // never answered does.
+    AQS_DEBUG_LOG("spawned: stalling %s s before wire-up (AQS_TEST_JOIN_STALL_S)", v);
+    ::sleep(static_cast<unsigned>(std::strtoul(v, nullptr, 10)));
+  }
   MPI_Comm c = MPI_COMM_NULL;
   mpi_check(MPI_Intercomm_merge(parent, 1, &c), "MPI_Intercomm_merge");
   MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
