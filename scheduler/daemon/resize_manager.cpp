@@ -207,6 +207,7 @@ void resize_manager::handle_resize_ack(const std::shared_ptr<connection>& c, con
     return reply_error(c, m.id, protocol::error_code::bad_request, "the acknowledged map is not the one sent");
   }
   const core::processor_set to = j->target;
+  const bool grew = to.count() > j->procs.count();
   core_.apply(core::event::on_job(core::event::kind::resize_ack, static_cast<core::job_id>(m.job_id)));
   tracker_.disarm(m.job_id);
   const std::int64_t sent = tracker_.sent_us(m.job_id);
@@ -218,7 +219,7 @@ void resize_manager::handle_resize_ack(const std::shared_ptr<connection>& c, con
   phase("spawn", m.spawn_us);
   phase("data", m.data_us);
   phase("total", m.total_us);
-  if (to.count() > j->procs.count()) tracker_.expand_done(m.job_id);
+  if (grew) tracker_.expand_done(m.job_id);
   out_.transition(m.job_id, job_state::running, to, ack_note(m, sent));
   out_.after_commit([this, c, rid = m.id, id = m.job_id, to] {
     c->send(protocol::ok{rid, {}});

@@ -506,6 +506,69 @@ TEST_CASE("an expand the shim gives up is undone with its cause, and after three
   CHECK_FALSE(shim->take<protocol::new_map>([](const protocol::new_map&) { return true; }, 300ms));
 }
 
+TEST_CASE("abandoned expands count in a row only: one that goes through starts the count again") {
+  daemon::controller_options o;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t first = h.submit(c, 2, 2, false);
+  h.launched(a, first);
+  const std::int64_t grows = h.submit(c, 1, 4, true);
+  REQUIRE(h.launched(a, grows).nprocs == 2);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = grows;
+  h.ctl().on_open(shim);
+  h.settle();
+  // The shim claims the map it is sent, then acknowledges or refuses it.
+  auto answer = [&](bool apply) {
+    const auto map = shim->take<protocol::new_map>();
+    REQUIRE(map);
+    protocol::resize_begin b;
+    b.id = h.next_id();
+    b.job_id = grows;
+    b.epoch = map->epoch;
+    h.ctl().on_message(shim, b);
+    REQUIRE(shim->reply(b.id));
+    if (apply) {
+      protocol::resize_ack ack;
+      ack.id = h.next_id();
+      ack.job_id = grows;
+      ack.epoch = map->epoch;
+      ack.procs = map->procs;
+      h.ctl().on_message(shim, ack);
+      REQUIRE(shim->reply(ack.id));
+    } else {
+      protocol::resize_refused r;
+      r.id = h.next_id();
+      r.job_id = grows;
+      r.epoch = map->epoch;
+      r.reason = "spawn did not complete";
+      h.ctl().on_message(shim, r);
+      REQUIRE(shim->reply(r.id));
+    }
+    CHECK(h.eventually(grows, job_state::running) == job_state::running);
+  };
+  REQUIRE(h.exited(a, first));
+  answer(false);                            // abandoned 1
+  rigid_job_comes_and_goes(h, a, c, 2);
+  answer(false);                            // abandoned 2
+  rigid_job_comes_and_goes(h, a, c, 2);
+  answer(true);                             // grown to 4: the count starts again
+  const std::int64_t rigid = h.submit(c, 2, 2, false);
+  answer(true);                             // shrunk to 2 for it
+  h.launched(a, rigid);
+  REQUIRE(h.exited(a, rigid));
+  answer(false);                            // abandoned 1
+  rigid_job_comes_and_goes(h, a, c, 2);
+  answer(false);                            // abandoned 2
+  h.settle();
+  CHECK_FALSE(h.history_says(grows, "growth stopped"));
+  const auto rec = h.store().get_job(grows);
+  REQUIRE(rec);
+  CHECK(rec->request.max_pe == 4);
+}
+
 TEST_CASE("an --adaptive job whose shim never connects is made rigid at its size instead of held RESIZING") {
   daemon::controller_options o;
   o.heartbeat_timeout = 1h;  // the agent sends none here
@@ -559,7 +622,11 @@ TEST_CASE("an --adaptive job resized before its shim could connect waits for it 
   REQUIRE(h.launched(a, plain).nprocs == 2);
   REQUIRE(h.exited(a, first));  // at once: within the grace, it is offered 4
   CHECK(h.eventually(plain, job_state::resizing) == job_state::resizing);
+  h.settle();  // its timeout is armed once the RESIZING is stored, on the strand
+  // Armed for what is left of the grace (at least 1 s): 10 s after its
+  // start, 11 s at most.
   h.advance(10s);
+  h.advance(1s);
   CHECK(h.eventually(plain, job_state::running) == job_state::running);
   for (int i = 0; i < 400 && !h.history_says(plain, "treated as rigid at 2 processors"); ++i) {
     std::this_thread::sleep_for(5ms);
