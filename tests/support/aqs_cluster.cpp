@@ -175,6 +175,16 @@ void cluster::print_logs() const noexcept {
   try {
     std::vector<fs::path> logs{dir_ / "aqsd.log"};
     for (std::size_t i = 0; i < agents_.size(); ++i) logs.push_back(dir_ / ("node" + std::to_string(i) + ".log"));
+    // The jobs' own output (mpirun's and the ranks' messages among it): the
+    // test's jobs write it in the work directory (-o DIR/NAME.out).
+    std::error_code ec;
+    std::vector<fs::path> outputs;
+    for (const auto& e : fs::directory_iterator(workdir(), ec)) {
+      const auto ext = e.path().extension();
+      if (e.is_regular_file(ec) && (ext == ".out" || ext == ".err" || ext == ".log")) outputs.push_back(e.path());
+    }
+    std::sort(outputs.begin(), outputs.end());
+    logs.insert(logs.end(), outputs.begin(), outputs.end());
     for (const auto& p : logs) {
       std::ifstream in(p);
       if (!in) continue;
