@@ -57,9 +57,12 @@ int receive_fd(int channel) {
   return fd;
 }
 
-}  // namespace
-
-std::vector<int> connect_unix_as(const std::string& path, uid_t uid, gid_t gid, int count) {
+// `count` sockets that `connect` (returning a socket, or -1) opens in a child
+// process that has become uid/gid (no supplementary groups), handed back
+// over a socket pair; the connections are the child's, as the peer sees them.
+// Throws std::runtime_error, naming `target`, when not all of them connect.
+template <class Connect>
+std::vector<int> connect_as(Connect connect, const std::string& target, uid_t uid, gid_t gid, int count) {
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) throw std::runtime_error("socketpair failed");
   const pid_t pid = ::fork();
@@ -68,57 +71,7 @@ std::vector<int> connect_unix_as(const std::string& path, uid_t uid, gid_t gid, 
     ::close(sp[0]);
     if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(3);
     for (int i = 0; i < count; ++i) {
-      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-      sockaddr_un addr{};
-      addr.sun_family = AF_UNIX;
-      std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-      if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(4);
-      send_fd(sp[1], fd);
-      ::close(fd);
-    }
-    ::_exit(0);
-  }
-  ::close(sp[1]);
-  std::vector<int> fds;
-  for (int i = 0; i < count; ++i) {
-    const int fd = receive_fd(sp[0]);
-    if (fd < 0) break;
-    fds.push_back(fd);
-  }
-  ::close(sp[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (static_cast<int>(fds.size()) != count) {
-    for (int fd : fds) ::close(fd);
-    throw std::runtime_error("could not connect to " + path + " as uid " + std::to_string(uid) + " (child status " +
-                             std::to_string(status) + ")");
-  }
-  return fds;
-}
-
-int connect_tcp(const std::string& host, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (fd < 0 || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 ||
-      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-std::vector<int> connect_tcp_as(const std::string& host, int port, uid_t uid, gid_t gid, int count) {
-  int sp[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) throw std::runtime_error("socketpair failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::close(sp[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(3);
-    for (int i = 0; i < count; ++i) {
-      const int fd = connect_tcp(host, port);
+      const int fd = connect();
       if (fd < 0) ::_exit(4);
       send_fd(sp[1], fd);
       ::close(fd);
@@ -137,10 +90,42 @@ std::vector<int> connect_tcp_as(const std::string& host, int port, uid_t uid, gi
   ::waitpid(pid, &status, 0);
   if (static_cast<int>(fds.size()) != count) {
     for (int fd : fds) ::close(fd);
-    throw std::runtime_error("could not connect to " + host + ":" + std::to_string(port) + " as uid " +
-                             std::to_string(uid) + " (child status " + std::to_string(status) + ")");
+    throw std::runtime_error("could not connect to " + target + " as uid " + std::to_string(uid) + " (child status " +
+                             std::to_string(status) + ")");
   }
   return fds;
+}
+
+}  // namespace
+
+std::vector<int> connect_unix_as(const std::string& path, uid_t uid, gid_t gid, int count) {
+  const auto connect_unix = [&path] {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    if (fd >= 0) ::close(fd);
+    return -1;
+  };
+  return connect_as(connect_unix, path, uid, gid, count);
+}
+
+int connect_tcp(const std::string& host, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (fd < 0 || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::vector<int> connect_tcp_as(const std::string& host, int port, uid_t uid, gid_t gid, int count) {
+  return connect_as([&] { return connect_tcp(host, port); }, host + ":" + std::to_string(port), uid, gid, count);
 }
 
 raw_peer::~raw_peer() {

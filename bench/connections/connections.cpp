@@ -72,13 +72,10 @@ int main(int argc, char** argv) {
   nlohmann::json results = {{"benchmark", "connections"}, {"connections", connections}, {"runs", runs}};
   int rc = 0;
   try {
-    bench::system::options o;
-    o.aqsd = AQS_AQSD_BINARY;
-    o.aqs_node = AQS_NODE_BINARY;
-    o.nodes = 1;
-    o.procs_per_node = 4;
+    const bench::system::options o{
+        .aqsd = AQS_AQSD_BINARY, .aqs_node = AQS_NODE_BINARY, .nodes = 1, .procs_per_node = 4};
     bench::system sys(o);
-    const pid_t aqsd = std::stoi(bench::slurp(sys.dir() / "state" / "aqsd.pid"));
+    const pid_t aqsd = sys.aqsd_pid();
     const std::string socket = sys.socket();
     (void)median_fjobs(other, socket, 5);  // warm up
     const double rss0 = bench::rss_mb(aqsd);

@@ -87,11 +87,8 @@ int main(int argc, char** argv) {
   aqs::bench::stop_on_signals();
   nlohmann::json results = nlohmann::json::object();
   try {
-    aqs::bench::system::options o;
-    o.aqsd = AQS_AQSD_BINARY;
-    o.aqs_node = AQS_NODE_BINARY;
-    o.nodes = 2;
-    o.procs_per_node = 4;
+    const aqs::bench::system::options o{
+        .aqsd = AQS_AQSD_BINARY, .aqs_node = AQS_NODE_BINARY, .nodes = 2, .procs_per_node = 4};
     aqs::bench::system sys(o);
     client::connection c(sys.socket());
     const std::string work = sys.work().string();

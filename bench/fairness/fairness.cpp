@@ -75,8 +75,7 @@ std::pair<int, double> timed_run(const std::vector<std::string>& argv) {
 
 // argv run as the other user; its stdout's last line, or throws.
 std::string last_line(const std::vector<std::string>& argv) {
-  std::string out = bench::trim(bench::run_as(k_other_uid, k_other_gid, argv, "/tmp"));
-  return out.substr(out.rfind('\n') + 1);
+  return bench::last_line(bench::run_as(k_other_uid, k_other_gid, argv, "/tmp"));
 }
 
 struct probes {
@@ -116,18 +115,12 @@ int main(int argc, char** argv) {
   bench::stop_on_signals();
   nlohmann::json results = nlohmann::json::object();
   try {
-    bench::system::options o;
-    o.aqsd = AQS_AQSD_BINARY;
-    o.aqs_node = AQS_NODE_BINARY;
-    o.nodes = 1;
-    o.procs_per_node = 4;
-    o.aqsd_args = {"--http", "127.0.0.1:0"};
+    const bench::system::options o{
+        .aqsd = AQS_AQSD_BINARY, .aqs_node = AQS_NODE_BINARY, .nodes = 1, .procs_per_node = 4,
+        .aqsd_args = {"--http", "127.0.0.1:0"}};
     bench::system sys(o);
-    {
-      const std::string addr = bench::slurp(sys.dir() / "state" / "aqsd.http");
-      http_port = std::stoi(addr.substr(addr.rfind(':') + 1));
-      other_token = last_line({AQS_FTOKEN_BINARY, "--socket", sys.socket()});
-    }
+    http_port = sys.http_port();
+    other_token = last_line({AQS_FTOKEN_BINARY, "--socket", sys.socket()});
     const pid_t aqsd = bench::find_process("aqsd", sys.dir().string());
     if (aqsd < 0) throw std::runtime_error("cannot find aqsd's pid");
     client::connection w(sys.socket(), 900s);

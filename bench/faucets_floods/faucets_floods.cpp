@@ -55,7 +55,7 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 
 #include "bench_probe.hpp"
 #include "bench_system.hpp"

@@ -36,7 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 
 #include "bench_probe.hpp"
 #include "bench_system.hpp"

@@ -363,8 +363,7 @@ int main(int argc, char** argv) {
   nlohmann::json results = {{"benchmark", "http"}, {"jobs", jobs}, {"clients", clients}, {"requests_per_client", requests}};
   try {
     aqs::bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 1, 8, {"--http", "127.0.0.1:0", "--max-connections-per-user", "1024"}});
-    const std::string addr = aqs::bench::slurp(sys.dir() / "state" / "aqsd.http");
-    const auto port = static_cast<unsigned short>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+    const auto port = static_cast<unsigned short>(sys.http_port());
     client::connection w(sys.socket());
     const std::string token = w.ask(protocol::issue_token{w.next_id(), 3600}).token;
     if (sustained_only) {

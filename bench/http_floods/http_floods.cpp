@@ -250,23 +250,15 @@ int main(int argc, char** argv) {
                             {"idle_connections", idle}, {"half_open", 256}, {"jobs", jobs}};
   int rc = 0;
   try {
-    bench::system::options o;
-    o.aqsd = aqsd_path;
-    o.aqs_node = AQS_NODE_BINARY;
-    o.nodes = 1;
-    o.procs_per_node = 4;
-    o.aqsd_args = {"--http", "127.0.0.1:0"};
+    const bench::system::options o{
+        .aqsd = aqsd_path, .aqs_node = AQS_NODE_BINARY, .nodes = 1, .procs_per_node = 4,
+        .aqsd_args = {"--http", "127.0.0.1:0"}};
     bench::system sys(o);
-    const pid_t aqsd = std::stoi(bench::slurp(sys.dir() / "state" / "aqsd.pid"));
-    const std::string addr = bench::slurp(sys.dir() / "state" / "aqsd.http");
-    const int port = std::stoi(addr.substr(addr.rfind(':') + 1));
+    const pid_t aqsd = sys.aqsd_pid();
+    const int port = sys.http_port();
     const std::string socket = sys.socket();
-    auto last_line = [](std::string out) {
-      while (!out.empty() && out.back() == '\n') out.pop_back();
-      return out.substr(out.rfind('\n') + 1);
-    };
-    const std::string other_token = last_line(bench::run_as(other, {AQS_FTOKEN_BINARY, "--socket", socket}));
-    const std::string flood_token = last_line(bench::run_as(flooder, {AQS_FTOKEN_BINARY, "--socket", socket}));
+    const std::string other_token = bench::last_line(bench::run_as(other, {AQS_FTOKEN_BINARY, "--socket", socket}));
+    const std::string flood_token = bench::last_line(bench::run_as(flooder, {AQS_FTOKEN_BINARY, "--socket", socket}));
     // A queue to list: jobs held behind a job that holds every processor.
     {
       client::connection c(socket);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_requests.hpp"
 #include "core/scheduler.hpp"
 
 namespace core = aqs::core;
@@ -30,16 +31,11 @@ struct cost {
 };
 
 cost decision_time(const std::string& policy, std::size_t nodes, std::size_t queued, int events, bool mixed) {
-  core::cluster c;
-  for (std::size_t n = 0; n < nodes; ++n) c.add_node("node" + std::to_string(n), k_procs_per_node);
-  core::scheduler s(std::move(c), core::make_strategy(policy));
+  core::scheduler s(core::cluster::uniform(nodes, k_procs_per_node), core::make_strategy(policy));
   core::job_id next = 1;
   double now = 0;
   auto request = [&] {
-    core::job_request r;
-    r.id = next++;
-    r.user = "bench";
-    r.min_pe = r.max_pe = k_procs_per_node;
+    core::job_request r = aqs::bench::rigid_request(next++, k_procs_per_node, now);
     if (mixed && r.id % 5 == 0) {
       r.adaptive = true;
       r.min_pe = k_procs_per_node / 2;
@@ -48,8 +44,6 @@ cost decision_time(const std::string& policy, std::size_t nodes, std::size_t que
       r.speedup = core::speedup_model::amdahl(0.95);
       r.resize_cost = 10;
     }
-    r.walltime = 3600;
-    r.submit_time = now;
     return r;
   };
   auto settle = [&](std::vector<core::decision> d) {

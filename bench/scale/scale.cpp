@@ -53,6 +53,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
 
+#include "bench_requests.hpp"
 #include "bench_system.hpp"
 
 namespace fs = std::filesystem;
@@ -256,20 +257,11 @@ struct decision_cost {
 // alternately a running job ends (the head of the queue starts in its
 // place) and a new job arrives. Time of apply + decide per event.
 decision_cost decision_time(int nodes, long queued, int events) {
-  core::cluster c;
-  for (int n = 0; n < nodes; ++n) c.add_node("node" + std::to_string(n), k_procs_per_node);
-  core::scheduler s(std::move(c), core::make_strategy("equipartition"));
+  core::scheduler s(core::cluster::uniform(static_cast<std::size_t>(nodes), k_procs_per_node),
+                    core::make_strategy("equipartition"));
   core::job_id next = 1;
   double now = 0;
-  auto request = [&] {
-    core::job_request r;
-    r.id = next++;
-    r.user = "bench";
-    r.min_pe = r.max_pe = k_procs_per_node;
-    r.walltime = 3600;
-    r.submit_time = now;
-    return r;
-  };
+  auto request = [&] { return bench::rigid_request(next++, k_procs_per_node, now); };
   for (int n = 0; n < nodes; ++n) s.apply(core::event::arrival(request()));
   s.decide(now);
   for (long q = 0; q < queued; ++q) s.apply(core::event::arrival(request()));

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "bench_system.hpp"
+#include "proc_probe.hpp"
 
 namespace aqs::bench {
 
@@ -86,6 +87,11 @@ std::string trim(std::string s) {
   return s;
 }
 
+std::string last_line(std::string s) {
+  s = trim(std::move(s));
+  return s.substr(s.rfind('\n') + 1);
+}
+
 pid_t find_process(std::string_view program, std::string_view mention) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
@@ -100,22 +106,11 @@ pid_t find_process(std::string_view program, std::string_view mention) {
 }
 
 double rss_mb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return 0;
+  const long kib = testbed::rss_kib(pid);
+  return kib < 0 ? 0 : static_cast<double>(kib) / 1024.0;
 }
 
-int open_fds(pid_t pid) {
-  int n = 0;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    ++n;
-  }
-  return n;
-}
+int open_fds(pid_t pid) { return testbed::open_fds(pid); }
 
 std::string wait_file(const fs::path& p, std::chrono::seconds limit, const fs::path& log) {
   const auto until = std::chrono::steady_clock::now() + limit;

@@ -40,6 +40,8 @@ void write_text(const std::filesystem::path& p, const std::string& text,
 
 // Trailing newlines, carriage returns and blanks removed.
 std::string trim(std::string s);
+// The last line of `s`, trimmed (what ftoken prints last: the token).
+std::string last_line(std::string s);
 
 // The first process whose argv[0] ends with `program` and whose command
 // line holds `mention` (a state directory), or -1.

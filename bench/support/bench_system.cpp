@@ -226,6 +226,13 @@ std::vector<protocol::job_info> jobs_after(client::connection& w, std::int64_t a
   return out;
 }
 
+pid_t system::aqsd_pid() const { return std::stoi(slurp(dir_ / "state" / "aqsd.pid")); }
+
+int system::http_port() const {
+  const std::string addr = slurp(dir_ / "state" / "aqsd.http");
+  return std::stoi(addr.substr(addr.rfind(':') + 1));
+}
+
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;

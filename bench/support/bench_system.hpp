@@ -47,7 +47,7 @@ public:
     std::string aqs_node;
     int nodes = 1;
     int procs_per_node = 8;
-    std::vector<std::string> aqsd_args;  // extra aqsd options
+    std::vector<std::string> aqsd_args = {};  // extra aqsd options
     // Agent i on host i of testbed::netns_hosts (host name "host<i>"),
     // reaching aqsd over TCP on the hosts' bridge with the cluster key, as
     // agents on other machines do. Needs root.
@@ -66,6 +66,10 @@ public:
   const std::filesystem::path& dir() const noexcept { return dir_; }
   std::string socket() const { return (dir_ / "state" / "aqsd.sock").string(); }
   std::filesystem::path work() const { return dir_ / "work"; }  // for jobs' files
+  // aqsd's pid, and the port of its HTTP listener when started with
+  // `--http HOST:0` (from the files it writes in its state directory).
+  pid_t aqsd_pid() const;
+  int http_port() const;
   // Stops the agents, then aqsd (both also happen on destruction).
   void stop();
   // The namespace hosts (options::netns), else null. They go after the

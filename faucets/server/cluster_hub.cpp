@@ -1,79 +1,115 @@
-// cluster_hub: the clusters' side of faucetsd: a TLS listener, the
-// challenge each cluster answers with its key, the reports it sends, the
-// round trip and bandwidth to it.
-#include <utility>
+// cluster_hub: the clusters' TLS links, their handshake, reports, pings.
+#include "server/cluster_hub.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <optional>
+#include <utility>
 
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <pqxx/except>
 
+#include "link/tls.hpp"
+#include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "protocol/auth.hpp"
-#include "server/faucets_server.hpp"
+#include "server/listener.hpp"
 
 namespace aqs::faucets {
+
+namespace asio = boost::asio;
+using nlohmann::json;
 
 namespace {
 
 // PostgreSQL's messages run over several lines; a log line takes the first.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-}  // namespace
-
-namespace asio = boost::asio;
-using nlohmann::json;
-
-namespace {
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 double steady_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
 }  // namespace
 
-asio::awaitable<void> faucets_server::accept_clusters() {
+std::map<std::string, std::string> load_cluster_keys(const std::filesystem::path& file) {
+  std::map<std::string, std::string> out;
+  for (const auto& row : parse_word_table(read_text_file(file, "cluster table"), file.string(), 2, "CLUSTER KEYFILE")) {
+    std::filesystem::path k(row[1]);
+    if (k.is_relative()) k = file.parent_path() / k;
+    out[row[0]] = read_key_file(k);
+  }
+  if (out.empty()) throw std::runtime_error("the cluster table " + file.string() + " names no cluster");
+  return out;
+}
+
+cluster_hub::cluster_hub(asio::io_context& io, hub_options options) : io_(io), options_(std::move(options)) {
+  for (const auto& [name, key] : options_.cluster_keys) clusters_[name].name = name;
+}
+
+cluster_hub::~cluster_hub() = default;
+
+void cluster_hub::start() {
+  tls_ = server_tls(options_.cert, options_.key);
+  acceptor_ = listen_on(io_, options_.listen, "--listen");
+  port_ = acceptor_->local_endpoint().port();
   const auto& L = options_.limits;
-  asio::steady_timer backoff(io_);
-  while (!stopped_) {
+  asio::co_spawn(io_,
+                 accept_loop(*acceptor_, accept_caps{conns_, L.cluster_max_connections, L.cluster_max_per_address,
+                                                     "clusters' port", "cluster link"},
+                             [this](asio::ip::tcp::socket sock, conn_slot slot) {
+                               asio::co_spawn(io_, session(std::move(sock), std::move(slot)), asio::detached);
+                             }),
+                 asio::detached);
+  asio::co_spawn(io_, pinger(), asio::detached);
+}
+
+void cluster_hub::stop() {
+  asio::post(io_, [this] {
+    stopped_ = true;
     boost::system::error_code ec;
-    auto sock = co_await clusters_acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (stopped_ || ec == asio::error::operation_aborted) co_return;
-      // Out of descriptors (EMFILE) and the like: wait rather than spin.
-      if (const auto n = cluster_accept_errors_.due()) {
-        logging::warn("clusters' port: cannot accept a connection ({}, {} time(s)); trying again every {} ms",
-                      ec.message(), n, k_accept_backoff.count());
-      }
-      backoff.expires_after(k_accept_backoff);
-      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      continue;
+    if (acceptor_) acceptor_->close(ec);
+    for (auto& [name, c] : clusters_) {
+      if (c.channel) c.channel->close();
     }
-    boost::system::error_code rec;
-    const auto ep = sock.remote_endpoint(rec);
-    const std::string address = rec ? std::string("?") : ep.address().to_string();
-    // Until it proves a cluster's key, a peer counts against its address.
-    if (const auto why =
-            admit(*cluster_conns_, address, L.cluster_max_connections, L.cluster_max_per_address, "clusters' port")) {
-      if (const auto n = cluster_refusals_.due()) logging::warn("cluster link: {} connection(s) refused: {}", n, *why);
-      boost::system::error_code ignore;
-      sock.close(ignore);
-      continue;
-    }
-    conn_slot slot(cluster_conns_, address);
-    asio::co_spawn(io_, cluster_session(std::move(sock), std::move(slot)), asio::detached);
+  });
+}
+
+std::vector<std::string> cluster_hub::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, c] : clusters_) out.push_back(name);
+  return out;
+}
+
+bool cluster_hub::connected(const std::string& cluster) const {
+  const auto it = clusters_.find(cluster);
+  return it != clusters_.end() && it->second.channel != nullptr;
+}
+
+bool cluster_hub::send(const std::string& cluster, json message) {
+  const auto it = clusters_.find(cluster);
+  if (it == clusters_.end() || !it->second.channel) return false;
+  it->second.channel->send(std::move(message));
+  return true;
+}
+
+bool cluster_hub::all_reported() const {
+  return std::all_of(clusters_.begin(), clusters_.end(), [](const auto& kv) { return kv.second.report.has_value(); });
+}
+
+void cluster_hub::note_placed(const std::string& cluster, std::int64_t procs) {
+  if (auto it = clusters_.find(cluster); it != clusters_.end()) {
+    it->second.placed_pending += 1;
+    it->second.placed_procs += procs;
   }
 }
 
-asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw, conn_slot slot) {
+asio::awaitable<void> cluster_hub::session(asio::ip::tcp::socket raw, conn_slot slot) {
   std::string remote = "?";
   {
     boost::system::error_code ec;
@@ -94,7 +130,7 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw,
   dog.emplace(sock->next_layer());
   dog->arm(options_.limits.handshake_timeout);
   std::shared_ptr<link_channel> ch;
-  cluster_entry* entry = nullptr;
+  entry* joined = nullptr;
   try {
     co_await sock->async_handshake(asio::ssl::stream_base::server, asio::use_awaitable);
     ch = std::make_shared<link_channel>(std::move(*sock));
@@ -126,7 +162,7 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw,
     }
     // Proven: no longer one of its address's handshakes.
     slot.rekey("cluster " + name, std::numeric_limits<std::size_t>::max());
-    cluster_entry& c = clusters_[name];
+    entry& c = clusters_[name];
     c.last_heard = std::chrono::steady_clock::now();
     if (c.channel && !c.channel->closed()) {
       logging::warn("cluster '{}' connected again from {}: the old link is closed", name, remote);
@@ -134,15 +170,15 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw,
     }
     c.name = name;
     c.channel = ch;
-    entry = &c;
+    joined = &c;
     ch->send(json{{"type", "welcome"}, {"policy", options_.policy}});
     logging::info("cluster '{}' connected from {}", name, remote);
-    cluster_up(c);
+    up(c);
     while (!stopped_) {
       const json m = co_await ch->read();
       if (c.channel != ch) break;  // replaced by a newer link
       try {
-        on_cluster_message(c, m);
+        on_message(c, m);
       } catch (const link_error& e) {
         logging::warn("cluster '{}': {}", name, e.what());
       }
@@ -152,42 +188,29 @@ asio::awaitable<void> faucets_server::cluster_session(asio::ip::tcp::socket raw,
     // lost, so the link is closed; the cluster connects again and reports
     // every job anew (follow).
     logging::warn("cluster {}: the store failed ({}); closing the link, it reports again when back",
-                  entry ? "'" + entry->name + "'" : remote, first_line(e.what()));
+                  joined ? "'" + joined->name + "'" : remote, first_line(e.what()));
   } catch (const std::exception& e) {
-    if (entry == nullptr) logging::warn("cluster link from {} ended before it was accepted: {}", remote, e.what());
+    if (joined == nullptr) logging::warn("cluster link from {} ended before it was accepted: {}", remote, e.what());
   }
   dog.reset();
   if (ch) ch->close();
-  if (entry != nullptr && entry->channel == ch) cluster_down(*entry);
+  if (joined != nullptr && joined->channel == ch) down(*joined);
 }
 
-void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
+void cluster_hub::on_message(entry& c, const json& m) {
   const std::string type = type_of(m);
   c.last_heard = std::chrono::steady_clock::now();
   if (type == "report") {
     c.report = parse_report(m);
     c.placed_pending = 0;
     c.placed_procs = 0;
-    wake_router();
-  } else if (type == "forwarded") {
-    on_forwarded(c, int_field(m, "fid", 1, std::int64_t{1} << 53), int_field(m, "job_id", 1, std::int64_t{1} << 53));
-  } else if (type == "refused") {
-    on_refused(c, int_field(m, "fid", 1, std::int64_t{1} << 53), opt_string_field(m, "error", 4096).value_or("refused"));
-  } else if (type == "estimate_reply") {
-    const auto qid = int_field(m, "qid", 0, std::int64_t{1} << 53);
-    const auto it = m.find("start_in_s");
-    const double s = it == m.end() || it->is_null() ? -1.0 : number_field(m, "start_in_s", 0, 1e12);
-    if (auto e = estimates_.find(qid); e != estimates_.end() && e->second.first == c.name) {
-      e->second.second = s;
-      answer_wake_.cancel();
-    }
-  } else if (type == "start") {
-    on_start(c, int_field(m, "fid", 1, std::int64_t{1} << 53), int_field(m, "job_id", 1, std::int64_t{1} << 53));
+    listener_->capacity_changed();
   } else if (type == "synced") {
     c.synced = true;
-    wake_router();
-  } else if (type == "job_update") {
-    on_update(c, parse_job_update(m));
+    listener_->capacity_changed();
+  } else if (type == "forwarded" || type == "refused" || type == "estimate_reply" || type == "start" ||
+             type == "job_update") {
+    listener_->job_message(c.name, type, m);
   } else if (type == "pong") {
     const double sent = number_field(m, "t", 0, 1e12);
     const double rtt = std::max(0.0, steady_s() - sent);
@@ -204,58 +227,37 @@ void faucets_server::on_cluster_message(cluster_entry& c, const json& m) {
   }
 }
 
-void faucets_server::cluster_up(cluster_entry& c) {
+void cluster_hub::up(entry& c) {
   c.ever_seen = true;
   c.synced = false;
   c.lost_at = {};
-  // Jobs placed there before it went away and sent elsewhere (or ended)
-  // since: they must not run here too. Those still waiting for a cluster
-  // keep their copy there: the cluster reports it and on_copy adopts it.
-  for (const auto& a : store_.abandoned(c.name)) {
-    const auto j = store_.job(a.job_id);
-    const auto local = j ? options_.users.local_user(j->owner, c.name) : std::nullopt;
-    const bool waiting = j && !is_final_state(j->state) && !j->cluster && !forwards_.contains(j->id);
-    if (a.local_id && local && !waiting) {
-      c.channel->send(json{{"type", "cancel"}, {"fid", a.job_id}, {"job_id", *a.local_id}, {"local_user", *local}});
-      logging::info("job {}: its copy {}:{} is cancelled (the job was sent elsewhere while '{}' was away)", a.job_id,
-                    c.name, *a.local_id, c.name);
-    }
-    store_.forget_abandoned(a.job_id, c.name);
-  }
-  // Every job placed there and not finished: the cluster reports each, and
-  // (after the cancels above) lets them run.
-  json follow = json::array();
-  for (const auto& j : store_.live_jobs()) {
-    if (j.cluster == c.name && j.local_id) follow.push_back(json{{"fid", j.id}, {"job_id", *j.local_id}});
-  }
-  c.channel->send(json{{"type", "follow"}, {"jobs", follow}});
-  wake_router();
+  listener_->cluster_up(c.name);
 }
 
-void faucets_server::cluster_down(cluster_entry& c) {
+void cluster_hub::down(entry& c) {
   c.channel.reset();
   c.synced = false;
   c.lost_at = std::chrono::steady_clock::now();
   logging::warn("cluster '{}' is unreachable; its queued jobs go elsewhere after {} s", c.name,
-                options_.cluster_timeout.count());
-  try {
-    for (const auto& j : store_.live_jobs()) {
-      if (j.cluster == c.name && j.state != "PENDING" && j.state != "UNKNOWN") {
-        store_.set_state(j.id, "UNKNOWN", "unknown", "cluster " + c.name + " is unreachable");
-      }
-    }
-  } catch (const std::exception& e) {
-    // Shown as they were; the cluster reports them when it is back.
-    logging::warn("cluster '{}': cannot mark its running jobs unknown: {}", c.name, first_line(e.what()));
-  }
-  // Answers it will never give.
-  for (auto& [fid, w] : forwards_) {
-    if (w.cluster == c.name && !w.local_id && !w.refusal) w.lost = true;
-  }
-  answer_wake_.cancel();
+                options_.lost_after.count());
+  listener_->cluster_down(c.name);
 }
 
-asio::awaitable<void> faucets_server::pinger() {
+void cluster_hub::check_lost() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [name, c] : clusters_) {
+    if (c.channel || c.lost_at == std::chrono::steady_clock::time_point{}) continue;
+    if (now - c.lost_at < options_.lost_after) continue;
+    c.lost_at = {};  // once per loss
+    try {
+      listener_->cluster_lost(name);
+    } catch (const std::exception& e) {
+      logging::warn("cluster '{}': cannot place its queued jobs elsewhere: {}", name, first_line(e.what()));
+    }
+  }
+}
+
+asio::awaitable<void> cluster_hub::pinger() {
   asio::steady_timer t(io_);
   int round = 0;
   while (!stopped_) {
@@ -272,20 +274,14 @@ asio::awaitable<void> faucets_server::pinger() {
       c.channel->send(std::move(ping));
     }
     ++round;
-    try {
-      check_lost_clusters();
-    } catch (const std::exception& e) {
-      logging::warn("checking for lost clusters: {} (tried again in a second)", first_line(e.what()));
-    }
+    check_lost();
     t.expires_after(std::chrono::seconds(1));
-    {
-      boost::system::error_code ignored;
-      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
+    boost::system::error_code ignored;
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
   }
 }
 
-std::vector<cluster_view> faucets_server::views() const {
+std::vector<cluster_view> cluster_hub::views() const {
   std::vector<cluster_view> out;
   for (const auto& [name, c] : clusters_) {
     cluster_view v;
@@ -312,7 +308,7 @@ std::vector<cluster_view> faucets_server::views() const {
   return out;
 }
 
-json faucets_server::clusters_json() const {
+json cluster_hub::clusters_json() const {
   json out = json::array();
   for (const auto& [name, c] : clusters_) {
     json o{{"name", name},
@@ -325,7 +321,6 @@ json faucets_server::clusters_json() const {
     }
     out.push_back(std::move(o));
   }
-  (void)unix_now;
   return out;
 }
 

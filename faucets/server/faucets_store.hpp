@@ -56,42 +56,70 @@ bool is_final_state(const std::string& state);
 // into every query that tells live jobs from ended ones.
 const std::string& final_states_array();
 
-class faucets_store {
+// faucetsd's jobs as the job_router changes and reads them: the
+// faucets_store below, or an in-memory table in the unit tests. Every call
+// may throw the store's errors (pqxx::failure for PostgreSQL).
+class job_records {
 public:
-  // Connects and applies faucets/sql migrations. Throws pqxx errors or
-  // store::schema_mismatch.
-  explicit faucets_store(std::string conninfo);
-  ~faucets_store();
-
-  std::int64_t add_job(const stored_job& j);  // with its "submitted" event
-  void event(std::int64_t id, const std::string& event, const std::string& detail);
+  virtual ~job_records() = default;
+  virtual std::int64_t add_job(const stored_job& j) = 0;  // with its "submitted" event
+  virtual void event(std::int64_t id, const std::string& event, const std::string& detail) = 0;
   // A forward is about to be sent: its "dispatched" event, and the job's
   // attempt number (1, 2, ...), which names this forward's copy on the
   // cluster (its submit token), so a copy cancelled there is never mistaken
   // for a later forward's.
   // The forward is recorded (job, cluster, attempt) for forwarded_to.
-  std::int64_t dispatched(std::int64_t id, const std::string& cluster, const std::string& detail);
+  virtual std::int64_t dispatched(std::int64_t id, const std::string& cluster, const std::string& detail) = 0;
   // Whether faucetsd ever forwarded job `id` to `cluster` (that attempt, or
   // any when unset): what a cluster may speak about beside its placements.
-  bool forwarded_to(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> attempt);
-  void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail);
+  virtual bool forwarded_to(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> attempt) = 0;
+  virtual void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail) = 0;
   // The cluster is about to launch it: from now on it counts as started (it
   // is never placed elsewhere), with this start time if it had none.
-  void starting(std::int64_t id, const std::string& detail);
-  void update(std::int64_t id, const std::string& state, std::int64_t nprocs, std::optional<std::int64_t> exit_code,
-              const std::optional<std::string>& start, const std::optional<std::string>& end);
-  void set_state(std::int64_t id, const std::string& state, const std::string& event, const std::string& detail);
+  virtual void starting(std::int64_t id, const std::string& detail) = 0;
+  virtual void update(std::int64_t id, const std::string& state, std::int64_t nprocs,
+                      std::optional<std::int64_t> exit_code, const std::optional<std::string>& start,
+                      const std::optional<std::string>& end) = 0;
+  virtual void set_state(std::int64_t id, const std::string& state, const std::string& event,
+                         const std::string& detail) = 0;
   // Back to the server's queue: its placement on `cluster` is abandoned.
-  void unplace(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> local_id,
-               const std::string& why);
-  std::vector<abandoned_placement> abandoned(const std::string& cluster);
-  void forget_abandoned(std::int64_t id, const std::string& cluster);
+  virtual void unplace(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> local_id,
+                       const std::string& why) = 0;
+  virtual std::vector<abandoned_placement> abandoned(const std::string& cluster) = 0;
+  virtual void forget_abandoned(std::int64_t id, const std::string& cluster) = 0;
+  // Not in a final state, oldest first.
+  virtual std::vector<stored_job> live_jobs() = 0;
+  virtual std::optional<stored_job> job(std::int64_t id) = 0;
+};
 
-  std::vector<stored_job> live_jobs();
+// The jobs in PostgreSQL. One connection, used from faucetsd's one thread.
+class faucets_store final : public job_records {
+public:
+  // Connects and applies faucets/sql migrations. Throws pqxx errors or
+  // store::schema_mismatch.
+  explicit faucets_store(std::string conninfo);
+  ~faucets_store() override;
+
+  std::int64_t add_job(const stored_job& j) override;
+  void event(std::int64_t id, const std::string& event, const std::string& detail) override;
+  std::int64_t dispatched(std::int64_t id, const std::string& cluster, const std::string& detail) override;
+  bool forwarded_to(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> attempt) override;
+  void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail) override;
+  void starting(std::int64_t id, const std::string& detail) override;
+  void update(std::int64_t id, const std::string& state, std::int64_t nprocs, std::optional<std::int64_t> exit_code,
+              const std::optional<std::string>& start, const std::optional<std::string>& end) override;
+  void set_state(std::int64_t id, const std::string& state, const std::string& event,
+                 const std::string& detail) override;
+  void unplace(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> local_id,
+               const std::string& why) override;
+  std::vector<abandoned_placement> abandoned(const std::string& cluster) override;
+  void forget_abandoned(std::int64_t id, const std::string& cluster) override;
+  std::vector<stored_job> live_jobs() override;
+  std::optional<stored_job> job(std::int64_t id) override;
+
   // Newest first up to `limit`; owner unset: everyone's; all: finished too.
   std::vector<stored_job> jobs(const std::optional<std::string>& owner, bool all,
                                const std::optional<std::string>& cluster, std::int64_t limit);
-  std::optional<stored_job> job(std::int64_t id);
   std::vector<job_event> history(std::int64_t id);
 
 private:

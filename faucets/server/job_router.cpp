@@ -1,43 +1,35 @@
-// job_router: each job in the server's queue is placed, oldest first and one
-// at a time, on the cluster the broker policy picks among those that could
-// ever run it and whose table lets its user in; then followed to its end. A
-// cluster that stays away longer than --cluster-timeout has its queued jobs
-// sent elsewhere (their copies there are cancelled when it comes back).
+// job_router: taking jobs in, placing them by the broker policy, following
+// them through what their clusters report, moving a lost cluster's queue.
+#include "server/job_router.hpp"
+
+#include <random>
 #include <utility>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "logging/log.hpp"
-#include "server/faucets_server.hpp"
+#include "protocol/messages.hpp"
 
 namespace aqs::faucets {
 
 namespace asio = boost::asio;
 using nlohmann::json;
 
-void faucets_server::wake_router() { router_wake_.cancel(); }
+namespace {
 
-asio::awaitable<void> faucets_server::router() {
-  while (!stopped_) {
-    try {
-      for (const stored_job& j : store_.live_jobs()) {
-        if (stopped_) co_return;
-        if (j.state != "PENDING" || j.cluster) continue;
-        co_await place(j);
-      }
-    } catch (const std::exception& e) {
-      logging::error("placing jobs: {}", e.what());
-    }
-    router_wake_.expires_after(std::chrono::seconds(1));
-    {
-      boost::system::error_code ignored;
-      co_await router_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
-  }
+// PostgreSQL's messages run over several lines; a log line takes the first.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string joined(const auto& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
 }
 
-namespace {
+constexpr std::int64_t k_max_id = std::int64_t{1} << 53;
 
 job_ask ask_of(const stored_job& j, const json& submit) {
   job_ask a;
@@ -61,7 +53,146 @@ job_ask ask_of(const stored_job& j, const json& submit) {
 
 }  // namespace
 
-asio::awaitable<bool> faucets_server::place(stored_job j) {
+job_router::job_router(asio::io_context& io, job_records& store, cluster_links& hub, const user_map& users,
+                       router_options options)
+    : store_(store),
+      hub_(hub),
+      users_(users),
+      options_(std::move(options)),
+      broker_(make_broker(options_.policy, options_.seed != 0 ? options_.seed : std::random_device{}())),
+      wake_(io),
+      answer_wake_(io) {}
+
+job_router::~job_router() = default;
+
+void job_router::start() { asio::co_spawn(wake_.get_executor(), run(), asio::detached); }
+
+void job_router::stop() {
+  asio::post(wake_.get_executor(), [this] {
+    stopped_ = true;
+    wake_.cancel();
+    answer_wake_.cancel();
+  });
+}
+
+void job_router::wake() { wake_.cancel(); }
+
+std::optional<std::string> job_router::no_cluster_for(const std::string& owner) const {
+  if (owner == "root") return "faucetsd never runs a job as root: submit as the user the job should run as";
+  std::vector<std::string> root_on;
+  for (const auto& name : hub_.names()) {
+    if (users_.local_user(owner, name)) return std::nullopt;
+    if (users_.maps_to_root(owner, name)) root_on.push_back(name);
+  }
+  if (!root_on.empty()) {
+    return "the admin's user table maps user '" + owner + "' to root (on " + joined(root_on) +
+           ") and lets them run nowhere else; faucetsd never runs a job as root";
+  }
+  return "the admin's user table lets user '" + owner + "' run on no cluster of this server";
+}
+
+std::int64_t job_router::submit(const std::string& owner, const std::string& cluster, json submit_message,
+                                std::string* error) {
+  if (cluster != "auto" && !hub_.knows(cluster)) {
+    *error = "no cluster '" + cluster + "' at this Faucets server (known: " + joined(hub_.names()) + ")";
+    return 0;
+  }
+  if (owner == "root") {
+    *error = *no_cluster_for(owner);
+    return 0;
+  }
+  if (cluster != "auto" && !users_.local_user(owner, cluster)) {
+    *error = users_.maps_to_root(owner, cluster)
+                 ? "the admin's user table maps user '" + owner + "' to root on cluster '" + cluster +
+                       "', and faucetsd never runs a job as root"
+                 : "user '" + owner + "' may not run jobs on cluster '" + cluster + "' (the admin's user table)";
+    return 0;
+  }
+  if (cluster == "auto") {
+    // Queued, it would wait for ever: no cluster would ever take it.
+    if (auto why = no_cluster_for(owner)) {
+      *error = *why;
+      return 0;
+    }
+  }
+  // The job must be one aqsd would take: validated here with aqsd's own rules.
+  protocol::message parsed;
+  try {
+    parsed = protocol::parse_message(submit_message);
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return 0;
+  }
+  const auto* s = std::get_if<protocol::submit>(&parsed);
+  if (s == nullptr) {
+    *error = "not a job";
+    return 0;
+  }
+  if (s->job.interactive) {
+    *error = "interactive jobs (frun) cannot go through the Faucets server";
+    return 0;
+  }
+  stored_job j;
+  j.owner = owner;
+  j.name = s->job.name;
+  j.asked_cluster = cluster;
+  j.submit = submit_message.dump();
+  j.min_pe = s->job.min_pe;
+  j.max_pe = s->job.max_pe;
+  j.adaptive = s->job.adaptive;
+  j.walltime_s = s->job.walltime_s ? static_cast<double>(*s->job.walltime_s) : 3600.0;
+  const std::int64_t id = store_.add_job(j);
+  logging::info("job {} of {} ({} to {} processors) queued for {}", id, owner, j.min_pe, j.max_pe, cluster);
+  wake();
+  return id;
+}
+
+std::optional<std::string> job_router::cancel(const stored_job& j) {
+  if (is_final_state(j.state)) return "job " + std::to_string(j.id) + " has already ended (" + j.state + ")";
+  if (j.cluster && j.local_id) {
+    const auto local = users_.local_user(j.owner, *j.cluster);
+    if (!local || !hub_.send(*j.cluster, json{{"type", "cancel"}, {"fid", j.id}, {"job_id", *j.local_id},
+                                              {"local_user", *local}})) {
+      // Cancelled there when it comes back.
+      store_.unplace(j.id, *j.cluster, j.local_id, "cancelled while " + *j.cluster + " is unreachable");
+    }
+  }
+  store_.set_state(j.id, "CANCELLED", "cancelled", "by " + j.owner);
+  return std::nullopt;
+}
+
+void job_router::send_cancel(const std::string& cluster, std::int64_t fid, std::int64_t local_id,
+                             const std::string& local) {
+  hub_.send(cluster, json{{"type", "cancel"}, {"fid", fid}, {"job_id", local_id}, {"local_user", local}});
+}
+
+asio::awaitable<void> job_router::run() {
+  while (!stopped_) {
+    try {
+      for (const stored_job& j : store_.live_jobs()) {
+        if (stopped_) co_return;
+        if (j.state != "PENDING" || j.cluster) continue;
+        co_await place(j);
+      }
+    } catch (const std::exception& e) {
+      logging::error("placing jobs: {}", e.what());
+    }
+    wake_.expires_after(std::chrono::seconds(1));
+    boost::system::error_code ignored;
+    co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
+template <class Done>
+asio::awaitable<void> job_router::wait_answers(std::chrono::steady_clock::time_point deadline, Done done) {
+  while (!done() && std::chrono::steady_clock::now() < deadline && !stopped_) {
+    answer_wake_.expires_at(deadline);
+    boost::system::error_code ignored;
+    co_await answer_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
+asio::awaitable<bool> job_router::place(stored_job j) {
   // No cluster would ever take it (the user table maps its owner to root,
   // or to no one, everywhere): it ends with that reason, never waits silently.
   if (auto why = no_cluster_for(j.owner)) {
@@ -73,10 +204,10 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
   const job_ask ask = ask_of(j, submit);
   std::vector<cluster_view> eligible;
   bool any_could = false;
-  for (auto& v : views()) {
+  for (auto& v : hub_.views()) {
     if (j.asked_cluster != "auto" && v.name != j.asked_cluster) continue;
     if (refused_by_[j.id].contains(v.name)) continue;
-    if (!options_.users.local_user(j.owner, v.name)) continue;
+    if (!users_.local_user(j.owner, v.name)) continue;
     if (!v.up) {
       any_could = true;  // it may come back
       continue;
@@ -86,17 +217,14 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
     eligible.push_back(std::move(v));
   }
   if (!any_could && !refused_by_[j.id].empty()) {
-    std::string names;
-    for (const auto& n : refused_by_[j.id]) names += (names.empty() ? "" : ", ") + n;
+    const std::string names = joined(refused_by_[j.id]);
     store_.set_state(j.id, "FAILED", "failed", "refused by every cluster it may use (" + names + ")");
     logging::warn("job {} of {}: refused by every cluster it may use ({})", j.id, j.owner, names);
     refused_by_.erase(j.id);
     co_return false;
   }
-  if (!any_could && !clusters_.empty()) {
-    bool all_reported = true;
-    for (const auto& [name, c] : clusters_) all_reported = all_reported && c.report.has_value();
-    if (all_reported) {
+  if (!any_could && !hub_.names().empty()) {
+    if (hub_.all_reported()) {
       store_.set_state(j.id, "FAILED", "failed",
                        "no cluster this user may use could ever run it (" + std::to_string(ask.min_pe) +
                            " processors" + (ask.gpus ? ", " + std::to_string(ask.gpus) + " GPUs" : "") + ")");
@@ -112,25 +240,20 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
       const std::int64_t qid = next_qid_++;
       estimates_[qid] = {eligible[i].name, -2.0};
       asked[qid] = i;
-      clusters_[eligible[i].name].channel->send(json{{"type", "estimate"},
-                                                      {"qid", qid},
-                                                      {"min_pe", ask.min_pe},
-                                                      {"max_pe", ask.max_pe},
-                                                      {"adaptive", ask.adaptive},
-                                                      {"walltime_s", ask.walltime_s},
-                                                      {"gpus", ask.gpus}});
+      hub_.send(eligible[i].name, json{{"type", "estimate"},
+                                       {"qid", qid},
+                                       {"min_pe", ask.min_pe},
+                                       {"max_pe", ask.max_pe},
+                                       {"adaptive", ask.adaptive},
+                                       {"walltime_s", ask.walltime_s},
+                                       {"gpus", ask.gpus}});
     }
-    const auto deadline = std::chrono::steady_clock::now() + options_.estimate_timeout;
-    for (;;) {
-      bool all = true;
-      for (const auto& [qid, i] : asked) all = all && estimates_[qid].second > -2.0;
-      if (all || std::chrono::steady_clock::now() >= deadline || stopped_) break;
-      answer_wake_.expires_at(deadline);
-      {
-      boost::system::error_code ignored;
-      co_await answer_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
-    }
+    co_await wait_answers(std::chrono::steady_clock::now() + options_.estimate_timeout, [&] {
+      for (const auto& [qid, i] : asked) {
+        if (estimates_[qid].second <= -2.0) return false;
+      }
+      return true;
+    });
     for (const auto& [qid, i] : asked) {
       const double s = estimates_[qid].second;
       if (s >= 0) eligible[i].start_in_s = s;
@@ -142,40 +265,28 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
   if (const auto now_j = store_.job(j.id); !now_j || now_j->cluster || is_final_state(now_j->state)) co_return false;
   const auto chosen = broker_->choose(ask, eligible);
   if (!chosen) co_return false;
-  auto it = clusters_.find(chosen->cluster);
-  if (it == clusters_.end() || !it->second.channel) co_return false;
-  cluster_entry& c = it->second;
-  const std::string local = *options_.users.local_user(j.owner, c.name);
+  const std::string cluster = chosen->cluster;
+  const std::string local = *users_.local_user(j.owner, cluster);
+  if (!hub_.connected(cluster)) co_return false;  // it left while the broker chose
   const std::int64_t attempt =
-      store_.dispatched(j.id, c.name, "to " + c.name + " as " + local + " by " + options_.policy + ": " + chosen->reason);
-  forwards_[j.id] = forward_wait{c.name, attempt, std::nullopt, std::nullopt, false};
-  c.channel->send(json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
-                       {"local_user", local}, {"submit", submit}});
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
+      store_.dispatched(j.id, cluster, "to " + cluster + " as " + local + " by " + options_.policy + ": " + chosen->reason);
+  forwards_[j.id] = forward_wait{cluster, attempt, std::nullopt, std::nullopt, false};
+  hub_.send(cluster, json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
+                          {"local_user", local}, {"submit", submit}});
+  co_await wait_answers(std::chrono::steady_clock::now() + options_.forward_timeout, [&] {
     const auto& w = forwards_[j.id];
-    if (w.local_id || w.refusal || w.lost || std::chrono::steady_clock::now() >= deadline || stopped_) break;
-    answer_wake_.expires_at(deadline);
-    {
-      boost::system::error_code ignored;
-      co_await answer_wake_.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    }
-  }
+    return w.local_id || w.refusal || w.lost;
+  });
   const forward_wait w = forwards_[j.id];
   forwards_.erase(j.id);
   if (w.local_id) {
     if (const auto now_j = store_.job(j.id); now_j && is_final_state(now_j->state)) {
       // Cancelled while it was being placed: its copy goes too.
-      if (auto ci = clusters_.find(w.cluster); ci != clusters_.end() && ci->second.channel) {
-        ci->second.channel->send(json{{"type", "cancel"}, {"fid", j.id}, {"job_id", *w.local_id}, {"local_user", local}});
-      }
+      send_cancel(w.cluster, j.id, *w.local_id, local);
       co_return false;
     }
     store_.placed(j.id, w.cluster, *w.local_id, "as " + w.cluster + ":" + std::to_string(*w.local_id));
-    if (auto ci = clusters_.find(w.cluster); ci != clusters_.end()) {
-      ci->second.placed_pending += 1;
-      ci->second.placed_procs += ask.min_pe;
-    }
+    hub_.note_placed(w.cluster, ask.min_pe);
     refused_by_.erase(j.id);
     co_return true;
   }
@@ -185,146 +296,189 @@ asio::awaitable<bool> faucets_server::place(stored_job j) {
     store_.event(j.id, "lost", "the link to " + w.cluster + " broke before it answered; placed again");
     co_return false;
   }
-  const std::string why = w.refusal.value_or("no answer from " + w.cluster + " within 30 s");
+  const std::string why = w.refusal.value_or("no answer from " + w.cluster + " within " +
+                                             std::to_string(options_.forward_timeout.count()) + " s");
   store_.event(j.id, "refused", w.cluster + ": " + why);
   refused_by_[j.id].insert(w.cluster);
   co_return false;
 }
 
-void faucets_server::on_forwarded(cluster_entry& c, std::int64_t fid, std::int64_t local_id) {
+void job_router::job_message(const std::string& cluster, const std::string& type, const json& m) {
+  if (type == "forwarded") {
+    on_forwarded(cluster, int_field(m, "fid", 1, k_max_id), int_field(m, "job_id", 1, k_max_id));
+  } else if (type == "refused") {
+    on_refused(cluster, int_field(m, "fid", 1, k_max_id), opt_string_field(m, "error", 4096).value_or("refused"));
+  } else if (type == "estimate_reply") {
+    const auto it = m.find("start_in_s");
+    on_estimate(cluster, int_field(m, "qid", 0, k_max_id),
+                it == m.end() || it->is_null() ? -1.0 : number_field(m, "start_in_s", 0, 1e12));
+  } else if (type == "start") {
+    on_start(cluster, int_field(m, "fid", 1, k_max_id), int_field(m, "job_id", 1, k_max_id));
+  } else if (type == "job_update") {
+    on_update(cluster, parse_job_update(m));
+  }
+}
+
+void job_router::cluster_up(const std::string& cluster) {
+  // Jobs placed there before it went away and sent elsewhere (or ended)
+  // since: they must not run here too. Those still waiting for a cluster
+  // keep their copy there: the cluster reports it and on_copy adopts it.
+  for (const auto& a : store_.abandoned(cluster)) {
+    const auto j = store_.job(a.job_id);
+    const auto local = j ? users_.local_user(j->owner, cluster) : std::nullopt;
+    const bool waiting = j && !is_final_state(j->state) && !j->cluster && !forwards_.contains(j->id);
+    if (a.local_id && local && !waiting) {
+      send_cancel(cluster, a.job_id, *a.local_id, *local);
+      logging::info("job {}: its copy {}:{} is cancelled (the job was sent elsewhere while '{}' was away)", a.job_id,
+                    cluster, *a.local_id, cluster);
+    }
+    store_.forget_abandoned(a.job_id, cluster);
+  }
+  // Every job placed there and not finished: the cluster reports each, and
+  // (after the cancels above) lets them run.
+  json follow = json::array();
+  for (const auto& j : store_.live_jobs()) {
+    if (j.cluster == cluster && j.local_id) follow.push_back(json{{"fid", j.id}, {"job_id", *j.local_id}});
+  }
+  hub_.send(cluster, json{{"type", "follow"}, {"jobs", follow}});
+  wake();
+}
+
+void job_router::cluster_down(const std::string& cluster) {
+  try {
+    for (const auto& j : store_.live_jobs()) {
+      if (j.cluster == cluster && j.state != "PENDING" && j.state != "UNKNOWN") {
+        store_.set_state(j.id, "UNKNOWN", "unknown", "cluster " + cluster + " is unreachable");
+      }
+    }
+  } catch (const std::exception& e) {
+    // Shown as they were; the cluster reports them when it is back.
+    logging::warn("cluster '{}': cannot mark its running jobs unknown: {}", cluster, first_line(e.what()));
+  }
+  // Answers it will never give.
+  for (auto& [fid, w] : forwards_) {
+    if (w.cluster == cluster && !w.local_id && !w.refusal) w.lost = true;
+  }
+  answer_wake_.cancel();
+}
+
+void job_router::cluster_lost(const std::string& cluster) {
+  std::int64_t moved = 0;
+  for (const auto& j : store_.live_jobs()) {
+    if (j.cluster != cluster || j.start_time) continue;  // started ones stay UNKNOWN until it returns
+    store_.unplace(j.id, cluster, j.local_id,
+                   "cluster " + cluster + " unreachable for " + std::to_string(options_.cluster_timeout.count()) +
+                       " s; placed again");
+    ++moved;
+  }
+  if (moved > 0) logging::warn("cluster '{}': {} queued jobs are placed elsewhere", cluster, moved);
+  wake();
+}
+
+void job_router::on_estimate(const std::string& cluster, std::int64_t qid, double start_in_s) {
+  if (auto e = estimates_.find(qid); e != estimates_.end() && e->second.first == cluster) {
+    e->second.second = start_in_s;
+    answer_wake_.cancel();
+  }
+}
+
+void job_router::on_forwarded(const std::string& cluster, std::int64_t fid, std::int64_t local_id) {
   const auto it = forwards_.find(fid);
-  if (it != forwards_.end() && it->second.cluster == c.name) {
+  if (it != forwards_.end() && it->second.cluster == cluster) {
     it->second.local_id = local_id;
     answer_wake_.cancel();
     return;
   }
   // A late answer (we gave up waiting, or placed it elsewhere since).
   const auto j = store_.job(fid);
-  if (j && j->cluster == c.name) return;
-  if (!j || !store_.forwarded_to(fid, c.name, std::nullopt)) {
-    refuse_claim(c, fid, local_id, "forwarded");
+  if (j && j->cluster == cluster) return;
+  if (!j || !store_.forwarded_to(fid, cluster, std::nullopt)) {
+    refuse_claim(cluster, fid, local_id, "forwarded");
     return;
   }
-  if (const auto local = j ? options_.users.local_user(j->owner, c.name) : std::nullopt) {
-    c.channel->send(json{{"type", "cancel"}, {"fid", fid}, {"job_id", local_id}, {"local_user", *local}});
-  }
+  if (const auto local = users_.local_user(j->owner, cluster)) send_cancel(cluster, fid, local_id, *local);
 }
 
-void faucets_server::on_refused(cluster_entry& c, std::int64_t fid, const std::string& why) {
+void job_router::on_refused(const std::string& cluster, std::int64_t fid, const std::string& why) {
   const auto it = forwards_.find(fid);
-  if (it != forwards_.end() && it->second.cluster == c.name) {
+  if (it != forwards_.end() && it->second.cluster == cluster) {
     it->second.refusal = why;
     answer_wake_.cancel();
   }
 }
 
-void faucets_server::on_update(cluster_entry& c, const job_update& u) {
+void job_router::on_update(const std::string& cluster, const job_update& u) {
   const auto j = store_.job(u.fid);
   if (!j) {
-    refuse_claim(c, u.fid, u.job_id, "job_update " + u.state);
+    refuse_claim(cluster, u.fid, u.job_id, "job_update " + u.state);
     return;
   }
-  if (j->cluster != c.name || j->local_id != u.job_id) {
+  if (j->cluster != cluster || j->local_id != u.job_id) {
     // Not its placement: believed only as a copy faucetsd forwarded there
     // (that attempt, when the cluster names it).
-    if (!store_.forwarded_to(j->id, c.name, u.attempt)) {
-      refuse_claim(c, j->id, u.job_id, "job_update " + u.state);
+    if (!store_.forwarded_to(j->id, cluster, u.attempt)) {
+      refuse_claim(cluster, j->id, u.job_id, "job_update " + u.state);
       return;
     }
     if (is_final_state(u.state) || u.state == "UNKNOWN") return;
-    on_copy(c, *j, u);
+    on_copy(cluster, *j, u);
     return;
   }
   if (is_final_state(j->state)) return;
   if (u.state == "UNKNOWN") {
-    store_.set_state(j->id, "FAILED", "lost", "cluster " + c.name + " does not know job " + std::to_string(u.job_id));
+    store_.set_state(j->id, "FAILED", "lost", "cluster " + cluster + " does not know job " + std::to_string(u.job_id));
     return;
   }
   store_.update(j->id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
-  if (is_final_state(u.state)) wake_router();
+  if (is_final_state(u.state)) wake();
 }
 
-void faucets_server::refuse_claim(cluster_entry& c, std::int64_t fid, std::int64_t local_id, const std::string& what) {
-  logging::warn("cluster '{}' reported job {} (its {}), which faucetsd never forwarded there: refused ({})", c.name, fid,
-                local_id, what);
+void job_router::refuse_claim(const std::string& cluster, std::int64_t fid, std::int64_t local_id,
+                              const std::string& what) {
+  logging::warn("cluster '{}' reported job {} (its {}), which faucetsd never forwarded there: refused ({})", cluster,
+                fid, local_id, what);
 }
 
-// A live copy on `c` that is not the job's placement: a forward whose answer
-// was lost with the link, or one the server gave up on since. The job keeps
-// exactly one copy: this one, if the job is waiting for a cluster; else it
-// is cancelled here.
-void faucets_server::on_copy(cluster_entry& c, const stored_job& j, const job_update& u) {
+// A live copy on `cluster` that is not the job's placement: a forward whose
+// answer was lost with the link, or one the server gave up on since. The
+// job keeps exactly one copy: this one, if the job is waiting for a
+// cluster; else it is cancelled here.
+void job_router::on_copy(const std::string& cluster, const stored_job& j, const job_update& u) {
   const auto fw = forwards_.find(j.id);
-  if (fw != forwards_.end() && fw->second.cluster == c.name && !fw->second.lost &&
+  if (fw != forwards_.end() && fw->second.cluster == cluster && !fw->second.lost &&
       (!u.attempt || *u.attempt == fw->second.attempt)) {
     return;  // the copy this forward is making: its answer is on the way
   }
-  const auto local = options_.users.local_user(j.owner, c.name);
+  const auto local = users_.local_user(j.owner, cluster);
   if (!local) return;
   const bool waiting = !is_final_state(j.state) && !j.cluster && fw == forwards_.end();
   if (waiting) {
-    store_.placed(j.id, c.name, u.job_id,
-                  "as " + c.name + ":" + std::to_string(u.job_id) + " (its copy there, made before the link broke)");
+    store_.placed(j.id, cluster, u.job_id,
+                  "as " + cluster + ":" + std::to_string(u.job_id) + " (its copy there, made before the link broke)");
     refused_by_.erase(j.id);
-    c.channel->send(json{{"type", "release"}, {"fid", j.id}, {"job_id", u.job_id}});
+    hub_.send(cluster, json{{"type", "release"}, {"fid", j.id}, {"job_id", u.job_id}});
     store_.update(j.id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
-    logging::info("job {}: adopted its copy {}:{} ({})", j.id, c.name, u.job_id, u.state);
+    logging::info("job {}: adopted its copy {}:{} ({})", j.id, cluster, u.job_id, u.state);
     return;
   }
   // Placed elsewhere, ended, or on its way elsewhere: it must not run here too.
-  c.channel->send(json{{"type", "cancel"}, {"fid", j.id}, {"job_id", u.job_id}, {"local_user", *local}});
-  logging::info("job {}: its copy {}:{} ({}) is cancelled; the job is {}", j.id, c.name, u.job_id, u.state,
+  send_cancel(cluster, j.id, u.job_id, *local);
+  logging::info("job {}: its copy {}:{} ({}) is cancelled; the job is {}", j.id, cluster, u.job_id, u.state,
                 j.cluster ? "placed on " + *j.cluster : j.state);
 }
 
 // The cluster asks before it launches a job the server placed there: yes
 // only for the job's placement, once the store says it started (so that it
 // is never placed elsewhere); a copy that is not the placement may not run.
-void faucets_server::on_start(cluster_entry& c, std::int64_t fid, std::int64_t local_id) {
+void job_router::on_start(const std::string& cluster, std::int64_t fid, std::int64_t local_id) {
   const auto j = store_.job(fid);
-  if (j && j->cluster == c.name && j->local_id == local_id && !is_final_state(j->state)) {
-    store_.starting(fid, "on " + c.name + ":" + std::to_string(local_id));
-    c.channel->send(json{{"type", "start_ok"}, {"fid", fid}, {"job_id", local_id}});
+  if (j && j->cluster == cluster && j->local_id == local_id && !is_final_state(j->state)) {
+    store_.starting(fid, "on " + cluster + ":" + std::to_string(local_id));
+    hub_.send(cluster, json{{"type", "start_ok"}, {"fid", fid}, {"job_id", local_id}});
     return;
   }
-  logging::info("job {}: its copy {}:{} may not start (it is not the job's placement)", fid, c.name, local_id);
-  c.channel->send(json{{"type", "start_no"}, {"fid", fid}, {"job_id", local_id}});
-}
-
-void faucets_server::check_lost_clusters() {
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& [name, c] : clusters_) {
-    if (c.channel || c.lost_at == std::chrono::steady_clock::time_point{}) continue;
-    if (now - c.lost_at < options_.cluster_timeout) continue;
-    c.lost_at = {};  // once per loss
-    std::int64_t moved = 0;
-    for (const auto& j : store_.live_jobs()) {
-      if (j.cluster != name || j.start_time) continue;  // started ones stay UNKNOWN until it returns
-      store_.unplace(j.id, name, j.local_id,
-                     "cluster " + name + " unreachable for " + std::to_string(options_.cluster_timeout.count()) +
-                         " s; placed again");
-      ++moved;
-    }
-    if (moved > 0) logging::warn("cluster '{}': {} queued jobs are placed elsewhere", name, moved);
-    wake_router();
-  }
-}
-
-std::optional<std::string> faucets_server::cancel(const stored_job& j) {
-  if (is_final_state(j.state)) return "job " + std::to_string(j.id) + " has already ended (" + j.state + ")";
-  if (j.cluster && j.local_id) {
-    const auto local = options_.users.local_user(j.owner, *j.cluster);
-    const auto it = clusters_.find(*j.cluster);
-    if (it != clusters_.end() && it->second.channel && local) {
-      it->second.channel->send(
-          json{{"type", "cancel"}, {"fid", j.id}, {"job_id", *j.local_id}, {"local_user", *local}});
-    } else {
-      // Cancelled there when it comes back.
-      store_.unplace(j.id, *j.cluster, j.local_id, "cancelled while " + *j.cluster + " is unreachable");
-    }
-  }
-  store_.set_state(j.id, "CANCELLED", "cancelled", "by " + j.owner);
-  return std::nullopt;
+  logging::info("job {}: its copy {}:{} may not start (it is not the job's placement)", fid, cluster, local_id);
+  hub_.send(cluster, json{{"type", "start_no"}, {"fid", fid}, {"job_id", local_id}});
 }
 
 }  // namespace aqs::faucets

@@ -1,8 +1,9 @@
-// user_api: the users' HTTP API of faucetsd (docs/faucets.md): bearer
-// tokens faucetsd issued (ftoken on its Unix socket), each request acting
-// as the token's user; root sees and cancels every job. TLS with --http-cert,
-// plain HTTP only on loopback. And the overview page at /.
+// user_api: the users' routes, their answers, and the users' port.
+#include "server/user_api.hpp"
+
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <utility>
 
 #include <boost/asio/co_spawn.hpp>
@@ -12,16 +13,14 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 
 #include <pqxx/except>
 
+#include "link/tls.hpp"
 #include "logging/log.hpp"
 #include "protocol/json_limits.hpp"
-#include "protocol/messages.hpp"
-#include "server/faucets_server.hpp"
-#include "daemon/token_authority.hpp"
+#include "server/listener.hpp"
 
 namespace aqs::faucets {
 
@@ -29,13 +28,27 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 using nlohmann::json;
-using request_t = bhttp::request<bhttp::string_body>;
-using response_t = bhttp::response<bhttp::string_body>;
+
+const std::vector<user_route>& user_routes() {
+  using k = user_route_kind;
+  static const std::vector<user_route> all = {
+      {"GET", "/", false, false, k::overview},
+      {"GET", "/api/v1/clusters", true, false, k::clusters},
+      {"GET", "/api/v1/jobs", true, false, k::list_jobs},
+      {"POST", "/api/v1/jobs", true, true, k::submit},
+      {"GET", "/api/v1/jobs/{id}", true, false, k::job},
+      {"GET", "/api/v1/jobs/{id}/history", true, false, k::history},
+      {"POST", "/api/v1/jobs/{id}/cancel", true, false, k::cancel},
+  };
+  return all;
+}
 
 namespace {
 
-response_t reply(unsigned status, const json& body) {
-  response_t res{static_cast<bhttp::status>(status), 11};
+constexpr std::string_view k_api_prefix = "/api/v1/";
+
+api_response reply(unsigned status, const json& body) {
+  api_response res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::server, "faucetsd");
   res.set(bhttp::field::content_type, "application/json");
   res.set(bhttp::field::cache_control, "no-store");
@@ -44,8 +57,6 @@ response_t reply(unsigned status, const json& body) {
   res.prepare_payload();
   return res;
 }
-
-response_t error(unsigned status, const std::string& message) { return reply(status, json{{"error", message}}); }
 
 constexpr const char* k_overview = R"html(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Faucets</title>
@@ -94,6 +105,7 @@ setInterval(refresh, 2000); refresh();
 </script></body></html>
 )html";
 
+// A job id of the path: digits only, at most 15.
 std::optional<std::int64_t> number_of(std::string_view s) {
   if (s.empty() || s.size() > 15) return std::nullopt;
   std::int64_t n = 0;
@@ -102,6 +114,20 @@ std::optional<std::int64_t> number_of(std::string_view s) {
     n = n * 10 + (c - '0');
   }
   return n;
+}
+
+// "/api/v1/jobs/{id}/history" against "/api/v1/jobs/42/history".
+bool path_matches(std::string_view pattern, std::string_view path, std::int64_t& id) {
+  const auto brace = pattern.find("{id}");
+  if (brace == std::string_view::npos) return pattern == path;
+  if (path.substr(0, brace) != pattern.substr(0, brace)) return false;
+  const std::string_view tail = pattern.substr(brace + 4);
+  path.remove_prefix(brace);
+  if (path.size() < tail.size() || path.substr(path.size() - tail.size()) != tail) return false;
+  const auto n = number_of(path.substr(0, path.size() - tail.size()));
+  if (!n) return false;
+  id = *n;
+  return true;
 }
 
 std::map<std::string, std::string> query_of(std::string_view q) {
@@ -117,140 +143,220 @@ std::map<std::string, std::string> query_of(std::string_view q) {
   return out;
 }
 
+api_response overview_page() {
+  api_response res{bhttp::status::ok, 11};
+  res.set(bhttp::field::content_type, "text/html; charset=utf-8");
+  res.set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'");
+  res.body() = k_overview;
+  res.prepare_payload();
+  return res;
+}
+
+api_response list_jobs(user_backend& b, const user_call& call, std::string_view query_text, bool admin) {
+  const auto query = query_of(query_text);
+  const bool all = query.contains("all") && query.at("all") != "0";
+  std::optional<std::string> cluster;
+  if (query.contains("cluster") && !query.at("cluster").empty() && query.at("cluster") != "all") {
+    cluster = query.at("cluster");
+  }
+  json jobs = json::array();
+  for (const auto& j : b.jobs(admin ? std::nullopt : std::optional<std::string>(call.who->user), all, cluster)) {
+    jobs.push_back(to_json(j));
+  }
+  return reply(200, json{{"jobs", jobs}});
+}
+
+api_response submit(user_backend& b, const user_call& call, const api_request& req) {
+  json body;
+  try {
+    body = protocol::parse_json_bounded(req.body());
+  } catch (const std::exception& e) {
+    return error_reply(400, std::string("the body is not JSON: ") + e.what());
+  }
+  if (!body.is_object() || !body.contains("job") || !body["job"].is_object()) {
+    return error_reply(400, "the body must be {\"cluster\": \"auto\"|NAME, \"job\": {...}}");
+  }
+  const std::string cluster = body.value("cluster", std::string("auto"));
+  json message{{"type", "submit"}, {"id", 1}, {"job", body["job"]}};
+  if (body.contains("datasets")) message["datasets"] = body["datasets"];
+  std::string why;
+  const std::int64_t id = b.submit(call.who->user, cluster, std::move(message), &why);
+  if (id == 0) return error_reply(400, why);
+  return reply(201, json{{"id", id}, {"gid", nullptr}, {"cluster", nullptr}, {"state", "PENDING"}});
+}
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
-// One request: who asks (the token), then the route.
-static response_t handle_request(faucets_server& srv, const request_t& req) {
-  const std::string target(req.target());
-  const auto qmark = target.find('?');
-  const std::string path = target.substr(0, qmark);
-  const auto query = query_of(qmark == std::string::npos ? std::string_view{} : std::string_view(target).substr(qmark + 1));
-  if (path == "/" && req.method() == bhttp::verb::get) {
-    response_t res{bhttp::status::ok, 11};
-    res.set(bhttp::field::content_type, "text/html; charset=utf-8");
-    res.set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'");
-    res.body() = k_overview;
-    res.prepare_payload();
+api_response error_reply(unsigned status, const std::string& message) { return reply(status, json{{"error", message}}); }
+
+user_route_match match_user_route(std::string_view method, std::string_view path) {
+  user_route_match m;
+  for (const user_route& r : user_routes()) {
+    std::int64_t id = 0;
+    if (!path_matches(r.path, path, id)) continue;
+    m.path_known = true;
+    m.allow += (m.allow.empty() ? "" : ", ") + std::string(r.method);
+    if (r.method == method) {
+      m.route = &r;
+      m.id = id;
+    }
+  }
+  return m;
+}
+
+std::variant<api_response, user_call> authorize(const daemon::token_authority& tokens,
+                                                const bhttp::request_header<>& head, std::int64_t now_us) {
+  const std::string_view target(head.target().data(), head.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  const std::string_view method(head.method_string().data(), head.method_string().size());
+  const auto m = match_user_route(method, path);
+  const std::string what = std::string(method) + " " + std::string(path);
+  // Outside the API, an unknown path is answered at once; inside, only a
+  // token's holder learns which paths exist.
+  const bool needs_token = m.route ? m.route->token : path.starts_with(k_api_prefix);
+  if (!needs_token && !m.path_known) return error_reply(404, "no such route: " + what);
+  user_call call{m.route, m.id, std::nullopt};
+  if (needs_token) {
+    const auto auth = head.find(bhttp::field::authorization);
+    if (auth == head.end()) return error_reply(401, "no bearer token (get one with ftoken --socket FAUCETSD_SOCKET)");
+    const std::string_view value(auth->value().data(), auth->value().size());
+    if (!value.starts_with("Bearer ")) return error_reply(401, "the Authorization header must be \"Bearer TOKEN\"");
+    auto verdict = tokens.verify(value.substr(7), now_us);
+    if (const auto* why = std::get_if<std::string>(&verdict)) return error_reply(401, "token refused: " + *why);
+    call.who = std::move(std::get<daemon::token_claims>(verdict));
+  }
+  if (!m.path_known) return error_reply(404, "no such route: " + what);
+  if (m.route == nullptr) {
+    auto res = error_reply(405, std::string(method) + " is not allowed on " + std::string(path) + " (allowed: " +
+                                    m.allow + ")");
+    res.set(bhttp::field::allow, m.allow);
     return res;
   }
-  // Every /api/v1 route needs a token.
-  const auto auth = req.find(bhttp::field::authorization);
-  if (auth == req.end()) return error(401, "no bearer token (get one with ftoken --socket FAUCETSD_SOCKET)");
-  const std::string value(auth->value());
-  if (value.rfind("Bearer ", 0) != 0) return error(401, "the Authorization header must be \"Bearer TOKEN\"");
-  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  const auto verdict = srv.tokens().verify(std::string_view(value).substr(7), now_us);
-  if (const auto* why = std::get_if<std::string>(&verdict)) return error(401, "token refused: " + *why);
-  const auto& who = std::get<daemon::token_claims>(verdict);
-  const bool admin = who.uid == 0;
+  return call;
+}
 
-  if (path == "/api/v1/clusters" && req.method() == bhttp::verb::get) {
-    return reply(200, json{{"clusters", srv.clusters_json()}, {"policy", srv.policy()}});
-  }
-  if (path == "/api/v1/jobs" && req.method() == bhttp::verb::get) {
-    const bool all = query.contains("all") && query.at("all") != "0";
-    std::optional<std::string> cluster;
-    if (query.contains("cluster") && !query.at("cluster").empty() && query.at("cluster") != "all") {
-      cluster = query.at("cluster");
-    }
-    json jobs = json::array();
-    for (const auto& j : srv.store().jobs(admin ? std::nullopt : std::optional<std::string>(who.user), all, cluster, 10000)) {
-      jobs.push_back(to_json(j));
-    }
-    return reply(200, json{{"jobs", jobs}});
-  }
-  if (path == "/api/v1/jobs" && req.method() == bhttp::verb::post) {
-    json body;
-    try {
-      body = protocol::parse_json_bounded(req.body());
-    } catch (const std::exception& e) {
-      return error(400, std::string("the body is not JSON: ") + e.what());
-    }
-    if (!body.is_object() || !body.contains("job") || !body["job"].is_object()) {
-      return error(400, "the body must be {\"cluster\": \"auto\"|NAME, \"job\": {...}}");
-    }
-    const std::string cluster = body.value("cluster", std::string("auto"));
-    json submit{{"type", "submit"}, {"id", 1}, {"job", body["job"]}};
-    if (body.contains("datasets")) submit["datasets"] = body["datasets"];
-    std::string why;
-    const std::int64_t id = srv.submit(who.user, cluster, std::move(submit), &why);
-    if (id == 0) return error(400, why);
-    return reply(201, json{{"id", id}, {"gid", nullptr}, {"cluster", nullptr}, {"state", "PENDING"}});
-  }
-  constexpr std::string_view jobs_prefix = "/api/v1/jobs/";
-  if (path.rfind(jobs_prefix, 0) == 0) {
-    std::string_view rest = std::string_view(path).substr(jobs_prefix.size());
-    const auto slash = rest.find('/');
-    const auto id = number_of(rest.substr(0, slash));
-    const std::string_view what = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash + 1);
-    if (!id) return error(404, "no such route: " + path);
-    const auto j = srv.store().job(*id);
+api_response answer(user_backend& b, const user_call& call, const api_request& req) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto qmark = target.find('?');
+  const std::string_view query = qmark == std::string_view::npos ? std::string_view{} : target.substr(qmark + 1);
+  const bool admin = call.who && call.who->uid == 0;
+  std::optional<stored_job> job;
+  if (call.route->path.find("{id}") != std::string_view::npos) {
+    job = b.job(call.id);
     // Someone else's job is as absent as a missing one.
-    if (!j || (!admin && j->owner != who.user)) return error(404, "no job " + std::to_string(*id));
-    if (what.empty() && req.method() == bhttp::verb::get) return reply(200, to_json(*j));
-    if (what == "history" && req.method() == bhttp::verb::get) {
+    if (!job || (!admin && job->owner != call.who->user)) return error_reply(404, "no job " + std::to_string(call.id));
+  }
+  switch (call.route->kind) {
+    case user_route_kind::overview:
+      return overview_page();
+    case user_route_kind::clusters:
+      return reply(200, b.clusters());
+    case user_route_kind::list_jobs:
+      return list_jobs(b, call, query, admin);
+    case user_route_kind::submit:
+      return submit(b, call, req);
+    case user_route_kind::job:
+      return reply(200, to_json(*job));
+    case user_route_kind::history: {
       json events = json::array();
-      for (const auto& e : srv.store().history(*id)) {
+      for (const auto& e : b.history(call.id)) {
         events.push_back(json{{"time", e.time}, {"event", e.event}, {"detail", e.detail}});
       }
-      return reply(200, json{{"job", to_json(*j)}, {"events", events}});
+      return reply(200, json{{"job", to_json(*job)}, {"events", events}});
     }
-    if (what == "cancel" && req.method() == bhttp::verb::post) {
-      if (auto why = srv.cancel(*j)) return error(409, *why);
-      logging::info("job {} cancelled by {}", *id, who.user);
-      return reply(200, json{{"id", *id}, {"state", "CANCELLED"}});
-    }
+    case user_route_kind::cancel:
+      if (auto why = b.cancel(*job)) return error_reply(409, *why);
+      logging::info("job {} cancelled by {}", call.id, call.who->user);
+      return reply(200, json{{"id", call.id}, {"state", "CANCELLED"}});
   }
-  return error(404, "no such route: " + std::string(req.method_string()) + " " + path);
+  return error_reply(500, "a route without a handler");
 }
 
-namespace {
-
-// Decides from a request's head alone, before any of its body is read:
-// who asks (the token) for every /api/v1 route, the user's connection cap,
-// and how large a body the route takes. An answer here ends the connection.
-std::optional<response_t> preflight(faucets_server& srv, const bhttp::request_parser<bhttp::string_body>& parser,
-                                    conn_slot& slot, std::size_t* body_limit) {
-  const auto& L = srv.limits();
-  const auto& h = parser.get();
-  const std::string target(h.target());
-  const std::string path = target.substr(0, target.find('?'));
-  *body_limit = L.max_other_body;
-  if (path == "/") return std::nullopt;
-  if (path.rfind("/api/v1/", 0) != 0) return error(404, "no such route: " + std::string(h.method_string()) + " " + path);
-  const auto auth = h.find(bhttp::field::authorization);
-  if (auth == h.end()) return error(401, "no bearer token (get one with ftoken --socket FAUCETSD_SOCKET)");
-  const std::string value(auth->value());
-  if (value.rfind("Bearer ", 0) != 0) return error(401, "the Authorization header must be \"Bearer TOKEN\"");
-  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
-  const auto verdict = srv.tokens().verify(std::string_view(value).substr(7), now_us);
-  if (const auto* why = std::get_if<std::string>(&verdict)) return error(401, "token refused: " + *why);
-  const auto& who = std::get<daemon::token_claims>(verdict);
-  if (!slot.rekey("user " + who.user, L.http_max_per_user)) {
-    logging::warn("HTTP: user {} already holds {} connections (at most {}): one more refused", who.user,
-                  L.http_max_per_user, L.http_max_per_user);
-    return error(429, "user " + who.user + " already holds " + std::to_string(L.http_max_per_user) +
-                          " connections to faucetsd (at most that many): close some and retry");
-  }
-  if (path == "/api/v1/jobs" && h.method() == bhttp::verb::post) *body_limit = L.max_job_body;
-  return std::nullopt;
+user_api::user_api(asio::io_context& io, user_api_options options, user_backend& backend,
+                   const daemon::token_authority& tokens)
+    : io_(io), options_(std::move(options)), backend_(backend), tokens_(tokens) {
+  bodies_->cap = options_.limits.max_bodies_in_flight;
 }
 
-}  // namespace
+user_api::~user_api() = default;
+
+void user_api::start() {
+  acceptor_ = listen_on(io_, options_.listen, "--http");
+  port_ = acceptor_->local_endpoint().port();
+  if (options_.tls) {
+    tls_ = server_tls(options_.cert, options_.key);
+  } else if (!acceptor_->local_endpoint().address().is_loopback()) {
+    throw std::runtime_error("--http " + options_.listen + " is not on loopback: give it a certificate (TLS)");
+  }
+  const auto& L = options_.limits;
+  asio::co_spawn(io_,
+                 accept_loop(*acceptor_, accept_caps{conns_, L.http_max_connections, L.http_max_per_address,
+                                                     "users' port", "HTTP"},
+                             [this](asio::ip::tcp::socket sock, conn_slot slot) { serve(std::move(sock), std::move(slot)); }),
+                 asio::detached);
+}
+
+void user_api::stop() {
+  asio::post(io_, [this] {
+    boost::system::error_code ec;
+    if (acceptor_) acceptor_->close(ec);
+  });
+}
+
+void user_api::serve(asio::ip::tcp::socket sock, conn_slot slot) {
+  if (tls_) {
+    asio::co_spawn(
+        io_,
+        [this, s = std::move(sock), slot = std::move(slot)]() mutable -> asio::awaitable<void> {
+          boost::system::error_code hec;
+          {
+            // No TLS state (some 80 KiB) for a peer that sends nothing.
+            watchdog first(s);
+            first.arm(options_.limits.handshake_timeout);
+            co_await s.async_wait(asio::ip::tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, hec));
+            if (hec || first.fired()) co_return;
+          }
+          asio::ssl::stream<asio::ip::tcp::socket> tls(std::move(s), *tls_);
+          watchdog dog(tls.next_layer());
+          dog.arm(options_.limits.handshake_timeout);
+          co_await tls.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, hec));
+          if (hec) co_return;
+          co_await session(tls, slot, dog);
+          if (!tls.next_layer().is_open()) co_return;
+          dog.arm(options_.limits.handshake_timeout);
+          co_await tls.async_shutdown(asio::redirect_error(asio::use_awaitable, hec));
+        },
+        asio::detached);
+  } else {
+    asio::co_spawn(
+        io_,
+        [this, s = std::move(sock), slot = std::move(slot)]() mutable -> asio::awaitable<void> {
+          watchdog dog(s);
+          co_await session(s, slot, dog);
+          boost::system::error_code ignore;
+          s.shutdown(asio::ip::tcp::socket::shutdown_both, ignore);
+        },
+        asio::detached);
+  }
+}
 
 template <class Stream>
-asio::awaitable<void> faucets_server::user_session(Stream& stream, conn_slot& slot, watchdog& dog) {
+asio::awaitable<void> user_api::session(Stream& stream, conn_slot& slot, watchdog& dog) {
   const auto& L = options_.limits;
+  const std::size_t largest_body = std::max(L.max_job_body, L.max_other_body);
   // Big enough for a whole head; a body streams through it.
   beast::flat_buffer buf(L.max_head + 4096);
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(L.max_head));
-    // The route's own limit is set once the head is read (preflight); a
-    // declared length over the largest any route takes fails the head.
-    parser.body_limit(std::max(L.max_job_body, L.max_other_body));
+    // The route's own limit is set once the head is read; a declared length
+    // over the largest any route takes fails the head.
+    parser.body_limit(largest_body);
     boost::system::error_code ec;
     // From the connection's start (or the previous answer) to the end of
     // the head: a peer that sends nothing, or dribbles, is closed.
@@ -259,29 +365,44 @@ asio::awaitable<void> faucets_server::user_session(Stream& stream, conn_slot& sl
     if (ec) {
       if (ec == bhttp::error::header_limit || ec == bhttp::error::body_limit) {
         auto res = ec == bhttp::error::header_limit
-                       ? error(431, "the request's head is over " + std::to_string(L.max_head) + " bytes")
-                       : error(413, "the body is over " + std::to_string(std::max(L.max_job_body, L.max_other_body)) +
-                                        " bytes, the most any route takes");
+                       ? error_reply(431, "the request's head is over " + std::to_string(L.max_head) + " bytes")
+                       : error_reply(413, "the body is over " + std::to_string(largest_body) +
+                                              " bytes, the most any route takes");
         res.keep_alive(false);
         dog.arm(L.body_timeout);
         co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
       }
       co_return;
     }
-    std::size_t limit = 0;
+    // Decided from the head alone, before any of the body is read: the
+    // route, who asks, the user's connection cap, how large a body the
+    // route takes. An answer here ends the connection.
+    std::optional<api_response> early;
+    user_call call;
+    if (auto verdict = authorize(tokens_, parser.get(), now_us()); auto* refusal = std::get_if<api_response>(&verdict)) {
+      early = std::move(*refusal);
+    } else {
+      call = std::get<user_call>(std::move(verdict));
+    }
+    if (!early && call.who && !slot.rekey("user " + call.who->user, L.http_max_per_user)) {
+      logging::warn("HTTP: user {} already holds {} connections (at most {}): one more refused", call.who->user,
+                    L.http_max_per_user, L.http_max_per_user);
+      early = error_reply(429, "user " + call.who->user + " already holds " + std::to_string(L.http_max_per_user) +
+                                   " connections to faucetsd (at most that many): close some and retry");
+    }
+    const std::size_t limit = !early && call.route->job_body ? L.max_job_body : L.max_other_body;
     std::optional<body_reservation> reserved;
-    std::optional<response_t> early = preflight(*this, parser, slot, &limit);
     if (!early && !parser.is_done()) {
       const auto declared = parser.content_length();
       if (declared && *declared > limit) {
-        early = error(413, "the body is " + std::to_string(*declared) + " bytes; this route takes at most " +
-                               std::to_string(limit));
+        early = error_reply(413, "the body is " + std::to_string(*declared) + " bytes; this route takes at most " +
+                                     std::to_string(limit));
       } else {
         reserved = body_reservation::take(bodies_, declared ? static_cast<std::size_t>(*declared) : limit);
         if (!reserved) {
           logging::warn("HTTP: {} bytes of request bodies are being read already: a body from {} waits", bodies_->in_use,
                         slot.key());
-          early = error(503, "faucetsd is reading too many request bodies at once; try again");
+          early = error_reply(503, "faucetsd is reading too many request bodies at once; try again");
         }
       }
     }
@@ -303,7 +424,7 @@ asio::awaitable<void> faucets_server::user_session(Stream& stream, conn_slot& sl
       co_await bhttp::async_read(stream, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         if (ec == bhttp::error::body_limit) {
-          auto res = error(413, "the body is over " + std::to_string(limit) + " bytes, the most this route takes");
+          auto res = error_reply(413, "the body is over " + std::to_string(limit) + " bytes, the most this route takes");
           res.keep_alive(false);
           co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
         }
@@ -312,89 +433,24 @@ asio::awaitable<void> faucets_server::user_session(Stream& stream, conn_slot& sl
     }
     dog.disarm();
     reserved.reset();
-    request_t req = parser.release();
-    response_t res;
+    api_request req = parser.release();
+    api_response res;
     try {
-      res = handle_request(*this, req);
+      res = answer(backend_, call, req);
     } catch (const pqxx::broken_connection& e) {
       // Nothing was changed: the request may be sent again.
       logging::warn("HTTP {} {}: the store is unavailable: {}", std::string(req.method_string()),
                     std::string(req.target()), e.what());
-      res = error(503, "the Faucets server's database is unavailable for a moment; try again");
+      res = error_reply(503, "the Faucets server's database is unavailable for a moment; try again");
     } catch (const std::exception& e) {
       logging::error("HTTP {} {}: {}", std::string(req.method_string()), std::string(req.target()), e.what());
-      res = error(500, std::string("internal error: ") + e.what());
+      res = error_reply(500, std::string("internal error: ") + e.what());
     }
     res.keep_alive(req.keep_alive());
     // A peer that does not read its answer is closed too.
     dog.arm(L.body_timeout);
     co_await bhttp::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !req.keep_alive()) co_return;
-  }
-}
-
-asio::awaitable<void> faucets_server::accept_users() {
-  const auto& L = options_.limits;
-  asio::steady_timer backoff(io_);
-  while (!stopped_) {
-    boost::system::error_code ec;
-    auto sock = co_await users_acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      if (stopped_ || ec == asio::error::operation_aborted) co_return;
-      // Out of descriptors (EMFILE) and the like: the listening socket stays
-      // readable, so trying again at once would spin. Wait instead.
-      if (const auto n = http_accept_errors_.due()) {
-        logging::warn("users' port: cannot accept a connection ({}, {} time(s)); trying again every {} ms", ec.message(),
-                      n, k_accept_backoff.count());
-      }
-      backoff.expires_after(k_accept_backoff);
-      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      continue;
-    }
-    boost::system::error_code rec;
-    const auto ep = sock.remote_endpoint(rec);
-    const std::string address = rec ? std::string("?") : ep.address().to_string();
-    if (const auto why = admit(*http_conns_, address, L.http_max_connections, L.http_max_per_address, "users' port")) {
-      if (const auto n = http_refusals_.due()) logging::warn("HTTP: {} connection(s) refused: {}", n, *why);
-      boost::system::error_code ignore;
-      sock.close(ignore);
-      continue;
-    }
-    conn_slot slot(http_conns_, address);
-    if (http_tls_) {
-      asio::co_spawn(
-          io_,
-          [this, s = std::move(sock), slot = std::move(slot)]() mutable -> asio::awaitable<void> {
-            boost::system::error_code hec;
-            {
-              // No TLS state (some 80 KiB) for a peer that sends nothing.
-              watchdog first(s);
-              first.arm(options_.limits.handshake_timeout);
-              co_await s.async_wait(asio::ip::tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, hec));
-              if (hec || first.fired()) co_return;
-            }
-            asio::ssl::stream<asio::ip::tcp::socket> tls(std::move(s), *http_tls_);
-            watchdog dog(tls.next_layer());
-            dog.arm(options_.limits.handshake_timeout);
-            co_await tls.async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, hec));
-            if (hec) co_return;
-            co_await user_session(tls, slot, dog);
-            if (!tls.next_layer().is_open()) co_return;
-            dog.arm(options_.limits.handshake_timeout);
-            co_await tls.async_shutdown(asio::redirect_error(asio::use_awaitable, hec));
-          },
-          asio::detached);
-    } else {
-      asio::co_spawn(
-          io_,
-          [this, s = std::move(sock), slot = std::move(slot)]() mutable -> asio::awaitable<void> {
-            watchdog dog(s);
-            co_await user_session(s, slot, dog);
-            boost::system::error_code ignore;
-            s.shutdown(asio::ip::tcp::socket::shutdown_both, ignore);
-          },
-          asio::detached);
-    }
   }
 }
 

@@ -11,6 +11,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "block_plan.hpp"
 #include "debug_log.hpp"
 #include "migration_plan.hpp"
@@ -225,6 +227,92 @@ struct times {
   std::int64_t start_us = 0, spawn_us = 0, data_us = 0;
 };
 
+// ---- the wire-up of new ranks, bounded ------------------------------------
+// MPI_Comm_spawn returns once the new ranks are through MPI_Init; they may
+// still stall before they can take part (a first TCP connection between an
+// old and a new rank that is never answered, a rank that never reaches its
+// first MPI_Migrate). Nothing in MPI bounds that, so before any blocking
+// call spans old and new ranks, every new rank says it is ready to every old
+// rank with small non-blocking messages (which also opens each old-new
+// connection), and the old ranks wait for that with a deadline. Past it they
+// give the expand up, tell the new ranks to leave, and go on as they were.
+constexpr int k_tag_ready = 0x41515301;     // new rank -> each old rank
+constexpr int k_tag_decision = 0x41515302;  // old leader -> each new rank
+const int k_go = 1, k_abandon = 0;          // static: they outlive their sends
+
+std::chrono::milliseconds expand_timeout() {
+  // $AQS_EXPAND_TIMEOUT: seconds (fractions allowed), default 20.
+  if (const char* v = std::getenv("AQS_EXPAND_TIMEOUT"); v != nullptr && *v) {
+    char* end = nullptr;
+    const double sec = std::strtod(v, &end);
+    if (end != v && *end == '\0' && sec > 0 && sec < 86400) {
+      return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000.0));
+    }
+    static bool said = false;
+    if (!said) std::fprintf(stderr, "aqs: AQS_EXPAND_TIMEOUT=%s is not a number of seconds; using 20\n", v);
+    said = true;
+  }
+  return std::chrono::seconds(20);
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g s", static_cast<double>(d.count()) / 1000.0);
+  return b;
+}
+
+// On every old rank (members of `comm`, `inter` the spawn's intercommunicator):
+// whether every new rank said it is ready in time. Collective over comm.
+bool new_ranks_ready(MPI_Comm comm, MPI_Comm inter, std::chrono::milliseconds timeout) {
+  int m = 0;
+  MPI_Comm_remote_size(inter, &m);
+  std::vector<int> flags(static_cast<std::size_t>(m));
+  std::vector<MPI_Request> reqs(static_cast<std::size_t>(m), MPI_REQUEST_NULL);
+  for (int r = 0; r < m; ++r) {
+    mpi_check(MPI_Irecv(&flags[static_cast<std::size_t>(r)], 1, MPI_INT, r, k_tag_ready, inter,
+                        &reqs[static_cast<std::size_t>(r)]),
+              "MPI_Irecv");
+  }
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  int done = 0;
+  for (;;) {
+    mpi_check(MPI_Testall(m, reqs.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    if (done || std::chrono::steady_clock::now() >= until) break;
+    ::usleep(200);
+  }
+  if (!done) {
+    // The receives still open are withdrawn; a late "ready" finds none.
+    for (auto& q : reqs) {
+      if (q == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&q);
+      MPI_Wait(&q, MPI_STATUS_IGNORE);
+    }
+  }
+  int all = done ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  return all == 1;
+}
+
+// The old leader tells every new rank whether the expand goes on. A stalled
+// new rank gets its answer when it wakes: the sends of an abandon are
+// returned, to be completed later (progress_abandoned); those of a go, to
+// ranks that are there, are let go.
+std::vector<MPI_Request> tell_new_ranks(MPI_Comm inter, bool go) {
+  int m = 0;
+  MPI_Comm_remote_size(inter, &m);
+  std::vector<MPI_Request> pending;
+  for (int r = 0; r < m; ++r) {
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (MPI_Isend(go ? &k_go : &k_abandon, 1, MPI_INT, r, k_tag_decision, inter, &q) != MPI_SUCCESS) continue;
+    if (go) {
+      MPI_Request_free(&q);
+    } else {
+      pending.push_back(q);
+    }
+  }
+  return pending;
+}
+
 // Starts one new rank per slot in `slots` (indices in rc.next), each on its
 // slot's host, and merges them after the members of `comm` (collective over
 // comm). Returns the merged communicator, or MPI_COMM_NULL after telling why
@@ -277,6 +365,23 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<i
   if (!all_ok) {
     if (why.empty()) why = "MPI_Comm_spawn failed on another rank";
     if (inter != MPI_COMM_NULL) MPI_Comm_free(&inter);
+    return MPI_COMM_NULL;
+  }
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  const auto timeout = expand_timeout();
+  AQS_DEBUG_LOG("map %lld: waiting up to %lld ms for %d new rank(s) to wire up", static_cast<long long>(rc.epoch),
+                static_cast<long long>(timeout.count()), m);
+  const bool ready = new_ranks_ready(comm, inter, timeout);
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  std::vector<MPI_Request> told;
+  if (me == 0) told = tell_new_ranks(inter, ready);
+  if (!ready) {
+    // The new ranks leave by themselves once they hear it (MPI_Finalize, exit
+    // 0): mpirun sees a child job end normally. No collective spans them.
+    why = "new ranks did not reach MPI_Migrate within " + seconds_text(timeout) + " of their spawn";
+    AQS_DEBUG_LOG("map %lld: %s; abandoning the expand", static_cast<long long>(rc.epoch), why.c_str());
+    s.abandoned.push_back({inter, std::move(told)});
     return MPI_COMM_NULL;
   }
   MPI_Comm merged = MPI_COMM_NULL;
@@ -545,9 +650,40 @@ int expand_and_switch(shim& s, reconfiguration& rc, const migration_plan& plan, 
 
 }  // namespace
 
+void progress_abandoned(shim& s, std::chrono::milliseconds bound) {
+  const auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    std::size_t open = 0;
+    for (auto& a : s.abandoned) {
+      if (a.decisions.empty()) continue;
+      int done = 0;
+      MPI_Testall(static_cast<int>(a.decisions.size()), a.decisions.data(), &done, MPI_STATUSES_IGNORE);
+      if (done) {
+        a.decisions.clear();
+      } else {
+        ++open;
+      }
+    }
+    if (open == 0) return;
+    if (std::chrono::steady_clock::now() >= until) {
+      if (bound.count() > 0) {
+        std::fprintf(stderr,
+                     "aqs: new ranks of %zu abandoned expand(s) never answered within %lld ms; mpirun may wait for "
+                     "them\n",
+                     open, static_cast<long long>(bound.count()));
+      }
+      return;
+    }
+    ::usleep(1000);
+  }
+}
+
+std::chrono::milliseconds abandoned_wait_bound() { return std::max(3 * expand_timeout(), std::chrono::milliseconds(60'000)); }
+
 int migrate() {
   shim& s = the_shim();
   ++s.migrate_calls;
+  if (!s.abandoned.empty()) progress_abandoned(s);
   try {
     std::optional<reconfiguration> rc;
     std::int64_t decision = 0;
@@ -617,14 +753,18 @@ int park(std::string address) {
 
 void join_from_parent(MPI_Comm parent) {
   shim& s = the_shim();
-  MPI_Comm c = MPI_COMM_NULL;
-  mpi_check(MPI_Intercomm_merge(parent, 1, &c), "MPI_Intercomm_merge");
-  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-  std::vector<std::byte> hdr;
-  bcast_bytes(hdr, 0, c);
-  s.pending_join = decode(hdr);
-  AQS_DEBUG_LOG("map %lld: spawned, joining", static_cast<long long>(s.pending_join->epoch));
-  s.join_comm = c;
+  if (const char* v = std::getenv("AQS_TEST_JOIN_STALL_S"); v != nullptr && *v) {
+    // Testing aid: a new rank that is up (MPI_Init done) but stalls before
+    // it wires up to the running ranks, as one whose first connection is
+    // never answered does.
+    AQS_DEBUG_LOG("spawned: stalling %s s before wire-up (AQS_TEST_JOIN_STALL_S)", v);
+    ::sleep(static_cast<unsigned>(std::strtoul(v, nullptr, 10)));
+  }
+  // The old ranks are told this rank is ready at its first MPI_Migrate(),
+  // once the app has registered its state: until then they wait for it with
+  // a deadline, not inside a collective.
+  MPI_Comm_set_errhandler(parent, MPI_ERRORS_RETURN);
+  s.join_parent = parent;
   s.joining = true;
   s.adaptive = true;
   s.control_at = control_address_from_env();
@@ -633,13 +773,52 @@ void join_from_parent(MPI_Comm parent) {
   } catch (const std::exception&) {
     s.scripted.clear();
   }
-  s.epoch = s.pending_join->epoch - 1;
-  s.migrate_calls = s.pending_join->migrate_calls;
   s.rank = -1;
 }
 
+namespace {
+
+// A new rank: says it is ready to every old rank, and learns whether the
+// expand goes on. Past the old ranks' deadline it does not: this rank leaves
+// (MPI_Finalize, exit 0) and its MPI_Migrate() never returns.
+void wire_up_or_leave(shim& s) {
+  int k = 0;
+  MPI_Comm_remote_size(s.join_parent, &k);
+  static const int ready = 1;
+  for (int r = 0; r < k; ++r) {
+    MPI_Request q = MPI_REQUEST_NULL;
+    mpi_check(MPI_Isend(&ready, 1, MPI_INT, r, k_tag_ready, s.join_parent, &q), "MPI_Isend");
+    MPI_Request_free(&q);
+  }
+  int go = 0;
+  mpi_check(MPI_Recv(&go, 1, MPI_INT, 0, k_tag_decision, s.join_parent, MPI_STATUS_IGNORE), "MPI_Recv");
+  if (go == k_go) return;
+  AQS_DEBUG_LOG("spawned: the running ranks gave the expand up; leaving");
+  s.joining = false;
+  s.control_at.reset();
+  MPI_Finalize();
+  std::exit(0);
+}
+
+}  // namespace
+
 int complete_join() {
   shim& s = the_shim();
+  try {
+    wire_up_or_leave(s);
+    MPI_Comm c = MPI_COMM_NULL;
+    mpi_check(MPI_Intercomm_merge(s.join_parent, 1, &c), "MPI_Intercomm_merge");
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    std::vector<std::byte> hdr;
+    bcast_bytes(hdr, 0, c);
+    s.pending_join = decode(hdr);
+    AQS_DEBUG_LOG("map %lld: spawned, joining", static_cast<long long>(s.pending_join->epoch));
+    s.join_comm = c;
+    s.epoch = s.pending_join->epoch - 1;
+    s.migrate_calls = s.pending_join->migrate_calls;
+  } catch (const std::exception& ex) {
+    return fail(AQS_ERR_MPI, ex.what());
+  }
   const reconfiguration rc = *s.pending_join;
   if (signature_of(s) != rc.signature) {
     std::fprintf(stderr,

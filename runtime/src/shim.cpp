@@ -183,6 +183,8 @@ int AQS_Finalize(void) {
   shim& s = the_shim();
   if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Finalize without AQS_Init");
   s.finalized = true;
+  // New ranks of an expand given up must hear it before the job can end.
+  if (!s.abandoned.empty()) progress_abandoned(s, abandoned_wait_bound());
   // Everyone parked with us may now finalize too.
   s.pool.close();
   s.control.reset();

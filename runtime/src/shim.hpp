@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,7 @@ struct shim {
   bool adaptive = false;    // maps may come (aqsd or scripted); else MPI_Migrate only returns
   bool joining = false;     // started by an expansion, first MPI_Migrate not yet done
   MPI_Comm active = MPI_COMM_NULL;
+  MPI_Comm join_parent = MPI_COMM_NULL;  // joining: the spawn's intercommunicator to the running ranks
   MPI_Comm join_comm = MPI_COMM_NULL;  // joining: parents and new ranks together
   std::optional<reconfiguration> pending_join;
   std::vector<slot> slots;  // slot of every active rank, in rank order
@@ -94,7 +96,25 @@ struct shim {
   park_pool pool;  // the leader's: ranks a shrink set aside, waiting to be called back
 
   AQS_Timings last{};
+
+  // Expands given up while their new ranks had not answered: the spawn's
+  // intercommunicator (kept, so that its context id is never reused and a
+  // late "ready" can never match a later expand) and, on the leader, the
+  // sends of its "abandon" to each new rank, which complete only once that
+  // rank wakes and connects. AQS_Finalize waits for them (bounded): a new
+  // rank that has not heard it would never leave, and mpirun would wait.
+  struct abandoned_expand {
+    MPI_Comm inter = MPI_COMM_NULL;
+    std::vector<MPI_Request> decisions;
+  };
+  std::vector<abandoned_expand> abandoned;
 };
+
+// Moves the abandoned expands' sends on; with `bound`, waits up to it for
+// every one of them (AQS_Finalize).
+void progress_abandoned(shim& s, std::chrono::milliseconds bound = std::chrono::milliseconds(0));
+// How long AQS_Finalize waits for them: 3 x $AQS_EXPAND_TIMEOUT, at least 60 s.
+std::chrono::milliseconds abandoned_wait_bound();
 
 shim& the_shim();
 // Records `what` as the last error and returns `code`.

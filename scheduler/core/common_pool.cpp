@@ -214,25 +214,11 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
   whole_ranks(extra, grains, caps, order);
 
   // Adaptive starts keep their queue position among the rigid ones.
-  std::vector<plan::sized> starts;
-  std::size_t ri = 0;
+  std::vector<adaptive_size> sizes;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t size = members[i].min + extra[i];
-    if (members[i].starting) {
-      const job& sj = s.get(members[i].id);
-      const queue_key key{-sj.req.priority, sj.req.submit_time, members[i].id};
-      while (ri < p.starts.size()) {
-        const job& r = s.get(p.starts[ri].job);
-        if (!(queue_key{-r.req.priority, r.req.submit_time, r.req.id} < key)) break;
-        starts.push_back(p.starts[ri++]);
-      }
-      starts.push_back({members[i].id, size});
-    } else if (size != members[i].current) {
-      p.targets.push_back({members[i].id, size});
-    }
+    sizes.push_back({members[i].id, members[i].min + extra[i], members[i].current, members[i].starting});
   }
-  while (ri < p.starts.size()) starts.push_back(p.starts[ri++]);
-  p.starts = std::move(starts);
+  add_adaptive_sizes(s, p, sizes);
   return p;
 }
 

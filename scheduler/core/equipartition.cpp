@@ -193,27 +193,34 @@ plan equipartition::schedule(const scheduler& s, double now) const {
       any_floor ? share_above_floors(avail, floors, caps, order) : share_equally(avail, caps, order);
   whole_ranks(extra, grains, caps, order);
 
-  // Adaptive starts keep their queue position among the rigid ones: rebuild
-  // the start list in queue order.
+  std::vector<adaptive_size> sizes;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    sizes.push_back({members[i].id, members[i].min + extra[i], members[i].current, members[i].starting});
+  }
+  add_adaptive_sizes(s, p, sizes);
+  return p;
+}
+
+void add_adaptive_sizes(const scheduler& s, plan& p, const std::vector<adaptive_size>& sizes) {
+  // Rebuild the start list in queue order.
   std::vector<plan::sized> starts;
   std::size_t ri = 0;
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    std::size_t size = members[i].min + extra[i];
-    if (members[i].starting) {
-      const queue_key key{-s.get(members[i].id).req.priority, s.get(members[i].id).req.submit_time, members[i].id};
+  for (const adaptive_size& a : sizes) {
+    if (a.starting) {
+      const job& sj = s.get(a.job);
+      const queue_key key{-sj.req.priority, sj.req.submit_time, a.job};
       while (ri < p.starts.size()) {
         const job& r = s.get(p.starts[ri].job);
         if (!(queue_key{-r.req.priority, r.req.submit_time, r.req.id} < key)) break;
         starts.push_back(p.starts[ri++]);
       }
-      starts.push_back({members[i].id, size});
-    } else if (size != members[i].current) {
-      p.targets.push_back({members[i].id, size});
+      starts.push_back({a.job, a.size});
+    } else if (a.size != a.current) {
+      p.targets.push_back({a.job, a.size});
     }
   }
   while (ri < p.starts.size()) starts.push_back(p.starts[ri++]);
   p.starts = std::move(starts);
-  return p;
 }
 
 }  // namespace aqs::core

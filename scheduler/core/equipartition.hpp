@@ -72,4 +72,19 @@ std::vector<std::size_t> share_above_floors(std::size_t leftover, const std::vec
 void whole_ranks(std::vector<std::size_t>& extra, const std::vector<std::size_t>& grains,
                  const std::vector<std::size_t>& caps, const std::vector<std::size_t>& order);
 
+// The size a plan gives an adaptive job: to start at, or to be resized to
+// from `current`.
+struct adaptive_size {
+  job_id job;
+  std::size_t size;
+  std::size_t current;  // 0 for a job starting now
+  bool starting;
+};
+
+// Adds the adaptive jobs' sizes to `p`, as the equipartition family does:
+// those starting join p.starts at their queue positions among the (rigid)
+// starts already there, and those running whose size changes become
+// p.targets.
+void add_adaptive_sizes(const scheduler& s, plan& p, const std::vector<adaptive_size>& sizes);
+
 }  // namespace aqs::core

@@ -31,6 +31,40 @@ processor_set::word mask_from(std::size_t bit) {  // bits >= bit within a word
   return ~processor_set::word{0} << bit;
 }
 
+// Calls f(w, m) for each word w that processors [first, last) reach, m
+// being their bits in it.
+template <class F>
+void for_each_word_in(std::size_t first, std::size_t last, F f) {
+  constexpr std::size_t bits = processor_set::word_bits;
+  while (first < last) {
+    const std::size_t lo = first % bits;
+    const std::size_t hi = std::min<std::size_t>(bits, lo + (last - first));
+    processor_set::word m = mask_from(lo);
+    if (hi < bits) m &= ~mask_from(hi);
+    f(first / bits, m);
+    first += hi - lo;
+  }
+}
+
+// Up to `n` of the set bits of `bits`, the lowest or the highest ones; `n`
+// goes down by as many as were taken.
+processor_set::word take_bits(processor_set::word bits, std::size_t& n, bool highest) {
+  using word = processor_set::word;
+  const auto c = popcount64(bits);
+  if (c <= n) {
+    n -= c;
+    return bits;
+  }
+  word out = 0;
+  for (; n > 0; --n) {
+    const auto top = processor_set::word_bits - 1 - static_cast<std::size_t>(std::countl_zero(bits));
+    const word one = highest ? word{1} << top : bits & (~bits + 1);
+    out |= one;
+    bits &= ~one;
+  }
+  return out;
+}
+
 }  // namespace
 
 processor_set::processor_set(std::size_t size) : size_(size), words_(words_for(size), 0) {}
@@ -129,15 +163,7 @@ void processor_set::reset(std::size_t i) {
 
 void processor_set::set_range(std::size_t first, std::size_t last) {
   if (last > size_ || first > last) throw std::out_of_range("processor range out of range");
-  while (first < last) {
-    std::size_t w = first / word_bits;
-    std::size_t lo = first % word_bits;
-    std::size_t hi = std::min<std::size_t>(word_bits, lo + (last - first));
-    word m = mask_from(lo);
-    if (hi < word_bits) m &= ~mask_from(hi);
-    words_[w] |= m;
-    first += hi - lo;
-  }
+  for_each_word_in(first, last, [this](std::size_t w, word m) { words_[w] |= m; });
 }
 
 void processor_set::clear() noexcept { std::fill(words_.begin(), words_.end(), 0); }
@@ -155,41 +181,13 @@ std::size_t processor_set::find_next(std::size_t from) const noexcept {
 
 processor_set processor_set::lowest(std::size_t n) const {
   processor_set out(size_);
-  for (std::size_t w = 0; w < words_.size() && n > 0; ++w) {
-    word bits = words_[w];
-    auto c = popcount64(bits);
-    if (c <= n) {
-      out.words_[w] = bits;
-      n -= c;
-    } else {
-      while (n > 0) {
-        word low = bits & (~bits + 1);
-        out.words_[w] |= low;
-        bits &= bits - 1;
-        --n;
-      }
-    }
-  }
+  for (std::size_t w = 0; w < words_.size() && n > 0; ++w) out.words_[w] = take_bits(words_[w], n, false);
   return out;
 }
 
 processor_set processor_set::highest(std::size_t n) const {
   processor_set out(size_);
-  for (std::size_t w = words_.size(); w-- > 0 && n > 0;) {
-    word bits = words_[w];
-    auto c = popcount64(bits);
-    if (c <= n) {
-      out.words_[w] = bits;
-      n -= c;
-    } else {
-      while (n > 0) {
-        word high = word{1} << (word_bits - 1 - static_cast<std::size_t>(std::countl_zero(bits)));
-        out.words_[w] |= high;
-        bits &= ~high;
-        --n;
-      }
-    }
-  }
+  for (std::size_t w = words_.size(); w-- > 0 && n > 0;) out.words_[w] = take_bits(words_[w], n, true);
   return out;
 }
 
@@ -225,15 +223,7 @@ std::size_t processor_set::last() const noexcept {
 std::size_t processor_set::count_range(std::size_t first, std::size_t last) const noexcept {
   last = std::min(last, size_);
   std::size_t n = 0;
-  while (first < last) {
-    std::size_t w = first / word_bits;
-    std::size_t lo = first % word_bits;
-    std::size_t hi = std::min<std::size_t>(word_bits, lo + (last - first));
-    word m = mask_from(lo);
-    if (hi < word_bits) m &= ~mask_from(hi);
-    n += popcount64(words_[w] & m);
-    first += hi - lo;
-  }
+  for_each_word_in(first, last, [this, &n](std::size_t w, word m) { n += popcount64(words_[w] & m); });
   return n;
 }
 

@@ -2,6 +2,9 @@
 // map sent to the job's shim, until it acknowledges or the resize times out.
 #include "daemon/resize_manager.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "logging/log.hpp"
@@ -39,7 +42,16 @@ resize_manager::resize_manager(core::scheduler& core, clock& time, boost::asio::
       tracker_(time, std::move(strand)) {}
 
 void resize_manager::arm(std::int64_t id, std::int64_t epoch) {
-  tracker_.arm(id, epoch, timeouts_.resize, [this](std::int64_t job, std::int64_t e) {
+  auto timeout = timeouts_.resize;
+  const core::job* j = core_.find(static_cast<core::job_id>(id));
+  if (j != nullptr && !tracker_.had_shim(id)) {
+    // No shim yet: the map waits for it only until the grace is over.
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::duration<double>(std::max(0.0, clock_.wall_seconds() - j->start_time)));
+    const auto left = std::max(k_no_shim_grace - age, std::chrono::milliseconds(1'000));
+    timeout = std::min(timeout, left);
+  }
+  tracker_.arm(id, epoch, timeout, [this](std::int64_t job, std::int64_t e) {
     if (!out_.stopped()) expired(job, e);
   });
 }
@@ -50,7 +62,44 @@ void resize_manager::arm_claim(std::int64_t id, std::int64_t epoch) {
   });
 }
 
+bool resize_manager::shim_overdue(const core::job& j) const {
+  const auto grace_s = std::chrono::duration<double>(k_no_shim_grace).count();
+  const std::int64_t id = static_cast<std::int64_t>(j.req.id);
+  return !tracker_.had_shim(id) && j.start_time >= 0 && clock_.wall_seconds() - j.start_time >= grace_s &&
+         clock_.now() - tracker_.since() >= k_no_shim_grace;
+}
+
+void resize_manager::limit_range(std::int64_t id, std::size_t min, std::size_t max, const std::string& note) {
+  core_.apply(core::event::change(static_cast<core::job_id>(id), min, max));
+  store::job_update u;
+  u.job_id = id;
+  u.min_pe = static_cast<std::int32_t>(min);
+  u.max_pe = static_cast<std::int32_t>(max);
+  u.reason = note;
+  out_.record_update(std::move(u));
+}
+
+void resize_manager::withdraw_and_limit(std::int64_t id, std::size_t min, std::size_t max, const std::string& note) {
+  // Nothing was sent or stored for this resize yet: the core alone takes it
+  // back (the job keeps its processors), and the new range keeps it there.
+  core_.apply(core::event::on_job(core::event::kind::resize_timeout, static_cast<core::job_id>(id)));
+  limit_range(id, min, max, note);
+  out_.decide();
+}
+
 void resize_manager::begin(std::int64_t id, const core::processor_set& to) {
+  if (const core::job* j = core_.find(static_cast<core::job_id>(id)); j != nullptr && shim_overdue(*j)) {
+    // A plain script submitted --adaptive: it would hold processors RESIZING
+    // for a map it can never apply.
+    const std::size_t n = j->nprocs;
+    logging::info("job {} is --adaptive but its runtime shim never connected: rigid at {} processors", id, n);
+    tracker_.made_rigid(id, j->req.min_pe, j->req.max_pe);
+    withdraw_and_limit(id, n, n,
+                       "no runtime shim connected within " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(k_no_shim_grace).count()) +
+                           " s of its start: treated as rigid at " + std::to_string(n) + " processors");
+    return;
+  }
   out_.transition(id, job_state::resizing, to, "resize to " + std::to_string(to.count()) + " processors");
   out_.after_commit([this, id] {
     if (!jobs_.is_live(id)) return;
@@ -66,6 +115,17 @@ void resize_manager::begin(std::int64_t id, const core::processor_set& to) {
 
 void resize_manager::attach_shim(std::int64_t id, const std::shared_ptr<connection>& c, std::int64_t seen) {
   tracker_.attach_shim(id, c);
+  if (const auto range = tracker_.take_range_before(id)) {
+    // Made rigid for want of a shim, and here it is after all (a slow start):
+    // the job gets its range back.
+    const core::job* j = core_.find(static_cast<core::job_id>(id));
+    if (j != nullptr && j->state == job_state::running) {
+      limit_range(id, range->first, range->second,
+                  "runtime shim connected: adaptive again, range " + std::to_string(range->first) + ".." +
+                      std::to_string(range->second));
+      out_.decide();
+    }
+  }
   if (seen > 0 && seen >= tracker_.epoch(id) && !tracker_.claimed(id)) {
     // aqsd restarted since the job saw map `seen`: a shim ignores a map no
     // newer than one it has seen, so the job's maps are numbered above it.
@@ -147,6 +207,7 @@ void resize_manager::handle_resize_ack(const std::shared_ptr<connection>& c, con
     return reply_error(c, m.id, protocol::error_code::bad_request, "the acknowledged map is not the one sent");
   }
   const core::processor_set to = j->target;
+  const bool grew = to.count() > j->procs.count();
   core_.apply(core::event::on_job(core::event::kind::resize_ack, static_cast<core::job_id>(m.job_id)));
   tracker_.disarm(m.job_id);
   const std::int64_t sent = tracker_.sent_us(m.job_id);
@@ -158,6 +219,7 @@ void resize_manager::handle_resize_ack(const std::shared_ptr<connection>& c, con
   phase("spawn", m.spawn_us);
   phase("data", m.data_us);
   phase("total", m.total_us);
+  if (grew) tracker_.expand_done(m.job_id);
   out_.transition(m.job_id, job_state::running, to, ack_note(m, sent));
   out_.after_commit([this, c, rid = m.id, id = m.job_id, to] {
     c->send(protocol::ok{rid, {}});
@@ -172,13 +234,45 @@ void resize_manager::handle_resize_refused(const std::shared_ptr<connection>& c,
   logging::warn("job {} cannot apply map {}: {}; it keeps its {} processors", m.job_id, m.epoch, m.reason,
                 j->procs.count());
   c->send(protocol::ok{m.id, {}});
-  stats_.resize_ended("refused", -1.0);
-  keep_old_processors(m.job_id, "resize refused by the job: " + m.reason);
+  const std::size_t now_on = j->procs.count(), wanted = j->target.count();
+  const std::size_t min_pe = j->req.min_pe;
+  if (wanted <= now_on || !tracker_.claimed(m.job_id)) {
+    stats_.resize_ended("refused", -1.0);
+    keep_old_processors(m.job_id, "resize refused by the job: " + m.reason);
+    return;
+  }
+  // An expand the job began and could not finish: its shim took it back to
+  // the map it had, and it computes on.
+  const std::int64_t sent = tracker_.sent_us(m.job_id);
+  const double after_s = sent > 0 ? static_cast<double>(std::max<std::int64_t>(0, clock_.wall_us() - sent)) / 1e6 : 0.0;
+  stats_.resize_ended("abandoned", -1.0);
+  keep_old_processors(m.job_id, fmt::format("expand to {} abandoned after {:.1f} s: {}; running on {}", wanted, after_s,
+                                            m.reason, now_on));
+  const int times = tracker_.note_abandoned(m.job_id);
+  if (times >= k_abandoned_expands_limit) {
+    logging::warn("job {}: {} expands in a row abandoned: no more growth is offered to it", m.job_id, times);
+    limit_range(m.job_id, std::min(min_pe, now_on), now_on,
+                fmt::format("growth stopped after {} abandoned expands in a row: maximum lowered to {} (fctl update "
+                            "--max raises it again)",
+                            times, now_on));
+  }
 }
 
 void resize_manager::expired(std::int64_t id, std::int64_t epoch) {
   const core::job* j = core_.find(static_cast<core::job_id>(id));
   if (j == nullptr || !jobs_.is_live(id) || j->state != job_state::resizing || tracker_.epoch(id) != epoch) return;
+  if (!tracker_.had_shim(id) && shim_overdue(*j)) {
+    const std::size_t n = j->procs.count();
+    logging::info("job {} is --adaptive but its runtime shim never connected: rigid at {} processors", id, n);
+    tracker_.made_rigid(id, j->req.min_pe, j->req.max_pe);
+    stats_.resize_ended("timeout", -1.0);
+    keep_old_processors(id, "resize withdrawn: the job has no runtime shim");
+    limit_range(id, n, n,
+                "no runtime shim connected within " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(k_no_shim_grace).count()) +
+                    " s of its start: treated as rigid at " + std::to_string(n) + " processors");
+    return;
+  }
   logging::warn("job {} did not apply map {} within {} ms: it keeps its {} processors", id, epoch,
                 timeouts_.resize.count(), j->procs.count());
   stats_.resize_ended("timeout", -1.0);
@@ -192,7 +286,7 @@ void resize_manager::claim_expired(std::int64_t id, std::int64_t epoch) {
   // given to another job while they might. Killed, its processors are free.
   logging::warn("job {} began to apply map {} and did not acknowledge it within {} ms: killing it", id, epoch,
                 timeouts_.claim.count());
-  stats_.resize_ended("timeout", -1.0);
+  stats_.resize_ended("killed", -1.0);
   tracker_.disarm(id);
   jobs_.kill_uncertain(id, "resize claimed but not acknowledged within " + std::to_string(timeouts_.claim.count()) +
                                " ms: killed (its processors were uncertain)");

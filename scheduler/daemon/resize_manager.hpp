@@ -3,7 +3,9 @@
 // the shim acknowledges or refuses it, or the resize times out (then it
 // keeps its old processors); a map the shim has claimed (resize_begin) has
 // the longer claim timeout to be acknowledged, or the job, on uncertain
-// processors, is killed. It owns the per-job resize state (resize_tracker:
+// processors, is killed. An expand the shim gives up (resize_refused after
+// its claim) is undone: the job keeps its map, and after a few in a row it
+// is offered no more growth. An --adaptive job with no shim is made rigid. It owns the per-job resize state (resize_tracker:
 // the shim's connection, map epochs, the timers).
 //
 // Rule: on the scheduling strand only; its timers fire there. The controller
@@ -46,9 +48,20 @@ protected:
 struct resize_timeouts {
   // An adaptive job that has not applied a new map by then keeps its old one.
   std::chrono::milliseconds resize{30'000};
-  // A claimed map not acknowledged by then: the job is killed.
+  // A claimed map not acknowledged by then: the job is killed (the last
+  // resort: the shim gives an expand it cannot finish up by itself, after
+  // its own bound, $AQS_EXPAND_TIMEOUT, 20 s by default, and refuses it).
   std::chrono::milliseconds claim{300'000};
 };
+
+// An --adaptive job whose shim has not connected this long after it started
+// (and after aqsd started: shims reconnect to a restarted aqsd) is a plain
+// program that cannot apply maps: it is made rigid at its size instead of
+// being resized (docs/user-guide.md, "When a resize cannot be done").
+inline constexpr std::chrono::milliseconds k_no_shim_grace{10'000};
+// Expands given up one after the other before aqsd stops offering the job
+// growth (it lowers its maximum to its size; fctl update --max raises it).
+inline constexpr int k_abandoned_expands_limit = 3;
 
 class resize_manager {
 public:
@@ -91,6 +104,13 @@ private:
                                   std::int64_t epoch);
   // The resize of `id` ends without a change: it keeps its processors.
   void keep_old_processors(std::int64_t id, const std::string& note);
+  // Whether job `j` should have shown a shim by now and has not.
+  bool shim_overdue(const core::job& j) const;
+  // The resize the core began for `id` is withdrawn and the job's range
+  // becomes [min, max] (stored, with `note` in its history).
+  void withdraw_and_limit(std::int64_t id, std::size_t min, std::size_t max, const std::string& note);
+  // The job's range becomes [min, max] in the core and the store.
+  void limit_range(std::int64_t id, std::size_t min, std::size_t max, const std::string& note);
   void arm(std::int64_t id, std::int64_t epoch);
   void arm_claim(std::int64_t id, std::int64_t epoch);
   void expired(std::int64_t id, std::int64_t epoch);

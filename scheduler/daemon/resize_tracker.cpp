@@ -20,6 +20,11 @@ std::int64_t resize_tracker::epoch(std::int64_t job) const {
   return it == state_.end() ? 0 : it->second.epoch;
 }
 
+bool resize_tracker::had_shim(std::int64_t job) const {
+  auto it = state_.find(job);
+  return it != state_.end() && it->second.had_shim;
+}
+
 bool resize_tracker::claimed(std::int64_t job) const {
   auto it = state_.find(job);
   return it != state_.end() && it->second.claimed;

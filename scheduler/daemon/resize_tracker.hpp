@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <unordered_map>
 
 #include "daemon/clock.hpp"
@@ -20,7 +22,16 @@ public:
   resize_tracker(clock& time, boost::asio::any_io_executor executor) : clock_(time), executor_(std::move(executor)) {}
 
   // The job's shim connected (a newer connection replaces an older one).
-  void attach_shim(std::int64_t job, const std::shared_ptr<connection>& c) { state_[job].shim = c; }
+  void attach_shim(std::int64_t job, const std::shared_ptr<connection>& c) {
+    state& s = state_[job];
+    s.shim = c;
+    s.had_shim = true;
+  }
+  // Whether a shim of the job ever connected to this aqsd.
+  bool had_shim(std::int64_t job) const;
+  // When this aqsd began to track shims (a job's shim reconnects after an
+  // aqsd restart: until then, not having one says nothing).
+  clock::steady::time_point since() const noexcept { return since_; }
   // `c` closed: if it was the job's shim, the job has none now.
   void detach_shim(std::int64_t job, const connection& c);
   // The job's shim, if connected.
@@ -59,6 +70,21 @@ public:
   // The job ended: nothing of it is kept.
   void forget(std::int64_t job) { state_.erase(job); }
 
+  // Expands of the job given up one after the other (the shim could not
+  // bring its new ranks in): one more, and how many now.
+  int note_abandoned(std::int64_t job) { return ++state_[job].abandoned; }
+  // An expand of the job went through: the count starts again.
+  void expand_done(std::int64_t job) { state_[job].abandoned = 0; }
+
+  // The job was made rigid for having no shim; its range was [min, max].
+  void made_rigid(std::int64_t job, std::size_t min, std::size_t max) { state_[job].range_before = {min, max}; }
+  // The range a job made rigid had (and forgets it), if it was.
+  std::optional<std::pair<std::size_t, std::size_t>> take_range_before(std::int64_t job) {
+    auto it = state_.find(job);
+    if (it == state_.end()) return std::nullopt;
+    return std::exchange(it->second.range_before, std::nullopt);
+  }
+
 private:
   struct state {
     std::weak_ptr<connection> shim;
@@ -66,8 +92,12 @@ private:
     bool claimed = false;
     std::int64_t sent_us = 0;
     std::unique_ptr<timer_handle> timer;
+    bool had_shim = false;
+    int abandoned = 0;
+    std::optional<std::pair<std::size_t, std::size_t>> range_before;
   };
   clock& clock_;
+  clock::steady::time_point since_ = clock_.now();
   boost::asio::any_io_executor executor_;
   std::unordered_map<std::int64_t, state> state_;
 };

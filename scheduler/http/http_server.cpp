@@ -480,102 +480,112 @@ private:
 
   plan dispatch(const route& r, std::optional<std::int64_t> id, const std::string& name, const request_t& req,
                 std::string_view query, const identity& who) {
-    const std::string_view p = r.path;
-    if (p == "/api/v1/openapi.json") return make_response(200, std::string(openapi_document()));
-    if (p == "/") {
-      // The page holds no data (it fetches the API with the user's token):
-      // anyone may load it. It loads nothing from elsewhere.
-      response_t res = make_response(200, std::string(dashboard_document()), "text/html; charset=utf-8");
-      res.set("Content-Security-Policy",
-              "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-              "connect-src 'self'; frame-ancestors 'none'");
-      return res;
-    }
-    if (p == "/api/v1/whoami") {
-      const auto& c = *who.claims;
-      return make_response(200, json{{"user", c.user}, {"uid", c.uid}, {"token_id", c.id}, {"expires_at", c.expires_at}}
-                                        .dump() + "\n");
-    }
-    if (p == "/api/v1/events") return open_stream{};
-    if (p == "/metrics") {
-      return ask_snapshot{[st = st_](const daemon::cluster_snapshot& s) {
-        return make_response(200, render_openmetrics(s, st->ctl.stats().read()), k_openmetrics_type);
-      }};
-    }
-    if (p == "/api/v1/cluster/map") {
-      return ask_snapshot{[](const daemon::cluster_snapshot& s) { return make_response(200, cluster_map_json(s)); }};
-    }
-    if (p == "/api/v1/cluster/utilization") {
-      double since = 0;
-      for (const auto& [k, v] : parse_query(query)) {
-        if (k != "since") {
-          throw protocol::protocol_error(protocol::error_code::bad_request, "unknown parameter '" + k + "' (since)");
-        }
-        since = static_cast<double>(*integer_param("since", v, 0, std::int64_t{1} << 40));
+    // Each declared route's handler (rest.cpp routes()); no default: a
+    // route kind without a handler does not compile.
+    switch (r.kind) {
+      case route_kind::openapi:
+        return make_response(200, std::string(openapi_document()));
+      case route_kind::dashboard: {
+        // The page holds no data (it fetches the API with the user's token):
+        // anyone may load it. It loads nothing from elsewhere.
+        response_t res = make_response(200, std::string(dashboard_document()), "text/html; charset=utf-8");
+        res.set("Content-Security-Policy",
+                "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+                "connect-src 'self'; frame-ancestors 'none'");
+        return res;
       }
-      std::vector<utilization_sample> copy;
-      {
-        std::lock_guard lock(st_->mu);
-        copy.assign(st_->samples.begin(), st_->samples.end());
+      case route_kind::whoami: {
+        const auto& c = *who.claims;
+        return make_response(
+            200, json{{"user", c.user}, {"uid", c.uid}, {"token_id", c.id}, {"expires_at", c.expires_at}}.dump() + "\n");
       }
-      const double interval = static_cast<double>(st_->options.utilization_interval.count()) / 1000.0;
-      return make_response(200, utilization_json(copy, since, interval));
+      case route_kind::events:
+        return open_stream{};
+      case route_kind::metrics:
+        return ask_snapshot{[st = st_](const daemon::cluster_snapshot& s) {
+          return make_response(200, render_openmetrics(s, st->ctl.stats().read()), k_openmetrics_type);
+        }};
+      case route_kind::cluster_map:
+        return ask_snapshot{[](const daemon::cluster_snapshot& s) { return make_response(200, cluster_map_json(s)); }};
+      case route_kind::utilization:
+        return utilization(query);
+      case route_kind::nodes:
+        return ask_controller{protocol::list_nodes{1}, ok_result};
+      case route_kind::partitions:
+        return partitions(std::nullopt);
+      case route_kind::partition:
+        return partitions(name);
+      case route_kind::list_jobs:
+        return list_jobs(query);
+      case route_kind::submit:
+        return submit(req);
+      case route_kind::show_job: {
+        protocol::list_jobs l;
+        l.id = 1;
+        l.all = true;
+        l.job_ids = {*id};
+        return ask_controller{l, [job = *id](const protocol::ok& ok) {
+                                json jobs = jobs_of(ok);
+                                if (jobs.empty()) return error_response(404, "no job " + std::to_string(job));
+                                return make_response(200, jobs.at(0).dump() + "\n");
+                              }};
+      }
+      case route_kind::cancel_job: {
+        protocol::cancel c;
+        c.id = 1;
+        c.job_ids = {*id};
+        return ask_controller{c, ok_result};
+      }
+      case route_kind::update_job: {
+        const json body = protocol::parse_json_bounded(req.body());
+        return ask_controller{protocol::parse_message(update_from_rest(body, *id)), ok_result};
+      }
+      case route_kind::control_job: {
+        // hold, release, suspend, resume, requeue: fctl's actions.
+        protocol::control c;
+        c.id = 1;
+        c.action = std::string(r.action);
+        c.job_ids = {*id};
+        return ask_controller{c, ok_result};
+      }
+      case route_kind::job_history:
+        return ask_controller{protocol::job_history{1, *id}, [](const protocol::ok& ok) {
+                                return make_response(200, history_json(ok.result).dump() + "\n");
+                              }};
     }
-    if (p == "/api/v1/nodes") {
-      return ask_controller{protocol::list_nodes{1},
-                            [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
+    return error_response(500, "a route without a handler");
+  }
+
+  // The controller's result as the body, as it is.
+  static response_t ok_result(const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }
+
+  plan utilization(std::string_view query) {
+    double since = 0;
+    for (const auto& [k, v] : parse_query(query)) {
+      if (k != "since") {
+        throw protocol::protocol_error(protocol::error_code::bad_request, "unknown parameter '" + k + "' (since)");
+      }
+      since = static_cast<double>(*integer_param("since", v, 0, std::int64_t{1} << 40));
     }
-    if (p == "/api/v1/partitions" || p == "/api/v1/partitions/{name}") {
-      std::optional<std::string> only;
-      if (p == "/api/v1/partitions/{name}") only = name;
-      return ask_controller{protocol::list_nodes{1}, [only](const protocol::ok& ok) {
-                              try {
-                                const auto nodes = protocol::read_reply<protocol::list_nodes_reply>(ok);
-                                return make_response(200, partitions_json(nodes, only).dump() + "\n");
-                              } catch (const protocol::protocol_error& e) {
-                                if (e.code() == protocol::error_code::not_found) return error_response(404, e.what());
-                                throw;
-                              }
-                            }};
+    std::vector<utilization_sample> copy;
+    {
+      std::lock_guard lock(st_->mu);
+      copy.assign(st_->samples.begin(), st_->samples.end());
     }
-    if (p == "/api/v1/jobs" && r.method == "GET") return list_jobs(query);
-    if (p == "/api/v1/jobs" && r.method == "POST") return submit(req);
-    if (p == "/api/v1/jobs/{id}" && r.method == "GET") {
-      protocol::list_jobs l;
-      l.id = 1;
-      l.all = true;
-      l.job_ids = {*id};
-      return ask_controller{l, [job = *id](const protocol::ok& ok) {
-                              json jobs = jobs_of(ok);
-                              if (jobs.empty()) return error_response(404, "no job " + std::to_string(job));
-                              return make_response(200, jobs.at(0).dump() + "\n");
-                            }};
-    }
-    if (p == "/api/v1/jobs/{id}" && r.method == "DELETE") {
-      protocol::cancel c;
-      c.id = 1;
-      c.job_ids = {*id};
-      return ask_controller{c, [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
-    }
-    if (p == "/api/v1/jobs/{id}" && r.method == "PATCH") {
-      const json body = protocol::parse_json_bounded(req.body());
-      return ask_controller{protocol::parse_message(update_from_rest(body, *id)),
-                            [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
-    }
-    if (r.method == "POST" && p.starts_with("/api/v1/jobs/{id}/")) {
-      // hold, release, suspend, resume, requeue: fctl's actions.
-      protocol::control c;
-      c.id = 1;
-      c.action = std::string(p.substr(std::string_view("/api/v1/jobs/{id}/").size()));
-      c.job_ids = {*id};
-      return ask_controller{c, [](const protocol::ok& ok) { return make_response(200, ok.result.dump() + "\n"); }};
-    }
-    if (p == "/api/v1/jobs/{id}/history") {
-      return ask_controller{protocol::job_history{1, *id}, [](const protocol::ok& ok) {
-                              return make_response(200, history_json(ok.result).dump() + "\n");
-                            }};
-    }
-    return error_response(404, "no such resource");
+    const double interval = static_cast<double>(st_->options.utilization_interval.count()) / 1000.0;
+    return make_response(200, utilization_json(copy, since, interval));
+  }
+
+  static plan partitions(std::optional<std::string> only) {
+    return ask_controller{protocol::list_nodes{1}, [only = std::move(only)](const protocol::ok& ok) {
+                            try {
+                              const auto nodes = protocol::read_reply<protocol::list_nodes_reply>(ok);
+                              return make_response(200, partitions_json(nodes, only).dump() + "\n");
+                            } catch (const protocol::protocol_error& e) {
+                              if (e.code() == protocol::error_code::not_found) return error_response(404, e.what());
+                              throw;
+                            }
+                          }};
   }
 
   plan list_jobs(std::string_view query) {
@@ -627,7 +637,7 @@ private:
     return ask_controller{protocol::parse_message(msg), [](const protocol::ok& ok) {
                             const std::int64_t id = ok.result.at("job_id").get<std::int64_t>();
                             response_t res = make_response(201, json{{"job_id", id}}.dump() + "\n");
-                            res.set(bhttp::field::location, "/api/v1/jobs/" + std::to_string(id));
+                            res.set(bhttp::field::location, path_of(route_of(route_kind::show_job), id));
                             return res;
                           }};
   }
@@ -750,8 +760,7 @@ private:
       }
       // The body: none without a token; a small one except for a submission.
       const std::size_t limit = !who.claims ? 0
-                                : (m != nullptr && m->r->method == "POST" && m->r->path == "/api/v1/jobs")
-                                    ? st_->options.max_submit_body
+                                : (m != nullptr && m->r->body == body_size::job) ? st_->options.max_submit_body
                                     : st_->options.max_body;
       body_reservation reserved{st_};
       if (!refusal && has_body) {

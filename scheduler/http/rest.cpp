@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <stdexcept>
 
 #include "core/time_limit.hpp"
 #include "core/usage_error.hpp"
@@ -21,30 +22,45 @@ namespace aqs::http {
 using nlohmann::json;
 
 const std::vector<route>& routes() {
+  using k = route_kind;
   static const std::vector<route> all = {
-      {"GET", "/", access::anyone},
-      {"GET", "/api/v1/openapi.json", access::anyone},
-      {"GET", "/api/v1/whoami", access::token},
-      {"GET", "/api/v1/jobs", access::public_read},
-      {"POST", "/api/v1/jobs", access::token},
-      {"GET", "/api/v1/jobs/{id}", access::public_read},
-      {"DELETE", "/api/v1/jobs/{id}", access::token},
-      {"PATCH", "/api/v1/jobs/{id}", access::token},
-      {"POST", "/api/v1/jobs/{id}/hold", access::token},
-      {"POST", "/api/v1/jobs/{id}/release", access::token},
-      {"POST", "/api/v1/jobs/{id}/suspend", access::token},
-      {"POST", "/api/v1/jobs/{id}/resume", access::token},
-      {"POST", "/api/v1/jobs/{id}/requeue", access::token},
-      {"GET", "/api/v1/jobs/{id}/history", access::token},
-      {"GET", "/api/v1/nodes", access::public_read},
-      {"GET", "/api/v1/partitions", access::public_read},
-      {"GET", "/api/v1/partitions/{name}", access::public_read},
-      {"GET", "/api/v1/cluster/map", access::public_read},
-      {"GET", "/api/v1/cluster/utilization", access::public_read},
-      {"GET", "/api/v1/events", access::public_read},
-      {"GET", "/metrics", access::public_read},
+      {"GET", "/", access::anyone, k::dashboard},
+      {"GET", "/api/v1/openapi.json", access::anyone, k::openapi},
+      {"GET", "/api/v1/whoami", access::token, k::whoami},
+      {"GET", "/api/v1/jobs", access::public_read, k::list_jobs},
+      {"POST", "/api/v1/jobs", access::token, k::submit, body_size::job},
+      {"GET", "/api/v1/jobs/{id}", access::public_read, k::show_job},
+      {"DELETE", "/api/v1/jobs/{id}", access::token, k::cancel_job},
+      {"PATCH", "/api/v1/jobs/{id}", access::token, k::update_job},
+      {"POST", "/api/v1/jobs/{id}/hold", access::token, k::control_job, body_size::small, "hold"},
+      {"POST", "/api/v1/jobs/{id}/release", access::token, k::control_job, body_size::small, "release"},
+      {"POST", "/api/v1/jobs/{id}/suspend", access::token, k::control_job, body_size::small, "suspend"},
+      {"POST", "/api/v1/jobs/{id}/resume", access::token, k::control_job, body_size::small, "resume"},
+      {"POST", "/api/v1/jobs/{id}/requeue", access::token, k::control_job, body_size::small, "requeue"},
+      {"GET", "/api/v1/jobs/{id}/history", access::token, k::job_history},
+      {"GET", "/api/v1/nodes", access::public_read, k::nodes},
+      {"GET", "/api/v1/partitions", access::public_read, k::partitions},
+      {"GET", "/api/v1/partitions/{name}", access::public_read, k::partition},
+      {"GET", "/api/v1/cluster/map", access::public_read, k::cluster_map},
+      {"GET", "/api/v1/cluster/utilization", access::public_read, k::utilization},
+      {"GET", "/api/v1/events", access::public_read, k::events},
+      {"GET", "/metrics", access::public_read, k::metrics},
   };
   return all;
+}
+
+const route& route_of(route_kind kind, std::string_view action) {
+  for (const route& r : routes()) {
+    if (r.kind == kind && r.action == action) return r;
+  }
+  throw std::logic_error("no route declared for this kind");
+}
+
+std::string path_of(const route& r, std::int64_t id, std::string_view name) {
+  std::string out(r.path);
+  if (const auto at = out.find("{id}"); at != std::string::npos) out.replace(at, 4, std::to_string(id));
+  if (const auto at = out.find("{name}"); at != std::string::npos) out.replace(at, 6, name);
+  return out;
 }
 
 namespace {

@@ -24,19 +24,59 @@ enum class access : unsigned char {
   token,        // always a token
 };
 
+// What a route does: each has exactly one handler in http_server.cpp, in a
+// switch without default (the compiler holds the handlers to this list).
+enum class route_kind : unsigned char {
+  dashboard,
+  openapi,
+  whoami,
+  list_jobs,
+  submit,
+  show_job,
+  cancel_job,
+  update_job,
+  control_job,  // route::action names fctl's action
+  job_history,
+  nodes,
+  partitions,
+  partition,
+  cluster_map,
+  utilization,
+  events,
+  metrics,
+};
+
+// How large a body a route takes (with a token; without one, none).
+enum class body_size : unsigned char {
+  small,  // http_options::max_body
+  job,    // http_options::max_submit_body: a job with its script
+};
+
+// One route of aqsd's HTTP front, declared once: the router, the 404/405
+// answers, the body limits, the OpenAPI document's test and the REST tests
+// read this, never a path string of their own.
 struct route {
-  std::string_view method;  // GET, POST, DELETE
+  std::string_view method;  // GET, POST, DELETE, PATCH
   std::string_view path;    // OpenAPI form: "/api/v1/jobs/{id}", "/api/v1/partitions/{name}"
   access who;
+  route_kind kind;
+  body_size body = body_size::small;
+  std::string_view action = {};  // control_job: "hold", "release", ...
 };
 
 // Every route the server answers, in the form the OpenAPI document uses
 // (tests hold the document and this table to each other).
 const std::vector<route>& routes();
+// The declared route of this kind (and action, for control_job). Throws
+// std::logic_error when none is declared (a programming error).
+const route& route_of(route_kind kind, std::string_view action = {});
+// `r`'s path with {id} and {name} filled in: "/api/v1/jobs/42".
+std::string path_of(const route& r, std::int64_t id = 0, std::string_view name = {});
 
 // The route matching `method` and `target`'s path, with {id} read into
-// `id` and {name} (letters, digits, "_", "-", ".") into `name`. nullopt: no such path (404); a path with other methods only gives
-// `method_allowed` false and the allowed methods (405).
+// `id` and {name} (letters, digits, "_", "-", ".") into `name`.
+// path_known false: no such path (404); path_known with `r` null: the path
+// takes other methods only (405, `allow` lists them: "GET, DELETE").
 struct route_match {
   const route* r = nullptr;
   std::optional<std::int64_t> id;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/enum_names.hpp"
+#include "core/json_string.hpp"
 #include "protocol/field_reader.hpp"
 #include "protocol/messages.hpp"
 
@@ -92,32 +93,7 @@ json to_json(const node_info& n) {
 
 namespace {
 
-void append_string(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t plain = 0;  // start of the run of bytes copied as they are
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(text.data() + plain, i - plain);
-    plain = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        out += "\\u00";
-        out += hex[c >> 4];
-        out += hex[c & 15];
-    }
-  }
-  out.append(text.data() + plain, text.size() - plain);
-  out += '"';
-}
+using core::append_json_string;
 
 void append_int(std::string& out, std::int64_t v) {
   char buf[24];
@@ -127,7 +103,7 @@ void append_int(std::string& out, std::int64_t v) {
 
 void append_opt(std::string& out, const std::optional<std::string>& v) {
   if (v) {
-    append_string(out, *v);
+    append_json_string(out, *v);
   } else {
     out += "null";
   }
@@ -160,25 +136,25 @@ void append_json(std::string& out, const job_info& j) {
   out += ",\"min_pe\":";
   append_int(out, j.min_pe);
   out += ",\"name\":";
-  append_string(out, j.name);
+  append_json_string(out, j.name);
   out += ",\"nodes\":";
-  append_string(out, j.nodes);
+  append_json_string(out, j.nodes);
   out += ",\"nprocs\":";
   append_int(out, j.nprocs);
   out += ",\"partition\":";
   append_opt(out, j.partition);
   out += ",\"procs\":";
-  append_string(out, j.procs);
+  append_json_string(out, j.procs);
   out += ",\"reason\":";
   append_opt(out, j.reason);
   out += ",\"start_time\":";
   append_opt(out, j.start_time);
   out += ",\"state\":";
-  append_string(out, core::to_string(j.state));
+  append_json_string(out, core::to_string(j.state));
   out += ",\"submit_time\":";
   append_opt(out, j.submit_time);
   out += ",\"user\":";
-  append_string(out, j.user);
+  append_json_string(out, j.user);
   out += ",\"walltime_s\":";
   append_opt(out, j.walltime_s);
   out += '}';
@@ -240,20 +216,23 @@ node_info parse_node_info(const json& j, const std::string& where) {
   return out;
 }
 
-std::vector<job_info> parse_job_list(const json& result) {
-  const json& a = list_of(result, "jobs");
-  std::vector<job_info> out;
+namespace {
+
+// Each entry of the list result[key] read by `parse`, named "key[i]" in its
+// errors.
+template <class Parse>
+auto parse_list(const json& result, const char* key, Parse parse) {
+  const json& a = list_of(result, key);
+  std::vector<decltype(parse(a, std::string()))> out;
   out.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(parse_job_info(a[i], "jobs[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(parse(a[i], key + ("[" + std::to_string(i) + "]")));
   return out;
 }
 
-std::vector<node_info> parse_node_list(const json& result) {
-  const json& a = list_of(result, "nodes");
-  std::vector<node_info> out;
-  out.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(parse_node_info(a[i], "nodes[" + std::to_string(i) + "]"));
-  return out;
-}
+}  // namespace
+
+std::vector<job_info> parse_job_list(const json& result) { return parse_list(result, "jobs", parse_job_info); }
+
+std::vector<node_info> parse_node_list(const json& result) { return parse_list(result, "nodes", parse_node_info); }
 
 }  // namespace aqs::protocol

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "core/json_string.hpp"
 #include "core/utf8.hpp"
 #include "store/store_errors.hpp"
 
@@ -15,30 +16,7 @@ void check_text(std::string_view field, std::string_view value) {
   if (!core::is_valid_utf8(value)) throw invalid_job(std::string(field) + " is not valid UTF-8");
 }
 
-void append_json_string(std::string& out, std::string_view value) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.reserve(out.size() + value.size() + 2);
-  out.push_back('"');
-  for (const char ch : value) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(hex[c >> 4]);
-          out.push_back(hex[c & 0xF]);
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-}
+void append_json_string(std::string& out, std::string_view value) { core::append_json_string(out, value); }
 
 std::string text_array_literal(const std::vector<std::string>& values) {
   std::string out = "{";

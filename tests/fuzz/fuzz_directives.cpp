@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "client/job_options.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/usage_error.hpp"
 #include "protocol/messages.hpp"
 
 using namespace aqs::cmdline;

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client_connection.hpp"
+#include "file_text.hpp"
 #include "test_failed.hpp"
 
 extern char** environ;
@@ -174,6 +175,16 @@ void cluster::print_logs() const noexcept {
   try {
     std::vector<fs::path> logs{dir_ / "aqsd.log"};
     for (std::size_t i = 0; i < agents_.size(); ++i) logs.push_back(dir_ / ("node" + std::to_string(i) + ".log"));
+    // The jobs' own output (mpirun's and the ranks' messages among it): the
+    // test's jobs write it in the work directory (-o DIR/NAME.out).
+    std::error_code ec;
+    std::vector<fs::path> outputs;
+    for (const auto& e : fs::directory_iterator(workdir(), ec)) {
+      const auto ext = e.path().extension();
+      if (e.is_regular_file(ec) && (ext == ".out" || ext == ".err" || ext == ".log")) outputs.push_back(e.path());
+    }
+    std::sort(outputs.begin(), outputs.end());
+    logs.insert(logs.end(), outputs.begin(), outputs.end());
     for (const auto& p : logs) {
       std::ifstream in(p);
       if (!in) continue;
@@ -399,7 +410,13 @@ void cluster::wait_nodes_up(int n, std::chrono::seconds limit) {
   FAIL("fewer than " << n << " nodes UP after " << limit.count() << " s");
 }
 
-test_user cluster::user(const std::string& name) {
+unsigned short cluster::http_port() const {
+  const std::string addr = slurp(dir_ / "state" / "aqsd.http");
+  REQUIRE_MESSAGE(addr.find(':') != std::string::npos, "no HTTP address in " << (dir_ / "state" / "aqsd.http"));
+  return static_cast<unsigned short>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+}
+
+test_user system_user(const std::string& name) {
   if (::getpwnam(name.c_str()) == nullptr) {
     users().ensure(name);  // made for this run: removed when the program exits (run_users.hpp)
     const run_result r = run({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
@@ -407,7 +424,12 @@ test_user cluster::user(const std::string& name) {
   }
   const passwd* pw = ::getpwnam(name.c_str());
   REQUIRE(pw != nullptr);
-  test_user u{name, pw->pw_uid, pw->pw_gid, dir_ / ("home-" + name)};
+  return test_user{name, pw->pw_uid, pw->pw_gid, "/"};
+}
+
+test_user cluster::user(const std::string& name) {
+  test_user u = system_user(name);
+  u.home = dir_ / ("home-" + name);
   fs::create_directories(u.home);
   REQUIRE(::chown(u.home.c_str(), u.uid, u.gid) == 0);
   ::chmod(u.home.c_str(), 0700);

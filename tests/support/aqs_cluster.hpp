@@ -47,6 +47,10 @@ struct test_user {
   std::filesystem::path home;  // a private (0700) directory of theirs under the cluster's directory
 };
 
+// An unprivileged system user (useradd --system) made if missing, and then
+// removed when the test program exits (run_users.hpp); its home is "/".
+test_user system_user(const std::string& name);
+
 // The paths of the binaries under test (from the build).
 struct binaries {
   std::string aqsd, aqs_node, fsub, frun, fkill, fjobs, fnodes, fctl;
@@ -78,6 +82,9 @@ public:
 
   const std::filesystem::path& dir() const noexcept { return dir_; }
   std::string socket() const { return (dir_ / "state" / "aqsd.sock").string(); }
+  // The port aqsd's HTTP listener got when started with `--http HOST:0`
+  // (aqsd writes HOST:PORT to STATE/aqsd.http).
+  unsigned short http_port() const;
 
   // aqsd: (re)start and wait until it answers; kill -9; SIGTERM and wait.
   void start_aqsd();

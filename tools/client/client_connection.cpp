@@ -1,7 +1,7 @@
 // client_connection: blocking socket I/O with poll() timeouts.
 #include "client/client_connection.hpp"
 
-#include "client/commands.hpp"
+#include "cmdline/commands.hpp"
 #include "client/json_skim.hpp"
 
 #include <cerrno>

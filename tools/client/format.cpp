@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "client/time_limit.hpp"
+#include "cmdline/time_limit.hpp"
 
 namespace aqs::client {
 
@@ -91,6 +91,13 @@ std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
   const bool with_partitions =
       std::any_of(nodes.begin(), nodes.end(), [](const protocol::node_info& n) { return !n.partitions.empty(); });
   if (with_partitions) rows.front().push_back("PARTITIONS");
+  // How the node contains its jobs, in short ("cgroup v1", "cgroup v2",
+  // "none"; "-" from an agent that does not say); --json has the whole line
+  // (hierarchies, path, or why none).
+  rows.front().push_back("CONTAINMENT");
+  const auto containment = [](const std::string& c) {
+    return c.empty() ? std::string("-") : c.substr(0, c.find(" ("));
+  };
   for (const auto& n : nodes) {
     std::string jobs;
     for (auto id : n.jobs) jobs += (jobs.empty() ? "" : ",") + std::to_string(id);
@@ -101,6 +108,7 @@ std::string format_nodes_table(const std::vector<protocol::node_info>& nodes) {
       for (const auto& p : n.partitions) parts += (parts.empty() ? "" : ",") + p;
       rows.back().push_back(parts.empty() ? "-" : parts);
     }
+    rows.back().push_back(containment(n.containment));
   }
   return render_table(rows);
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "client/client_connection.hpp"
-#include "client/job_options.hpp"
+#include "cmdline/job_options.hpp"
 #include "protocol/messages.hpp"
 
 namespace aqs::client {

@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "client/client_connection.hpp"
-#include "client/commands.hpp"
-#include "client/run_command.hpp"
+#include "cmdline/commands.hpp"
+#include "cmdline/run_command.hpp"
 
 using namespace aqs;
 

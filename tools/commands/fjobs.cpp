@@ -5,11 +5,11 @@
 #include <cstdio>
 
 #include "client/client_connection.hpp"
-#include "client/commands.hpp"
-#include "client/faucets_commands.hpp"
+#include "cmdline/commands.hpp"
+#include "faucets_client/faucets_commands.hpp"
 #include "client/format.hpp"
 #include "client/job_listing.hpp"
-#include "client/run_command.hpp"
+#include "cmdline/run_command.hpp"
 
 using namespace aqs;
 

@@ -3,10 +3,10 @@
 #include <cstdio>
 
 #include "client/client_connection.hpp"
-#include "client/commands.hpp"
+#include "cmdline/commands.hpp"
 #include "client/format.hpp"
-#include "client/latency_matrix.hpp"
-#include "client/run_command.hpp"
+#include "cmdline/latency_matrix.hpp"
+#include "cmdline/run_command.hpp"
 
 using namespace aqs;
 

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "client/client_connection.hpp"
-#include "client/commands.hpp"
-#include "client/job_options.hpp"
-#include "client/job_step.hpp"
-#include "client/run_command.hpp"
+#include "cmdline/commands.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/job_step.hpp"
+#include "cmdline/run_command.hpp"
 #include "client/submit.hpp"
 
 using namespace aqs;

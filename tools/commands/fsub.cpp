@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "client/client_connection.hpp"
-#include "client/commands.hpp"
-#include "client/faucets_commands.hpp"
-#include "client/job_options.hpp"
-#include "client/run_command.hpp"
+#include "cmdline/commands.hpp"
+#include "faucets_client/faucets_commands.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/run_command.hpp"
 #include "client/submit.hpp"
 
 using namespace aqs;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "client/client_connection.hpp"
-#include "client/run_command.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/run_command.hpp"
+#include "cmdline/usage_error.hpp"
 
 using namespace aqs;
 

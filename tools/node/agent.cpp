@@ -73,6 +73,22 @@ void agent::start() {
   // cluster, with the default spool) would adopt and report this one's jobs.
   // Taken first: an agent refused here says that and nothing else.
   spool_lock_ = std::make_unique<spool_lock>(options_.spool);
+  // sstat asks this node about its jobs on a local socket named after the
+  // aqsd it serves and the node (job_stats.hpp); without it sstat says the
+  // node did not answer, and the jobs run as ever.
+  {
+    std::error_code ec;
+    const std::string aqsd = options_.socket_path
+                                 ? std::filesystem::weakly_canonical(std::filesystem::absolute(*options_.socket_path), ec).string()
+                                 : "tcp:" + options_.server.value_or("");
+    stats_ = std::make_unique<job_stats_server>(io_, options_.name, supervisor_);
+    try {
+      stats_->start(stat_socket_name(aqsd, options_.name));
+    } catch (const std::exception& e) {
+      warn(std::string("no stat socket for sstat (another process holds its name?): ") + e.what());
+      stats_.reset();
+    }
+  }
   // Containment: cgroups where the host has them, else process groups,
   // SIGSTOP and polling, with the reason logged. Asked for by version
   // (--cgroups v1|v2) and unusable: the agent does not start.
@@ -549,11 +565,13 @@ void agent::handle_launch(const protocol::launch& l) {
                          "this agent runs as uid " + std::to_string(::getuid()) + " and cannot start jobs of uid " +
                              std::to_string(l.uid) + " (run aqs-node as root)");
   }
+  if (stats_) stats_->owner(l.job_id, static_cast<uid_t>(l.uid));
   const node_environment node{options_.name, options_.socket_path, options_.server, options_.rsh_agent,
                               options_.mpi_interfaces};
   launch_spec spec = job_environment(l, node, root, mpi_launch_dir(job_spool(), l.job_id),
                                      [this](const std::string& why) { log(why); });
   set_output_files(l, spec, options_.name);
+  spec.cgroup_step = step_of(l);
 
   if (l.job.script) {
     const auto path = script_path(job_spool(), l.job_id);
@@ -599,6 +617,19 @@ void agent::handle_launch(const protocol::launch& l) {
     return refuse_launch(l, protocol::error_code::bad_request, e.what());
   }
   if (l.job.interactive) output_.forward(l.job_id, std::move(pipes));
+}
+
+std::string agent::step_of(const protocol::launch& l) {
+  // The job's first node (where aqsd runs its batch script or command)
+  // names itself first in the job's node list; anything aqsd launches of
+  // the job on another node is a step aqs-rsh asked for.
+  const std::string& list = l.nodelist;
+  const std::string first = list.substr(0, list.find_first_of(":,"));
+  if (first == options_.name) return "batch";
+  if (step_counts_.size() > 4096) {  // the counts of jobs no longer here go
+    std::erase_if(step_counts_, [this](const auto& e) { return !supervisor_.is_running(e.first); });
+  }
+  return std::to_string(step_counts_[l.job_id]++);
 }
 
 void agent::refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why) {
@@ -733,7 +764,13 @@ void agent::report_end(const job_outcome& o) {
   protocol::job_exited e;
   e.job_id = o.job_id;
   e.state = o.state;
-  if (!o.reason.empty()) e.reason = o.reason;
+  if (!o.reason.empty()) {
+    e.reason = o.reason;
+    // The admin's record of it here, the step named (on a node other than
+    // the job's first, aqsd knows it only as a step's end).
+    warn("job " + std::to_string(o.job_id) + (o.step.empty() ? "" : " (step " + o.step + ")") + " ended " +
+         std::string(core::to_string(o.state)) + ": " + o.reason);
+  }
   if (o.status.signaled()) {
     e.signal = o.status.term_signal;
   } else {

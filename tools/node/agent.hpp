@@ -23,6 +23,7 @@
 
 #include "job_output.hpp"
 #include "job_script.hpp"
+#include "job_stats.hpp"
 #include "job_supervisor.hpp"
 #include "latency_prober.hpp"
 #include "protocol/framing.hpp"
@@ -112,6 +113,9 @@ private:
   void handle(protocol::message m);
   void handle_launch(const protocol::launch& l);
   void refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why);
+  // The launch's step in the job's cgroup here: "batch" on the job's first
+  // node, else the job's steps on this node numbered from 0 in launch order.
+  std::string step_of(const protocol::launch& l);
   // What the launch's answer does once the step has started the job or failed to.
   job_supervisor::started_callback on_started(const protocol::launch& l);
   void on_job_end(const job_outcome& o);
@@ -169,6 +173,9 @@ private:
   // agent falls back to process groups and polling).
   std::string containment_;
   bool cgroups_usable_ = false;  // the probe at start found a backend
+  // sstat's measurements, on the node's local stat socket (null: not bound).
+  std::unique_ptr<job_stats_server> stats_;
+  std::map<std::int64_t, std::int64_t> step_counts_;  // job -> steps launched here (step_of)
 };
 
 }  // namespace aqs::node

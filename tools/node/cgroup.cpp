@@ -115,6 +115,67 @@ std::vector<pid_t> read_pids(const fs::path& p) {
 
 std::string job_dir_name(std::int64_t id) { return "job_" + std::to_string(id); }
 
+constexpr const char* k_step_prefix = "step_";
+
+std::string step_dir_name(const std::string& step) {
+  const bool ok = !step.empty() && step.size() <= 64 && std::all_of(step.begin(), step.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+  });
+  if (!ok) throw cgroup_error("a step's name is letters, digits, '_' and '-' (got '" + step + "')");
+  return k_step_prefix + step;
+}
+
+// The step directories under a job's (sorted: the same order every time).
+std::vector<fs::path> step_dirs(const fs::path& job) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(job, ec)) {
+    if (e.path().filename().string().rfind(k_step_prefix, 0) == 0 && e.is_directory(ec)) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A job's directory and its steps': the processes of all of them.
+std::vector<pid_t> tree_pids(const fs::path& job) {
+  std::vector<pid_t> out = read_pids(job / "cgroup.procs");
+  for (const auto& d : step_dirs(job)) {
+    for (pid_t p : read_pids(d / "cgroup.procs")) out.push_back(p);
+  }
+  return out;
+}
+
+// "0-2,5" -> {0, 1, 2, 5} (cpuset.cpus as the kernel prints it).
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> out;
+  std::istringstream in(trimmed(text));
+  for (std::string part; std::getline(in, part, ',');) {
+    if (part.empty()) continue;
+    const auto dash = part.find('-');
+    try {
+      const int a = std::stoi(part.substr(0, dash));
+      const int b = dash == std::string::npos ? a : std::stoi(part.substr(dash + 1));
+      for (int c = a; c <= b; ++c) out.push_back(c);
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  return out;
+}
+
+// Rewrites the cpuset.cpus of `job` and of its steps to `cpus`: the job's
+// first to the union of what it had and what it gets (a child may hold only
+// what its parent has), then the steps', then the job's to `cpus`.
+void rewrite_cpus(const fs::path& job, const std::vector<int>& cpus) {
+  if (cpus.empty()) throw cgroup_error("no cpus for the cpuset of " + job.string());
+  if (!fs::is_directory(job)) throw cgroup_error("no cgroup " + job.string());
+  std::vector<int> both = parse_cpu_list(read_text(job / "cpuset.cpus").value_or(""));
+  both.insert(both.end(), cpus.begin(), cpus.end());
+  write_text(job / "cpuset.cpus", cpu_list(both) + "\n");
+  for (const auto& d : step_dirs(job)) write_text(d / "cpuset.cpus", cpu_list(cpus) + "\n");
+  write_text(job / "cpuset.cpus", cpu_list(cpus) + "\n");
+}
+
 // The agent's own cgroup in the v1 hierarchy holding `controller`
 // (/proc/self/cgroup: "ID:ctrl1,ctrl2:/path"), "" for the root.
 std::string own_v1_path(const std::string& controller) {
@@ -212,10 +273,33 @@ public:
     }
   }
 
-  std::vector<std::string> join_files(std::int64_t id) const override {
+  void create_step(std::int64_t id, const std::string& step) override {
+    const std::string name = step_dir_name(step);
+    for (const auto& h : hierarchies_) {
+      const fs::path job = h.base / job_dir_name(id);
+      if (!fs::is_directory(job)) throw cgroup_error("no cgroup " + job.string() + " for its step " + step);
+      const fs::path d = job / name;
+      make_dir(d);
+      if (h.controller == "cpuset") {
+        // A v1 cpuset takes no process until both are set: the job's.
+        for (const char* f : {"cpuset.mems", "cpuset.cpus"}) {
+          write_text(d / f, trimmed(read_text(job / f).value_or("")) + "\n");
+        }
+      }
+    }
+  }
+  std::vector<std::string> join_files(std::int64_t id, const std::string& step) const override {
+    const std::string name = step_dir_name(step);
     std::vector<std::string> out;
-    for (const auto& h : hierarchies_) out.push_back((h.base / job_dir_name(id) / "cgroup.procs").string());
+    for (const auto& h : hierarchies_) out.push_back((h.base / job_dir_name(id) / name / "cgroup.procs").string());
     return out;
+  }
+  std::uint64_t step_oom_kills(std::int64_t id, const std::string& step) const override {
+    return keyed(read_text(dir_of("memory", id) / step_dir_name(step) / "memory.oom_control"), "oom_kill");
+  }
+  void set_cpus(std::int64_t id, const std::vector<int>& cpus) override { rewrite_cpus(dir_of("cpuset", id), cpus); }
+  std::vector<int> cpus(std::int64_t id) const override {
+    return parse_cpu_list(read_text(dir_of("cpuset", id) / "cpuset.cpus").value_or(""));
   }
   bool exists(std::int64_t id) const override {
     return std::any_of(hierarchies_.begin(), hierarchies_.end(),
@@ -224,7 +308,7 @@ public:
   std::vector<pid_t> procs(std::int64_t id) const override {
     std::set<pid_t> all;
     for (const auto& h : hierarchies_) {
-      for (pid_t p : read_pids(h.base / job_dir_name(id) / "cgroup.procs")) all.insert(p);
+      for (pid_t p : tree_pids(h.base / job_dir_name(id))) all.insert(p);
     }
     return {all.begin(), all.end()};
   }
@@ -241,11 +325,20 @@ public:
     return trimmed(read_text(dir_of("freezer", id) / "freezer.state").value_or("")) == "FROZEN";
   }
   std::uint64_t oom_kills(std::int64_t id) const override {
-    return keyed(read_text(dir_of("memory", id) / "memory.oom_control"), "oom_kill");
+    // v1 counts an OOM kill in the victim's own cgroup only: the job's and
+    // each step's, added up.
+    const fs::path job = dir_of("memory", id);
+    std::uint64_t n = keyed(read_text(job / "memory.oom_control"), "oom_kill");
+    for (const auto& d : step_dirs(job)) n += keyed(read_text(d / "memory.oom_control"), "oom_kill");
+    return n;
   }
   std::vector<fs::path> dirs(std::int64_t id) const override {
     std::vector<fs::path> out;
-    for (const auto& h : hierarchies_) out.push_back(h.base / job_dir_name(id));
+    for (const auto& h : hierarchies_) {
+      const fs::path job = h.base / job_dir_name(id);
+      for (const auto& d : step_dirs(job)) out.push_back(d);
+      out.push_back(job);
+    }
     return out;
   }
 
@@ -343,14 +436,30 @@ public:
     }
     const std::int64_t max = l.pids_max > 0 ? l.pids_max : pids_max_;
     if (max > 0) write_text(d / "pids.max", std::to_string(max) + "\n");
+    // Its steps get the controllers (so the job's cgroup holds no process
+    // itself, as v2 requires of a cgroup that enables them).
+    std::string add;
+    for (const auto& c : controllers_) add += (add.empty() ? "+" : " +") + c;
+    if (!add.empty()) write_text(d / "cgroup.subtree_control", add + "\n");
   }
-  std::vector<std::string> join_files(std::int64_t id) const override {
-    return {(base_ / job_dir_name(id) / "cgroup.procs").string()};
+  void create_step(std::int64_t id, const std::string& step) override {
+    const std::string name = step_dir_name(step);
+    const fs::path job = base_ / job_dir_name(id);
+    if (!fs::is_directory(job)) throw cgroup_error("no cgroup " + job.string() + " for its step " + step);
+    make_dir(job / name);
+  }
+  std::vector<std::string> join_files(std::int64_t id, const std::string& step) const override {
+    return {(base_ / job_dir_name(id) / step_dir_name(step) / "cgroup.procs").string()};
+  }
+  std::uint64_t step_oom_kills(std::int64_t id, const std::string& step) const override {
+    return keyed(read_text(base_ / job_dir_name(id) / step_dir_name(step) / "memory.events"), "oom_kill");
+  }
+  void set_cpus(std::int64_t id, const std::vector<int>& cpus) override { rewrite_cpus(base_ / job_dir_name(id), cpus); }
+  std::vector<int> cpus(std::int64_t id) const override {
+    return parse_cpu_list(read_text(base_ / job_dir_name(id) / "cpuset.cpus").value_or(""));
   }
   bool exists(std::int64_t id) const override { return fs::is_directory(base_ / job_dir_name(id)); }
-  std::vector<pid_t> procs(std::int64_t id) const override {
-    return read_pids(base_ / job_dir_name(id) / "cgroup.procs");
-  }
+  std::vector<pid_t> procs(std::int64_t id) const override { return tree_pids(base_ / job_dir_name(id)); }
   bool request_freeze(std::int64_t id, bool on) override {
     const fs::path d = base_ / job_dir_name(id);
     if (!fs::is_directory(d)) return false;
@@ -367,9 +476,20 @@ public:
     return trimmed(read_text(d / "cgroup.freeze").value_or("")) == "1";
   }
   std::uint64_t oom_kills(std::int64_t id) const override {
-    return keyed(read_text(base_ / job_dir_name(id) / "memory.events"), "oom_kill");
+    // memory.events counts the job's steps too (unless cgroupfs is mounted
+    // with memory_localevents: then each one's, added up).
+    const fs::path job = base_ / job_dir_name(id);
+    if (!fs::exists(job / "memory.events.local")) return keyed(read_text(job / "memory.events"), "oom_kill");
+    std::uint64_t n = keyed(read_text(job / "memory.events.local"), "oom_kill");
+    for (const auto& d : step_dirs(job)) n += keyed(read_text(d / "memory.events.local"), "oom_kill");
+    return n;
   }
-  std::vector<fs::path> dirs(std::int64_t id) const override { return {base_ / job_dir_name(id)}; }
+  std::vector<fs::path> dirs(std::int64_t id) const override {
+    const fs::path job = base_ / job_dir_name(id);
+    std::vector<fs::path> out = step_dirs(job);
+    out.push_back(job);
+    return out;
+  }
 
 private:
   fs::path base_;
@@ -422,6 +542,19 @@ bool cgroup_backend::kill_all(std::int64_t job_id) {
     // (or us, their subreaper): a short wait before reading it again.
     for (int i = 0; i < 50 && !procs(job_id).empty(); ++i) std::this_thread::sleep_for(2ms);
   }
+}
+
+std::vector<std::string> cgroup_backend::steps(std::int64_t job_id) const {
+  std::vector<std::string> out;
+  const auto all = dirs(job_id);
+  if (all.empty()) return out;
+  // The first hierarchy's job directory is the first one not a step's.
+  for (const auto& d : all) {
+    const std::string n = d.filename().string();
+    if (n.rfind(k_step_prefix, 0) != 0) break;
+    out.push_back(n.substr(std::strlen(k_step_prefix)));
+  }
+  return out;
 }
 
 bool cgroup_backend::remove(std::int64_t job_id) const {

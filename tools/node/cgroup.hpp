@@ -1,6 +1,9 @@
 // cgroup: containment of a node's jobs in cgroups: one cgroup per job,
 // created with its limits (memory, cpuset, pids) before the job starts,
-// frozen for suspend, read for OOM kills, emptied and removed at its end.
+// and under it one per step (job_N/step_M: what each launch of the job on
+// this node runs); frozen for suspend, read for OOM kills, its cpuset
+// rewritten when an adaptive job's map changes here, emptied and removed
+// at its end.
 // Two backends behind one interface, cgroup v1 (a hierarchy per controller)
 // and v2 (the unified hierarchy), chosen at the agent's start by probing.
 #pragma once
@@ -58,12 +61,34 @@ public:
   // Makes the job's cgroup (a leftover of the same id is emptied and made
   // again) and sets its limits. Throws cgroup_error.
   virtual void create(std::int64_t job_id, const cgroup_limits& limits) = 0;
-  // The cgroup.procs files a process writes its pid to, to enter the job's
+  // Makes a step of the job: a cgroup of its own under the job's,
+  // job_N/step_NAME, in every hierarchy (v1) or in the unified one (v2,
+  // whose job cgroup holds no process itself: every process of the job is
+  // in one of its steps). The job's memory and pids limits hold for all its
+  // steps together (the kernel's hierarchy); the step's cpuset is the job's.
+  // Its OOM kills are counted apart (step_oom_kills). NAME: letters, digits,
+  // '_' and '-' (cgroup_error otherwise, or when a file cannot be written).
+  virtual void create_step(std::int64_t job_id, const std::string& step) = 0;
+  // The cgroup.procs files a process writes its pid to, to enter the step's
   // cgroup (one per v1 hierarchy; one in v2).
-  virtual std::vector<std::string> join_files(std::int64_t job_id) const = 0;
+  virtual std::vector<std::string> join_files(std::int64_t job_id, const std::string& step) const = 0;
+  // The names of the job's steps here (step_NAME directories), sorted.
+  std::vector<std::string> steps(std::int64_t job_id) const;
+  // The OOM kills in one step of the job (0 when it cannot tell).
+  virtual std::uint64_t step_oom_kills(std::int64_t job_id, const std::string& step) const = 0;
+  // Rewrites the cpuset of the job and of each of its steps to exactly
+  // `cpus` (an adaptive job's map changed on this node). Widened first
+  // where it grows (a v1 child takes no cpu its parent lacks), narrowed
+  // last where it shrinks, so that no write is refused on the way. The
+  // kernel moves every task out of a processor its cpuset loses, whatever
+  // affinity the task set itself. Throws cgroup_error naming the file (an
+  // empty list, a job that is not here, a refused write).
+  virtual void set_cpus(std::int64_t job_id, const std::vector<int>& cpus) = 0;
+  // The job's cpuset as the kernel has it (its cpuset.cpus), empty if none.
+  virtual std::vector<int> cpus(std::int64_t job_id) const = 0;
   // Whether the job's cgroup exists.
   virtual bool exists(std::int64_t job_id) const = 0;
-  // The processes in the job's cgroup (none if it is gone).
+  // The processes in the job's cgroup and its steps' (none if it is gone).
   virtual std::vector<pid_t> procs(std::int64_t job_id) const = 0;
   // Freezes (true) or thaws the whole cgroup: the job cannot catch or undo
   // it. Waits (bounded) until the kernel says it is frozen. False if the
@@ -74,10 +99,10 @@ public:
   virtual bool request_freeze(std::int64_t job_id, bool frozen) = 0;
   // Whether it is frozen now.
   virtual bool frozen(std::int64_t job_id) const = 0;
-  // How many processes the kernel's OOM killer has killed in it at its
-  // memory limit (0 when it cannot tell).
+  // How many processes the kernel's OOM killer has killed in it (its steps
+  // included) at its memory limit (0 when it cannot tell).
   virtual std::uint64_t oom_kills(std::int64_t job_id) const = 0;
-  // The job's directories, deepest first (rmdir order).
+  // The job's directories, its steps' before its own (rmdir order).
   virtual std::vector<std::filesystem::path> dirs(std::int64_t job_id) const = 0;
   // The directory above every job's (aqs/<cluster>/<node>, in the first
   // hierarchy; aqs/ without a cluster).

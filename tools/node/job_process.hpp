@@ -41,6 +41,11 @@ struct launch_spec {
   // each before it does anything else, so that no process of the job ever
   // runs outside its cgroup.
   std::vector<std::string> cgroup_procs;
+  // Which step of the job this launch is, on this node (job_supervisor
+  // runs it in the job's cgroup under job_N/step_<this>): "batch" for the
+  // job's batch script or command on its first node, a number for a step
+  // it starts on another node (aqs-rsh: an MPI daemon and its ranks).
+  std::string cgroup_step = "batch";
 };
 
 // The job could not be started: the message is one line naming the step

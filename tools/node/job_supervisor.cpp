@@ -253,12 +253,13 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     limits.cpus = spec.cpus;
     try {
       cgroups_->create(job_id, limits);
+      cgroups_->create_step(job_id, spec.cgroup_step);
     } catch (const std::exception& e) {
       release_cgroup(job_id);
       throw launch_error(std::string("cannot make the job's cgroup: ") + e.what());
     }
     contained_spec = spec;
-    contained_spec.cgroup_procs = cgroups_->join_files(job_id);
+    contained_spec.cgroup_procs = cgroups_->join_files(job_id, spec.cgroup_step);
     run_spec = &contained_spec;
   }
   auto [report_r, report_w] = make_report_pipe();
@@ -342,6 +343,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
   j.limit_ms = time_limit;
   j.grace = grace;
   j.started = std::move(started);
+  j.cgroup_step = spec.cgroup_step;
   by_pid_[step] = job_id;
   read_report(job_id);
 }
@@ -529,7 +531,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
                                                                           : core::job_state::failed;
       if (oom > 0) {
         out.state = core::job_state::out_of_memory;
-        out.reason = oom_reason(oom, 0);
+        out.reason = oom_reason(oom, 0, "");
       }
       release_cgroup(id);  // a step killed between its status and its rmdir
       if (on_exit_) on_exit_(out);
@@ -556,6 +558,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     // suspended, and its OOM kills watched.
     if (cgroups_ && cgroups_->exists(id)) {
       j.cgroup = true;
+      if (const auto steps = cgroups_->steps(id); !steps.empty()) j.cgroup_step = steps.front();
       j.watch_oom = true;
       if (!memory_timer_) watch_memory();
     }
@@ -744,7 +747,7 @@ void job_supervisor::watch_memory() {
         // The kernel killed a process of the job at its limit: the job ends.
         if (const std::uint64_t kills = cgroups_->oom_kills(id); kills > 0) {
           terminate(j, core::job_state::out_of_memory, SIGKILL, std::chrono::milliseconds(0));
-          j.oom_reason = oom_reason(kills, j.memory_limit_mb);
+          j.oom_reason = oom_reason(kills, j.memory_limit_mb, j.cgroup_step);
         }
         continue;
       }
@@ -823,9 +826,10 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
   }
   // An OOM kill in its cgroup ends it OUT_OF_MEMORY, unless it was already
   // being cancelled or timed out; the kernel's count is the reason.
+  if (j.cgroup) out.step = j.cgroup_step;
   if (oom > 0 && (!j.killed_as || *j.killed_as == core::job_state::out_of_memory)) {
     out.state = core::job_state::out_of_memory;
-    out.reason = j.oom_reason.empty() ? oom_reason(oom, j.memory_limit_mb) : j.oom_reason;
+    out.reason = j.oom_reason.empty() ? oom_reason(oom, j.memory_limit_mb, j.cgroup_step) : j.oom_reason;
   }
   if (on_exit_) on_exit_(out);
 }
@@ -834,12 +838,20 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
 
 namespace aqs::node {
 
-std::string job_supervisor::oom_reason(std::uint64_t kills, std::uint64_t limit_mb) const {
+std::string job_supervisor::oom_reason(std::uint64_t kills, std::uint64_t limit_mb, const std::string& step) const {
   std::string text = "the kernel's OOM killer killed " + std::to_string(kills) +
                      (kills == 1 ? " process" : " processes") + " in the job's cgroup";
+  if (!step.empty()) text += " (step " + step + ")";
   if (limit_mb > 0) text += " at its memory limit of " + std::to_string(limit_mb) + " MB";
   if (cgroups_) text += cgroups_->version() == 1 ? " (cgroup v1 memory.oom_control oom_kill)" : " (cgroup v2 memory.events oom_kill)";
   return text;
+}
+
+bool job_supervisor::set_cpus(std::int64_t job_id, const std::vector<int>& cpus) {
+  const auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.cgroup) return false;
+  cgroups_->set_cpus(job_id, cpus);
+  return true;
 }
 
 void job_supervisor::release_cgroup(std::int64_t job_id) {

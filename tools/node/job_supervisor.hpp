@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <filesystem>
@@ -46,6 +47,8 @@ struct job_outcome {
   // Why, when the agent knows more than the state says (the kernel's OOM
   // kill in the job's cgroup); "" otherwise.
   std::string reason;
+  // Its step in its cgroup here (launch_spec::cgroup_step), "" without cgroups.
+  std::string step;
 };
 
 // Single-threaded: construct, call and destroy it on the thread that runs
@@ -167,8 +170,10 @@ public:
   // Containment: from now on every job runs in a cgroup of its own made by
   // `cgroups` (its memory limit, cpuset and pids limit; suspend freezes
   // it; its end, a kill or a cancel kill everything in it, wherever it
-  // moved its session or group; then it is removed). Call before the first
-  // start or adopt. Without it: process groups, SIGSTOP and the polling
+  // moved its session or group; then it is removed). What a launch runs
+  // is in the step of it named by launch_spec::cgroup_step, under the
+  // job's cgroup (job_N/step_M), and an OOM kill names that step in the
+  // job's outcome. Call before the first start or adopt. Without it: process groups, SIGSTOP and the polling
   // of limit_memory().
   void contain(std::shared_ptr<cgroup_backend> cgroups) { cgroups_ = std::move(cgroups); }
   const cgroup_backend* containment() const noexcept { return cgroups_.get(); }
@@ -178,9 +183,24 @@ public:
     return it != jobs_.end() && it->second.cgroup;
   }
 
+  // An adaptive job's map changed on this node: its cgroup's cpuset (and
+  // its steps') becomes exactly `cpus` (cgroup_backend::set_cpus: call it
+  // after the ranks on lost processors have left, and before ranks start
+  // on gained ones). False for a job not running here in a cgroup; throws
+  // cgroup_error when the kernel refuses.
+  bool set_cpus(std::int64_t job_id, const std::vector<int>& cpus);
+
   // Ids of the jobs running here, in no particular order.
   std::vector<std::int64_t> running() const;
   bool is_running(std::int64_t job_id) const { return jobs_.count(job_id) != 0; }
+  // The job's step process (the root of its session) and its process
+  // group, for sstat's measurements (job_stats); nullopt for a job not
+  // running here.
+  std::optional<std::pair<pid_t, pid_t>> step_and_group(std::int64_t job_id) const {
+    const auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return std::nullopt;
+    return std::pair<pid_t, pid_t>{it->second.step, it->second.pgid};
+  }
 
 private:
   struct job {
@@ -208,6 +228,7 @@ private:
     bool cgroup = false;     // runs in its cgroup (cgroups_)
     bool watch_oom = false;  // in a cgroup, with a memory limit: its OOM kills end it
     std::string oom_reason;  // once they did
+    std::string cgroup_step;  // its step's name in its cgroup (launch_spec::cgroup_step)
     std::optional<core::signal_spec> warning;  // --signal, until sent
     std::unique_ptr<boost::asio::steady_timer> warn;
   };
@@ -240,7 +261,7 @@ private:
   std::chrono::milliseconds memory_every_{250};
   std::shared_ptr<cgroup_backend> cgroups_;  // null: no containment
   // The reason of an OUT_OF_MEMORY end seen in the job's cgroup.
-  std::string oom_reason(std::uint64_t kills, std::uint64_t limit_mb) const;
+  std::string oom_reason(std::uint64_t kills, std::uint64_t limit_mb, const std::string& step) const;
   // Empties and removes a job's cgroup (contained jobs; nothing otherwise).
   void release_cgroup(std::int64_t job_id);
 };

@@ -3,6 +3,7 @@
 // down, and timeouts (heartbeats, resizes) pass in milliseconds.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <thread>
@@ -459,4 +460,208 @@ TEST_CASE("a launch lost with its agent's connection is sent again when the agen
   h.ctl().on_message(again, protocol::ok{relaunched->id, {}});
   CHECK(h.exited(again, job));
   CHECK(h.state_of(job) == job_state::completed);
+
+// ---- issue 30: a resize that cannot be done ---------------------------------
+
+namespace {
+
+// A rigid job of `n` on agent `a` that starts and ends: an arrival and a
+// completion, after which a job left alone by a failed resize may be asked again.
+void rigid_job_comes_and_goes(harness& h, const std::shared_ptr<fake_connection>& a,
+                              const std::shared_ptr<fake_connection>& c, std::int64_t n) {
+  const std::int64_t r = h.submit(c, n, n, false);
+  h.launched(a, r);
+  REQUIRE(h.exited(a, r));
+}
+
+}  // namespace
+
+TEST_CASE("an expand the shim gives up is undone with its cause, and after three in a row the job is offered no more growth") {
+  daemon::controller_options o;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t first = h.submit(c, 2, 2, false);
+  h.launched(a, first);
+  const std::int64_t grows = h.submit(c, 1, 4, true);
+  REQUIRE(h.launched(a, grows).nprocs == 2);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = grows;
+  h.ctl().on_open(shim);
+  h.settle();
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    CAPTURE(attempt);
+    // Processors come free: the job is offered all 4.
+    if (attempt == 1) {
+      REQUIRE(h.exited(a, first));
+    } else {
+      rigid_job_comes_and_goes(h, a, c, 2);
+    }
+    const auto map = shim->take<protocol::new_map>();
+    REQUIRE(map);
+    CHECK(std::count(map->procs.begin(), map->procs.end(), '1') == 4);
+    // Its shim claims the map, its new ranks never wire up, and it says so.
+    protocol::resize_begin b;
+    b.id = h.next_id();
+    b.job_id = grows;
+    b.epoch = map->epoch;
+    h.ctl().on_message(shim, b);
+    REQUIRE(shim->reply(b.id));
+    h.advance(20s);
+    protocol::resize_refused r;
+    r.id = h.next_id();
+    r.job_id = grows;
+    r.epoch = map->epoch;
+    r.reason = "new ranks did not reach MPI_Migrate within 20 s of their spawn";
+    h.ctl().on_message(shim, r);
+    const auto ok = shim->reply(r.id);
+    REQUIRE(ok);
+    CHECK(std::holds_alternative<protocol::ok>(*ok));
+    CHECK(h.eventually(grows, job_state::running) == job_state::running);
+  }
+  CHECK(h.history_says(grows, "expand to 4 abandoned after 20.0 s: new ranks did not reach MPI_Migrate within 20 s "
+                              "of their spawn; running on 2"));
+  CHECK_FALSE(h.history_says(grows, "killed"));
+  // Three in a row: its maximum is lowered to its size, and said why.
+  for (int i = 0; i < 400 && !h.history_says(grows, "growth stopped after 3 abandoned expands"); ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(h.history_says(grows, "growth stopped after 3 abandoned expands"));
+  const auto rec = h.store().get_job(grows);
+  REQUIRE(rec);
+  CHECK(rec->request.max_pe == 2);
+  // Room again: no map comes.
+  rigid_job_comes_and_goes(h, a, c, 2);
+  CHECK_FALSE(shim->take<protocol::new_map>([](const protocol::new_map&) { return true; }, 300ms));
+}
+
+TEST_CASE("abandoned expands count in a row only: one that goes through starts the count again") {
+  daemon::controller_options o;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t first = h.submit(c, 2, 2, false);
+  h.launched(a, first);
+  const std::int64_t grows = h.submit(c, 1, 4, true);
+  REQUIRE(h.launched(a, grows).nprocs == 2);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = grows;
+  h.ctl().on_open(shim);
+  h.settle();
+  // The shim claims the map it is sent, then acknowledges or refuses it.
+  auto answer = [&](bool apply) {
+    const auto map = shim->take<protocol::new_map>();
+    REQUIRE(map);
+    protocol::resize_begin b;
+    b.id = h.next_id();
+    b.job_id = grows;
+    b.epoch = map->epoch;
+    h.ctl().on_message(shim, b);
+    REQUIRE(shim->reply(b.id));
+    if (apply) {
+      protocol::resize_ack ack;
+      ack.id = h.next_id();
+      ack.job_id = grows;
+      ack.epoch = map->epoch;
+      ack.procs = map->procs;
+      h.ctl().on_message(shim, ack);
+      REQUIRE(shim->reply(ack.id));
+    } else {
+      protocol::resize_refused r;
+      r.id = h.next_id();
+      r.job_id = grows;
+      r.epoch = map->epoch;
+      r.reason = "spawn did not complete";
+      h.ctl().on_message(shim, r);
+      REQUIRE(shim->reply(r.id));
+    }
+    CHECK(h.eventually(grows, job_state::running) == job_state::running);
+  };
+  REQUIRE(h.exited(a, first));
+  answer(false);                            // abandoned 1
+  rigid_job_comes_and_goes(h, a, c, 2);
+  answer(false);                            // abandoned 2
+  rigid_job_comes_and_goes(h, a, c, 2);
+  answer(true);                             // grown to 4: the count starts again
+  const std::int64_t rigid = h.submit(c, 2, 2, false);
+  answer(true);                             // shrunk to 2 for it
+  h.launched(a, rigid);
+  REQUIRE(h.exited(a, rigid));
+  answer(false);                            // abandoned 1
+  rigid_job_comes_and_goes(h, a, c, 2);
+  answer(false);                            // abandoned 2
+  h.settle();
+  CHECK_FALSE(h.history_says(grows, "growth stopped"));
+  const auto rec = h.store().get_job(grows);
+  REQUIRE(rec);
+  CHECK(rec->request.max_pe == 4);
+}
+
+TEST_CASE("an --adaptive job whose shim never connects is made rigid at its size instead of held RESIZING") {
+  daemon::controller_options o;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t first = h.submit(c, 2, 2, false);
+  h.launched(a, first);
+  const std::int64_t plain = h.submit(c, 1, 4, true);
+  REQUIRE(h.launched(a, plain).nprocs == 2);
+  h.advance(11s);  // past the grace: no shim ever connected
+  REQUIRE(h.exited(a, first));
+  h.settle();
+  for (int i = 0; i < 400 && !h.history_says(plain, "treated as rigid at 2 processors"); ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(h.history_says(plain, "no runtime shim connected within 10 s of its start: treated as rigid at 2 processors"));
+  CHECK(h.state_of(plain) == job_state::running);
+  bool resizing = false;
+  for (const auto& e : h.store().job_history(plain)) resizing = resizing || e.new_state == job_state::resizing;
+  CHECK_FALSE(resizing);
+  const auto rec = h.store().get_job(plain);
+  REQUIRE(rec);
+  CHECK(rec->request.min_pe == 2);
+  CHECK(rec->request.max_pe == 2);
+  // The free processors go to the next job at once.
+  const std::int64_t next = h.submit(c, 2, 2, false);
+  CHECK(h.launched(a, next).nprocs == 2);
+  // A shim that connects after all (a slow start) gives the job its range back.
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = plain;
+  h.ctl().on_open(shim);
+  for (int i = 0; i < 400 && !h.history_says(plain, "adaptive again"); ++i) std::this_thread::sleep_for(5ms);
+  CHECK(h.history_says(plain, "runtime shim connected: adaptive again, range 1..4"));
+  const auto back = h.store().get_job(plain);
+  REQUIRE(back);
+  CHECK(back->request.min_pe == 1);
+  CHECK(back->request.max_pe == 4);
+}
+
+TEST_CASE("an --adaptive job resized before its shim could connect waits for it only until the grace is over") {
+  daemon::controller_options o;
+  o.resize_timeout = 60s;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  harness h(o);
+  auto a = h.agent("n1", 4);
+  auto c = h.client();
+  const std::int64_t first = h.submit(c, 2, 2, false);
+  h.launched(a, first);
+  const std::int64_t plain = h.submit(c, 1, 4, true);
+  REQUIRE(h.launched(a, plain).nprocs == 2);
+  REQUIRE(h.exited(a, first));  // at once: within the grace, it is offered 4
+  CHECK(h.eventually(plain, job_state::resizing) == job_state::resizing);
+  h.settle();  // its timeout is armed once the RESIZING is stored, on the strand
+  // Armed for what is left of the grace (at least 1 s): 10 s after its
+  // start, 11 s at most.
+  h.advance(10s);
+  h.advance(1s);
+  CHECK(h.eventually(plain, job_state::running) == job_state::running);
+  for (int i = 0; i < 400 && !h.history_says(plain, "treated as rigid at 2 processors"); ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(h.history_says(plain, "treated as rigid at 2 processors"));
+  const std::int64_t next = h.submit(c, 2, 2, false);
+  CHECK(h.launched(a, next).nprocs == 2);
 }

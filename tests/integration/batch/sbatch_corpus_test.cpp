@@ -14,16 +14,8 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "aqs_cluster.hpp"
-#include "client/job_options.hpp"
-#include "file_text.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
+#include "e2e.hpp"
+#include "cmdline/job_options.hpp"
 
 namespace {
 
@@ -158,10 +150,7 @@ TEST_CASE("every corpus #SBATCH script runs with the geometry it asked for, or i
   REQUIRE(expected.size() >= 25);
 
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = static_cast<int>(k_nodes);
-  o.procs_per_node = static_cast<int>(k_procs);
+  auto o = test::nodes_of(db, static_cast<int>(k_nodes), static_cast<int>(k_procs));
   o.netns = true;
   o.heartbeat_timeout_s = 30;
   o.agent_args = {"--memory", "512G", "--gpus", "4"};

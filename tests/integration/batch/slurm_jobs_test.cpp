@@ -16,27 +16,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
-using test::slurp;
+#include "e2e.hpp"
 
 namespace {
 
-test::cluster::options small(const test::test_database& db) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 3;
-  o.procs_per_node = 4;
-  o.agent_args = {"--memory", "4G", "--gpus", "2"};
-  return o;
-}
+// Three nodes of 4 processors, 4G of memory and 2 GPUs each, all up.
+struct small_cluster {
+  test::test_database db;
+  test::cluster c{test::nodes_of(db, 3, 4, {"--memory", "4G", "--gpus", "2"})};
+  small_cluster() { c.wait_nodes_up(3); }
+};
 
 std::int64_t id_of(const test::run_result& r) {
   INFO("stderr: " << r.err);
@@ -56,10 +45,7 @@ std::map<std::string, std::string> env_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("a geometry the cluster can never give is refused at submission with its reason") {
-  test::test_database db;
-  test::cluster c(small(db));
-  c.wait_nodes_up(3);
+TEST_CASE_FIXTURE(small_cluster, "a geometry the cluster can never give is refused at submission with its reason") {
   const auto u = c.user("aqs-test-geo");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"-N", "2", "-n", "32"}, "tasks"},
@@ -85,10 +71,7 @@ TEST_CASE("a geometry the cluster can never give is refused at submission with i
   CHECK(typo.err.find("did you mean '--ntasks-per-node'") != std::string::npos);
 }
 
-TEST_CASE("a Slurm batch job gets its geometry and Slurm's variables, and a step inside it uses its allocation") {
-  test::test_database db;
-  test::cluster c(small(db));
-  c.wait_nodes_up(3);
+TEST_CASE_FIXTURE(small_cluster, "a Slurm batch job gets its geometry and Slurm's variables, and a step inside it uses its allocation") {
   const auto u = c.user("aqs-test-env");
   const fs::path script = u.home / "env.sh";
   {
@@ -137,10 +120,7 @@ TEST_CASE("a Slurm batch job gets its geometry and Slurm's variables, and a step
   CHECK(c.jobs().size() == 1);
 }
 
-TEST_CASE("a job over its --mem ends OUT_OF_MEMORY, and one within it completes") {
-  test::test_database db;
-  test::cluster c(small(db));
-  c.wait_nodes_up(3);
+TEST_CASE_FIXTURE(small_cluster, "a job over its --mem ends OUT_OF_MEMORY, and one within it completes") {
   const auto u = c.user("aqs-test-oom");
   // tail holds a 200 MB line for 5 s: over a 100 MB limit, within a 1 GB one (tail may hold twice the line while it grows its buffer).
   const std::string hog = "{ head -c 200000000 /dev/zero; sleep 5; } | tail -n 1 | wc -c";
@@ -154,10 +134,7 @@ TEST_CASE("a job over its --mem ends OUT_OF_MEMORY, and one within it completes"
   CHECK(h.out.find("memory limit exceeded") != std::string::npos);
 }
 
-TEST_CASE("a job array is one request: each task runs with its index, a throttle holds the rest, fkill takes one or all") {
-  test::test_database db;
-  test::cluster c(small(db));
-  c.wait_nodes_up(3);
+TEST_CASE_FIXTURE(small_cluster, "a job array is one request: each task runs with its index, a throttle holds the rest, fkill takes one or all") {
   const auto u = c.user("aqs-test-array");
   // Six tasks, at most two at once, each writing its own file.
   const auto r = c.cmd(bin().fsub,
@@ -221,10 +198,7 @@ TEST_CASE("a job array is one request: each task runs with its index, a throttle
   }
 }
 
-TEST_CASE("dependencies after, afterany, afterok, afternotok and '?' start, wait or cancel jobs as Slurm's do") {
-  test::test_database db;
-  test::cluster c(small(db));
-  c.wait_nodes_up(3);
+TEST_CASE_FIXTURE(small_cluster, "dependencies after, afterany, afterok, afternotok and '?' start, wait or cancel jobs as Slurm's do") {
   const auto u = c.user("aqs-test-deps");
   auto sub = [&](std::vector<std::string> args) {
     args.insert(args.begin(), "--parsable");
@@ -256,10 +230,7 @@ TEST_CASE("dependencies after, afterany, afterok, afternotok and '?' start, wait
   CHECK(l->state == job_state::running);  // the follower ended while it still ran
 }
 
-TEST_CASE("singleton: a job waits for every earlier job of its user and name, not for others'") {
-  test::test_database db;
-  test::cluster c(small(db));
-  c.wait_nodes_up(3);
+TEST_CASE_FIXTURE(small_cluster, "singleton: a job waits for every earlier job of its user and name, not for others'") {
   const auto u = c.user("aqs-test-deps");
   const auto v = c.user("aqs-test-deps2");
   auto sub = [&](const test::test_user& who, std::vector<std::string> args) {

@@ -13,14 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
+#include "e2e.hpp"
 
 namespace {
 
@@ -56,21 +49,15 @@ TEST_CASE("in Chromium, the dashboard submits an adaptive job, shows it shrink f
     return;
   }
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 4;
+  auto o = test::nodes_of(db, 2, 4);
   o.aqsd_args = {"--http", "127.0.0.1:0"};
   test::cluster c(o);
-  const std::string addr = test::slurp(c.dir() / "state" / "aqsd.http");
-  const std::string url = "http://127.0.0.1:" + std::to_string(std::stoi(addr.substr(addr.rfind(':') + 1))) + "/";
+  const std::string url = "http://127.0.0.1:" + std::to_string(c.http_port()) + "/";
 
   // Root's token, as the first line of a user's session would get it.
   const auto t = c.cmd(AQS_FTOKEN_BINARY, {"--lifespan", "3600"});
   REQUIRE_MESSAGE(t.status == 0, t.err);
-  std::string token = t.out;
-  while (!token.empty() && token.back() == '\n') token.pop_back();
-  token = token.substr(token.rfind('\n') + 1);
+  const std::string token = test::last_line(t.out);
 
   // The adaptive job: jacobi2d under mpirun on whatever it is given, paced
   // so that it runs (and reaches MPI_Migrate every 10 ms) until cancelled,

@@ -4,7 +4,8 @@
 // node's other job goes on; a job cannot widen its processors with
 // sched_setaffinity; nothing a job leaves (new sessions, double forks,
 // nohup, untagged children) outlives it, after a normal end or fkill;
-// suspend freezes a job that ignores SIGTSTP, and it resumes whole.
+// suspend freezes a job that ignores SIGTSTP, and it resumes whole; with
+// --pids-limit a fork bomb is capped.
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -174,8 +175,12 @@ TEST_CASE("a --mem=100M job whose child allocates 500 MB in a new session ends O
     while (std::chrono::steady_clock::now() < until && !gone_at) {
       const bool there = fs::exists(memcg);
       seen_dir = seen_dir || there;
-      if (there && !oom_at && slurp(memcg / "memory.oom_control").find("oom_kill 0") == std::string::npos &&
-          slurp(memcg / "memory.oom_control").find("oom_kill") != std::string::npos) {
+      // (v1 counts the kill in the victim's own cgroup: the job's step.)
+      const auto killed = [](const fs::path& d) {
+        const std::string t = slurp(d / "memory.oom_control");
+        return t.find("oom_kill") != std::string::npos && t.find("oom_kill 0") == std::string::npos;
+      };
+      if (there && !oom_at && (killed(memcg) || killed(memcg / "step_batch"))) {
         oom_at = std::chrono::steady_clock::now();
       }
       if (seen_dir && !there) gone_at = std::chrono::steady_clock::now();
@@ -248,6 +253,11 @@ TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still run
   CHECK(nodes[0].containment.rfind("cgroup v", 0) == 0);
   const auto fn = c.cmd(bin().fnodes, {"--json"});
   CHECK(fn.out.find("\"containment\":\"cgroup v") != std::string::npos);
+  // and its table in short.
+  const auto table = c.cmd(bin().fnodes, {});
+  INFO(table.out);
+  CHECK(table.out.find("CONTAINMENT") != std::string::npos);
+  CHECK(table.out.find(nodes[0].containment.substr(0, 9) + "\n") != std::string::npos);
   const auto u = user(c, "aqs-cgroups-c");
   const fs::path out = u.home / "cpus.out";
   const std::string all = "0-" + last;
@@ -355,4 +365,45 @@ TEST_CASE("a suspended job that ignores SIGTSTP and handles SIGCONT makes no pro
   std::string want;
   for (int i = 1; i <= 40; ++i) want += std::to_string(i) + "\n";
   CHECK(slurp(out) == want);
+}
+
+TEST_CASE("with --pids-limit a fork bomb is capped by the kernel in the job's cgroup, and nothing of it outlives the job") {
+  SKIP_WITHOUT_CGROUPS();
+  if (!fs::exists("/sys/fs/cgroup/pids/cgroup.procs") && slurp("/sys/fs/cgroup/cgroup.controllers").find("pids") == std::string::npos) {
+    MESSAGE("skipped: no pids controller (v1 /sys/fs/cgroup/pids or v2)");
+    return;
+  }
+  test::test_database db;
+  auto o = one_node(db, 2);
+  o.agent_args.insert(o.agent_args.end(), {"--pids-limit", "24"});
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const auto u = user(c, "aqs-contain-p");
+  const fs::path out = u.home / "bomb.out";
+  // Forks until the kernel refuses (perl's fork does not retry), each
+  // child sleeping; says how many it made, ends them (the shell could not
+  // fork otherwise), and shows the job's pids cgroup.
+  const std::string bomb =
+      "perl -e 'my @k; for (1..500) { my $p = fork(); last unless defined $p; "
+      "if ($p == 0) { sleep 60; exit 0 } push @k, $p } print \"forked \", scalar(@k), \"\\n\"; "
+      "kill 9, @k; waitpid($_, 0) for @k'; "
+      "grep pids /proc/self/cgroup";
+  const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", bomb}, &u, u.home.string());
+  CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
+  const std::string text = slurp(out);
+  INFO(text);
+  const auto at = text.find("forked ");
+  REQUIRE(at != std::string::npos);
+  const int forked = std::stoi(text.substr(at + 7));
+  MESSAGE("measured {\"forks_under_pids_limit_24\": " << forked << "}");
+  // The job's shell, perl and its children: 24 at most at once (without
+  // the limit: all 500).
+  CHECK(forked > 0);
+  CHECK(forked < 24);
+  if (fs::exists("/sys/fs/cgroup/pids/cgroup.procs")) {
+    CHECK(text.find("/job_" + std::to_string(id) + "/step_batch") != std::string::npos);
+  }
+  std::this_thread::sleep_for(1s);
+  const auto left = processes_of(u.uid);
+  CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
 }

@@ -8,42 +8,16 @@
 #include <sstream>
 #include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
-using test::slurp;
+#include "e2e.hpp"
 
 namespace {
 
-test::cluster::options one_node(const test::test_database& db, int procs) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  o.procs_per_node = procs;
-  return o;
-}
+test::cluster::options one_node(const test::test_database& db, int procs) { return test::nodes_of(db, 1, procs); }
 
 // Lines in a file (0 if it is missing).
 std::size_t lines_of(const fs::path& p) {
   const std::string t = slurp(p);
   return static_cast<std::size_t>(std::count(t.begin(), t.end(), '\n'));
-}
-
-// Waits until `pred` holds, up to `limit`; returns whether it did.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
 }
 
 std::string reason_of(test::cluster& c, std::int64_t id) {

@@ -314,7 +314,7 @@ TEST_CASE("an adaptive job with -c 2 runs one MPI rank per 2 processors, pinned 
   CHECK(jacobi_ranks(out).empty());
 }
 
-TEST_CASE("a job that cannot spawn keeps its processors, and aqsd records the refusal") {
+TEST_CASE("a job that cannot spawn keeps its processors, and aqsd records the abandoned expand") {
   test::test_database db;
   test::cluster c(small(db, 1, 4));
   c.wait_nodes_up(1);
@@ -334,9 +334,97 @@ TEST_CASE("a job that cannot spawn keeps its processors, and aqsd records the re
   c.wait_state(hold, {job_state::completed});
   auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 120s);
   CHECK(jf.exit_code == 0);
-  CHECK(history_says(c, a, "resize refused by the job"));
+  // An expand it claimed and gave up: undone, with the cause.
+  CHECK(history_says(c, a, "expand to 4 abandoned after"));
+  CHECK(history_says(c, a, "AQS_TEST_SPAWN_FAIL is set; running on 2"));
   CHECK(slurp(work / "nospawn.out").find("cannot apply map") != std::string::npos);
   CHECK(processes_mentioning((work / "nospawn.grid").string()).empty());
+}
+
+TEST_CASE("an expand whose new ranks stall before wire-up is undone: the job goes on at its old size, bit-identical") {
+  // Issue 30: a grow that stalled inside OpenMPI (a new rank's first
+  // connection never answered) left the running ranks blocked until the
+  // claim timeout, and aqsd then killed the job FAILED. The shim now bounds
+  // the wire-up of new ranks (AQS_EXPAND_TIMEOUT, 3 s here), takes the job
+  // back to the map it had, and tells aqsd why; the job completes.
+  test::test_database db;
+  auto o = small(db, 1, 4);
+  o.aqsd_args = {"--resize-claim-timeout", "12"};
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  const fs::path ref = reference_grid(work);
+  // Starts on 2 while a rigid job holds the other 2; offered 4 when it ends.
+  const std::int64_t hold = c.submit({"-n", "2", "--wrap", "sleep 2"});
+  c.wait_state(hold, {job_state::running});
+  const fs::path grid = work / "stall.grid", out = work / "stall.out";
+  const fs::path script = work / "stall.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n" << k_mpi_env
+                        << "export AQS_TEST_JOIN_STALL_S=25 AQS_EXPAND_TIMEOUT=3\n"
+                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
+                        << jacobi_args(grid, 60) << "\n";
+  const std::int64_t a = c.submit({"-o", out.string(), script.string()});
+  REQUIRE(c.wait_state(a, {job_state::running}).nprocs == 2);
+  c.wait_state(hold, {job_state::completed});
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed}, 150s);
+  const std::string log = slurp(out);
+  INFO(log);
+  INFO(slurp(c.dir() / "aqsd.log"));
+  CHECK(jf.state == job_state::completed);
+  CHECK(jf.exit_code == 0);
+  // It was offered 4, gave the expand up and never ran on 4 ranks.
+  CHECK(history_says(c, a, "expand to 4 abandoned after"));
+  CHECK(history_says(c, a, "running on 2"));
+  for (const auto& e : history(c, a)) {
+    if (e.value("reason", "").find("abandoned") != std::string::npos) MESSAGE("measured: " << e.value("reason", ""));
+  }
+  CHECK_FALSE(history_says(c, a, "resize acknowledged"));
+  CHECK_FALSE(history_says(c, a, "killed"));
+  CHECK(log.find(" ranks 4 ") == std::string::npos);
+  CHECK(slurp(grid) == slurp(ref));
+  CHECK(slurp(grid).size() == 64u * 48u * sizeof(double));
+  // The stalled new ranks are gone too.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!processes_mentioning(grid.string()).empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(processes_mentioning(grid.string()).empty());
+}
+
+TEST_CASE("an --adaptive plain script never connects the shim: it is made rigid at its size and holds nothing RESIZING") {
+  // Issue 30: a plain script submitted --adaptive was offered maps it could
+  // never apply and held processors RESIZING until the resize timeout while
+  // another job waited for them.
+  test::test_database db;
+  auto o = small(db, 1, 4);
+  o.resize_timeout_s = 90;  // today's hold would outlast the wait below
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const fs::path work = c.workdir();
+  const std::int64_t hold = c.submit({"-n", "2", "--wrap", "sleep 16"});
+  c.wait_state(hold, {job_state::running});
+  const fs::path script = work / "plain.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 4\nsleep 120\n";
+  const std::int64_t a = c.submit({"-o", (work / "plain.out").string(), script.string()});
+  REQUIRE(c.wait_state(a, {job_state::running}).nprocs == 2);
+  // When the rigid job ends (over 10 s after the plain job started) the
+  // plain job would be grown onto its 2 processors; a job that arrives then
+  // gets them at once instead.
+  c.wait_state(hold, {job_state::completed});
+  const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 1"});
+  INFO(slurp(c.dir() / "aqsd.log"));
+  const auto jb = c.wait_state(b, {job_state::running, job_state::completed}, 45s);
+  CHECK((jb.state == job_state::running || jb.state == job_state::completed));
+  const auto ja = c.job(a);
+  REQUIRE(ja);
+  CHECK(ja->state == job_state::running);
+  CHECK(ja->nprocs == 2);
+  bool resizing = false;
+  for (const auto& e : history(c, a)) resizing = resizing || e["new_state"] == "RESIZING";
+  CHECK_FALSE(resizing);
+  CHECK(history_says(c, a, "treated as rigid at 2 processors"));
+  c.cmd(bin().fkill, {std::to_string(a)});
+  c.wait_state(a, {job_state::cancelled, job_state::completed, job_state::failed}, 30s);
 }
 
 TEST_CASE("a job that never calls MPI_Migrate times out of its resize and the cluster goes on scheduling") {

@@ -9,29 +9,15 @@
 #include <sstream>
 #include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "probe_report.hpp"
-#include "test_pg.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
 using test::job_processes_mentioning;
-using test::slurp;
 
 namespace {
 
 // Two virtual nodes of 3 processors: a 5-processor job spans both.
-test::cluster::options two_nodes_of_three(const test::test_database& db) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 3;
-  return o;
-}
+test::cluster::options two_nodes_of_three(const test::test_database& db) { return test::nodes_of(db, 2, 3); }
 
 }  // namespace
 
@@ -67,20 +53,12 @@ TEST_CASE("a rigid job's plain mpirun runs one rank per processor, each on its c
   CHECK(job_processes_mentioning(MPI_PROBE).size() >= 5);
   CHECK(c.cmd(bin().fkill, {std::to_string(k)}).status == 0);
   CHECK(c.wait_state(k, {job_state::cancelled, job_state::failed}, 60s).state == job_state::cancelled);
-  const auto until = std::chrono::steady_clock::now() + 15s;
-  while (!job_processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(100ms);
-  }
-  CHECK(job_processes_mentioning(MPI_PROBE).empty());
+  CHECK(eventually([] { return job_processes_mentioning(MPI_PROBE).empty(); }, 15s));
 
   // The same at a time limit.
   const std::int64_t t = c.submit({"-n", "4", "-t", "0:02", "-o", (work / "limit.out").string(), long_script.string()});
   CHECK(c.wait_state(t, {job_state::timeout, job_state::failed, job_state::completed}, 60s).state == job_state::timeout);
-  const auto until2 = std::chrono::steady_clock::now() + 15s;
-  while (!job_processes_mentioning(MPI_PROBE).empty() && std::chrono::steady_clock::now() < until2) {
-    std::this_thread::sleep_for(100ms);
-  }
-  CHECK(job_processes_mentioning(MPI_PROBE).empty());
+  CHECK(eventually([] { return job_processes_mentioning(MPI_PROBE).empty(); }, 15s));
 }
 
 TEST_CASE("frun -n 5 on an MPI program runs one rank per processor, each on its cpu, like srun; other commands run once") {

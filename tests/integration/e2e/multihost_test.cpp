@@ -16,33 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "probe_report.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
-using test::slurp;
 
 namespace {
 
-// The namespace hosts need root and `ip netns`; without them these tests
-// say so and pass.
-bool netns_available() {
-  if (testbed::netns_hosts::available()) return true;
-  MESSAGE("skipped: needs root and ip netns");
-  return false;
-}
-
 test::cluster::options hosts_options(const test::test_database& db, int hosts, int procs) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = hosts;
-  o.procs_per_node = procs;
+  auto o = test::nodes_of(db, hosts, procs);
   o.netns = true;
   o.heartbeat_timeout_s = 2;
   return o;
@@ -101,7 +81,7 @@ std::string first_line(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("on namespace hosts every job runs on its node's host, MPI ranks included") {
-  if (!netns_available()) return;
+  if (!test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts_options(db, 3, 2));
   const fs::path work = c.workdir();
@@ -141,7 +121,7 @@ TEST_CASE("on namespace hosts every job runs on its node's host, MPI ranks inclu
 }
 
 TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts go on scheduling") {
-  if (!netns_available()) return;
+  if (!test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts_options(db, 3, 2));
   const fs::path work = c.workdir();
@@ -180,27 +160,23 @@ TEST_CASE("a host cut off goes DOWN, its job ends NODE_FAIL, and the other hosts
   CHECK(c.wait_state(d, {job_state::completed, job_state::failed}, 30s).state == job_state::completed);
   // Back on the bridge, the node returns and kills what b left there.
   c.hosts()->restore(cut);
-  const auto until = std::chrono::steady_clock::now() + 30s;
-  bool up = false;
-  while (!up && std::chrono::steady_clock::now() < until) {
-    for (const auto& n : c.nodes()) up = up || (n.name == "node" + std::to_string(cut) && n.state == protocol::node_state::up);
-    if (!up) std::this_thread::sleep_for(100ms);
-  }
-  CHECK(up);
+  CHECK(eventually([&] {
+    for (const auto& n : c.nodes()) {
+      if (n.name == "node" + std::to_string(cut) && n.state == protocol::node_state::up) return true;
+    }
+    return false;
+  }));
   CHECK(c.cmd(bin().fkill, {std::to_string(a)}).status == 0);
   c.wait_idle(60s);
   // No job process is left on any host.
-  const auto left_until = std::chrono::steady_clock::now() + 15s;
-  while (sleeping("122") > 0 && std::chrono::steady_clock::now() < left_until) {
-    std::this_thread::sleep_for(100ms);
-  }
+  eventually([&] { return sleeping("122") == 0; }, 15s);
   for (int i = 0; i < 300 && running_in(c, 3, MPI_PROBE) > 0; ++i) std::this_thread::sleep_for(50ms);
   CHECK(running_in(c, 3, MPI_PROBE) == 0);
   CHECK(sleeping("122") == 0);
 }
 
 TEST_CASE("a rigid 8-rank MPI job over 2 hosts: each rank on its host and cpu; fkill and a time limit reach both") {
-  if (!netns_available()) return;
+  if (!test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts_options(db, 2, 4));
   const fs::path work = c.workdir();
@@ -265,7 +241,7 @@ bool overlaps(const std::string& a, const std::string& b) {
 }  // namespace
 
 TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows back, and ends bit-identical") {
-  if (!netns_available()) return;
+  if (!test::netns_available()) return;
   test::test_database db;
   auto o = hosts_options(db, 3, 2);
   o.heartbeat_timeout_s = 10;  // many ranks on 2 cores: no node may look dead for being slow
@@ -363,4 +339,58 @@ TEST_CASE("an adaptive jacobi2d grows onto a new host, shrinks off one and grows
   // Every rank is gone, on every host, the parked ones included.
   for (int i = 0; i < 300 && running_in(c, 3, JACOBI2D_BINARY) > 0; ++i) std::this_thread::sleep_for(50ms);
   CHECK(running_in(c, 3, JACOBI2D_BINARY) == 0);
+}
+
+TEST_CASE("a grow onto another host whose new ranks stall before wire-up is undone: the job completes on its first host, bit-identical") {
+  // Issue 30: the multi-host grow that stalls inside OpenMPI (a TCP connect
+  // between an old and a new rank never answered) used to end FAILED at the
+  // claim timeout. Here the new ranks on the second host stall on purpose
+  // (AQS_TEST_JOIN_STALL_S); the shim gives the expand up after
+  // AQS_EXPAND_TIMEOUT and the job goes on on its first host.
+  if (!netns_available()) return;
+  test::test_database db;
+  auto o = hosts_options(db, 2, 2);
+  o.heartbeat_timeout_s = 10;
+  o.aqsd_args = {"--resize-claim-timeout", "15"};
+  test::cluster c(o);
+  const fs::path work = c.workdir();
+  const fs::path ref = work / "ref.grid";
+  auto r = test::run({MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY, "--rows", "64",
+                      "--cols", "48", "--iters", "240", "--out", ref.string()},
+                     {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+
+  const std::int64_t hold = c.submit({"-n", "2", "-J", "hold", "--wrap", "sleep 300"});
+  c.wait_state(hold, {job_state::running});
+  const fs::path out = work / "stall.grid", log = work / "stall.out";
+  const fs::path script = work / "stall.sh";
+  const char* debug = std::getenv("AQS_DEBUG");
+  const std::string trace = debug != nullptr && *debug != '\0' ? std::string(" -x AQS_DEBUG=") + debug : "";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 2 --max 4\n"
+                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                        << "export AQS_TEST_JOIN_STALL_S=25 AQS_EXPAND_TIMEOUT=3\n"
+                        << "exec " MPIEXEC << trace << " -x AQS_TEST_JOIN_STALL_S -x AQS_EXPAND_TIMEOUT " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 240 --pace-ms 60 --out " << out.string() << "\n";
+  const std::int64_t a = c.submit({"-J", "stall", "-o", log.string(), script.string()});
+  REQUIRE(c.wait_state(a, {job_state::running}).nprocs == 2);
+  for (int i = 0; i < 300 && slurp(log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+  // The other host frees up: the job is offered it, and its new ranks there stall.
+  CHECK(c.cmd(bin().fkill, {std::to_string(hold)}).status == 0);
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 180s);
+  INFO(slurp(log));
+  INFO(slurp(c.dir() / "aqsd.log"));
+  CHECK(jf.state == job_state::completed);
+  CHECK(jf.exit_code == 0);
+  CHECK(slurp(log).find(" ranks 4 ") == std::string::npos);
+  CHECK(slurp(out) == slurp(ref));
+  const auto shown = c.cmd(bin().fjobs, {"--history", std::to_string(a)});
+  CHECK(shown.out.find("expand to 4 abandoned after") != std::string::npos);
+  if (const auto at = shown.out.find("expand to"); at != std::string::npos) {
+    MESSAGE("measured: " << shown.out.substr(at, shown.out.find('\n', at) - at));
+  }
+  CHECK(shown.out.find("running on 2") != std::string::npos);
+  CHECK(shown.out.find("killed") == std::string::npos);
+  // No rank is left on either host, the stalled ones included.
+  for (int i = 0; i < 300 && running_in(c, 2, JACOBI2D_BINARY) > 0; ++i) std::this_thread::sleep_for(100ms);
+  CHECK(running_in(c, 2, JACOBI2D_BINARY) == 0);
 }

@@ -2,6 +2,7 @@
 // aqs-node agents as virtual nodes, the real commands, real job processes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -15,21 +16,9 @@
 #include <thread>
 #include <unistd.h>
 
-#include "aqs_cluster.hpp"
-#include "test_pg.hpp"
-#include "file_text.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
+#include "e2e.hpp"
 
 namespace {
-
-using test::slurp;
-
-void write_file(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 // Pids listed one per line in a file the job wrote.
 std::vector<pid_t> read_pids(const fs::path& p) {
@@ -40,20 +29,17 @@ std::vector<pid_t> read_pids(const fs::path& p) {
 }
 
 bool all_gone(const std::vector<pid_t>& pids, std::chrono::seconds limit = 10s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    bool any = false;
-    for (pid_t p : pids) any = any || test::alive(p);
-    if (!any) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
+  return eventually([&] { return std::none_of(pids.begin(), pids.end(), test::alive); }, limit);
 }
 
 void wait_for_file(const fs::path& p, std::chrono::seconds limit = 20s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!fs::exists(p) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
-  REQUIRE_MESSAGE(fs::exists(p), p.string() << " never appeared");
+  REQUIRE_MESSAGE(eventually([&] { return fs::exists(p); }, limit), p.string() << " never appeared");
+}
+
+// The first pid a job writes to `p`, once the file is there.
+pid_t first_pid(const fs::path& p) {
+  wait_for_file(p);
+  return read_pids(p).at(0);
 }
 
 test::cluster::options fast(const test::test_database& db) {
@@ -62,12 +48,34 @@ test::cluster::options fast(const test::test_database& db) {
   return o;
 }
 
+// One agent whose aqsd declares it DOWN after `heartbeat_timeout_s` of
+// silence; it beats every 0.3 s.
+test::cluster::options one_agent(const test::test_database& db, double heartbeat_timeout_s) {
+  auto o = fast(db);
+  o.nodes = 1;
+  o.heartbeat_timeout_s = heartbeat_timeout_s;
+  o.agent_heartbeat_s = 0.3;
+  return o;
+}
+
+// fast() on a database of its own, and its working directory.
+struct fast_cluster {
+  test::test_database db;
+  test::cluster c{fast(db)};
+  const fs::path w = c.workdir();
+};
+
+// one_agent(HeartbeatTimeout) on a database of its own, and its working directory.
+template <int HeartbeatTimeout>
+struct one_agent_cluster {
+  test::test_database db;
+  test::cluster c{one_agent(db, HeartbeatTimeout)};
+  const fs::path w = c.workdir();
+};
+
 }  // namespace
 
-TEST_CASE("200 jobs submitted with fsub all end, with their outputs in the right files and their exit codes recorded") {
-  test::test_database db;
-  test::cluster c(fast(db));
-  const fs::path w = c.workdir();
+TEST_CASE_FIXTURE(fast_cluster, "200 jobs submitted with fsub all end, with their outputs in the right files and their exit codes recorded") {
   write_file(w / "job.sh",
              "#!/bin/sh\n#SBATCH -o %x-%j.out\necho \"job $AQS_JOB_ID of $AQS_NPROCS on $AQS_NODELIST\"\n"
              "[ \"$1\" = fail ] && exit 3\nexit 0\n");
@@ -100,10 +108,7 @@ TEST_CASE("200 jobs submitted with fsub all end, with their outputs in the right
   CHECK(c.leftovers().size() >= 1);  // aqsd and the agents, still running
 }
 
-TEST_CASE("fkill ends pending and running jobs with their whole process tree; time limits give TIMEOUT; afterok holds and cancels") {
-  test::test_database db;
-  test::cluster c(fast(db));
-  const fs::path w = c.workdir();
+TEST_CASE_FIXTURE(fast_cluster, "fkill ends pending and running jobs with their whole process tree; time limits give TIMEOUT; afterok holds and cancels") {
   // A job that starts a child and a grandchild and records every pid.
   write_file(w / "tree.sh",
              "#!/bin/sh\necho $$ > \"$1\"\nsleep 300 &\necho $! >> \"$1\"\n"
@@ -202,10 +207,7 @@ TEST_CASE("jobs run as their submitters, and a user can neither kill nor see thr
   c.wait_state(b, {job_state::cancelled});
 }
 
-TEST_CASE("bad input gets a clear error, and aqsd keeps serving everyone and loses nothing") {
-  test::test_database db;
-  test::cluster c(fast(db));
-  const fs::path w = c.workdir();
+TEST_CASE_FIXTURE(fast_cluster, "bad input gets a clear error, and aqsd keeps serving everyone and loses nothing") {
   std::atomic<bool> stop{false};
   std::vector<std::int64_t> acked;
   std::mutex acked_mu;
@@ -350,10 +352,8 @@ TEST_CASE("a node silent beyond the heartbeat timeout goes DOWN, its jobs NODE_F
   const std::string victim = pj.nodes.substr(0, 5), other = victim == "node0" ? "node1" : "node0";
   REQUIRE(rj.nodes.substr(0, 5) == victim);
   const int vi = victim[4] - '0';
-  wait_for_file(w / "plain.pid");
-  wait_for_file(w / "requeued.pid");
-  const pid_t plain_pid = read_pids(w / "plain.pid").at(0);
-  const pid_t first_run_pid = read_pids(w / "requeued.pid").at(0);
+  const pid_t plain_pid = first_pid(w / "plain.pid");
+  const pid_t first_run_pid = first_pid(w / "requeued.pid");
   fs::remove(w / "requeued.pid");
   // Its agent hangs (as a cut-off node would): no heartbeats.
   c.kill_agent(vi, SIGSTOP);
@@ -378,26 +378,17 @@ TEST_CASE("a node silent beyond the heartbeat timeout goes DOWN, its jobs NODE_F
   c.wait_state(requeued, {job_state::cancelled});
 }
 
-TEST_CASE("an agent killed with SIGKILL and restarted within the heartbeat timeout re-adopts its jobs and reports their ends") {
-  test::test_database db;
-  auto o = fast(db);
-  o.nodes = 1;
-  o.heartbeat_timeout_s = 6;
-  o.agent_heartbeat_s = 0.3;
-  test::cluster c(o);
-  const fs::path w = c.workdir();
+TEST_CASE_FIXTURE(one_agent_cluster<6>,
+                  "an agent killed with SIGKILL and restarted within the heartbeat timeout re-adopts its jobs and reports their ends") {
   write_file(w / "j.sh", "#!/bin/sh\necho $$ > \"$1\"\nsleep \"$2\"\nexit \"$3\"\n");
   const auto survives = c.submit({"j.sh", (w / "a.pid").string(), "8", "5"});
   const auto ends_meanwhile = c.submit({"j.sh", (w / "b.pid").string(), "1.5", "0"});
   // Both run once their pid files exist (polling for RUNNING could miss
   // b's short life on a loaded machine).
-  wait_for_file(w / "a.pid");
-  wait_for_file(w / "b.pid");
-  const pid_t a = read_pids(w / "a.pid").at(0);
-  const pid_t b = read_pids(w / "b.pid").at(0);
+  const pid_t a = first_pid(w / "a.pid");
+  const pid_t b = first_pid(w / "b.pid");
   c.kill_agent(0, SIGKILL);
-  for (int i = 0; i < 40 && test::alive(b); ++i) std::this_thread::sleep_for(100ms);  // b ends while no agent runs
-  CHECK_FALSE(test::alive(b));
+  CHECK(eventually([&] { return !test::alive(b); }, 4s));  // b ends while no agent runs
   CHECK(test::alive(a));                // a runs on without its agent
   c.start_agent(0);
   const auto ja = c.wait_state(survives, {job_state::completed, job_state::failed, job_state::node_fail}, 30s);
@@ -411,14 +402,8 @@ TEST_CASE("an agent killed with SIGKILL and restarted within the heartbeat timeo
   c.wait_state(next, {job_state::completed});
 }
 
-TEST_CASE("an agent killed with SIGKILL for longer than the heartbeat timeout finds its jobs NODE_FAIL and kills them when it returns") {
-  test::test_database db;
-  auto o = fast(db);
-  o.nodes = 1;
-  o.heartbeat_timeout_s = 2;
-  o.agent_heartbeat_s = 0.3;
-  test::cluster c(o);
-  const fs::path w = c.workdir();
+TEST_CASE_FIXTURE(one_agent_cluster<2>,
+                  "an agent killed with SIGKILL for longer than the heartbeat timeout finds its jobs NODE_FAIL and kills them when it returns") {
   write_file(w / "j.sh", "#!/bin/sh\necho $$ > \"$1\"\nsleep 300 &\necho $! >> \"$1\"\nwait\n");
   const auto id = c.submit({"j.sh", (w / "p").string()});
   c.wait_state(id, {job_state::running});

@@ -5,14 +5,7 @@
 #include <sys/stat.h>
 #include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
+#include "e2e.hpp"
 
 namespace {
 
@@ -43,10 +36,7 @@ mode_t mode_of(const fs::path& p) {
 
 TEST_CASE("a job submitted with umask 077 has output files only its user can read, and runs with that umask") {
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(db, 1, 4));
   const auto alice = c.user("aqs-test-alice");
   const auto secret = submit_with_umask(c, alice, 077, {"-e", "err-%j.txt", "--wrap", "umask; umask > made.txt"});
   CHECK(c.job(secret)->state == job_state::completed);

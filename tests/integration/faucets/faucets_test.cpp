@@ -18,32 +18,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "aqs_cluster.hpp"
-#include "client/faucets_api.hpp"
+#include "e2e.hpp"
+#include "faucets_client/faucets_api.hpp"
 #include "core/job_state.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
 
-using namespace std::chrono_literals;
 using aqs::test::cluster;
 using aqs::test::run;
 using aqs::test::run_result;
 using nlohmann::json;
-namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& p, const std::string& text, mode_t mode = 0644) {
-  std::ofstream(p) << text;
-  ::chmod(p.c_str(), mode);
-}
 
 // One faucetsd with its certificate, cluster keys and tables, in a
 // directory of its own; stopped (and its PostgreSQL with it) at the end.
@@ -60,11 +46,11 @@ public:
     ::chmod((d / "server.crt").c_str(), 0644);
     std::string table;
     for (const auto& name : clusters) {
-      write(d / (name + ".key"), aqs::protocol::random_hex(32) + "\n", 0600);
+      write_file(d / (name + ".key"), aqs::protocol::random_hex(32) + "\n", 0600);
       table += name + " " + name + ".key\n";
     }
-    write(d / "clusters", table);
-    write(d / "users", users_table);
+    write_file(d / "clusters", table);
+    write_file(d / "users", users_table);
     fs::create_directories(d / "state");
     ::chmod((d / "state").c_str(), 0755);
     policy_ = policy;
@@ -106,7 +92,7 @@ public:
   std::vector<std::string> join_args(const std::string& name, const std::string& cluster_users = "* *\n",
                                      double speed = 1.0, const std::string& key_of = "") const {
     const fs::path d = dir_.path();
-    write(d / (name + ".users"), cluster_users);
+    write_file(d / (name + ".users"), cluster_users);
     return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", (d / "server.crt").string(),
             "--faucets-key", (d / ((key_of.empty() ? name : key_of) + ".key")).string(), "--faucets-users",
             (d / (name + ".users")).string(), "--faucets-speed", std::to_string(speed)};

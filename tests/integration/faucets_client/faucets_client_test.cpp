@@ -23,7 +23,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "client/faucets_api.hpp"
+#include "faucets_client/faucets_api.hpp"
 #include "temp_dir.hpp"
 
 using namespace aqs;

@@ -39,38 +39,24 @@
 #include <boost/asio/write.hpp>
 #include <nlohmann/json.hpp>
 
-#include "run_users.hpp"
-#include "aqs_cluster.hpp"
-#include "client/faucets_api.hpp"
+#include "e2e.hpp"
+#include "faucets_client/faucets_api.hpp"
 #include "core/job_state.hpp"
 #include "link/link_channel.hpp"
 #include "link/link_messages.hpp"
 #include "link/tls.hpp"
 #include "protocol/auth.hpp"
+#include "proc_probe.hpp"
 #include "protocol/messages.hpp"
 #include "temp_dir.hpp"
 
-using namespace std::chrono_literals;
 using aqs::test::run;
 using aqs::test::run_result;
 using nlohmann::json;
-namespace fs = std::filesystem;
 namespace asio = boost::asio;
 namespace api = aqs::client::faucets;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write(const fs::path& p, const std::string& text, mode_t mode = 0644) {
-  std::ofstream(p) << text;
-  ::chmod(p.c_str(), mode);
-}
 
 // This process opens hundreds of sockets; faucetsd (its child) inherits the
 // raised limit, so only prlimit lowers it.
@@ -79,18 +65,6 @@ void raise_own_nofile() {
   ::getrlimit(RLIMIT_NOFILE, &r);
   r.rlim_cur = r.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &r);
-}
-
-// A throwaway unprivileged user of this branch's tests (created if missing).
-aqs::test::test_user throwaway(const std::string& name) {
-  if (::getpwnam(name.c_str()) == nullptr) {
-    aqs::test::users().ensure(name);  // removed when the program exits
-    const run_result r = run({"/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name});
-    REQUIRE_MESSAGE((r.status == 0 || r.status == 9), "useradd " << name << ": " << r.err);
-  }
-  const passwd* pw = ::getpwnam(name.c_str());
-  REQUIRE(pw != nullptr);
-  return aqs::test::test_user{name, pw->pw_uid, pw->pw_gid, "/"};
 }
 
 // The faucetsd under test: AQS_TEST_FAUCETSD names another build (the
@@ -114,11 +88,11 @@ public:
     std::string table;
     for (const auto& name : clusters) {
       keys_[name] = aqs::protocol::random_hex(32);
-      write(d / (name + ".key"), keys_[name] + "\n", 0600);
+      write_file(d / (name + ".key"), keys_[name] + "\n", 0600);
       table += name + " " + name + ".key\n";
     }
-    write(d / "clusters", table);
-    write(d / "users", users_table);
+    write_file(d / "clusters", table);
+    write_file(d / "users", users_table);
     fs::create_directories(d / "state");
     ::chmod((d / "state").c_str(), 0755);
     const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -374,25 +348,8 @@ private:
   std::vector<int> fds_;
 };
 
-// Descriptors faucetsd holds now.
-int open_fds(pid_t pid) {
-  int n = 0;
-  std::error_code ec;
-  for (auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    ++n;
-  }
-  return n;
-}
-
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
+using aqs::testbed::open_fds;
+using aqs::testbed::rss_kib;
 
 // Nanoseconds its threads spent on a CPU or waiting for one (runnable),
 // from /proc/PID/task/*/schedstat. A thread that spins is runnable all the
@@ -483,7 +440,7 @@ private:
 
 TEST_CASE("the token is checked from the head, before any byte of a body is read; bodies are bounded") {
   faucets_site site({"one"}, "* * *\n");
-  const auto alice = throwaway("aqs-faucets-a");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
   const std::string ta = site.token_for(&alice);
   SUBCASE("no token, a 15 MiB body announced and not sent: 401 at once") {
     raw_https c(site);
@@ -536,8 +493,8 @@ TEST_CASE("a connection that sends nothing, or half a head, is closed at the hea
 
 TEST_CASE("one user holds at most --http-max-per-user connections; others still get in") {
   faucets_site site({"one"}, "* * *\n", {"--http-max-per-user", "2", "--head-timeout", "120"});
-  const auto alice = throwaway("aqs-faucets-a");
-  const auto bob = throwaway("aqs-faucets-b");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
+  const auto bob = aqs::test::system_user("aqs-faucets-b");
   const std::string ta = site.token_for(&alice), tb = site.token_for(&bob);
   const std::string get_a = "GET /api/v1/clusters HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + ta + "\r\n\r\n";
   raw_https c1(site), c2(site), c3(site);
@@ -552,7 +509,7 @@ TEST_CASE("one user holds at most --http-max-per-user connections; others still 
 TEST_CASE("an idle-connection flood from one address leaves faucetsd serving other addresses and users") {
   raise_own_nofile();
   faucets_site site({"one"}, "* * *\n");
-  const auto alice = throwaway("aqs-faucets-a");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
   const std::string ta = site.token_for(&alice);
   const long rss_before = rss_kib(site.pid());
   lower_nofile(site.pid(), 256);
@@ -603,7 +560,7 @@ TEST_CASE("an idle-connection flood from one address leaves faucetsd serving oth
 TEST_CASE("faucetsd out of descriptors backs off instead of spinning, and serves again once they are released") {
   raise_own_nofile();
   faucets_site site({"one"}, "* * *\n");
-  const auto alice = throwaway("aqs-faucets-a");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
   const std::string ta = site.token_for(&alice);
   lower_nofile(site.pid(), 256);
   // 10 addresses x 40: under any per-address cap, over the descriptors.
@@ -652,7 +609,7 @@ TEST_CASE("faucetsd's memory under an idle flood at its connection caps stays bo
 
 TEST_CASE("a cluster holding a valid key cannot complete or adopt a job it was never given") {
   faucets_site site({"one", "two"}, "* * *\n");
-  const auto alice = throwaway("aqs-faucets-a");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
   auto c = site.client(site.token_for(&alice));
   fake_cluster one(site, "one");
   // Waiting at the server: "two" never connects.
@@ -674,7 +631,7 @@ TEST_CASE("a cluster holding a valid key cannot complete or adopt a job it was n
 
 TEST_CASE("a copy faucetsd did forward, whose answer was lost with the link, is still adopted") {
   faucets_site site({"one"}, "* * *\n");
-  const auto alice = throwaway("aqs-faucets-a");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
   auto c = site.client(site.token_for(&alice));
   std::int64_t id = 0, attempt = 0;
   {
@@ -704,7 +661,7 @@ TEST_CASE("a copy faucetsd did forward, whose answer was lost with the link, is 
 
 TEST_CASE("a job the user table maps to root is refused at submission with one line") {
   faucets_site site({"one"}, "aqs-faucets-r * root\naqs-faucets-a * *\n");
-  const auto r = throwaway("aqs-faucets-r");
+  const auto r = aqs::test::system_user("aqs-faucets-r");
   auto c = site.client(site.token_for(&r));
   for (const std::string cluster : {"auto", "one"}) {
     CAPTURE(cluster);
@@ -730,7 +687,7 @@ TEST_CASE("a job the user table maps to root is refused at submission with one l
 
 TEST_CASE("every final state of the core ends a faucetsd job, for good") {
   faucets_site site({"one"}, "* * *\n");
-  const auto alice = throwaway("aqs-faucets-a");
+  const auto alice = aqs::test::system_user("aqs-faucets-a");
   auto c = site.client(site.token_for(&alice));
   std::map<std::int64_t, std::string> ended;
   {

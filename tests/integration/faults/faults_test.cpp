@@ -18,17 +18,14 @@
 
 #include <pqxx/pqxx>
 
-#include "aqs_cluster.hpp"
+#include "e2e.hpp"
 #include "client/client_connection.hpp"
 #include "store/pg_server.hpp"
 #include "temp_dir.hpp"
 
 namespace {
 
-using namespace aqs;
-using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-namespace fs = std::filesystem;
 
 double seconds_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -171,10 +168,7 @@ std::size_t missing_from_store(const std::string& conninfo, const std::map<std::
 }  // namespace
 
 TEST_CASE("aqsd exits cleanly on SIGTERM right after thousands of submissions, leaving no PostgreSQL behind") {
-  test::cluster::options o;
-  o.nodes = 2;
-  o.procs_per_node = 4;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(2, 4));
   const std::string pg_needle = (c.dir() / "state" / "postgres").string();
   REQUIRE_FALSE(test::processes_mentioning(pg_needle).empty());
   {
@@ -201,10 +195,7 @@ TEST_CASE("aqsd exits cleanly on SIGTERM right after thousands of submissions, l
 }
 
 TEST_CASE("kill -9 of the private PostgreSQL under load: clients get an answer, aqsd restarts it and loses no acknowledged job") {
-  test::cluster::options o;
-  o.nodes = 1;
-  o.procs_per_node = 4;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(1, 4));
   submit_load load(c.socket(), c.workdir().string(), 6);
   REQUIRE(load.wait_acknowledged(500, 120s));
   const pid_t postmaster = postmaster_pid(c);
@@ -340,9 +331,7 @@ namespace {
 constexpr int k_down_s = 6;
 
 test::cluster::options fencing_options(bool netns) {
-  test::cluster::options o;
-  o.nodes = 2;
-  o.procs_per_node = 2;
+  auto o = test::nodes_of(2, 2);
   o.netns = netns;
   o.heartbeat_timeout_s = k_down_s;
   o.agent_heartbeat_s = 0.5;
@@ -410,10 +399,7 @@ TEST_CASE("a hung (SIGSTOPped) agent's job is fenced: gone within the node-down 
 }
 
 TEST_CASE("an agent cut off by the network has its job fenced: gone within the node-down timeout plus 5 s, requeued, never twice") {
-  if (!testbed::netns_hosts::available()) {
-    MESSAGE("skipped: needs root and ip netns");
-    return;
-  }
+  if (!test::netns_available()) return;
   test::cluster c(fencing_options(true));
   c.wait_nodes_up(2);
   check_fenced(c, "86412", [&](int i) { c.hosts()->cut(i); }, [&](int i) { c.hosts()->restore(i); });
@@ -429,10 +415,7 @@ std::int64_t submit_as(const test::cluster& c, const test::test_user& u, const s
 }  // namespace
 
 TEST_CASE("a submit token is the submitting user's own: another user's same token makes a job of theirs") {
-  test::cluster::options o;
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(1, 2));
   const auto a = c.user("aqs-test-toka");
   const auto b = c.user("aqs-test-tokb");
   const std::string token = "the-same-token-" + std::to_string(::getpid());

@@ -16,25 +16,16 @@
 #include <thread>
 #include <unistd.h>
 
-#include "aqs_cluster.hpp"
-#include "run_users.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
+#include "http/rest.hpp"
 #include "http_client.hpp"
 #include "protocol/base64.hpp"
 #include "temp_dir.hpp"
-#include "test_pg.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 using nlohmann::json;
-using test::bin;
 using test::http_request;
 
 namespace {
-
-using test::users;
 
 constexpr const char* k_alice = "aqshttp-alice";
 constexpr const char* k_bob = "aqshttp-bob";
@@ -51,39 +42,36 @@ struct setup {
   test::http_target web;
 
   explicit setup(std::vector<std::string> http_args = {"--http", "127.0.0.1:0"}, int nodes = 2) {
-    test::cluster::options o;
-    o.db = db.conninfo();
-    o.nodes = nodes;
+    auto o = test::nodes_of(db, nodes, 4);
     o.aqsd_args = std::move(http_args);
     c = std::make_unique<test::cluster>(o);
-    users().ensure(k_alice);
-    users().ensure(k_bob);
     alice = c->user(k_alice);
     bob = c->user(k_bob);
     read_port();
     c->wait_nodes_up(nodes);
   }
-  // Port 0 picks a free port: aqsd writes the one it got to STATE/aqsd.http.
-  void read_port() {
-    const std::string addr = test::slurp(c->dir() / "state" / "aqsd.http");
-    web.port = static_cast<unsigned short>(std::stoi(addr.substr(addr.rfind(':') + 1)));
-  }
+  // Port 0 picks a free port (again at each start of aqsd).
+  void read_port() { web.port = c->http_port(); }
 
   // ftoken as `u` (root when null): the token on the last line, its id on the first.
   issued token(const test::test_user* u, std::vector<std::string> args = {}) {
     const auto r = c->cmd(AQS_FTOKEN_BINARY, std::move(args), u);
     REQUIRE_MESSAGE(r.status == 0, r.err);
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
     issued t;
-    t.token = out.substr(out.rfind('\n') + 1);
-    const auto first = out.substr(0, out.find('\n'));
+    t.token = test::last_line(r.out);
+    const auto first = r.out.substr(0, r.out.find('\n'));
     REQUIRE(first.starts_with("token "));
     t.id = first.substr(6, first.find(' ', 6) - 6);
     return t;
   }
   test::http_reply get(const std::string& target, const std::optional<std::string>& token) {
     return http_request(web, "GET", target, token);
+  }
+  // GET /api/v1/partitions (200 required): its list of partitions.
+  json partitions(const std::optional<std::string>& token) {
+    const auto r = get("/api/v1/partitions", token);
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    return r.json().at("partitions");
   }
   // A job of `u`'s submitted over REST that runs until cancelled.
   std::int64_t rest_job(const test::test_user& u, const std::string& token, const std::string& name = "sleeper") {
@@ -134,22 +122,39 @@ TEST_CASE("without a token the API answers 401 with a JSON error, except its Ope
   const auto doc = s.get("/api/v1/openapi.json", std::nullopt);
   CHECK(doc.status == 200);
   CHECK(doc.json().at("openapi").get<std::string>().starts_with("3."));
-  for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/api/v1/jobs"}, {"POST", "/api/v1/jobs"}, {"GET", "/api/v1/jobs/1"}, {"DELETE", "/api/v1/jobs/1"},
-           {"PATCH", "/api/v1/jobs/1"}, {"POST", "/api/v1/jobs/1/hold"},
-           {"GET", "/api/v1/jobs/1/history"}, {"GET", "/api/v1/nodes"}, {"GET", "/api/v1/cluster/map"},
-           {"GET", "/api/v1/partitions"}, {"GET", "/api/v1/partitions/main"}, {"GET", "/api/v1/events"}, {"GET", "/metrics"}, {"GET", "/api/v1/whoami"}}) {
+  // Every declared route that is not public to anyone (rest.cpp routes()).
+  for (const auto& r : http::routes()) {
+    if (r.who == http::access::anyone) continue;
+    const std::string method(r.method), target = http::path_of(r, 1, "main");
     CAPTURE(method);
     CAPTURE(target);
-    const auto r = http_request(s.web, method, target, std::nullopt, method == "POST" ? "{}" : "");
-    CHECK(r.status == 401);
-    CHECK_FALSE(r.error().empty());
-    CHECK(r.headers.count("WWW-Authenticate") == 1);
+    const auto res = http_request(s.web, method, target, std::nullopt, method == "POST" ? "{}" : "");
+    CHECK(res.status == 401);
+    CHECK_FALSE(res.error().empty());
+    CHECK(res.headers.count("WWW-Authenticate") == 1);
   }
   CHECK(s.get("/nothing", std::nullopt).status == 404);
   const auto r = http_request(s.web, "PUT", "/api/v1/jobs", std::nullopt);
   CHECK(r.status == 405);
   CHECK(r.headers.at("Allow") == "GET, POST");
+
+  // With a token, every declared route reaches its own handler: never the
+  // router's 404 or 405 (the event stream, which stays open, has its own case).
+  const auto alice = s.token(&s.alice);
+  const std::int64_t job = s.rest_job(s.alice, alice.token);
+  for (const auto& route : http::routes()) {
+    if (route.kind == http::route_kind::events) continue;
+    const std::string method(route.method), target = http::path_of(route, job, "main");
+    CAPTURE(method);
+    CAPTURE(target);
+    const std::string body = route.kind == http::route_kind::update_job ? R"({"time_limit": "5"})"
+                              : method == "POST" || method == "PATCH"   ? "{}"
+                                                                        : "";
+    const auto res = http_request(s.web, method, target, alice.token, body);
+    CHECK(res.status != 405);
+    CHECK_FALSE(res.error().starts_with("no such resource"));
+    CHECK(res.status != 401);
+  }
 }
 
 TEST_CASE("an expired, forged or revoked token is refused with 401 and changes nothing") {
@@ -371,19 +376,17 @@ TEST_CASE("partitions list their nodes, processors, limits and jobs; the implici
     const issued bob = s.token(&s.bob);
     const std::int64_t b1 = s.rest_job(s.bob, bob.token);
     s.c->wait_state(b1, {job_state::running});
-    auto r = s.get("/api/v1/partitions", bob.token);
-    REQUIRE(r.status == 200);
-    CAPTURE(r.body);
-    const json all = r.json();
-    REQUIRE(all.at("partitions").size() == 1);
-    const json& p = all["partitions"][0];
+    const json all = s.partitions(bob.token);
+    CAPTURE(all.dump());
+    REQUIRE(all.size() == 1);
+    const json& p = all[0];
     CHECK(p.at("name") == "main");
     CHECK(p.at("default") == true);
     CHECK(p.at("node_count") == 2);
     CHECK(p.at("cpus") == json{{"total", 8}, {"alloc", 1}, {"free", 7}});
     CHECK(p.at("jobs") == json{{"pending", 0}, {"running", 1}});
     CHECK(s.get("/api/v1/partitions/main", bob.token).json() == p);
-    r = s.get("/api/v1/partitions/gpu", bob.token);
+    const auto r = s.get("/api/v1/partitions/gpu", bob.token);
     CHECK(r.status == 404);
     CHECK(r.error() == "no partition 'gpu' (partitions: main)");
   }
@@ -402,12 +405,10 @@ TEST_CASE("partitions list their nodes, processors, limits and jobs; the implici
                                        {"time", "10"}, {"workdir", s.alice.home.string()}}.dump());
     REQUIRE(sub.status == 201);
     // Public views: partitions as /api/v1/nodes, without a token.
-    auto r = s.get("/api/v1/partitions", std::nullopt);
-    REQUIRE(r.status == 200);
-    CAPTURE(r.body);
-    const json all = r.json();
-    REQUIRE(all.at("partitions").size() == 2);
-    const json& d = all["partitions"][0];
+    const json all = s.partitions(std::nullopt);
+    CAPTURE(all.dump());
+    REQUIRE(all.size() == 2);
+    const json& d = all[0];
     CHECK(d.at("name") == "debug");
     CHECK(d.at("default") == true);
     CHECK(d.at("node_list") == "node0");

@@ -20,19 +20,11 @@
 #include <thread>
 #include <unistd.h>
 
-#include "aqs_cluster.hpp"
-#include "run_users.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "raw_peer.hpp"
 #include "temp_dir.hpp"
-#include "test_pg.hpp"
-
-using namespace aqs;
-using namespace std::chrono_literals;
 
 namespace {
-
-using test::users;
 
 constexpr const char* k_alice = "aqs-ports-a";
 constexpr const char* k_mallory = "aqs-ports-m";
@@ -44,27 +36,20 @@ struct setup {
   int port = 0;
 
   explicit setup(std::vector<std::string> extra = {}) {
-    test::cluster::options o;
-    o.db = db.conninfo();
-    o.nodes = 1;
+    auto o = test::nodes_of(db, 1, 4);
     o.aqsd_args = {"--http", "127.0.0.1:0"};
     for (auto& e : extra) o.aqsd_args.push_back(std::move(e));
     c = std::make_unique<test::cluster>(o);
-    users().ensure(k_alice);
-    users().ensure(k_mallory);
     alice = c->user(k_alice);
     mallory = c->user(k_mallory);
-    const std::string addr = test::slurp(c->dir() / "state" / "aqsd.http");
-    port = std::stoi(addr.substr(addr.rfind(':') + 1));
+    port = c->http_port();
     c->wait_nodes_up(1);
   }
   // ftoken as `u`: the token, on its last line.
   std::string token(const test::test_user& u) {
     const auto r = c->cmd(AQS_FTOKEN_BINARY, {}, &u);
     REQUIRE_MESSAGE(r.status == 0, r.err);
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out.substr(out.rfind('\n') + 1);
+    return test::last_line(r.out);
   }
   std::vector<int> connect_as(const test::test_user& u, int count) {
     return test::connect_tcp_as("127.0.0.1", port, u.uid, u.gid, count);

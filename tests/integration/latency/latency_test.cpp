@@ -20,24 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "protocol/probe_packet.hpp"
-#include "test_pg.hpp"
-
-using namespace aqs;
-using namespace std::chrono_literals;
-using test::bin;
 
 namespace {
 
 constexpr int k_probe_port = 47123;  // every agent on a host (namespace) of its own
-
-bool netns_available() {
-  if (testbed::netns_hosts::available()) return true;
-  MESSAGE("skipped: needs root and ip netns");
-  return false;
-}
 
 // fnodes --latency as rtt[from][to] in ms; "-" cells are left out.
 using matrix = std::map<std::string, std::map<std::string, double>>;
@@ -132,12 +120,9 @@ std::int64_t now_us() {
 }  // namespace
 
 TEST_CASE("fnodes --latency shows a round trip for every ordered pair of nodes, and only the key gets answers") {
-  if (!netns_available()) return;
+  if (!test::netns_available()) return;
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 3;
-  o.procs_per_node = 1;
+  auto o = test::nodes_of(db, 3, 1);
   o.netns = true;
   o.agent_args = {"--probe-interval", "1", "--probe-port", std::to_string(k_probe_port)};
   test::cluster c(o);

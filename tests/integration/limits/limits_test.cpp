@@ -22,25 +22,13 @@
 
 #include <pqxx/pqxx>
 
-#include "aqs_cluster.hpp"
+#include "e2e.hpp"
 #include "core/array_spec.hpp"
-#include "run_users.hpp"
-#include "file_text.hpp"
 #include "protocol/replies.hpp"
 #include "raw_peer.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
 
 namespace {
 
-// Made for this run, removed at its end (run_users.hpp): the one with the
-// huge array (ann) and the other one, who must still be served (bob).
-using test::users;
 constexpr const char* k_ann = "aqs-aqsd-work-a";
 constexpr const char* k_bob = "aqs-aqsd-work-b";
 
@@ -64,10 +52,7 @@ struct setup {
   std::unique_ptr<test::cluster> c;
   test::test_user ann, bob;
   explicit setup(std::vector<std::string> aqsd_args = {}, const std::string& conf = "") {
-    test::cluster::options o;
-    o.db = db.conninfo();
-    o.nodes = 1;
-    o.procs_per_node = 2;
+    auto o = test::nodes_of(db, 1, 2);
     o.aqsd_args = std::move(aqsd_args);
     if (!conf.empty()) {
       // The caps in aqs.conf, in a file of the test's own.
@@ -82,8 +67,6 @@ struct setup {
       o.aqsd_args.push_back(conf_file.path);
     }
     c = std::make_unique<test::cluster>(o);
-    users().ensure(k_ann);
-    users().ensure(k_bob);
     ann = c->user(k_ann);
     bob = c->user(k_bob);
   }

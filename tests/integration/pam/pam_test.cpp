@@ -17,16 +17,8 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "run_users.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::slurp;
 
 namespace {
 
@@ -96,11 +88,7 @@ TEST_CASE("pam_aqs lets in root and a user with a running job (into the job's cg
   test::users().ensure(k_with_job);
   test::users().ensure(k_without);
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(db, 1, 2));
   c.wait_nodes_up(1);
   const auto a = c.user(k_with_job);
   const auto b = c.user(k_without);

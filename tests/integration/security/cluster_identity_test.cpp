@@ -19,22 +19,14 @@
 #include <pqxx/connection>
 #include <pqxx/transaction>
 
-#include "aqs_cluster.hpp"
+#include "e2e.hpp"
 #include "run_users.hpp"
-#include "file_text.hpp"
 #include "protocol/framing.hpp"
 #include "raw_peer.hpp"
-#include "test_pg.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
 using test::describe;
 using test::is_ok;
 using test::raw_peer;
-using test::slurp;
 
 namespace {
 
@@ -45,10 +37,7 @@ using test::users;
 
 // A cluster of no agent of the harness's own: the test starts them.
 std::unique_ptr<test::cluster> bare_cluster(const test::test_database& db) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 0;
-  return std::make_unique<test::cluster>(o);
+  return std::make_unique<test::cluster>(test::nodes_of(db, 0, 4));
 }
 
 // An agent "shared" of cluster c on `spool`, logging to c's directory.

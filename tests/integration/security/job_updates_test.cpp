@@ -14,27 +14,15 @@
 #include <thread>
 
 #include "../http/http_client.hpp"
-#include "aqs_cluster.hpp"
-#include "run_users.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "temp_dir.hpp"
-#include "test_pg.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 using nlohmann::json;
-using test::bin;
-using test::slurp;
 
 namespace {
 
 constexpr const char* k_alice = "aqs-cluster-id-b";
 constexpr const char* k_bob = "aqs-cluster-id-c";
-
-// Made for this run, removed at its end (run_users.hpp).
-using test::users;
 
 // One node of 2 processors in partition "short": at most 20 minutes and one
 // processor per job.
@@ -48,10 +36,7 @@ struct setup {
   test::http_target web;
 
   explicit setup(bool partitions, int procs = 2) {
-    test::cluster::options o;
-    o.db = db.conninfo();
-    o.nodes = 1;
-    o.procs_per_node = procs;
+    auto o = test::nodes_of(db, 1, procs);
     o.aqsd_args = {"--http", "127.0.0.1:0"};
     if (partitions) {
       const fs::path conf = conf_dir.path() / "aqs.conf";
@@ -60,22 +45,17 @@ struct setup {
       o.aqsd_args.push_back(conf.string());
     }
     c = std::make_unique<test::cluster>(o);
-    users().ensure(k_alice);
-    users().ensure(k_bob);
     alice = c->user(k_alice);
     bob = c->user(k_bob);
-    const std::string addr = slurp(c->dir() / "state" / "aqsd.http");
-    web.port = static_cast<unsigned short>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+    web.port = c->http_port();
   }
   // ftoken as `u`: {id, token}.
   std::pair<std::string, std::string> token(const test::test_user& u) {
     const auto r = c->cmd(AQS_FTOKEN_BINARY, {}, &u);
     REQUIRE_MESSAGE(r.status == 0, r.err);
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    const auto first = out.substr(0, out.find('\n'));
+    const auto first = r.out.substr(0, r.out.find('\n'));
     REQUIRE(first.starts_with("token "));
-    return {first.substr(6, first.find(' ', 6) - 6), out.substr(out.rfind('\n') + 1)};
+    return {first.substr(6, first.find(' ', 6) - 6), test::last_line(r.out)};
   }
   // A job of alice's that holds the whole node until cancelled.
   std::int64_t filler(int n) {

@@ -14,18 +14,10 @@
 #include <thread>
 #include <unistd.h>
 
-#include "aqs_cluster.hpp"
-#include "run_users.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "protocol/auth.hpp"
 #include "raw_peer.hpp"
-#include "test_pg.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
 using test::raw_peer;
 using test::describe;
 using test::error_of;
@@ -33,10 +25,8 @@ using test::is_ok;
 
 namespace {
 
-// Made for this run, removed at its end (run_users.hpp): the victim (alice)
-// and the attacker (mallory).
-using test::users;
-
+// The victim (alice) and the attacker (mallory): cluster::user makes them
+// for this run, and they are removed at its end (run_users.hpp).
 constexpr const char* k_alice = "aqssec-alice";
 constexpr const char* k_mallory = "aqssec-mallory";
 
@@ -45,13 +35,9 @@ struct setup {
   std::unique_ptr<test::cluster> c;
   test::test_user alice, mallory;
   explicit setup(int nodes = 2, std::vector<std::string> aqsd_args = {}) {
-    test::cluster::options o;
-    o.db = db.conninfo();
-    o.nodes = nodes;
+    auto o = test::nodes_of(db, nodes, 4);
     o.aqsd_args = std::move(aqsd_args);
     c = std::make_unique<test::cluster>(o);
-    users().ensure(k_alice);
-    users().ensure(k_mallory);
     alice = c->user(k_alice);
     mallory = c->user(k_mallory);
   }
@@ -66,6 +52,24 @@ struct setup {
     return id;
   }
 };
+
+// A new TCP connection to aqsd's listener (its address in STATE/aqsd.addr),
+// as a stranger that has said nothing yet.
+raw_peer tcp_stranger(const test::cluster& c) {
+  const std::string addr = test::slurp(c.dir() / "state" / "aqsd.addr");
+  const auto colon = addr.rfind(':');
+  REQUIRE(colon != std::string::npos);
+  const int fd = test::connect_tcp(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)));
+  REQUIRE(fd >= 0);
+  return raw_peer(fd);
+}
+
+// The nonce of the challenge aqsd opens a TCP connection with.
+std::string challenge_nonce(raw_peer& p) {
+  const auto ch = p.next();
+  REQUIRE_MESSAGE((ch && std::holds_alternative<protocol::challenge>(*ch)), describe(ch));
+  return std::get<protocol::challenge>(*ch).nonce;
+}
 
 bool node_registered(test::cluster& c, const std::string& name) {
   for (const auto& n : c.nodes()) {
@@ -193,14 +197,9 @@ TEST_CASE("a hello as another user's job is refused before any ok") {
 }
 
 TEST_CASE("a job's token is refused from a host the job does not run on") {
-  if (!testbed::netns_hosts::available()) {
-    MESSAGE("skipped: needs root and ip netns");
-    return;
-  }
+  if (!test::netns_available()) return;
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
+  auto o = test::nodes_of(db, 2, 4);
   o.netns = true;
   test::cluster c(o);
   const fs::path tok = c.workdir() / "token";
@@ -213,31 +212,18 @@ TEST_CASE("a job's token is refused from a host the job does not run on") {
   REQUIRE_FALSE(token.empty());
   // aqsd listens on the bridge; this process is on the root namespace's
   // side of it, an address where no agent (and so no job) runs.
-  const std::string addr = test::slurp(c.dir() / "state" / "aqsd.addr");
-  const auto colon = addr.rfind(':');
-  REQUIRE(colon != std::string::npos);
-  const int fd = test::connect_tcp(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)));
-  REQUIRE(fd >= 0);
-  raw_peer thief(fd);
-  const auto ch = thief.next();
-  REQUIRE(ch);
-  REQUIRE(std::holds_alternative<protocol::challenge>(*ch));
-  const auto answer = thief.hello(protocol::peer_role::job, job,
-                                  protocol::compute_auth(token, std::get<protocol::challenge>(*ch).nonce), true);
+  raw_peer thief = tcp_stranger(c);
+  const std::string nonce = challenge_nonce(thief);
+  const auto answer = thief.hello(protocol::peer_role::job, job, protocol::compute_auth(token, nonce), true);
   CHECK_MESSAGE(error_of(answer) == protocol::error_code::permission_denied, describe(answer));
   CHECK(thief.closed_within(5s));
   CHECK(c.job(job)->state == job_state::running);
   // Without the cluster key nobody is a node or an administrator over TCP,
   // and the job's token is no cluster key.
   for (auto role : {protocol::peer_role::node, protocol::peer_role::client}) {
-    const int fd2 = test::connect_tcp(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)));
-    REQUIRE(fd2 >= 0);
-    raw_peer stranger(fd2);
-    const auto ch2 = stranger.next();
-    REQUIRE(ch2);
-    REQUIRE(std::holds_alternative<protocol::challenge>(*ch2));
-    const auto no = stranger.hello(role, std::nullopt,
-                                   protocol::compute_auth(token, std::get<protocol::challenge>(*ch2).nonce));
+    raw_peer stranger = tcp_stranger(c);
+    const std::string nonce2 = challenge_nonce(stranger);
+    const auto no = stranger.hello(role, std::nullopt, protocol::compute_auth(token, nonce2));
     CHECK_MESSAGE(error_of(no) == protocol::error_code::unauthorized, describe(no));
     CHECK(stranger.closed_within(5s));
   }
@@ -382,24 +368,14 @@ TEST_CASE("out of descriptors, aqsd's accept loop waits instead of spinning, and
 
 TEST_CASE("TCP strangers still in their handshake are capped in all, and one that says nothing is closed after --hello-timeout") {
   setup s(1, {"--listen", "127.0.0.1:0", "--max-handshakes", "3", "--hello-timeout", "2"});
-  const std::string addr = test::slurp(s.c->dir() / "state" / "aqsd.addr");
-  const auto colon = addr.rfind(':');
-  REQUIRE(colon != std::string::npos);
-  const std::string host = addr.substr(0, colon);
-  const int port = std::stoi(addr.substr(colon + 1));
   // Three strangers hold their handshakes open (the per-address limit, 64,
   // is not what stops the fourth: the total is).
   std::vector<raw_peer> strangers;
   for (int i = 0; i < 3; ++i) {
-    const int fd = test::connect_tcp(host, port);
-    REQUIRE(fd >= 0);
-    strangers.emplace_back(fd);
-    const auto ch = strangers.back().next();
-    REQUIRE_MESSAGE((ch && std::holds_alternative<protocol::challenge>(*ch)), describe(ch));
+    strangers.push_back(tcp_stranger(*s.c));
+    challenge_nonce(strangers.back());
   }
-  const int fd = test::connect_tcp(host, port);
-  REQUIRE(fd >= 0);
-  raw_peer fourth(fd);
+  raw_peer fourth = tcp_stranger(*s.c);
   const auto refused = fourth.next();
   CHECK_MESSAGE(error_of(refused) == protocol::error_code::too_large, describe(refused));
   CHECK(fourth.closed_within(5s));
@@ -413,9 +389,6 @@ TEST_CASE("TCP strangers still in their handshake are capped in all, and one tha
     CHECK_MESSAGE(error_of(said) == protocol::error_code::bad_request, describe(said));
     CHECK(p.closed_within(10s));
   }
-  const int again = test::connect_tcp(host, port);
-  REQUIRE(again >= 0);
-  raw_peer later(again);
-  const auto ch = later.next();
-  CHECK_MESSAGE((ch && std::holds_alternative<protocol::challenge>(*ch)), describe(ch));
+  raw_peer later = tcp_stranger(*s.c);
+  challenge_nonce(later);  // a challenge again
 }

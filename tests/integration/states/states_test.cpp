@@ -23,20 +23,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "aqs_cluster.hpp"
-#include "client/slurm_format.hpp"
+#include "e2e.hpp"
+#include "slurm/slurm_format.hpp"
 #include "core/job_state.hpp"
 #include "http_client.hpp"
 #include "server/faucets_store.hpp"
 #include "store/pg_job_store.hpp"
 #include "store_samples.hpp"
-#include "test_pg.hpp"
 
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 using nlohmann::json;
-using test::bin;
 
 namespace {
 
@@ -116,10 +111,7 @@ struct outputs {
 
 TEST_CASE("every job state reads the same in fjobs --json, REST, squeue, sacct, scontrol and /metrics") {
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 4;
+  auto o = test::nodes_of(db, 2, 4);
   o.heartbeat_timeout_s = 3;
   o.aqsd_args = {"--http", "127.0.0.1:0"};
   o.agent_args = {"--memory", "4G"};
@@ -128,18 +120,10 @@ TEST_CASE("every job state reads the same in fjobs --json, REST, squeue, sacct, 
 
   outputs out{c, {}, {}};
   {
-    const std::string addr = [&] {
-      std::ifstream in(c.dir() / "state" / "aqsd.http");
-      std::string a;
-      std::getline(in, a);
-      return a;
-    }();
-    out.web.port = static_cast<unsigned short>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+    out.web.port = c.http_port();
     const auto t = c.cmd(AQS_FTOKEN_BINARY, {});
     REQUIRE_MESSAGE(t.status == 0, t.err);
-    std::string text = t.out;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    out.token = text.substr(text.rfind('\n') + 1);
+    out.token = test::last_line(t.out);
   }
 
   // Real runs, the final states first (each frees its processors).

@@ -18,9 +18,7 @@
 
 using namespace aqs::store;
 using namespace std::string_literals;
-using aqs::test::options_for;
-using aqs::test::simple_request;
-using aqs::test::test_database;
+using namespace aqs::test;  // the store tests' helpers (store_test_util.hpp) and databases
 
 namespace {
 
@@ -70,9 +68,7 @@ std::string join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-TEST_CASE("hostile strings in every text field and array round-trip exactly") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "hostile strings in every text field and array round-trip exactly") {
   std::vector<std::int64_t> ids;
   std::vector<job_request> requests;
   for (std::size_t i = 0; i < k_nasty.size(); ++i) {
@@ -111,9 +107,7 @@ TEST_CASE("hostile strings in every text field and array round-trip exactly") {
   CHECK(tx.exec1("SELECT count(*) FROM job_events")[0].as<std::size_t>() == k_nasty.size());
 }
 
-TEST_CASE("a 1 MB script and 1,000 environment variables round-trip exactly") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "a 1 MB script and 1,000 environment variables round-trip exactly") {
   std::mt19937 rng(42);
   std::string script = "#!/bin/bash\n";
   const std::string alphabet = "abc XYZ 019 '\"\\;,{}$`\t\n#%()[]<>|&*?!~";
@@ -146,13 +140,9 @@ TEST_CASE("a 1 MB script and 1,000 environment variables round-trip exactly") {
   CHECK(rec->request == q);
 }
 
-TEST_CASE("NUL bytes and invalid UTF-8 are refused naming the field, and nothing is written") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "NUL bytes and invalid UTF-8 are refused naming the field, and nothing is written") {
   auto refused = [&](auto change, const char* msg) {
-    job_request q = simple_request();
-    change(q);
-    CHECK_THROWS_WITH_AS(store.submit_async(q), doctest::Contains(msg), invalid_job);
+    CHECK_THROWS_WITH_AS(store.submit_async(changed_request(change)), doctest::Contains(msg), invalid_job);
   };
   refused([](job_request& q) { q.script = "echo a\0b"s; }, "script contains a NUL byte");
   refused([](job_request& q) { q.name = "\0"s; }, "name contains a NUL byte");
@@ -170,9 +160,7 @@ TEST_CASE("NUL bytes and invalid UTF-8 are refused naming the field, and nothing
   CHECK(tx.exec1("SELECT count(*) FROM nodes")[0].as<int>() == 0);
 }
 
-TEST_CASE("hostile transition reasons and node fields round-trip exactly") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "hostile transition reasons and node fields round-trip exactly") {
   for (const auto& s : k_nasty) {
     if (s.empty()) continue;
     auto n = store.register_node({.name = "node " + s, .address = s, .nprocs = 1, .cpus = s});

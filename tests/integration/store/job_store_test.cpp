@@ -17,9 +17,7 @@
 using namespace aqs::store;
 using aqs::core::job_state;
 using aqs::core::processor_set;
-using aqs::test::options_for;
-using aqs::test::simple_request;
-using aqs::test::test_database;
+using namespace aqs::test;  // the store tests' helpers (store_test_util.hpp) and databases
 
 namespace {
 
@@ -35,9 +33,7 @@ void start(job_store& store, std::int64_t id, const char* map) {
 
 }  // namespace
 
-TEST_CASE("a submitted job reads back exactly, PENDING, with its submission event") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "a submitted job reads back exactly, PENDING, with its submission event") {
   job_request q = simple_request();
   q.argv = {"a", "b"};
   q.environment = {"PATH=/bin", "HOME=/home/alice"};
@@ -74,9 +70,7 @@ TEST_CASE("a submitted job reads back exactly, PENDING, with its submission even
   CHECK(store.job_history(id + 1000).empty());
 }
 
-TEST_CASE("submitting the same token twice gives the same job id and one job with one event") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "submitting the same token twice gives the same job id and one job with one event") {
   job_request q = simple_request();
   q.submit_token = "client-retry-7";
   const auto a = store.submit(q);
@@ -91,13 +85,9 @@ TEST_CASE("submitting the same token twice gives the same job id and one job wit
   CHECK(count(db.conninfo(), "SELECT count(*) FROM job_events") == 2);
 }
 
-TEST_CASE("a request the database could never hold is refused before it is queued") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "a request the database could never hold is refused before it is queued") {
   auto bad = [&](auto change, const char* msg) {
-    job_request q = simple_request();
-    change(q);
-    CHECK_THROWS_WITH_AS(store.submit(q), doctest::Contains(msg), invalid_job);
+    CHECK_THROWS_WITH_AS(store.submit(changed_request(change)), doctest::Contains(msg), invalid_job);
   };
   bad([](job_request& q) { q.min_pe = 0; }, "min_pe must be at least 1");
   bad([](job_request& q) { q.max_pe = 1; }, "less than min_pe");
@@ -109,9 +99,7 @@ TEST_CASE("a request the database could never hold is refused before it is queue
   CHECK(count(db.conninfo(), "SELECT count(*) FROM jobs") == 0);
 }
 
-TEST_CASE("concurrent submissions are group-committed: fewer transactions than jobs, every id distinct") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "concurrent submissions are group-committed: fewer transactions than jobs, every id distinct") {
   constexpr int n = 500;
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < n; ++i) futures.push_back(store.submit_async(simple_request("u" + std::to_string(i % 7))));
@@ -165,9 +153,7 @@ TEST_CASE("a job the database refuses fails alone; the rest of its batch is comm
   CHECK(count(db.conninfo(), "SELECT count(*) FROM job_events") == 29);
 }
 
-TEST_CASE("nodes are numbered in registration order and keep their numbers when they register again") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "nodes are numbered in registration order and keep their numbers when they register again") {
   auto a = store.register_node({.name = "node1", .address = "10.0.0.1", .nprocs = 4, .cpus = "0-3", .memory_mb = 1024});
   auto b = store.register_node({.name = "node2", .nprocs = 8, .gpus = 2});
   auto c = store.register_node({.name = "node3", .nprocs = 2});
@@ -205,9 +191,7 @@ TEST_CASE("nodes are numbered in registration order and keep their numbers when 
   CHECK(nodes[2].state == node_state::drained);
 }
 
-TEST_CASE("fjobs listings filter by user and state and hide finished jobs unless asked") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "fjobs listings filter by user and state and hide finished jobs unless asked") {
   std::vector<std::int64_t> alice, bob;
   for (int i = 0; i < 5; ++i) alice.push_back(store.submit(simple_request("alice")));
   for (int i = 0; i < 3; ++i) bob.push_back(store.submit(simple_request("bob")));
@@ -246,9 +230,7 @@ TEST_CASE("fjobs listings filter by user and state and hide finished jobs unless
   CHECK(done[0].status.end_time);
 }
 
-TEST_CASE("recovery loads every live job with its maps and every node, and nothing finished") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "recovery loads every live job with its maps and every node, and nothing finished") {
   store.register_node({.name = "n1", .nprocs = 4});
   store.register_node({.name = "n2", .nprocs = 4});
   std::vector<std::int64_t> ids;
@@ -289,9 +271,7 @@ TEST_CASE("recovery loads every live job with its maps and every node, and nothi
   CHECK(st.jobs[3].dependencies == std::vector<std::int64_t>{105});
 }
 
-TEST_CASE("recovery streams more jobs than one fetch holds") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "recovery streams more jobs than one fetch holds") {
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < 25'000; ++i) futures.push_back(store.submit_async(simple_request()));
   std::int64_t last = 0;
@@ -325,37 +305,20 @@ TEST_CASE("a database that cannot be reached is store_unavailable after the reco
   CHECK_THROWS_AS(pg_job_store{o}, store_unavailable);
 }
 
-TEST_CASE("a COMMIT cut off by a lost connection is checked by token and retried once: one job, acknowledged") {
-  test_database db;
-  std::atomic<int> kills{0};
-  pg_job_store_options o = options_for(db.conninfo());
-  pg_job_store::test_hooks hooks;
-  o.committers = 1;
-  hooks.before_commit = [&](int backend) {
-    if (kills.fetch_add(1) != 0) return;
-    pqxx::connection c(db.conninfo());
-    pqxx::nontransaction tx(c);
-    tx.exec_params("SELECT pg_terminate_backend($1, 10000)", backend);
-  };
-  pg_job_store store(o, hooks);
+TEST_CASE_FIXTURE(faulty_store, "a COMMIT cut off by a lost connection is checked by token and retried once: one job, acknowledged") {
   job_request q = simple_request();
   q.submit_token = "cut-off";
+  faults.cut_next = true;
   const auto id = store.submit(q);
-  CHECK(kills >= 2);  // the batch ran again after the check
+  CHECK(faults.commits >= 2);  // the batch ran again after the check
   CHECK(store.stats().in_doubt + store.stats().reconnects >= 1);
   CHECK(count(db.conninfo(), "SELECT count(*) FROM jobs WHERE submit_token = 'cut-off'") == 1);
   CHECK(count(db.conninfo(), "SELECT id FROM jobs WHERE submit_token = 'cut-off'") == id);
   CHECK(count(db.conninfo(), "SELECT count(*) FROM job_events") == 1);
 }
 
-TEST_CASE("a COMMIT that landed but whose answer was lost is found by token, not inserted again") {
-  test_database db;
-  std::atomic<int> fakes{0};
-  pg_job_store_options o = options_for(db.conninfo());
-  pg_job_store::test_hooks hooks;
-  o.committers = 1;
-  hooks.fake_in_doubt_after_commit = [&] { return fakes.fetch_add(1) == 0; };
-  pg_job_store store(o, hooks);
+TEST_CASE_FIXTURE(faulty_store, "a COMMIT that landed but whose answer was lost is found by token, not inserted again") {
+  faults.lose_next = true;
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < 20; ++i) futures.push_back(store.submit_async(simple_request()));
   std::set<std::int64_t> ids;

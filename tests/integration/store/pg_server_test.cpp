@@ -66,14 +66,19 @@ TEST_CASE("a second pg_server on a running directory adopts the server instead o
   CHECK_FALSE(first.ready());
 }
 
-TEST_CASE("a server that cannot start reports why in one line") {
-  temp_dir tmp;  // removed last, also when a check fails
+// A directory (removed at the end, also when a check fails) where a server
+// was made, started and stopped.
+struct stopped_server_dir {
+  temp_dir tmp;
   const fs::path dir = tmp.path();
-  {
+  stopped_server_dir() {
     pg_server server({.dir = dir, .durable = false});
     server.start();
     server.stop();
   }
+};
+
+TEST_CASE_FIXTURE(stopped_server_dir, "a server that cannot start reports why in one line") {
   // Corrupt the configuration: PostgreSQL refuses to start, and we say so.
   {
     std::FILE* f = std::fopen((dir / "data" / "postgresql.conf").c_str(), "a");
@@ -90,14 +95,7 @@ TEST_CASE("the connection string quotes a directory with spaces and quotes") {
   CHECK(aqs::store::conninfo_quote("a b'c\\d") == "'a b\\'c\\\\d'");
 }
 
-TEST_CASE("a stale postmaster.pid naming an unrelated live process never gets that process signalled") {
-  temp_dir tmp;  // removed last, also when a check fails
-  const fs::path dir = tmp.path();
-  {
-    pg_server server({.dir = dir, .durable = false});
-    server.start();
-    server.stop();
-  }
+TEST_CASE_FIXTURE(stopped_server_dir, "a stale postmaster.pid naming an unrelated live process never gets that process signalled") {
   // As after a host crash: the lock file survives and its pid now belongs
   // to some other program.
   const pid_t other = ::fork();

@@ -16,9 +16,7 @@ using aqs::core::is_legal_transition;
 using aqs::core::job_state;
 using aqs::core::k_all_job_states;
 using aqs::core::processor_set;
-using aqs::test::options_for;
-using aqs::test::simple_request;
-using aqs::test::test_database;
+using namespace aqs::test;  // the store tests' helpers (store_test_util.hpp) and databases
 
 namespace {
 
@@ -63,9 +61,7 @@ std::string row_image(const std::string& conninfo, std::int64_t id) {
 
 }  // namespace
 
-TEST_CASE("every legal transition is written with its event, every illegal one is refused and writes nothing") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "every legal transition is written with its event, every illegal one is refused and writes nothing") {
   int legal = 0, illegal = 0;
   for (job_state from : k_all_job_states) {
     for (job_state to : k_all_job_states) {
@@ -112,9 +108,7 @@ TEST_CASE("every legal transition is written with its event, every illegal one i
   CHECK(illegal == 72);
 }
 
-TEST_CASE("the database trigger refuses exactly the transitions the core calls illegal") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "the database trigger refuses exactly the transitions the core calls illegal") {
   pqxx::connection c(db.conninfo());
   for (job_state from : k_all_job_states) {
     const auto id = job_in(store, from);
@@ -138,9 +132,7 @@ TEST_CASE("the database trigger refuses exactly the transitions the core calls i
   }
 }
 
-TEST_CASE("a resize keeps the old map reserved until the job acknowledges, and records both maps") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "a resize keeps the old map reserved until the job acknowledges, and records both maps") {
   const auto id = job_in(store, job_state::running);
   const auto grow = processor_set::from_string("00111111");
   store.transition({.job_id = id, .to = job_state::resizing, .procs = grow, .reason = "equipartition: arrival"});
@@ -177,9 +169,7 @@ TEST_CASE("a resize keeps the old map reserved until the job acknowledges, and r
   CHECK(h[5].reason == "resize timed out");
 }
 
-TEST_CASE("start and end times, exit status, and a requeue after NODE_FAIL") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "start and end times, exit status, and a requeue after NODE_FAIL") {
   const auto id = job_in(store, job_state::running);
   auto rec = store.get_job(id);
   REQUIRE(rec->status.start_time);
@@ -217,9 +207,7 @@ TEST_CASE("start and end times, exit status, and a requeue after NODE_FAIL") {
   CHECK(h[4].old_procs == k_map);  // NODE_FAIL event records what was lost
 }
 
-TEST_CASE("transitions with the wrong maps, exit status, expectations or job are refused and write nothing") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "transitions with the wrong maps, exit status, expectations or job are refused and write nothing") {
   const auto pending = job_in(store, job_state::pending);
   const auto running = job_in(store, job_state::running);
   CHECK_THROWS_WITH_AS(store.transition({.job_id = pending, .to = job_state::running}),
@@ -240,32 +228,18 @@ TEST_CASE("transitions with the wrong maps, exit status, expectations or job are
   CHECK(store.job_history(running).size() == 2);
 }
 
-TEST_CASE("the job history is append-only") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "the job history is append-only") {
   job_in(store, job_state::running);
   pqxx::connection c(db.conninfo());
   pqxx::work tx(c);
   CHECK_THROWS_WITH(tx.exec0("UPDATE job_events SET reason = 'rewritten'"), doctest::Contains("append-only"));
 }
 
-TEST_CASE("a transition whose COMMIT was cut off is checked by the job's state and run again: one event") {
-  test_database db;
-  pg_job_store_options o = options_for(db.conninfo());
-  pg_job_store::test_hooks hooks;
-  o.committers = 1;
-  std::atomic<bool> armed{false};
-  hooks.before_commit = [&](int backend) {
-    if (!armed.exchange(false)) return;
-    pqxx::connection c(db.conninfo());
-    pqxx::nontransaction tx(c);
-    tx.exec_params("SELECT pg_terminate_backend($1, 10000)", backend);
-  };
-  pg_job_store store(o, hooks);
+TEST_CASE_FIXTURE(faulty_store, "a transition whose COMMIT was cut off is checked by the job's state and run again: one event") {
   const auto id = job_in(store, job_state::pending);
-  armed = true;
+  faults.cut_next = true;
   store.transition({.job_id = id, .to = job_state::running, .procs = k_map, .reason = "start"});
-  CHECK_FALSE(armed);
+  CHECK_FALSE(faults.cut_next);
   CHECK(store.stats().in_doubt == 1);
   CHECK(store.get_job(id)->status.state == job_state::running);
   const auto h = store.job_history(id);
@@ -273,15 +247,9 @@ TEST_CASE("a transition whose COMMIT was cut off is checked by the job's state a
   CHECK(h[1].reason == "start");
 }
 
-TEST_CASE("a transition that committed but whose answer was lost is found, not applied twice") {
-  test_database db;
-  pg_job_store_options o = options_for(db.conninfo());
-  pg_job_store::test_hooks hooks;
-  std::atomic<bool> armed{false};
-  hooks.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
-  pg_job_store store(o, hooks);
+TEST_CASE_FIXTURE(faulty_store, "a transition that committed but whose answer was lost is found, not applied twice") {
   const auto id = job_in(store, job_state::running);
-  armed = true;
+  faults.lose_next = true;
   const job_event e = store.transition({.job_id = id, .to = job_state::completed, .reason = "done", .exit_code = 0});
   CHECK(store.stats().in_doubt == 1);
   CHECK(e.new_state == job_state::completed);
@@ -292,9 +260,7 @@ TEST_CASE("a transition that committed but whose answer was lost is found, not a
   CHECK(store.get_job(id)->status.exit_code == 0);
 }
 
-TEST_CASE("a batch of transitions is written whole, or not at all when one of them is illegal") {
-  test_database db;
-  pg_job_store store(options_for(db.conninfo()));
+TEST_CASE_FIXTURE(fresh_store, "a batch of transitions is written whole, or not at all when one of them is illegal") {
   const auto a = job_in(store, job_state::running);
   const auto b = job_in(store, job_state::running);
   const auto c = job_in(store, job_state::pending);
@@ -325,16 +291,10 @@ TEST_CASE("a batch of transitions is written whole, or not at all when one of th
   CHECK(store.job_history(a).size() == 3);
 }
 
-TEST_CASE("a batch of transitions whose COMMIT answer was lost is found whole, not applied twice") {
-  test_database db;
-  pg_job_store_options o = options_for(db.conninfo());
-  pg_job_store::test_hooks hooks;
-  std::atomic<bool> armed{false};
-  hooks.fake_in_doubt_after_commit = [&] { return armed.exchange(false); };
-  pg_job_store store(o, hooks);
+TEST_CASE_FIXTURE(faulty_store, "a batch of transitions whose COMMIT answer was lost is found whole, not applied twice") {
   const auto a = job_in(store, job_state::running);
   const auto b = job_in(store, job_state::pending);
-  armed = true;
+  faults.lose_next = true;
   const auto events = store.transition_all({{.job_id = a, .to = job_state::cancelled, .reason = "fkill"},
                                             {.job_id = b, .to = job_state::cancelled, .reason = "fkill"}});
   CHECK(store.stats().in_doubt == 1);

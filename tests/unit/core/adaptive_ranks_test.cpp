@@ -7,21 +7,15 @@
 
 #include "core/partition.hpp"
 #include "core/scheduler.hpp"
+#include "core_jobs.hpp"
 
 using namespace aqs::core;
 using kind = decision::kind;
 
 namespace {
 
-job_request rigid(job_id id, std::size_t n) {
-  job_request r;
-  r.id = id;
-  r.user = "u";
-  r.min_pe = r.max_pe = n;
-  r.walltime = 100;
-  r.submit_time = static_cast<double>(id);
-  return r;
-}
+// Submitted in the order of their ids.
+job_request rigid(job_id id, std::size_t n) { return test::rigid(id, n, 100, static_cast<double>(id)); }
 
 // min and max in processors (whole ranks of `per_rank`), as aqsd hands them on.
 job_request ranks_of(job_id id, std::size_t per_rank, std::size_t min, std::size_t max) {

@@ -13,28 +13,19 @@
 
 #include "core/common_pool.hpp"
 #include "core/scheduler.hpp"
+#include "core_jobs.hpp"
 
 using namespace aqs::core;
+using aqs::core::test::rigid;
 using kind = decision::kind;
 
 namespace {
 
-job_request rigid(job_id id, std::size_t n, double walltime, double submit = 0) {
-  job_request r;
-  r.id = id;
-  r.user = "u";
-  r.min_pe = r.max_pe = n;
-  r.walltime = walltime;
-  r.submit_time = submit;
-  return r;
-}
-
+// An adaptive job that prefers `pref` processors (0: none).
 job_request adaptive(job_id id, std::size_t min, std::size_t max, std::size_t pref, double walltime = 100,
                      double submit = 0) {
-  job_request r = rigid(id, min, walltime, submit);
-  r.max_pe = max;
+  job_request r = aqs::core::test::adaptive(id, min, max, walltime, submit);
   r.pref_pe = pref;
-  r.adaptive = true;
   return r;
 }
 
@@ -294,31 +285,26 @@ TEST_CASE("with every job rigid, pref_common_pool and payoff decide exactly as e
       auto easy = scheduler(cluster::uniform(4, 4), make_strategy("easy"));
       auto pol = scheduler(cluster::uniform(4, 4), make_strategy(policy));
       std::multimap<double, job_id> ends;
+      // Both decide the same; the jobs started end after 70 % of their time.
+      const auto agree = [&](const std::vector<decision>& a, const std::vector<decision>& b, double t) {
+        REQUIRE(a.size() == b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          CHECK(a[i].job == b[i].job);
+          CHECK(a[i].to == b[i].to);
+          ends.emplace(t + easy.get(a[i].job).req.walltime * 0.7, a[i].job);
+        }
+      };
       double now = 0;
       for (job_id id = 1; id <= 60; ++id) {
         now += static_cast<double>(rng() % 10);
         while (!ends.empty() && ends.begin()->first <= now) {
           auto [t, j] = *ends.begin();
           ends.erase(ends.begin());
-          auto a = easy.handle(event::completion(j), t);
-          auto b = pol.handle(event::completion(j), t);
-          REQUIRE(a.size() == b.size());
-          for (std::size_t i = 0; i < a.size(); ++i) {
-            CHECK(a[i].job == b[i].job);
-            CHECK(a[i].to == b[i].to);
-            ends.emplace(t + easy.get(a[i].job).req.walltime * 0.7, a[i].job);
-          }
+          agree(easy.handle(event::completion(j), t), pol.handle(event::completion(j), t), t);
         }
         const double wall = 5 + static_cast<double>(rng() % 100);
         auto r = rigid(id, 1 + rng() % 16, wall, now);
-        auto a = easy.handle(event::arrival(r), now);
-        auto b = pol.handle(event::arrival(r), now);
-        REQUIRE(a.size() == b.size());
-        for (std::size_t i = 0; i < a.size(); ++i) {
-          CHECK(a[i].job == b[i].job);
-          CHECK(a[i].to == b[i].to);
-          ends.emplace(now + easy.get(a[i].job).req.walltime * 0.7, a[i].job);
-        }
+        agree(easy.handle(event::arrival(r), now), pol.handle(event::arrival(r), now), now);
       }
     }
   }

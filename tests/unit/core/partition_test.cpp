@@ -9,6 +9,7 @@
 #include "core/hostlist.hpp"
 #include "core/partition.hpp"
 #include "core/scheduler.hpp"
+#include "core_jobs.hpp"
 
 using namespace aqs::core;
 using kind = decision::kind;
@@ -27,14 +28,8 @@ std::string config_error_of(std::string_view text) {
 }
 
 job_request job_in(job_id id, std::string partition, std::size_t n, bool adaptive = false, std::size_t max = 0) {
-  job_request r;
-  r.id = id;
-  r.user = "u";
-  r.min_pe = n;
-  r.max_pe = adaptive ? max : n;
-  r.adaptive = adaptive;
-  r.walltime = 100;
-  r.submit_time = static_cast<double>(id);
+  const auto submit = static_cast<double>(id);
+  job_request r = adaptive ? test::adaptive(id, n, max, 100, submit) : test::rigid(id, n, 100, submit);
   r.partition = std::move(partition);
   return r;
 }
@@ -53,6 +48,16 @@ std::vector<std::size_t> nodes_of(const scheduler& s, const processor_set& p) {
     if (p.intersects(s.machine().procs_of(i))) out.push_back(i);
   }
   return out;
+}
+
+// Ends the rigid jobs 11, 12 and 13 and decides at 2: the one decision,
+// the running adaptive job growing onto what they held.
+std::vector<decision> grow_when_rigid_jobs_end(scheduler& s) {
+  for (job_id id : {11, 12, 13}) s.apply(event::completion(id));
+  auto d = s.decide(2);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  return d;
 }
 
 }  // namespace
@@ -357,12 +362,7 @@ TEST_CASE("an adaptive job grows on no more nodes than its partition's MaxNodes,
   CHECK(d[0].job == 2);
   CHECK(nodes_of(s, d[0].to) == std::vector<std::size_t>{3});
   // They end: job 2 grows by one node, not three.
-  s.apply(event::completion(11));
-  s.apply(event::completion(12));
-  s.apply(event::completion(13));
-  d = s.decide(2);
-  REQUIRE(d.size() == 1);
-  CHECK(d[0].what == kind::resize);
+  d = grow_when_rigid_jobs_end(s);
   CHECK(d[0].to.count() == 8);
   CHECK(nodes_of(s, d[0].to).size() == 2);
   s.handle(event::on_job(event::kind::resize_ack, 2), 3);
@@ -416,12 +416,7 @@ TEST_CASE("an adaptive job grows up to its partition's MaxCPUsPerJob and no furt
   auto d = s.handle(event::arrival(job_in(2, "p", 2, true, 16)), 1);
   REQUIRE(d.size() == 1);
   CHECK(d[0].to.count() == 4);
-  s.apply(event::completion(11));
-  s.apply(event::completion(12));
-  s.apply(event::completion(13));
-  d = s.decide(2);
-  REQUIRE(d.size() == 1);
-  CHECK(d[0].what == kind::resize);
+  d = grow_when_rigid_jobs_end(s);
   CHECK(d[0].to.count() == 6);
   s.handle(event::on_job(event::kind::resize_ack, 2), 3);
   // A larger maximum asked while it runs changes nothing: the limit holds.

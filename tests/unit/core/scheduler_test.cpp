@@ -10,28 +10,14 @@
 
 #include "core/equipartition.hpp"
 #include "core/scheduler.hpp"
+#include "core_jobs.hpp"
 
 using namespace aqs::core;
+using namespace aqs::core::test;
 using kind = decision::kind;
 
 namespace {
 
-job_request rigid(job_id id, std::size_t n, double walltime, double submit = 0) {
-  job_request r;
-  r.id = id;
-  r.user = "u";
-  r.min_pe = r.max_pe = n;
-  r.walltime = walltime;
-  r.submit_time = submit;
-  return r;
-}
-
-job_request adaptive(job_id id, std::size_t min, std::size_t max, double walltime = 100, double submit = 0) {
-  job_request r = rigid(id, min, walltime, submit);
-  r.max_pe = max;
-  r.adaptive = true;
-  return r;
-}
 
 scheduler make(std::string_view policy, std::size_t nodes, std::size_t per_node) {
   return scheduler(cluster::uniform(nodes, per_node), make_strategy(policy));

@@ -2,7 +2,9 @@
 // pure translations: REST submit bodies, statuses, query strings.
 #include <doctest/doctest.h>
 
+#include <regex>
 #include <set>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +63,50 @@ TEST_CASE("routes match their paths and ids, and a known path with another metho
                           "/api/v1/jobs/99999999999999999999", "//", "/index.html"}) {
     CAPTURE(bad);
     CHECK_FALSE(http::match_route("GET", bad).path_known);
+  }
+}
+
+TEST_CASE("every declared route is reached by its own path, once, and each kind of handler is declared") {
+  std::set<std::pair<std::string, std::string>> seen;
+  std::set<http::route_kind> kinds;
+  for (const auto& r : http::routes()) {
+    CAPTURE(r.method);
+    CAPTURE(r.path);
+    CHECK(seen.emplace(std::string(r.method), std::string(r.path)).second);  // declared once
+    kinds.insert(r.kind);
+    const auto m = http::match_route(r.method, http::path_of(r, 42, "debug"));
+    REQUIRE(m.r == &r);
+    if (r.path.find("{id}") != std::string_view::npos) CHECK(m.id == 42);
+    if (r.path.find("{name}") != std::string_view::npos) CHECK(m.name == "debug");
+    // route_of finds each declaration by what it does.
+    CHECK(&http::route_of(r.kind, r.action) == &r);
+    // Only a submission takes a job's body; fctl's actions name their action.
+    CHECK((r.body == http::body_size::job) == (r.kind == http::route_kind::submit));
+    CHECK(r.action.empty() == (r.kind != http::route_kind::control_job));
+    if (!r.action.empty()) CHECK(r.path.ends_with(r.action));
+  }
+  CHECK(kinds.size() == static_cast<std::size_t>(http::route_kind::metrics) + 1);
+  CHECK(http::path_of(http::route_of(http::route_kind::show_job), 7) == "/api/v1/jobs/7");
+  CHECK_THROWS_AS(http::route_of(http::route_kind::control_job, "explode"), std::logic_error);
+}
+
+TEST_CASE("an undeclared route is no path (404), and a declared path with another method lists the declared ones (405)") {
+  for (const char* bad : {"/api/v1", "/api/v1/", "/api/v1/job", "/api/v1/jobs/1/cancel", "/metrics/", "/api/v1/cluster"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(http::match_route("GET", bad).path_known);
+  }
+  // For every declared path, a method it does not take: 405 with exactly the declared methods.
+  for (const auto& r : http::routes()) {
+    const std::string path = http::path_of(r, 1, "main");
+    std::string declared;
+    for (const auto& other : http::routes()) {
+      if (http::path_of(other, 1, "main") == path) declared += (declared.empty() ? "" : ", ") + std::string(other.method);
+    }
+    const auto m = http::match_route("PUT", path);
+    CAPTURE(path);
+    CHECK(m.r == nullptr);
+    CHECK(m.path_known);
+    CHECK(m.allow == declared);
   }
 }
 
@@ -162,9 +208,20 @@ TEST_CASE("the dashboard page loads nothing from elsewhere: no URL outside aqsd"
     CAPTURE(outside);
     CHECK(page.find(outside) == std::string::npos);
   }
-  // It uses the API it is served with.
-  CHECK(page.find("/api/v1/cluster/map") != std::string::npos);
-  CHECK(page.find("/api/v1/events") != std::string::npos);
+  // It uses the API it is served with: every path it fetches is a declared
+  // GET route ("/api/v1/jobs/" + id taken with an id).
+  const std::regex fetched(R"re(["'`](/api/v1/[^"'`?]*))re");
+  std::size_t paths = 0;
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), fetched); it != std::sregex_iterator(); ++it, ++paths) {
+    std::string path = (*it)[1];
+    if (path.ends_with('/')) path += "1";
+    CAPTURE(path);
+    const auto m = http::match_route("GET", path);
+    CHECK(m.r != nullptr);
+  }
+  CHECK(paths >= 5);
+  CHECK(page.find(http::route_of(http::route_kind::cluster_map).path) != std::string::npos);
+  CHECK(page.find(http::route_of(http::route_kind::events).path) != std::string::npos);
 }
 
 TEST_CASE("an acknowledged resize's reason gives its phases, and the history counts each event's processors") {

@@ -5,6 +5,7 @@
 // runs as root with the v1 controllers (skipped with a message elsewhere).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -93,8 +94,12 @@ TEST_CASE("cgroup v2: a job's cgroup gets its memory limit with no swap, exactly
   CHECK(slurp(job / "cpuset.cpus") == "1,3\n");
   CHECK(slurp(job / "cpuset.mems") == "0-1\n");
   CHECK(slurp(job / "pids.max") == "64\n");
-  CHECK(cg->join_files(12) == std::vector<std::string>{(job / "cgroup.procs").string()});
-  CHECK(cg->dirs(12) == std::vector<fs::path>{job});
+  // Its steps get the controllers; a step's process joins the step's cgroup.
+  CHECK(slurp(job / "cgroup.subtree_control") == "+memory +cpuset +pids\n");
+  cg->create_step(12, "batch");
+  CHECK(fs::is_directory(job / "step_batch"));
+  CHECK(cg->join_files(12, "batch") == std::vector<std::string>{(job / "step_batch" / "cgroup.procs").string()});
+  CHECK(cg->dirs(12) == std::vector<fs::path>{job / "step_batch", job});
 
   // Without limits: no file written but what the cpuset needs.
   cg->create(13, {});
@@ -218,7 +223,8 @@ TEST_CASE("cgroup v1 on this kernel: a process that joins is held to the cpuset 
   // group and widens its affinity to every CPU.
   int ready[2];
   REQUIRE(::pipe(ready) == 0);
-  const auto files = cg->join_files(1);
+  cg->create_step(1, "batch");
+  const auto files = cg->join_files(1, "batch");
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
@@ -254,6 +260,147 @@ TEST_CASE("cgroup v1 on this kernel: a process that joins is held to the cpuset 
   CHECK_FALSE(cg->exists(1));
   // The cluster's and node's directories go with the test.
   for (const auto& d : cg->dirs(1)) {
+    fs::remove(d.parent_path());
+    fs::remove(d.parent_path().parent_path());
+  }
+}
+
+TEST_CASE("cgroup v2: a job's steps are cgroups under its own: their processes are the job's, their OOM kills counted apart, removed first") {
+  test::temp_dir t("aqs-cgroup-v2");
+  const auto cg = make_cgroup_v2(mimic_v2(t.path()));
+  cg->create(7, {});
+  const fs::path job = t.path() / "aqs" / "c1" / "node7" / "job_7";
+  cg->create_step(7, "batch");
+  cg->create_step(7, "0");
+  CHECK(cg->steps(7) == std::vector<std::string>{"0", "batch"});
+  CHECK(cg->dirs(7) == std::vector<fs::path>{job / "step_0", job / "step_batch", job});
+  put(job / "step_batch" / "cgroup.procs", "10\n");
+  put(job / "step_0" / "cgroup.procs", "11\n12\n");
+  auto procs = cg->procs(7);
+  std::sort(procs.begin(), procs.end());
+  CHECK(procs == std::vector<pid_t>{10, 11, 12});
+  // memory.events counts the steps' kills in the job's; with
+  // memory_localevents each one's own are added up.
+  put(job / "step_0" / "memory.events", "oom_kill 2\n");
+  put(job / "memory.events", "oom_kill 2\n");
+  CHECK(cg->step_oom_kills(7, "0") == 2);
+  CHECK(cg->step_oom_kills(7, "batch") == 0);
+  CHECK(cg->oom_kills(7) == 2);
+  put(job / "memory.events.local", "oom_kill 0\n");
+  put(job / "step_0" / "memory.events.local", "oom_kill 2\n");
+  put(job / "step_batch" / "memory.events.local", "oom_kill 1\n");
+  CHECK(cg->oom_kills(7) == 3);
+  // A name that is not one is refused, in one line.
+  CHECK_THROWS_AS(cg->create_step(7, "../x"), cgroup_error);
+  CHECK_THROWS_AS(cg->create_step(7, ""), cgroup_error);
+  CHECK_THROWS_AS(cg->create_step(8, "batch"), cgroup_error);  // no such job
+  put(job / "step_batch" / "cgroup.procs", "");
+  put(job / "step_0" / "cgroup.procs", "");
+  CHECK(cg->remove(7));
+  CHECK_FALSE(cg->exists(7));
+}
+
+TEST_CASE("cgroup v2: a job's cpuset is rewritten to its new processors, its steps' with it") {
+  test::temp_dir t("aqs-cgroup-v2");
+  const auto cg = make_cgroup_v2(mimic_v2(t.path()));
+  cgroup_limits l;
+  l.cpus = {2, 3};
+  cg->create(4, l);
+  cg->create_step(4, "batch");
+  const fs::path job = t.path() / "aqs" / "c1" / "node7" / "job_4";
+  CHECK(cg->cpus(4) == std::vector<int>{2, 3});
+  cg->set_cpus(4, {3});  // shrink
+  CHECK(slurp(job / "cpuset.cpus") == "3\n");
+  CHECK(slurp(job / "step_batch" / "cpuset.cpus") == "3\n");
+  cg->set_cpus(4, {1, 3, 4});  // grow
+  CHECK(cg->cpus(4) == std::vector<int>{1, 3, 4});
+  CHECK(slurp(job / "step_batch" / "cpuset.cpus") == "1,3,4\n");
+  CHECK_THROWS_AS(cg->set_cpus(4, {}), cgroup_error);
+  CHECK_THROWS_AS(cg->set_cpus(5, {1}), cgroup_error);  // no such job
+}
+
+TEST_CASE("cgroup v1 on this kernel: a step's process is the job's, held to its pids limit, and its cpuset follows the job's when it shrinks and grows, whatever affinity it sets") {
+  if (::geteuid() != 0 || !fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") ||
+      !fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus") || !fs::exists("/sys/fs/cgroup/freezer/tasks") ||
+      !fs::exists("/sys/fs/cgroup/pids/cgroup.procs")) {
+    MESSAGE("skipped: needs root and the cgroup v1 memory, cpuset, freezer and pids hierarchies");
+    return;
+  }
+  const long ncpu = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu < 2) {
+    MESSAGE("skipped: one CPU only");
+    return;
+  }
+  cgroup_options o;
+  o.cluster = "unit-steps-" + std::to_string(::getpid());
+  o.node = "n";
+  o.want = cgroup_options::mode::v1;
+  o.pids_max = 5;
+  std::string why;
+  auto cg = probe_cgroups(o, why);
+  REQUIRE_MESSAGE(cg != nullptr, why);
+  const int a = static_cast<int>(ncpu) - 2, b = static_cast<int>(ncpu) - 1;
+  cgroup_limits l;
+  l.cpus = {a, b};
+  cg->create(3, l);
+  cg->create_step(3, "0");
+  int ready[2], go[2];
+  REQUIRE(::pipe(ready) == 0);
+  REQUIRE(::pipe(go) == 0);
+  const auto files = cg->join_files(3, "0");
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    for (const auto& f : files) std::ofstream(f) << ::getpid() << "\n";
+    // Forks up to the limit: 5 processes in all (it and 4 children).
+    int made = 0;
+    for (int i = 0; i < 10; ++i) {
+      const pid_t p = ::fork();
+      if (p == 0) {
+        while (true) ::pause();
+      }
+      if (p > 0) ++made;
+    }
+    (void)!::write(ready[1], &made, sizeof made);
+    char x;
+    while (::read(go[0], &x, 1) == 1) {
+      // Asked to widen itself to every CPU.
+      cpu_set_t all;
+      CPU_ZERO(&all);
+      for (int c = 0; c < ncpu; ++c) CPU_SET(c, &all);
+      ::sched_setaffinity(0, sizeof all, &all);
+      (void)!::write(ready[1], &made, sizeof made);
+    }
+    ::_exit(0);
+  }
+  int made = -1;
+  REQUIRE(::read(ready[0], &made, sizeof made) == sizeof made);
+  CHECK(made == 4);  // the pids limit (5) held the fork bomb
+  CHECK(cg->procs(3).size() == 5);
+  const auto allowed = [&] {
+    (void)!::write(go[1], "x", 1);
+    int m = 0;
+    (void)!::read(ready[0], &m, sizeof m);
+    const std::string status = slurp("/proc/" + std::to_string(child) + "/status");
+    const auto at = status.find("Cpus_allowed_list:\t");
+    return status.substr(at + 19, status.find('\n', at) - at - 19);
+  };
+  const fs::path cpuset = fs::path(files[0]).parent_path().parent_path();  // any hierarchy's job dir
+  CHECK(allowed() == std::to_string(a) + "-" + std::to_string(b));
+  cg->set_cpus(3, {b});  // shrink
+  CHECK(cg->cpus(3) == std::vector<int>{b});
+  CHECK(allowed() == std::to_string(b));
+  cg->set_cpus(3, {a, b});  // grow back
+  CHECK(cg->cpus(3) == std::vector<int>{a, b});
+  CHECK(allowed() == std::to_string(a) + "-" + std::to_string(b));
+  (void)cpuset;
+  ::close(go[1]);
+  CHECK(cg->kill_all(3));
+  ::waitpid(child, nullptr, 0);
+  CHECK(cg->procs(3).empty());
+  CHECK(cg->remove(3));
+  CHECK_FALSE(cg->exists(3));
+  for (const auto& d : cg->dirs(3)) {
     fs::remove(d.parent_path());
     fs::remove(d.parent_path().parent_path());
   }

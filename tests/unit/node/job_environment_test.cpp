@@ -65,25 +65,43 @@ protocol::launch batch_job() {
 // What aqsd sends for a step of job 42 that aqs-rsh starts on another host
 // (remote_exec): the job's token and placement, a shell command.
 protocol::launch step_of_job() {
-  protocol::launch l;
+  protocol::launch l = batch_job();  // the same job, user and token
   l.id = 9;
-  l.job_id = 42;
   l.job.name = "step";
   l.job.argv = {"/bin/sh", "-c", "orted --foo"};
   l.job.workdir = "/";
   l.job.environment = {"PATH=/usr/bin:/bin", "AQS_JOB_ID=42"};
   l.job.stdout_pattern = "/dev/null";
-  l.user = "ann";
-  l.uid = 1000;
-  l.gid = 100;
   l.procs = "111";
   l.nprocs = 3;
   l.local_cpus = {1};
   l.nodelist = "a,b";
-  l.job_token = "secret-42";
   l.proc_hosts = {"a", "a", "b"};
   l.proc_cpus = {3, 0, 1};
   return l;
+}
+
+// batch_job() made adaptive with -c 2 (at least one rank), on six
+// processors (`procs` in the cluster's map): four on a, two on b.
+protocol::launch adaptive_c2(std::string procs) {
+  protocol::launch l = batch_job();
+  l.job.adaptive = true;
+  protocol::job_geometry g;
+  g.ntasks = 1;  // its minimum, in ranks
+  g.cpus_per_task = 2;
+  l.job.geometry = g;
+  l.procs = std::move(procs);
+  l.nprocs = 6;
+  l.nodelist = "a:0-3,b:0-1";
+  return l;
+}
+
+// CHECKs that each key of `want` has its one value in `env` ("<unset>": none).
+void check_values(const std::vector<std::string>& env, const std::vector<std::pair<std::string, std::string>>& want) {
+  for (const auto& [key, value] : want) {
+    CAPTURE(key);
+    CHECK(value_of(env, key) == value);
+  }
 }
 
 struct warnings {
@@ -104,19 +122,12 @@ TEST_CASE("a job gets its own variables first, then AQS's, each once") {
   CHECK(env[0] == "HOME=/home/ann");
   // Slurm's names (the spool's slurm-bin) first on its PATH, then the job's own.
   CHECK(env[1] == "PATH=" + (spool.path() / "slurm-bin").string() + ":/usr/bin:/bin");
-  CHECK(value_of(env, "AQS_JOB_ID") == "42");
-  CHECK(value_of(env, "AQS_JOB_NAME") == "sim");
-  CHECK(value_of(env, "AQS_PROCS") == "0110");
-  CHECK(value_of(env, "AQS_NPROCS") == "2");
-  CHECK(value_of(env, "AQS_NODELIST") == "n1");
-  CHECK(value_of(env, "AQS_NODENAME") == "n1");
-  CHECK(value_of(env, "AQS_SOCKET") == "/run/aqs/aqsd.sock");
-  CHECK(value_of(env, "AQS_SERVER") == "<unset>");
-  CHECK(value_of(env, "AQS_JOB_TOKEN") == "secret-42");
+  check_values(env, {{"AQS_JOB_ID", "42"}, {"AQS_JOB_NAME", "sim"}, {"AQS_PROCS", "0110"}, {"AQS_NPROCS", "2"},
+                     {"AQS_NODELIST", "n1"}, {"AQS_NODENAME", "n1"}, {"AQS_SOCKET", "/run/aqs/aqsd.sock"},
+                     {"AQS_SERVER", "<unset>"}, {"AQS_JOB_TOKEN", "secret-42"}});
   // No placement: no MPI variables, no launch files, nothing to warn about.
-  CHECK(value_of(env, "AQS_CPUS") == "<unset>");
-  CHECK(value_of(env, "OMPI_MCA_orte_default_hostfile") == "<unset>");
-  CHECK(value_of(env, "OMPI_ALLOW_RUN_AS_ROOT") == "<unset>");
+  check_values(env, {{"AQS_CPUS", "<unset>"}, {"OMPI_MCA_orte_default_hostfile", "<unset>"},
+                     {"OMPI_ALLOW_RUN_AS_ROOT", "<unset>"}});
   CHECK_FALSE(std::filesystem::exists(spool.path() / "job-42.mpi"));
   CHECK(w.lines.empty());
   for (const auto& kv : env) CHECK_MESSAGE(kv.find('=') != std::string::npos, kv);
@@ -129,13 +140,9 @@ TEST_CASE("what the submitter's environment says about AQS never reaches the job
                        "AQS_NODENAME=elsewhere", "AQS_SOCKET=/tmp/fake", "KEEP=me"};
   l.job_token.reset();
   const launch_spec spec = job_environment(l, node_n1(), false, "/nonexistent/job-42.mpi", {});
-  CHECK(value_of(spec.env, "AQS_JOB_ID") == "42");
-  CHECK(value_of(spec.env, "AQS_JOB_TOKEN") == "<unset>");
-  CHECK(value_of(spec.env, "AQS_CPUS") == "<unset>");
-  CHECK(value_of(spec.env, "AQS_HOSTS") == "<unset>");
-  CHECK(value_of(spec.env, "AQS_NODENAME") == "n1");
-  CHECK(value_of(spec.env, "AQS_SOCKET") == "/run/aqs/aqsd.sock");
-  CHECK(value_of(spec.env, "KEEP") == "me");
+  check_values(spec.env, {{"AQS_JOB_ID", "42"}, {"AQS_JOB_TOKEN", "<unset>"}, {"AQS_CPUS", "<unset>"},
+                          {"AQS_HOSTS", "<unset>"}, {"AQS_NODENAME", "n1"}, {"AQS_SOCKET", "/run/aqs/aqsd.sock"},
+                          {"KEEP", "me"}});
 }
 
 TEST_CASE("a job runs as its user only when the agent is root, in its directory, with its umask and cpus") {
@@ -162,8 +169,7 @@ TEST_CASE("a job of root may run mpirun as root") {
   protocol::launch l = batch_job();
   l.uid = 0;
   const launch_spec spec = job_environment(l, node_n1(), true, "/nonexistent", {});
-  CHECK(value_of(spec.env, "OMPI_ALLOW_RUN_AS_ROOT") == "1");
-  CHECK(value_of(spec.env, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") == "1");
+  check_values(spec.env, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
 }
 
 TEST_CASE("over TCP a job learns aqsd's address instead of its socket") {
@@ -171,8 +177,7 @@ TEST_CASE("over TCP a job learns aqsd's address instead of its socket") {
   n.socket_path.reset();
   n.server = "head:7123";
   const launch_spec spec = job_environment(batch_job(), n, false, "/nonexistent", {});
-  CHECK(value_of(spec.env, "AQS_SERVER") == "head:7123");
-  CHECK(value_of(spec.env, "AQS_SOCKET") == "<unset>");
+  check_values(spec.env, {{"AQS_SERVER", "head:7123"}, {"AQS_SOCKET", "<unset>"}});
 }
 
 TEST_CASE("a step of a job gets the job's token, its placement and MPI launch files for its mpirun") {
@@ -183,14 +188,11 @@ TEST_CASE("a step of a job gets the job's token, its placement and MPI launch fi
   warnings w;
   const launch_spec spec = job_environment(step_of_job(), n, true, mpi_dir, w.sink());
   CHECK(w.lines.empty());
-  CHECK(value_of(spec.env, "AQS_JOB_ID") == "42");
-  CHECK(value_of(spec.env, "AQS_JOB_NAME") == "step");
-  CHECK(value_of(spec.env, "AQS_JOB_TOKEN") == "secret-42");
-  CHECK(value_of(spec.env, "AQS_CPUS") == "3,0,1");
-  CHECK(value_of(spec.env, "AQS_HOSTS") == "a*2,b*1");
-  CHECK(value_of(spec.env, "OMPI_MCA_plm_rsh_agent") == "/usr/libexec/aqs-rsh");
-  CHECK(value_of(spec.env, "OMPI_MCA_orte_default_hostfile") == (mpi_dir / "hostfile").string());
-  CHECK(value_of(spec.env, "OMPI_MCA_rmaps_rank_file_path") == (mpi_dir / "rankfile").string());
+  check_values(spec.env, {{"AQS_JOB_ID", "42"}, {"AQS_JOB_NAME", "step"}, {"AQS_JOB_TOKEN", "secret-42"},
+                          {"AQS_CPUS", "3,0,1"}, {"AQS_HOSTS", "a*2,b*1"},
+                          {"OMPI_MCA_plm_rsh_agent", "/usr/libexec/aqs-rsh"},
+                          {"OMPI_MCA_orte_default_hostfile", (mpi_dir / "hostfile").string()},
+                          {"OMPI_MCA_rmaps_rank_file_path", (mpi_dir / "rankfile").string()}});
   CHECK(std::filesystem::is_regular_file(mpi_dir / "hostfile"));
   CHECK(std::filesystem::is_regular_file(mpi_dir / "rankfile"));
   CHECK(spec.cpus == std::vector<int>{1});
@@ -211,44 +213,24 @@ TEST_CASE("an adaptive job whose launch files cannot be written still gets mpiru
   std::erase_if(w.lines, [](const std::string& x) { return x.find("no Slurm names on their PATH") != std::string::npos; });
   REQUIRE(w.lines.size() == 1);
   CHECK(w.lines[0].find("job 42: no MPI launch files") == 0);
-  CHECK(value_of(spec.env, "OMPI_MCA_hwloc_base_binding_policy") == "none");
-  CHECK(value_of(spec.env, "OMPI_MCA_rmaps_base_oversubscribe") == "1");
-  CHECK(value_of(spec.env, "OMPI_MCA_orte_default_hostfile") == "<unset>");
+  check_values(spec.env, {{"OMPI_MCA_hwloc_base_binding_policy", "none"}, {"OMPI_MCA_rmaps_base_oversubscribe", "1"},
+                          {"OMPI_MCA_orte_default_hostfile", "<unset>"}});
   CHECK(value_of(spec.env, "AQS_CPUS") == "3,0,1");  // the shim still pins its ranks
 }
 
 TEST_CASE("an adaptive job with -c counts its ranks as Slurm's tasks: whole ranks of its processors per node") {
   test::temp_dir spool;
-  protocol::launch l = batch_job();
-  l.job.adaptive = true;
-  protocol::job_geometry g;
-  g.ntasks = 1;  // its minimum, in ranks
-  g.cpus_per_task = 2;
-  l.job.geometry = g;
-  l.procs = "1111000011";
-  l.nprocs = 6;
-  l.nodelist = "a:0-3,b:0-1";
+  const protocol::launch l = adaptive_c2("1111000011");
   const launch_spec spec = job_environment(l, node_n1(), false, spool.path() / "job-42.mpi", {});
-  CHECK(value_of(spec.env, "SLURM_CPUS_PER_TASK") == "2");
-  CHECK(value_of(spec.env, "SLURM_NTASKS") == "3");
-  CHECK(value_of(spec.env, "SLURM_TASKS_PER_NODE") == "2,1");
-  CHECK(value_of(spec.env, "SLURM_JOB_CPUS_PER_NODE") == "4,2");
-  CHECK(value_of(spec.env, "AQS_NPROCS") == "6");
+  check_values(spec.env, {{"SLURM_CPUS_PER_TASK", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_TASKS_PER_NODE", "2,1"},
+                          {"SLURM_JOB_CPUS_PER_NODE", "4,2"}, {"AQS_NPROCS", "6"}});
   // The shim's processors per rank.
   CHECK(value_of(spec.env, "AQS_CPUS_PER_TASK") == "2");
 }
 
 TEST_CASE("an adaptive job with -c starts one rank per C processors under plain mpirun, and C=1 changes nothing") {
   test::temp_dir spool;
-  protocol::launch l = batch_job();
-  l.job.adaptive = true;
-  protocol::job_geometry g;
-  g.ntasks = 1;
-  g.cpus_per_task = 2;
-  l.job.geometry = g;
-  l.procs = "111111";
-  l.nprocs = 6;
-  l.nodelist = "a:0-3,b:0-1";
+  protocol::launch l = adaptive_c2("111111");
   l.proc_hosts = {"a", "a", "a", "a", "b", "b"};
   l.proc_cpus = {0, 1, 2, 3, 0, 1};
   l.job.environment = {"AQS_CPUS_PER_TASK=8"};  // another job's, as fsub inside a job passes it on

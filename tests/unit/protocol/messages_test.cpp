@@ -10,26 +10,17 @@
 #include "protocol/errors.hpp"
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
+#include "refusals.hpp"
 #include "samples.hpp"
 
 using namespace aqs::protocol;
 using aqs::core::job_state;
 using nlohmann::json;
+using aqs::test::parse_error;
 using aqs::test::sample_job;
 using aqs::test::samples;
 
 namespace {
-
-// Parses `text` and returns the error, failing the test if it parsed.
-protocol_error parse_error(const std::string& text) {
-  try {
-    parse_message(std::string_view(text));
-  } catch (const protocol_error& e) {
-    return e;
-  }
-  FAIL("parsed without error: " << text);
-  return protocol_error(error_code::internal, "unreachable");
-}
 
 json submit_json() { return to_json(submit{21, sample_job()}); }
 
@@ -189,14 +180,17 @@ TEST_CASE("submit validation names the field at fault and keeps the request id")
 // rule and check, so peers and scripts see the same refusals.
 TEST_CASE("every validation error reads word for word as it did before the descriptions") {
   struct bad_input {
-    const char* text;
+    std::string text;
     const char* what;
   };
+  // A submit of job "a" (argv ["a"], in "/"), its other fields to follow.
+  const std::string job_a = R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/",)js";
+  // A launch of job "a" as alice, its other fields to follow.
+  const std::string launch_a = R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/",)js"
+                               R"js("min_pe":1,"max_pe":1},"user":"alice",)js";
   const std::vector<bad_input> cases = {
-      {R"js({"type":"submit","id":21})js",
-       "field 'job' is missing"},
-      {R"js({"type":"submit","id":21,"job":3})js",
-       "field 'job' must be an object"},
+      {R"js({"type":"submit","id":21})js", "field 'job' is missing"},
+      {R"js({"type":"submit","id":21,"job":3})js", "field 'job' must be an object"},
       {R"js({"type":"submit","id":21,"job":{"argv":["a"],"workdir":"/","min_pe":1,"max_pe":1}})js",
        "field 'job.name' is missing"},
       {R"js({"type":"submit","id":21,"job":{"name":"","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1}})js",
@@ -213,91 +207,58 @@ TEST_CASE("every validation error reads word for word as it did before the descr
        "field 'job.argv' must be an array"},
       {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"run","min_pe":1,"max_pe":1}})js",
        "field 'job.workdir' must be an absolute path"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","environment":["A=1","=x"],)js"
-       R"js("min_pe":1,"max_pe":1}})js",
+      {job_a + R"js("environment":["A=1","=x"],"min_pe":1,"max_pe":1}})js",
        "field 'job.environment[1]' must have the form KEY=VALUE"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","environment":["PATH",7],)js"
-       R"js("min_pe":1,"max_pe":1}})js",
+      {job_a + R"js("environment":["PATH",7],"min_pe":1,"max_pe":1}})js",
        "field 'job.environment[1]' must be a string"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":0,"max_pe":1}})js",
-       "field 'job.min_pe' must be in 1..1048576"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":2.5,"max_pe":1}})js",
-       "field 'job.min_pe' must be an integer in 1..1048576"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":18446744073709551615}})js",
-       "field 'job.max_pe' must be in 1..1048576"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":4,"max_pe":2,)js"
-       R"js("adaptive":true}})js",
-       "field 'job.max_pe' must be >= min_pe"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":2,"max_pe":4}})js",
+      {job_a + R"js("min_pe":0,"max_pe":1}})js", "field 'job.min_pe' must be in 1..1048576"},
+      {job_a + R"js("min_pe":2.5,"max_pe":1}})js", "field 'job.min_pe' must be an integer in 1..1048576"},
+      {job_a + R"js("min_pe":1,"max_pe":18446744073709551615}})js", "field 'job.max_pe' must be in 1..1048576"},
+      {job_a + R"js("min_pe":4,"max_pe":2,"adaptive":true}})js", "field 'job.max_pe' must be >= min_pe"},
+      {job_a + R"js("min_pe":2,"max_pe":4}})js",
        "field 'job.max_pe' must equal min_pe for a rigid job (min_pe < max_pe needs adaptive)"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
-       R"js("adaptive":1}})js",
-       "field 'job.adaptive' must be true or false"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
-       R"js("walltime_s":0}})js",
-       "field 'job.walltime_s' must be in 1..316224000"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
-       R"js("afterok":[3,0]}})js",
+      {job_a + R"js("min_pe":1,"max_pe":1,"adaptive":1}})js", "field 'job.adaptive' must be true or false"},
+      {job_a + R"js("min_pe":1,"max_pe":1,"walltime_s":0}})js", "field 'job.walltime_s' must be in 1..316224000"},
+      {job_a + R"js("min_pe":1,"max_pe":1,"afterok":[3,0]}})js",
        "field 'job.afterok[1]' must be in 1..9007199254740991"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
-       R"js("umask":512}})js",
-       "field 'job.umask' must be in 0..511"},
-      {R"js({"type":"submit","id":21,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,"max_pe":1,)js"
-       R"js("stdout":""}})js",
-       "field 'job.stdout' must not be empty"},
-      {R"js({"type":"list_nodes"})js",
-       "field 'id' is missing"},
-      {R"js({"type":"list_nodes","id":-1})js",
-       "field 'id' must be in 0..9007199254740991"},
+      {job_a + R"js("min_pe":1,"max_pe":1,"umask":512}})js", "field 'job.umask' must be in 0..511"},
+      {job_a + R"js("min_pe":1,"max_pe":1,"stdout":""}})js", "field 'job.stdout' must not be empty"},
+      {R"js({"type":"list_nodes"})js", "field 'id' is missing"},
+      {R"js({"type":"list_nodes","id":-1})js", "field 'id' must be in 0..9007199254740991"},
       {R"js({"type":"hello","id":0,"protocol":1,"role":"admin"})js",
        "field 'role' must be \"client\", \"node\" or \"job\""},
-      {R"js({"type":"hello","id":0,"role":"client"})js",
-       "field 'protocol' is missing"},
-      {R"js({"type":"hello","id":0,"protocol":1,"role":"job"})js",
-       "field 'job_id' is required for role \"job\""},
+      {R"js({"type":"hello","id":0,"role":"client"})js", "field 'protocol' is missing"},
+      {R"js({"type":"hello","id":0,"protocol":1,"role":"job"})js", "field 'job_id' is required for role \"job\""},
       {R"js({"type":"hello","id":0,"protocol":1,"role":"client","launcher":true})js",
        "field 'launcher' is only for role \"job\""},
-      {R"js({"type":"hello","id":0,"protocol":1,"role":"client","auth":""})js",
-       "field 'auth' must not be empty"},
+      {R"js({"type":"hello","id":0,"protocol":1,"role":"client","auth":""})js", "field 'auth' must not be empty"},
       {R"js({"type":"hello","id":0,"protocol":1,"role":"client","map_epoch":3})js",
        "field 'map_epoch' is only for a job's shim"},
       {R"js({"type":"hello","id":0,"protocol":1,"role":"job","job_id":4,"launcher":true,"map_epoch":3})js",
        "field 'map_epoch' is only for a job's shim"},
       {R"js({"type":"hello","id":0,"protocol":1,"role":"job","job_id":4,"map_epoch":0})js",
        "field 'map_epoch' must be in 1..9007199254740991"},
-      {R"js({"type":"challenge","nonce":"xyz"})js",
-       "field 'nonce' must be 32 to 128 hex digits"},
-      {R"js({"type":"error","id":2,"code":7,"message":"m"})js",
-       "field 'code' must be a string"},
-      {R"js({"type":"output","job_id":1,"stream":"stdout","data":"abc"})js",
-       "field 'data' must be padded base64"},
+      {R"js({"type":"challenge","nonce":"xyz"})js", "field 'nonce' must be 32 to 128 hex digits"},
+      {R"js({"type":"error","id":2,"code":7,"message":"m"})js", "field 'code' must be a string"},
+      {R"js({"type":"output","job_id":1,"stream":"stdout","data":"abc"})js", "field 'data' must be padded base64"},
       {R"js({"type":"output","job_id":1,"stream":"tty","data":""})js",
        "field 'stream' must be \"stdout\" or \"stderr\""},
-      {R"js({"type":"cancel","id":1})js",
-       "field 'job_ids' must not be empty when no user is given"},
-      {R"js({"type":"cancel","id":1,"job_ids":[1],"signal":65})js",
-       "field 'signal' must be in 1..64"},
+      {R"js({"type":"cancel","id":1})js", "field 'job_ids' must not be empty when no user is given"},
+      {R"js({"type":"cancel","id":1,"job_ids":[1],"signal":65})js", "field 'signal' must be in 1..64"},
       {R"js({"type":"list_jobs","id":1,"states":["DONE"]})js",
        "field 'states[0]' is not a job state (PENDING, RUNNING, ... NODE_FAIL)"},
-      {R"js({"type":"list_jobs","id":1,"states":[3]})js",
-       "field 'states[0]' must be a job state string"},
-      {R"js({"type":"list_jobs","id":1,"limit":10001})js",
-       "field 'limit' must be in 1..10000"},
-      {R"js({"type":"job_history","id":12,"job_id":0})js",
-       "field 'job_id' must be in 1..9007199254740991"},
+      {R"js({"type":"list_jobs","id":1,"states":[3]})js", "field 'states[0]' must be a job state string"},
+      {R"js({"type":"list_jobs","id":1,"limit":10001})js", "field 'limit' must be in 1..10000"},
+      {R"js({"type":"job_history","id":12,"job_id":0})js", "field 'job_id' must be in 1..9007199254740991"},
       {R"js({"type":"job_event","job_id":1,"state":"running"})js",
        "field 'state' is not a job state (PENDING, RUNNING, ... NODE_FAIL)"},
       {R"js({"type":"job_event","job_id":1,"state":"RUNNING","procs":"012"})js",
        "field 'procs' must contain only 0 and 1"},
       {R"js({"type":"register","id":1,"name":"n:1","procs":4,"cpus":[0]})js",
        "field 'name' must not contain ':', ',', '/' or spaces"},
-      {R"js({"type":"register","id":1,"name":"n1","procs":4,"cpus":[]})js",
-       "field 'cpus' must not be empty"},
-      {R"js({"type":"register","id":1,"name":"n1","procs":4})js",
-       "field 'cpus' must not be empty"},
-      {R"js({"type":"register","id":1,"name":"n1","procs":4,"cpus":[65536]})js",
-       "field 'cpus[0]' must be in 0..65535"},
+      {R"js({"type":"register","id":1,"name":"n1","procs":4,"cpus":[]})js", "field 'cpus' must not be empty"},
+      {R"js({"type":"register","id":1,"name":"n1","procs":4})js", "field 'cpus' must not be empty"},
+      {R"js({"type":"register","id":1,"name":"n1","procs":4,"cpus":[65536]})js", "field 'cpus[0]' must be in 0..65535"},
       {R"js({"type":"register","id":1,"name":"n","procs":1,"cpus":[0],"running":[],"host":"a b"})js",
        "field 'host' must be a host name (letters, digits, '-', '.', '_')"},
       {R"js({"type":"register","id":1,"name":"n","procs":1,"cpus":[0],"memory_mb":-1})js",
@@ -310,44 +271,25 @@ TEST_CASE("every validation error reads word for word as it did before the descr
        "field 'exit_code' or 'signal' must be given, not both"},
       {R"js({"type":"job_exited","id":1,"job_id":1,"state":"FAILED","exit_code":256})js",
        "field 'exit_code' must be in 0..255"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":2,"local_cpus":[0],)js"
-       R"js("nodelist":"n:0"})js",
+      {launch_a + R"js("uid":1000,"gid":1000,"procs":"0111","nprocs":2,"local_cpus":[0],"nodelist":"n:0"})js",
        "field 'nprocs' must equal the number of 1s in 'procs'"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[],)js"
-       R"js("nodelist":"n:0"})js",
+      {launch_a + R"js("uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[],"nodelist":"n:0"})js",
        "field 'local_cpus' must not be empty"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":-1,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
-       R"js("nodelist":"n:0"})js",
+      {launch_a + R"js("uid":-1,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],"nodelist":"n:0"})js",
        "field 'uid' must be in 0..4294967294"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
-       R"js("nodelist":"n:0","spare_hosts":["h3","bad host"]})js",
+      {launch_a + R"js("uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],"nodelist":"n:0","spare_hosts":["h3","bad host"]})js",
        "field 'spare_hosts[1]' must be a host name (letters, digits, '-', '.', '_')"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
-       R"js("nodelist":"n:0","spare_hosts":["bad host",7]})js",
+      {launch_a + R"js("uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],"nodelist":"n:0","spare_hosts":["bad host",7]})js",
        "field 'spare_hosts[1]' must be a string"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
-       R"js("nodelist":"n:0","spare_hosts":"h3"})js",
+      {launch_a + R"js("uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],"nodelist":"n:0","spare_hosts":"h3"})js",
        "field 'spare_hosts' must be an array"},
-      {R"js({"type":"launch","id":15,"job_id":5,"job":{"name":"a","argv":["a"],"workdir":"/","min_pe":1,)js"
-       R"js("max_pe":1},"user":"alice","uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],)js"
-       R"js("nodelist":"n:0","proc_hosts":["a","b","c"],"proc_cpus":[0,1,65536]})js",
+      {launch_a + R"js("uid":1000,"gid":1000,"procs":"0111","nprocs":3,"local_cpus":[0],"nodelist":"n:0","proc_hosts":["a","b","c"],"proc_cpus":[0,1,65536]})js",
        "field 'proc_cpus[2]' must be in 0..65535"},
-      {R"js({"type":"kill","id":1,"job_id":1,"signal":65})js",
-       "field 'signal' must be in 1..64"},
-      {R"js({"type":"kill","id":1,"job_id":1,"signal":9,"grace_s":3601})js",
-       "field 'grace_s' must be in 0..3600"},
-      {R"js({"type":"kill","id":1,"job_id":1,"signal":9,"escalate":"no"})js",
-       "field 'escalate' must be true or false"},
-      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"0120"})js",
-       "field 'procs' must contain only 0 and 1"},
-      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"0000"})js",
-       "field 'procs' must contain at least one 1"},
+      {R"js({"type":"kill","id":1,"job_id":1,"signal":65})js", "field 'signal' must be in 1..64"},
+      {R"js({"type":"kill","id":1,"job_id":1,"signal":9,"grace_s":3601})js", "field 'grace_s' must be in 0..3600"},
+      {R"js({"type":"kill","id":1,"job_id":1,"signal":9,"escalate":"no"})js", "field 'escalate' must be true or false"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"0120"})js", "field 'procs' must contain only 0 and 1"},
+      {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"0000"})js", "field 'procs' must contain at least one 1"},
       {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_hosts":["a"],"proc_cpus":[0,1]})js",
        "field 'proc_hosts' must have one entry per processor"},
       {R"js({"type":"new_map","job_id":1,"epoch":1,"procs":"011","proc_cpus":[0,1]})js",
@@ -362,32 +304,21 @@ TEST_CASE("every validation error reads word for word as it did before the descr
        "field 'epoch' must be in 1..9007199254740991"},
       {R"js({"type":"resize_ack","id":1,"job_id":1,"epoch":1,"procs":"1","wait_us":-1})js",
        "field 'wait_us' must be in 0..9007199254740992"},
-      {R"js({"type":"resize_refused","id":1,"job_id":1,"epoch":1,"reason":""})js",
-       "field 'reason' must not be empty"},
-      {R"js({"type":"resize_begin","id":1,"job_id":1})js",
-       "field 'epoch' is missing"},
+      {R"js({"type":"resize_refused","id":1,"job_id":1,"epoch":1,"reason":""})js", "field 'reason' must not be empty"},
+      {R"js({"type":"resize_begin","id":1,"job_id":1})js", "field 'epoch' is missing"},
       {R"js({"type":"remote_exec","id":1,"job_id":1,"host":"h","command":"","environment":[]})js",
        "field 'command' must not be empty"},
       {R"js({"type":"remote_exec","id":1,"job_id":1,"host":"h","command":"x","environment":["X"]})js",
        "field 'environment[0]' must have the form KEY=VALUE"},
-      {R"js({"type":"step_ended","job_id":1,"exit_code":0})js",
-       "field 'node' is missing"},
-      {R"js({"type":"heartbeat","id":1,"running":[0]})js",
-       "field 'running[0]' must be in 1..9007199254740991"},
-      {R"js({"type":"job_started","id":1})js",
-       "field 'job_id' is missing"},
-      {R"js({"type":"watch_job","id":1,"job_id":"1"})js",
-       "field 'job_id' must be an integer in 1..9007199254740991"},
-      {R"js({"type":"node_leaving","id":"x"})js",
-       "field 'id' must be an integer in 0..9007199254740991"},
-      {R"js({"type":"shutdown","id":9007199254740992})js",
-       "field 'id' must be in 0..9007199254740991"},
-      {R"js({"type":"ok"})js",
-       "field 'id' is missing"},
-      {R"js({"type":"frobnicate","id":3})js",
-       "unknown message type \"frobnicate\""},
-      {R"js([1,2])js",
-       "a message must be a JSON object"},
+      {R"js({"type":"step_ended","job_id":1,"exit_code":0})js", "field 'node' is missing"},
+      {R"js({"type":"heartbeat","id":1,"running":[0]})js", "field 'running[0]' must be in 1..9007199254740991"},
+      {R"js({"type":"job_started","id":1})js", "field 'job_id' is missing"},
+      {R"js({"type":"watch_job","id":1,"job_id":"1"})js", "field 'job_id' must be an integer in 1..9007199254740991"},
+      {R"js({"type":"node_leaving","id":"x"})js", "field 'id' must be an integer in 0..9007199254740991"},
+      {R"js({"type":"shutdown","id":9007199254740992})js", "field 'id' must be in 0..9007199254740991"},
+      {R"js({"type":"ok"})js", "field 'id' is missing"},
+      {R"js({"type":"frobnicate","id":3})js", "unknown message type \"frobnicate\""},
+      {R"js([1,2])js", "a message must be a JSON object"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.text);

@@ -7,10 +7,12 @@
 #include "protocol/errors.hpp"
 #include "protocol/json_limits.hpp"
 #include "protocol/messages.hpp"
+#include "refusals.hpp"
 #include "samples.hpp"
 
 using namespace aqs::protocol;
 using aqs::test::sample_job;
+using aqs::test::parse_error;
 using nlohmann::json;
 
 namespace {
@@ -23,16 +25,6 @@ std::string hex(const std::string& s) {
     out += digits[static_cast<unsigned char>(c) & 15];
   }
   return out;
-}
-
-protocol_error refusal(const std::string& body) {
-  try {
-    parse_message(std::string_view(body));
-  } catch (const protocol_error& e) {
-    return e;
-  }
-  FAIL("parsed without error: " << body);
-  return protocol_error(error_code::internal, "unreachable");
 }
 
 // What the server does with a refusal: make_error, then encode. Returns the
@@ -70,7 +62,7 @@ TEST_CASE("invalid UTF-8 in a request is a bad_request whose reply can be encode
        }) {
     const std::string shown = hex(bad);
     CAPTURE(shown);
-    const protocol_error e = refusal(submit_with_name(bad));
+    const protocol_error e = parse_error(submit_with_name(bad));
     CHECK(e.code() == error_code::bad_request);
     CHECK(std::string(e.what()).find("UTF-8") != std::string::npos);
     const error reply = reply_to(e);
@@ -79,10 +71,10 @@ TEST_CASE("invalid UTF-8 in a request is a bad_request whose reply can be encode
 }
 
 TEST_CASE("invalid UTF-8 in a field name or outside strings is a bad_request too") {
-  CHECK(refusal("{\"type\":\"list_nodes\",\"id\":1,\"x\xff\":1}").code() == error_code::bad_request);
-  CHECK(refusal("{\"type\":\"list_nodes\",\"id\":1}\xc3\xa9").code() == error_code::bad_request);
-  CHECK(refusal("\xe9{\"type\":\"list_nodes\",\"id\":1}").code() == error_code::bad_request);
-  CHECK(reply_to(refusal("{\"type\":\"list_nodes\",\"id\":1,\"x\xff\":1}")).code == error_code::bad_request);
+  CHECK(parse_error("{\"type\":\"list_nodes\",\"id\":1,\"x\xff\":1}").code() == error_code::bad_request);
+  CHECK(parse_error("{\"type\":\"list_nodes\",\"id\":1}\xc3\xa9").code() == error_code::bad_request);
+  CHECK(parse_error("\xe9{\"type\":\"list_nodes\",\"id\":1}").code() == error_code::bad_request);
+  CHECK(reply_to(parse_error("{\"type\":\"list_nodes\",\"id\":1,\"x\xff\":1}")).code == error_code::bad_request);
 }
 
 TEST_CASE("valid multi-byte UTF-8 in a request is accepted and round-trips") {
@@ -94,7 +86,7 @@ TEST_CASE("valid multi-byte UTF-8 in a request is accepted and round-trips") {
 
 TEST_CASE("a leading byte-order mark is refused as bad_request") {
   const std::string body = "\xef\xbb\xbf{\"type\":\"list_nodes\",\"id\":1}";
-  const protocol_error e = refusal(body);
+  const protocol_error e = parse_error(body);
   CHECK(e.code() == error_code::bad_request);
   CHECK(std::string(e.what()).find("byte-order mark") != std::string::npos);
   CHECK(reply_to(e).code == error_code::bad_request);
@@ -107,7 +99,7 @@ TEST_CASE("a leading byte-order mark is refused as bad_request") {
 TEST_CASE("an unknown type cut at its display limit inside a multi-byte character still encodes") {
   // 63 ASCII bytes then a two-byte character: the 64-byte excerpt splits it.
   const std::string t = std::string(63, 'x') + "\xc3\xa9" + "tail";
-  const protocol_error e = refusal("{\"type\":\"" + t + "\",\"id\":9}");
+  const protocol_error e = parse_error("{\"type\":\"" + t + "\",\"id\":9}");
   CHECK(e.code() == error_code::unknown_type);
   CHECK(e.request_id() == 9);
   const error reply = reply_to(e);

@@ -14,12 +14,7 @@ using namespace aqs::sim;
 namespace {
 
 workload fixed_trace(double malleable, std::uint64_t seed) {
-  generator_params g;
-  g.jobs = 400;
-  g.procs = 32;
-  g.load = 0.9;
-  g.mean_runtime = 100;
-  g.seed = 7;
+  const generator_params g{.jobs = 400, .procs = 32, .load = 0.9, .mean_runtime = 100, .seed = 7};
   workload w = generate(g);
   if (malleable > 0) make_malleable(w, malleable, seed);
   return w;
@@ -37,9 +32,7 @@ sim_result run(const workload& w, const char* policy) {
 }  // namespace
 
 TEST_CASE("the malleable generator draws preferred sizes within min..max, half of them the logged size") {
-  generator_params g;
-  g.jobs = 4000;
-  g.procs = 64;
+  const generator_params g{.jobs = 4000, .procs = 64};
   workload w = generate(g);
   make_malleable(w, 1.0, 5, true);
   std::size_t at_logged = 0;

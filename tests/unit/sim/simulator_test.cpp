@@ -4,37 +4,10 @@
 #include <stdexcept>
 
 #include "sim/simulator.hpp"
+#include "sim_jobs.hpp"
 
 using namespace aqs::sim;
-
-namespace {
-
-sim_job rigid(std::uint64_t id, double submit, double run, std::size_t size, double estimate = -1) {
-  sim_job j;
-  j.id = id;
-  j.submit = submit;
-  j.runtime = run;
-  j.estimate = estimate < 0 ? run : estimate;
-  j.size = j.min_pe = j.max_pe = size;
-  return j;
-}
-
-sim_job adaptive(std::uint64_t id, double submit, double run, std::size_t size, std::size_t min, std::size_t max) {
-  sim_job j = rigid(id, submit, run, size);
-  j.adaptive = true;
-  j.min_pe = min;
-  j.max_pe = max;
-  return j;
-}
-
-sim_options with(const char* policy, double cost = 0) {
-  sim_options o;
-  o.policy = policy;
-  o.resize_cost = cost;
-  return o;
-}
-
-}  // namespace
+using namespace aqs::sim::test;
 
 TEST_CASE("bounded slowdown uses tau = 10 s and is at least 1") {
   CHECK(bounded_slowdown(0, 5) == 1);
@@ -43,9 +16,7 @@ TEST_CASE("bounded slowdown uses tau = 10 s and is at least 1") {
 }
 
 TEST_CASE("fcfs and easy on a hand-checked four-processor workload") {
-  workload w;
-  w.procs = 4;
-  w.jobs = {rigid(1, 0, 100, 3), rigid(2, 10, 50, 4), rigid(3, 20, 30, 1, 40)};
+  workload w = on(4, {rigid(1, 0, 100, 3), rigid(2, 10, 50, 4), rigid(3, 20, 30, 1, 40)});
   auto f = simulate(w, with("fcfs"));
   // fcfs: 1 at 0-100, 2 at 100-150, 3 at 150-180.
   CHECK(f.jobs[0].start == 0);
@@ -63,19 +34,15 @@ TEST_CASE("fcfs and easy on a hand-checked four-processor workload") {
 }
 
 TEST_CASE("completions are handled before arrivals at the same instant, then one decision") {
-  workload w;
-  w.procs = 2;
-  w.jobs = {rigid(1, 0, 10, 2), rigid(2, 10, 5, 2)};
+  workload w = on(2, {rigid(1, 0, 10, 2), rigid(2, 10, 5, 2)});
   auto r = simulate(w, with("fcfs"));
   CHECK(r.jobs[1].start == 10);
   CHECK(r.mean_wait == 0);
 }
 
 TEST_CASE("adaptive jobs progress by the speedup model across resizes, and resize cost is lost time") {
-  workload w;
-  w.procs = 4;
   // A alone runs on 4 processors; B's arrival at 50 halves it; B grows at A's end.
-  w.jobs = {adaptive(1, 0, 100, 4, 2, 4), adaptive(2, 50, 100, 4, 2, 4)};
+  workload w = on(4, {adaptive(1, 0, 100, 4, 2, 4), adaptive(2, 50, 100, 4, 2, 4)});
   auto r = simulate(w, with("equipartition"));
   CHECK(r.jobs[0].end == doctest::Approx(150));  // 50 done, 0.5 left at half speed
   CHECK(r.jobs[1].start == 50);
@@ -84,14 +51,12 @@ TEST_CASE("adaptive jobs progress by the speedup model across resizes, and resiz
   CHECK(r.resizes == 2);
   CHECK(r.ranks_moved == 2);
   CHECK(r.utilization == doctest::Approx(1.0));
-  auto c = simulate(w, with("equipartition", 10));
+  auto c = simulate(w, with("equipartition", {}, 10));
   CHECK(c.jobs[0].end == doctest::Approx(160));
   CHECK(c.jobs[1].start == 60);  // the processors A gives up are free only after its ack
   CHECK(c.jobs[1].end == doctest::Approx(220));
   // A job alone grows to its maximum: twice its logged size, twice as fast.
-  workload one;
-  one.procs = 8;
-  one.jobs = {adaptive(1, 0, 100, 2, 1, 4)};
+  workload one = on(8, {adaptive(1, 0, 100, 2, 1, 4)});
   CHECK(simulate(one, with("equipartition")).jobs[0].end == doctest::Approx(50));
   sim_options am = with("equipartition");
   am.speedup = speedup_model::parse("amdahl:0.5");
@@ -100,9 +65,7 @@ TEST_CASE("adaptive jobs progress by the speedup model across resizes, and resiz
 }
 
 TEST_CASE("with all jobs rigid, equipartition schedules exactly as easy") {
-  generator_params p;
-  p.jobs = 3000;
-  p.load = 0.9;
+  const generator_params p{.jobs = 3000, .load = 0.9};
   auto w = generate(p);
   auto e = simulate(w, with("easy"));
   auto q = simulate(w, with("equipartition"));
@@ -111,9 +74,7 @@ TEST_CASE("with all jobs rigid, equipartition schedules exactly as easy") {
 }
 
 TEST_CASE("the Faucets setting: at high load adaptive equipartition beats rigid easy on response time") {
-  generator_params p;
-  p.jobs = 3000;
-  p.load = 0.9;
+  const generator_params p{.jobs = 3000, .load = 0.9};
   auto rigid_w = generate(p);
   auto adaptive_w = rigid_w;
   make_malleable(adaptive_w, 1.0, 1);
@@ -124,9 +85,7 @@ TEST_CASE("the Faucets setting: at high load adaptive equipartition beats rigid 
 }
 
 TEST_CASE("bad simulator options are refused") {
-  workload w;
-  w.procs = 10;
-  w.jobs = {rigid(1, 0, 1, 1)};
+  workload w = on(10, {rigid(1, 0, 1, 1)});
   CHECK_THROWS_WITH_AS(simulate(w, with("lottery")), doctest::Contains("known: easy, equipartition, fcfs"),
                        std::invalid_argument);
   sim_options o = with("easy");
@@ -139,15 +98,12 @@ TEST_CASE("bad simulator options are refused") {
 TEST_CASE("random synthetic workloads finish every job under every policy, with sane metrics (seeded)") {
   for (std::uint64_t seed = 1; seed <= 60; ++seed) {
     CAPTURE(seed);
-    generator_params p;
-    p.jobs = 150;
-    p.procs = std::size_t{8} << (seed % 4);
-    p.load = 0.2 + 0.15 * static_cast<double>(seed % 7);
-    p.seed = seed;
+    const generator_params p{
+        .jobs = 150, .procs = std::size_t{8} << (seed % 4), .load = 0.2 + 0.15 * static_cast<double>(seed % 7), .seed = seed};
     auto w = generate(p);
     make_malleable(w, static_cast<double>(seed % 5) / 4.0, seed);
     for (const char* policy : {"fcfs", "easy", "equipartition"}) {
-      sim_options o = with(policy, static_cast<double>(seed % 3));
+      sim_options o = with(policy, {}, static_cast<double>(seed % 3));
       o.procs_per_node = seed % 2 ? 1 : 4;
       if (seed % 4 == 0) o.speedup = speedup_model::parse("amdahl:0.9");
       auto r = simulate(w, o);

@@ -4,57 +4,21 @@
 #include <string_view>
 
 #include "sim/simulator.hpp"
+#include "sim_jobs.hpp"
 
 using namespace aqs::sim;
+using namespace aqs::sim::test;
 
 namespace {
-
-sim_job rigid(std::uint64_t id, double submit, double run, std::size_t size) {
-  sim_job j;
-  j.id = id;
-  j.submit = submit;
-  j.runtime = run;
-  j.estimate = run;
-  j.size = j.min_pe = j.max_pe = size;
-  return j;
-}
-
-sim_job adaptive(std::uint64_t id, double submit, double run, std::size_t size, std::size_t min, std::size_t max) {
-  sim_job j = rigid(id, submit, run, size);
-  j.adaptive = true;
-  j.min_pe = min;
-  j.max_pe = max;
-  return j;
-}
-
-trace_event ev(double t, std::uint64_t job, trace_event::kind k, std::size_t min = 0, std::size_t max = 0) {
-  trace_event e;
-  e.time = t;
-  e.job = job;
-  e.what = k;
-  e.min_pe = min;
-  e.max_pe = max;
-  return e;
-}
 
 constexpr auto suspend = trace_event::kind::suspend;
 constexpr auto resume = trace_event::kind::resume;
 constexpr auto range = trace_event::kind::range;
 
-sim_options with(const char* policy, std::vector<trace_event> events, double cost = 0) {
-  sim_options o;
-  o.policy = policy;
-  o.resize_cost = cost;
-  o.events = std::move(events);
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("a suspended rigid job alone ends later by exactly the time it was suspended") {
-  workload w;
-  w.procs = 4;
-  w.jobs = {rigid(1, 0, 100, 4)};
+  workload w = on(4, {rigid(1, 0, 100, 4)});
   for (const char* policy : {"fcfs", "easy", "equipartition"}) {
     CAPTURE(policy);
     auto r = simulate(w, with(policy, {ev(30, 1, suspend), ev(80, 1, resume)}));
@@ -73,9 +37,7 @@ TEST_CASE("a suspended rigid job alone ends later by exactly the time it was sus
 }
 
 TEST_CASE("a job suspended twice keeps its remaining work across both suspensions") {
-  workload w;
-  w.procs = 2;
-  w.jobs = {rigid(1, 0, 100, 2)};
+  workload w = on(2, {rigid(1, 0, 100, 2)});
   auto r = simulate(w, with("easy", {ev(10, 1, suspend), ev(20, 1, resume), ev(50, 1, suspend), ev(75, 1, resume)}));
   CHECK(r.jobs[0].end == 135);
   CHECK(r.jobs[0].suspended_s == 35);
@@ -83,11 +45,9 @@ TEST_CASE("a job suspended twice keeps its remaining work across both suspension
 }
 
 TEST_CASE("a resumed rigid job waits until its processors are free again") {
-  workload w;
-  w.procs = 4;
   // 1 is suspended at 10: 2, waiting since 5, runs 10-60 on its processors;
   // 1 asks to resume at 20 but gets them back only at 60, with 90 s left.
-  w.jobs = {rigid(1, 0, 100, 4), rigid(2, 5, 50, 4)};
+  workload w = on(4, {rigid(1, 0, 100, 4), rigid(2, 5, 50, 4)});
   for (const char* policy : {"fcfs", "easy", "equipartition"}) {
     CAPTURE(policy);
     auto r = simulate(w, with(policy, {ev(10, 1, suspend), ev(20, 1, resume)}));
@@ -99,9 +59,7 @@ TEST_CASE("a resumed rigid job waits until its processors are free again") {
 }
 
 TEST_CASE("an adaptive job given a larger range finishes sooner on an idle machine") {
-  workload w;
-  w.procs = 8;
-  w.jobs = {adaptive(1, 0, 100, 2, 2, 2)};
+  workload w = on(8, {adaptive(1, 0, 100, 2, 2, 2)});
   auto still = simulate(w, with("equipartition", {}));
   CHECK(still.jobs[0].end == doctest::Approx(100));
   // At 50 it may use 2..8: it grows to 8 and does its last half 4 times as fast.
@@ -115,12 +73,10 @@ TEST_CASE("an adaptive job given a larger range finishes sooner on an idle machi
 }
 
 TEST_CASE("an adaptive job resumed on another count progresses at that count's rate") {
-  workload w;
-  w.procs = 4;
   // 1 runs alone on 4 until 20 (a fifth done) and is suspended; 2 (rigid, 2
   // processors) starts then; 1 resumes at 30 on the 2 that are left, at half
   // its logged rate: the remaining 0.8 of 100 s take 160 s.
-  w.jobs = {adaptive(1, 0, 100, 4, 2, 4), rigid(2, 20, 1000, 2)};
+  workload w = on(4, {adaptive(1, 0, 100, 4, 2, 4), rigid(2, 20, 1000, 2)});
   auto r = simulate(w, with("equipartition", {ev(20, 1, suspend), ev(30, 1, resume)}));
   CHECK(r.jobs[1].start == 20);
   CHECK(r.jobs[0].suspended_s == 10);
@@ -131,10 +87,8 @@ TEST_CASE("an adaptive job resumed on another count progresses at that count's r
 }
 
 TEST_CASE("events a job cannot take are skipped and counted by reason, never thrown") {
-  workload w;
-  w.procs = 4;
   // 1 fills the machine 0-100; 2 (adaptive) waits for it; 3 arrives at 500.
-  w.jobs = {rigid(1, 0, 100, 4), adaptive(2, 1, 100, 4, 2, 4), rigid(3, 500, 10, 1)};
+  workload w = on(4, {rigid(1, 0, 100, 4), adaptive(2, 1, 100, 4, 2, 4), rigid(3, 500, 10, 1)});
   auto r = simulate(w, with("equipartition", {
                                                  ev(5, 2, suspend),       // pending
                                                  ev(6, 1, resume),        // running, not suspended
@@ -174,9 +128,7 @@ TEST_CASE("events a job cannot take are skipped and counted by reason, never thr
 }
 
 TEST_CASE("a rigid job given a new size while pending runs at the speedup model's rate for it") {
-  workload w;
-  w.procs = 4;
-  w.jobs = {rigid(1, 0, 100, 4), rigid(2, 1, 100, 2)};
+  workload w = on(4, {rigid(1, 0, 100, 4), rigid(2, 1, 100, 2)});
   auto r = simulate(w, with("easy", {ev(5, 2, range, 4, 4)}));
   CHECK(r.range_changes == 1);
   CHECK(r.jobs[1].first_procs == 4);
@@ -188,12 +140,10 @@ TEST_CASE("a rigid job given a new size while pending runs at the speedup model'
 TEST_CASE("a rigid job waiting to resume on its free processors is not blocked forever by a job ahead of it") {
   // The core resumes it as soon as its processors are free, whatever the plan
   // (the simulator's workaround for when it did not is no longer needed).
-  workload w;
-  w.procs = 4;
   // 10 runs 0-6 but says 1000, so 3 backfills at 2 on 2-3; suspended at 5
   // and asking to resume at 6, when 10 has ended: every processor is free,
   // 2 (ahead of 3) is planned but cannot have 3's, and 3 must not wait forever.
-  w.jobs = {rigid(10, 0, 6, 2), rigid(2, 1, 100, 4), rigid(3, 2, 100, 2)};
+  workload w = on(4, {rigid(10, 0, 6, 2), rigid(2, 1, 100, 4), rigid(3, 2, 100, 2)});
   w.jobs[0].estimate = 1000;
   auto r = simulate(w, with("easy", {ev(5, 3, suspend), ev(6, 3, resume)}));
   CHECK(r.unblocked_resumes == 0);
@@ -202,9 +152,7 @@ TEST_CASE("a rigid job waiting to resume on its free processors is not blocked f
 }
 
 TEST_CASE("a job still suspended when nothing else is left to happen is resumed then") {
-  workload w;
-  w.procs = 2;
-  w.jobs = {rigid(1, 0, 100, 2), rigid(2, 0, 10, 1)};
+  workload w = on(2, {rigid(1, 0, 100, 2), rigid(2, 0, 10, 1)});
   auto r = simulate(w, with("fcfs", {ev(50, 1, suspend)}));
   CHECK(r.resumed_at_end == 1);
   // 2 waited for 1 (fcfs) and runs on its room 50-60; then nothing is left
@@ -215,10 +163,8 @@ TEST_CASE("a job still suspended when nothing else is left to happen is resumed 
 }
 
 TEST_CASE("a suspend that hits a job while it migrates takes effect when it has applied its map") {
-  workload w;
-  w.procs = 4;
   // 1 alone on 4; 2 arrives at 50: 1 shrinks to 2, migrating until 60.
-  w.jobs = {adaptive(1, 0, 100, 4, 2, 4), rigid(2, 50, 1000, 2)};
+  workload w = on(4, {adaptive(1, 0, 100, 4, 2, 4), rigid(2, 50, 1000, 2)});
   auto r = simulate(w, with("equipartition", {ev(55, 1, suspend), ev(70, 1, resume)}, 10));
   CHECK(r.deferred_suspends == 1);
   CHECK(r.suspends == 1);
@@ -232,9 +178,7 @@ TEST_CASE("a suspend that hits a job while it migrates takes effect when it has 
 }
 
 TEST_CASE("synthesised suspensions hit every chosen job mid-run and are reproducible") {
-  generator_params p;
-  p.jobs = 400;
-  p.load = 0.7;
+  const generator_params p{.jobs = 400, .load = 0.7};
   auto w = generate(p);
   sim_options o = with("easy", {});
   auto base = simulate(w, o);
@@ -255,11 +199,8 @@ TEST_CASE("synthesised suspensions hit every chosen job mid-run and are reproduc
 TEST_CASE("random workloads with synthesised events finish every job under every policy (seeded)") {
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
     CAPTURE(seed);
-    generator_params p;
-    p.jobs = 120;
-    p.procs = std::size_t{8} << (seed % 3);
-    p.load = 0.3 + 0.2 * static_cast<double>(seed % 4);
-    p.seed = seed;
+    const generator_params p{
+        .jobs = 120, .procs = std::size_t{8} << (seed % 3), .load = 0.3 + 0.2 * static_cast<double>(seed % 4), .seed = seed};
     auto rigid_w = generate(p);
     auto malleable_w = rigid_w;
     make_malleable(malleable_w, static_cast<double>(seed % 3) / 2.0, seed);

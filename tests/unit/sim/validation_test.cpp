@@ -22,6 +22,22 @@ const workload& kth() {
 
 double rel(double got, double want) { return std::fabs(got - want) / want; }
 
+// What CQSim reports for a policy on the whole trace, and how close we must be.
+struct reference {
+  const char* policy;
+  double mean_wait, mean_bsld, utilization;
+  double tolerance;  // relative, for the mean wait and AVEbsld
+};
+
+void check_against(const reference& want) {
+  sim_options o;
+  o.policy = want.policy;
+  auto r = simulate(kth(), o);
+  CHECK(rel(r.mean_wait, want.mean_wait) < want.tolerance);
+  CHECK(rel(r.mean_bsld, want.mean_bsld) < want.tolerance);
+  CHECK(std::fabs(r.utilization - want.utilization) < 0.002);
+}
+
 }  // namespace
 
 TEST_CASE("KTH-SP2 after the filter has the reference's 28,481 jobs on 100 processors") {
@@ -31,19 +47,10 @@ TEST_CASE("KTH-SP2 after the filter has the reference's 28,481 jobs on 100 proce
 }
 
 TEST_CASE("fcfs on the whole KTH trace is within 0.5 % of the reference mean wait and AVEbsld") {
-  sim_options o;
-  o.policy = "fcfs";
-  auto r = simulate(kth(), o);
-  CHECK(rel(r.mean_wait, 353776.4) < 0.005);
-  CHECK(rel(r.mean_bsld, 6814.97) < 0.005);
-  CHECK(std::fabs(r.utilization - 0.6852) < 0.002);
+  check_against(
+      {.policy = "fcfs", .mean_wait = 353776.4, .mean_bsld = 6814.97, .utilization = 0.6852, .tolerance = 0.005});
 }
 
 TEST_CASE("easy on the whole KTH trace is within 2 % of the reference mean wait and AVEbsld") {
-  sim_options o;
-  o.policy = "easy";
-  auto r = simulate(kth(), o);
-  CHECK(rel(r.mean_wait, 6836.8) < 0.02);
-  CHECK(rel(r.mean_bsld, 92.57) < 0.02);
-  CHECK(std::fabs(r.utilization - 0.6856) < 0.002);
+  check_against({.policy = "easy", .mean_wait = 6836.8, .mean_bsld = 92.57, .utilization = 0.6856, .tolerance = 0.02});
 }

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "sim/workload.hpp"
 
@@ -40,16 +42,15 @@ TEST_CASE("malleable jobs get min = ceil(size/2) and max = min(machine, 2 size)"
     w.jobs.push_back(j);
   }
   make_malleable(w, 1.0, 1);
-  CHECK(w.jobs[0].min_pe == 1);
-  CHECK(w.jobs[0].max_pe == 2);
-  CHECK(w.jobs[1].min_pe == 2);
-  CHECK(w.jobs[1].max_pe == 6);
-  CHECK(w.jobs[2].min_pe == 3);
-  CHECK(w.jobs[2].max_pe == 10);
+  const std::vector<std::pair<std::size_t, std::size_t>> ranges = {{1, 2}, {2, 6}, {3, 10}};  // min, max
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    CAPTURE(i);
+    CHECK(w.jobs[i].min_pe == ranges[i].first);
+    CHECK(w.jobs[i].max_pe == ranges[i].second);
+  }
   for (const auto& j : w.jobs) CHECK(j.adaptive);
 
-  generator_params p;
-  p.jobs = 4000;
+  const generator_params p{.jobs = 4000};
   auto g = generate(p);
   make_malleable(g, 0.25, 3);
   std::size_t n = 0;
@@ -59,12 +60,7 @@ TEST_CASE("malleable jobs get min = ceil(size/2) and max = min(machine, 2 size)"
 }
 
 TEST_CASE("the generator offers the asked load, reproducibly from its seed") {
-  generator_params p;
-  p.jobs = 20000;
-  p.procs = 64;
-  p.load = 0.6;
-  p.mean_runtime = 64.5;
-  p.seed = 11;
+  generator_params p{.jobs = 20000, .procs = 64, .load = 0.6, .mean_runtime = 64.5, .seed = 11};
   auto w = generate(p);
   REQUIRE(w.jobs.size() == 20000);
   double work = 0;

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 #include "core/job_state.hpp"
 
 namespace fs = std::filesystem;
@@ -321,7 +321,7 @@ TEST_CASE("every state has a Slurm name and code, and the user guide shows them"
     const auto n = aqs::slurm::slurm_state(s);
     INFO("state " << aqs::core::to_string(s));
     CHECK_MESSAGE(slurm_codes.count(n.compact) == 1,
-                  "tools/client/slurm_format.cpp: slurm_state gives no Slurm code for " << aqs::core::to_string(s));
+                  "tools/slurm/slurm_format.cpp: slurm_state gives no Slurm code for " << aqs::core::to_string(s));
     if (n.name == aqs::core::to_string(s)) {
       CHECK_MESSAGE(para.find(n.name + " (" + n.compact) != std::string::npos,
                     "docs/user-guide.md: \"" << anchor << "\" must show " << n.name << " (" << n.compact << ")");

@@ -69,9 +69,12 @@ inline std::tuple<std::int64_t, bool, std::exception_ptr> submit_then_wait(job_s
 
 }  // namespace aqs::test::contract
 
+// The cases below read the names above unqualified (this header is included
+// in one test file per binary, which holds nothing else).
+using namespace aqs::test::contract;
+
 TEST_CASE_TEMPLATE_DEFINE("a submitted job reads back as asked, PENDING, with its submission event", F,
                           job_store_contract_submit) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   job_request q = request();
@@ -108,7 +111,6 @@ TEST_CASE_TEMPLATE_DEFINE("a submitted job reads back as asked, PENDING, with it
 TEST_CASE_TEMPLATE_DEFINE(
     "a submit_token submitted twice yields one job, and submit_then reports the retry as not created", F,
     job_store_contract_token) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   job_request q = request();
@@ -127,7 +129,6 @@ TEST_CASE_TEMPLATE_DEFINE(
 
 TEST_CASE_TEMPLATE_DEFINE("a request that could never be stored is invalid_job at once and stores nothing", F,
                           job_store_contract_invalid) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   job_request q = request();
@@ -145,7 +146,6 @@ TEST_CASE_TEMPLATE_DEFINE("a request that could never be stored is invalid_job a
 
 TEST_CASE_TEMPLATE_DEFINE("every legal transition is written with its event and every illegal one writes nothing", F,
                           job_store_contract_legality) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   int legal = 0, illegal = 0;
@@ -185,7 +185,6 @@ TEST_CASE_TEMPLATE_DEFINE("every legal transition is written with its event and 
 TEST_CASE_TEMPLATE_DEFINE(
     "transitions with the wrong maps, exit status, expectation or job are refused and write nothing", F,
     job_store_contract_refusals) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   const auto pending = job_in(s, job_state::pending);
@@ -209,7 +208,6 @@ TEST_CASE_TEMPLATE_DEFINE(
 
 TEST_CASE_TEMPLATE_DEFINE("a job's history holds its times, maps and exit status, through a resize and a requeue", F,
                           job_store_contract_history) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   const auto id = job_in(s, job_state::running);
@@ -257,7 +255,6 @@ TEST_CASE_TEMPLATE_DEFINE("a job's history holds its times, maps and exit status
 
 TEST_CASE_TEMPLATE_DEFINE("a batch of transitions is written whole, or not at all when one of them fails", F,
                           job_store_contract_batch) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   const auto a = job_in(s, job_state::running);
@@ -282,7 +279,6 @@ TEST_CASE_TEMPLATE_DEFINE("a batch of transitions is written whole, or not at al
 
 TEST_CASE_TEMPLATE_DEFINE("nodes are numbered in registration order and keep their numbers when they register again", F,
                           job_store_contract_nodes) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   const auto n0 = s.register_node({.name = "n0", .address = "10.0.0.1", .nprocs = 4});
@@ -315,7 +311,6 @@ TEST_CASE_TEMPLATE_DEFINE("nodes are numbered in registration order and keep the
 
 TEST_CASE_TEMPLATE_DEFINE("listings filter by user, state and id, page, and recovery loads the live jobs and the nodes",
                           F, job_store_contract_listings) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   const auto a = s.submit(request("alice"));
@@ -350,7 +345,6 @@ TEST_CASE_TEMPLATE_DEFINE("listings filter by user, state and id, page, and reco
 
 TEST_CASE_TEMPLATE_DEFINE("fctl's updates are written with their event; a state change clears the control mark",
                           F, job_store_contract_updates) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   const auto pending = job_in(s, job_state::pending);
@@ -397,7 +391,6 @@ TEST_CASE_TEMPLATE_DEFINE("fctl's updates are written with their event; a state 
 
 TEST_CASE_TEMPLATE_DEFINE("a resize the job claimed is marked on it, read back for recovery, and cleared by its end",
                           F, job_store_contract_claims) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   CHECK(aqs::store::claimed_epoch(aqs::store::claim_control(7)) == 7);
@@ -428,7 +421,6 @@ TEST_CASE_TEMPLATE_DEFINE("a resize the job claimed is marked on it, read back f
 // Runs every contract case above against `fixture`.
 TEST_CASE_TEMPLATE_DEFINE("an array's compact record splits tasks off in one transaction, once per index", F,
                           job_store_contract_split) {
-  using namespace aqs::test::contract;
   F fixture;
   job_store& s = fixture.store();
   job_request q = request();

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "client/commands.hpp"
-#include "client/job_options.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/commands.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/usage_error.hpp"
 
 using namespace aqs::cmdline;
 using args = std::vector<std::string>;

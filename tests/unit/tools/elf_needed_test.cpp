@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <vector>
 
-#include "client/elf_needed.hpp"
+#include "cmdline/elf_needed.hpp"
 #include "file_text.hpp"
 #include "temp_dir.hpp"
 

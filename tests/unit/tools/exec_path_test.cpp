@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "client/exec_path.hpp"
+#include "cmdline/exec_path.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "client/commands.hpp"
-#include "client/faucets_api.hpp"
-#include "client/faucets_commands.hpp"
-#include "client/job_options.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/commands.hpp"
+#include "faucets_client/faucets_api.hpp"
+#include "faucets_client/faucets_commands.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/usage_error.hpp"
 #include "temp_dir.hpp"
 
 using namespace aqs;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "client/job_options.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/usage_error.hpp"
 #include "temp_dir.hpp"
 
 using namespace aqs::cmdline;

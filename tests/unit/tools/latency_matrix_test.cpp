@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "client/commands.hpp"
-#include "client/latency_matrix.hpp"
+#include "cmdline/commands.hpp"
+#include "cmdline/latency_matrix.hpp"
 
 using namespace aqs::cmdline;
 using aqs::protocol::node_info;

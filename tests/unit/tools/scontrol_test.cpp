@@ -7,8 +7,8 @@
 #include <map>
 #include <regex>
 
-#include "client/scontrol.hpp"
-#include "client/slurm_commands.hpp"
+#include "slurm/scontrol.hpp"
+#include "slurm/slurm_commands.hpp"
 
 using namespace aqs;
 using core::job_state;

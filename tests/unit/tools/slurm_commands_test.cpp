@@ -1,8 +1,8 @@
 // slurm_commands: Slurm's command lines read as getopt_long reads them.
 #include <doctest/doctest.h>
 
-#include "client/slurm_client.hpp"
-#include "client/slurm_commands.hpp"
+#include "slurm/slurm_client.hpp"
+#include "slurm/slurm_commands.hpp"
 
 using namespace aqs;
 using core::job_state;
@@ -130,4 +130,17 @@ TEST_CASE("fsub's complaints read as Slurm's: an unknown option as getopt says i
   CHECK(slurm::slurm_usage_message("invalid time '1:2:3:4' (see frun --help)", "srun", getopt_style) ==
         "invalid time '1:2:3:4' (see srun --help)");
   CHECK_FALSE(getopt_style);
+}
+
+TEST_CASE("sbatch and srun skip the value of every option that takes one, as the declaration says") {
+  // Their own copy of the option table lacked fsub's --faucets and frun's
+  // --time-min: `sbatch --faucets URL -W` kept -W (then refused by fsub),
+  // and `srun --time-min 5 cmd` took "5" for the command.
+  auto w = words({"--faucets", "https://f:1", "-W", "--wrap=true"});
+  CHECK(slurm::take_flag(w, {"-W", "--wait"}));
+  CHECK(w == words({"--faucets", "https://f:1", "--wrap=true"}));
+  const auto all = [](const std::string&, const std::optional<std::string>&) { return true; };
+  const auto t = slurm::translate_submit_args(words({"--time-min", "5", "-n", "2", "hostname"}), true, all);
+  CHECK(t.command_at == 4);
+  CHECK(t.args == words({"--time-min", "5", "-n", "2", "hostname"}));
 }

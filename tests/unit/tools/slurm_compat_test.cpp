@@ -9,10 +9,10 @@
 #include <regex>
 #include <sstream>
 
-#include "client/job_options.hpp"
-#include "client/slurm_client.hpp"
-#include "client/slurm_commands.hpp"
-#include "client/srun_step.hpp"
+#include "cmdline/job_options.hpp"
+#include "slurm/slurm_client.hpp"
+#include "slurm/slurm_commands.hpp"
+#include "slurm/srun_step.hpp"
 
 using namespace aqs;
 

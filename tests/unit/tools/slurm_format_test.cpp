@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "client/slurm_format.hpp"
+#include "slurm/slurm_format.hpp"
 
 using namespace aqs;
 using core::job_state;
@@ -234,4 +234,62 @@ TEST_CASE("--json documents carry Slurm's top-level arrays and field names") {
   const auto s = nlohmann::json::parse(slurm::sinfo_json(nodes));
   CHECK(s["sinfo"][0]["node"]["state"][0] == "IDLE");
   CHECK(s["sinfo"][0]["partition"]["name"] == "main");
+}
+
+TEST_CASE("squeue's and sinfo's -o and -O print exactly what they printed when each had its own parser") {
+  // Outputs recorded from the two parsers before they became one; the
+  // formats reach the corners: '#', '%' at the end, unknown letters and
+  // names, empty fields, suffixes, no width.
+  struct golden {
+    const char* format;
+    bool long_form;  // -O
+    const char* squeue;
+    const char* squeue_errors;
+    const char* sinfo;  // -N with -O, by state with -o
+    const char* sinfo_errors;
+  };
+  const golden cases[] = {
+    {"%i %t", false, "JOBID ST\n7 R\n8 PD\n9 F\n", "", "%i STATE\n%i idle\n%i mix\n%i idle\n", "Invalid node format specification: i;"},
+    {"x%.5i|%3j|%-3u|%C%", false, "xJOBID|NAM|%-3u|CPUS\nx    7|job|%-3u|4\nx    8|job|%-3u|2\nx    9|job|%-3u|2\n", "Invalid job format specification: -;", "x%.5i|%3j|%-3u|CPUS(A/I/O/T)\nx%.5i|%3j|%-3u|0/4/0/4\nx%.5i|%3j|%-3u|2/2/0/4\nx%.5i|%3j|%-3u|0/4/0/4\n", "Invalid node format specification: i;Invalid node format specification: j;Invalid node format specification: -;"},
+    {"%#P %.#P %10P|", false, "%#P %.#P PARTITION |\n%#P %.#P main      |\n%#P %.#P main      |\n%#P %.#P main      |\n", "Invalid job format specification: #;Invalid job format specification: #;", "PARTITION PARTITION PARTITION     |\nmain* main* main*         |\nmain* main* main*         |\nlongpartition longpartition longpartition |\n", ""},
+    {"no fields", false, "no fields\nno fields\nno fields\nno fields\n", "", "no fields\nno fields\nno fields\nno fields\n", ""},
+    {"%Z %Y %", false, "WORK_DIR %Y \n(null) %Y \n(null) %Y \n(null) %Y \n", "Invalid job format specification: Y;", "%Z %Y \n%Z %Y \n%Z %Y \n%Z %Y \n", "Invalid node format specification: Z;Invalid node format specification: Y;"},
+    {"%.10T:%R:%r", false, "     STATE:NODELIST(REASON):REASON\n   RUNNING:node[1-2]:None\n   PENDING:(None):None\n    FAILED:(NonZeroExitCode):NonZeroExitCode\n", "", "     STATE:PARTITION:%r\n      idle:main:%r\n     mixed:main:%r\n      idle:longpartition:%r\n", "Invalid node format specification: r;"},
+    {"%%", false, "%%\n%%\n%%\n%%\n", "Invalid job format specification: %;", "%%\n%%\n%%\n%%\n", "Invalid node format specification: %;"},
+    {"%5", false, "\n\n\n\n", "", "\n\n\n\n", ""},
+    {"%.N %D %c %C %F %A %s %G %m %n %T %t %a %l %R", false, "NODELIST NODES MIN_CPUS CPUS ARRAY_JOB_ID JOBID %s GROUP MIN_MEMORY %n STATE ST ACCOUNT TIME_LIMIT NODELIST(REASON)\nnode[1-2] 2 1 4 7 7 %s (null) 0 %n RUNNING R (null) UNLIMITED node[1-2]\n 1 1 2 8 8 %s (null) 0 %n PENDING PD (null) UNLIMITED (None)\nnode3 1 1 2 9 9 %s (null) 0 %n FAILED F (null) UNLIMITED (NonZeroExitCode)\n", "Invalid job format specification: s;Invalid job format specification: n;", "NODELIST NODES CPUS CPUS(A/I/O/T) NODES(A/I/O/T) NODES(A/I) JOB_SIZE GRES MEMORY HOSTNAMES STATE STATE AVAIL TIMELIMIT PARTITION\nnode1 1 4 0/4/0/4 0/1/0/1 0/1 1-infinite (null) 1000 node1 idle idle up infinite main\nnode2 1 4 2/2/0/4 1/0/0/1 1/0 1-infinite (null) 1000 node2 mixed mix up infinite main\nnode3 1 4 0/4/0/4 0/1/0/1 0/1 1-infinite (null) 1000 node3 idle idle up infinite longpartition\n", ""},
+    {"JobID:.4 ,State:.10,name", true, "JOBI      STATENAME                \n   7    RUNNINGjob7                \n   8    PENDINGjob8                \n   9     FAILEDjob9                \n", "", "\n\n\n\n", "Invalid node format specification: JobID;Invalid node format specification: State;Invalid node format specification: name;"},
+    {"jobid,,Bogus:5x,State:.3,", true, "JOBID                    xSTA\n7                        xRUN\n8                        xPEN\n9                        xFAI\n", "Invalid job format specification: Bogus;", "\n\n\n\n", "Invalid node format specification: jobid;Invalid node format specification: Bogus;Invalid node format specification: State;"},
+    {"Partition:.12|,NodeList:0,Nodes,Bogus", true, "   PARTITION|NODELIST                                        \n        main|node[1-2]                                        \n        main|                                        \n        main|node3                                        \n", "Invalid job format specification: Nodes;Invalid job format specification: Bogus;", "     PARTITION|NODELISTNODES               \n         main*|node1   1                   \n         main*|node2   1                   \n longpartition|node3   1                   \n", "Invalid node format specification: Bogus;"},
+    {",", true, "\n\n\n\n", "", "\n\n\n\n", ""},
+    {"reasonlist:.30 ,statecompact:3s", true, "              NODELIST(REASON) ST s\n                     node[1-2] R  s\n                        (None) PD s\n             (NonZeroExitCode) F  s\n", "", "STAs\nidls\nmixs\nidls\n", "Invalid node format specification: reasonlist;"},
+    {"CPUs:2,CPUsState,NodeAIOT:.20,StateLong,Memory:1,Gres,Size:.4,Available,Time,PartitionName:.15", true, "                                                                                                                                              \n                                                                                                                                              \n                                                                                                                                              \n                                                                                                                                              \n", "Invalid job format specification: CPUs;Invalid job format specification: CPUsState;Invalid job format specification: NodeAIOT;Invalid job format specification: StateLong;Invalid job format specification: Memory;Invalid job format specification: Gres;Invalid job format specification: Size;Invalid job format specification: Available;Invalid job format specification: Time;Invalid job format specification: PartitionName;", "CPCPUS(A/I/O/T)             NODES(A/I/O/T)STATE               MGRES                JOB_AVAIL               TIMELIMIT                PARTITION\n4 0/4/0/4                          0/1/0/1idle                1(null)              1-inup                  infinite                      main\n4 2/2/0/4                          1/0/0/1mixed               1(null)              1-inup                  infinite                      main\n4 0/4/0/4                          0/1/0/1idle                1(null)              1-inup                  infinite             longpartition\n", ""},
+  };
+  const std::vector<slurm::job_view> jobs = {view(job(7, job_state::running, "node1:0-1,node2:0-1", 4)),
+                                             view(job(8, job_state::pending)), view(job(9, job_state::failed, "node3:0"))};
+  std::vector<slurm::node_view> nodes(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    nodes[i].info.name = "node" + std::to_string(i + 1);
+    nodes[i].info.nprocs = 4;
+    nodes[i].info.memory_mb = 1000;
+  }
+  nodes[1].allocated = 2;
+  nodes[2].partition.name = "longpartition";
+  nodes[2].partition.is_default = false;
+  auto joined = [](const std::vector<std::string>& errors) {
+    std::string out;
+    for (const auto& e : errors) out += e + ";";
+    return out;
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.format);
+    const auto q = c.long_form ? slurm::parse_squeue_long_format(c.format) : slurm::parse_squeue_format(c.format);
+    const auto s = c.long_form ? slurm::parse_sinfo_long_format(c.format) : slurm::parse_sinfo_format(c.format);
+    CHECK(slurm::render_squeue(q, jobs, true, k_now) == c.squeue);
+    CHECK(joined(q.errors) == c.squeue_errors);
+    CHECK(slurm::render_sinfo(s, nodes, true,
+                              c.long_form ? slurm::sinfo_grouping::per_node : slurm::sinfo_grouping::by_state) ==
+          c.sinfo);
+    CHECK(joined(s.errors) == c.sinfo_errors);
+  }
 }

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "client/slurm_commands.hpp"
-#include "client/srun_step.hpp"
-#include "client/usage_error.hpp"
+#include "slurm/slurm_commands.hpp"
+#include "slurm/srun_step.hpp"
+#include "cmdline/usage_error.hpp"
 
 using namespace aqs;
 

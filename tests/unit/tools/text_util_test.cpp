@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "client/text_util.hpp"
+#include "cmdline/text_util.hpp"
 
 using aqs::cmdline::split;
 using fields = std::vector<std::string_view>;

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "client/time_limit.hpp"
-#include "client/usage_error.hpp"
+#include "cmdline/time_limit.hpp"
+#include "cmdline/usage_error.hpp"
 
 using namespace aqs::cmdline;
 

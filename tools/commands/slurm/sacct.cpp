@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "client/job_listing.hpp"
-#include "client/slurm_client.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 

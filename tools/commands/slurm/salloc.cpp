@@ -1,17 +1,20 @@
-// aqs-salloc: Slurm's salloc over AQS, for a command: `salloc [OPTIONS]
-// COMMAND [ARGS...]` gets an allocation (frun's options: -n, -N, -c, -t,
-// ...) and runs COMMAND once in it, on its first node, where srun starts
-// steps over the allocation; its output comes here and salloc exits with
-// COMMAND's code. An interactive shell (salloc with no command) needs a
-// terminal in the job, which AQS does not give yet: refused with why.
+// aqs-salloc: Slurm's salloc over AQS. `salloc [OPTIONS] COMMAND [ARGS...]`
+// gets an allocation (frun's options: -n, -N, -c, -t, ...) and runs COMMAND
+// once in it, on its first node, where srun starts steps over the
+// allocation; its output comes here and salloc exits with COMMAND's code.
+// Without a command, the user's shell runs here with the allocation's
+// SLURM_* variables, and srun in it starts steps in the allocation
+// (client/salloc_session.hpp); `aqs-salloc --aqs-hold` is that
+// allocation's own process, not for users.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <unistd.h>
 
-#include "client/job_options.hpp"
-#include "client/slurm_client.hpp"
+#include "cmdline/job_options.hpp"
+#include "slurm/salloc_session.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 
@@ -37,14 +40,23 @@ std::string salloc_usage() {
   return "Usage: salloc [OPTIONS] COMMAND [ARGS...]   (AQS's Slurm-compatible salloc)\n"
          "Gets an allocation (fsub's and frun's options: -n, -N, -c, --ntasks-per-node, -t, -J, -p, ...)\n"
          "and runs COMMAND once in it, on its first node, where `srun` starts steps over the\n"
-         "allocation; COMMAND's output comes here and salloc exits with its code. salloc without a\n"
-         "command (an interactive shell) is not supported yet.\n";
+         "allocation; COMMAND's output comes here and salloc exits with its code.\n"
+         "Without a command: your shell ($SHELL) runs here with the allocation's SLURM_* variables,\n"
+         "`srun` in it starts steps in the allocation, and the allocation ends with the shell.\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string name = slurm::command_name(argv[0], "salloc");
+  if (argc == 2 && std::string(argv[1]) == slurm::k_holder_argument) {
+    // The allocation's own process, inside the job (salloc_session.hpp).
+    return slurm::run_slurm("salloc", [&] {
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      return slurm::run_allocation_holder((self.parent_path() / "aqs-srun").string());
+    });
+  }
   return slurm::run_slurm(name, [&] {
     const std::vector<std::string> raw(argv + 1, argv + argc);
     for (const auto& a : raw) {
@@ -64,9 +76,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> command(t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at), t.args.end());
     if (!command.empty() && command.front() == "--") command.erase(command.begin());
     if (command.empty()) {
-      throw slurm::command_error(
-          "salloc without a command (an interactive shell in the allocation) is not supported by AQS's salloc; "
-          "give the command: salloc -n 4 srun hostname");
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      if (ec) throw slurm::command_error("cannot find my own program (/proc/self/exe): " + ec.message());
+      return slurm::run_interactive_salloc(options, self.string());
     }
     std::vector<std::string> line = options;
     line.insert(line.end(), {"--no-mpi", "--"});

@@ -2,7 +2,9 @@
 // directives, --wrap, ...), the script on standard input when none is named,
 // "Submitted batch job ID" (--parsable: "ID"), Slurm's exit status 1 on any
 // failure. Slurm options fsub does not know yet and that change nothing AQS
-// does (--export, --account, --mail-type, ...) are accepted with a warning.
+// does (--export-file, ...) are dropped with a warning; its
+// input environment (SBATCH_JOB_NAME, SBATCH_PARTITION, ...) is read as
+// Slurm's sbatch reads it (cmdline/submit_options.cpp declares which).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,9 +14,11 @@
 #include <unistd.h>
 
 #include "client/client_connection.hpp"
-#include "client/job_options.hpp"
-#include "client/slurm_client.hpp"
+#include "cmdline/job_options.hpp"
+#include "slurm/slurm_client.hpp"
 #include "client/submit.hpp"
+
+extern char** environ;
 
 using namespace aqs;
 
@@ -72,12 +76,19 @@ int main(int argc, char** argv) {
       }
       from_stdin = true;
     }
+    // SBATCH_JOB_NAME, SBATCH_PARTITION, ...: under the command line, over #SBATCH.
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
+    cmdline::read_sbatch_environment(cmd, environment);
     std::optional<std::string> script;
     if (from_stdin) {
       script = std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
       if (script->empty()) throw slurm::command_error("Batch script is empty!");
       // Slurm names such a job "sbatch" unless the script or -J names it.
-      if (!cmd.options.job_name && !cmdline::parse_directives(*script).options.job_name) cmd.options.job_name = "sbatch";
+      if (!cmd.options.job_name && !cmd.environment_options.job_name &&
+          !cmdline::parse_directives(*script).options.job_name) {
+        cmd.options.job_name = "sbatch";
+      }
     } else if (cmd.script_path) {
       std::ifstream in(*cmd.script_path, std::ios::binary);
       if (!in || std::filesystem::is_directory(*cmd.script_path)) {

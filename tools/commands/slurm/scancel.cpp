@@ -6,7 +6,7 @@
 #include <set>
 
 #include "client/job_listing.hpp"
-#include "client/slurm_client.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 

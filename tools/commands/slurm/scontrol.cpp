@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "client/scontrol.hpp"
-#include "client/slurm_client.hpp"
+#include "slurm/scontrol.hpp"
+#include "slurm/slurm_client.hpp"
 #include "core/hostlist.hpp"
 
 using namespace aqs;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "client/slurm_client.hpp"
+#include "slurm/slurm_client.hpp"
 
 using namespace aqs;
 

@@ -14,11 +14,12 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "client/exec_path.hpp"
-#include "client/job_options.hpp"
-#include "client/job_step.hpp"
-#include "client/slurm_client.hpp"
-#include "client/srun_step.hpp"
+#include "cmdline/exec_path.hpp"
+#include "cmdline/job_options.hpp"
+#include "cmdline/job_step.hpp"
+#include "slurm/salloc_session.hpp"
+#include "slurm/slurm_client.hpp"
+#include "slurm/srun_step.hpp"
 
 extern char** environ;
 
@@ -131,6 +132,14 @@ int main(int argc, char** argv) {
     });
   }
   const std::string name = slurm::command_name(argv[0], "srun");
+  // In salloc's shell (not inside a job): a step in salloc's allocation,
+  // run there by its holder with this srun's command line.
+  if (const char* alloc = std::getenv(slurm::k_salloc_socket_variable);
+      alloc != nullptr && *alloc != '\0' && std::getenv("AQS_CPUS") == nullptr) {
+    bool help = false;
+    for (const auto& a : raw) help = help || a == "--help" || a == "-h" || a == "--usage" || a == "-V" || a == "--version";
+    if (!help) return slurm::run_slurm(name, [&] { return slurm::run_step_in_allocation(alloc, raw); });
+  }
   return slurm::run_slurm(name, [&] {
     for (const auto& a : raw) {
       if (a == "--help" || a == "-h" || a == "--usage") {

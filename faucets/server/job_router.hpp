@@ -1,0 +1,116 @@
+// job_router: each job in the server's queue is placed, oldest first and one
+// at a time, on the cluster the broker policy picks among those that could
+// ever run it and whose table lets its user in; then followed to its end. A
+// cluster that stays away longer than --cluster-timeout has its queued jobs
+// sent elsewhere (their copies there are cancelled when it comes back).
+//
+// Rule: the router owns the broker and the placements under way (forwards
+// waiting for an answer, estimates asked, clusters that refused a job); the
+// jobs themselves live in the faucets_store, which only the router changes
+// (the user API reads it). It reaches clusters only through the
+// cluster_hub's send()/views(). Everything runs on faucetsd's one
+// io_context thread: no locks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>  // before Boost.Asio's awaitable.hpp, which needs std::exchange
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json.hpp>
+
+#include "broker/broker.hpp"
+#include "link/link_messages.hpp"
+#include "server/cluster_hub.hpp"
+#include "server/faucets_store.hpp"
+#include "server/user_map.hpp"
+
+namespace aqs::faucets {
+
+struct router_options {
+  std::string policy = "earliest-start";
+  std::uint64_t seed = 0;  // for random; 0: from the clock
+  std::chrono::seconds cluster_timeout{60};  // told in logs; the hub calls cluster_lost
+  std::chrono::milliseconds estimate_timeout{2000};
+  std::chrono::seconds forward_timeout{30};  // a forward without an answer counts as refused
+};
+
+class job_router final : public cluster_listener {
+public:
+  // Throws std::invalid_argument for an unknown policy (listing the known ones).
+  job_router(boost::asio::io_context& io, job_records& store, cluster_links& hub, const user_map& users,
+             router_options options);
+  ~job_router() override;
+  job_router(const job_router&) = delete;
+  job_router& operator=(const job_router&) = delete;
+
+  void start();
+  void stop();  // posted: call from any thread
+
+  // Takes a user's job into the server's queue: its id, or 0 with `error`
+  // set (an unknown cluster, a user the table lets in nowhere or maps to
+  // root, a job aqsd would refuse, an interactive job).
+  std::int64_t submit(const std::string& owner, const std::string& cluster, nlohmann::json submit_message,
+                      std::string* error);
+  // Cancels `j` (on its cluster when reachable, else when it is back);
+  // why not, when it has already ended.
+  std::optional<std::string> cancel(const stored_job& j);
+  // Why `owner` may run on no cluster of this server, or nullopt.
+  std::optional<std::string> no_cluster_for(const std::string& owner) const;
+  const std::string& policy() const noexcept { return options_.policy; }
+
+  // cluster_listener
+  void cluster_up(const std::string& cluster) override;
+  void cluster_down(const std::string& cluster) override;
+  void cluster_lost(const std::string& cluster) override;
+  void job_message(const std::string& cluster, const std::string& type, const nlohmann::json& m) override;
+  void capacity_changed() override { wake(); }
+
+private:
+  struct forward_wait {
+    std::string cluster;
+    std::int64_t attempt = 0;
+    std::optional<std::int64_t> local_id;
+    std::optional<std::string> refusal;
+    bool lost = false;  // the link broke first: a copy may wait there, unknown
+  };
+
+  boost::asio::awaitable<void> run();
+  void wake();
+  boost::asio::awaitable<bool> place(stored_job j);
+  // Waits until `done()` or `deadline` (answers cancel answer_wake_).
+  template <class Done>
+  boost::asio::awaitable<void> wait_answers(std::chrono::steady_clock::time_point deadline, Done done);
+  void on_forwarded(const std::string& cluster, std::int64_t fid, std::int64_t local_id);
+  void on_refused(const std::string& cluster, std::int64_t fid, const std::string& why);
+  void on_estimate(const std::string& cluster, std::int64_t qid, double start_in_s);
+  void on_update(const std::string& cluster, const job_update& u);
+  void on_copy(const std::string& cluster, const stored_job& j, const job_update& u);
+  void on_start(const std::string& cluster, std::int64_t fid, std::int64_t local_id);
+  // A cluster spoke of a job faucetsd never forwarded there: one log line.
+  void refuse_claim(const std::string& cluster, std::int64_t fid, std::int64_t local_id, const std::string& what);
+  // Tells `cluster` to cancel its copy `local_id` of job `fid`, as `local`.
+  void send_cancel(const std::string& cluster, std::int64_t fid, std::int64_t local_id, const std::string& local);
+
+  job_records& store_;
+  cluster_links& hub_;
+  const user_map& users_;
+  router_options options_;
+  std::unique_ptr<broker> broker_;
+  boost::asio::steady_timer wake_, answer_wake_;
+  bool stopped_ = false;
+  // Placing one job at a time: the answers it waits for.
+  std::int64_t next_qid_ = 1;
+  std::map<std::int64_t, std::pair<std::string, double>> estimates_;  // qid -> cluster, start_in_s (-1: never)
+  std::map<std::int64_t, forward_wait> forwards_;                     // fid -> answer
+  std::map<std::int64_t, std::set<std::string>> refused_by_;          // fid -> clusters that refused it
+};
+
+}  // namespace aqs::faucets

@@ -1,0 +1,320 @@
+// The job_router without PostgreSQL or sockets: its job records in memory,
+// its clusters a fake that records what is sent and answers as the test
+// says, on a real io_context. Placement, refusals, updates, starts, a lost
+// cluster's queue and its return.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <boost/asio/io_context.hpp>
+
+#include "protocol/messages.hpp"
+#include "server/job_router.hpp"
+
+using namespace aqs::faucets;
+using nlohmann::json;
+
+namespace {
+
+// faucets_store's contract, in memory.
+class memory_records final : public job_records {
+public:
+  std::int64_t add_job(const stored_job& j) override {
+    stored_job k = j;
+    k.id = static_cast<std::int64_t>(jobs.size()) + 1;
+    jobs[k.id] = k;
+    event(k.id, "submitted", "by " + j.owner);
+    return k.id;
+  }
+  void event(std::int64_t id, const std::string& e, const std::string& detail) override {
+    events.push_back({id, e + ": " + detail});
+  }
+  std::int64_t dispatched(std::int64_t id, const std::string& cluster, const std::string& detail) override {
+    const auto attempt = ++jobs.at(id).attempts;
+    forwards.insert({id, cluster, attempt});
+    event(id, "dispatched", detail);
+    return attempt;
+  }
+  bool forwarded_to(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> attempt) override {
+    for (const auto& [job, c, a] : forwards) {
+      if (job == id && c == cluster && (!attempt || a == *attempt)) return true;
+    }
+    return false;
+  }
+  void placed(std::int64_t id, const std::string& cluster, std::int64_t local_id, const std::string& detail) override {
+    jobs.at(id).cluster = cluster;
+    jobs.at(id).local_id = local_id;
+    event(id, "placed", detail);
+  }
+  void starting(std::int64_t id, const std::string& detail) override {
+    auto& j = jobs.at(id);
+    if (!j.start_time) j.start_time = "now";
+    if (j.state == "PENDING") j.state = "RUNNING";
+    event(id, "starting", detail);
+  }
+  void update(std::int64_t id, const std::string& state, std::int64_t nprocs, std::optional<std::int64_t> exit_code,
+              const std::optional<std::string>& start, const std::optional<std::string>& end) override {
+    auto& j = jobs.at(id);
+    j.state = state;
+    j.nprocs = nprocs;
+    if (exit_code) j.exit_code = exit_code;
+    if (start) j.start_time = start;
+    if (end) j.end_time = end;
+  }
+  void set_state(std::int64_t id, const std::string& state, const std::string& e, const std::string& detail) override {
+    jobs.at(id).state = state;
+    event(id, e, detail);
+  }
+  void unplace(std::int64_t id, const std::string& cluster, std::optional<std::int64_t> local_id,
+               const std::string& why) override {
+    abandoned_at[{id, cluster}] = local_id;
+    auto& j = jobs.at(id);
+    j.state = "PENDING";
+    j.cluster.reset();
+    j.local_id.reset();
+    j.nprocs = 0;
+    event(id, "unplaced", why);
+  }
+  std::vector<abandoned_placement> abandoned(const std::string& cluster) override {
+    std::vector<abandoned_placement> out;
+    for (const auto& [key, local] : abandoned_at) {
+      if (key.second == cluster) out.push_back({key.first, cluster, local});
+    }
+    return out;
+  }
+  void forget_abandoned(std::int64_t id, const std::string& cluster) override { abandoned_at.erase({id, cluster}); }
+  std::vector<stored_job> live_jobs() override {
+    std::vector<stored_job> out;
+    for (const auto& [id, j] : jobs) {
+      if (!is_final_state(j.state)) out.push_back(j);
+    }
+    return out;
+  }
+  std::optional<stored_job> job(std::int64_t id) override {
+    const auto it = jobs.find(id);
+    return it == jobs.end() ? std::nullopt : std::optional<stored_job>(it->second);
+  }
+
+  std::map<std::int64_t, stored_job> jobs;
+  std::set<std::tuple<std::int64_t, std::string, std::int64_t>> forwards;
+  std::map<std::pair<std::int64_t, std::string>, std::optional<std::int64_t>> abandoned_at;
+  std::vector<std::pair<std::int64_t, std::string>> events;
+};
+
+// Clusters that report 8 free processors each while connected.
+class fake_links final : public cluster_links {
+public:
+  explicit fake_links(std::vector<std::string> names) {
+    for (auto& n : names) up[n] = true;
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& [n, u] : up) out.push_back(n);
+    return out;
+  }
+  bool knows(const std::string& c) const override { return up.contains(c); }
+  bool connected(const std::string& c) const override { return knows(c) && up.at(c); }
+  bool send(const std::string& c, json m) override {
+    if (!connected(c)) return false;
+    sent.emplace_back(c, std::move(m));
+    return true;
+  }
+  std::vector<cluster_view> views() const override {
+    std::vector<cluster_view> out;
+    for (const auto& [n, u] : up) {
+      cluster_view v;
+      v.name = n;
+      v.up = u;
+      v.procs_total = v.procs_free = v.max_job_procs = 8;
+      out.push_back(v);
+    }
+    return out;
+  }
+  bool all_reported() const override { return true; }
+  void note_placed(const std::string& c, std::int64_t procs) override { placed[c] += procs; }
+
+  // The messages of `type` sent so far (to any cluster).
+  std::vector<std::pair<std::string, json>> of_type(const std::string& type) const {
+    std::vector<std::pair<std::string, json>> out;
+    for (const auto& [c, m] : sent) {
+      if (m.value("type", "") == type) out.emplace_back(c, m);
+    }
+    return out;
+  }
+
+  std::map<std::string, bool> up;
+  std::vector<std::pair<std::string, json>> sent;
+  std::map<std::string, std::int64_t> placed;
+};
+
+json job_message(std::int64_t procs = 2) {
+  aqs::protocol::job_spec s;
+  s.name = "heat";
+  s.script = "#!/bin/sh\ntrue\n";
+  s.workdir = "/tmp";
+  s.min_pe = s.max_pe = procs;
+  return aqs::protocol::to_json(aqs::protocol::submit{1, s});
+}
+
+struct fixture {
+  boost::asio::io_context io;
+  memory_records records;
+  fake_links links;
+  user_map users = user_map::parse("alice * alice\nbob one bob_one\n", "test");
+  job_router router;
+
+  explicit fixture(std::vector<std::string> clusters = {"one"})
+      : links(std::move(clusters)), router(io, records, links, users, router_options{.policy = "fastest-queue"}) {
+    router.start();
+  }
+  ~fixture() {
+    router.stop();
+    io.restart();
+    io.run();  // the router's loop ends; nothing else is pending
+  }
+  // Runs the router until `done` (a bound on the loop, not on the time it takes).
+  void run_until(const std::function<bool()>& done) {
+    for (int i = 0; i < 2000 && !done(); ++i) {
+      io.restart();
+      io.run_for(std::chrono::milliseconds(5));
+    }
+    REQUIRE(done());
+  }
+  std::int64_t submit(const std::string& owner = "alice", const std::string& cluster = "auto") {
+    std::string why;
+    const auto id = router.submit(owner, cluster, job_message(), &why);
+    REQUIRE_MESSAGE(id != 0, why);
+    return id;
+  }
+  // The forward of job `id` once sent (to whichever cluster).
+  std::pair<std::string, json> forward_of(std::int64_t id, std::size_t nth = 0) {
+    std::vector<std::pair<std::string, json>> mine;
+    run_until([&] {
+      mine.clear();
+      for (auto& f : links.of_type("forward")) {
+        if (f.second["fid"] == id) mine.push_back(f);
+      }
+      return mine.size() > nth;
+    });
+    return mine[nth];
+  }
+  // Job `id` forwarded and answered as `local_id` there: its cluster, and
+  // the other one (when there are two).
+  std::pair<std::string, std::string> place(std::int64_t id, std::int64_t local_id) {
+    const auto on = forward_of(id).first;
+    say(on, "forwarded", {{"fid", id}, {"job_id", local_id}});
+    run_until([&] { return records.jobs.at(id).local_id == local_id; });
+    return {on, on == "one" ? "two" : "one"};
+  }
+  void say(const std::string& cluster, const std::string& type, json m) {
+    m["type"] = type;
+    router.job_message(cluster, type, m);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a queued job is forwarded as its user's local account, and placed when the cluster answers") {
+  fixture f;
+  const auto id = f.submit();
+  const auto [cluster, fwd] = f.forward_of(id);
+  CHECK(cluster == "one");
+  CHECK(fwd["attempt"] == 1);
+  CHECK(fwd["local_user"] == "alice");
+  CHECK(fwd["submit"]["job"]["name"] == "heat");
+  f.say("one", "forwarded", {{"fid", id}, {"job_id", 77}});
+  f.run_until([&] { return f.records.jobs.at(id).local_id == 77; });
+  CHECK(f.records.jobs.at(id).cluster == "one");
+  CHECK(f.links.placed["one"] == 2);
+}
+
+TEST_CASE("a refused job goes to the next cluster, and one refused by every cluster fails naming them") {
+  fixture f({"one", "two"});
+  const auto id = f.submit();
+  const auto first = f.forward_of(id, 0).first;
+  f.say(first, "refused", {{"fid", id}, {"error", "no"}});
+  const auto second = f.forward_of(id, 1).first;
+  CHECK(second != first);
+  f.say(second, "refused", {{"fid", id}, {"error", "no either"}});
+  f.run_until([&] { return f.records.jobs.at(id).state == "FAILED"; });
+  CHECK(f.records.events.back().second == "failed: refused by every cluster it may use (one, two)");
+}
+
+TEST_CASE("updates follow the placement; another cluster's claim on the job changes nothing") {
+  fixture f({"one", "two"});
+  const auto id = f.submit();
+  const auto [placed_on, other] = f.place(id, 5);
+  const auto update = [&](const std::string& c, std::int64_t local, const std::string& state) {
+    job_update u;
+    u.fid = id;
+    u.job_id = local;
+    u.state = state;
+    u.nprocs = 2;
+    f.say(c, "job_update", to_json(u));
+  };
+  update(placed_on, 5, "RUNNING");
+  CHECK(f.records.jobs.at(id).state == "RUNNING");
+  update(other, 9, "COMPLETED");  // never forwarded there
+  CHECK(f.records.jobs.at(id).state == "RUNNING");
+  update(placed_on, 5, "OUT_OF_MEMORY");
+  CHECK(f.records.jobs.at(id).state == "OUT_OF_MEMORY");
+  update(placed_on, 5, "RUNNING");  // an ended job stays ended
+  CHECK(f.records.jobs.at(id).state == "OUT_OF_MEMORY");
+}
+
+TEST_CASE("only the job's placement may start it; a copy elsewhere is told no") {
+  fixture f({"one", "two"});
+  const auto id = f.submit();
+  const auto [placed_on, other] = f.place(id, 5);
+  f.say(other, "start", {{"fid", id}, {"job_id", 5}});
+  REQUIRE(f.links.of_type("start_no").size() == 1);
+  CHECK(f.links.of_type("start_no")[0].first == other);
+  CHECK_FALSE(f.records.jobs.at(id).start_time);
+  f.say(placed_on, "start", {{"fid", id}, {"job_id", 5}});
+  REQUIRE(f.links.of_type("start_ok").size() == 1);
+  CHECK(f.records.jobs.at(id).state == "RUNNING");
+}
+
+TEST_CASE("a lost cluster's queued job returns to the queue, and its copy is cancelled when the cluster is back") {
+  fixture f;
+  const auto id = f.submit();
+  f.place(id, 5);
+  f.links.up["one"] = false;
+  f.router.cluster_down("one");
+  f.router.cluster_lost("one");
+  CHECK_FALSE(f.records.jobs.at(id).cluster);
+  CHECK(f.records.abandoned_at.at({id, "one"}) == 5);
+  // Cancelled while away: nothing can be sent, so its copy is cancelled on return.
+  REQUIRE_FALSE(f.router.cancel(f.records.jobs.at(id)));
+  CHECK(f.records.jobs.at(id).state == "CANCELLED");
+  f.links.up["one"] = true;
+  f.router.cluster_up("one");
+  const auto cancels = f.links.of_type("cancel");
+  REQUIRE(cancels.size() == 1);
+  CHECK(cancels[0].second["job_id"] == 5);
+  CHECK(cancels[0].second["local_user"] == "alice");
+  CHECK(f.records.abandoned_at.empty());
+  REQUIRE(f.links.of_type("follow").size() == 1);
+  CHECK(f.links.of_type("follow")[0].second["jobs"].empty());
+}
+
+TEST_CASE("a submission the router can never place is refused at once, with the reason") {
+  fixture f({"one", "two"});
+  std::string why;
+  CHECK(f.router.submit("alice", "three", job_message(), &why) == 0);
+  CHECK(why == "no cluster 'three' at this Faucets server (known: one, two)");
+  CHECK(f.router.submit("root", "auto", job_message(), &why) == 0);
+  CHECK(why.find("never runs a job as root") != std::string::npos);
+  CHECK(f.router.submit("bob", "two", job_message(), &why) == 0);
+  CHECK(why == "user 'bob' may not run jobs on cluster 'two' (the admin's user table)");
+  CHECK(f.router.submit("carol", "auto", job_message(), &why) == 0);
+  CHECK(why == "the admin's user table lets user 'carol' run on no cluster of this server");
+  auto interactive = job_message();
+  interactive["job"]["interactive"] = true;
+  CHECK(f.router.submit("alice", "auto", interactive, &why) == 0);
+  CHECK(why == "interactive jobs (frun) cannot go through the Faucets server");
+  CHECK(f.records.jobs.empty());
+}

@@ -1,0 +1,327 @@
+// job_stats: sstat's measurements of the jobs running on this node, and the
+// local socket that gives them to the job's owner.
+#include "job_stats.hpp"
+
+#include <dirent.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <nlohmann/json.hpp>
+
+#include "logging/log.hpp"
+
+namespace aqs::node {
+
+namespace asio = boost::asio;
+using local = asio::local::stream_protocol;
+
+namespace {
+
+// How often the peaks are sampled (Slurm's JobAcctGatherFrequency is 30 s;
+// each process's own peak, VmHWM, is the kernel's and misses nothing).
+constexpr auto k_sample_every = std::chrono::seconds(3);
+
+std::string read_text(const std::string& path, std::size_t limit = 1 << 20) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::string out(limit, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(limit));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+template <class T>
+std::optional<T> number(std::string_view s) {
+  T v{};
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// The number after "Key:" in /proc/PID/status (the first one on its line).
+std::optional<std::uint64_t> status_field(std::string_view status, std::string_view key) {
+  std::size_t at = 0;
+  while (at < status.size()) {
+    const auto nl = status.find('\n', at);
+    const std::string_view line = status.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
+    at = nl == std::string_view::npos ? status.size() : nl + 1;
+    if (!line.starts_with(key) || line.size() <= key.size() || line[key.size()] != ':') continue;
+    std::size_t i = key.size() + 1;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::size_t j = i;
+    while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
+    return number<std::uint64_t>(line.substr(i, j - i));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string_view> environ_value(std::string_view env, std::string_view key) {
+  std::size_t at = 0;
+  while (at < env.size()) {
+    const auto end = env.find('\0', at);
+    const std::string_view kv = env.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    at = end == std::string_view::npos ? env.size() : end + 1;
+    if (kv.size() > key.size() && kv.starts_with(key) && kv[key.size()] == '=') return kv.substr(key.size() + 1);
+  }
+  return std::nullopt;
+}
+
+bool step_name_ok(std::string_view s) {
+  return !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+std::optional<proc_usage> parse_proc_usage(std::string_view stat, std::string_view status, std::string_view environ,
+                                           std::uint64_t page_kb, std::uint64_t ticks_per_s) {
+  // "pid (comm) state ppid pgrp session ...": comm may hold anything, so
+  // the fields are counted from its last ')'.
+  const auto close = stat.rfind(')');
+  if (close == std::string_view::npos || ticks_per_s == 0) return std::nullopt;
+  std::vector<std::string_view> f;  // f[0] is field 3 (state)
+  std::size_t at = close + 1;
+  while (at < stat.size()) {
+    while (at < stat.size() && (stat[at] == ' ' || stat[at] == '\n')) ++at;
+    const auto end = stat.find_first_of(" \n", at);
+    if (at < stat.size()) f.push_back(stat.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+    at = end == std::string_view::npos ? stat.size() : end;
+  }
+  if (f.size() < 22) return std::nullopt;
+  auto field = [&](int n) { return number<std::uint64_t>(f[static_cast<std::size_t>(n - 3)]); };
+  const auto pid = number<std::int64_t>(stat.substr(0, stat.find(' ')));
+  const auto pgrp = field(5), session = field(6), utime = field(14), stime = field(15), vsize = field(23),
+             rss = field(24);
+  const auto cutime = number<std::int64_t>(f[16 - 3]), cstime = number<std::int64_t>(f[17 - 3]);
+  if (!pid || !pgrp || !session || !utime || !stime || !vsize || !rss || !cutime || !cstime) return std::nullopt;
+  proc_usage u;
+  u.pid = static_cast<pid_t>(*pid);
+  u.pgid = static_cast<pid_t>(*pgrp);
+  u.sid = static_cast<pid_t>(*session);
+  u.uid = static_cast<uid_t>(status_field(status, "Uid").value_or(0));
+  u.rss_kb = *rss * page_kb;
+  u.vsize_kb = *vsize / 1024;
+  u.hwm_kb = status_field(status, "VmHWM").value_or(0);
+  const std::uint64_t ticks = *utime + *stime + static_cast<std::uint64_t>(std::max<std::int64_t>(0, *cutime)) +
+                              static_cast<std::uint64_t>(std::max<std::int64_t>(0, *cstime));
+  u.cpu_ms = ticks * 1000 / ticks_per_s;
+  if (const auto s = environ_value(environ, "SLURM_STEP_ID"); s && step_name_ok(*s)) u.step = std::string(*s);
+  if (const auto t = environ_value(environ, "SLURM_PROCID")) u.task = number<std::int64_t>(*t).value_or(0);
+  if (u.step == "batch") u.task = 0;
+  return u;
+}
+
+std::optional<proc_usage> read_proc_usage(pid_t pid, const std::string& proc) {
+  const std::string dir = proc + "/" + std::to_string(pid);
+  const std::string stat = read_text(dir + "/stat", 4096);
+  if (stat.empty()) return std::nullopt;
+  static const std::uint64_t page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+  static const std::uint64_t ticks = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+  return parse_proc_usage(stat, read_text(dir + "/status", 16384), read_text(dir + "/environ", 256 * 1024), page_kb,
+                          ticks);
+}
+
+std::vector<step_usage> group_usage(const std::vector<proc_usage>& procs, peak_table& peaks) {
+  std::map<std::pair<std::string, std::int64_t>, task_usage> tasks;
+  std::map<std::pair<std::string, std::int64_t>, std::uint64_t> hwm;
+  for (const auto& p : procs) {
+    task_usage& t = tasks[{p.step, p.task}];
+    t.task = p.task;
+    t.rss_kb += p.rss_kb;
+    t.vsize_kb += p.vsize_kb;
+    t.cpu_ms += p.cpu_ms;
+    t.pids.push_back(p.pid);
+    auto& h = hwm[{p.step, p.task}];
+    h = std::max(h, p.hwm_kb);
+  }
+  std::map<std::string, step_usage> steps;
+  for (auto& [key, t] : tasks) {
+    auto& peak = peaks[key];
+    peak.first = std::max({peak.first, t.rss_kb, hwm[key]});
+    peak.second = std::max(peak.second, t.vsize_kb);
+    t.max_rss_kb = peak.first;
+    t.max_vsize_kb = peak.second;
+    std::sort(t.pids.begin(), t.pids.end());
+    auto& s = steps[key.first];
+    s.step = key.first;
+    s.tasks.push_back(std::move(t));
+  }
+  std::vector<step_usage> out;
+  for (auto& [name, s] : steps) out.push_back(std::move(s));
+  // Numbered steps in order, then batch (as Slurm lists a job's steps).
+  std::sort(out.begin(), out.end(), [](const step_usage& a, const step_usage& b) {
+    const bool an = a.step != "batch", bn = b.step != "batch";
+    if (an != bn) return an;
+    if (a.step.size() != b.step.size()) return a.step.size() < b.step.size();
+    return a.step < b.step;
+  });
+  return out;
+}
+
+std::string stat_socket_name(const std::string& aqsd, const std::string& node) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: a short, stable name, not a secret
+  for (unsigned char c : aqsd) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(1, '\0') + "aqs-node-stat/" + hex + "/" + node;
+}
+
+job_stats_server::job_stats_server(asio::io_context& io, std::string node, const job_supervisor& supervisor)
+    : io_(io), node_(std::move(node)), supervisor_(supervisor), acceptor_(io), timer_(io) {}
+
+job_stats_server::~job_stats_server() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  timer_.cancel();
+}
+
+void job_stats_server::start(const std::string& name) {
+  const local::endpoint ep(name);
+  acceptor_.open(ep.protocol());
+  acceptor_.bind(ep);
+  acceptor_.listen(16);
+  accept();
+  sample();
+}
+
+std::vector<proc_usage> job_stats_server::processes_of(std::int64_t job_id) const {
+  std::vector<proc_usage> out;
+  const auto sg = supervisor_.step_and_group(job_id);
+  if (!sg) return out;
+  const auto [step, group] = *sg;
+  // The job's session (its step made one) or process group, and in a
+  // cgroup whatever else is in it: every process but the step's own.
+  std::set<pid_t> in_cgroup;
+  if (supervisor_.contained(job_id) && supervisor_.containment() != nullptr) {
+    for (pid_t p : supervisor_.containment()->procs(job_id)) in_cgroup.insert(p);
+  }
+  if (in_cgroup.empty() && step <= 0 && group <= 0) return out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  static const std::uint64_t page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
+  static const std::uint64_t ticks = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+  while (const dirent* e = ::readdir(d)) {
+    const auto pid = number<pid_t>(e->d_name);
+    if (!pid || *pid == step) continue;
+    // The stat line alone says whether it is the job's; only then are its
+    // status and environment read.
+    const std::string dir = "/proc/" + std::string(e->d_name);
+    const std::string stat = read_text(dir + "/stat", 4096);
+    const auto first = parse_proc_usage(stat, "", "", page_kb, ticks);
+    if (!first) continue;
+    if (in_cgroup.count(*pid) == 0 && !(step > 0 && first->sid == step) && !(group > 0 && first->pgid == group)) {
+      continue;
+    }
+    if (auto u = parse_proc_usage(stat, read_text(dir + "/status", 16384), read_text(dir + "/environ", 256 * 1024),
+                                  page_kb, ticks)) {
+      out.push_back(std::move(*u));
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string job_stats_server::answer(std::int64_t job_id, uid_t caller) {
+  using nlohmann::json;
+  auto error = [&](const char* code, const std::string& message) {
+    return json{{"error", code}, {"message", message}, {"node", node_}, {"job_id", job_id}}.dump() + "\n";
+  };
+  if (!supervisor_.is_running(job_id)) return error("not_found", "job " + std::to_string(job_id) + " is not running on " + node_);
+  const auto procs = processes_of(job_id);
+  // The owner: the launch's uid; for a job adopted from an earlier agent,
+  // the real uid its processes run as.
+  std::optional<uid_t> owner;
+  if (const auto it = owners_.find(job_id); it != owners_.end()) owner = it->second;
+  if (!owner) {
+    for (const auto& p : procs) {
+      if (p.uid != 0 || ::geteuid() != 0) {
+        owner = p.uid;
+        break;
+      }
+    }
+  }
+  if (caller != 0 && caller != ::geteuid() && (!owner || *owner != caller)) {
+    return error("permission_denied", "job " + std::to_string(job_id) + " is not yours");
+  }
+  auto& peaks = peaks_[job_id];
+  json steps = json::array();
+  for (const auto& s : group_usage(procs, peaks)) {
+    json tasks = json::array();
+    for (const auto& t : s.tasks) {
+      tasks.push_back({{"task", t.task},
+                       {"rss_kb", t.rss_kb},
+                       {"max_rss_kb", t.max_rss_kb},
+                       {"vsize_kb", t.vsize_kb},
+                       {"max_vsize_kb", t.max_vsize_kb},
+                       {"cpu_ms", t.cpu_ms},
+                       {"pids", t.pids}});
+    }
+    steps.push_back({{"step", s.step}, {"tasks", std::move(tasks)}});
+  }
+  return json{{"node", node_}, {"job_id", job_id}, {"steps", std::move(steps)}}.dump() + "\n";
+}
+
+void job_stats_server::sample() {
+  // Forget what ended; raise the peaks of what runs.
+  for (auto it = peaks_.begin(); it != peaks_.end();) {
+    it = supervisor_.is_running(it->first) ? std::next(it) : peaks_.erase(it);
+  }
+  for (auto it = owners_.begin(); it != owners_.end();) {
+    it = supervisor_.is_running(it->first) ? std::next(it) : owners_.erase(it);
+  }
+  for (std::int64_t id : supervisor_.running()) (void)group_usage(processes_of(id), peaks_[id]);
+  timer_.expires_after(k_sample_every);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) sample();
+  });
+}
+
+void job_stats_server::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket sock) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      auto s = std::make_shared<local::socket>(std::move(sock));
+      auto buf = std::make_shared<asio::streambuf>(512);
+      auto deadline = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(5));
+      deadline->async_wait([s](const boost::system::error_code& e) {
+        if (!e) {
+          boost::system::error_code ignored;
+          s->close(ignored);
+        }
+      });
+      asio::async_read_until(*s, *buf, '\n', [this, s, buf, deadline](const boost::system::error_code& e, std::size_t n) {
+        deadline->cancel();
+        if (e) return;
+        std::string line(asio::buffers_begin(buf->data()), asio::buffers_begin(buf->data()) + static_cast<std::ptrdiff_t>(n));
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        std::string reply;
+        if (::getsockopt(s->native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return;
+        try {
+          const auto j = nlohmann::json::parse(line);
+          const std::int64_t id = j.at("job_id").get<std::int64_t>();
+          reply = answer(id, cred.uid);
+        } catch (const std::exception&) {
+          reply = nlohmann::json{{"error", "bad_request"}, {"message", "expected {\"job_id\":N}"}}.dump() + "\n";
+        }
+        auto out = std::make_shared<std::string>(std::move(reply));
+        asio::async_write(*s, asio::buffer(*out), [s, out](const boost::system::error_code&, std::size_t) {});
+      });
+    }
+    accept();
+  });
+}
+
+}  // namespace aqs::node

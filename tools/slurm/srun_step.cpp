@@ -1,0 +1,470 @@
+// srun_step: srun's tasks: the step's plan, the --multi-prog file, and the
+// wrapper that each task runs in.
+#include "slurm/srun_step.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+#include "cmdline/usage_error.hpp"
+#include "core/geometry.hpp"
+#include "core/hostlist.hpp"
+
+namespace aqs::slurm {
+
+using cmdline::usage_error;
+
+namespace {
+
+std::optional<std::int64_t> number(std::string_view s) {
+  std::int64_t v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+std::string shown(std::string_view s) {
+  std::string out(s.substr(0, 80));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  return out;
+}
+
+// Shell-like words: blanks separate, quotes group, '#' outside quotes at the
+// start of a word ends the line.
+std::vector<std::string> words_of(std::string_view line, std::size_t line_no) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    if (i >= line.size() || line[i] == '#') break;
+    std::string w;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
+      const char c = line[i];
+      if (c == '\'' || c == '"') {
+        const auto close = line.find(c, i + 1);
+        if (close == std::string_view::npos) {
+          throw usage_error("--multi-prog line " + std::to_string(line_no) + ": unterminated quote");
+        }
+        w += line.substr(i + 1, close - i - 1);
+        i = close + 1;
+        continue;
+      }
+      w += c;
+      ++i;
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace
+
+srun_task_options split_task_options(std::span<const std::string> options) {
+  srun_task_options out;
+  for (const auto& w : options) {
+    if (w == "-l" || w == "--label") {
+      out.label = true;
+    } else if (w == "--multi-prog") {
+      out.multi_prog = true;
+    } else {
+      out.rest.push_back(w);
+    }
+  }
+  return out;
+}
+
+std::vector<multi_prog_line> parse_multi_prog(std::string_view text) {
+  std::vector<multi_prog_line> out;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++line_no;
+    auto words = words_of(line, line_no);
+    if (words.empty()) continue;
+    const std::string where = "--multi-prog line " + std::to_string(line_no) + ": ";
+    multi_prog_line l;
+    const std::string tasks = words.front();
+    if (tasks == "*") {
+      l.any = true;
+    } else {
+      std::string_view rest = tasks;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        const auto dash = item.find('-');
+        const auto lo = number(item.substr(0, dash));
+        const auto hi = dash == std::string_view::npos ? lo : number(item.substr(dash + 1));
+        if (!lo || !hi || *hi < *lo) throw usage_error(where + "invalid task list '" + shown(tasks) + "'");
+        l.ranges.emplace_back(*lo, *hi);
+      }
+    }
+    if (words.size() < 2) throw usage_error(where + "no program for tasks '" + shown(tasks) + "'");
+    l.words.assign(words.begin() + 1, words.end());
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> multi_prog_command(const std::vector<multi_prog_line>& lines, std::int64_t rank) {
+  for (const auto& l : lines) {
+    std::optional<std::int64_t> offset;
+    if (l.any) {
+      offset = rank;
+    } else {
+      std::int64_t before = 0;
+      for (const auto& [lo, hi] : l.ranges) {
+        if (rank >= lo && rank <= hi) {
+          offset = before + (rank - lo);
+          break;
+        }
+        before += hi - lo + 1;
+      }
+    }
+    if (!offset) continue;
+    std::vector<std::string> out;
+    for (const auto& w : l.words) {
+      std::string r;
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        if (w[i] == '%' && i + 1 < w.size() && (w[i + 1] == 't' || w[i + 1] == 'o')) {
+          r += std::to_string(w[i + 1] == 't' ? rank : *offset);
+          ++i;
+        } else {
+          r += w[i];
+        }
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+void check_multi_prog(const std::vector<multi_prog_line>& lines, std::int64_t ntasks) {
+  for (std::int64_t r = 0; r < ntasks; ++r) {
+    if (!multi_prog_command(lines, r)) {
+      throw usage_error("--multi-prog: no program for task " + std::to_string(r) + " (the step has " +
+                        std::to_string(ntasks) + " tasks)");
+    }
+  }
+}
+
+std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
+                                        std::string_view job_nodelist, std::int64_t ntasks) {
+  // The job's nodes in map order (consecutive entries of one node merged).
+  std::vector<std::string> nodes;
+  std::string_view rest = aqs_nodelist;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const auto colon = item.rfind(':');
+    const std::string name(item.substr(0, colon));
+    if (name.empty() || (!nodes.empty() && nodes.back() == name)) continue;
+    nodes.push_back(name);
+  }
+  // "2(x3),1": tasks per node in the same order.
+  std::vector<std::int64_t> per_node;
+  rest = tasks_per_node;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const auto paren = item.find("(x");
+    const auto n = number(item.substr(0, paren));
+    std::int64_t times = 1;
+    if (paren != std::string_view::npos && item.ends_with(")")) {
+      times = number(item.substr(paren + 2, item.size() - paren - 3)).value_or(1);
+    }
+    for (std::int64_t k = 0; k < times && per_node.size() < 65536; ++k) per_node.push_back(n.value_or(0));
+  }
+  std::vector<std::string> sorted;
+  try {
+    sorted = core::expand_hostlist(job_nodelist);
+  } catch (const std::exception&) {
+    sorted.clear();
+  }
+  auto id_of = [&](std::size_t k) -> std::int64_t {
+    if (k >= nodes.size()) return static_cast<std::int64_t>(k);
+    const auto it = std::find(sorted.begin(), sorted.end(), nodes[k]);
+    return it == sorted.end() ? static_cast<std::int64_t>(k) : static_cast<std::int64_t>(it - sorted.begin());
+  };
+  std::vector<std::int64_t> out;
+  std::size_t k = 0;
+  std::int64_t used = 0;
+  while (static_cast<std::int64_t>(out.size()) < ntasks) {
+    while (k < per_node.size() && used >= per_node[k]) {
+      ++k;
+      used = 0;
+    }
+    const std::size_t node = k < per_node.size() ? k : (per_node.empty() ? 0 : per_node.size() - 1);
+    out.push_back(id_of(node));
+    ++used;
+  }
+  return out;
+}
+
+std::string join_runs(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(v[i]) + "*" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
+std::vector<std::int64_t> split_runs(std::string_view text) {
+  std::vector<std::int64_t> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const auto star = item.find('*');
+    const auto v = number(item.substr(0, star));
+    const auto n = star == std::string_view::npos ? std::optional<std::int64_t>(1) : number(item.substr(star + 1));
+    if (!v || !n || *n > (1 << 24)) throw usage_error("bad node ids '" + shown(item) + "'");
+    out.insert(out.end(), static_cast<std::size_t>(*n), *v);
+  }
+  return out;
+}
+
+std::vector<std::string> task_plan_words(const task_plan& p) {
+  std::vector<std::string> out{"ntasks=" + std::to_string(p.ntasks), "step=" + std::to_string(p.step_id),
+                               "nodes=" + join_runs(p.node_ids)};
+  if (p.label) out.emplace_back("label=1");
+  if (p.multi_prog) out.push_back("multi-prog=" + *p.multi_prog);
+  out.emplace_back("--");
+  out.insert(out.end(), p.command.begin(), p.command.end());
+  return out;
+}
+
+task_plan parse_task_plan(std::span<const std::string> words) {
+  task_plan p;
+  std::size_t i = 0;
+  for (; i < words.size() && words[i] != "--"; ++i) {
+    const std::string& w = words[i];
+    const auto eq = w.find('=');
+    const std::string key = w.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (key == "ntasks") {
+      p.ntasks = number(value).value_or(0);
+      if (p.ntasks < 1) throw usage_error("bad task count '" + shown(value) + "'");
+    } else if (key == "step") {
+      p.step_id = number(value).value_or(0);
+    } else if (key == "nodes") {
+      p.node_ids = split_runs(value);
+    } else if (key == "label") {
+      p.label = true;
+    } else if (key == "multi-prog") {
+      p.multi_prog = value;
+    } else {
+      throw usage_error("unknown task plan word '" + shown(w) + "'");
+    }
+  }
+  if (i >= words.size()) throw usage_error("a task plan ends with -- COMMAND");
+  p.command.assign(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, words.end());
+  if (p.command.empty()) throw usage_error("a task plan ends with -- COMMAND");
+  return p;
+}
+
+std::vector<std::pair<std::string, std::string>> task_variables(const task_plan& p, std::int64_t rank,
+                                                                std::int64_t local_rank) {
+  // The task's node, and its number there: the tasks before it on that node
+  // (block layout, as the job's rankfile places them). Without a layout,
+  // what mpirun says.
+  std::int64_t node = 0;
+  if (!p.node_ids.empty()) {
+    const auto at = static_cast<std::size_t>(std::min<std::int64_t>(rank, static_cast<std::int64_t>(p.node_ids.size()) - 1));
+    node = p.node_ids[at];
+    if (static_cast<std::size_t>(rank) < p.node_ids.size()) {
+      local_rank = std::count(p.node_ids.begin(), p.node_ids.begin() + static_cast<std::ptrdiff_t>(at), node);
+    }
+  }
+  std::vector<std::int64_t> distinct = p.node_ids;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const std::string n = std::to_string(p.ntasks), step = std::to_string(p.step_id);
+  return {{"SLURM_PROCID", std::to_string(rank)},
+          {"SLURM_LOCALID", std::to_string(local_rank)},
+          {"SLURM_NODEID", std::to_string(node)},
+          {"SLURM_NTASKS", n},
+          {"SLURM_NPROCS", n},
+          {"SLURM_STEP_NUM_TASKS", n},
+          {"SLURM_STEP_NUM_NODES", std::to_string(std::max<std::size_t>(distinct.size(), 1))},
+          {"SLURM_STEP_ID", step},
+          {"SLURM_STEPID", step}};
+}
+
+namespace {
+
+std::int64_t env_number(const char* name, std::int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  return number(v).value_or(fallback);
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+[[noreturn]] void exec_command(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const auto& w : command) argv.push_back(const_cast<char*>(w.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  const std::string msg = "srun: error: execve(): " + command.front() + ": " + std::strerror(errno) + "\n";
+  write_all(STDERR_FILENO, msg);
+  ::_exit(errno == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+int run_task(const task_plan& p) {
+  const std::int64_t rank = env_number("OMPI_COMM_WORLD_RANK", 0);
+  const std::int64_t local = env_number("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+  for (const auto& [k, v] : task_variables(p, rank, local)) ::setenv(k.c_str(), v.c_str(), 1);
+  std::vector<std::string> command = p.command;
+  if (p.multi_prog) {
+    const int fd = ::open(p.multi_prog->c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw usage_error("cannot read --multi-prog file " + *p.multi_prog + ": " + std::strerror(errno));
+    std::string text;
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1 << 20)) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    const auto picked = multi_prog_command(parse_multi_prog(text), rank);
+    if (!picked) throw usage_error("--multi-prog: no program for task " + std::to_string(rank));
+    command = *picked;
+  }
+  if (!p.label) exec_command(command);
+
+  // -l: the task's lines, each "RANK: ", through pipes.
+  const std::string width_of = std::to_string(std::max<std::int64_t>(p.ntasks - 1, 0));
+  std::string prefix = std::to_string(rank);
+  if (prefix.size() < width_of.size()) prefix.insert(0, width_of.size() - prefix.size(), ' ');
+  prefix += ": ";
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("cannot create pipes: ") + std::strerror(errno));
+  }
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(std::string("cannot fork: ") + std::strerror(errno));
+  if (child == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    exec_command(command);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  struct stream {
+    int from, to;
+    std::string partial;
+  } streams[2] = {{out[0], STDOUT_FILENO, {}}, {err[0], STDERR_FILENO, {}}};
+  int open_streams = 2;
+  while (open_streams > 0) {
+    pollfd fds[2];
+    for (int k = 0; k < 2; ++k) fds[k] = {streams[k].from, POLLIN, 0};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int k = 0; k < 2; ++k) {
+      auto& s = streams[k];
+      if (s.from < 0 || (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      char buf[8192];
+      const ssize_t n = ::read(s.from, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (!s.partial.empty()) write_all(s.to, prefix + s.partial + "\n");
+        s.partial.clear();
+        ::close(s.from);
+        s.from = -1;
+        --open_streams;
+        continue;
+      }
+      s.partial.append(buf, static_cast<std::size_t>(n));
+      std::string lines;
+      std::size_t start = 0;
+      for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+        lines += prefix;
+        lines.append(s.partial, start, nl - start + 1);
+      }
+      s.partial.erase(0, start);
+      if (!lines.empty()) write_all(s.to, lines);
+    }
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+namespace {
+
+// A job's first step: this user's counters untouched for 30 days (their jobs
+// are long gone) are removed, so /tmp does not fill with one file per job.
+void forget_old_counters(const std::string& keep) {
+  const std::string prefix = "aqs-steps-" + std::to_string(::getuid()) + "-";
+  const auto limit = std::chrono::system_clock::now() - std::chrono::hours(24 * 30);
+  std::error_code ec;
+  int seen = 0;
+  for (std::filesystem::directory_iterator it("/tmp", ec), end; !ec && it != end && seen < 100000; it.increment(ec), ++seen) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || it->path() == keep) continue;
+    struct stat sb {};
+    if (::lstat(it->path().c_str(), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != ::getuid()) continue;
+    if (std::chrono::system_clock::from_time_t(sb.st_mtime) < limit) ::unlink(it->path().c_str());
+  }
+}
+
+}  // namespace
+
+std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
+  std::string tag;
+  for (const char c : cluster.substr(0, 64)) {
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) tag += c;
+  }
+  const std::string path = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + (tag.empty() ? "" : tag + "-") +
+                           std::to_string(job_id);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return 0;
+  struct stat sb {};
+  std::int64_t id = 0;
+  if (::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == ::getuid() && ::flock(fd, LOCK_EX) == 0) {
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    if (n > 0) id = number(std::string_view(buf, static_cast<std::size_t>(n))).value_or(0);
+    const std::string next = std::to_string(id + 1);
+    if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, next.data(), next.size(), 0);
+  }
+  ::close(fd);
+  if (id == 0) forget_old_counters(path);
+  return id;
+}
+
+}  // namespace aqs::slurm
