@@ -460,6 +460,7 @@ TEST_CASE("a launch lost with its agent's connection is sent again when the agen
   h.ctl().on_message(again, protocol::ok{relaunched->id, {}});
   CHECK(h.exited(again, job));
   CHECK(h.state_of(job) == job_state::completed);
+}
 
 // ---- issue 30: a resize that cannot be done ---------------------------------
 
