@@ -1,44 +1,32 @@
-// aqsd: the AQS scheduler daemon. Parses its options, prepares the state
-// directory and the database (a private PostgreSQL unless --db is given),
-// recovers, and serves until SIGTERM/SIGINT or a root `shutdown` request.
-#include <CLI/CLI.hpp>
-
-#include <cerrno>
-#include <charconv>
+// aqsd: the AQS scheduler daemon. Reads its configuration (aqsd_options),
+// prepares the state directory and the database (a private PostgreSQL unless
+// --db is given), assembles the parts (store, controller, socket server,
+// HTTP front, Faucets uplink), recovers, and serves until SIGTERM/SIGINT or a
+// root `shutdown` request.
 #include <chrono>
-#include <optional>
-#include <string_view>
-#include <variant>
 #include <csignal>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <cstdio>
 #include <fcntl.h>
-#include <sys/resource.h>
+#include <filesystem>
+#include <functional>
 #include <memory>
-#include <sys/stat.h>
+#include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <fmt/format.h>
 #include <pqxx/pqxx>
 
-#include "core/partition.hpp"
-#include "core/strategy.hpp"
+#include "daemon/aqsd_options.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/faucets_uplink.hpp"
 #include "daemon/server.hpp"
 #include "daemon/service_notify.hpp"
 #include "daemon/state_dir.hpp"
 #include "http/http_server.hpp"
-#include "core/settings.hpp"
-#include "link/word_table.hpp"
 #include "logging/log.hpp"
 #include "store/migrations.hpp"
 #include "store/pg_job_store.hpp"
@@ -54,51 +42,6 @@ using namespace aqs;
 // (clients retry with their token) instead of hanging; the write pipeline
 // retries on its own until the database is back.
 constexpr std::chrono::milliseconds k_store_patience{3000};
-// Where the partitions are declared unless --config names another file.
-constexpr const char* k_default_config = "/etc/aqs/aqs.conf";
-
-// The listening ports' limits (docs/security.md, "Limits: aqsd's ports and
-// HTTP"): each one a flag and a Key=Value line of aqs.conf (core/settings),
-// declared once here. A flag given on the command line wins over the file.
-std::vector<core::setting> port_settings(daemon::server_options& s, http::http_options& h) {
-  return {
-      core::count_setting("MaxConnections", "--max-connections", s.max_connections,
-        "connections to the socket and --listen in all (root and node agents always get in)"),
-      core::count_setting("MaxConnectionsPerUser", "--max-connections-per-user", s.max_connections_per_user,
-        "connections one local user may hold at once (root and node agents are not limited); also the HTTP "
-        "requests one token's user may have under way"),
-      core::count_setting("MaxHandshakes", "--max-handshakes", s.max_handshakes,
-        "TCP connections (--listen) not yet authenticated, in all"),
-      core::count_setting("MaxHandshakesPerAddress", "--max-handshakes-per-address", s.max_handshakes_per_address,
-        "TCP connections (--listen) not yet authenticated, from one address"),
-      core::seconds_setting("HelloTimeout", "--hello-timeout", s.handshake_timeout, "seconds a new connection has to complete hello"),
-      core::seconds_setting("FrameTimeout", "--frame-timeout", s.frame_timeout, "seconds a begun message has to arrive whole"),
-      core::seconds_setting("IdleTimeout", "--idle-timeout", s.idle_timeout,
-        "seconds a client connection with nothing outstanding may stay silent (0: never closed)", 0),
-      core::count_setting("HttpMaxConnections", "--http-max-connections", h.max_connections, "HTTP connections in all"),
-      core::count_setting("HttpMaxAnonymousConnections", "--http-max-anonymous-connections", h.max_anonymous_connections,
-        "HTTP connections without a valid token yet, in all (past it the oldest such one is closed)"),
-      core::count_setting("HttpMaxConnectionsPerAddress", "--http-max-connections-per-address", h.max_connections_per_address,
-        "HTTP connections without a valid token yet from one address (past it its oldest such one is closed)"),
-      core::count_setting("HttpMaxConnectionsPerUser", "--http-max-connections-per-user", h.max_connections_per_user,
-        "HTTP connections one token's user may hold (more: 429)"),
-      core::bytes_setting("HttpMaxSubmitBody", "--http-max-submit-body", h.max_submit_body,
-        "bytes of a POST /api/v1/jobs body (the script and its JSON)"),
-      core::bytes_setting("HttpMaxBody", "--http-max-body", h.max_body, "bytes of any other request's body"),
-      core::bytes_setting("HttpMaxBodyBytes", "--http-max-body-bytes", h.max_body_bytes_in_flight,
-        "bytes of request bodies held at once, in all (more: 503)"),
-      core::bytes_setting("HttpMaxBodyBytesPerUser", "--http-max-body-bytes-per-user", h.max_body_bytes_per_user,
-        "bytes of request bodies one user may have held at once (more: 503)"),
-      core::bytes_setting("HttpMaxHeader", "--http-max-header", h.max_header, "bytes of a request's head"),
-      core::seconds_setting("HttpHeadTimeout", "--http-head-timeout", h.head_timeout,
-        "seconds a request head has from its first byte (a new connection: from connecting)"),
-      core::seconds_setting("HttpBodyTimeout", "--http-body-timeout", h.body_timeout, "seconds a request body has from its head"),
-      core::seconds_setting("HttpKeepaliveTimeout", "--http-keepalive-timeout", h.keepalive_timeout,
-        "seconds an idle keep-alive HTTP connection is kept"),
-      core::seconds_setting("HttpWriteTimeout", "--http-write-timeout", h.write_timeout, "seconds a client has to take an answer"),
-      core::seconds_setting("HttpHandshakeTimeout", "--http-handshake-timeout", h.handshake_timeout, "seconds for the TLS handshake"),
-  };
-}
 
 // Detaches from the terminal: the parent exits once the child reports
 // through the pipe that it serves (or why it could not start).
@@ -119,183 +62,23 @@ int daemonize_or_exit(int& ready_fd) {
   return 0;
 }
 
-// Reads and parses aqs.conf into `out` (the partitions) and the lines of
-// `table`'s settings (the ports' limits and the per-user caps) where they
-// point; a null `table` only takes the limit lines out (as on SIGHUP: the
-// limits are read at start only). The one-line error, or "" when it was read.
-std::string load_config(const std::string& path, core::site_config& out, std::vector<core::setting>* table) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return path + ": cannot read: " + std::strerror(errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    daemon::server_options s_unused;
-    http::http_options h_unused;
-    daemon::user_limits u_unused;
-    std::vector<core::setting> unused;
-    if (table == nullptr) {
-      unused = port_settings(s_unused, h_unused);
-      for (auto& u : daemon::user_limit_settings(u_unused)) unused.push_back(std::move(u));
-    }
-    out = core::parse_config(core::take_setting_lines(text.str(), path, table != nullptr ? *table : unused,
-                                                      table != nullptr),
-                             path);
-  } catch (const core::config_error& e) {
-    return e.what();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"aqsd: the AQS scheduler daemon", "aqsd"};
-  std::string state_dir_text, db, socket_path, listen, policy = "equipartition";
-  bool foreground = false;
-  double heartbeat_timeout_s = 10, resize_timeout_s = 30, resize_claim_timeout_s = 300, kill_grace_s = 10;
-  unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-  std::string log_level;
-  std::string config_file;
-  http::http_options hopts;
-  daemon::server_options sopts;
-  daemon::user_limits limits;
-  std::vector<core::setting> settings = port_settings(sopts, hopts);
-  for (auto& u : daemon::user_limit_settings(limits)) settings.push_back(std::move(u));
-  std::string http_cert, http_key;
-  double token_lifespan_s = static_cast<double>(daemon::token_authority::k_default_lifespan_s);
-  app.add_option("--state-dir", state_dir_text, "holds the cluster key, the socket, the log and the private database")
-      ->required();
-  app.add_option("--db", db, "PostgreSQL connection string (default: a private server under --state-dir)");
-  app.add_option("--socket", socket_path, "the Unix socket for local users (default STATE_DIR/aqsd.sock)");
-  app.add_option("--listen", listen, "HOST:PORT for node agents and remote clients over TCP (port 0: any)");
-  app.add_option("--policy", policy, "scheduling strategy: " + [] {
-    std::string s;
-    for (const auto& n : core::strategy_names()) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  }());
-  app.add_option("--config", config_file,
-                 "the partitions (default /etc/aqs/aqs.conf if it exists; without one: one partition of all nodes)");
-  app.add_flag("--foreground", foreground, "stay attached, log to stderr");
-  app.add_option("--heartbeat-timeout", heartbeat_timeout_s, "seconds of silence before a node goes DOWN")
-      ->check(CLI::Range(0.2, 86400.0));
-  app.add_option("--resize-timeout", resize_timeout_s, "seconds an adaptive job has to apply a new map")
-      ->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--resize-claim-timeout", resize_claim_timeout_s,
-                 "seconds an adaptive job has to acknowledge a map it began to apply; then it is killed (FAILED)")
-      ->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--threads", threads, "threads serving connections")->check(CLI::Range(1u, 256u));
-  // The limits (ports and per user): a flag wins over its aqs.conf line.
-  for (auto& l : settings) app.add_option(std::string(l.flag), l.typed, core::setting_help(l));
-  app.add_option("--http", hopts.listen,
-                 "HOST:PORT for the REST API, event stream and /metrics (off by default; port 0: any)");
-  app.add_option("--http-cert", http_cert, "TLS certificate chain (PEM) for --http")->check(CLI::ExistingFile);
-  app.add_option("--http-key", http_key, "TLS private key (PEM) for --http")->check(CLI::ExistingFile);
-  app.add_flag("--http-insecure", hopts.insecure,
-               "allow plain HTTP on an address other than loopback (tokens then cross the network in clear)");
-  app.add_flag("--http-public", hopts.public_read,
-               "serve the read-only views (jobs, nodes, processor map, events, metrics) without a token");
-  app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
-      ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
-  std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
-  double faucets_speed = 1.0;
-  app.add_option("--faucets-server", faucets_server, "HOST:PORT of a Faucets server (faucetsd) to join over TLS");
-  app.add_option("--faucets-name", faucets_name, "this cluster's name at the Faucets server");
-  app.add_option("--faucets-ca", faucets_ca, "CA certificate (PEM) that verifies the Faucets server")
-      ->check(CLI::ExistingFile);
-  app.add_option("--faucets-key", faucets_key, "this cluster's key file, as the Faucets server's table names it")
-      ->check(CLI::ExistingFile);
-  app.add_option("--faucets-users", faucets_users,
-                 "which Faucets users may run here as whom: \"SERVER_USER LOCAL_USER\" per line")
-      ->check(CLI::ExistingFile);
-  app.add_option("--faucets-speed", faucets_speed, "per-processor speed score reported to the server (default 1.0)")
-      ->check(CLI::Range(0.001, 1000.0));
-  app.add_option("--faucets-datasets", faucets_datasets, "data sets this cluster holds, comma-separated");
-  app.add_option("--log-level", log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
-      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "aqsd: %s (see aqsd --help)\n", e.what());
-    return 2;
-  }
-  if (const auto why = core::apply_typed_flags(settings)) {
-    std::fprintf(stderr, "aqsd: %s\n", why->c_str());
-    return 2;
-  }
+  auto parsed = daemon::parse_aqsd_options(argc, argv);
+  if (const int* code = std::get_if<int>(&parsed)) return *code;
+  daemon::aqsd_options& opts = std::get<daemon::aqsd_options>(parsed);
   logging::set_program("aqsd");
   // systemd (Type=notify): taken out of the environment before any child starts.
   daemon::service_notifier service;
-  if (!log_level.empty()) logging::set_level(*logging::parse_level(log_level));
-  try {
-    (void)core::make_strategy(policy);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "aqsd: %s\n", e.what());
-    return 2;
-  }
+  if (!opts.log_level.empty()) logging::set_level(*logging::parse_level(opts.log_level));
+  const unsigned threads = opts.threads;
+  const std::string& listen = opts.listen;
+  daemon::server_options& sopts = opts.server;
+  http::http_options& hopts = opts.http;
+  std::optional<daemon::uplink_options>& uplink_opts = opts.uplink;
 
-  // The partitions: a file that cannot be read or parsed stops aqsd here,
-  // with the file and line, before anything starts.
-  core::site_config partitions = core::implicit_config();
-  const std::string config_path = config_file.empty() ? std::string(k_default_config) : config_file;
-  {
-    std::error_code ec;
-    if (!config_file.empty() || std::filesystem::exists(config_path, ec)) {
-      if (const std::string why = load_config(config_path, partitions, &settings); !why.empty()) {
-        std::fprintf(stderr, "aqsd: %s\n", why.c_str());
-        return 2;
-      }
-    }
-  }
-  hopts.max_requests_per_user = sopts.max_connections_per_user;
-
-  if (!hopts.listen.empty()) {
-    try {
-      if (!http_cert.empty()) hopts.cert_file = http_cert;
-      if (!http_key.empty()) hopts.key_file = http_key;
-      http::validate(hopts);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "aqsd: %s\n", e.what());
-      return 2;
-    }
-  } else if (!http_cert.empty() || !http_key.empty() || hopts.insecure || hopts.public_read) {
-    std::fprintf(stderr, "aqsd: --http-cert, --http-key, --http-insecure and --http-public need --http HOST:PORT\n");
-    return 2;
-  }
-
-  std::optional<daemon::uplink_options> uplink_opts;
-  if (!faucets_server.empty()) {
-    if (faucets_name.empty() || faucets_ca.empty() || faucets_key.empty() || faucets_users.empty()) {
-      std::fprintf(stderr, "aqsd: --faucets-server needs --faucets-name, --faucets-ca, --faucets-key and --faucets-users\n");
-      return 2;
-    }
-    try {
-      daemon::uplink_options u;
-      u.server = faucets_server;
-      u.cluster = faucets_name;
-      u.ca = faucets_ca;
-      u.key = faucets::read_key_file(faucets_key);
-      u.users = daemon::faucets_user_table::load(faucets_users);
-      u.speed = faucets_speed;
-      std::stringstream ds(faucets_datasets);
-      for (std::string d; std::getline(ds, d, ',');) {
-        if (!d.empty()) u.datasets.push_back(d);
-      }
-      uplink_opts = std::move(u);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "aqsd: %s\n", e.what());
-      return 2;
-    }
-  } else if (!faucets_name.empty() || !faucets_ca.empty() || !faucets_key.empty() || !faucets_users.empty()) {
-    std::fprintf(stderr, "aqsd: --faucets-name, --faucets-ca, --faucets-key and --faucets-users need --faucets-server\n");
-    return 2;
-  }
-
-  const daemon::state_dir dir{std::filesystem::absolute(state_dir_text)};
+  const daemon::state_dir dir{std::filesystem::absolute(opts.state_dir)};
   int ready_fd = -1;
   auto report_ready = [&](char status) {
     if (ready_fd >= 0) {
@@ -306,7 +89,7 @@ int main(int argc, char** argv) {
   };
   try {
     dir.prepare();
-    if (!foreground) {
+    if (!opts.foreground) {
       if (daemonize_or_exit(ready_fd) != 0) throw std::runtime_error("cannot detach from the terminal");
       const int log_fd = ::open(dir.log_file().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
       const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -336,7 +119,7 @@ int main(int argc, char** argv) {
   try {
     const std::string key = dir.load_or_create_key();
     std::unique_ptr<store::pg_server> pg;
-    std::string conninfo = db;
+    std::string conninfo = opts.db;
     if (conninfo.empty()) {
       pg = std::make_unique<store::pg_server>(store::pg_server_options{.dir = dir.postgres_dir()});
       pg->start();
@@ -358,19 +141,10 @@ int main(int argc, char** argv) {
 
     boost::asio::io_context io(static_cast<int>(threads));
     std::unique_ptr<daemon::server> srv;
-    daemon::controller_options copts;
-    copts.policy = policy;
+    daemon::controller_options copts = opts.controller;
     copts.cluster_key = key;
-    copts.heartbeat_timeout = std::chrono::milliseconds(static_cast<long>(heartbeat_timeout_s * 1000));
-    copts.resize_timeout = std::chrono::milliseconds(static_cast<long>(resize_timeout_s * 1000));
-    copts.resize_claim_timeout = std::chrono::milliseconds(static_cast<long>(resize_claim_timeout_s * 1000));
-    copts.kill_grace = std::chrono::seconds(static_cast<long>(kill_grace_s + 0.5));
     copts.revoked_tokens_file = dir.revoked_tokens_file();
-    copts.token_lifespan_s = static_cast<std::int64_t>(token_lifespan_s);
-    copts.partitions = partitions;
-    copts.limits = limits;
-    copts.faucets_gate = uplink_opts.has_value();
-    if (partitions.configured) logging::info("partitions: {}", partitions.names());
+    if (copts.partitions.configured) logging::info("partitions: {}", copts.partitions.names());
     std::unique_ptr<http::http_server> web;
     std::unique_ptr<daemon::faucets_uplink> uplink;
     auto stop = [&] {
@@ -384,7 +158,7 @@ int main(int argc, char** argv) {
     daemon::controller ctl(io, store, copts, stop);
     ctl.recover();
 
-    sopts.unix_socket = socket_path.empty() ? dir.socket() : std::filesystem::path(socket_path);
+    sopts.unix_socket = opts.socket.empty() ? dir.socket() : std::filesystem::path(opts.socket);
     if (!listen.empty()) sopts.tcp_listen = listen;
     sopts.cluster_key = key;
     srv = std::make_unique<daemon::server>(io, sopts, ctl);
@@ -404,11 +178,12 @@ int main(int argc, char** argv) {
       logging::info("HTTP API on {}://{}:{}{}", web->tls() ? "https" : "http", hopts.listen.substr(0, colon), web->port(),
                     hopts.public_read ? " (read-only views public)" : "");
     }
+    const std::string faucets_server = uplink_opts ? uplink_opts->server + " as cluster '" + uplink_opts->cluster + "'" : "";
     if (uplink_opts) uplink = std::make_unique<daemon::faucets_uplink>(io, ctl, std::move(*uplink_opts));
     ctl.start();
     if (uplink) {
       uplink->start();
-      logging::info("joining the Faucets server {} as cluster '{}'", faucets_server, faucets_name);
+      logging::info("joining the Faucets server {}", faucets_server);
     }
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](boost::system::error_code ec, int sig) {
@@ -422,18 +197,11 @@ int main(int argc, char** argv) {
     std::function<void()> on_hangup = [&] {
       hangups.async_wait([&](boost::system::error_code ec, int) {
         if (ec) return;
-        core::site_config fresh = core::implicit_config();
-        std::error_code missing;
-        std::string why;
-        // The per-user limits are read at start only (the ledger counts
-        // against them): a restart takes new ones.
-        if (!config_file.empty() || std::filesystem::exists(config_path, missing)) {
-          why = load_config(config_path, fresh, nullptr);
-        }
-        if (why.empty()) {
-          ctl.reload_partitions(std::move(fresh));
+        auto fresh = daemon::reread_partitions(opts);
+        if (auto* p = std::get_if<core::site_config>(&fresh)) {
+          ctl.reload_partitions(std::move(*p));
         } else {
-          logging::warn("SIGHUP: partitions not reloaded, keeping those in use: {}", why);
+          logging::warn("SIGHUP: partitions not reloaded, keeping those in use: {}", std::get<std::string>(fresh));
         }
         on_hangup();
       });
@@ -441,7 +209,7 @@ int main(int argc, char** argv) {
     on_hangup();
     logging::info("serving on {}{} with the {} policy (policy of {} threads)", sopts.unix_socket->string(),
                 listen.empty() ? "" : " and " + listen.substr(0, listen.rfind(':')) + ":" + std::to_string(srv->tcp_port()),
-                policy, threads);
+                copts.policy, threads);
     report_ready(0);
     service.ready(io, "serving on " + sopts.unix_socket->string());
     std::vector<std::thread> pool;
@@ -470,7 +238,7 @@ int main(int argc, char** argv) {
     logging::info("stopped");
   } catch (const std::exception& e) {
     logging::error("cannot start: {}", e.what());
-    if (ready_fd < 0 || foreground) std::fprintf(stderr, "aqsd: %s\n", e.what());
+    if (ready_fd < 0 || opts.foreground) std::fprintf(stderr, "aqsd: %s\n", e.what());
     report_ready(1);
     return 1;
   }

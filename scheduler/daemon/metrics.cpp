@@ -29,7 +29,7 @@ metrics::metrics() {
   s_.decision_time = histogram(latency_bounds());
   s_.commit_latency = histogram(latency_bounds());
   for (const char* p : {"wait", "spawn", "data", "total"}) s_.resize_phase.emplace(p, histogram(latency_bounds()));
-  for (const char* o : {"acked", "refused", "timeout"}) s_.resizes.emplace(o, 0);
+  for (const char* o : {"acked", "refused", "timeout", "abandoned", "killed"}) s_.resizes.emplace(o, 0);
   s_.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 

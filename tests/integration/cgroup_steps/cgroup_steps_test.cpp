@@ -219,11 +219,10 @@ TEST_CASE("a 2-host job's rank on its second host runs in a step cgroup under th
   }
 }
 
-// aqsd takes a step's end on another node as the step's alone: it does not
-// yet record that the step ended OUT_OF_MEMORY (scheduler/daemon
-// remote_exec.cpp step_exited), so the job ends FAILED. Enabled once it
-// does (see docs/admin-guide.md, containment).
-TEST_CASE("a 2-host job whose rank on its second host allocates above --mem ends OUT_OF_MEMORY" * doctest::skip(true)) {
+// aqsd records that a step on another node ended OUT_OF_MEMORY, and the job
+// ends OUT_OF_MEMORY with the step's reason when its script ends (as Slurm's
+// job does when one of its steps did).
+TEST_CASE("a 2-host job whose rank on its second host allocates above --mem ends OUT_OF_MEMORY") {
   SKIP_WITHOUT_CONTAINMENT();
   test::test_database db;
   cgroup_view view;

@@ -347,7 +347,7 @@ TEST_CASE("a grow onto another host whose new ranks stall before wire-up is undo
   // claim timeout. Here the new ranks on the second host stall on purpose
   // (AQS_TEST_JOIN_STALL_S); the shim gives the expand up after
   // AQS_EXPAND_TIMEOUT and the job goes on on its first host.
-  if (!netns_available()) return;
+  if (!test::netns_available()) return;
   test::test_database db;
   auto o = hosts_options(db, 2, 2);
   o.heartbeat_timeout_s = 10;
