@@ -68,6 +68,30 @@ int run_slurm(const std::string& name, Body&& body) noexcept {
 // What "-V/--version" prints.
 inline constexpr const char* k_version_line = "slurm 22.05.0 (AQS compatibility commands)";
 
+// The start that the query commands' main() share: the name they answer to
+// (argv[0]), their command line read by `parse`, --help/--usage printing
+// usage() and -V/--version the version line; else body(name, cmd), all in
+// run_slurm().
+template <class Parse, class Usage, class Body>
+int slurm_main(int argc, char** argv, const char* default_name, Parse&& parse, Usage&& usage, Body&& body) noexcept {
+  const std::string name = command_name(argv[0], default_name);
+  return run_slurm(name, [&]() -> int {
+    const auto cmd = parse(std::vector<std::string>(argv + 1, argv + argc));
+    bool wants_usage = cmd.help;
+    if constexpr (requires { cmd.usage; }) wants_usage = wants_usage || cmd.usage;
+    if (wants_usage) {
+      const std::string text = usage();
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return 0;
+    }
+    if (cmd.version) {
+      std::printf("%s\n", k_version_line);
+      return 0;
+    }
+    return body(name, cmd);
+  });
+}
+
 // Whether an AQS command line parser takes the option as spelled (with its
 // value, if any), followed by `tail` so that the line is complete: how sbatch
 // and srun learn which Slurm options fsub and frun handle themselves.

@@ -10,18 +10,8 @@
 using namespace aqs;
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "sinfo");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_sinfo_command_line(args);
-    if (cmd.help || cmd.usage) {
-      std::fputs(slurm::sinfo_usage().c_str(), stdout);
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "sinfo", slurm::parse_sinfo_command_line, slurm::sinfo_usage,
+                           [&](const std::string& name, const auto& cmd) {
     slurm::sinfo_format format = slurm::default_sinfo_format(cmd.node_oriented);
     if (cmd.format) {
       format = slurm::parse_sinfo_format(*cmd.format);

@@ -21,18 +21,8 @@ int state_rank(core::job_state s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "squeue");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_squeue_command_line(args);
-    if (cmd.help || cmd.usage) {
-      std::fputs(slurm::squeue_usage().c_str(), stdout);
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "squeue", slurm::parse_squeue_command_line, slurm::squeue_usage,
+                           [&](const std::string& name, const auto& cmd) {
     slurm::squeue_format format = slurm::default_squeue_format();
     if (cmd.format) {
       format = slurm::parse_squeue_format(*cmd.format);
