@@ -149,6 +149,42 @@ std::string me() {
   return "\x01me";
 }
 
+// The keys the query commands (squeue, scancel, sinfo, sacct) read alike
+// into their command lines: --help, --usage, -V, and --json, -u and --me
+// for those that have them. Whether `key` was one of them.
+template <class Line>
+bool read_common_key(Line& out, const std::string& key, const std::string& value) {
+  if (key == "help") {
+    out.help = true;
+    return true;
+  }
+  if (key == "usage") {
+    out.usage = true;
+    return true;
+  }
+  if (key == "version") {
+    out.version = true;
+    return true;
+  }
+  if constexpr (requires { out.json; }) {
+    if (key == "json") {
+      out.json = true;
+      return true;
+    }
+  }
+  if constexpr (requires { out.users; }) {
+    if (key == "me") {
+      out.users.push_back(me());
+      return true;
+    }
+    if (key == "user") {
+      for (auto& u : split_list(value)) out.users.push_back(u);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string command_name(const char* argv0, std::string_view fallback) {
@@ -188,18 +224,11 @@ squeue_command_line parse_squeue_command_line(std::span<const std::string> args)
   const scanned s = scan(args, table, "squeue");
   squeue_command_line out;
   for (const auto& [key, value] : s.options) {
+    if (read_common_key(out, key, value)) continue;
     if (key == "noheader") out.noheader = true;
     if (key == "format") out.format = value;
     if (key == "Format") out.long_format = value;
     if (key == "long") out.long_list = true;
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
-    if (key == "json") out.json = true;
-    if (key == "me") out.users.push_back(me());
-    if (key == "user") {
-      for (auto& u : split_list(value)) out.users.push_back(u);
-    }
     if (key == "jobs") {
       for (const auto& j : split_list(value)) out.job_ids.push_back(job_id_of(j, "squeue"));
     }
@@ -242,16 +271,10 @@ scancel_command_line parse_scancel_command_line(std::span<const std::string> arg
   const scanned s = scan(args, table, "scancel");
   scancel_command_line out;
   for (const auto& [key, value] : s.options) {
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
+    if (read_common_key(out, key, value)) continue;
     if (key == "quiet") out.quiet = true;
     if (key == "verbose") out.verbose = true;
     if (key == "interactive") out.interactive = true;
-    if (key == "me") out.users.push_back(me());
-    if (key == "user") {
-      for (auto& u : split_list(value)) out.users.push_back(u);
-    }
     if (key == "name") out.name = value;
     if (key == "partition") {
       for (auto& p : split_list(value)) out.partitions.push_back(p);
@@ -306,16 +329,13 @@ sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args) {
   const scanned s = scan(args, table, "sinfo");
   sinfo_command_line out;
   for (const auto& [key, value] : s.options) {
+    if (read_common_key(out, key, value)) continue;
     if (key == "noheader") out.noheader = true;
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
     if (key == "long") out.long_list = true;
     if (key == "node") out.node_oriented = true;
     if (key == "summarize") out.summarize = true;
     if (key == "format") out.format = value;
     if (key == "Format") out.long_format = value;
-    if (key == "json") out.json = true;
     if (key == "partition") {
       // -p a,b (repeated: the last one counts, as Slurm's).
       out.partitions.clear();
@@ -359,19 +379,16 @@ sacct_command_line parse_sacct_command_line(std::span<const std::string> args) {
   const scanned s = scan(args, table, "sacct");
   sacct_command_line out;
   for (const auto& [key, value] : s.options) {
+    if (read_common_key(out, key, value)) continue;
     if (key == "allusers") out.all_users = true;
     if (key == "brief") out.brief = true;
     if (key == "delimiter") out.delimiter = value;
     if (key == "end") out.end = value;
     if (key == "start") out.start = value;
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
     if (key == "noheader") out.noheader = true;
     if (key == "parsable") out.parsable = true;
     if (key == "parsable2") out.parsable2 = true;
     if (key == "allocations") out.allocations = true;
-    if (key == "json") out.json = true;
     if (key == "format") out.format = out.format ? *out.format + "," + value : value;
     if (key == "long") {
       out.format = "JobID,JobIDRaw,JobName,Partition,NCPUS,NNodes,State,ExitCode,Elapsed,Start,End,Submit,NodeList";
@@ -381,9 +398,6 @@ sacct_command_line parse_sacct_command_line(std::span<const std::string> args) {
     }
     if (key == "name") {
       for (auto& n : split_list(value)) out.names.push_back(n);
-    }
-    if (key == "user") {
-      for (auto& u : split_list(value)) out.users.push_back(u);
     }
     if (key == "state") out.states = states_of(value, "job");
     if (key == "helpformat") out.help = true;
