@@ -13,25 +13,14 @@
 #include <set>
 #include <sstream>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "run_users.hpp"
 #include "slurm_env.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
 test::cluster::options two_nodes(const test::test_database& db, int procs = 2) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = procs;
-  return o;
+  return test::nodes_of(db, 2, procs);
 }
 
 // A site's own Slurm client, earlier on the submitter's PATH than AQS's:

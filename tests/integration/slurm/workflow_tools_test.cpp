@@ -21,23 +21,14 @@
 #include <sstream>
 #include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "slurm_env.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
+// Nodes of the harness's default size (4 processors).
 test::cluster::options small(const test::test_database& db, int nodes = 2) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = nodes;
-  return o;
+  return test::nodes_of(db, nodes, test::cluster::options{}.procs_per_node);
 }
 
 // A file of the user's, as the tool (running as them) writes it.
