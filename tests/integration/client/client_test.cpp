@@ -24,6 +24,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
+#include "raw_peer.hpp"
 #include "temp_dir.hpp"
 
 using namespace aqs;
@@ -42,13 +43,8 @@ int listen_unix(const std::string& path) {
 }
 
 int connect_unix(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    throw std::runtime_error("cannot connect to " + path);
-  }
+  const int fd = test::connect_unix(path);
+  if (fd < 0) throw std::runtime_error("cannot connect to " + path);
   return fd;
 }
 
