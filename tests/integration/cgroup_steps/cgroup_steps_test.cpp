@@ -73,6 +73,15 @@ test::cluster::options two_hosts(const test::test_database& db, const cgroup_vie
 
 test::test_user user(test::cluster& c, const std::string& name) { return test::run_user(c, name); }
 
+// What the 2-host cases start from: the test database, the cgroup view the
+// agents use, and a cluster of two namespace hosts, both UP.
+struct two_host_case {
+  test::test_database db;
+  cgroup_view view;
+  test::cluster c;
+  two_host_case() : c(two_hosts(db, view)) { c.wait_nodes_up(2); }
+};
+
 // A job script: mpirun over the job's two hosts, each rank running `rank`
 // (sh), which finds the batch host in $BATCH_HOST.
 fs::path mpi_script(const test::test_user& u, const std::string& name, const std::string& rank) {
@@ -116,10 +125,8 @@ hog_run hog_job(test::cluster& c, const test::test_user& u) {
 
 TEST_CASE("a 2-host job's rank on its second host runs in a step cgroup under the job's, held to --mem there: the kernel kills it and the step ends OUT_OF_MEMORY") {
   SKIP_WITHOUT_CONTAINMENT();
-  test::test_database db;
-  cgroup_view view;
-  test::cluster c(two_hosts(db, view));
-  c.wait_nodes_up(2);
+  two_host_case k;
+  test::cluster& c = k.c;
   const auto u = user(c, "aqs-contain-m");
   const hog_run r = hog_job(c, u);
   INFO(r.out);
@@ -160,10 +167,8 @@ TEST_CASE("a 2-host job's rank on its second host runs in a step cgroup under th
 // does (see docs/admin-guide.md, containment).
 TEST_CASE("a 2-host job whose rank on its second host allocates above --mem ends OUT_OF_MEMORY" * doctest::skip(true)) {
   SKIP_WITHOUT_CONTAINMENT();
-  test::test_database db;
-  cgroup_view view;
-  test::cluster c(two_hosts(db, view));
-  c.wait_nodes_up(2);
+  two_host_case k;
+  test::cluster& c = k.c;
   const auto u = user(c, "aqs-contain-o");
   const hog_run r = hog_job(c, u);
   CHECK(r.job.state == job_state::out_of_memory);
@@ -173,10 +178,8 @@ TEST_CASE("a 2-host job whose rank on its second host allocates above --mem ends
 
 TEST_CASE("what a step leaves on the job's other host in a new session without AQS_JOB_ID is gone when the job ends") {
   SKIP_WITHOUT_CONTAINMENT();
-  test::test_database db;
-  cgroup_view view;
-  test::cluster c(two_hosts(db, view));
-  c.wait_nodes_up(2);
+  two_host_case k;
+  test::cluster& c = k.c;
   SUBCASE("after a normal end") {
     const auto u = user(c, "aqs-contain-r");
     REQUIRE(processes_of(u.uid).empty());

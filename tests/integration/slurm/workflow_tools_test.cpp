@@ -134,10 +134,8 @@ std::string nf_task_wrapper() {
 }  // namespace
 
 TEST_CASE("Nextflow's Slurm executor: its .command.run header, sbatch in the task directory, squeue -t all polling, scancel") {
-  test::test_database db;
-  test::cluster c(small(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  const test::test_user u = c.user("aqs-wf-nf");
+  test::slurm_case fixture(small, 2, "aqs-wf-nf");
+  auto& [db, c, s, u] = fixture;
   const fs::path sbatch = s.bin / "sbatch";
 
   // SlurmExecutor.groovy:159 queueStatusCommand(queue): -p when the process
@@ -285,10 +283,8 @@ std::string dask_job_id(const test::run_result& r) {
 }  // namespace
 
 TEST_CASE("dask-jobqueue's SLURMCluster: its worker script through sbatch from a temporary file, job id by its regex, scancel on close") {
-  test::test_database db;
-  test::cluster c(small(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  const test::test_user u = c.user("aqs-wf-dask");
+  test::slurm_case fixture(small, 2, "aqs-wf-dask");
+  auto& [db, c, s, u] = fixture;
   const fs::path logs = u.home / "dask-logs";
   mkdir_as(logs, u);
 
@@ -439,10 +435,8 @@ bool submitit_is_done(const std::string& state) {
 }  // namespace
 
 TEST_CASE("submitit's SlurmExecutor: its sbatch file, sacct -o JobID,State,NodeList --parsable2 polling, srun's log names, arrays, scancel") {
-  test::test_database db;
-  test::cluster c(small(db, 3));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  const test::test_user u = c.user("aqs-wf-submitit");
+  test::slurm_case fixture(small, 3, "aqs-wf-submitit");
+  auto& [db, c, s, u] = fixture;
   const fs::path folder = u.home / "log_test";
   mkdir_as(folder, u);
 
