@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/client_connection.hpp"
@@ -90,6 +92,24 @@ int slurm_main(int argc, char** argv, const char* default_name, Parse&& parse, U
     }
     return body(name, cmd);
   });
+}
+
+// The output format a listing command (squeue, sinfo) was asked for, in
+// Slurm's order: -o, else -O, else $ENV (read as -o's), else $ENV_LONG (as
+// -O's) when the command has one; nullopt when none was asked for.
+template <class Format, class Cmd>
+std::optional<Format> asked_format(const Cmd& cmd, Format (*parse)(std::string_view),
+                                   Format (*parse_long)(std::string_view), const char* env,
+                                   const char* env_long = nullptr) {
+  const auto set = [](const char* name) -> const char* {
+    const char* v = name != nullptr ? std::getenv(name) : nullptr;
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  if (cmd.format) return parse(*cmd.format);
+  if (cmd.long_format) return parse_long(*cmd.long_format);
+  if (const char* v = set(env)) return parse(v);
+  if (const char* v = set(env_long)) return parse_long(v);
+  return std::nullopt;
 }
 
 // Whether an AQS command line parser takes the option as spelled (with its

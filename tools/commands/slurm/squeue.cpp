@@ -24,14 +24,9 @@ int main(int argc, char** argv) {
   return slurm::slurm_main(argc, argv, "squeue", slurm::parse_squeue_command_line, slurm::squeue_usage,
                            [&](const std::string& name, const auto& cmd) {
     slurm::squeue_format format = slurm::default_squeue_format();
-    if (cmd.format) {
-      format = slurm::parse_squeue_format(*cmd.format);
-    } else if (cmd.long_format) {
-      format = slurm::parse_squeue_long_format(*cmd.long_format);
-    } else if (const char* env = std::getenv("SQUEUE_FORMAT"); env != nullptr && *env != '\0') {
-      format = slurm::parse_squeue_format(env);
-    } else if (const char* env2 = std::getenv("SQUEUE_FORMAT2"); env2 != nullptr && *env2 != '\0') {
-      format = slurm::parse_squeue_long_format(env2);
+    if (auto asked = slurm::asked_format(cmd, slurm::parse_squeue_format, slurm::parse_squeue_long_format,
+                                         "SQUEUE_FORMAT", "SQUEUE_FORMAT2")) {
+      format = std::move(*asked);
     } else if (cmd.long_list) {
       format = slurm::parse_squeue_long_format(
           "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,state:.8 ,timeused:.10 ,timelimit:.9 ,numnodes:.6 ,reasonlist:0");
