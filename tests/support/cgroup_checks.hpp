@@ -74,6 +74,14 @@ inline std::vector<std::string> processes_of(uid_t uid) {
   return out;
 }
 
+// The throwaway user `name` of cluster c, required to have no process yet
+// (so that whatever is left after a job is the job's).
+inline test_user idle_user(cluster& c, const std::string& name) {
+  test_user u = run_user(c, name);
+  REQUIRE(processes_of(u.uid).empty());
+  return u;
+}
+
 // The v1 `controller` cgroup (memory, cpuset, ...) of job `id` on cluster
 // c's node0: under this process's cgroup of that controller, which the
 // agents inherit, and the cluster id (the agent's spool names it). Empty

@@ -181,8 +181,7 @@ TEST_CASE("what a step leaves on the job's other host in a new session without A
   two_host_case k;
   test::cluster& c = k.c;
   SUBCASE("after a normal end") {
-    const auto u = user(c, "aqs-contain-r");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-contain-r");
     const std::string rank =
         "if [ \"$(hostname)\" != \"$BATCH_HOST\" ]; then "
         "setsid env -u AQS_JOB_ID bash -c \"exec -a aqs-contain-left sleep 240\" </dev/null >/dev/null 2>&1 & "
@@ -198,8 +197,7 @@ TEST_CASE("what a step leaves on the job's other host in a new session without A
     test::check_nothing_left(u.uid);
   }
   SUBCASE("after fkill") {
-    const auto u = user(c, "aqs-contain-k");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-contain-k");
     const fs::path mark = u.home / "left";
     const std::string rank =
         "if [ \"$(hostname)\" != \"$BATCH_HOST\" ]; then "

@@ -194,8 +194,7 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
   test::cluster c(one_node(db, 2));
   c.wait_nodes_up(1);
   SUBCASE("after a normal end") {
-    const auto u = user(c, "aqs-cgroups-r");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-cgroups-r");
     const fs::path out = u.home / "left.out";
     const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", k_leaver}, &u, u.home.string());
     CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
@@ -203,8 +202,7 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
     test::check_nothing_left(u.uid);
   }
   SUBCASE("after fkill") {
-    const auto u = user(c, "aqs-cgroups-k");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-cgroups-k");
     const fs::path out = u.home / "killed.out";
     const std::int64_t id =
         c.submit({"-n", "1", "-o", out.string(), "--wrap", k_leaver + "sleep 300\n"}, &u, u.home.string());
@@ -216,8 +214,7 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
     test::check_nothing_left(u.uid);
   }
   SUBCASE("after a requeue") {
-    const auto u = user(c, "aqs-cgroups-q");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-cgroups-q");
     const fs::path out = u.home / "requeued.out";
     const fs::path ran = u.home / "ran";
     // The first run leaves its processes and waits; the second one (after
