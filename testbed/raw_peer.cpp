@@ -98,17 +98,18 @@ std::vector<int> connect_as(Connect connect, const std::string& target, uid_t ui
 
 }  // namespace
 
+int connect_unix(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
 std::vector<int> connect_unix_as(const std::string& path, uid_t uid, gid_t gid, int count) {
-  const auto connect_unix = [&path] {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
-    if (fd >= 0) ::close(fd);
-    return -1;
-  };
-  return connect_as(connect_unix, path, uid, gid, count);
+  return connect_as([&path] { return connect_unix(path); }, path, uid, gid, count);
 }
 
 int connect_tcp(const std::string& host, int port) {

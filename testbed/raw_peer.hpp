@@ -21,6 +21,8 @@ namespace aqs::test {
 // back to this process. Connections the server refused at once are included
 // (they read an error, then EOF).
 std::vector<int> connect_unix_as(const std::string& path, uid_t uid, gid_t gid, int count = 1);
+// A connection to the Unix socket at `path` from this process; -1 if refused.
+int connect_unix(const std::string& path);
 // A TCP connection to host:port from this process; -1 if refused.
 int connect_tcp(const std::string& host, int port);
 // `count` TCP connections to host:port (IPv4) made by a child process running

@@ -49,8 +49,7 @@ protocol::submit array_of(std::int64_t id, const std::string& workdir, const std
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   aqs::bench::stop_on_signals();
-  nlohmann::json results = nlohmann::json::object();
-  try {
+  return aqs::bench::measure_and_write("arrays", nlohmann::json::object(), [&](nlohmann::json& results) {
     const aqs::bench::system::options o{
         .aqsd = AQS_AQSD_BINARY, .aqs_node = AQS_NODE_BINARY, .nodes = 4, .procs_per_node = 16};
     aqs::bench::system sys(o);
@@ -82,10 +81,5 @@ int main(int argc, char** argv) {
                                     {"tasks_per_s", n / drain_s}, {"completed", completed}, {"listed", tasks}});
       if (completed != static_cast<std::size_t>(n)) throw std::runtime_error("not every array task completed");
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_arrays: %s\n", e.what());
-    return 1;
-  }
-  aqs::bench::write_results("arrays", results);
-  return 0;
+  });
 }

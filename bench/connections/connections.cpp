@@ -69,9 +69,7 @@ int main(int argc, char** argv) {
   }
   bench::stop_on_signals();
   bench::bench_user flood = bench::make_user("aqsbench-flood"), other = bench::make_user("aqsbench-other");
-  nlohmann::json results = {{"benchmark", "connections"}, {"connections", connections}, {"runs", runs}};
-  int rc = 0;
-  try {
+  return bench::measure_and_write("connections", {{"benchmark", "connections"}, {"connections", connections}, {"runs", runs}}, [&](nlohmann::json& results) {
     const bench::system::options o{
         .aqsd = AQS_AQSD_BINARY, .aqs_node = AQS_NODE_BINARY, .nodes = 1, .procs_per_node = 4};
     bench::system sys(o);
@@ -113,13 +111,8 @@ int main(int argc, char** argv) {
     results["rss_before_mb"] = rss0;
     results["rss_flood_mb"] = rss_flood;
     results["rss_after_mb"] = rss_after;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_connections: %s\n", e.what());
-    rc = 1;
-  }
-  bench::remove_user(flood);
-  bench::remove_user(other);
-  if (rc != 0) return rc;
-  bench::write_results("connections", results);
-  return 0;
+  }, [&] {
+    bench::remove_user(flood);
+    bench::remove_user(other);
+  });
 }

@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int runs = quick ? 5 : 20;
   aqs::bench::stop_on_signals();
-  nlohmann::json results = nlohmann::json::object();
-  try {
+  return aqs::bench::measure_and_write("control", nlohmann::json::object(), [&](nlohmann::json& results) {
     const aqs::bench::system::options o{
         .aqsd = AQS_AQSD_BINARY, .aqs_node = AQS_NODE_BINARY, .nodes = 2, .procs_per_node = 4};
     aqs::bench::system sys(o);
@@ -132,10 +131,5 @@ int main(int argc, char** argv) {
     row("release (reply, stored)", "release", release_ms);
     row("suspend -> the waiting 8-processor job RUNNING", "suspend_to_other_running", suspend_ms);
     row("cancel of that job -> the suspended one RUNNING again", "cancel_to_resumed_running", resume_ms);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_control: %s\n", e.what());
-    return 1;
-  }
-  aqs::bench::write_results("control", results);
-  return 0;
+  });
 }

@@ -246,10 +246,8 @@ int main(int argc, char** argv) {
   }
   bench::stop_on_signals();
   bench::bench_user flooder = bench::make_user("aqsbench-hflood"), other = bench::make_user("aqsbench-hother");
-  nlohmann::json results = {{"benchmark", "http_floods"}, {"aqsd", aqsd_path}, {"runs", runs}, {"body_connections", body_connections},
-                            {"idle_connections", idle}, {"half_open", 256}, {"jobs", jobs}};
-  int rc = 0;
-  try {
+  return bench::measure_and_write("http_floods", {{"benchmark", "http_floods"}, {"aqsd", aqsd_path}, {"runs", runs}, {"body_connections", body_connections},
+                            {"idle_connections", idle}, {"half_open", 256}, {"jobs", jobs}}, [&](nlohmann::json& results) {
     const bench::system::options o{
         .aqsd = aqsd_path, .aqs_node = AQS_NODE_BINARY, .nodes = 1, .procs_per_node = 4,
         .aqsd_args = {"--http", "127.0.0.1:0"}};
@@ -331,13 +329,8 @@ int main(int argc, char** argv) {
                 "reopened; idle flood: %d reopened\n",
                 results.value("body_flood_requests", 0), results.value("body_flood_no_pause_requests", 0),
                 results.value("half_open_reopened", 0), results.value("idle_reopened", 0));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_http_floods: %s\n", e.what());
-    rc = 1;
-  }
-  bench::remove_user(flooder);
-  bench::remove_user(other);
-  if (rc != 0) return rc;
-  bench::write_results("http_floods", results);
-  return 0;
+  }, [&] {
+    bench::remove_user(flooder);
+    bench::remove_user(other);
+  });
 }

@@ -55,6 +55,7 @@
 
 #include "bench_requests.hpp"
 #include "bench_system.hpp"
+#include "raw_peer.hpp"
 
 namespace fs = std::filesystem;
 using clk = std::chrono::steady_clock;
@@ -73,13 +74,8 @@ double ms_since(clk::time_point t) { return std::chrono::duration<double, std::m
 // ---- the fake agent -------------------------------------------------------
 
 int connect_unix(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    throw std::runtime_error("fake agent: cannot connect to " + path + ": " + std::strerror(errno));
-  }
+  const int fd = test::connect_unix(path);
+  if (fd < 0) throw std::runtime_error("fake agent: cannot connect to " + path + ": " + std::strerror(errno));
   return fd;
 }
 

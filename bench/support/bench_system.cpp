@@ -261,4 +261,18 @@ void write_results(const std::string& name, const nlohmann::json& results) {
   std::printf("results: %s\n", out.c_str());
 }
 
+int measure_and_write(const std::string& name, nlohmann::json results,
+                      const std::function<void(nlohmann::json&)>& measure, const std::function<void()>& after) {
+  int rc = 0;
+  try {
+    measure(results);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_%s: %s\n", name.c_str(), e.what());
+    rc = 1;
+  }
+  if (after) after();
+  if (rc == 0) write_results(name, results);
+  return rc;
+}
+
 }  // namespace aqs::bench

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,5 +116,12 @@ std::filesystem::path results_file(const std::string& name);
 // Writes `results` there (indented) and says where on stdout
 // ("results: PATH").
 void write_results(const std::string& name, const nlohmann::json& results);
+
+// The measuring part of benchmark `name`'s main(): measure(results) adds to
+// `results`; a failure is said on stderr as "bench_NAME: ..." and gives exit
+// status 1, else the results are written (write_results) and 0. after()
+// runs either way first (removing what the benchmark made).
+int measure_and_write(const std::string& name, nlohmann::json results,
+                      const std::function<void(nlohmann::json&)>& measure, const std::function<void()>& after = {});
 
 }  // namespace aqs::bench

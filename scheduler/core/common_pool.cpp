@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/easy_backfill.hpp"
-#include "core/equipartition.hpp"
+#include "core/policies.hpp"
 #include "core/scheduler.hpp"
 
 namespace aqs::core {
@@ -73,7 +72,6 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
   auto locked = [&](const job& j) {
     return rules.payoff && rules.min_interval > 0 && now < j.last_resize_time + rules.min_interval;
   };
-  std::vector<std::pair<double, std::size_t>> planned;
   std::size_t pool = s.free_count() + s.reserved_usable_count();
   std::size_t mins = 0;
   for (job_id id : s.adaptive_holding()) {
@@ -95,47 +93,31 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
     if (scheduler::resizable(r)) return floor_of(r).second;
     return scheduler::planning_size(r) - s.pinned_count(r);
   };
-  bool blocked = false;
-  backfill_window w;
+  easy_walk walk(s, now, released);
   const std::size_t usable = s.usable_count();
   for (const queue_key& k : s.queue()) {
-    if (blocked && avail == 0) break;
+    if (walk.done(avail)) break;
     const job& j = s.get(k.id);
     const std::size_t need = j.req.min_pe;
     if (need > usable) continue;
     const std::size_t most = j.req.adaptive ? s.max_size(j) : need;
     if (need > most) continue;
-    bool admit = false;
-    if (!blocked) {
-      if (need <= avail) {
-        admit = true;
-        if (j.req.adaptive) {
-          // Moldable start: below its preferred size only if that ends it sooner.
-          const std::size_t pref = std::clamp(preferred_size(j.req), need, most);
-          const std::size_t now_size = std::min(pref, avail);
-          if (now_size < pref && pref <= usable) {
-            backfill_window at_pref = find_window(s, now, pref, avail, planned, released);
-            const double finish_now = now + j.req.speedup.rescale(j.req.walltime, pref, now_size);
-            const double finish_wait = at_pref.shadow + j.req.walltime;
-            if (finish_wait < finish_now) {
-              admit = false;
-              blocked = true;
-              w = at_pref;
-              p.reservation = plan::reservation_t{k.id, w.shadow};
-              continue;
-            }
-          }
+    if (!walk.blocked() && need <= avail && j.req.adaptive) {
+      // Moldable start: below its preferred size only if that ends it sooner;
+      // else it is the head, waiting for its preferred size.
+      const std::size_t pref = std::clamp(preferred_size(j.req), need, most);
+      const std::size_t now_size = std::min(pref, avail);
+      if (now_size < pref && pref <= usable) {
+        const backfill_window at_pref = walk.window(pref, avail);
+        const double finish_now = now + j.req.speedup.rescale(j.req.walltime, pref, now_size);
+        const double finish_wait = at_pref.shadow + j.req.walltime;
+        if (finish_wait < finish_now) {
+          walk.reserve(p, k.id, at_pref);
+          continue;
         }
-        planned.emplace_back(now + j.req.walltime, need);
-      } else {
-        blocked = true;
-        w = find_window(s, now, need, avail, planned, released);
-        p.reservation = plan::reservation_t{k.id, w.shadow};
       }
-    } else {
-      admit = may_backfill(w, now, j.req.walltime, need, avail);
     }
-    if (!admit) continue;
+    if (!walk.admit(p, k.id, j.req.walltime, need, avail)) continue;
     avail -= need;
     if (j.req.adaptive) {
       members.push_back({k.id, need, std::clamp(preferred_size(j.req), need, most), most, 0, need, true, false});
@@ -181,7 +163,7 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
         lo[i] = std::max(cur_extra[i], lo[i]);
         if (members[i].locked) hi[i] = lo[i];  // within its interval: no grow
       }
-      backfill_window budget = w;
+      backfill_window budget = walk.head_window();
       for (bool again = true; again;) {
         again = false;
         extra = fill(total, members, lo, hi, order);
@@ -195,7 +177,7 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
             if (resize_gain(j, members[i].current, members[i].min + extra[i], now) <= cost) allowed = lo[i];
           }
           const std::size_t delta = allowed - lo[i];
-          if (delta > 0 && blocked && now + rules.min_interval > trial.shadow) {
+          if (delta > 0 && walk.blocked() && now + rules.min_interval > trial.shadow) {
             const std::size_t spare = std::min(delta, trial.extra);
             allowed = lo[i] + spare;
             trial.extra -= spare;

@@ -18,11 +18,11 @@ struct pool_rules {
   double default_cost = 10;
 };
 
-// One decision of a preferred-size common pool (pref_common_pool.hpp states
+// One decision of a preferred-size common pool (pref_common_pool in policies.hpp states
 // the rules; payoff.hpp what it adds):
 // 1. The pool is the free processors, those being vacated on UP nodes and
 //    what resizable adaptive jobs hold above their minimum (their size floor
-//    on drained nodes, as equipartition.hpp).
+//    on drained nodes, as equipartition in policies.hpp).
 // 2. The queue is walked in order with EASY: a job starts when its minimum
 //    (adaptive) or size (rigid) fits; the first that does not gets the
 //    reservation, computed with adaptive jobs giving back everything above

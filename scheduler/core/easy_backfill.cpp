@@ -1,9 +1,8 @@
 // easy_backfill: the classic EASY rules (Lifka 1995; the CQSim and Slurm backfill semantics).
-#include "core/easy_backfill.hpp"
+#include "core/policies.hpp"
 
 #include <algorithm>
 
-#include "core/fcfs.hpp"
 #include "core/scheduler.hpp"
 
 namespace aqs::core {
@@ -52,35 +51,36 @@ bool may_backfill(backfill_window& w, double now, double walltime, std::size_t n
   return false;
 }
 
+bool easy_walk::admit(plan& p, job_id id, double walltime, std::size_t need, std::size_t avail) {
+  if (blocked_) return may_backfill(w_, now_, walltime, need, avail);
+  if (need <= avail) {
+    planned_.emplace_back(now_ + walltime, need);
+    return true;
+  }
+  reserve(p, id, window(need, avail));
+  return false;
+}
+
+void easy_walk::reserve(plan& p, job_id id, const backfill_window& w) {
+  blocked_ = true;
+  w_ = w;
+  p.reservation = plan::reservation_t{id, w.shadow};
+}
+
 plan easy_backfill::schedule(const scheduler& s, double now) const {
   plan p;
   std::size_t free = s.free_count();
-  std::vector<std::pair<double, std::size_t>> planned;
-  bool blocked = false;
-  backfill_window w;
+  // A job ending gives back only its processors on UP nodes to the queue.
+  easy_walk walk(s, now, [&s](const job& r) { return r.size() - s.pinned_count(r); });
   const std::size_t usable = s.usable_count();  // once: the walk below is the hot loop of every decision
   for (const queue_key& k : s.queue()) {
-    if (blocked && free == 0) break;
+    if (walk.done(free)) break;
     const job& j = s.get(k.id);
     std::size_t need = rigid_size(s, j, usable);
     if (need > usable) continue;
-    if (!blocked) {
-      if (need <= free) {
-        p.starts.push_back({k.id, need});
-        planned.emplace_back(now + j.req.walltime, need);
-        free -= need;
-        continue;
-      }
-      blocked = true;
-      // A job ending gives back only its processors on UP nodes to the queue.
-      w = find_window(s, now, need, free, planned, [&s](const job& r) { return r.size() - s.pinned_count(r); });
-      p.reservation = plan::reservation_t{k.id, w.shadow};
-      continue;
-    }
-    if (may_backfill(w, now, j.req.walltime, need, free)) {
-      p.starts.push_back({k.id, need});
-      free -= need;
-    }
+    if (!walk.admit(p, k.id, j.req.walltime, need, free)) continue;
+    p.starts.push_back({k.id, need});
+    free -= need;
   }
   return p;
 }

@@ -1,10 +1,9 @@
 // equipartition: minimum for all, equal extras above it, EASY for the queue.
-#include "core/equipartition.hpp"
+#include "core/policies.hpp"
 
 #include <algorithm>
 #include <numeric>
 
-#include "core/easy_backfill.hpp"
 #include "core/scheduler.hpp"
 
 namespace aqs::core {
@@ -110,7 +109,7 @@ plan equipartition::schedule(const scheduler& s, double now) const {
   };
   std::vector<member> members;
   // A job's size floor and how much of it is on UP nodes (the rule in
-  // equipartition.hpp: processors kept on drained nodes cost no one anything).
+  // equipartition in policies.hpp: processors kept on drained nodes cost no one anything).
   auto floor_of = [&s](const job& j) {
     std::size_t kept = std::min(s.pinned_count(j), j.req.max_pe);
     std::size_t floor = std::max(j.req.min_pe, kept);
@@ -140,31 +139,16 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     if (scheduler::resizable(r)) return floor_of(r).second;
     return scheduler::planning_size(r) - s.pinned_count(r);
   };
-  std::vector<std::pair<double, std::size_t>> planned;
-  bool blocked = false;
-  backfill_window w;
+  easy_walk walk(s, now, released);
   const std::size_t usable = s.usable_count();  // once: the walk below is the hot loop of every decision
   for (const queue_key& k : s.queue()) {
-    if (blocked && avail == 0) break;
+    if (walk.done(avail)) break;
     const job& j = s.get(k.id);
     std::size_t need = j.req.min_pe;
     if (need > usable) continue;
     const std::size_t most = j.req.adaptive ? s.max_size(j) : need;
     if (need > most) continue;  // its minimum needs more nodes than it may have
-    bool admit = false;
-    if (!blocked) {
-      if (need <= avail) {
-        admit = true;
-        planned.emplace_back(now + j.req.walltime, need);
-      } else {
-        blocked = true;
-        w = find_window(s, now, need, avail, planned, released);
-        p.reservation = plan::reservation_t{k.id, w.shadow};
-      }
-    } else {
-      admit = may_backfill(w, now, j.req.walltime, need, avail);
-    }
-    if (!admit) continue;
+    if (!walk.admit(p, k.id, j.req.walltime, need, avail)) continue;
     avail -= need;
     if (j.req.adaptive) {
       members.push_back({k.id, j.req.min_pe, most, 0, j.req.min_pe, true});

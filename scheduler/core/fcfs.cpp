@@ -1,5 +1,5 @@
 // fcfs: in-order starts; the head blocks everything behind it.
-#include "core/fcfs.hpp"
+#include "core/policies.hpp"
 
 #include <algorithm>
 

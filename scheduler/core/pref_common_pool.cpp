@@ -1,5 +1,5 @@
 // pref_common_pool: the common pool with no resize-cost rules.
-#include "core/pref_common_pool.hpp"
+#include "core/policies.hpp"
 
 #include "core/common_pool.hpp"
 

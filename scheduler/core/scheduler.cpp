@@ -767,7 +767,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
 
   // Shrinks first: what they vacate is reserved until the jobs acknowledge.
   // They give back processors on UP nodes first: those are what the plan
-  // hands to others (equipartition.hpp), while a processor given back on a
+  // hands to others (equipartition, policies.hpp), while a processor given back on a
   // drained node is lost to everyone.
   processor_set off_up = held_ - usable_;
   // Rigid jobs waiting to resume need their old processors back: nobody else

@@ -4,11 +4,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "core/easy_backfill.hpp"
-#include "core/equipartition.hpp"
-#include "core/fcfs.hpp"
+#include "core/policies.hpp"
 #include "core/payoff.hpp"
-#include "core/pref_common_pool.hpp"
 
 namespace aqs::core {
 

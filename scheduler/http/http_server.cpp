@@ -893,6 +893,18 @@ private:
     std::mutex mu;
     std::optional<protocol::message> reply;
     std::optional<daemon::cluster_snapshot> snap;
+    // What aqsd answered, stored from its thread into `slot`.
+    template <class T>
+    void put(std::optional<T> waiter::*slot, T v) {
+      std::lock_guard lock(mu);
+      this->*slot = std::move(v);
+    }
+    // The answer in `slot`, taken on the strand; nullopt if none came.
+    template <class T>
+    std::optional<T> take(std::optional<T> waiter::*slot) {
+      std::lock_guard lock(mu);
+      return std::move(this->*slot);
+    }
   };
 
   std::function<void()> waker() {
@@ -906,19 +918,12 @@ private:
     auto wake = waker();
     timer_.expires_after(st_->options.handler_timeout);
     auto conn = std::make_shared<daemon::reply_connection>(peer, [w, wake](protocol::message m) {
-      {
-        std::lock_guard lock(w->mu);
-        w->reply = std::move(m);
-      }
+      w->put(&waiter::reply, std::move(m));
       wake();
     });
     send_to_controller(conn, a.request);
     co_await wait_for(w);
-    std::optional<protocol::message> got;
-    {
-      std::lock_guard lock(w->mu);
-      got = std::move(w->reply);
-    }
+    const std::optional<protocol::message> got = w->take(&waiter::reply);
     if (!got) co_return error_response(504, "aqsd did not answer in time");
     co_return api::finish(a, *got);
   }
@@ -928,18 +933,11 @@ private:
     auto wake = waker();
     timer_.expires_after(st_->options.handler_timeout);
     st_->ctl.snapshot([w, wake](daemon::cluster_snapshot snap) {
-      {
-        std::lock_guard lock(w->mu);
-        w->snap = std::move(snap);
-      }
+      w->put(&waiter::snap, std::move(snap));
       wake();
     });
     co_await wait_for(w);
-    std::optional<daemon::cluster_snapshot> got;
-    {
-      std::lock_guard lock(w->mu);
-      got = std::move(w->snap);
-    }
+    const std::optional<daemon::cluster_snapshot> got = w->take(&waiter::snap);
     if (!got) co_return error_response(504, "aqsd did not answer in time");
     co_return api::finish(s, *got);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -115,5 +116,21 @@ std::string random_token();
 // k_default_socket (cmdline::resolve_socket_path with this process's
 // environment).
 std::string socket_path(const std::optional<std::string>& from_option);
+
+// How fkill and fctl end: sends `request` (a cancel or control) on c,
+// prints the reply as JSON with --json, and each job it failed on as
+// "NAME: message" on stderr; the exit status, 1 if any failed.
+template <class Request>
+int ask_for_jobs(connection& c, Request request, const char* name, bool json) {
+  request.id = c.next_id();
+  const auto reply = c.ask(request);
+  if (json) std::printf("%s\n", protocol::to_json(reply).dump().c_str());
+  int rc = 0;
+  for (const auto& f : reply.failed) {
+    std::fprintf(stderr, "%s: %s\n", name, f.message.c_str());
+    rc = 1;
+  }
+  return rc;
+}
 
 }  // namespace aqs::client

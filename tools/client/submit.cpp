@@ -2,7 +2,10 @@
 #include "client/submit.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -54,6 +57,33 @@ std::int64_t submit(const std::string& socket_path, protocol::submit request, co
     std::this_thread::sleep_for(delay);
     delay = std::min(delay * 2, retry.max_delay);
   }
+}
+
+submit_retry retry_told_as(const std::string& name) {
+  submit_retry retry;
+  retry.on_retry = [name](int attempt, const std::string& why) {
+    std::fprintf(stderr, "%s: %s; sending the job again (attempt %d)\n", name.c_str(), why.c_str(), attempt);
+  };
+  retry.on_warning = [name](const std::string& w) { std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str()); };
+  return retry;
+}
+
+void print_job_id(std::int64_t id, bool json, bool parsable, const char* submitted) {
+  if (json) {
+    std::printf("{\"job_id\":%lld}\n", static_cast<long long>(id));
+  } else if (parsable) {
+    std::printf("%lld\n", static_cast<long long>(id));
+  } else {
+    std::printf("%s %lld\n", submitted, static_cast<long long>(id));
+  }
+}
+
+std::optional<std::string> read_script(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace aqs::client

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "client/client_connection.hpp"
@@ -49,5 +50,17 @@ std::int64_t submit(const std::string& socket_path, protocol::submit request, co
 // What fsub and frun pass with a job: this process's current directory,
 // environment and umask, and a fresh submit_token.
 cmdline::submit_context this_process_context();
+
+// The retries fsub and sbatch submit with: each send again and each
+// warning said on stderr as "NAME: ...".
+submit_retry retry_told_as(const std::string& name);
+
+// Prints a submitted job's id as asked: {"job_id":N} with --json, N with
+// --parsable, else "`submitted` N" ("Submitted job", "Submitted batch job").
+void print_job_id(std::int64_t id, bool json, bool parsable, const char* submitted);
+
+// The batch script at `path` (fsub's and sbatch's SCRIPT argument), as
+// bytes; nullopt when it cannot be read or is a directory.
+std::optional<std::string> read_script(const std::string& path);
 
 }  // namespace aqs::client

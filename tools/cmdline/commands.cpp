@@ -7,6 +7,7 @@
 #include <csignal>
 #include <utility>
 
+#include "cmdline/option_scan.hpp"
 #include "cmdline/time_limit.hpp"
 #include "cmdline/text_util.hpp"
 #include "cmdline/usage_error.hpp"
@@ -27,10 +28,7 @@ constexpr std::array<opt_spec, 3> k_common = {{
     {'h', "help", false},
 }};
 
-struct scanned {
-  std::vector<std::pair<std::string, std::string>> options;  // long name, value
-  std::vector<std::string> positionals;
-};
+using scanned = scanned_words;  // options by long name
 
 // Options anywhere; "--" makes the rest positional.
 scanned scan(std::span<const std::string> args, std::span<const opt_spec> specific, std::string_view cmd) {
@@ -43,19 +41,10 @@ scanned scan(std::span<const std::string> args, std::span<const opt_spec> specif
     }
     return nullptr;
   };
-  scanned out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  // The option word args[i], "--name[=value]" or "-xVALUE", and its value
+  // (the next word when not given inline).
+  auto option = [&](scanned& out, std::size_t& i, bool is_long) {
     const std::string& w = args[i];
-    if (w == "--") {
-      out.positionals.insert(out.positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      break;
-    }
-    const bool is_long = w.size() > 2 && w.starts_with("--");
-    const bool is_short = !is_long && w.size() >= 2 && w[0] == '-' && w[1] != '-';
-    if (!is_long && !is_short) {
-      out.positionals.push_back(w);
-      continue;
-    }
     const std::string_view wv(w);
     std::string_view name;
     std::optional<std::string_view> inline_value;
@@ -86,8 +75,10 @@ scanned scan(std::span<const std::string> args, std::span<const opt_spec> specif
       throw usage_error("option '" + std::string(name) + "' takes no value");
     }
     out.options.emplace_back(std::string(o->long_name), std::move(value));
-  }
-  return out;
+  };
+  return scan_words(
+      args, [&](scanned& out, std::size_t& i) { option(out, i, true); },
+      [&](scanned& out, std::size_t& i) { option(out, i, false); });
 }
 
 bool apply_common(common_options& c, const std::string& name, const std::string& value) {
@@ -281,15 +272,7 @@ fctl_command_line parse_fctl_command_line(std::span<const std::string> args) {
   return out;
 }
 
-protocol::control build_control(const fctl_command_line& cmd) {
-  protocol::control c;
-  c.action = cmd.action;
-  c.job_ids = cmd.job_ids;
-  c.min_pe = cmd.min_pe;
-  c.max_pe = cmd.max_pe;
-  c.time_limit_s = cmd.time_limit_s;
-  return c;
-}
+protocol::control build_control(const fctl_command_line& cmd) { return control_request(cmd.action, cmd); }
 
 std::string fctl_usage() {
   return "Usage: fctl ACTION [options] ID...\n"

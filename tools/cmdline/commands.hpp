@@ -88,6 +88,13 @@ struct fctl_command_line {
 };
 fctl_command_line parse_fctl_command_line(std::span<const std::string> args);
 protocol::control build_control(const fctl_command_line& cmd);
+// The control request of a job verb on a command line with job ids, sizes
+// and a time limit: fctl's (build_control) and scontrol's.
+template <class Line>
+protocol::control control_request(const std::string& action, const Line& cmd) {
+  return {.action = action, .job_ids = cmd.job_ids, .min_pe = cmd.min_pe, .max_pe = cmd.max_pe,
+          .time_limit_s = cmd.time_limit_s};
+}
 std::string fctl_usage();
 
 // fnodes [--latency] [--json]

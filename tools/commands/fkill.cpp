@@ -37,14 +37,6 @@ int main(int argc, char** argv) {
         }
       }
     }
-    request.id = c.next_id();
-    const protocol::cancel_reply reply = c.ask(request);
-    if (cmd.common.json) std::printf("%s\n", protocol::to_json(reply).dump().c_str());
-    int rc = 0;
-    for (const auto& f : reply.failed) {
-      std::fprintf(stderr, "fkill: %s\n", f.message.c_str());
-      rc = 1;
-    }
-    return rc;
+    return client::ask_for_jobs(c, std::move(request), "fkill", cmd.common.json);
   });
 }

@@ -1,9 +1,6 @@
 // fsub: submits a batch job (a script with #AQS/#SBATCH directives, or --wrap)
 // and prints its id; with -M or --faucets, through a Faucets server.
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "client/client_connection.hpp"
 #include "cmdline/commands.hpp"
@@ -19,13 +16,8 @@ int main(int argc, char** argv) {
                              [](const cmdline::fsub_command_line& cmd) {
     std::optional<std::string> script;
     if (cmd.script_path) {
-      std::ifstream in(*cmd.script_path, std::ios::binary);
-      if (!in || std::filesystem::is_directory(*cmd.script_path)) {
-        throw cmdline::usage_error("cannot read the script " + *cmd.script_path);
-      }
-      std::ostringstream text;
-      text << in.rdbuf();
-      script = text.str();
+      script = client::read_script(*cmd.script_path);
+      if (!script) throw cmdline::usage_error("cannot read the script " + *cmd.script_path);
     }
     auto req = cmdline::build_fsub_request(cmd, script, client::this_process_context());
     for (const auto& w : req.warnings) std::fprintf(stderr, "fsub: warning: %s\n", w.c_str());
@@ -37,19 +29,8 @@ int main(int argc, char** argv) {
     // A lost reply (the connection broke, aqsd's database was briefly
     // away) is retried with the same token: the job is made once and its id
     // printed once.
-    client::submit_retry retry;
-    retry.on_retry = [](int attempt, const std::string& why) {
-      std::fprintf(stderr, "fsub: %s; sending the job again (attempt %d)\n", why.c_str(), attempt);
-    };
-    retry.on_warning = [](const std::string& w) { std::fprintf(stderr, "fsub: warning: %s\n", w.c_str()); };
-    const std::int64_t id = client::submit(socket, req.request, retry);
-    if (req.json) {
-      std::printf("{\"job_id\":%lld}\n", static_cast<long long>(id));
-    } else if (req.parsable) {
-      std::printf("%lld\n", static_cast<long long>(id));
-    } else {
-      std::printf("Submitted job %lld\n", static_cast<long long>(id));
-    }
+    const std::int64_t id = client::submit(socket, req.request, client::retry_told_as("fsub"));
+    client::print_job_id(id, req.json, req.parsable, "Submitted job");
     return 0;
   });
 }

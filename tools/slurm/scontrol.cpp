@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "slurm/slurm_commands.hpp"
+#include "cmdline/commands.hpp"
 #include "cmdline/time_limit.hpp"
 #include "cmdline/text_util.hpp"
 #include "cmdline/usage_error.hpp"
@@ -157,13 +158,7 @@ scontrol_command_line parse_scontrol_command_line(std::span<const std::string> a
 }
 
 protocol::control scontrol_control(const scontrol_command_line& cmd) {
-  protocol::control c;
-  c.action = cmd.verb;
-  c.job_ids = cmd.job_ids;
-  c.min_pe = cmd.min_pe;
-  c.max_pe = cmd.max_pe;
-  c.time_limit_s = cmd.time_limit_s;
-  return c;
+  return cmdline::control_request(cmd.verb, cmd);
 }
 
 std::string scontrol_show_job(const job_view& j, std::time_t now, bool oneliner, const char* tf) {

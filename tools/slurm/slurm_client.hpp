@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/client_connection.hpp"
@@ -67,6 +69,48 @@ int run_slurm(const std::string& name, Body&& body) noexcept {
 
 // What "-V/--version" prints.
 inline constexpr const char* k_version_line = "slurm 22.05.0 (AQS compatibility commands)";
+
+// The start that the query commands' main() share: the name they answer to
+// (argv[0]), their command line read by `parse`, --help/--usage printing
+// usage() and -V/--version the version line; else body(name, cmd), all in
+// run_slurm().
+template <class Parse, class Usage, class Body>
+int slurm_main(int argc, char** argv, const char* default_name, Parse&& parse, Usage&& usage, Body&& body) noexcept {
+  const std::string name = command_name(argv[0], default_name);
+  return run_slurm(name, [&]() -> int {
+    const auto cmd = parse(std::vector<std::string>(argv + 1, argv + argc));
+    bool wants_usage = cmd.help;
+    if constexpr (requires { cmd.usage; }) wants_usage = wants_usage || cmd.usage;
+    if (wants_usage) {
+      const std::string text = usage();
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return 0;
+    }
+    if (cmd.version) {
+      std::printf("%s\n", k_version_line);
+      return 0;
+    }
+    return body(name, cmd);
+  });
+}
+
+// The output format a listing command (squeue, sinfo) was asked for, in
+// Slurm's order: -o, else -O, else $ENV (read as -o's), else $ENV_LONG (as
+// -O's) when the command has one; nullopt when none was asked for.
+template <class Format, class Cmd>
+std::optional<Format> asked_format(const Cmd& cmd, Format (*parse)(std::string_view),
+                                   Format (*parse_long)(std::string_view), const char* env,
+                                   const char* env_long = nullptr) {
+  const auto set = [](const char* name) -> const char* {
+    const char* v = name != nullptr ? std::getenv(name) : nullptr;
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  if (cmd.format) return parse(*cmd.format);
+  if (cmd.long_format) return parse_long(*cmd.long_format);
+  if (const char* v = set(env)) return parse(v);
+  if (const char* v = set(env_long)) return parse_long(v);
+  return std::nullopt;
+}
 
 // Whether an AQS command line parser takes the option as spelled (with its
 // value, if any), followed by `tail` so that the line is complete: how sbatch

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "cmdline/commands.hpp"
+#include "cmdline/option_scan.hpp"
 #include "cmdline/submit_options.hpp"
 #include "slurm/slurm_format.hpp"
 #include "cmdline/usage_error.hpp"
@@ -27,10 +28,7 @@ struct opt {
   std::string_view key;  // what the command sees
 };
 
-struct scanned {
-  std::vector<std::pair<std::string, std::string>> options;  // key, value
-  std::vector<std::string> positionals;
-};
+using scanned = cmdline::scanned_words;  // options by key
 
 std::string shown(std::string_view s) {
   std::string out(s.substr(0, 80));
@@ -42,74 +40,68 @@ std::string shown(std::string_view s) {
 
 scanned scan(std::span<const std::string> args, std::span<const opt> table, std::string_view cmd) {
   const std::string try_help = "\nTry \"" + std::string(cmd) + " --help\" for more information";
-  scanned out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  // "--name[=value]": a name may be cut short to a prefix of one option's.
+  auto long_option = [&](scanned& out, std::size_t& i) {
     const std::string& w = args[i];
-    if (w == "--") {
-      out.positionals.insert(out.positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      break;
-    }
-    if (w.size() > 2 && w.starts_with("--")) {
-      const std::string_view body = std::string_view(w).substr(2);
-      const std::size_t eq = body.find('=');
-      const std::string_view name = body.substr(0, eq);
-      const opt* found = nullptr;
-      int matches = 0;
-      for (const auto& o : table) {
-        if (o.long_name.empty()) continue;
-        if (o.long_name == name) {
-          found = &o;
-          matches = 1;
-          break;
-        }
-        if (o.long_name.starts_with(name)) {
-          if (found == nullptr || found->key != o.key) ++matches;
-          found = &o;
-        }
+    const std::string_view body = std::string_view(w).substr(2);
+    const std::size_t eq = body.find('=');
+    const std::string_view name = body.substr(0, eq);
+    const opt* found = nullptr;
+    int matches = 0;
+    for (const auto& o : table) {
+      if (o.long_name.empty()) continue;
+      if (o.long_name == name) {
+        found = &o;
+        matches = 1;
+        break;
       }
-      if (found == nullptr) throw usage_error("unrecognized option '--" + shown(name) + "'" + try_help);
-      if (matches > 1) throw usage_error("option '--" + shown(name) + "' is ambiguous" + try_help);
-      std::string value;
+      if (o.long_name.starts_with(name)) {
+        if (found == nullptr || found->key != o.key) ++matches;
+        found = &o;
+      }
+    }
+    if (found == nullptr) throw usage_error("unrecognized option '--" + shown(name) + "'" + try_help);
+    if (matches > 1) throw usage_error("option '--" + shown(name) + "' is ambiguous" + try_help);
+    std::string value;
+    if (found->has_arg == arg::none) {
+      if (eq != std::string_view::npos) {
+        throw usage_error("option '--" + std::string(found->long_name) + "' doesn't allow an argument" + try_help);
+      }
+    } else if (eq != std::string_view::npos) {
+      value = std::string(body.substr(eq + 1));
+    } else if (found->has_arg == arg::required) {
+      if (i + 1 >= args.size()) {
+        throw usage_error("option '--" + std::string(found->long_name) + "' requires an argument" + try_help);
+      }
+      value = args[++i];
+    }
+    out.options.emplace_back(std::string(found->key), value);
+  };
+  // "-abc": flags bundled, the first that takes a value takes the rest of
+  // the word (or the next word).
+  auto short_options = [&](scanned& out, std::size_t& i) {
+    const std::string& w = args[i];
+    for (std::size_t k = 1; k < w.size(); ++k) {
+      const char c = w[k];
+      const opt* found = nullptr;
+      for (const auto& o : table) {
+        if (o.short_name == c) found = &o;
+      }
+      if (found == nullptr) throw usage_error(std::string("invalid option -- '") + c + "'" + try_help);
       if (found->has_arg == arg::none) {
-        if (eq != std::string_view::npos) {
-          throw usage_error("option '--" + std::string(found->long_name) + "' doesn't allow an argument" + try_help);
-        }
-      } else if (eq != std::string_view::npos) {
-        value = std::string(body.substr(eq + 1));
-      } else if (found->has_arg == arg::required) {
-        if (i + 1 >= args.size()) {
-          throw usage_error("option '--" + std::string(found->long_name) + "' requires an argument" + try_help);
-        }
+        out.options.emplace_back(std::string(found->key), "");
+        continue;
+      }
+      std::string value = w.substr(k + 1);
+      if (value.empty() && found->has_arg == arg::required) {
+        if (i + 1 >= args.size()) throw usage_error(std::string("option requires an argument -- '") + c + "'" + try_help);
         value = args[++i];
       }
       out.options.emplace_back(std::string(found->key), value);
-      continue;
+      break;
     }
-    if (w.size() >= 2 && w[0] == '-') {
-      for (std::size_t k = 1; k < w.size(); ++k) {
-        const char c = w[k];
-        const opt* found = nullptr;
-        for (const auto& o : table) {
-          if (o.short_name == c) found = &o;
-        }
-        if (found == nullptr) throw usage_error(std::string("invalid option -- '") + c + "'" + try_help);
-        if (found->has_arg == arg::none) {
-          out.options.emplace_back(std::string(found->key), "");
-          continue;
-        }
-        std::string value = w.substr(k + 1);
-        if (value.empty() && found->has_arg == arg::required) {
-          if (i + 1 >= args.size()) throw usage_error(std::string("option requires an argument -- '") + c + "'" + try_help);
-          value = args[++i];
-        }
-        out.options.emplace_back(std::string(found->key), value);
-        break;
-      }
-      continue;
-    }
-    out.positionals.push_back(w);
-  }
-  return out;
+  };
+  return cmdline::scan_words(args, long_option, short_options);
 }
 
 std::vector<std::string> split_list(std::string_view s) {
@@ -157,6 +149,42 @@ std::string me() {
   return "\x01me";
 }
 
+// The keys the query commands (squeue, scancel, sinfo, sacct) read alike
+// into their command lines: --help, --usage, -V, and --json, -u and --me
+// for those that have them. Whether `key` was one of them.
+template <class Line>
+bool read_common_key(Line& out, const std::string& key, const std::string& value) {
+  if (key == "help") {
+    out.help = true;
+    return true;
+  }
+  if (key == "usage") {
+    out.usage = true;
+    return true;
+  }
+  if (key == "version") {
+    out.version = true;
+    return true;
+  }
+  if constexpr (requires { out.json; }) {
+    if (key == "json") {
+      out.json = true;
+      return true;
+    }
+  }
+  if constexpr (requires { out.users; }) {
+    if (key == "me") {
+      out.users.push_back(me());
+      return true;
+    }
+    if (key == "user") {
+      for (auto& u : split_list(value)) out.users.push_back(u);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string command_name(const char* argv0, std::string_view fallback) {
@@ -196,18 +224,11 @@ squeue_command_line parse_squeue_command_line(std::span<const std::string> args)
   const scanned s = scan(args, table, "squeue");
   squeue_command_line out;
   for (const auto& [key, value] : s.options) {
+    if (read_common_key(out, key, value)) continue;
     if (key == "noheader") out.noheader = true;
     if (key == "format") out.format = value;
     if (key == "Format") out.long_format = value;
     if (key == "long") out.long_list = true;
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
-    if (key == "json") out.json = true;
-    if (key == "me") out.users.push_back(me());
-    if (key == "user") {
-      for (auto& u : split_list(value)) out.users.push_back(u);
-    }
     if (key == "jobs") {
       for (const auto& j : split_list(value)) out.job_ids.push_back(job_id_of(j, "squeue"));
     }
@@ -250,16 +271,10 @@ scancel_command_line parse_scancel_command_line(std::span<const std::string> arg
   const scanned s = scan(args, table, "scancel");
   scancel_command_line out;
   for (const auto& [key, value] : s.options) {
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
+    if (read_common_key(out, key, value)) continue;
     if (key == "quiet") out.quiet = true;
     if (key == "verbose") out.verbose = true;
     if (key == "interactive") out.interactive = true;
-    if (key == "me") out.users.push_back(me());
-    if (key == "user") {
-      for (auto& u : split_list(value)) out.users.push_back(u);
-    }
     if (key == "name") out.name = value;
     if (key == "partition") {
       for (auto& p : split_list(value)) out.partitions.push_back(p);
@@ -314,16 +329,13 @@ sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args) {
   const scanned s = scan(args, table, "sinfo");
   sinfo_command_line out;
   for (const auto& [key, value] : s.options) {
+    if (read_common_key(out, key, value)) continue;
     if (key == "noheader") out.noheader = true;
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
     if (key == "long") out.long_list = true;
     if (key == "node") out.node_oriented = true;
     if (key == "summarize") out.summarize = true;
     if (key == "format") out.format = value;
     if (key == "Format") out.long_format = value;
-    if (key == "json") out.json = true;
     if (key == "partition") {
       // -p a,b (repeated: the last one counts, as Slurm's).
       out.partitions.clear();
@@ -367,19 +379,16 @@ sacct_command_line parse_sacct_command_line(std::span<const std::string> args) {
   const scanned s = scan(args, table, "sacct");
   sacct_command_line out;
   for (const auto& [key, value] : s.options) {
+    if (read_common_key(out, key, value)) continue;
     if (key == "allusers") out.all_users = true;
     if (key == "brief") out.brief = true;
     if (key == "delimiter") out.delimiter = value;
     if (key == "end") out.end = value;
     if (key == "start") out.start = value;
-    if (key == "help") out.help = true;
-    if (key == "usage") out.usage = true;
-    if (key == "version") out.version = true;
     if (key == "noheader") out.noheader = true;
     if (key == "parsable") out.parsable = true;
     if (key == "parsable2") out.parsable2 = true;
     if (key == "allocations") out.allocations = true;
-    if (key == "json") out.json = true;
     if (key == "format") out.format = out.format ? *out.format + "," + value : value;
     if (key == "long") {
       out.format = "JobID,JobIDRaw,JobName,Partition,NCPUS,NNodes,State,ExitCode,Elapsed,Start,End,Submit,NodeList";
@@ -389,9 +398,6 @@ sacct_command_line parse_sacct_command_line(std::span<const std::string> args) {
     }
     if (key == "name") {
       for (auto& n : split_list(value)) out.names.push_back(n);
-    }
-    if (key == "user") {
-      for (auto& u : split_list(value)) out.users.push_back(u);
     }
     if (key == "state") out.states = states_of(value, "job");
     if (key == "helpformat") out.help = true;

@@ -34,6 +34,17 @@ std::optional<std::int64_t> number(std::string_view s) {
   return v;
 }
 
+// f(item) for each item of a comma-separated list: "a,,b" has an empty
+// item, a trailing comma adds none.
+template <class F>
+void for_each_item(std::string_view list, F&& f) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    f(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+}
+
 std::string shown(std::string_view s) {
   std::string out(s.substr(0, 80));
   for (char& c : out) {
@@ -102,17 +113,13 @@ std::vector<multi_prog_line> parse_multi_prog(std::string_view text) {
     if (tasks == "*") {
       l.any = true;
     } else {
-      std::string_view rest = tasks;
-      while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        const std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      for_each_item(tasks, [&](std::string_view item) {
         const auto dash = item.find('-');
         const auto lo = number(item.substr(0, dash));
         const auto hi = dash == std::string_view::npos ? lo : number(item.substr(dash + 1));
         if (!lo || !hi || *hi < *lo) throw usage_error(where + "invalid task list '" + shown(tasks) + "'");
         l.ranges.emplace_back(*lo, *hi);
-      }
+      });
     }
     if (words.size() < 2) throw usage_error(where + "no program for tasks '" + shown(tasks) + "'");
     l.words.assign(words.begin() + 1, words.end());
@@ -168,23 +175,13 @@ std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::stri
                                         std::string_view job_nodelist, std::int64_t ntasks) {
   // The job's nodes in map order (consecutive entries of one node merged).
   std::vector<std::string> nodes;
-  std::string_view rest = aqs_nodelist;
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    const auto colon = item.rfind(':');
-    const std::string name(item.substr(0, colon));
-    if (name.empty() || (!nodes.empty() && nodes.back() == name)) continue;
-    nodes.push_back(name);
-  }
+  for_each_item(aqs_nodelist, [&](std::string_view item) {
+    const std::string name(item.substr(0, item.rfind(':')));
+    if (!name.empty() && (nodes.empty() || nodes.back() != name)) nodes.push_back(name);
+  });
   // "2(x3),1": tasks per node in the same order.
   std::vector<std::int64_t> per_node;
-  rest = tasks_per_node;
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  for_each_item(tasks_per_node, [&](std::string_view item) {
     const auto paren = item.find("(x");
     const auto n = number(item.substr(0, paren));
     std::int64_t times = 1;
@@ -192,7 +189,7 @@ std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::stri
       times = number(item.substr(paren + 2, item.size() - paren - 3)).value_or(1);
     }
     for (std::int64_t k = 0; k < times && per_node.size() < 65536; ++k) per_node.push_back(n.value_or(0));
-  }
+  });
   std::vector<std::string> sorted;
   try {
     sorted = core::expand_hostlist(job_nodelist);

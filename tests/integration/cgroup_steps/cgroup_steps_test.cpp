@@ -8,9 +8,6 @@
 // under the job's (job_N/step_M) in every controller. An adaptive job's
 // cpuset follows its map as it shrinks and grows (waits for aqsd to tell
 // agents of map changes: skipped until then).
-#include <doctest/doctest.h>
-
-#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,19 +15,11 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
-#include "run_users.hpp"
-#include "test_pg.hpp"
+#include "cgroup_checks.hpp"
+#include "e2e.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
-using test::slurp;
+using test::processes_of;
 
 namespace {
 
@@ -38,12 +27,7 @@ namespace {
 std::string unavailable() {
   if (::geteuid() != 0) return "not root";
   if (!testbed::netns_hosts::available()) return "no ip netns";
-  const bool v1 = fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") &&
-                  fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus") && fs::exists("/sys/fs/cgroup/freezer/tasks");
-  const std::string v2 = slurp("/sys/fs/cgroup/cgroup.controllers");
-  const bool v2ok = v2.find("memory") != std::string::npos && v2.find("cpuset") != std::string::npos;
-  if (!v1 && !v2ok) return "no cgroup v1 memory/cpuset/freezer controllers and no cgroup v2 with memory and cpuset";
-  return {};
+  return test::cgroups_unavailable();
 }
 
 #define SKIP_WITHOUT_CONTAINMENT()                                                     \
@@ -79,64 +63,24 @@ private:
 };
 
 test::cluster::options two_hosts(const test::test_database& db, const cgroup_view& cg) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 1;
+  test::cluster::options o =
+      test::nodes_of(db, 2, 1,
+                     {"--memory", "4G", "--cgroups", fs::exists("/sys/fs/cgroup/memory") ? "v1" : "v2", "--cgroup-root",
+                      cg.dir().string()});
   o.netns = true;
-  o.agent_args = {"--memory", "4G", "--cgroups", fs::exists("/sys/fs/cgroup/memory") ? "v1" : "v2", "--cgroup-root",
-                  cg.dir().string()};
   return o;
 }
 
-test::test_user user(test::cluster& c, const std::string& name) {
-  test::users().ensure(name);
-  return c.user(name);
-}
+test::test_user user(test::cluster& c, const std::string& name) { return test::run_user(c, name); }
 
-// Every live process (zombies excluded) of uid, with its command line.
-std::vector<std::string> processes_of(uid_t uid) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string base = std::string("/proc/") + e->d_name;
-    std::istringstream status(slurp(base + "/status"));
-    bool mine = false, zombie = false;
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("State:", 0) == 0) zombie = line.find('Z') != std::string::npos;
-      if (line.rfind("Uid:", 0) == 0) {
-        std::istringstream f(line.substr(4));
-        long real = -1;
-        f >> real;
-        mine = real == static_cast<long>(uid);
-      }
-    }
-    if (!mine || zombie) continue;
-    std::string cmd = slurp(base + "/cmdline");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    out.push_back(std::string(e->d_name) + ": " + cmd);
-  }
-  ::closedir(d);
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += x + "\n";
-  return s;
-}
-
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
+// What the 2-host cases start from: the test database, the cgroup view the
+// agents use, and a cluster of two namespace hosts, both UP.
+struct two_host_case {
+  test::test_database db;
+  cgroup_view view;
+  test::cluster c;
+  two_host_case() : c(two_hosts(db, view)) { c.wait_nodes_up(2); }
+};
 
 // A job script: mpirun over the job's two hosts, each rank running `rank`
 // (sh), which finds the batch host in $BATCH_HOST.
@@ -181,10 +125,8 @@ hog_run hog_job(test::cluster& c, const test::test_user& u) {
 
 TEST_CASE("a 2-host job's rank on its second host runs in a step cgroup under the job's, held to --mem there: the kernel kills it and the step ends OUT_OF_MEMORY") {
   SKIP_WITHOUT_CONTAINMENT();
-  test::test_database db;
-  cgroup_view view;
-  test::cluster c(two_hosts(db, view));
-  c.wait_nodes_up(2);
+  two_host_case k;
+  test::cluster& c = k.c;
   const auto u = user(c, "aqs-contain-m");
   const hog_run r = hog_job(c, u);
   INFO(r.out);
@@ -224,10 +166,8 @@ TEST_CASE("a 2-host job's rank on its second host runs in a step cgroup under th
 // job does when one of its steps did).
 TEST_CASE("a 2-host job whose rank on its second host allocates above --mem ends OUT_OF_MEMORY") {
   SKIP_WITHOUT_CONTAINMENT();
-  test::test_database db;
-  cgroup_view view;
-  test::cluster c(two_hosts(db, view));
-  c.wait_nodes_up(2);
+  two_host_case k;
+  test::cluster& c = k.c;
   const auto u = user(c, "aqs-contain-o");
   const hog_run r = hog_job(c, u);
   CHECK(r.job.state == job_state::out_of_memory);
@@ -237,13 +177,10 @@ TEST_CASE("a 2-host job whose rank on its second host allocates above --mem ends
 
 TEST_CASE("what a step leaves on the job's other host in a new session without AQS_JOB_ID is gone when the job ends") {
   SKIP_WITHOUT_CONTAINMENT();
-  test::test_database db;
-  cgroup_view view;
-  test::cluster c(two_hosts(db, view));
-  c.wait_nodes_up(2);
+  two_host_case k;
+  test::cluster& c = k.c;
   SUBCASE("after a normal end") {
-    const auto u = user(c, "aqs-contain-r");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-contain-r");
     const std::string rank =
         "if [ \"$(hostname)\" != \"$BATCH_HOST\" ]; then "
         "setsid env -u AQS_JOB_ID bash -c \"exec -a aqs-contain-left sleep 240\" </dev/null >/dev/null 2>&1 & "
@@ -256,13 +193,10 @@ TEST_CASE("what a step leaves on the job's other host in a new session without A
     const std::string text = slurp(out);
     CHECK_MESSAGE(std::count(text.begin(), text.end(), '\n') >= 2, text);
     CHECK_MESSAGE(text.find("done\ndone\n") != std::string::npos, text);
-    std::this_thread::sleep_for(1s);
-    const auto left = processes_of(u.uid);
-    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+    test::check_nothing_left(u.uid);
   }
   SUBCASE("after fkill") {
-    const auto u = user(c, "aqs-contain-k");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-contain-k");
     const fs::path mark = u.home / "left";
     const std::string rank =
         "if [ \"$(hostname)\" != \"$BATCH_HOST\" ]; then "
@@ -276,9 +210,7 @@ TEST_CASE("what a step leaves on the job's other host in a new session without A
     c.wait_state(id, {job_state::cancelled, job_state::failed, job_state::completed}, 60s);
     // The agents end what the job ran on each host: give them the 1 s the
     // issue allows after the job's end.
-    std::this_thread::sleep_for(1s);
-    const auto left = processes_of(u.uid);
-    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+    test::check_nothing_left(u.uid);
   }
 }
 
@@ -288,21 +220,7 @@ namespace {
 // cpuset cgroup of this process, which the agents inherit, and the
 // cluster id its spool names). Empty without v1.
 fs::path v1_cpuset_of(const test::cluster& c, std::int64_t id) {
-  std::string cluster;
-  for (const auto& e : fs::directory_iterator(c.dir() / "spool-node0")) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("cluster-", 0) == 0) cluster = n.substr(8);
-  }
-  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) return {};
-  std::istringstream in(slurp("/proc/self/cgroup"));
-  std::string own;
-  for (std::string line; std::getline(in, line);) {
-    const auto a = line.find(":cpuset:");
-    if (a != std::string::npos) own = line.substr(a + 8);
-  }
-  fs::path p = "/sys/fs/cgroup/cpuset";
-  if (own.size() > 1) p /= own.substr(1);
-  return p / "aqs" / cluster / "node0" / ("job_" + std::to_string(id));
+  return test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", id);
 }
 
 // The cores of a one-node map on an agent with `--procs` on `cores` cores

@@ -6,133 +6,43 @@
 // nohup, untagged children) outlives it, after a normal end or fkill;
 // suspend freezes a job that ignores SIGTSTP, and it resumes whole; with
 // --pids-limit a fork bomb is capped.
-#include <doctest/doctest.h>
-
 #include <csignal>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
-#include "run_users.hpp"
-#include "test_pg.hpp"
+#include "cgroup_checks.hpp"
+#include "e2e.hpp"
 
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
-using test::bin;
-using test::slurp;
+using test::processes_of;
 
 namespace {
 
-// Why these tests cannot run here, or "" when they can: they need root and
-// a cgroup hierarchy the agent can use (v1 memory, cpuset, freezer and pids
-// controllers, or a v2 mount with them).
-std::string unavailable() {
-  if (::geteuid() != 0) return "not root";
-  const bool v1 = fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes") &&
-                  fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus") && fs::exists("/sys/fs/cgroup/freezer/tasks");
-  const std::string v2 = slurp("/sys/fs/cgroup/cgroup.controllers");
-  const bool v2ok = v2.find("memory") != std::string::npos && v2.find("cpuset") != std::string::npos;
-  if (!v1 && !v2ok) return "no cgroup v1 memory/cpuset/freezer controllers and no cgroup v2 with memory and cpuset";
-  return {};
-}
-
 #define SKIP_WITHOUT_CGROUPS()                                                             \
-  if (const std::string why = unavailable(); !why.empty()) {                               \
+  if (const std::string why = test::cgroups_unavailable(); !why.empty()) {                 \
     MESSAGE("skipped: jobs cannot be contained in cgroups here (" << why << ")");          \
     return;                                                                                \
   }
 
 test::cluster::options one_node(const test::test_database& db, int procs) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  o.procs_per_node = procs;
-  o.agent_args = {"--memory", "4G"};
-  return o;
+  return test::nodes_of(db, 1, procs, {"--memory", "4G"});
 }
 
-test::test_user user(test::cluster& c, const std::string& name) {
-  test::users().ensure(name);
-  return c.user(name);
-}
+test::test_user user(test::cluster& c, const std::string& name) { return test::run_user(c, name); }
 
 std::size_t lines_of(const fs::path& p) {
   const std::string t = slurp(p);
   return static_cast<std::size_t>(std::count(t.begin(), t.end(), '\n'));
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
-
-// Every live process (zombies excluded) of uid, with its command line.
-std::vector<std::string> processes_of(uid_t uid) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    const std::string base = std::string("/proc/") + e->d_name;
-    std::istringstream status(slurp(base + "/status"));
-    bool mine = false, zombie = false;
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("State:", 0) == 0) zombie = line.find('Z') != std::string::npos;
-      if (line.rfind("Uid:", 0) == 0) {
-        std::istringstream f(line.substr(4));
-        long real = -1;
-        f >> real;
-        mine = real == static_cast<long>(uid);
-      }
-    }
-    if (!mine || zombie) continue;
-    std::string cmd = slurp(base + "/cmdline");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    out.push_back(std::string(e->d_name) + ": " + cmd);
-  }
-  ::closedir(d);
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += x + "\n";
-  return s;
-}
-
 // The v1 memory cgroup a job of this cluster's node0 runs in: under the
 // memory cgroup of this process, which the agents inherit, and the cluster
 // id (the agent's spool names it). Empty without v1.
 fs::path v1_memory_cgroup_of(const test::cluster& c, std::int64_t id) {
-  std::string cluster;
-  for (const auto& e : fs::directory_iterator(c.dir() / "spool-node0")) {
-    const std::string n = e.path().filename().string();
-    if (n.rfind("cluster-", 0) == 0) cluster = n.substr(8);
-  }
-  if (!fs::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes")) return {};
-  std::istringstream in(slurp("/proc/self/cgroup"));
-  std::string own;
-  for (std::string line; std::getline(in, line);) {
-    const auto a = line.find(":memory:");
-    if (a != std::string::npos) own = line.substr(a + 8);
-  }
-  fs::path p = "/sys/fs/cgroup/memory";
-  if (own.size() > 1) p /= own.substr(1);
-  return p / "aqs" / cluster / "node0" / ("job_" + std::to_string(id));
+  return test::v1_job_cgroup(c, "memory", "memory.limit_in_bytes", id);
 }
 
 // What a job script leaves behind as it goes: a child in a session of its
@@ -227,9 +137,7 @@ TEST_CASE("an agent killed and restarted while a --mem job runs finds its cgroup
   CHECK(seen.state == job_state::out_of_memory);
   CHECK(slurp(out).find("allocating") != std::string::npos);
   CHECK(slurp(out).find("survived") == std::string::npos);
-  std::this_thread::sleep_for(1s);
-  const auto left = processes_of(u.uid);
-  CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+  test::check_nothing_left(u.uid);
 }
 
 TEST_CASE("a 2-processor job that calls sched_setaffinity to every CPU still runs only on its processors") {
@@ -286,19 +194,15 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
   test::cluster c(one_node(db, 2));
   c.wait_nodes_up(1);
   SUBCASE("after a normal end") {
-    const auto u = user(c, "aqs-cgroups-r");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-cgroups-r");
     const fs::path out = u.home / "left.out";
     const std::int64_t id = c.submit({"-n", "1", "-o", out.string(), "--wrap", k_leaver}, &u, u.home.string());
     CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
     CHECK(slurp(out) == "left\n");
-    std::this_thread::sleep_for(1s);
-    const auto left = processes_of(u.uid);
-    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+    test::check_nothing_left(u.uid);
   }
   SUBCASE("after fkill") {
-    const auto u = user(c, "aqs-cgroups-k");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-cgroups-k");
     const fs::path out = u.home / "killed.out";
     const std::int64_t id =
         c.submit({"-n", "1", "-o", out.string(), "--wrap", k_leaver + "sleep 300\n"}, &u, u.home.string());
@@ -307,13 +211,10 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
     const auto r = c.cmd(bin().fkill, {std::to_string(id)}, &u);
     REQUIRE_MESSAGE(r.status == 0, r.err);
     c.wait_state(id, {job_state::cancelled, job_state::failed, job_state::completed}, 60s);
-    std::this_thread::sleep_for(1s);
-    const auto left = processes_of(u.uid);
-    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+    test::check_nothing_left(u.uid);
   }
   SUBCASE("after a requeue") {
-    const auto u = user(c, "aqs-cgroups-q");
-    REQUIRE(processes_of(u.uid).empty());
+    const auto u = test::idle_user(c, "aqs-cgroups-q");
     const fs::path out = u.home / "requeued.out";
     const fs::path ran = u.home / "ran";
     // The first run leaves its processes and waits; the second one (after
@@ -327,9 +228,7 @@ TEST_CASE("nothing a job started outlives it: new sessions, double forks, nohup 
     REQUIRE_MESSAGE(r.status == 0, r.err);
     REQUIRE(eventually([&] { return slurp(out) == "left\nsecond\n"; }, 60s));
     CHECK(c.wait_state(id, {job_state::completed, job_state::failed}, 60s).state == job_state::completed);
-    std::this_thread::sleep_for(1s);
-    const auto left = processes_of(u.uid);
-    CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+    test::check_nothing_left(u.uid);
   }
 }
 
@@ -403,7 +302,5 @@ TEST_CASE("with --pids-limit a fork bomb is capped by the kernel in the job's cg
   if (fs::exists("/sys/fs/cgroup/pids/cgroup.procs")) {
     CHECK(text.find("/job_" + std::to_string(id) + "/step_batch") != std::string::npos);
   }
-  std::this_thread::sleep_for(1s);
-  const auto left = processes_of(u.uid);
-  CHECK_MESSAGE(left.empty(), "left behind:\n" << joined(left));
+  test::check_nothing_left(u.uid);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "aqs_cluster.hpp"
+#include "e2e.hpp"
 #include "client/client_connection.hpp"
 #include "client/format.hpp"
 #include "client/job_listing.hpp"
@@ -23,6 +24,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
+#include "raw_peer.hpp"
 #include "temp_dir.hpp"
 
 using namespace aqs;
@@ -41,13 +43,8 @@ int listen_unix(const std::string& path) {
 }
 
 int connect_unix(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    throw std::runtime_error("cannot connect to " + path);
-  }
+  const int fd = test::connect_unix(path);
+  if (fd < 0) throw std::runtime_error("cannot connect to " + path);
   return fd;
 }
 
@@ -108,6 +105,47 @@ private:
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// A relay at `path` to aqsd's socket: each request frame goes up and its
+// reply back, one at a time. cut(frame, n), asked once aqsd answered a
+// request on the n-th connection (from 0), may keep that reply from the
+// client: then the connection ends there.
+class aqsd_relay {
+public:
+  aqsd_relay(const std::string& path, const test::cluster& cl, std::function<bool(const std::string&, int)> cut)
+      : server_(path, [this, &cl, cut](int client_fd, int n) {
+          ++connections;
+          const int up = connect_unix(cl.socket());
+          frame_reader from_client(client_fd), from_aqsd(up);
+          while (auto f = from_client.next()) {
+            write_all(up, protocol::encode_frame(*f));
+            const auto reply = from_aqsd.next();
+            if (!reply || cut(*f, n)) break;
+            write_all(client_fd, protocol::encode_frame(*reply));
+          }
+          ::close(up);
+        }) {}
+  std::atomic<int> connections{0};
+
+private:
+  socket_server server_;
+};
+
+bool is_submit(const std::string& frame) {
+  return std::holds_alternative<protocol::submit>(protocol::parse_message(frame));
+}
+
+// A job named `name` that stays queued on cl (it asks for more processors
+// than the cluster has).
+protocol::submit queued_job(const test::cluster& cl, const std::string& name) {
+  protocol::submit s;
+  s.job.name = name;
+  s.job.argv = {"true"};
+  s.job.workdir = cl.workdir().string();
+  s.job.stdout_pattern = "/dev/null";
+  s.job.min_pe = s.job.max_pe = 64;
+  return s;
+}
 
 protocol::job_info job(std::int64_t id) {
   protocol::job_info j;
@@ -231,34 +269,14 @@ TEST_CASE("a listing takes every page, or only the newest jobs, and prints them 
 TEST_CASE("a submission that aqsd took but did not answer in time is not sent again") {
   // issue 28: fsub resent a 100,000-task array five times while aqsd was
   // still storing it. A connection that holds means aqsd has the request.
-  test::cluster::options o;
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  test::cluster cl(o);
+  test::cluster cl(test::nodes_of(1, 2));
   const std::string relay = (cl.dir() / "slow.sock").string();
-  std::atomic<int> connections{0};
-  socket_server server(relay, [&](int client_fd, int) {
-    ++connections;
-    const int up = connect_unix(cl.socket());
-    frame_reader from_client(client_fd), from_aqsd(up);
-    while (auto f = from_client.next()) {
-      write_all(up, protocol::encode_frame(*f));
-      const auto reply = from_aqsd.next();
-      if (!reply) break;
-      if (std::holds_alternative<protocol::submit>(protocol::parse_message(*f))) {
-        std::this_thread::sleep_for(std::chrono::seconds(3));  // slow, but the connection holds
-        break;
-      }
-      write_all(client_fd, protocol::encode_frame(*reply));
-    }
-    ::close(up);
+  aqsd_relay server(relay, cl, [](const std::string& f, int) {
+    if (!is_submit(f)) return false;
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // slow, but the connection holds
+    return true;
   });
-  protocol::submit s;
-  s.job.name = "slow-reply";
-  s.job.argv = {"true"};
-  s.job.workdir = cl.workdir().string();
-  s.job.stdout_pattern = "/dev/null";
-  s.job.min_pe = s.job.max_pe = 64;  // it stays queued
+  const protocol::submit s = queued_job(cl, "slow-reply");
   int retries = 0;
   client::submit_retry retry;
   retry.first_delay = std::chrono::milliseconds(10);
@@ -271,46 +289,24 @@ TEST_CASE("a submission that aqsd took but did not answer in time is not sent ag
     CHECK_MESSAGE(std::string(e.what()).find("not sent again") != std::string::npos, e.what());
   }
   CHECK(retries == 0);
-  CHECK(connections == 1);
+  CHECK(server.connections == 1);
 }
 
 TEST_CASE("a submission whose reply was lost is sent again with its token and makes one job") {
-  test::cluster::options o;
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  test::cluster cl(o);
+  test::cluster cl(test::nodes_of(1, 2));
   const std::string relay = (cl.dir() / "relay.sock").string();
   // The first connection is cut right after aqsd answered the submission
   // (so the job is stored) and before the client sees the answer; later ones
   // pass through.
-  std::atomic<int> connections{0};
-  socket_server server(relay, [&](int client_fd, int n) {
-    ++connections;
-    const int up = connect_unix(cl.socket());
-    frame_reader from_client(client_fd), from_aqsd(up);
-    while (auto f = from_client.next()) {
-      write_all(up, protocol::encode_frame(*f));
-      const auto reply = from_aqsd.next();
-      if (!reply) break;
-      if (n == 0 && std::holds_alternative<protocol::submit>(protocol::parse_message(*f))) break;  // lost
-      write_all(client_fd, protocol::encode_frame(*reply));
-    }
-    ::close(up);
-  });
-
-  protocol::submit s;
-  s.job.name = "lost-reply";
-  s.job.argv = {"true"};
-  s.job.workdir = cl.workdir().string();
-  s.job.stdout_pattern = "/dev/null";
-  s.job.min_pe = s.job.max_pe = 64;  // more than the cluster has: it stays queued
+  aqsd_relay server(relay, cl, [](const std::string& f, int n) { return n == 0 && is_submit(f); });  // lost
+  const protocol::submit s = queued_job(cl, "lost-reply");
   int retries = 0;
   client::submit_retry retry;
   retry.first_delay = std::chrono::milliseconds(10);
   retry.on_retry = [&](int, const std::string&) { ++retries; };
   const std::int64_t id = client::submit(relay, s, retry);
   CHECK(retries == 1);
-  CHECK(connections == 2);
+  CHECK(server.connections == 2);
 
   int found = 0;
   for (const auto& j : cl.jobs(true)) {

@@ -1,29 +1,18 @@
 // Partitions end to end: a real aqsd reading an aqs.conf (--config) and
 // real aqs-node agents; jobs submitted with sbatch and fsub, as root and as a
 // throwaway user, seen with sinfo, squeue and fnodes.
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <csignal>
-#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "aqs_cluster.hpp"
 #include "client/client_connection.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "temp_dir.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
@@ -91,10 +80,7 @@ TEST_CASE("partitions from aqs.conf: jobs run only on their partition's nodes, s
   test::temp_dir conf_dir("aqs-partitions");
   const fs::path conf = conf_dir.path() / "aqs.conf";
   std::ofstream(conf) << k_config;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 4;
-  o.procs_per_node = 4;
+  test::cluster::options o = test::nodes_of(db, 4, 4);
   o.aqsd_args = {"--config", conf.string()};
   test::cluster c(o);
   const slurm s{c, slurm_bin(c)};
@@ -457,11 +443,7 @@ int batch_node_of(const protocol::job_info& j) {
 
 TEST_CASE("--signal survives its agent: killed -9 and restarted before the warning, the job is still warned once") {
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 2;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(db, 2, 2));
   const slurm s{c, slurm_bin(c)};
   c.wait_nodes_up(2);
   // A 20 s limit, warned 10 s before; the agent is restarted long before that.
@@ -483,15 +465,9 @@ TEST_CASE("--signal survives its agent: killed -9 and restarted before the warni
 }
 
 TEST_CASE("--signal without B: reaches the job's ranks on all its nodes, once each") {
-  if (!testbed::netns_hosts::available()) {
-    MESSAGE("skipped: needs root and ip netns");
-    return;
-  }
+  if (!test::netns_available()) return;
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 2;
+  test::cluster::options o = test::nodes_of(db, 2, 2);
   o.netns = true;
   o.heartbeat_timeout_s = 5;
   test::cluster c(o);

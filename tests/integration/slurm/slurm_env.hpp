@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "aqs_cluster.hpp"
+#include "run_users.hpp"
+#include "test_pg.hpp"
 
 namespace aqs::test {
 
@@ -67,6 +69,24 @@ struct slurm_env {
     }
     if (cwd.empty()) cwd = as != nullptr ? as->home.string() : c.workdir().string();
     return aqs::test::run(argv, env(as != nullptr ? as->name : "root"), uid, gid, cwd, timeout);
+  }
+};
+
+// What a Slurm test case starts from: a cluster of the shape `shape` gives
+// on the test database, the Slurm names (slurm_bin), and the throwaway user
+// `user`, made for this run.
+struct slurm_case {
+  test_database db;
+  cluster c;
+  slurm_env s;
+  test_user u;
+  slurm_case(cluster::options (*shape)(const test_database&, int), int size, const std::string& user)
+      : c(shape(db, size)), s{c, slurm_bin(c)}, u(made_user(c, user)) {}
+
+private:
+  static test_user made_user(cluster& c, const std::string& name) {
+    users().ensure(name);
+    return c.user(name);
   }
 };
 

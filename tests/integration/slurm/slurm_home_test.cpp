@@ -13,25 +13,14 @@
 #include <set>
 #include <sstream>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "run_users.hpp"
 #include "slurm_env.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
 test::cluster::options two_nodes(const test::test_database& db, int procs = 2) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = procs;
-  return o;
+  return test::nodes_of(db, 2, procs);
 }
 
 // A site's own Slurm client, earlier on the submitter's PATH than AQS's:
@@ -75,11 +64,8 @@ bool one_per_node(const std::string& out) {
 }  // namespace
 
 TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's client first on the submitter's PATH") {
-  test::test_database db;
-  test::cluster c(two_nodes(db, 4));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  test::users().ensure("aqs-slurmhome-a");
-  const test::test_user u = c.user("aqs-slurmhome-a");
+  test::slurm_case fixture(two_nodes, 4, "aqs-slurmhome-a");
+  auto& [db, c, s, u] = fixture;
   const fs::path site = fake_slurm(c);
 
   std::ofstream(u.home / "job.sh") << "#!/bin/sh\n"
@@ -136,11 +122,8 @@ TEST_CASE("inside a job srun, squeue and scontrol are AQS's even with Slurm's cl
 }
 
 TEST_CASE("srun -n N runs N tasks that know who they are, labels their lines and reads --multi-prog") {
-  test::test_database db;
-  test::cluster c(two_nodes(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  test::users().ensure("aqs-slurmhome-b");
-  const test::test_user u = c.user("aqs-slurmhome-b");
+  test::slurm_case fixture(two_nodes, 2, "aqs-slurmhome-b");
+  auto& [db, c, s, u] = fixture;
 
   // -n 4 over two nodes of two processors: 4 tasks, two per node.
   auto r = s.run("srun", {"-n", "4", "-l", "sh", "-c",
@@ -214,11 +197,8 @@ TEST_CASE("srun -n N runs N tasks that know who they are, labels their lines and
 }
 
 TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers; a job's partition and nodes are squeue's") {
-  test::test_database db;
-  test::cluster c(two_nodes(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  test::users().ensure("aqs-slurmhome-c");
-  const test::test_user u = c.user("aqs-slurmhome-c");
+  test::slurm_case fixture(two_nodes, 2, "aqs-slurmhome-c");
+  auto& [db, c, s, u] = fixture;
 
   // --wait: Slurm's "Submitted batch job N", then the job's exit code.
   auto r = s.run("sbatch", {"--wait", "-o", "/dev/null", "--wrap", "sleep 1; exit 7"}, &u, 120s);
@@ -262,11 +242,8 @@ TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers
 }
 
 TEST_CASE("salloc runs a command in an allocation where srun starts steps, and says so as Slurm's does") {
-  test::test_database db;
-  test::cluster c(two_nodes(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  test::users().ensure("aqs-slurmhome-e");
-  const test::test_user u = c.user("aqs-slurmhome-e");
+  test::slurm_case fixture(two_nodes, 2, "aqs-slurmhome-e");
+  auto& [db, c, s, u] = fixture;
   auto r = s.run("salloc", {"-n", "2", "srun", "true"}, &u, 120s);
   INFO("salloc: " << r.out << r.err);
   CHECK(r.status == 0);

@@ -21,23 +21,14 @@
 #include <sstream>
 #include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "slurm_env.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
+// Nodes of the harness's default size (4 processors).
 test::cluster::options small(const test::test_database& db, int nodes = 2) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = nodes;
-  return o;
+  return test::nodes_of(db, nodes, test::cluster::options{}.procs_per_node);
 }
 
 // A file of the user's, as the tool (running as them) writes it.
@@ -143,10 +134,8 @@ std::string nf_task_wrapper() {
 }  // namespace
 
 TEST_CASE("Nextflow's Slurm executor: its .command.run header, sbatch in the task directory, squeue -t all polling, scancel") {
-  test::test_database db;
-  test::cluster c(small(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  const test::test_user u = c.user("aqs-wf-nf");
+  test::slurm_case fixture(small, 2, "aqs-wf-nf");
+  auto& [db, c, s, u] = fixture;
   const fs::path sbatch = s.bin / "sbatch";
 
   // SlurmExecutor.groovy:159 queueStatusCommand(queue): -p when the process
@@ -294,10 +283,8 @@ std::string dask_job_id(const test::run_result& r) {
 }  // namespace
 
 TEST_CASE("dask-jobqueue's SLURMCluster: its worker script through sbatch from a temporary file, job id by its regex, scancel on close") {
-  test::test_database db;
-  test::cluster c(small(db));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  const test::test_user u = c.user("aqs-wf-dask");
+  test::slurm_case fixture(small, 2, "aqs-wf-dask");
+  auto& [db, c, s, u] = fixture;
   const fs::path logs = u.home / "dask-logs";
   mkdir_as(logs, u);
 
@@ -448,10 +435,8 @@ bool submitit_is_done(const std::string& state) {
 }  // namespace
 
 TEST_CASE("submitit's SlurmExecutor: its sbatch file, sacct -o JobID,State,NodeList --parsable2 polling, srun's log names, arrays, scancel") {
-  test::test_database db;
-  test::cluster c(small(db, 3));
-  const test::slurm_env s{c, test::slurm_bin(c)};
-  const test::test_user u = c.user("aqs-wf-submitit");
+  test::slurm_case fixture(small, 3, "aqs-wf-submitit");
+  auto& [db, c, s, u] = fixture;
   const fs::path folder = u.home / "log_test";
   mkdir_as(folder, u);
 

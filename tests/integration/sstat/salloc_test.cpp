@@ -15,20 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <filesystem>
 #include <regex>
 #include <string>
-#include <thread>
 
-#include "aqs_cluster.hpp"
+#include "e2e.hpp"
 #include "run_users.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
@@ -81,6 +72,13 @@ public:
   pid_t pid() const { return pid_; }
   void type(const std::string& s) { REQUIRE(::write(master_, s.data(), s.size()) == static_cast<ssize_t>(s.size())); }
   // Reads until `re` matches what came since the last match; its text.
+  // Waits for salloc's "Granted job allocation N": N.
+  std::int64_t granted() {
+    const std::string line = expect("salloc: Granted job allocation ([0-9]+)\r?\n");
+    std::smatch m;
+    REQUIRE(std::regex_search(line, m, std::regex("allocation ([0-9]+)")));
+    return std::stoll(m[1]);
+  }
   std::string expect(const std::string& re, std::chrono::seconds limit = 90s) {
     const auto until = std::chrono::steady_clock::now() + limit;
     std::smatch m;
@@ -132,13 +130,7 @@ private:
   std::string seen_, all_;
 };
 
-test::cluster::options two_nodes(const test::test_database& db) {
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 2;
-  o.procs_per_node = 2;
-  return o;
-}
+test::cluster::options two_nodes(const test::test_database& db) { return test::nodes_of(db, 2, 2); }
 
 }  // namespace
 
@@ -152,10 +144,7 @@ TEST_CASE("salloc without a command gives a shell whose srun runs in the allocat
 
   fs::remove("/tmp/aqs-slurm-pwned");
   pty_session s(c, u, {"-n", "4", "-N", "2"});
-  const std::string granted = s.expect("salloc: Granted job allocation ([0-9]+)\r?\n");
-  std::smatch m;
-  REQUIRE(std::regex_search(granted, m, std::regex("allocation ([0-9]+)")));
-  const std::int64_t id = std::stoll(m[1]);
+  const std::int64_t id = s.granted();
   const std::string ids = std::to_string(id);
   s.expect("salloc: Nodes node\\[0-1\\] are ready for job\r?\n");
   s.expect("\\$ ");
@@ -195,6 +184,7 @@ TEST_CASE("salloc without a command gives a shell whose srun runs in the allocat
   // directory (0700), and not even with it opened up: the holder checks.
   s.type("echo \"S=$AQS_SALLOC_SOCKET=\"\n");
   const std::string sock_line = s.expect("S=/[^=]+=\r?\n");
+  std::smatch m;
   REQUIRE(std::regex_search(sock_line, m, std::regex("S=(/[^=]+)=")));
   const fs::path sock = m[1].str();
   std::map<std::string, std::string> env{{"AQS_SOCKET", c.socket()}, {"AQS_SALLOC_SOCKET", sock.string()},
@@ -231,10 +221,7 @@ TEST_CASE("salloc's allocation ends when salloc is killed or hung up, with the s
 
   {
     pty_session s(c, u, {"-n", "2"});
-    const std::string granted = s.expect("salloc: Granted job allocation ([0-9]+)\r?\n");
-    std::smatch m;
-    REQUIRE(std::regex_search(granted, m, std::regex("allocation ([0-9]+)")));
-    const std::int64_t id = std::stoll(m[1]);
+    const std::int64_t id = s.granted();
     s.expect("\\$ ");
     s.type("exit 3\n");
     CHECK(s.wait_exit() == 3);
@@ -244,10 +231,7 @@ TEST_CASE("salloc's allocation ends when salloc is killed or hung up, with the s
   }
   {
     pty_session s(c, u, {"-n", "2"});
-    const std::string granted = s.expect("salloc: Granted job allocation ([0-9]+)\r?\n");
-    std::smatch m;
-    REQUIRE(std::regex_search(granted, m, std::regex("allocation ([0-9]+)")));
-    const std::int64_t id = std::stoll(m[1]);
+    const std::int64_t id = s.granted();
     s.expect("\\$ ");
     // SIGKILL: salloc cannot give the allocation back; aqsd sees its
     // interactive job's client gone and cancels it.
@@ -259,15 +243,13 @@ TEST_CASE("salloc's allocation ends when salloc is killed or hung up, with the s
     // A hangup: the shell is hung up and the allocation given back
     // (salloc's status 0, as Slurm's for a shell ended by SIGHUP).
     pty_session s(c, u, {"-n", "4"});
-    const std::string granted = s.expect("salloc: Granted job allocation ([0-9]+)\r?\n");
-    std::smatch m;
-    REQUIRE(std::regex_search(granted, m, std::regex("allocation ([0-9]+)")));
-    const std::int64_t id = std::stoll(m[1]);
+    const std::int64_t id = s.granted();
     s.expect("\\$ ");
     // Meanwhile another salloc waits (the cluster's 4 processors are
     // taken), and Ctrl-C takes its request back.
     pty_session w(c, u, {"-n", "2"});
     const std::string pending = w.expect("salloc: job ([0-9]+) queued and waiting for resources\r?\n");
+    std::smatch m;
     REQUIRE(std::regex_search(pending, m, std::regex("job ([0-9]+) queued")));
     const std::int64_t waiting = std::stoll(m[1]);
     w.type("\x03");

@@ -1,23 +1,12 @@
 // aqs-sstat (issue 33): a running job's steps, measured by the agents of its
 // nodes (/proc: memory now and at its peak, CPU time), in Slurm's fields;
 // the owner and root are answered, another user is refused by the agent.
-#include <doctest/doctest.h>
-
-#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
-#include "aqs_cluster.hpp"
-#include "file_text.hpp"
+#include "e2e.hpp"
 #include "run_users.hpp"
-#include "test_pg.hpp"
-
-namespace fs = std::filesystem;
-using namespace aqs;
-using namespace std::chrono_literals;
-using core::job_state;
 
 namespace {
 
@@ -67,11 +56,7 @@ double seconds(const std::string& s) {
 
 TEST_CASE("sstat shows a running step's memory and CPU time to its owner and root, and refuses another user") {
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  test::cluster c(o);
+  test::cluster c(test::nodes_of(db, 1, 2));
   test::users().ensure("aqs-slurm-sa");
   test::users().ensure("aqs-slurm-sb");
   const test::test_user a = c.user("aqs-slurm-sa");

@@ -98,7 +98,7 @@ void check_plan_fits(const scheduler& s, double now) {
 
 // Holds once every resize has been acknowledged (the settled state). Only
 // processors on UP nodes count as idle or as what a shrink can hand over: a
-// job keeps those it holds on drained nodes (equipartition.hpp).
+// job keeps those it holds on drained nodes (equipartition, policies.hpp).
 void check_settled(const scheduler& s, double now) {
   // Rigid strategies never resize, so a change request is not honoured there.
   if (s.policy().name() != "equipartition") return;

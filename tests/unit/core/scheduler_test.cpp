@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/equipartition.hpp"
+#include "core/policies.hpp"
 #include "core/scheduler.hpp"
 #include "core_jobs.hpp"
 

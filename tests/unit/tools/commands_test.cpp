@@ -3,11 +3,13 @@
 
 #include <csignal>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cmdline/commands.hpp"
 #include "cmdline/job_options.hpp"
 #include "cmdline/usage_error.hpp"
+#include "thrown.hpp"
 
 using namespace aqs::cmdline;
 using args = std::vector<std::string>;
@@ -16,13 +18,7 @@ using aqs::core::job_state;
 namespace {
 template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const usage_error& e) {
-    return e.what();
-  }
-  FAIL("no usage_error");
-  return "";
+  return aqs::test::thrown<usage_error>(std::forward<F>(f));
 }
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include "cmdline/job_options.hpp"
 #include "cmdline/usage_error.hpp"
 #include "temp_dir.hpp"
+#include "thrown.hpp"
 
 using namespace aqs;
 using namespace aqs::client;
@@ -22,13 +23,7 @@ namespace {
 
 template <class E = faucets::error, class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("no error thrown");
-  return "";
+  return aqs::test::thrown<E>(std::forward<F>(f));
 }
 
 void write_file(const std::filesystem::path& p, const std::string& text) {

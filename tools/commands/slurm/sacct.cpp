@@ -46,18 +46,8 @@ std::vector<std::int64_t> with_array_tasks(client::connection& c, const std::vec
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "sacct");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_sacct_command_line(args);
-    if (cmd.help || cmd.usage) {
-      std::fputs(slurm::sacct_usage().c_str(), stdout);
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "sacct", slurm::parse_sacct_command_line, slurm::sacct_usage,
+                           [&](const std::string& /*name*/, const auto& cmd) {
     std::vector<slurm::sacct_field> fields;
     try {
       if (cmd.format) {

@@ -6,11 +6,8 @@
 // input environment (SBATCH_JOB_NAME, SBATCH_PARTITION, ...) is read as
 // Slurm's sbatch reads it (cmdline/submit_options.cpp declares which).
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 #include <unistd.h>
 
 #include "client/client_connection.hpp"
@@ -90,21 +87,12 @@ int main(int argc, char** argv) {
         cmd.options.job_name = "sbatch";
       }
     } else if (cmd.script_path) {
-      std::ifstream in(*cmd.script_path, std::ios::binary);
-      if (!in || std::filesystem::is_directory(*cmd.script_path)) {
-        throw slurm::command_error("Unable to open file " + *cmd.script_path);
-      }
-      std::ostringstream text;
-      text << in.rdbuf();
-      script = text.str();
+      script = client::read_script(*cmd.script_path);
+      if (!script) throw slurm::command_error("Unable to open file " + *cmd.script_path);
     }
     auto req = cmdline::build_fsub_request(cmd, script, client::this_process_context());
     for (const auto& w : req.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
-    client::submit_retry retry;
-    retry.on_retry = [&](int attempt, const std::string& why) {
-      std::fprintf(stderr, "%s: %s; sending the job again (attempt %d)\n", name.c_str(), why.c_str(), attempt);
-    };
-    retry.on_warning = [&](const std::string& w) { std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str()); };
+    const client::submit_retry retry = client::retry_told_as(name);
     std::int64_t id = 0;
     try {
       id = client::submit(client::socket_path(cmd.options.socket), req.request, retry);
@@ -112,13 +100,7 @@ int main(int argc, char** argv) {
       throw slurm::command_error(std::string("Batch job submission failed: ") + e.what());
     }
     std::fflush(stderr);
-    if (req.json) {
-      std::printf("{\"job_id\":%lld}\n", static_cast<long long>(id));
-    } else if (req.parsable) {
-      std::printf("%lld\n", static_cast<long long>(id));
-    } else {
-      std::printf("Submitted batch job %lld\n", static_cast<long long>(id));
-    }
+    client::print_job_id(id, req.json, req.parsable, "Submitted batch job");
     if (!wait) return 0;
     std::fflush(stdout);
     // --wait: until the job ends, then its exit code as sbatch's, as Slurm's.

@@ -22,21 +22,28 @@ std::string slurm_error_text(protocol::error_code code) {
   }
 }
 
+// Asks aqsd to cancel what k names (to signal it, with -s); each job it
+// could not is reported in Slurm's words (unless -Q) and makes rc 1.
+protocol::cancel_reply ask_cancel(client::connection& c, protocol::cancel k, const slurm::scancel_command_line& cmd,
+                                  const std::string& name, int& rc) {
+  k.id = c.next_id();
+  if (cmd.signal) k.signal = *cmd.signal;
+  const protocol::cancel_reply reply = c.ask(k);
+  for (const auto& f : reply.failed) {
+    if (!cmd.quiet) {
+      std::fprintf(stderr, "%s: error: Kill job error on job id %lld: %s\n", name.c_str(),
+                   static_cast<long long>(f.job_id), slurm_error_text(f.code).c_str());
+    }
+    rc = 1;
+  }
+  return reply;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "scancel");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_scancel_command_line(args);
-    if (cmd.help || cmd.usage) {
-      std::fputs(slurm::scancel_usage().c_str(), stdout);
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "scancel", slurm::parse_scancel_command_line, slurm::scancel_usage,
+                           [&](const std::string& name, const auto& cmd) {
     if (cmd.job_ids.empty() && cmd.array_tasks.empty() && !slurm::has_filter(cmd)) {
       throw slurm::command_error("No job identification provided");
     }
@@ -68,18 +75,9 @@ int main(int argc, char** argv) {
       if (!unsplit.empty()) {
         // Tasks not split off their record yet: aqsd takes them out of it.
         protocol::cancel k;
-        k.id = c.next_id();
         k.array_tasks = unsplit;
-        if (cmd.signal) k.signal = *cmd.signal;
         try {
-          const protocol::cancel_reply reply = c.ask(k);
-          for (const auto& f : reply.failed) {
-            if (!cmd.quiet) {
-              std::fprintf(stderr, "%s: error: Kill job error on job id %lld: %s\n", name.c_str(),
-                           static_cast<long long>(f.job_id), slurm_error_text(f.code).c_str());
-            }
-            rc = 1;
-          }
+          ask_cancel(c, std::move(k), cmd, name, rc);
         } catch (const client::client_error& e) {
           if (!e.code()) throw;
           if (!cmd.quiet) std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
@@ -122,18 +120,9 @@ int main(int argc, char** argv) {
     // (aqsd answers a request whose jobs all fail with one error).
     for (const auto id : targets) {
       protocol::cancel k;
-      k.id = c.next_id();
       k.job_ids = {id};
-      if (cmd.signal) k.signal = *cmd.signal;
       try {
-        const protocol::cancel_reply reply = c.ask(k);
-        for (const auto& f : reply.failed) {
-          if (!cmd.quiet) {
-            std::fprintf(stderr, "%s: error: Kill job error on job id %lld: %s\n", name.c_str(),
-                         static_cast<long long>(f.job_id), slurm_error_text(f.code).c_str());
-          }
-          rc = 1;
-        }
+        const protocol::cancel_reply reply = ask_cancel(c, std::move(k), cmd, name, rc);
         if (cmd.verbose && !reply.cancelled.empty()) {
           std::fprintf(stderr, "%s: %s job %lld\n", name.c_str(), cmd.signal ? "Signal sent to" : "Terminating",
                        static_cast<long long>(id));

@@ -19,18 +19,8 @@ void out(const std::string& text) { std::fwrite(text.data(), 1, text.size(), std
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "scontrol");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_scontrol_command_line(args);
-    if (cmd.help) {
-      out(slurm::scontrol_usage());
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "scontrol", slurm::parse_scontrol_command_line, slurm::scontrol_usage,
+                           [&](const std::string& name, const auto& cmd) {
     if (cmd.verb == "show" && (cmd.entity == "hostnames" || cmd.entity == "hostlist")) {
       // No aqsd needed: host list arithmetic, as job scripts use it
       // (`scontrol show hostnames $SLURM_JOB_NODELIST`).

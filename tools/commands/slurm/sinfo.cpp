@@ -10,25 +10,11 @@
 using namespace aqs;
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "sinfo");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_sinfo_command_line(args);
-    if (cmd.help || cmd.usage) {
-      std::fputs(slurm::sinfo_usage().c_str(), stdout);
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "sinfo", slurm::parse_sinfo_command_line, slurm::sinfo_usage,
+                           [&](const std::string& name, const auto& cmd) {
     slurm::sinfo_format format = slurm::default_sinfo_format(cmd.node_oriented);
-    if (cmd.format) {
-      format = slurm::parse_sinfo_format(*cmd.format);
-    } else if (cmd.long_format) {
-      format = slurm::parse_sinfo_long_format(*cmd.long_format);
-    } else if (const char* env = std::getenv("SINFO_FORMAT"); env != nullptr && *env != '\0') {
-      format = slurm::parse_sinfo_format(env);
+    if (auto asked = slurm::asked_format(cmd, slurm::parse_sinfo_format, slurm::parse_sinfo_long_format, "SINFO_FORMAT")) {
+      format = std::move(*asked);
     } else if (cmd.summarize) {
       format = slurm::parse_sinfo_long_format("partition:9 ,available:.5 ,time:.10 ,nodeaiot:.16 ,nodelist:0");
     } else if (cmd.long_list) {

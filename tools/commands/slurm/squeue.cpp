@@ -21,27 +21,12 @@ int state_rank(core::job_state s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "squeue");
-  return slurm::run_slurm(name, [&] {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    const auto cmd = slurm::parse_squeue_command_line(args);
-    if (cmd.help || cmd.usage) {
-      std::fputs(slurm::squeue_usage().c_str(), stdout);
-      return 0;
-    }
-    if (cmd.version) {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
+  return slurm::slurm_main(argc, argv, "squeue", slurm::parse_squeue_command_line, slurm::squeue_usage,
+                           [&](const std::string& name, const auto& cmd) {
     slurm::squeue_format format = slurm::default_squeue_format();
-    if (cmd.format) {
-      format = slurm::parse_squeue_format(*cmd.format);
-    } else if (cmd.long_format) {
-      format = slurm::parse_squeue_long_format(*cmd.long_format);
-    } else if (const char* env = std::getenv("SQUEUE_FORMAT"); env != nullptr && *env != '\0') {
-      format = slurm::parse_squeue_format(env);
-    } else if (const char* env2 = std::getenv("SQUEUE_FORMAT2"); env2 != nullptr && *env2 != '\0') {
-      format = slurm::parse_squeue_long_format(env2);
+    if (auto asked = slurm::asked_format(cmd, slurm::parse_squeue_format, slurm::parse_squeue_long_format,
+                                         "SQUEUE_FORMAT", "SQUEUE_FORMAT2")) {
+      format = std::move(*asked);
     } else if (cmd.long_list) {
       format = slurm::parse_squeue_long_format(
           "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,state:.8 ,timeused:.10 ,timelimit:.9 ,numnodes:.6 ,reasonlist:0");
