@@ -475,112 +475,114 @@ void rigid_job_comes_and_goes(harness& h, const std::shared_ptr<fake_connection>
   REQUIRE(h.exited(a, r));
 }
 
+daemon::controller_options no_heartbeats() {
+  daemon::controller_options o;
+  o.heartbeat_timeout = 1h;  // the agent sends none here
+  return o;
+}
+
+// A node of 4 with a rigid job of 2 (`first`) and an adaptive job of 1..4
+// (`grows`) on the other 2, whose shim is connected.
+struct growing {
+  harness h{no_heartbeats()};
+  std::shared_ptr<fake_connection> a = h.agent("n1", 4);
+  std::shared_ptr<fake_connection> c = h.client();
+  std::int64_t first = 0;
+  std::int64_t grows = 0;
+  std::shared_ptr<fake_connection> shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+
+  growing() {
+    first = h.submit(c, 2, 2, false);
+    h.launched(a, first);
+    grows = h.submit(c, 1, 4, true);
+    REQUIRE(h.launched(a, grows).nprocs == 2);
+    shim->mutable_peer().job_id = grows;
+    h.ctl().on_open(shim);
+    h.settle();
+  }
+  // The shim claims the map it was sent (resize_begin); the map.
+  protocol::new_map claim() {
+    const auto map = shim->take<protocol::new_map>();
+    REQUIRE(map);
+    protocol::resize_begin b;
+    b.id = h.next_id();
+    b.job_id = grows;
+    b.epoch = map->epoch;
+    h.ctl().on_message(shim, b);
+    REQUIRE(shim->reply(b.id));
+    return *map;
+  }
+  // It applies the claimed map (ack) or gives it up (refused, `why`); aqsd's answer.
+  std::optional<protocol::message> answer(const protocol::new_map& map, bool apply, const std::string& why = "") {
+    std::int64_t id = h.next_id();
+    if (apply) {
+      protocol::resize_ack ack;
+      ack.id = id;
+      ack.job_id = grows;
+      ack.epoch = map.epoch;
+      ack.procs = map.procs;
+      h.ctl().on_message(shim, ack);
+    } else {
+      protocol::resize_refused r;
+      r.id = id;
+      r.job_id = grows;
+      r.epoch = map.epoch;
+      r.reason = why;
+      h.ctl().on_message(shim, r);
+    }
+    return shim->reply(id);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("an expand the shim gives up is undone with its cause, and after three in a row the job is offered no more growth") {
-  daemon::controller_options o;
-  o.heartbeat_timeout = 1h;  // the agent sends none here
-  harness h(o);
-  auto a = h.agent("n1", 4);
-  auto c = h.client();
-  const std::int64_t first = h.submit(c, 2, 2, false);
-  h.launched(a, first);
-  const std::int64_t grows = h.submit(c, 1, 4, true);
-  REQUIRE(h.launched(a, grows).nprocs == 2);
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = grows;
-  h.ctl().on_open(shim);
-  h.settle();
+  growing g;
+  harness& h = g.h;
   for (int attempt = 1; attempt <= 3; ++attempt) {
     CAPTURE(attempt);
     // Processors come free: the job is offered all 4.
     if (attempt == 1) {
-      REQUIRE(h.exited(a, first));
+      REQUIRE(h.exited(g.a, g.first));
     } else {
-      rigid_job_comes_and_goes(h, a, c, 2);
+      rigid_job_comes_and_goes(h, g.a, g.c, 2);
     }
-    const auto map = shim->take<protocol::new_map>();
-    REQUIRE(map);
-    CHECK(std::count(map->procs.begin(), map->procs.end(), '1') == 4);
     // Its shim claims the map, its new ranks never wire up, and it says so.
-    protocol::resize_begin b;
-    b.id = h.next_id();
-    b.job_id = grows;
-    b.epoch = map->epoch;
-    h.ctl().on_message(shim, b);
-    REQUIRE(shim->reply(b.id));
+    const auto map = g.claim();
+    CHECK(std::count(map.procs.begin(), map.procs.end(), '1') == 4);
     h.advance(20s);
-    protocol::resize_refused r;
-    r.id = h.next_id();
-    r.job_id = grows;
-    r.epoch = map->epoch;
-    r.reason = "new ranks did not reach MPI_Migrate within 20 s of their spawn";
-    h.ctl().on_message(shim, r);
-    const auto ok = shim->reply(r.id);
+    const auto ok = g.answer(map, false, "new ranks did not reach MPI_Migrate within 20 s of their spawn");
     REQUIRE(ok);
     CHECK(std::holds_alternative<protocol::ok>(*ok));
-    CHECK(h.eventually(grows, job_state::running) == job_state::running);
+    CHECK(h.eventually(g.grows, job_state::running) == job_state::running);
   }
-  CHECK(h.history_says(grows, "expand to 4 abandoned after 20.0 s: new ranks did not reach MPI_Migrate within 20 s "
-                              "of their spawn; running on 2"));
-  CHECK_FALSE(h.history_says(grows, "killed"));
+  CHECK(h.history_says(g.grows, "expand to 4 abandoned after 20.0 s: new ranks did not reach MPI_Migrate within 20 s "
+                                "of their spawn; running on 2"));
+  CHECK_FALSE(h.history_says(g.grows, "killed"));
   // Three in a row: its maximum is lowered to its size, and said why.
-  for (int i = 0; i < 400 && !h.history_says(grows, "growth stopped after 3 abandoned expands"); ++i) {
+  for (int i = 0; i < 400 && !h.history_says(g.grows, "growth stopped after 3 abandoned expands"); ++i) {
     std::this_thread::sleep_for(5ms);
   }
-  CHECK(h.history_says(grows, "growth stopped after 3 abandoned expands"));
-  const auto rec = h.store().get_job(grows);
+  CHECK(h.history_says(g.grows, "growth stopped after 3 abandoned expands"));
+  const auto rec = h.store().get_job(g.grows);
   REQUIRE(rec);
   CHECK(rec->request.max_pe == 2);
   // Room again: no map comes.
-  rigid_job_comes_and_goes(h, a, c, 2);
-  CHECK_FALSE(shim->take<protocol::new_map>([](const protocol::new_map&) { return true; }, 300ms));
+  rigid_job_comes_and_goes(h, g.a, g.c, 2);
+  CHECK_FALSE(g.shim->take<protocol::new_map>([](const protocol::new_map&) { return true; }, 300ms));
 }
 
 TEST_CASE("abandoned expands count in a row only: one that goes through starts the count again") {
-  daemon::controller_options o;
-  o.heartbeat_timeout = 1h;  // the agent sends none here
-  harness h(o);
-  auto a = h.agent("n1", 4);
-  auto c = h.client();
-  const std::int64_t first = h.submit(c, 2, 2, false);
-  h.launched(a, first);
-  const std::int64_t grows = h.submit(c, 1, 4, true);
-  REQUIRE(h.launched(a, grows).nprocs == 2);
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = grows;
-  h.ctl().on_open(shim);
-  h.settle();
+  growing g;
+  harness& h = g.h;
+  auto& a = g.a;
+  auto& c = g.c;
   // The shim claims the map it is sent, then acknowledges or refuses it.
   auto answer = [&](bool apply) {
-    const auto map = shim->take<protocol::new_map>();
-    REQUIRE(map);
-    protocol::resize_begin b;
-    b.id = h.next_id();
-    b.job_id = grows;
-    b.epoch = map->epoch;
-    h.ctl().on_message(shim, b);
-    REQUIRE(shim->reply(b.id));
-    if (apply) {
-      protocol::resize_ack ack;
-      ack.id = h.next_id();
-      ack.job_id = grows;
-      ack.epoch = map->epoch;
-      ack.procs = map->procs;
-      h.ctl().on_message(shim, ack);
-      REQUIRE(shim->reply(ack.id));
-    } else {
-      protocol::resize_refused r;
-      r.id = h.next_id();
-      r.job_id = grows;
-      r.epoch = map->epoch;
-      r.reason = "spawn did not complete";
-      h.ctl().on_message(shim, r);
-      REQUIRE(shim->reply(r.id));
-    }
-    CHECK(h.eventually(grows, job_state::running) == job_state::running);
+    REQUIRE(g.answer(g.claim(), apply, "spawn did not complete"));
+    CHECK(h.eventually(g.grows, job_state::running) == job_state::running);
   };
-  REQUIRE(h.exited(a, first));
+  REQUIRE(h.exited(a, g.first));
   answer(false);                            // abandoned 1
   rigid_job_comes_and_goes(h, a, c, 2);
   answer(false);                            // abandoned 2
@@ -594,16 +596,14 @@ TEST_CASE("abandoned expands count in a row only: one that goes through starts t
   rigid_job_comes_and_goes(h, a, c, 2);
   answer(false);                            // abandoned 2
   h.settle();
-  CHECK_FALSE(h.history_says(grows, "growth stopped"));
-  const auto rec = h.store().get_job(grows);
+  CHECK_FALSE(h.history_says(g.grows, "growth stopped"));
+  const auto rec = h.store().get_job(g.grows);
   REQUIRE(rec);
   CHECK(rec->request.max_pe == 4);
 }
 
 TEST_CASE("an --adaptive job whose shim never connects is made rigid at its size instead of held RESIZING") {
-  daemon::controller_options o;
-  o.heartbeat_timeout = 1h;  // the agent sends none here
-  harness h(o);
+  harness h(no_heartbeats());
   auto a = h.agent("n1", 4);
   auto c = h.client();
   const std::int64_t first = h.submit(c, 2, 2, false);
