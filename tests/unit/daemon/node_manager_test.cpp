@@ -69,10 +69,9 @@ struct rig {
   boost::asio::io_context io;
   test::manual_clock clock;
   core::scheduler core{core::cluster{}, core::make_strategy("fcfs")};
-  daemon::latency_table latency;
   fake_pipeline out;
   fake_jobs jobs;
-  daemon::node_manager nodes{core, clock, io.get_executor(), out, jobs, latency, 1000ms};
+  daemon::node_manager nodes{core, clock, io.get_executor(), out, jobs, 1000ms};
 
   // Lets virtual time pass and runs the timers that fell due.
   void pass(std::chrono::milliseconds d) {
