@@ -15,8 +15,8 @@
 
 #include <pqxx/except>
 
-#include "link/tls.hpp"
-#include "link/word_table.hpp"
+#include "cluster_link/tls.hpp"
+#include "cluster_link/word_table.hpp"
 #include "logging/log.hpp"
 #include "protocol/auth.hpp"
 #include "server/listener.hpp"

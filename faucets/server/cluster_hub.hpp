@@ -27,8 +27,8 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/broker.hpp"
-#include "link/link_channel.hpp"
-#include "link/link_messages.hpp"
+#include "cluster_link/link_channel.hpp"
+#include "cluster_link/link_messages.hpp"
 #include "server/conn_limits.hpp"
 
 namespace aqs::faucets {

@@ -20,7 +20,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "daemon/token_authority.hpp"
+#include "daemon_base/token_authority.hpp"
 #include "server/cluster_hub.hpp"
 #include "server/conn_limits.hpp"
 #include "server/faucets_store.hpp"

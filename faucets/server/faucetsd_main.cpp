@@ -13,9 +13,9 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "broker/broker.hpp"
-#include "daemon/server.hpp"
-#include "daemon/service_notify.hpp"
-#include "daemon/state_dir.hpp"
+#include "daemon_base/server.hpp"
+#include "daemon_base/service_notify.hpp"
+#include "daemon_base/state_dir.hpp"
 #include "logging/log.hpp"
 #include "server/faucets_server.hpp"
 #include "server/token_desk.hpp"

@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "broker/broker.hpp"
-#include "link/link_messages.hpp"
+#include "cluster_link/link_messages.hpp"
 #include "server/cluster_hub.hpp"
 #include "server/faucets_store.hpp"
 #include "server/user_map.hpp"

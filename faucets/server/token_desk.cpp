@@ -3,8 +3,8 @@
 
 #include <chrono>
 
-#include "daemon/permissions.hpp"
-#include "daemon/unix_user.hpp"
+#include "daemon_base/permissions.hpp"
+#include "daemon_base/unix_user.hpp"
 #include "logging/log.hpp"
 #include "protocol/replies.hpp"
 

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "daemon/server.hpp"
-#include "daemon/token_authority.hpp"
+#include "daemon_base/server.hpp"
+#include "daemon_base/token_authority.hpp"
 
 namespace aqs::faucets {
 

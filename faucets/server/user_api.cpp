@@ -17,7 +17,7 @@
 
 #include <pqxx/except>
 
-#include "link/tls.hpp"
+#include "cluster_link/tls.hpp"
 #include "logging/log.hpp"
 #include "protocol/json_limits.hpp"
 #include "server/listener.hpp"

@@ -29,7 +29,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <nlohmann/json.hpp>
 
-#include "daemon/token_authority.hpp"
+#include "daemon_base/token_authority.hpp"
 #include "server/conn_limits.hpp"
 #include "server/faucets_store.hpp"
 

@@ -1,7 +1,7 @@
 // user_map: the admin's user table, parsed and asked.
 #include "server/user_map.hpp"
 
-#include "link/word_table.hpp"
+#include "cluster_link/word_table.hpp"
 
 namespace aqs::faucets {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "protocol/errors.hpp"
 
 namespace aqs::daemon {

@@ -16,7 +16,7 @@
 #include "core/job.hpp"
 #include "core/map_display.hpp"
 #include "core/partition.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -15,7 +15,7 @@
 
 #include "core/settings.hpp"
 #include "core/strategy.hpp"
-#include "link/word_table.hpp"
+#include "cluster_link/word_table.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

@@ -11,7 +11,7 @@
 #include "core/partition.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/faucets_uplink.hpp"
-#include "daemon/server.hpp"
+#include "daemon_base/server.hpp"
 #include "http/http_server.hpp"
 
 namespace aqs::daemon {

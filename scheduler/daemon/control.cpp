@@ -8,7 +8,7 @@
 #include "daemon/admission.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/partition_gate.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

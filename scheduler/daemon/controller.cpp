@@ -4,7 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 #include "protocol/auth.hpp"
 

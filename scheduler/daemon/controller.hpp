@@ -30,7 +30,7 @@
 #include "daemon/array_table.hpp"
 #include "daemon/dependency_gate.hpp"
 #include "daemon/faucets_gate.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon/job_intake.hpp"
 #include "daemon/latency_table.hpp"

@@ -5,8 +5,8 @@
 
 #include "daemon/http_tokens.hpp"
 #include "daemon/pipeline.hpp"
-#include "daemon/unix_user.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/unix_user.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

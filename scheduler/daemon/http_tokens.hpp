@@ -15,8 +15,8 @@
 #include <optional>
 
 #include "daemon/clock.hpp"
-#include "daemon/dispatcher.hpp"
-#include "daemon/token_authority.hpp"
+#include "daemon_base/dispatcher.hpp"
+#include "daemon_base/token_authority.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/replies.hpp"
 

@@ -14,7 +14,7 @@
 #include "daemon/faucets_uplink.hpp"
 #include "daemon/admission.hpp"
 #include "daemon/partition_gate.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

@@ -10,7 +10,7 @@
 
 #include "core/map_display.hpp"
 #include "core/job.hpp"
-#include "daemon/unix_user.hpp"  // user_name_of, in aqs::service since faucetsd needs it too
+#include "daemon_base/unix_user.hpp"  // user_name_of, in aqs::service since faucetsd needs it too
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
 #include "store/records.hpp"

@@ -1,7 +1,7 @@
 // job_watchers (job_watchers.hpp): frun's watches and the change sinks.
 #include "daemon/job_watchers.hpp"
 
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

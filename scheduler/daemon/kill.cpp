@@ -5,7 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include "daemon/controller.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

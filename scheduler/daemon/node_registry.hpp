@@ -15,7 +15,7 @@
 #include "core/cluster.hpp"
 #include "core/map_display.hpp"
 #include "core/processor_set.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -16,7 +16,7 @@
 
 #include "core/job_state.hpp"
 #include "core/processor_set.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 #include "store/job_store.hpp"
 
 namespace aqs::daemon {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <variant>
 
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "daemon/clock.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <variant>
 
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

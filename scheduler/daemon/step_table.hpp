@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

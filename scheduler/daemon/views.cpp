@@ -4,7 +4,7 @@
 
 #include "core/hostlist.hpp"
 #include "daemon/controller.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
 namespace aqs::daemon {

@@ -12,7 +12,7 @@
 
 #include "core/job_state.hpp"
 #include "core/processor_set.hpp"
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <optional>
 
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::test {
 

@@ -18,7 +18,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
-#include "daemon/server.hpp"
+#include "daemon_base/server.hpp"
 #include "temp_dir.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/framing.hpp"

@@ -5,7 +5,7 @@
 // what 20,000 would); a cluster holding a valid key lies about jobs it was
 // never given; a job the user table maps to root; every final state of the
 // core reported by a cluster. The cluster is a fake speaking the real link
-// protocol (service/link) over TLS: what a compromised cluster could send.
+// protocol (service/cluster_link) over TLS: what a compromised cluster could send.
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -42,9 +42,9 @@
 #include "e2e.hpp"
 #include "faucets_client/faucets_api.hpp"
 #include "core/job_state.hpp"
-#include "link/link_channel.hpp"
-#include "link/link_messages.hpp"
-#include "link/tls.hpp"
+#include "cluster_link/link_channel.hpp"
+#include "cluster_link/link_messages.hpp"
+#include "cluster_link/tls.hpp"
 #include "protocol/auth.hpp"
 #include "proc_probe.hpp"
 #include "protocol/messages.hpp"

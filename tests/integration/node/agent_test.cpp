@@ -17,7 +17,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "daemon/server.hpp"
+#include "daemon_base/server.hpp"
 #include "temp_dir.hpp"
 
 extern char** environ;

@@ -10,7 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "daemon/service_notify.hpp"
+#include "daemon_base/service_notify.hpp"
 #include "temp_dir.hpp"
 
 namespace {

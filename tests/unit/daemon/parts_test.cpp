@@ -10,7 +10,7 @@
 #include "daemon/dependency_gate.hpp"
 #include "daemon/job_table.hpp"
 #include "daemon/node_registry.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 #include "daemon/resize_tracker.hpp"
 #include "daemon/step_table.hpp"
 #include "daemon/watch_list.hpp"

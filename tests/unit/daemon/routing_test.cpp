@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "daemon/controller.hpp"
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 
 using namespace aqs;
 using daemon::controller;

@@ -2,7 +2,7 @@
 // revocations that survive a restart.
 #include <doctest/doctest.h>
 
-#include "daemon/token_authority.hpp"
+#include "daemon_base/token_authority.hpp"
 #include "temp_dir.hpp"
 
 #include <fstream>

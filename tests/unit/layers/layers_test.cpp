@@ -66,6 +66,18 @@ std::optional<std::string> resolve(const fs::path& tree, const fs::path& includi
   return std::nullopt;
 }
 
+// Every root that holds the include's name: more than one means the include
+// line alone does not say which library it reaches (the compiler takes the
+// first on its path, which differs per target).
+std::vector<std::string> roots_holding(const fs::path& tree, const std::string& name) {
+  std::vector<std::string> out;
+  for (const auto& r : k_roots) {
+    std::error_code ec;
+    if (fs::is_regular_file(tree / r / name, ec)) out.push_back(r);
+  }
+  return out;
+}
+
 std::vector<violation> scan(const fs::path& tree) {
   static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)")re");
   std::vector<violation> out;
@@ -87,6 +99,10 @@ std::vector<violation> scan(const fs::path& tree) {
         if (!target) continue;  // a system or generated header
         for (const auto& r : k_rules) {
           if (starts_with(rel, r.from) && starts_with(*target, r.to)) out.push_back({rel, n, m[1].str(), *target, r.why});
+        }
+        if (const auto roots = roots_holding(tree, m[1].str()); roots.size() > 1) {
+          out.push_back({rel, n, m[1].str(), roots[0] + "/" + m[1].str() + " and " + roots[1] + "/" + m[1].str(),
+                         "two libraries have a file of this name and folder; give the folder a unique name"});
         }
       }
     }
@@ -130,4 +146,19 @@ TEST_CASE("the scanner sees an include that goes the wrong way") {
   CHECK(found[0].file == "scheduler/daemon/a.cpp");
   CHECK(found[0].line == 3);
   CHECK(found[0].target == "tools/client/time_limit.hpp");
+}
+
+TEST_CASE("the scanner sees an include two libraries could answer") {
+  const fs::path tmp = fs::temp_directory_path() / ("aqs-layers-twice-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "scheduler/daemon");
+  fs::create_directories(tmp / "service/daemon");
+  std::ofstream(tmp / "scheduler/daemon/server.hpp") << "#pragma once\n";
+  std::ofstream(tmp / "service/daemon/server.hpp") << "#pragma once\n";
+  std::ofstream(tmp / "scheduler/daemon/a.cpp") << "#include \"daemon/server.hpp\"\n";
+  const auto found = scan(tmp);
+  fs::remove_all(tmp);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].file == "scheduler/daemon/a.cpp");
+  CHECK(found[0].why.find("unique name") != std::string::npos);
 }

@@ -1,5 +1,5 @@
 // service_notify: systemd's notification protocol over a Unix datagram socket.
-#include "daemon/service_notify.hpp"
+#include "daemon_base/service_notify.hpp"
 
 #include <cerrno>
 #include <charconv>

@@ -14,7 +14,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -1,5 +1,5 @@
 // permissions: the rules, one function each.
-#include "daemon/permissions.hpp"
+#include "daemon_base/permissions.hpp"
 
 namespace aqs::daemon {
 

@@ -1,5 +1,5 @@
 // token_authority: token text, signatures, and the revocation file.
-#include "daemon/token_authority.hpp"
+#include "daemon_base/token_authority.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/state_dir.hpp"
+#include "daemon_base/state_dir.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/base64.hpp"
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/dispatcher.hpp"
+#include "daemon_base/dispatcher.hpp"
 
 namespace aqs::daemon {
 

@@ -1,6 +1,6 @@
 // server: accept loops, the handshake and the read/write loops of sessions,
 // with Boost.Asio C++20 coroutines, one strand per connection.
-#include "daemon/server.hpp"
+#include "daemon_base/server.hpp"
 
 #include <algorithm>
 #include <atomic>

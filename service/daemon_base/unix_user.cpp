@@ -1,5 +1,5 @@
 // unix_user: getpwuid_r with a buffer large enough for any entry.
-#include "daemon/unix_user.hpp"
+#include "daemon_base/unix_user.hpp"
 
 #include <pwd.h>
 #include <unistd.h>

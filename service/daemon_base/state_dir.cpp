@@ -1,5 +1,5 @@
 // state_dir: creating the state directory and the cluster key safely.
-#include "daemon/state_dir.hpp"
+#include "daemon_base/state_dir.hpp"
 
 #include <cerrno>
 #include <cstring>

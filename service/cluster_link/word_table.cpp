@@ -1,5 +1,5 @@
 // word_table: lines of words, with comments.
-#include "link/word_table.hpp"
+#include "cluster_link/word_table.hpp"
 
 #include <fstream>
 #include <sstream>

@@ -1,5 +1,5 @@
 // link_channel: framed JSON over TLS, one write at a time in queue order.
-#include "link/link_channel.hpp"
+#include "cluster_link/link_channel.hpp"
 
 #include <array>
 #include <cstdint>

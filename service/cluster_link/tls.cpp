@@ -1,5 +1,5 @@
 // tls: server and client contexts, TLS 1.2+, no compression or renegotiation.
-#include "link/tls.hpp"
+#include "cluster_link/tls.hpp"
 
 namespace aqs::faucets {
 

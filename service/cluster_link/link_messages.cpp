@@ -1,10 +1,10 @@
 // link_messages: field readers and the report's and job update's JSON.
-#include "link/link_messages.hpp"
+#include "cluster_link/link_messages.hpp"
 
 #include <cmath>
 
 #include "core/job_state.hpp"
-#include "link/link_channel.hpp"
+#include "cluster_link/link_channel.hpp"
 
 namespace aqs::faucets {
 
