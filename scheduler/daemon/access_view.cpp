@@ -189,4 +189,9 @@ void access_view::check_job_peer(const peer_info& p) const {
   }
 }
 
+std::optional<std::string> access_view::tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) const {
+  if (role != protocol::peer_role::job) return cluster_key_;
+  return token(job_id.value_or(0));
+}
+
 }  // namespace aqs::daemon

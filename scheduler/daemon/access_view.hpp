@@ -1,7 +1,8 @@
 // access_view: the part of the controller's state that session threads read
-// without going through the strand (who owns a live job, its TCP token and
-// the addresses it may connect from, the node spans for map display). The
-// strand writes it; everything is copied in and out under one mutex.
+// without going through the strand (the cluster key, who owns a live job,
+// its TCP token and the addresses it may connect from, the node spans for
+// map display). The strand writes it; everything is copied in and out under
+// one mutex (the cluster key is set once, at construction).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,13 @@ public:
   // The wildcard in a job's addresses: any host with a connected agent (an
   // adaptive job may grow there).
   static constexpr const char* k_any_agent = "*";
+
+  // `cluster_key`: what nodes and TCP clients prove (empty: TCP is refused).
+  explicit access_view(std::string cluster_key = {}) : cluster_key_(std::move(cluster_key)) {}
+
+  // The secret a TCP peer of `role` must prove: the cluster key, or for a
+  // job's peer the job's own token (nullopt: none, the peer is refused).
+  std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) const;
 
   void set_spans(std::vector<core::node_span> spans);
   std::vector<core::node_span> spans() const;
@@ -83,6 +91,7 @@ public:
 private:
   bool address_allowed(std::int64_t job, const std::string& address) const;  // mu_ held
 
+  const std::string cluster_key_;
   mutable std::mutex mu_;
   std::vector<core::node_span> spans_;
   core::cluster machine_;

@@ -1,5 +1,6 @@
-// controller: routing of requests onto the scheduling strand, and the write
-// pipeline that commits each batch of transitions before acting on it.
+// controller: the parts wired together; the routing table that takes each
+// message to its part; the core's decisions turned into the parts' calls;
+// a job's end fanned out to every part.
 #include "daemon/controller.hpp"
 
 #include <boost/asio/post.hpp>
@@ -15,23 +16,30 @@ using core::job_state;
 
 controller::controller(asio::io_context& io, store::job_store& store, controller_options options,
                        std::function<void()> request_stop, clock& time)
-    : options_(std::move(options)),
-      request_stop_(std::move(request_stop)),
+    : request_stop_(std::move(request_stop)),
       clock_(time),
-      pipe_(io, store, metrics_),
-      sched_(core::cluster{}, core::make_strategy(options_.policy)),
-      nodes_(sched_, time, pipe_.strand(), pipe_, *this, options_.heartbeat_timeout),
-      intake_(sched_, pipe_, view_, metrics_, time, options_.partitions, options_.limits,
+      pipe_(io, store),
+      sched_(core::cluster{}, core::make_strategy(options.policy)),
+      launcher_(sched_, pipe_, intake_, nodes_, steps_, resizes_, gate_, view_, watchers_,
+                [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
+                       std::optional<std::int32_t> sig) { on_final(id, st, code, sig); }),
+      nodes_(sched_, time, pipe_.strand(), pipe_, launcher_, options.heartbeat_timeout),
+      intake_(sched_, pipe_, view_, pipe_.stats(), time, options.partitions, options.limits,
               [this](std::int64_t id) { return gate_.admits(id); },
               [this](std::int64_t id, job_state st) { on_final(id, st); }),
-      resizes_(sched_, time, pipe_.strand(), pipe_, *this, nodes_, metrics_,
-               resize_timeouts{options_.resize_timeout, options_.resize_claim_timeout}),
+      resizes_(sched_, time, pipe_.strand(), pipe_, launcher_, nodes_, pipe_.stats(),
+               resize_timeouts{options.resize_timeout, options.resize_claim_timeout}),
       steps_(sched_, nodes_, intake_.jobs()),
-      tokens_(options_.cluster_key, options_.revoked_tokens_file, options_.token_lifespan_s, time),
+      control_(sched_, pipe_, intake_, nodes_, steps_, launcher_, view_, watchers_, options.kill_grace,
+               [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
+                      std::optional<std::int32_t> sig) { on_final(id, st, code, sig); }),
+      views_(sched_, pipe_, intake_, nodes_, view_, options.list_page),
+      view_(options.cluster_key),
+      tokens_(options.cluster_key, options.revoked_tokens_file, options.token_lifespan_s, time),
       watchers_(sched_, intake_.jobs(), nodes_, steps_, pipe_, time),
-      gate_(!options_.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }) {
+      gate_(!options.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }) {
   // The implicit partition is no partition to the core: every node, as before.
-  if (options_.partitions.configured) sched_.set_partitions(options_.partitions.partitions);
+  if (const auto parts = intake_.partitions(); parts->configured) sched_.set_partitions(parts->partitions);
   pipe_.set_hooks({
       .decide = [this] { decide_now(); },
       .notify = [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
@@ -48,12 +56,11 @@ controller::~controller() { stop(); }
 
 void controller::reload_partitions(core::site_config partitions) {
   pipe_.post([this, partitions = std::move(partitions)]() mutable {
-    options_.partitions = std::move(partitions);
-    sched_.set_partitions(options_.partitions.configured ? options_.partitions.partitions
-                                                         : std::vector<core::partition>{});
+    intake_.set_partitions(std::move(partitions));
+    const auto now = intake_.partitions();
+    sched_.set_partitions(now->configured ? now->partitions : std::vector<core::partition>{});
     if (sched_.partitions().empty()) view_.set_partition_reasons({}, {});
-    logging::info("partitions reloaded: {}",
-                  options_.partitions.configured ? options_.partitions.names() : std::string("none (every node in one)"));
+    logging::info("partitions reloaded: {}", now->configured ? now->names() : std::string("none (every node in one)"));
     pipe_.decide();
   });
 }
@@ -84,37 +91,15 @@ void controller::on_open(const conn_ptr& conn) {
 void controller::on_close(const conn_ptr& conn) {
   pipe_.post([this, conn] {
     nodes_.disconnected(*conn);
-    orphan_interactive(conn);
+    control_.orphan_interactive(conn);
     steps_.end_of(*conn);
     const peer_info& p = conn->peer();
     if (p.role == protocol::peer_role::job && p.job_id) resizes_.detach_shim(*p.job_id, *conn);
   });
 }
 
-void controller::refresh_spans() {
-  view_.set_spans(nodes_.spans());
-  view_.set_machine(sched_.machine(), sched_.resources());
-}
 
-void controller::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
-  std::set<std::string> addrs;
-  auto add_node = [&](std::size_t index) {
-    if (index < nodes_.size() && nodes_.at(index).conn) add_agent_address(nodes_.at(index).conn->peer(), addrs);
-  };
-  procs.for_each([&](std::size_t proc) { add_node(sched_.machine().node_of(proc)); });
-  const job_entry* e = jobs().find(id);
-  if (e != nullptr && e->host) add_node(*e->host);
-  if (const auto* sn = steps_.nodes_of(id)) {
-    for (std::size_t n : *sn) add_node(n);
-  }
-  if (adaptive) addrs.insert(access_view::k_any_agent);  // any host with an agent: it may grow there
-  view_.set_job_addresses(id, std::move(addrs));
-}
 
-std::optional<std::string> controller::tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) {
-  if (role != protocol::peer_role::job) return options_.cluster_key;
-  return view_.token(job_id.value_or(0));
-}
 
 // The one routing table: every message aqsd takes, who may send it (the
 // same roles as protocol::may_send, which the server checks on the wire; a
@@ -131,10 +116,10 @@ const routing_table<controller>& controller::routes() {
     t.add<protocol::submit>({client}, runs_on::session,
                             [](self& s, const conn_ptr& c, const protocol::submit& m) { s.intake_.handle_submit(c, m); });
     t.add<protocol::list_jobs>({client}, runs_on::session,
-                               [](self& s, const conn_ptr& c, const protocol::list_jobs& m) { s.handle_list_jobs(c, m); });
+                               [](self& s, const conn_ptr& c, const protocol::list_jobs& m) { s.views_.handle_list_jobs(c, m); });
     t.add<protocol::job_history>(
         {client}, runs_on::session,
-        [](self& s, const conn_ptr& c, const protocol::job_history& m) { s.handle_job_history(c, m); });
+        [](self& s, const conn_ptr& c, const protocol::job_history& m) { s.views_.handle_job_history(c, m); });
     t.add<protocol::shutdown>(
         {client}, runs_on::session,
         [](self& s, const conn_ptr& c, const protocol::shutdown& m) {
@@ -143,13 +128,13 @@ const routing_table<controller>& controller::routes() {
           s.request_stop_();
         },
         &is_admin, "only root may shut aqsd down");
-    t.add<protocol::control>({client, job}, runs_on::session,
-                             [](self& s, const conn_ptr& c, const protocol::control& m) { s.handle_control(c, m); });
+    t.add<protocol::control>({client, job}, runs_on::strand,
+                             [](self& s, const conn_ptr& c, const protocol::control& m) { s.control_.handle_control(c, m); });
     t.add<protocol::cancel>({client}, runs_on::strand,
-                            [](self& s, const conn_ptr& c, const protocol::cancel& m) { s.handle_cancel(c, m); });
+                            [](self& s, const conn_ptr& c, const protocol::cancel& m) { s.control_.handle_cancel(c, m); });
     t.add<protocol::list_nodes>(
         {client}, runs_on::strand,
-        [](self& s, const conn_ptr& c, const protocol::list_nodes& m) { s.handle_list_nodes(c, m); });
+        [](self& s, const conn_ptr& c, const protocol::list_nodes& m) { s.views_.handle_list_nodes(c, m); });
     t.add<protocol::watch_job>({client}, runs_on::strand,
                                [](self& s, const conn_ptr& c, const protocol::watch_job& m) { s.watchers_.handle_watch(c, m); });
     t.add<protocol::issue_token>(
@@ -172,16 +157,16 @@ const routing_table<controller>& controller::routes() {
         [](self& s, const conn_ptr& c, const protocol::node_leaving& m) { s.nodes_.handle_node_leaving(c, m); });
     t.add<protocol::job_started>(
         {node}, runs_on::strand,
-        [](self& s, const conn_ptr& c, const protocol::job_started& m) { s.handle_job_started(c, m); });
+        [](self& s, const conn_ptr& c, const protocol::job_started& m) { s.launcher_.handle_job_started(c, m); });
     t.add<protocol::job_exited>(
         {node}, runs_on::strand,
-        [](self& s, const conn_ptr& c, const protocol::job_exited& m) { s.handle_job_exited(c, m); });
+        [](self& s, const conn_ptr& c, const protocol::job_exited& m) { s.launcher_.handle_job_exited(c, m); });
     t.add<protocol::output>({node}, runs_on::strand,
                             [](self& s, const conn_ptr& c, const protocol::output& m) { s.watchers_.handle_output(c, m); });
     t.add<protocol::ok>({node}, runs_on::strand,
-                        [](self& s, const conn_ptr& c, const protocol::ok& m) { s.handle_agent_reply(c, m); });
+                        [](self& s, const conn_ptr& c, const protocol::ok& m) { s.launcher_.handle_agent_reply(c, m); });
     t.add<protocol::error>({node}, runs_on::strand,
-                           [](self& s, const conn_ptr& c, const protocol::error& m) { s.handle_agent_reply(c, m); });
+                           [](self& s, const conn_ptr& c, const protocol::error& m) { s.launcher_.handle_agent_reply(c, m); });
     t.add<protocol::job_signal>(
         {node}, runs_on::strand,
         [](self& s, const conn_ptr& c, const protocol::job_signal& m) { s.steps_.handle_job_signal(c, m); });
@@ -236,7 +221,7 @@ void controller::decide_now() {
   try {
     const auto t0 = std::chrono::steady_clock::now();
     auto decisions = sched_.decide(now());
-    metrics_.decided(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    pipe_.stats().decided(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     apply_decisions(decisions);
     const auto& q = sched_.queue();
     view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
@@ -278,10 +263,10 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
     const auto id = static_cast<std::int64_t>(d.job);
     switch (d.what) {
       case kind::start:
-        pipe_.transition(id, job_state::running, d.to, "started on " + core::format_processor_map(spans(), d.to));
+        pipe_.transition(id, job_state::running, d.to, "started on " + core::format_processor_map(view_.spans(), d.to));
         pipe_.after_commit([this, id, to = d.to] {
           watchers_.notify(id, job_state::running, std::nullopt, std::nullopt, &to);
-          launch(id, to);
+          launcher_.launch(id, to);
           // Jobs waiting with `after:ID` may go now that it started.
           intake_.started(id);
         });
@@ -291,7 +276,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
         break;
       case kind::resume: {
         const core::job* j = sched_.find(d.job);
-        resumed(id, d.to, j != nullptr && j->req.adaptive);
+        launcher_.resumed(id, d.to, j != nullptr && j->req.adaptive);
         break;
       }
       case kind::requeue:
@@ -305,7 +290,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
           e->requeue_by.reset();  // the node's loss decided its fate first
           // The lost instance's token dies with it: if it still runs
           // somewhere, it can no longer speak for the job.
-          drop_instance(id, *e);
+          launcher_.drop_instance(id, *e);
         }
         pipe_.after_commit([this, id, requeue, host] {
           // What is left of it on nodes that are still up must go.
@@ -327,7 +312,7 @@ void controller::apply_decisions(const std::vector<core::decision>& ds) {
 
 void controller::on_final(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                           std::optional<std::int32_t> signal) {
-  metrics_.job_ended(std::string(core::to_string(state)));
+  pipe_.stats().job_ended(std::string(core::to_string(state)));
   steps_.end_of_job(id);
   resizes_.forget(id);
   view_.forget_job(id);  // the token dies with the job
@@ -336,14 +321,5 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   intake_.finish(id, state, code, signal);
 }
 
-void controller::drop_instance(std::int64_t id, job_entry& e) {
-  e.host.reset();
-  e.token.clear();
-  view_.forget_instance(id);
-  e.launch_confirmed = false;
-  e.misses = 0;
-  e.step_oom.reset();
-  resizes_.disarm(id);
-}
 
 }  // namespace aqs::daemon

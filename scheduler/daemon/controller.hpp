@@ -32,7 +32,10 @@
 #include "daemon/faucets_gate.hpp"
 #include "daemon_base/dispatcher.hpp"
 #include "daemon/job_records.hpp"
+#include "daemon/job_control.hpp"
 #include "daemon/job_intake.hpp"
+#include "daemon/job_views.hpp"
+#include "daemon/launcher.hpp"
 #include "daemon/latency_table.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/node_manager.hpp"
@@ -80,17 +83,22 @@ struct controller_options {
 
 // The wiring of aqsd's parts (docs/architecture.md, "Request handling"):
 // the write pipeline (write_pipeline: the strand, the batch, the store's
-// writer and readers), the core scheduler, submission and admission with
-// the job table (job_intake), the nodes (node_manager), resizes
-// (resize_manager), steps on other nodes (step_manager), watchers and change
-// sinks (job_watchers), the Faucets gate (faucets_gate), HTTP tokens
-// (http_tokens) and the access view session threads read. It owns no job,
-// node or step table; its own handler files (launch, kill, control, views,
-// observe, recover) sequence the parts, and the core's decisions are turned
-// into the parts' calls here (apply_decisions). Messages reach handlers
-// through one routing table (routes()); everything that touches the
-// scheduling state runs on the pipeline's strand.
-class controller final : public dispatcher, private node_jobs, private resize_jobs {
+// writer and readers, the counters), the core scheduler, submission and
+// admission with the job table and the partitions (job_intake), the nodes
+// (node_manager), running instances on the nodes (launcher), users'
+// requests on their jobs (job_control), what clients read (job_views),
+// resizes (resize_manager), steps on other nodes (step_manager), watchers
+// and change sinks (job_watchers), the Faucets gate (faucets_gate), HTTP
+// tokens (http_tokens) and the access view session threads read. It owns
+// no job, node or step table and no handler of its own: messages reach the
+// parts through one routing table (routes()); the core's decisions become
+// the parts' calls here (apply_decisions); a job's end is fanned out to
+// every part here (on_final). Its own files: controller.cpp (routing,
+// deciding, endings), controller_recover.cpp (the parts filled from the
+// store), controller_observe.cpp (snapshots and estimates for the HTTP
+// front and the Faucets uplink). Everything that touches the scheduling
+// state runs on the pipeline's strand.
+class controller final : public dispatcher {
 public:
   // `time` defaults to the machine's clocks; tests pass virtual time.
   controller(boost::asio::io_context& io, store::job_store& store, controller_options options,
@@ -121,16 +129,19 @@ public:
   void on_open(const std::shared_ptr<connection>& conn) override;
   void on_message(const std::shared_ptr<connection>& conn, protocol::message m) override;
   void on_close(const std::shared_ptr<connection>& conn) override;
-  std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override;
+  std::optional<std::string> tcp_key(protocol::peer_role role, std::optional<std::int64_t> job_id) override {
+    return view_.tcp_key(role, job_id);
+  }
   // The one routing table (controller.cpp): every message aqsd takes, the
-  // roles that may send it, any further permission rule, where it runs.
+  // roles that may send it, any further permission rule, the part that
+  // handles it and where it runs.
   static const routing_table<controller>& routes();
 
-  // ---- for read-only fronts (observe.cpp) -------------------------------
+  // ---- for read-only fronts (controller_observe.cpp) ----------------------
   // The bearer tokens this daemon issues (ftoken) and the HTTP front checks.
   const token_authority& tokens() const noexcept { return tokens_.authority(); }
   // Counters and latencies for /metrics.
-  const metrics& stats() const noexcept { return metrics_; }
+  const metrics& stats() const noexcept { return pipe_.stats(); }
   // Takes a snapshot on the strand and calls `done` with it there (keep it
   // short: post elsewhere for anything slow). Never called once stopped.
   void snapshot(std::function<void(cluster_snapshot)> done);
@@ -156,98 +167,29 @@ private:
   void refresh_partition_reasons();  // why pending jobs wait, per partition
   void apply_decisions(const std::vector<core::decision>& ds);
   double now() const;
-
-  // ---- handlers, one concern per file -----------------------------------
-  // After a final transition committed: every part lets the job go
-  // (controller.cpp).
+  // After a final transition committed: every part lets the job go.
   void on_final(std::int64_t id, core::job_state state, std::optional<std::int32_t> code = std::nullopt,
                 std::optional<std::int32_t> signal = std::nullopt);
-  // The job's running instance is gone (requeued, lost with its node, not
-  // started): no host, token, confirmed launch or resize of it is kept.
-  void drop_instance(std::int64_t id, job_entry& e);
   job_table& jobs() noexcept { return intake_.jobs(); }
-  const job_table& jobs() const noexcept { return intake_.jobs(); }
-  // launch.cpp
-  void launch(std::int64_t id, const core::processor_set& procs);
-  // launch() once any Faucets start check has said yes.
-  void launch_checked(std::int64_t id, const core::processor_set& procs);
-  // A Faucets job the server did not let start: back to the queue, waiting.
-  void faucets_not_started(std::int64_t id);
-  void send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec);
-  void handle_job_started(const conn_ptr& c, const protocol::job_started& m);
-  void handle_job_exited(const conn_ptr& c, const protocol::job_exited& m);
-  void handle_agent_reply(const conn_ptr& c, const protocol::message& m);
-  void end_job(std::int64_t id, core::job_state state, std::optional<std::int32_t> code,
-               std::optional<std::int32_t> signal, std::string reason);
-  // kill.cpp
-  void handle_cancel(const conn_ptr& c, const protocol::cancel& m);
-  void send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate = true);
-  // control.cpp: fctl (hold, release, suspend, resume, requeue, update) and
-  // a job's own range requests. Each action returns why it was refused.
-  void handle_control(const conn_ptr& c, const protocol::control& m);
-  std::optional<std::string> hold(std::int64_t id, job_entry& e, const core::job* j, bool admin, const std::string& caller);
-  std::optional<std::string> release(std::int64_t id, job_entry& e, const core::job* j, bool admin,
-                                     const std::string& caller);
-  std::optional<std::string> suspend(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
-  std::optional<std::string> resume(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
-  std::optional<std::string> requeue(std::int64_t id, job_entry& e, const core::job* j, const std::string& caller);
-  // The change passes the admission checks of a submission (admission.hpp)
-  // first; `admin`: root asks (any partition's users).
-  std::optional<std::string> update(std::int64_t id, job_entry& e, const core::job* j, const protocol::control& m,
-                                    const std::string& caller, bool admin);
-  // The core's resume decision: RUNNING again on `to` (an adaptive job is
-  // sent `to` as a new map), its processes continued on every node.
-  void resumed(std::int64_t id, const core::processor_set& to, bool adaptive);
-  // The agent reported a job that fctl requeue killed: back to PENDING.
-  void requeued(std::int64_t id);
-  // Queues a store::job_update in the current batch.
-  // `sig` to the job's processes on its node and on every node of its steps.
-  void signal_everywhere(std::int64_t id, int sig);
-  // Recovery (recover.cpp): resize_manager::resume_claimed.
-  void resume_claimed_resize(std::int64_t id, std::int64_t epoch, const core::processor_set& target) {
-    resizes_.resume_claimed(id, epoch, target);
-  }
-  // resize_jobs (kill.cpp)
-  bool is_live(std::int64_t job) const override { return jobs().is_live(job); }
-  void kill_uncertain(std::int64_t job, std::string reason) override;
-  // node_jobs (launch.cpp): what a node's agent says of the jobs it runs.
-  std::vector<std::int64_t> adopt_running(std::size_t index, const std::vector<std::int64_t>& running) override;
-  bool still_wanted(std::size_t index, const protocol::message& queued) override;
-  void jobs_reported(std::size_t index, const std::vector<std::int64_t>& running) override;
-  void refresh_spans() override;
-  const std::string& cluster_id() const override { return cluster_id_; }
-  // views.cpp
-  void handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m);
-  void handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m);
-  void handle_job_history(const conn_ptr& c, const protocol::job_history& m);
-  // frun went away: an interactive job nobody watches any more is cancelled
-  // (as srun's job ends with srun).
-  void orphan_interactive(const conn_ptr& gone);
-  std::vector<core::node_span> spans() const { return view_.spans(); }
-  // recover.cpp: recover() itself
 
-  // Launcher tokens are bound to the job's hosts: the addresses its
-  // processes may connect from over TCP.
-  void refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive);
-  void refresh_agent_addresses() override { view_.set_agent_addresses(nodes_.agent_addresses()); }
-
-  controller_options options_;
   std::function<void()> request_stop_;
   clock& clock_;
-  metrics metrics_;  // before the pipeline, which counts its commits in it
-  // The strand, the store's writer and readers, the batch (write_pipeline.hpp).
+  // The strand, the store's writer and readers, the batch, the counters
+  // (write_pipeline.hpp).
   write_pipeline pipe_;
 
-  // The scheduling state and its parts: touched on strand_ only.
+  // The scheduling state and its parts: touched on the strand only.
   core::scheduler sched_;
+  // Before the nodes and resize parts, which are handed it as node_jobs and
+  // resize_jobs (a base of an object not yet constructed is no reference to
+  // take); it only keeps references to the parts after it until it is called.
+  launcher launcher_;
   node_manager nodes_;
   job_intake intake_;  // owns the job table: before the parts that read it
   resize_manager resizes_;
   step_manager steps_;  // after intake_ and nodes_
-  // The cluster's id (store::live_state::cluster_id, from recover()): agents
-  // learn it when they register and adopt only this cluster's jobs; job
-  // tokens begin with it.
-  std::string cluster_id_;
+  job_control control_;
+  job_views views_;
 
   // Read from session threads (thread-safe).
   access_view view_;

@@ -59,7 +59,7 @@ std::int64_t text_bytes(const protocol::job_spec& j) {
 }  // namespace
 
 job_intake::job_intake(core::scheduler& core, write_pipeline& pipe, access_view& view, metrics& stats, clock& time,
-                       const core::site_config& partitions, user_limits limits,
+                       core::site_config partitions, user_limits limits,
                        std::function<bool(std::int64_t)> faucets_admits,
                        std::function<void(std::int64_t, core::job_state)> ended)
     : core_(core),
@@ -67,7 +67,7 @@ job_intake::job_intake(core::scheduler& core, write_pipeline& pipe, access_view&
       view_(view),
       metrics_(stats),
       clock_(time),
-      partitions_(partitions),
+      partitions_(std::make_shared<const core::site_config>(std::move(partitions))),
       faucets_admits_(std::move(faucets_admits)),
       ended_(std::move(ended)),
       ledger_(limits) {}
@@ -152,7 +152,7 @@ void job_intake::handle_submit(const std::shared_ptr<connection>& c, const proto
   call->jobs = tasks;
   call->bytes = bytes;
   submitter who{user_name_of(*p.uid), uid, static_cast<std::int32_t>(p.gid.value_or(*p.uid))};
-  if (partitions_.configured) return handle_partition_submit(call, s, who);
+  if (partitions()->configured) return handle_partition_submit(call, s, who);
   if (s.job.geometry) {
     // A job that asked for a layout the nodes can never give is refused now,
     // with the reason, rather than pending forever (Slurm does the same).
@@ -184,7 +184,7 @@ void job_intake::handle_partition_submit(const call_ptr& call, const protocol::s
   // then whether the job fits any of their nodes at all.
   protocol::submit s = asked;
   const core::job_request r = to_core_request(0, s.job, who.user, 0);
-  const auto admitted = admit_submission(partitions_, s.job, who, group_names_of(who.user, who.gid),
+  const auto admitted = admit_submission(*partitions(), s.job, who, group_names_of(who.user, who.gid),
                                          [&](const core::partition* p) { return view_.never_fits(r, *p); });
   if (!admitted.error.empty()) {
     answer_submit_error(call, protocol::error_code::bad_request, admitted.error);
@@ -220,7 +220,7 @@ protocol::submit_reply job_intake::submit_reply_for(const protocol::job_spec& jo
   protocol::submit_reply r{id, {}};
   // Scripts from other sites name their partitions: without any configured
   // here the job runs on every node, and the submitter is told.
-  if (!partitions_.configured && job.geometry && job.geometry->partition) {
+  if (!partitions()->configured && job.geometry && job.geometry->partition) {
     r.warnings.push_back("partition '" + *job.geometry->partition +
                          "' is recorded; this cluster has one partition of all its nodes");
   }
@@ -239,15 +239,41 @@ void job_intake::reply_store_refusal(const call_ptr& call, std::exception_ptr er
   }
 }
 
+void job_intake::store_refused(const call_ptr& call, const std::string& scoped_token, std::exception_ptr error) {
+  bool maybe_stored = false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const store::store_unavailable&) {
+    maybe_stored = true;  // lost or in doubt: the row may be there
+  } catch (...) {
+  }
+  if (maybe_stored && !scoped_token.empty()) {
+    // Posted before the answer goes out: the client's resend, which follows
+    // the answer, finds the mark.
+    pipe_.post([this, scoped_token] { in_doubt_.insert(scoped_token); });
+  }
+  reply_store_refusal(call, error);
+}
+
+bool job_intake::arrives_now(std::int64_t id, bool created, const std::string& scoped_token) {
+  const bool was_in_doubt = !scoped_token.empty() && in_doubt_.erase(scoped_token) != 0;
+  if (created) return true;
+  // Found stored: it arrived with an earlier attempt, unless that attempt's
+  // commit was in doubt and the job never came here.
+  return was_in_doubt && !jobs_.is_live(id) && jobs_.finished(id) == nullptr;
+}
+
 void job_intake::store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
   if (s.job.geometry && s.job.geometry->array) return store_array(call, s, who, std::move(deps));
-  auto done = [this, call, s, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
-    if (error) return reply_store_refusal(call, error);
+  store::job_submission row = to_store_request(s.job, who);
+  auto done = [this, call, s, who, deps, token = row.submit_token](std::int64_t id, bool created,
+                                                                   std::exception_ptr error) {
+    if (error) return store_refused(call, token, error);
     // The reply goes out from the strand, after the arrival: a client that
     // acts on the id at once (fkill, watch_job) finds the job known.
-    pipe_.post([this, call, s, who, deps, id, created] {
-      if (created) {
+    pipe_.post([this, call, s, who, deps, id, created, token] {
+      if (arrives_now(id, created, token)) {
         metrics_.submitted();
         // The job holds its place and its text's bytes from now on.
         call->jobs -= 1;
@@ -259,7 +285,7 @@ void job_intake::store_submission(const call_ptr& call, const protocol::submit& 
     });
   };
   try {
-    pipe_.store().submit_then(to_store_request(s.job, who), std::move(done));
+    pipe_.store().submit_then(std::move(row), std::move(done));
   } catch (const store::store_error&) {
     reply_store_refusal(call, std::current_exception());
   }
@@ -285,10 +311,12 @@ void job_intake::store_array(const call_ptr& call, const protocol::submit& s, co
     g.array = core::task_ranges::of(spec.tasks).to_string() +
               (spec.max_running > 0 ? "%" + std::to_string(spec.max_running) : std::string());
   }
-  auto done = [this, call, job, who, deps](std::int64_t id, bool created, std::exception_ptr error) {
-    if (error) return reply_store_refusal(call, error);
-    pipe_.post([this, call, job, who, deps, id, created] {
-      if (created) {
+  store::job_submission row = to_store_request(job, who);
+  auto done = [this, call, job, who, deps, token = row.submit_token](std::int64_t id, bool created,
+                                                                     std::exception_ptr error) {
+    if (error) return store_refused(call, token, error);
+    pipe_.post([this, call, job, who, deps, id, created, token] {
+      if (arrives_now(id, created, token)) {
         metrics_.submitted();
         // The record holds every task's place and the array's text.
         const std::int64_t tasks = call->jobs.exchange(0);
@@ -298,7 +326,7 @@ void job_intake::store_array(const call_ptr& call, const protocol::submit& s, co
     });
   };
   try {
-    pipe_.store().submit_then(to_store_request(job, who), std::move(done));
+    pipe_.store().submit_then(std::move(row), std::move(done));
   } catch (const store::store_error&) {
     reply_store_refusal(call, std::current_exception());
   }
@@ -671,6 +699,93 @@ void job_intake::finish(std::int64_t id, job_state state, std::optional<std::int
   if (const auto next = arrays_.ended(id)) admit_or_hold(*next);
   // Its place goes to the array's next unsplit task.
   if (array) split_array(*array);
+}
+
+std::shared_ptr<const core::site_config> job_intake::partitions() const {
+  std::lock_guard lock(partitions_mu_);
+  return partitions_;
+}
+
+void job_intake::set_partitions(core::site_config partitions) {
+  auto next = std::make_shared<const core::site_config>(std::move(partitions));
+  std::lock_guard lock(partitions_mu_);
+  partitions_ = std::move(next);
+}
+
+// ---- what job_control asks ----------------------------------------------
+
+std::vector<std::int64_t> job_intake::cancel_targets(std::int64_t id) {
+  std::vector<std::int64_t> targets = arrays_.tasks_of(id);
+  if (targets.empty()) targets.push_back(id);
+  // Its compact record too, once it moved off the array's id: the tasks
+  // not yet split off.
+  if (const auto* rec = arrays_.find_compact(id); rec != nullptr && rec->record != id) targets.push_back(rec->record);
+  return targets;
+}
+
+job_intake::task_cancel job_intake::cancel_array_task(const std::string& t, const peer_info& p, const std::string& caller) {
+  task_cancel out;
+  const auto us = t.find('_');
+  std::int64_t array = 0, index = -1;
+  try {
+    if (us == std::string::npos) throw std::invalid_argument(t);
+    array = std::stoll(t.substr(0, us));
+    index = std::stoll(t.substr(us + 1));
+  } catch (const std::exception&) {
+    out.refused = protocol::cancel_failure{0, protocol::error_code::bad_request, "'" + t + "' is not ARRAY_INDEX"};
+    return out;
+  }
+  array_table::compact* rec = arrays_.find_compact(array);
+  job_entry* r = rec != nullptr ? jobs_.find(rec->record) : nullptr;
+  if (r == nullptr || r->cancel_requested || !rec->rest.contains(index)) {
+    // Split off meanwhile: the live task itself.
+    bool split = false;
+    for (const std::int64_t id : arrays_.tasks_of(array)) {
+      const job_entry* e = jobs_.find(id);
+      if (e != nullptr && e->geometry && e->geometry->array_task_id == index) {
+        out.split_off.push_back(id);
+        split = true;
+      }
+    }
+    if (!split) out.refused = protocol::cancel_failure{array, protocol::error_code::not_found, "no pending or running task " + t};
+    return out;
+  }
+  if (!may_act_on_job(p, r->uid)) {
+    out.refused = protocol::cancel_failure{array, protocol::error_code::permission_denied,
+                                           "array " + std::to_string(array) + " belongs to " + r->user + ", not to " + caller};
+    return out;
+  }
+  if (rec->splitting) {
+    out.refused = protocol::cancel_failure{array, protocol::error_code::invalid_state,
+                                           "task " + t + " is being split off its array now: try again"};
+    return out;
+  }
+  logging::info("task {} cancelled by {} before it was split off its array", t, caller);
+  rec->rest.erase(index);
+  r->charged_jobs -= 1;
+  ledger_.release(r->uid, 1, 0);
+  if (rec->rest.empty()) {
+    // Its last index: the record itself ends.
+    r->cancel_requested = true;
+    deps_.release(rec->record);
+    pipe_.transition(rec->record, core::job_state::cancelled, std::nullopt, "cancelled by " + caller);
+    pipe_.after_commit([this, id = rec->record] { ended_(id, core::job_state::cancelled); });
+    return out;
+  }
+  r->geometry->array = rec->rest.to_string() + (rec->max_running > 0 ? "%" + std::to_string(rec->max_running) : "");
+  // On the writer before this request's commit (the reply waits for it),
+  // in order with the splits.
+  store::array_split shrink;
+  shrink.array_id = rec->record;
+  shrink.rest_geometry = protocol::geometry_json(*r->geometry);
+  pipe_.on_writer([this, shrink = std::move(shrink)] {
+    try {
+      pipe_.store().split_array(shrink);
+    } catch (const std::exception& e) {
+      logging::warn("array record {}: a task's cancel was not written: {}", shrink.array_id, e.what());
+    }
+  });
+  return out;
 }
 
 }  // namespace aqs::daemon

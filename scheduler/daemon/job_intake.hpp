@@ -21,6 +21,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,18 +44,27 @@ namespace aqs::daemon {
 
 class job_intake {
 public:
-  // `partitions` is the daemon's current configuration (changed on the
-  // strand by a reload); `faucets_admits(id)` is the Faucets gate's say on a
+  // `partitions` is the daemon's configuration (aqs.conf; set_partitions
+  // replaces it on a reload); `faucets_admits(id)` is the Faucets gate's say on a
   // job a Faucets server placed here (false: it waits behind the gate);
   // `ended(id, state)` is called once a job it ended itself (a dependency
   // that can never be met) is committed, for every part to let it go.
   job_intake(core::scheduler& core, write_pipeline& pipe, access_view& view, metrics& stats, clock& time,
-             const core::site_config& partitions, user_limits limits,
+             core::site_config partitions, user_limits limits,
              std::function<bool(std::int64_t)> faucets_admits,
              std::function<void(std::int64_t, core::job_state)> ended);
 
+  // The partitions (aqs.conf): the intake owns them. Any thread may read
+  // them: a snapshot, which a reload does not change under the reader (a
+  // submission on its session thread, a listing on the read pool); a reload
+  // swaps in new ones (on the strand).
+  std::shared_ptr<const core::site_config> partitions() const;
+  void set_partitions(core::site_config partitions);
+
   job_table& jobs() noexcept { return jobs_; }
   const job_table& jobs() const noexcept { return jobs_; }
+  // Recovery only (controller_recover.cpp fills them from the store); at
+  // run time the other parts ask the functions below.
   dependency_gate& deps() noexcept { return deps_; }
   array_table& arrays() noexcept { return arrays_; }
   user_ledger& ledger() noexcept { return ledger_; }
@@ -66,6 +77,26 @@ public:
   // bounded slice per turn of the strand.
   void admit_in_slices(std::vector<std::int64_t> ids);
   // The job started: jobs waiting with `after:ID` may go.
+  // ---- what job_control asks (fkill, fctl) -----------------------------
+  // The jobs `fkill ID` reaches: the job itself, or an array's live tasks
+  // and the compact record of its tasks not yet split off.
+  std::vector<std::int64_t> cancel_targets(std::int64_t id);
+  // `fkill ARRAY_INDEX` by peer `p` (named `caller`): a task still in its
+  // array's compact record leaves it (the record ends CANCELLED with its
+  // last index); a task already split off is returned, to be cancelled as
+  // a job; or why not.
+  struct task_cancel {
+    std::vector<std::int64_t> split_off;
+    std::optional<protocol::cancel_failure> refused;
+  };
+  task_cancel cancel_array_task(const std::string& task, const peer_info& p, const std::string& caller);
+  // A pending job was cancelled: the jobs that depend on it are told.
+  void pending_cancelled(std::int64_t id) { deps_.release(id); }
+  // Whether a job waits outside the core: for its dependencies, or for its
+  // array's throttle.
+  bool waits_outside_core(std::int64_t id) const { return deps_.is_held(id) || arrays_.is_waiting(id); }
+  bool waits_for_dependencies(std::int64_t id) const { return deps_.is_held(id); }
+
   void started(std::int64_t id) { admit_in_slices(deps_.started(id)); }
   // After a final transition committed: its place in the ledger, its array
   // and its dependents; the entry becomes a finished one.
@@ -116,6 +147,13 @@ private:
     std::string error;
   };
   void on_split(split_run run);
+  // A store refusal of a submission: marks its token in doubt when the
+  // commit may have happened (see in_doubt_), then answers the client.
+  void store_refused(const call_ptr& call, const std::string& scoped_token, std::exception_ptr error);
+  // Whether a stored row the store found for a resent token should arrive
+  // now: it was created, or an earlier attempt's commit was in doubt and the
+  // job is not here. Strand only.
+  bool arrives_now(std::int64_t id, bool created, const std::string& scoped_token);
   // A job of the array made from its record (its text is the record's, in the store).
   job_entry copy_for(const job_entry& record, std::int64_t id) const;
   void arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index);
@@ -126,10 +164,17 @@ private:
   access_view& view_;
   metrics& metrics_;
   clock& clock_;
-  const core::site_config& partitions_;
+  mutable std::mutex partitions_mu_;
+  std::shared_ptr<const core::site_config> partitions_;  // partitions_mu_
   std::function<bool(std::int64_t)> faucets_admits_;
   std::function<void(std::int64_t, core::job_state)> ended_;
   job_table jobs_;
+  // Strand: the (scoped) submit tokens of submissions whose commit failed in
+  // doubt: the client was told to submit again, yet the row may be stored.
+  // A resend that finds its row stored then brings the job in (it never
+  // arrived here); without the mark, a resend that finds a row is only
+  // answered (the job arrived with the first attempt).
+  std::set<std::string> in_doubt_;
   dependency_gate deps_;
   array_table arrays_;
   user_ledger ledger_;

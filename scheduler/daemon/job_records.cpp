@@ -13,8 +13,8 @@ std::string scoped_submit_token(std::int64_t uid, const std::string& token) {
   return token.empty() ? token : "u" + std::to_string(uid) + ":" + token;
 }
 
-store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who) {
-  store::job_request r;
+store::job_submission to_store_request(const protocol::job_spec& spec, const submitter& who) {
+  store::job_submission r;
   r.submit_token = scoped_submit_token(who.uid, spec.submit_token.value_or(""));
   r.user_name = who.user;
   r.uid = who.uid;
@@ -57,7 +57,7 @@ std::optional<protocol::job_geometry> geometry_of(const std::string& json_text) 
 }
 
 protocol::job_spec to_spec(const store::job_record& rec) {
-  const store::job_request& r = rec.request;
+  const store::job_submission& r = rec.request;
   protocol::job_spec s;
   s.name = r.name;
   if (!r.script.empty()) s.script = r.script;

@@ -39,7 +39,7 @@ std::optional<protocol::job_geometry> geometry_of(const std::string& json_text);
 // stays empty (the store makes one up).
 std::string scoped_submit_token(std::int64_t uid, const std::string& token);
 
-store::job_request to_store_request(const protocol::job_spec& spec, const submitter& who);
+store::job_submission to_store_request(const protocol::job_spec& spec, const submitter& who);
 // The launchable job as it was submitted (script, argv, files, environment).
 protocol::job_spec to_spec(const store::job_record& r);
 

@@ -27,8 +27,8 @@ public:
   virtual void transition(std::int64_t job, core::job_state to, std::optional<core::processor_set> procs,
                           std::string reason, std::optional<std::int32_t> exit_code = std::nullopt,
                           std::optional<std::int32_t> signal = std::nullopt) = 0;
-  // Queues a store::job_update (control field, history note) in the batch.
-  virtual void record_update(store::job_update u) = 0;
+  // Queues a store::control_change (control field, history note) in the batch.
+  virtual void record_update(store::control_change u) = 0;
   // Queues a store operation in the batch, before its transitions.
   virtual void store_op(std::function<void(store::job_store&)> op) = 0;
   // Runs `op` on the writer thread (retried while the store is away), then

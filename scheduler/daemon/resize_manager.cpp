@@ -71,7 +71,7 @@ bool resize_manager::shim_overdue(const core::job& j) const {
 
 void resize_manager::limit_range(std::int64_t id, std::size_t min, std::size_t max, const std::string& note) {
   core_.apply(core::event::change(static_cast<core::job_id>(id), min, max));
-  store::job_update u;
+  store::control_change u;
   u.job_id = id;
   u.min_pe = static_cast<std::int32_t>(min);
   u.max_pe = static_cast<std::int32_t>(max);

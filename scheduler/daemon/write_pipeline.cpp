@@ -9,8 +9,8 @@ namespace aqs::daemon {
 
 namespace asio = boost::asio;
 
-write_pipeline::write_pipeline(asio::io_context& io, store::job_store& store, metrics& stats)
-    : io_(io), store_(store), stats_(stats), strand_(asio::make_strand(io)) {}
+write_pipeline::write_pipeline(asio::io_context& io, store::job_store& store)
+    : io_(io), store_(store), strand_(asio::make_strand(io)) {}
 
 void write_pipeline::stop() {
   if (stopped_.exchange(true)) return;
@@ -60,7 +60,7 @@ void write_pipeline::transition(std::int64_t job, core::job_state to, std::optio
   batch_.transitions.push_back(std::move(t));
 }
 
-void write_pipeline::record_update(store::job_update u) {
+void write_pipeline::record_update(store::control_change u) {
   batch_.store_ops.push_back([u = std::move(u)](store::job_store& s) {
     try {
       s.update_job(u);

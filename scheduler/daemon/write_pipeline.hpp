@@ -1,6 +1,8 @@
 // write_pipeline: the part of aqsd that owns the scheduling strand, the
-// store's writer thread and read pool, and the batch of changes being
-// gathered; the one implementation of `pipeline` (pipeline.hpp).
+// store's writer thread and read pool, the batch of changes being
+// gathered, and aqsd's counters (metrics, which it counts its commits in and
+// every part counts its own events in); the one implementation of
+// `pipeline` (pipeline.hpp).
 //
 // The pipeline of a scheduling event (the crash-safety argument):
 //   1. the event is applied to the core and its store transitions are
@@ -52,10 +54,14 @@ public:
     std::function<void(const std::string&)> fatal;
   };
 
-  write_pipeline(boost::asio::io_context& io, store::job_store& store, metrics& stats);
+  write_pipeline(boost::asio::io_context& io, store::job_store& store);
   ~write_pipeline() { stop(); }
 
   void set_hooks(hooks h) { hooks_ = std::move(h); }
+  // aqsd's counters and latencies (/metrics): the pipeline counts its
+  // commits in them, the parts their own events; thread-safe.
+  metrics& stats() noexcept { return stats_; }
+  const metrics& stats() const noexcept { return stats_; }
   strand_type& strand() noexcept { return strand_; }
   boost::asio::io_context& io() noexcept { return io_; }
   store::job_store& store() noexcept { return store_; }
@@ -80,7 +86,7 @@ public:
   void transition(std::int64_t job, core::job_state to, std::optional<core::processor_set> procs, std::string reason,
                   std::optional<std::int32_t> exit_code = std::nullopt,
                   std::optional<std::int32_t> signal = std::nullopt) override;
-  void record_update(store::job_update u) override;
+  void record_update(store::control_change u) override;
   void store_op(std::function<void(store::job_store&)> op) override { batch_.store_ops.push_back(std::move(op)); }
   void store_task(std::function<void(store::job_store&)> op, std::function<void()> then) override;
   void after_commit(std::function<void()> f) override { batch_.after.push_back(std::move(f)); }
@@ -113,7 +119,7 @@ private:
 
   boost::asio::io_context& io_;
   store::job_store& store_;
-  metrics& stats_;
+  metrics stats_;
   hooks hooks_;
   strand_type strand_;
   boost::asio::thread_pool writer_{1};

@@ -1,4 +1,4 @@
-// observe: snapshots of the scheduling state for read-only fronts (HTTP API,
+// controller_observe: the controller's read API: snapshots of the scheduling state for read-only fronts (HTTP API,
 // /metrics), taken on the strand.
 #include <algorithm>
 

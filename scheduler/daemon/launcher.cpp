@@ -1,19 +1,38 @@
-// launch: a started job's launch on the node that runs its script, and what
-// agents report about it (started, refused, exited).
+// launcher: a started job's launch on the node that runs its script, what
+// agents report about it (started, refused, exited, listed, lost), and the
+// signals and kills sent to its instance.
+#include "daemon/launcher.hpp"
+
 #include <algorithm>
+#include <csignal>
+#include <set>
 
 #include <boost/asio/post.hpp>
 
-#include "daemon/controller.hpp"
+#include "core/map_display.hpp"
+#include "daemon/job_records.hpp"
 #include "logging/log.hpp"
 #include "protocol/auth.hpp"
 
 namespace aqs::daemon {
 
-namespace asio = boost::asio;
 using core::job_state;
 
-void controller::launch(std::int64_t id, const core::processor_set& procs) {
+launcher::launcher(core::scheduler& sched, write_pipeline& pipe, job_intake& intake, node_manager& nodes,
+                   step_manager& steps, resize_manager& resizes, faucets_gate& gate, access_view& view,
+                   job_watchers& watchers, final_hook ended)
+    : sched_(sched),
+      pipe_(pipe),
+      intake_(intake),
+      nodes_(nodes),
+      steps_(steps),
+      resizes_(resizes),
+      gate_(gate),
+      view_(view),
+      watchers_(watchers),
+      ended_(std::move(ended)) {}
+
+void launcher::launch(std::int64_t id, const core::processor_set& procs) {
   job_entry* found = jobs().find(id);
   if (found == nullptr) return;
   if (found->faucets && gate_.checks_starts() && !found->cancel_requested) {
@@ -40,7 +59,7 @@ void controller::launch(std::int64_t id, const core::processor_set& procs) {
   launch_checked(id, procs);
 }
 
-void controller::faucets_not_started(std::int64_t id) {
+void launcher::faucets_not_started(std::int64_t id) {
   job_entry* e = jobs().find(id);
   if (e == nullptr) return;
   logging::warn("job {}: not started, its Faucets server did not confirm the start; it waits for the server", id);
@@ -53,7 +72,7 @@ void controller::faucets_not_started(std::int64_t id) {
   pipe_.decide();
 }
 
-void controller::launch_checked(std::int64_t id, const core::processor_set& procs) {
+void launcher::launch_checked(std::int64_t id, const core::processor_set& procs) {
   job_entry* found = jobs().find(id);
   if (found == nullptr) return;
   job_entry& e = *found;
@@ -99,7 +118,7 @@ void controller::launch_checked(std::int64_t id, const core::processor_set& proc
   });
 }
 
-void controller::send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec) {
+void launcher::send_launch(std::int64_t id, const core::processor_set& procs, protocol::job_spec spec) {
   job_entry& e = jobs().at(id);
   const std::size_t host = *e.host;
   spec.interactive = e.interactive;
@@ -126,7 +145,7 @@ void controller::send_launch(std::int64_t id, const core::processor_set& procs, 
   nodes_.send(host, std::move(l));
 }
 
-void controller::handle_job_started(const conn_ptr& c, const protocol::job_started& m) {
+void launcher::handle_job_started(const conn_ptr& c, const protocol::job_started& m) {
   const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
   job_entry* e = jobs().find(m.job_id);
@@ -137,7 +156,7 @@ void controller::handle_job_started(const conn_ptr& c, const protocol::job_start
   c->send(protocol::ok{m.id, {}});
 }
 
-void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& m) {
+void launcher::handle_agent_reply(const conn_ptr& c, const protocol::message& m) {
   const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return;
   const auto rid = protocol::id_of(m);
@@ -158,7 +177,7 @@ void controller::handle_agent_reply(const conn_ptr& c, const protocol::message& 
   }
 }
 
-void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited& m) {
+void launcher::handle_job_exited(const conn_ptr& c, const protocol::job_exited& m) {
   const node_entry* n = nodes_.heard(*c);
   if (n == nullptr) return reply_error(c, m.id, protocol::error_code::invalid_state, "register first");
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
@@ -199,7 +218,7 @@ void controller::handle_job_exited(const conn_ptr& c, const protocol::job_exited
   pipe_.after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
 }
 
-void controller::end_job(std::int64_t id, job_state state, std::optional<std::int32_t> code,
+void launcher::end_job(std::int64_t id, job_state state, std::optional<std::int32_t> code,
                          std::optional<std::int32_t> signal, std::string reason) {
   sched_.apply(core::event::completion(static_cast<core::job_id>(id), state));
   pipe_.transition(id, state, std::nullopt, std::move(reason), code, signal);
@@ -207,9 +226,99 @@ void controller::end_job(std::int64_t id, job_state state, std::optional<std::in
   pipe_.decide();
 }
 
+void launcher::send_kill(std::int64_t id, int sig, std::chrono::seconds grace, bool escalate) {
+  const job_entry* e = jobs().find(id);
+  if (e == nullptr || !e->host) return;
+  protocol::kill k;
+  k.id = nodes_.new_request_id();
+  k.job_id = id;
+  k.signal = sig;
+  k.grace_s = grace.count();
+  k.escalate = escalate;  // fkill --signal: that signal only
+  nodes_.send(*e->host, std::move(k));
+}
+
+void launcher::kill_uncertain(std::int64_t id, std::string reason) {
+  send_kill(id, SIGKILL, std::chrono::seconds(0), true);
+  end_job(id, job_state::failed, std::nullopt, SIGKILL, std::move(reason));
+}
+
+void launcher::signal_everywhere(std::int64_t id, int sig) {
+  const job_entry* e = jobs().find(id);
+  std::set<std::size_t> nodes;
+  if (e != nullptr && e->host) nodes.insert(*e->host);
+  if (const auto* sn = steps_.nodes_of(id)) nodes.insert(sn->begin(), sn->end());
+  for (std::size_t n : nodes) {
+    if (n < nodes_.size() && sched_.machine().at(n).state != core::node_state::down) {
+      nodes_.send(n, protocol::kill{nodes_.new_request_id(), id, sig, 0, false});
+    }
+  }
+}
+
+void launcher::resumed(std::int64_t id, const core::processor_set& to, bool adaptive) {
+  job_entry* e = jobs().find(id);
+  if (e != nullptr) e->control.clear();
+  view_.set_reason(id, "");
+  pipe_.transition(id, job_state::running, to, "resumed on " + core::format_processor_map(spans(), to));
+  if (adaptive) {
+    // Its ranks are where they stopped: the new map moves them at the
+    // next MPI_Migrate().
+    refresh_job_addresses(id, to, true);
+    resizes_.begin(id, to);
+  }
+  pipe_.after_commit([this, id, to] {
+    signal_everywhere(id, SIGCONT);
+    watchers_.notify(id, job_state::running, std::nullopt, std::nullopt, &to);
+  });
+}
+
+void launcher::requeued(std::int64_t id) {
+  job_entry* e = jobs().find(id);
+  if (e == nullptr) return;
+  const std::string by = e->requeue_by.value_or("root");
+  e->requeue_by.reset();
+  sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
+  pipe_.transition(id, job_state::pending, std::nullopt, "requeued by " + by);
+  drop_instance(id, *e);  // the killed instance can no longer speak for the job
+  e->control.clear();
+  view_.set_reason(id, "");
+  pipe_.after_commit([this, id] { watchers_.notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
+  pipe_.decide();
+}
+
+void launcher::drop_instance(std::int64_t id, job_entry& e) {
+  e.host.reset();
+  e.token.clear();
+  view_.forget_instance(id);
+  e.launch_confirmed = false;
+  e.misses = 0;
+  e.step_oom.reset();
+  resizes_.disarm(id);
+}
+
+void launcher::refresh_job_addresses(std::int64_t id, const core::processor_set& procs, bool adaptive) {
+  std::set<std::string> addrs;
+  auto add_node = [&](std::size_t index) {
+    if (index < nodes_.size() && nodes_.at(index).conn) add_agent_address(nodes_.at(index).conn->peer(), addrs);
+  };
+  procs.for_each([&](std::size_t proc) { add_node(sched_.machine().node_of(proc)); });
+  const job_entry* e = jobs().find(id);
+  if (e != nullptr && e->host) add_node(*e->host);
+  if (const auto* sn = steps_.nodes_of(id)) {
+    for (std::size_t n : *sn) add_node(n);
+  }
+  if (adaptive) addrs.insert(access_view::k_any_agent);  // any host with an agent: it may grow there
+  view_.set_job_addresses(id, std::move(addrs));
+}
+
+void launcher::refresh_spans() {
+  view_.set_spans(nodes_.spans());
+  view_.set_machine(sched_.machine(), sched_.resources());
+}
+
 // ---- node_jobs: what agents say of the jobs they run ----------------------
 
-std::vector<std::int64_t> controller::adopt_running(std::size_t index, const std::vector<std::int64_t>& running) {
+std::vector<std::int64_t> launcher::adopt_running(std::size_t index, const std::vector<std::int64_t>& running) {
   std::vector<std::int64_t> kill;
   for (std::int64_t r : running) {
     job_entry* e = jobs().find(r);
@@ -237,7 +346,7 @@ std::vector<std::int64_t> controller::adopt_running(std::size_t index, const std
   return kill;
 }
 
-bool controller::still_wanted(std::size_t index, const protocol::message& queued) {
+bool launcher::still_wanted(std::size_t index, const protocol::message& queued) {
   const auto* l = std::get_if<protocol::launch>(&queued);
   if (l == nullptr) return true;
   const core::job* j = sched_.find(static_cast<core::job_id>(l->job_id));
@@ -245,7 +354,7 @@ bool controller::still_wanted(std::size_t index, const protocol::message& queued
   return j != nullptr && core::holds_processors(j->state) && e != nullptr && e->host == index;
 }
 
-void controller::jobs_reported(std::size_t index, const std::vector<std::int64_t>& running) {
+void launcher::jobs_reported(std::size_t index, const std::vector<std::int64_t>& running) {
   const node_entry& n = nodes_.at(index);
   // A job its agent confirmed and no longer lists, twice, with no report of
   // its end: lost (its agent died with it and came back without it).

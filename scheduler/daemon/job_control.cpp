@@ -1,12 +1,15 @@
-// control: fctl's requests (hold, release, suspend, resume, requeue,
-// update) and a running job's own range requests (aqs_request_range).
-// Each is checked against the job's owner and state, applied to the core,
-// written to the store, and only then acted on (signals to the agents).
+// job_control: fkill's cancel requests (pending jobs end at once, running
+// ones are signalled through their node agent and end when it reports them),
+// fctl's requests (hold, release, suspend, resume, requeue, update) and a
+// running job's own range requests (aqs_request_range). Each is checked
+// against the job's owner and state, applied to the core, written to the
+// store, and only then acted on (signals to the agents).
+#include "daemon/job_control.hpp"
+
 #include <csignal>
 
 #include "core/map_display.hpp"
 #include "daemon/admission.hpp"
-#include "daemon/controller.hpp"
 #include "daemon/partition_gate.hpp"
 #include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
@@ -19,21 +22,127 @@ namespace {
 
 std::string job_name(std::int64_t id) { return "job " + std::to_string(id); }
 
+// The controller acting on its own behalf (e.g. cancelling an orphaned
+// interactive job): root, and whatever it is sent goes nowhere.
+class internal_peer final : public connection {
+public:
+  internal_peer() {
+    peer_.uid = 0;
+    peer_.remote = "aqsd";
+  }
+  void send(protocol::message) override {}
+  void close() override {}
+  const peer_info& peer() const noexcept override { return peer_; }
+  std::uint64_t serial() const noexcept override { return 0; }
+
+private:
+  peer_info peer_;
+};
+
 }  // namespace
 
-void controller::signal_everywhere(std::int64_t id, int sig) {
-  const job_entry* e = jobs().find(id);
-  std::set<std::size_t> nodes;
-  if (e != nullptr && e->host) nodes.insert(*e->host);
-  if (const auto* sn = steps_.nodes_of(id)) nodes.insert(sn->begin(), sn->end());
-  for (std::size_t n : nodes) {
-    if (n < nodes_.size() && sched_.machine().at(n).state != core::node_state::down) {
-      nodes_.send(n, protocol::kill{nodes_.new_request_id(), id, sig, 0, false});
-    }
+job_control::job_control(core::scheduler& sched, write_pipeline& pipe, job_intake& intake, node_manager& nodes,
+                         step_manager& steps, launcher& instances, access_view& view, job_watchers& watchers,
+                         std::chrono::seconds kill_grace, final_hook ended)
+    : sched_(sched),
+      pipe_(pipe),
+      intake_(intake),
+      nodes_(nodes),
+      steps_(steps),
+      instances_(instances),
+      view_(view),
+      watchers_(watchers),
+      kill_grace_(kill_grace),
+      ended_(std::move(ended)) {}
+
+void job_control::handle_cancel(const conn_ptr& c, const protocol::cancel& m) {
+  const peer_info& p = c->peer();
+  const std::string caller = p.uid ? user_name_of(*p.uid) : "root";
+  std::vector<std::int64_t> targets;
+  // An array's id names all its live tasks (scancel's way).
+  for (const std::int64_t id : m.job_ids) {
+    const auto reached = intake_.cancel_targets(id);
+    targets.insert(targets.end(), reached.begin(), reached.end());
   }
+  if (targets.empty() && m.user && m.array_tasks.empty()) targets = jobs().of_user(*m.user);
+  protocol::cancel_reply reply;
+  auto& cancelled = reply.cancelled;
+  auto& failed = reply.failed;
+  protocol::error_code first_code = protocol::error_code::not_found;
+  std::string first_message;
+  auto refuse = [&](std::int64_t id, protocol::error_code code, std::string msg) {
+    if (failed.empty()) {
+      first_code = code;
+      first_message = msg;
+    }
+    failed.push_back({id, code, std::move(msg)});
+  };
+  // Tasks still in their array's compact record leave it (fkill 123_7).
+  for (const std::string& t : m.array_tasks) {
+    auto done = intake_.cancel_array_task(t, p, caller);
+    if (done.refused) {
+      refuse(done.refused->job_id, done.refused->code, std::move(done.refused->message));
+    }
+    targets.insert(targets.end(), done.split_off.begin(), done.split_off.end());
+  }
+  for (std::int64_t id : targets) {
+    job_entry* found = jobs().find(id);
+    if (found == nullptr) {
+      if (const final_info* f = jobs().finished(id)) {
+        refuse(id, protocol::error_code::invalid_state,
+               "job " + std::to_string(id) + " has already ended (" + std::string(core::to_string(f->state)) + ")");
+      } else {
+        refuse(id, protocol::error_code::not_found, "no pending or running job " + std::to_string(id));
+      }
+      continue;
+    }
+    job_entry& e = *found;
+    if (m.user && e.user != *m.user) continue;  // the listed jobs that user owns
+    if (!may_act_on_job(p, e.uid)) {
+      refuse(id, protocol::error_code::permission_denied,
+             "job " + std::to_string(id) + " belongs to " + e.user + ", not to " + caller);
+      continue;
+    }
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    const bool running = j != nullptr && core::holds_processors(j->state);
+    if (m.signal) {
+      if (!running || !e.host) {
+        refuse(id, protocol::error_code::invalid_state, "job " + std::to_string(id) + " is not running");
+        continue;
+      }
+      send_kill(id, static_cast<int>(*m.signal), std::chrono::seconds(0), false);
+      cancelled.push_back(id);
+      continue;
+    }
+    if (running) {
+      if (!e.cancel_requested) logging::info("job {} cancelled by {}", id, caller);
+      e.cancel_requested = true;
+      // Before its launch went out, launch() ends it instead.
+      if (e.host) send_kill(id, SIGTERM, kill_grace_);
+    } else if (e.cancel_requested) {
+      // Already cancelled; its transition is being written.
+    } else {
+      e.cancel_requested = true;
+      logging::info("pending job {} cancelled by {}", id, caller);
+      if (j != nullptr) sched_.apply(core::event::completion(static_cast<core::job_id>(id), job_state::cancelled));
+      intake_.pending_cancelled(id);
+      pipe_.transition(id, job_state::cancelled, std::nullopt, "cancelled by " + caller);
+      pipe_.after_commit([this, id] { on_final(id, job_state::cancelled); });
+      pipe_.want_decision();
+    }
+    cancelled.push_back(id);
+  }
+  const std::int64_t rid = m.id;
+  if (cancelled.empty() && !failed.empty()) {
+    reply_error(c, rid, first_code, first_message);
+    return;
+  }
+  // Pending jobs are CANCELLED in the store when the reply goes out.
+  pipe_.after_commit([c, rid, reply] { c->send(protocol::make_ok(rid, reply)); });
+  pipe_.kick();
 }
 
-void controller::handle_control(const conn_ptr& c, const protocol::control& m) {
+void job_control::handle_control(const conn_ptr& c, const protocol::control& m) {
   const peer_info& p = c->peer();
   const bool as_job = p.role == protocol::peer_role::job;
   const std::string caller = as_job ? "the job itself" : p.uid ? user_name_of(*p.uid) : "root";
@@ -97,14 +206,14 @@ void controller::handle_control(const conn_ptr& c, const protocol::control& m) {
   pipe_.decide();
 }
 
-std::optional<std::string> controller::hold(std::int64_t id, job_entry& e, const core::job* j, bool admin,
+std::optional<std::string> job_control::hold(std::int64_t id, job_entry& e, const core::job* j, bool admin,
                                             const std::string& caller) {
   if (!e.control.empty() && e.control != "resume") return job_name(id) + " is already held";
   const bool queued = j != nullptr && j->state == job_state::pending;
   // A job waiting for its dependencies is not in the core yet: it is held
   // when it is admitted.
   if (j != nullptr && !queued) return job_name(id) + " is not pending (" + std::string(core::to_string(j->state)) + ")";
-  if (j == nullptr && !intake_.deps().is_held(id) && !intake_.arrays().is_waiting(id)) return job_name(id) + " is not pending";
+  if (j == nullptr && !intake_.waits_outside_core(id)) return job_name(id) + " is not pending";
   if (queued) sched_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));
   e.control = admin ? "held-admin" : "held-user";
   view_.set_reason(id, admin ? "JobHeldAdmin" : "JobHeldUser");
@@ -113,7 +222,7 @@ std::optional<std::string> controller::hold(std::int64_t id, job_entry& e, const
   return std::nullopt;
 }
 
-std::optional<std::string> controller::release(std::int64_t id, job_entry& e, const core::job* j, bool admin,
+std::optional<std::string> job_control::release(std::int64_t id, job_entry& e, const core::job* j, bool admin,
                                                const std::string& caller) {
   if (e.control != "held-user" && e.control != "held-admin") return job_name(id) + " is not held";
   if (e.control == "held-admin" && !admin) return job_name(id) + " was held by an administrator; only root may release it";
@@ -121,7 +230,7 @@ std::optional<std::string> controller::release(std::int64_t id, job_entry& e, co
   view_.set_reason(id, "");
   if (j != nullptr && j->held) {
     sched_.apply(core::event::on_job(core::event::kind::release, static_cast<core::job_id>(id)));
-  } else if (intake_.deps().is_held(id)) {
+  } else if (intake_.waits_for_dependencies(id)) {
     view_.set_reason(id, "Dependency");
   }
   pipe_.record_update({id, std::string(), std::nullopt, std::nullopt, std::nullopt, "released by " + caller});
@@ -129,7 +238,7 @@ std::optional<std::string> controller::release(std::int64_t id, job_entry& e, co
   return std::nullopt;
 }
 
-std::optional<std::string> controller::suspend(std::int64_t id, job_entry& e, const core::job* j,
+std::optional<std::string> job_control::suspend(std::int64_t id, job_entry& e, const core::job* j,
                                                const std::string& caller) {
   if (j == nullptr || (j->state != job_state::running && j->state != job_state::resizing)) {
     return job_name(id) + " is not running";
@@ -150,7 +259,7 @@ std::optional<std::string> controller::suspend(std::int64_t id, job_entry& e, co
   return std::nullopt;
 }
 
-std::optional<std::string> controller::resume(std::int64_t id, job_entry& e, const core::job* j,
+std::optional<std::string> job_control::resume(std::int64_t id, job_entry& e, const core::job* j,
                                               const std::string& caller) {
   if (j == nullptr || j->state != job_state::suspended) return job_name(id) + " is not suspended";
   if (j->resume_wanted) return job_name(id) + " is already waiting to resume";
@@ -163,24 +272,7 @@ std::optional<std::string> controller::resume(std::int64_t id, job_entry& e, con
   return std::nullopt;
 }
 
-void controller::resumed(std::int64_t id, const core::processor_set& to, bool adaptive) {
-  job_entry* e = jobs().find(id);
-  if (e != nullptr) e->control.clear();
-  view_.set_reason(id, "");
-  pipe_.transition(id, job_state::running, to, "resumed on " + core::format_processor_map(spans(), to));
-  if (adaptive) {
-    // Its ranks are where they stopped: the new map moves them at the
-    // next MPI_Migrate().
-    refresh_job_addresses(id, to, true);
-    resizes_.begin(id, to);
-  }
-  pipe_.after_commit([this, id, to] {
-    signal_everywhere(id, SIGCONT);
-    watchers_.notify(id, job_state::running, std::nullopt, std::nullopt, &to);
-  });
-}
-
-std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, const core::job* j,
+std::optional<std::string> job_control::requeue(std::int64_t id, job_entry& e, const core::job* j,
                                                const std::string& caller) {
   if (j == nullptr || !core::holds_processors(j->state)) return job_name(id) + " is not running or suspended";
   if (e.interactive) return job_name(id) + " is interactive (frun); it cannot be requeued";
@@ -198,21 +290,7 @@ std::optional<std::string> controller::requeue(std::int64_t id, job_entry& e, co
   return std::nullopt;
 }
 
-void controller::requeued(std::int64_t id) {
-  job_entry* e = jobs().find(id);
-  if (e == nullptr) return;
-  const std::string by = e->requeue_by.value_or("root");
-  e->requeue_by.reset();
-  sched_.apply(core::event::on_job(core::event::kind::requeue, static_cast<core::job_id>(id)));
-  pipe_.transition(id, job_state::pending, std::nullopt, "requeued by " + by);
-  drop_instance(id, *e);  // the killed instance can no longer speak for the job
-  e->control.clear();
-  view_.set_reason(id, "");
-  pipe_.after_commit([this, id] { watchers_.notify(id, job_state::pending, std::nullopt, std::nullopt, nullptr); });
-  pipe_.decide();
-}
-
-std::optional<std::string> controller::update(std::int64_t id, job_entry& e, const core::job* j,
+std::optional<std::string> job_control::update(std::int64_t id, job_entry& e, const core::job* j,
                                               const protocol::control& m, const std::string& caller, bool admin) {
   const bool pending = j == nullptr || j->state == job_state::pending;
   const bool resized = m.min_pe || m.max_pe;
@@ -254,9 +332,10 @@ std::optional<std::string> controller::update(std::int64_t id, job_entry& e, con
   r.min_pe = lo;
   r.max_pe = hi;
   if (ntasks) r.shape.ntasks = *ntasks;
+  const auto parts = intake_.partitions();
   admission_request ar;
   ar.who = submitter{e.user, e.uid, e.gid};
-  if (options_.partitions.configured) ar.groups = group_names_of(e.user, e.gid);
+  if (parts->configured) ar.groups = group_names_of(e.user, e.gid);
   ar.root = e.uid == 0 || admin;
   ar.partition = e.req.partition;
   if (m.time_limit_s) ar.walltime_s = *m.time_limit_s;
@@ -265,12 +344,12 @@ std::optional<std::string> controller::update(std::int64_t id, job_entry& e, con
   if (resized) {
     never_fits = [&](const core::partition* p) { return p ? view_.never_fits(r, *p) : sched_.never_fits(r); };
   }
-  if (const admission a = admit(options_.partitions, ar, never_fits); !a.error.empty()) {
+  if (const admission a = admit(*parts, ar, never_fits); !a.error.empty()) {
     if (!a.never_fits.empty()) return job_name(id) + " can never have that: " + a.never_fits;
     return job_name(id) + ": " + a.error;
   }
 
-  store::job_update u;
+  store::control_change u;
   u.job_id = id;
   std::string what;
   if (resized) {
@@ -308,6 +387,20 @@ std::optional<std::string> controller::update(std::int64_t id, job_entry& e, con
   pipe_.record_update(std::move(u));
   logging::info("job {}: {}", id, what);
   return std::nullopt;
+}
+
+void job_control::orphan_interactive(const conn_ptr& gone) {
+  for (std::int64_t id : watchers_.drop(*gone)) {
+    const job_entry* e = jobs().find(id);
+    if (e == nullptr || !e->interactive) continue;
+    logging::info("interactive job {} lost its frun: cancelling it", id);
+    protocol::cancel c;
+    c.id = 0;
+    c.job_ids = {id};
+    // As root: the owner's own frun went away; nobody is told.
+    auto self = std::make_shared<internal_peer>();
+    handle_cancel(self, c);
+  }
 }
 
 }  // namespace aqs::daemon

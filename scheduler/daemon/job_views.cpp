@@ -1,9 +1,9 @@
-// views: what clients read (fjobs, fnodes, job history); an interactive job
-// whose frun went.
+// job_views: what clients read: fjobs (list_jobs), fnodes (list_nodes) and a
+// job's history.
 #include <boost/asio/post.hpp>
 
 #include "core/hostlist.hpp"
-#include "daemon/controller.hpp"
+#include "daemon/job_views.hpp"
 #include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
 
@@ -14,30 +14,17 @@ using core::job_state;
 
 namespace {
 
-// The controller acting on its own behalf (e.g. cancelling an orphaned
-// interactive job): root, and whatever it is sent goes nowhere.
-class internal_peer final : public connection {
-public:
-  internal_peer() {
-    peer_.uid = 0;
-    peer_.remote = "aqsd";
-  }
-  void send(protocol::message) override {}
-  void close() override {}
-  const peer_info& peer() const noexcept override { return peer_; }
-  std::uint64_t serial() const noexcept override { return 0; }
-
-private:
-  peer_info peer_;
-};
-
 // Bytes of job text after which a list_jobs page ends early (frames hold 16 MiB).
 constexpr std::size_t k_list_page_bytes = std::size_t{8} << 20;
 
 
 }  // namespace
 
-void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m) {
+job_views::job_views(core::scheduler& sched, write_pipeline& pipe, job_intake& intake, node_manager& nodes,
+                     access_view& view, std::int64_t list_page)
+    : sched_(sched), pipe_(pipe), intake_(intake), nodes_(nodes), view_(view), list_page_(list_page) {}
+
+void job_views::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m) {
   store::job_filter f;
   f.user_name = m.user;
   f.states = m.states;
@@ -46,7 +33,7 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
   f.after_id = m.after_id;
   f.newest = m.newest;
   f.before_id = m.before_id;
-  const std::int64_t page = std::min(m.limit.value_or(options_.list_page), options_.list_page);
+  const std::int64_t page = std::min(m.limit.value_or(list_page_), list_page_);
   f.limit = page + 1;  // one more tells whether there is more
   pipe_.on_readers([this, c, f, page, rid = m.id] {
     try {
@@ -59,11 +46,12 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
       }
       const auto nodes = spans();
       const auto why = view_.reasons();
+      const auto parts = intake_.partitions();
       auto info = [&](const store::job_summary& s) {
         protocol::job_info j = to_job_info(s, nodes);
         if (j.state == core::job_state::pending) j.reason = why.of_pending(s.id);
         // With partitions configured a job without -p is in the default one.
-        if (!j.partition && options_.partitions.configured) j.partition = options_.partitions.default_partition().name;
+        if (!j.partition && parts->configured) j.partition = parts->default_partition().name;
         return j;
       };
       // The jobs go out as JSON text written straight from the rows: built
@@ -104,7 +92,78 @@ void controller::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& 
   });
 }
 
-void controller::handle_job_history(const conn_ptr& c, const protocol::job_history& m) {
+void job_views::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m) {
+  const auto parts = intake_.partitions();  // one snapshot for the whole answer
+  protocol::list_nodes_reply reply;
+  for (const node_entry& n : nodes_) {
+    protocol::listed_node info;
+    info.name = n.name;
+    switch (sched_.machine().at(n.index).state) {
+      case core::node_state::up: info.state = protocol::node_state::up; break;
+      case core::node_state::drained: info.state = protocol::node_state::drain; break;
+      case core::node_state::down: info.state = protocol::node_state::down; break;
+    }
+    info.first_proc = static_cast<std::int64_t>(n.first_proc);
+    info.nprocs = static_cast<std::int64_t>(n.nprocs);
+    info.procs = core::processor_set::range(sched_.machine().size(), n.first_proc, n.first_proc + n.nprocs).to_ranges();
+    const core::processor_set mine = sched_.machine().procs_of(n.index);
+    for (const auto& [end, id] : sched_.holding_by_end()) {
+      const core::job& j = sched_.get(id);
+      if (j.procs.intersects(mine) || j.target.intersects(mine)) info.jobs.push_back(static_cast<std::int64_t>(id));
+    }
+    std::sort(info.jobs.begin(), info.jobs.end());
+    info.memory_mb = n.memory_mb;
+    info.gpus = n.gpus;
+    info.connected = static_cast<bool>(n.conn);
+    info.alloc = static_cast<std::int64_t>((sched_.held() & mine).count());
+    info.latency = nodes_.latency_row(n.name);
+    info.containment = n.containment;
+    if (parts->configured) {
+      for (const auto& p : parts->partitions) {
+        if (p.has_node(n.name)) info.partitions.push_back(p.name);
+      }
+    }
+    reply.nodes.push_back(std::move(info));
+  }
+  // Live jobs per partition (the core's partition indices follow the
+  // configuration's order): pending ones in each they may run in, running
+  // ones in the one they run in.
+  const std::size_t nparts = parts->configured ? parts->partitions.size() : 0;
+  std::vector<std::int64_t> pending(nparts, 0), running(nparts, 0);
+  for (const auto& [id, entry] : jobs().live()) {
+    const core::job* j = sched_.find(static_cast<core::job_id>(id));
+    if (j == nullptr) continue;
+    if (j->state == job_state::pending) {
+      ++reply.jobs_pending;
+      for (std::size_t i : j->partitions) {
+        if (i < nparts) ++pending[i];
+      }
+    } else if (j->state == job_state::running || j->state == job_state::resizing) {
+      ++reply.jobs_running;
+      if (j->partition < nparts) ++running[j->partition];
+    }
+  }
+  if (parts->configured) {
+    for (std::size_t i = 0; i < nparts; ++i) {
+      const auto& p = parts->partitions[i];
+      protocol::partition_info pi;
+      pi.jobs_pending = pending[i];
+      pi.jobs_running = running[i];
+      pi.name = p.name;
+      pi.state = std::string(core::to_string(p.state));
+      pi.is_default = p.is_default;
+      pi.nodes = p.all_nodes ? "ALL" : core::compress_hostlist(p.nodes);
+      pi.max_time_s = p.max_time_s;
+      pi.default_time_s = p.default_time_s;
+      pi.max_nodes = static_cast<std::int64_t>(p.max_nodes);
+      pi.max_cpus_per_job = static_cast<std::int64_t>(p.max_cpus_per_job);
+      reply.partitions.push_back(std::move(pi));
+    }
+  }
+  c->send(protocol::make_ok(m.id, reply));
+}
+
+void job_views::handle_job_history(const conn_ptr& c, const protocol::job_history& m) {
   pipe_.on_readers([this, c, m] {
     try {
       auto rec = pipe_.store().get_job(m.job_id);
@@ -133,90 +192,6 @@ void controller::handle_job_history(const conn_ptr& c, const protocol::job_histo
       reply_error(c, m.id, protocol::error_code::internal, std::string("cannot read the job: ") + e.what());
     }
   });
-}
-
-void controller::handle_list_nodes(const conn_ptr& c, const protocol::list_nodes& m) {
-  protocol::list_nodes_reply reply;
-  for (const node_entry& n : nodes_) {
-    protocol::listed_node info;
-    info.name = n.name;
-    switch (sched_.machine().at(n.index).state) {
-      case core::node_state::up: info.state = protocol::node_state::up; break;
-      case core::node_state::drained: info.state = protocol::node_state::drain; break;
-      case core::node_state::down: info.state = protocol::node_state::down; break;
-    }
-    info.first_proc = static_cast<std::int64_t>(n.first_proc);
-    info.nprocs = static_cast<std::int64_t>(n.nprocs);
-    info.procs = core::processor_set::range(sched_.machine().size(), n.first_proc, n.first_proc + n.nprocs).to_ranges();
-    const core::processor_set mine = sched_.machine().procs_of(n.index);
-    for (const auto& [end, id] : sched_.holding_by_end()) {
-      const core::job& j = sched_.get(id);
-      if (j.procs.intersects(mine) || j.target.intersects(mine)) info.jobs.push_back(static_cast<std::int64_t>(id));
-    }
-    std::sort(info.jobs.begin(), info.jobs.end());
-    info.memory_mb = n.memory_mb;
-    info.gpus = n.gpus;
-    info.connected = static_cast<bool>(n.conn);
-    info.alloc = static_cast<std::int64_t>((sched_.held() & mine).count());
-    info.latency = nodes_.latency_row(n.name);
-    info.containment = n.containment;
-    if (options_.partitions.configured) {
-      for (const auto& p : options_.partitions.partitions) {
-        if (p.has_node(n.name)) info.partitions.push_back(p.name);
-      }
-    }
-    reply.nodes.push_back(std::move(info));
-  }
-  // Live jobs per partition (the core's partition indices follow the
-  // configuration's order): pending ones in each they may run in, running
-  // ones in the one they run in.
-  const std::size_t nparts = options_.partitions.configured ? options_.partitions.partitions.size() : 0;
-  std::vector<std::int64_t> pending(nparts, 0), running(nparts, 0);
-  for (const auto& [id, entry] : jobs().live()) {
-    const core::job* j = sched_.find(static_cast<core::job_id>(id));
-    if (j == nullptr) continue;
-    if (j->state == job_state::pending) {
-      ++reply.jobs_pending;
-      for (std::size_t i : j->partitions) {
-        if (i < nparts) ++pending[i];
-      }
-    } else if (j->state == job_state::running || j->state == job_state::resizing) {
-      ++reply.jobs_running;
-      if (j->partition < nparts) ++running[j->partition];
-    }
-  }
-  if (options_.partitions.configured) {
-    for (std::size_t i = 0; i < nparts; ++i) {
-      const auto& p = options_.partitions.partitions[i];
-      protocol::partition_info pi;
-      pi.jobs_pending = pending[i];
-      pi.jobs_running = running[i];
-      pi.name = p.name;
-      pi.state = std::string(core::to_string(p.state));
-      pi.is_default = p.is_default;
-      pi.nodes = p.all_nodes ? "ALL" : core::compress_hostlist(p.nodes);
-      pi.max_time_s = p.max_time_s;
-      pi.default_time_s = p.default_time_s;
-      pi.max_nodes = static_cast<std::int64_t>(p.max_nodes);
-      pi.max_cpus_per_job = static_cast<std::int64_t>(p.max_cpus_per_job);
-      reply.partitions.push_back(std::move(pi));
-    }
-  }
-  c->send(protocol::make_ok(m.id, reply));
-}
-
-void controller::orphan_interactive(const conn_ptr& gone) {
-  for (std::int64_t id : watchers_.drop(*gone)) {
-    const job_entry* e = jobs().find(id);
-    if (e == nullptr || !e->interactive) continue;
-    logging::info("interactive job {} lost its frun: cancelling it", id);
-    protocol::cancel c;
-    c.id = 0;
-    c.job_ids = {id};
-    // As root: the owner's own frun went away; nobody is told.
-    auto self = std::make_shared<internal_peer>();
-    handle_cancel(self, c);
-  }
 }
 
 }  // namespace aqs::daemon

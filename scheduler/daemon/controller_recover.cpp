@@ -1,4 +1,4 @@
-// recover: rebuilding the scheduling state from the store after a restart
+// controller_recover: the controller's recover(): rebuilding the scheduling state from the store after a restart
 // (also after kill -9): nodes in their numbering, pending jobs queued again,
 // running jobs kept on their processors until their agents report.
 #include <chrono>
@@ -15,8 +15,8 @@ using core::job_state;
 
 void controller::recover() {
   const store::live_state st = pipe_.store().load_live_state();
-  cluster_id_ = st.cluster_id;
-  logging::info("cluster id {}", cluster_id_);
+  launcher_.set_cluster_id(st.cluster_id);
+  logging::info("cluster id {}", st.cluster_id);
   pipe_.hold(true);
   const auto t = clock_.now();
   std::vector<std::size_t> down, drained;
@@ -52,7 +52,7 @@ void controller::recover() {
     if (rec.state == store::node_state::down) down.push_back(index);
     if (rec.state == store::node_state::drained) drained.push_back(index);
   }
-  refresh_spans();
+  launcher_.refresh_spans();
 
   std::size_t pending = 0, running = 0;
   const std::size_t n = sched_.machine().size();
@@ -147,13 +147,13 @@ void controller::recover() {
         // which (its acknowledgement or refusal of that map).
         jobs().find(s.id)->control.clear();
         try {
-          resume_claimed_resize(s.id, *claimed, map_over(*s.status.resize_procs, n));
+          resizes_.resume_claimed(s.id, *claimed, map_over(*s.status.resize_procs, n));
           logging::info("job {} was applying map {} when aqsd stopped: waiting for it to report", s.id, *claimed);
         } catch (const std::exception& ex) {
           logging::warn("job {}: its claimed map {} cannot be restored ({}): killing it", s.id, *claimed, ex.what());
           resizes_.raise_epoch(s.id, *claimed);
-          send_kill(s.id, SIGKILL, std::chrono::seconds(0), true);
-          end_job(s.id, job_state::failed, std::nullopt, SIGKILL,
+          launcher_.send_kill(s.id, SIGKILL, std::chrono::seconds(0), true);
+          launcher_.end_job(s.id, job_state::failed, std::nullopt, SIGKILL,
                   "its claimed map could not be restored after aqsd restarted: killed");
         }
       } else {
