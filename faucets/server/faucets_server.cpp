@@ -21,7 +21,7 @@ public:
     return store_.jobs(owner, all, cluster, 10000);
   }
   std::optional<stored_job> job(std::int64_t id) override { return store_.job(id); }
-  std::vector<job_event> history(std::int64_t id) override { return store_.history(id); }
+  std::vector<history_line> history(std::int64_t id) override { return store_.history(id); }
 
 private:
   faucets_store& store_;

@@ -263,14 +263,14 @@ std::optional<stored_job> faucets_store::job(std::int64_t id) {
   });
 }
 
-std::vector<job_event> faucets_store::history(std::int64_t id) {
+std::vector<history_line> faucets_store::history(std::int64_t id) {
   return with_tx([&](pqxx::work& tx) {
-    std::vector<job_event> out;
+    std::vector<history_line> out;
     for (const auto& r : tx.exec_params(
              "SELECT to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), event, detail "
              "FROM faucets_events WHERE job_id = $1 ORDER BY time, ctid",
              id)) {
-      out.push_back(job_event{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
+      out.push_back(history_line{r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>()});
     }
     return out;
   });

@@ -38,7 +38,7 @@ struct stored_job {
 };
 nlohmann::json to_json(const stored_job& j);  // the API's job object
 
-struct job_event {
+struct history_line {
   std::string time, event, detail;
 };
 
@@ -120,7 +120,7 @@ public:
   // Newest first up to `limit`; owner unset: everyone's; all: finished too.
   std::vector<stored_job> jobs(const std::optional<std::string>& owner, bool all,
                                const std::optional<std::string>& cluster, std::int64_t limit);
-  std::vector<job_event> history(std::int64_t id);
+  std::vector<history_line> history(std::int64_t id);
 
 private:
   template <class F>

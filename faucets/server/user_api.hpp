@@ -54,7 +54,7 @@ public:
   virtual std::vector<stored_job> jobs(const std::optional<std::string>& owner, bool all,
                                        const std::optional<std::string>& cluster) = 0;
   virtual std::optional<stored_job> job(std::int64_t id) = 0;
-  virtual std::vector<job_event> history(std::int64_t id) = 0;
+  virtual std::vector<history_line> history(std::int64_t id) = 0;
 };
 
 // What a route does (each has exactly one handler in user_api.cpp: a switch

@@ -9,7 +9,7 @@ namespace aqs::store {
 
 using core::job_state;
 
-void check_request(const job_request& q) {
+void check_request(const job_submission& q) {
   check_text("submit_token", q.submit_token);
   check_text("user_name", q.user_name);
   check_text("name", q.name);
@@ -92,8 +92,8 @@ planned_transition plan_transition(const job_transition& t, job_state from, cons
   return planned_transition{from, old_procs, std::move(procs), std::move(resize_procs), std::move(event_new)};
 }
 
-job_event event_of(const job_transition& t, const planned_transition& p, std::int64_t id, time_point time) {
-  job_event e;
+history_event event_of(const job_transition& t, const planned_transition& p, std::int64_t id, time_point time) {
+  history_event e;
   e.id = id;
   e.job_id = t.job_id;
   e.time = time;
@@ -107,7 +107,7 @@ job_event event_of(const job_transition& t, const planned_transition& p, std::in
   return e;
 }
 
-void check_update(const job_update& u, job_state state, bool adaptive, std::int32_t min_pe, std::int32_t max_pe) {
+void check_update(const control_change& u, job_state state, bool adaptive, std::int32_t min_pe, std::int32_t max_pe) {
   const std::string job = "job " + std::to_string(u.job_id);
   if (u.reason.empty()) throw invalid_job(job + ": an update needs a reason");
   check_text("reason", u.reason);

@@ -12,7 +12,7 @@ namespace aqs::store {
 
 // Throws invalid_job, naming the field, for a request the database could
 // never accept (bad text, processor counts, uid, walltime, dependencies).
-void check_request(const job_request& q);
+void check_request(const job_submission& q);
 // A fresh submit_token for a request that came without one. Tokens the store
 // makes start "aqs-" (clients send bare hex).
 std::string make_submit_token();
@@ -21,9 +21,9 @@ std::string make_submit_token();
 // status. Throws invalid_job.
 void check_transition(const job_transition& t);
 
-// Checks a job_update against the job as stored (its state, kind and
+// Checks a control_change against the job as stored (its state, kind and
 // range). Throws invalid_job.
-void check_update(const job_update& u, core::job_state state, bool adaptive, std::int32_t min_pe,
+void check_update(const control_change& u, core::job_state state, bool adaptive, std::int32_t min_pe,
                   std::int32_t max_pe);
 
 // Throws invalid_job for a node request that can never be registered.
@@ -47,7 +47,7 @@ planned_transition plan_transition(const job_transition& t, core::job_state from
 
 // The event a planned transition appends, with the id and time the store
 // gave it.
-job_event event_of(const job_transition& t, const planned_transition& p, std::int64_t id, time_point time);
+history_event event_of(const job_transition& t, const planned_transition& p, std::int64_t id, time_point time);
 
 // The states a recovery or a live listing returns.
 bool is_live(core::job_state s) noexcept;

@@ -48,9 +48,9 @@ public:
   // Throws invalid_job at once for a request the database could never
   // accept; the future throws store_unavailable if the database stays away,
   // or store_error if the database refused the job.
-  virtual std::future<std::int64_t> submit_async(job_request request) = 0;
+  virtual std::future<std::int64_t> submit_async(job_submission request) = 0;
   // submit_async(request).get().
-  virtual std::int64_t submit(job_request request) = 0;
+  virtual std::int64_t submit(job_submission request) = 0;
   // Like submit_async, but calls done(id, created, nullptr) once committed,
   // or done(0, false, error) with the exception submit_async's future would
   // throw. `created` is false when the submit_token was already there (a
@@ -61,7 +61,7 @@ public:
   // store. Throws invalid_job at once, as submit_async does (done is then
   // never called).
   using submit_callback = std::function<void(std::int64_t id, bool created, std::exception_ptr error)>;
-  virtual void submit_then(job_request request, submit_callback done) = 0;
+  virtual void submit_then(job_submission request, submit_callback done) = 0;
 
   // Moves a job to t.to and appends the event, in one transaction. Sets
   // start_time on entering RUNNING (first time per attempt), end_time and
@@ -72,18 +72,18 @@ public:
   // different), illegal_transition (not in core::is_legal_transition),
   // invalid_job (a map where none belongs, or missing where one is needed,
   // or exit status on a non-final state); on any of these nothing is written.
-  virtual job_event transition(const job_transition& t) = 0;
+  virtual history_event transition(const job_transition& t) = 0;
   // Several transitions (of different jobs) in one transaction, e.g. every
   // resize of one scheduling decision: all are written or, if any fails
   // (same errors as transition, or invalid_job for a job listed twice),
   // none is. Returns the events in the order given.
-  virtual std::vector<job_event> transition_all(const std::vector<job_transition>& ts) = 0;
+  virtual std::vector<history_event> transition_all(const std::vector<job_transition>& ts) = 0;
 
-  // Writes a job_update and appends its event, in one transaction. Throws
+  // Writes a control_change and appends its event, in one transaction. Throws
   // not_found, or invalid_job (a final job; an empty reason; min > max; a
   // rigid job given min != max; a control that does not fit the job's
   // state) and writes nothing.
-  virtual job_event update_job(const job_update& u) = 0;
+  virtual history_event update_job(const control_change& u) = 0;
 
   // Splits s.tasks off the compact array record s.array_id, in one
   // transaction: one PENDING job per index (a copy of the record's script,
@@ -102,7 +102,7 @@ public:
   // The job in full, or nullopt.
   virtual std::optional<job_record> get_job(std::int64_t id) = 0;
   // The job's events, oldest first (empty for an unknown job).
-  virtual std::vector<job_event> job_history(std::int64_t id) = 0;
+  virtual std::vector<history_event> job_history(std::int64_t id) = 0;
   // fjobs: jobs matching the filter, by id.
   virtual std::vector<job_summary> list_jobs(const job_filter& filter = {}) = 0;
   // Recovery: every live job (PENDING, RUNNING, RESIZING, SUSPENDED) and

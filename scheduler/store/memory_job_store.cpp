@@ -110,7 +110,7 @@ time_point memory_job_store::now() const {
 
 // ----------------------------------------------------------- submissions --
 
-std::int64_t memory_job_store::submit_locked(job_request& request, bool& created) {
+std::int64_t memory_job_store::submit_locked(job_submission& request, bool& created) {
   check_up();
   const commit_outcome outcome = next_commit();
   if (outcome == commit_outcome::lost) fail_commit(outcome);
@@ -127,7 +127,7 @@ std::int64_t memory_job_store::submit_locked(job_request& request, bool& created
     r.id = id;
     r.request = std::move(request);
     r.status.submit_time = at;
-    job_event e;
+    history_event e;
     e.id = next_event_++;
     e.job_id = id;
     e.time = at;
@@ -141,7 +141,7 @@ std::int64_t memory_job_store::submit_locked(job_request& request, bool& created
   return id;
 }
 
-std::future<std::int64_t> memory_job_store::submit_async(job_request request) {
+std::future<std::int64_t> memory_job_store::submit_async(job_submission request) {
   check_request(request);
   if (request.submit_token.empty()) request.submit_token = make_submit_token();
   std::promise<std::int64_t> promise;
@@ -157,9 +157,9 @@ std::future<std::int64_t> memory_job_store::submit_async(job_request request) {
   return future;
 }
 
-std::int64_t memory_job_store::submit(job_request request) { return submit_async(std::move(request)).get(); }
+std::int64_t memory_job_store::submit(job_submission request) { return submit_async(std::move(request)).get(); }
 
-void memory_job_store::submit_then(job_request request, submit_callback done) {
+void memory_job_store::submit_then(job_submission request, submit_callback done) {
   check_request(request);
   if (request.submit_token.empty()) request.submit_token = make_submit_token();
   std::lock_guard lk(mu_);
@@ -218,7 +218,7 @@ planned_transition memory_job_store::plan_locked(const job_transition& t) const 
   return plan_transition(t, st.state, st.procs.to_string(), old_resize);
 }
 
-job_event memory_job_store::apply_locked(const job_transition& t, const planned_transition& p, time_point at) {
+history_event memory_job_store::apply_locked(const job_transition& t, const planned_transition& p, time_point at) {
   job_status& st = jobs_.at(t.job_id).status;
   if (st.state != t.to) st.control.clear();
   st.state = t.to;
@@ -234,12 +234,12 @@ job_event memory_job_store::apply_locked(const job_transition& t, const planned_
   if (core::is_final(t.to)) st.end_time = at;
   st.exit_code = t.exit_code;
   st.term_signal = t.term_signal;
-  job_event e = event_of(t, p, next_event_++, at);
+  history_event e = event_of(t, p, next_event_++, at);
   events_[t.job_id].push_back(e);
   return e;
 }
 
-job_event memory_job_store::update_job(const job_update& u) {
+history_event memory_job_store::update_job(const control_change& u) {
   std::lock_guard lk(mu_);
   check_up();
   auto it = jobs_.find(u.job_id);
@@ -260,7 +260,7 @@ job_event memory_job_store::update_job(const job_update& u) {
     g.ntasks = *u.ntasks;
     r.request.geometry = protocol::geometry_json(g);
   }
-  job_event e;
+  history_event e;
   e.id = next_event_++;
   e.job_id = u.job_id;
   e.time = now();
@@ -308,7 +308,7 @@ std::vector<std::int64_t> memory_job_store::split_array(const array_split& s) {
     r.request.geometry = task ? s.task_geometry[i] : *s.new_record_geometry;
     r.status.submit_time = at;
     r.status.control = a.status.control;
-    job_event e;
+    history_event e;
     e.id = next_event_++;
     e.job_id = id;
     e.time = at;
@@ -322,19 +322,19 @@ std::vector<std::int64_t> memory_job_store::split_array(const array_split& s) {
   return ids;
 }
 
-job_event memory_job_store::transition(const job_transition& t) {
+history_event memory_job_store::transition(const job_transition& t) {
   check_transition(t);
   std::lock_guard lk(mu_);
   check_up();
   const planned_transition p = plan_locked(t);
   const commit_outcome outcome = next_commit();
   if (outcome == commit_outcome::lost) fail_commit(outcome);
-  job_event e = apply_locked(t, p, now());
+  history_event e = apply_locked(t, p, now());
   if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
   return e;
 }
 
-std::vector<job_event> memory_job_store::transition_all(const std::vector<job_transition>& ts) {
+std::vector<history_event> memory_job_store::transition_all(const std::vector<job_transition>& ts) {
   if (ts.empty()) return {};
   std::unordered_set<std::int64_t> seen;
   for (const auto& t : ts) {
@@ -352,7 +352,7 @@ std::vector<job_event> memory_job_store::transition_all(const std::vector<job_tr
   const commit_outcome outcome = next_commit();
   if (outcome == commit_outcome::lost) fail_commit(outcome);
   const time_point at = now();  // one transaction, one now()
-  std::vector<job_event> events;
+  std::vector<history_event> events;
   events.reserve(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i) events.push_back(apply_locked(ts[i], plans[i], at));
   if (outcome == commit_outcome::in_doubt) fail_commit(outcome);
@@ -369,7 +369,7 @@ std::optional<job_record> memory_job_store::get_job(std::int64_t id) {
   return found->second;
 }
 
-std::vector<job_event> memory_job_store::job_history(std::int64_t id) {
+std::vector<history_event> memory_job_store::job_history(std::int64_t id) {
   std::lock_guard lk(mu_);
   check_up();
   auto found = events_.find(id);

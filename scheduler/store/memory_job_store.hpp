@@ -87,15 +87,15 @@ public:
 
   void shutdown() noexcept override;
   bool unreachable() const noexcept override;
-  std::future<std::int64_t> submit_async(job_request request) override;
-  std::int64_t submit(job_request request) override;
-  void submit_then(job_request request, submit_callback done) override;
-  job_event transition(const job_transition& t) override;
-  std::vector<job_event> transition_all(const std::vector<job_transition>& ts) override;
-  job_event update_job(const job_update& u) override;
+  std::future<std::int64_t> submit_async(job_submission request) override;
+  std::int64_t submit(job_submission request) override;
+  void submit_then(job_submission request, submit_callback done) override;
+  history_event transition(const job_transition& t) override;
+  std::vector<history_event> transition_all(const std::vector<job_transition>& ts) override;
+  history_event update_job(const control_change& u) override;
   std::vector<std::int64_t> split_array(const array_split& s) override;
   std::optional<job_record> get_job(std::int64_t id) override;
-  std::vector<job_event> job_history(std::int64_t id) override;
+  std::vector<history_event> job_history(std::int64_t id) override;
   std::vector<job_summary> list_jobs(const job_filter& filter = {}) override;
   live_state load_live_state() override;
   node_record register_node(const node_request& request) override;
@@ -116,8 +116,8 @@ private:
   time_point now() const;
   // Stores the job (or finds it by token). Caller holds mu_; may throw
   // store_unavailable as a submission's fault.
-  std::int64_t submit_locked(job_request& request, bool& created);
-  job_event apply_locked(const job_transition& t, const planned_transition& p, time_point at);
+  std::int64_t submit_locked(job_submission& request, bool& created);
+  history_event apply_locked(const job_transition& t, const planned_transition& p, time_point at);
   planned_transition plan_locked(const job_transition& t) const;
   // A write to one node's row (heartbeat, state): checks, fault, change.
   void update_node(std::string_view name, const std::function<void(node_record&)>& change);
@@ -130,7 +130,7 @@ private:
   mutable std::mutex mu_;
   std::map<std::int64_t, job_record> jobs_;  // by id: listings walk it in order
   std::unordered_map<std::string, std::int64_t> by_token_;
-  std::map<std::int64_t, std::vector<job_event>> events_;
+  std::map<std::int64_t, std::vector<history_event>> events_;
   std::vector<node_record> nodes_;  // in registration order
   const std::string cluster_id_;    // random, as a new database's (sql/007)
   std::int64_t next_job_ = 1;

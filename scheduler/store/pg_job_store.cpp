@@ -60,28 +60,28 @@ job_store::counters pg_job_store::stats() const { return shared_->stats(); }
 
 // ----------------------------------------------------------- submissions --
 
-std::future<std::int64_t> pg_job_store::submit_async(job_request request) {
+std::future<std::int64_t> pg_job_store::submit_async(job_submission request) {
   return batcher_->submit_async(std::move(request));
 }
 
-std::int64_t pg_job_store::submit(job_request request) { return submit_async(std::move(request)).get(); }
+std::int64_t pg_job_store::submit(job_submission request) { return submit_async(std::move(request)).get(); }
 
-void pg_job_store::submit_then(job_request request, submit_callback done) {
+void pg_job_store::submit_then(job_submission request, submit_callback done) {
   batcher_->submit_then(std::move(request), std::move(done));
 }
 
 // ----------------------------------------------------------- transitions --
 
-job_event pg_job_store::transition(const job_transition& t) {
+history_event pg_job_store::transition(const job_transition& t) {
   check_transition(t);
   std::optional<job_state> before;  // the state the (last) attempt moved from
   std::lock_guard lk(control_mu_);
-  return control_->run<job_event>(
+  return control_->run<history_event>(
       [&](pqxx::work& tx) { return apply_transition(tx, t, before); },
       [&](pqxx::work& tx) { return transition_landed(tx, t, before); }, false);
 }
 
-std::vector<job_event> pg_job_store::transition_all(const std::vector<job_transition>& ts) {
+std::vector<history_event> pg_job_store::transition_all(const std::vector<job_transition>& ts) {
   if (ts.empty()) return {};
   std::unordered_map<std::int64_t, int> seen;
   for (const auto& t : ts) {
@@ -92,13 +92,13 @@ std::vector<job_event> pg_job_store::transition_all(const std::vector<job_transi
   }
   std::vector<std::optional<job_state>> before(ts.size());
   std::lock_guard lk(control_mu_);
-  return control_->run<std::vector<job_event>>(
+  return control_->run<std::vector<history_event>>(
       [&](pqxx::work& tx) {
         return apply_transitions(tx, ts, before);
       },
-      [&](pqxx::work& tx) -> std::optional<std::vector<job_event>> {
+      [&](pqxx::work& tx) -> std::optional<std::vector<history_event>> {
         // One transaction: all landed or none did.
-        std::vector<job_event> events;
+        std::vector<history_event> events;
         std::size_t not_landed = 0;
         for (std::size_t i = 0; i < ts.size(); ++i) {
           if (auto e = transition_landed(tx, ts[i], before[i])) {
@@ -117,10 +117,10 @@ std::vector<job_event> pg_job_store::transition_all(const std::vector<job_transi
       false);
 }
 
-job_event pg_job_store::update_job(const job_update& u) {
+history_event pg_job_store::update_job(const control_change& u) {
   if (u.reason.empty()) throw invalid_job("job " + std::to_string(u.job_id) + ": an update needs a reason");
   std::lock_guard lk(control_mu_);
-  return control_->run<job_event>(
+  return control_->run<history_event>(
       [&](pqxx::work& tx) {
         const pqxx::result cur =
             tx.exec_params("SELECT state, adaptive, min_pe, max_pe FROM jobs WHERE id = $1 FOR UPDATE", u.job_id);
@@ -145,7 +145,7 @@ job_event pg_job_store::update_job(const job_update& u) {
             u.job_id, u.control.has_value(), control, u.min_pe, u.max_pe, u.walltime_s.has_value(), walltime,
             u.reason, u.ntasks);
         if (ev.size() != 1) throw store_error("job " + std::to_string(u.job_id) + " vanished during its update");
-        job_event e;
+        history_event e;
         e.id = ev[0]["id"].as<std::int64_t>();
         e.job_id = u.job_id;
         e.time = micros(ev[0]["time"]);
@@ -154,7 +154,7 @@ job_event pg_job_store::update_job(const job_update& u) {
         e.reason = u.reason;
         return e;
       },
-      [&](pqxx::work&) -> std::optional<job_event> {
+      [&](pqxx::work&) -> std::optional<history_event> {
         // An update is idempotent but its event is not: rather than write it
         // twice, say that the outcome is unknown.
         throw store_unavailable("lost the connection while committing an update of job " +
@@ -270,11 +270,11 @@ std::optional<job_record> pg_job_store::get_job(std::int64_t id) {
       no_resolve<std::optional<job_record>>, true);
 }
 
-std::vector<job_event> pg_job_store::job_history(std::int64_t id) {
+std::vector<history_event> pg_job_store::job_history(std::int64_t id) {
   std::lock_guard lk(reader_mu_);
-  return reader_->run<std::vector<job_event>>(
+  return reader_->run<std::vector<history_event>>(
       [&](pqxx::work& tx) { return read_events(tx.exec_prepared("job_history", id)); },
-      no_resolve<std::vector<job_event>>, true);
+      no_resolve<std::vector<history_event>>, true);
 }
 
 std::vector<job_summary> pg_job_store::list_jobs(const job_filter& f) {

@@ -81,15 +81,15 @@ public:
 
   void shutdown() noexcept override;
   bool unreachable() const noexcept override;
-  std::future<std::int64_t> submit_async(job_request request) override;
-  std::int64_t submit(job_request request) override;
-  void submit_then(job_request request, submit_callback done) override;
-  job_event transition(const job_transition& t) override;
-  std::vector<job_event> transition_all(const std::vector<job_transition>& ts) override;
-  job_event update_job(const job_update& u) override;
+  std::future<std::int64_t> submit_async(job_submission request) override;
+  std::int64_t submit(job_submission request) override;
+  void submit_then(job_submission request, submit_callback done) override;
+  history_event transition(const job_transition& t) override;
+  std::vector<history_event> transition_all(const std::vector<job_transition>& ts) override;
+  history_event update_job(const control_change& u) override;
   std::vector<std::int64_t> split_array(const array_split& s) override;
   std::optional<job_record> get_job(std::int64_t id) override;
-  std::vector<job_event> job_history(std::int64_t id) override;
+  std::vector<history_event> job_history(std::int64_t id) override;
   std::vector<job_summary> list_jobs(const job_filter& filter = {}) override;
   live_state load_live_state() override;
   node_record register_node(const node_request& request) override;

@@ -110,20 +110,20 @@ const pg_column<job_record> k_record[] = {
     {"umask", [](const pqxx::field& f, job_record& j) { j.request.umask = f.as<std::int32_t>(); }},
 };
 
-const pg_column<job_event> k_event[] = {
-    {"id", [](const pqxx::field& f, job_event& e) { e.id = f.as<std::int64_t>(); }},
-    {"job_id", [](const pqxx::field& f, job_event& e) { e.job_id = f.as<std::int64_t>(); }},
-    {"time", [](const pqxx::field& f, job_event& e) { e.time = micros(f); }},
+const pg_column<history_event> k_event[] = {
+    {"id", [](const pqxx::field& f, history_event& e) { e.id = f.as<std::int64_t>(); }},
+    {"job_id", [](const pqxx::field& f, history_event& e) { e.job_id = f.as<std::int64_t>(); }},
+    {"time", [](const pqxx::field& f, history_event& e) { e.time = micros(f); }},
     {"old_state",
-     [](const pqxx::field& f, job_event& e) {
+     [](const pqxx::field& f, history_event& e) {
        if (!f.is_null()) e.old_state = state_of(f);
      }},
-    {"new_state", [](const pqxx::field& f, job_event& e) { e.new_state = state_of(f); }},
-    {"old_procs", [](const pqxx::field& f, job_event& e) { e.old_procs = map_of(f); }},
-    {"new_procs", [](const pqxx::field& f, job_event& e) { e.new_procs = map_of(f); }},
-    {"reason", [](const pqxx::field& f, job_event& e) { e.reason = f.as<std::string>(); }},
-    {"exit_code", [](const pqxx::field& f, job_event& e) { e.exit_code = opt_int(f); }},
-    {"term_signal", [](const pqxx::field& f, job_event& e) { e.term_signal = opt_int(f); }},
+    {"new_state", [](const pqxx::field& f, history_event& e) { e.new_state = state_of(f); }},
+    {"old_procs", [](const pqxx::field& f, history_event& e) { e.old_procs = map_of(f); }},
+    {"new_procs", [](const pqxx::field& f, history_event& e) { e.new_procs = map_of(f); }},
+    {"reason", [](const pqxx::field& f, history_event& e) { e.reason = f.as<std::string>(); }},
+    {"exit_code", [](const pqxx::field& f, history_event& e) { e.exit_code = opt_int(f); }},
+    {"term_signal", [](const pqxx::field& f, history_event& e) { e.term_signal = opt_int(f); }},
 };
 
 const pg_column<node_record> k_node[] = {
@@ -159,7 +159,7 @@ std::vector<Record> read_all(const pqxx::result& r, std::span<const pg_column<Re
 
 std::span<const pg_column<job_summary>> summary_columns() { return k_summary; }
 std::span<const pg_column<job_record>> record_columns() { return k_record; }
-std::span<const pg_column<job_event>> event_columns() { return k_event; }
+std::span<const pg_column<history_event>> event_columns() { return k_event; }
 std::span<const pg_column<node_record>> node_columns() { return k_node; }
 
 std::vector<job_summary> read_summaries(const pqxx::result& r) { return read_all(r, summary_columns()); }
@@ -178,7 +178,7 @@ job_record read_record(const pqxx::result& r, std::size_t row) {
   return j;
 }
 
-std::vector<job_event> read_events(const pqxx::result& r) { return read_all(r, event_columns()); }
+std::vector<history_event> read_events(const pqxx::result& r) { return read_all(r, event_columns()); }
 std::vector<node_record> read_nodes(const pqxx::result& r) { return read_all(r, node_columns()); }
 
 }  // namespace aqs::store

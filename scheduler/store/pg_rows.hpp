@@ -30,7 +30,7 @@ struct pg_column {
 std::span<const pg_column<job_summary>> summary_columns();
 // What get_job reads beyond the summary: the bulky parts of the request.
 std::span<const pg_column<job_record>> record_columns();
-std::span<const pg_column<job_event>> event_columns();
+std::span<const pg_column<history_event>> event_columns();
 std::span<const pg_column<node_record>> node_columns();
 
 // "a, b, c": a SELECT list of the columns.
@@ -74,7 +74,7 @@ private:
 std::vector<job_summary> read_summaries(const pqxx::result& r);
 void append_summaries(const pqxx::result& r, std::vector<job_summary>& out);
 job_record read_record(const pqxx::result& r, std::size_t row = 0);
-std::vector<job_event> read_events(const pqxx::result& r);
+std::vector<history_event> read_events(const pqxx::result& r);
 std::vector<node_record> read_nodes(const pqxx::result& r);
 
 // Values of single columns, for the statements that read one or two.

@@ -13,7 +13,7 @@ namespace aqs::store {
 
 namespace {
 
-void append_batch_json(std::string& out, std::size_t ord, const job_request& q) {
+void append_batch_json(std::string& out, std::size_t ord, const job_submission& q) {
   out += "{\"ord\":" + std::to_string(ord) + ",\"token\":";
   append_json_string(out, q.submit_token);
   out += ",\"user_name\":";
@@ -118,14 +118,14 @@ void pg_submit_batcher::enqueue(pending_submit p) {
   queue_cv_.notify_one();
 }
 
-std::future<std::int64_t> pg_submit_batcher::submit_async(job_request request) {
+std::future<std::int64_t> pg_submit_batcher::submit_async(job_submission request) {
   pending_submit p{std::move(request), {}, {}};
   auto future = p.promise.get_future();
   enqueue(std::move(p));
   return future;
 }
 
-void pg_submit_batcher::submit_then(job_request request, job_store::submit_callback done) {
+void pg_submit_batcher::submit_then(job_submission request, job_store::submit_callback done) {
   enqueue(pending_submit{std::move(request), {}, std::move(done)});
 }
 

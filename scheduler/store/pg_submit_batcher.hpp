@@ -31,8 +31,8 @@ public:
   // job_store::submit_async and submit_then: invalid_job at once for a bad
   // request, store_unavailable at once after stop(); a request without a
   // submit_token gets one.
-  std::future<std::int64_t> submit_async(job_request request);
-  void submit_then(job_request request, job_store::submit_callback done);
+  std::future<std::int64_t> submit_async(job_submission request);
+  void submit_then(job_submission request, job_store::submit_callback done);
 
   // Takes no more submissions, fails those queued and not sent with
   // store_unavailable, and returns once every committer thread has finished
@@ -41,7 +41,7 @@ public:
 
 private:
   struct pending_submit {
-    job_request request;
+    job_submission request;
     std::promise<std::int64_t> promise;
     job_store::submit_callback done;  // set: report here instead of through the promise
     void resolve(std::int64_t id, bool created);

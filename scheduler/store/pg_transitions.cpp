@@ -19,7 +19,7 @@ using core::job_state;
 
 // One transition inside the caller's transaction: lock, check, update the
 // row and append the event. `before` receives the state the job was in.
-job_event apply_transition(pqxx::work& tx, const job_transition& t, std::optional<job_state>& before) {
+history_event apply_transition(pqxx::work& tx, const job_transition& t, std::optional<job_state>& before) {
   const pqxx::result cur = tx.exec_prepared("lock_job", t.job_id);
   if (cur.empty()) throw not_found("no job " + std::to_string(t.job_id));
   const pqxx::row row = cur[0];
@@ -48,7 +48,7 @@ void append_optional_int(std::string& out, const std::optional<std::int32_t>& v)
 // Several transitions of different jobs inside the caller's transaction, in
 // two round trips whatever their number. `before[i]` receives the state job
 // i was in.
-std::vector<job_event> apply_transitions(pqxx::work& tx, const std::vector<job_transition>& ts,
+std::vector<history_event> apply_transitions(pqxx::work& tx, const std::vector<job_transition>& ts,
                                          std::vector<std::optional<job_state>>& before) {
   std::string ids = "{";
   for (std::size_t i = 0; i < ts.size(); ++i) ids += (i ? "," : "") + std::to_string(ts[i].job_id);
@@ -102,7 +102,7 @@ std::vector<job_event> apply_transitions(pqxx::work& tx, const std::vector<job_t
   for (const auto& r : ev) {
     by_job.emplace(r["job_id"].as<std::int64_t>(), std::make_pair(r["id"].as<std::int64_t>(), micros(r["time"])));
   }
-  std::vector<job_event> events;
+  std::vector<history_event> events;
   events.reserve(ts.size());
   for (std::size_t i = 0; i < ts.size(); ++i) {
     const auto& [id, time] = by_job.at(ts[i].job_id);
@@ -113,7 +113,7 @@ std::vector<job_event> apply_transitions(pqxx::work& tx, const std::vector<job_t
 
 // After an unknown COMMIT: the event if the transition landed, nullopt if
 // the job is still where the attempt found it; anything else cannot be told.
-std::optional<job_event> transition_landed(pqxx::work& tx, const job_transition& t, std::optional<job_state> before) {
+std::optional<history_event> transition_landed(pqxx::work& tx, const job_transition& t, std::optional<job_state> before) {
   // Only this store moves jobs: the job is either still where the attempt
   // found it (not landed: run again, which re-checks) or in the target state
   // with our event last.
@@ -124,7 +124,7 @@ std::optional<job_event> transition_landed(pqxx::work& tx, const job_transition&
   if (now == t.to) {
     const pqxx::result last = tx.exec_prepared("last_event", t.job_id);
     if (!last.empty()) {
-      job_event e = read_events(last).front();
+      history_event e = read_events(last).front();
       if (e.new_state == t.to) return e;
     }
   }

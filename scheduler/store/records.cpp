@@ -43,7 +43,7 @@ job_record record_of(job_summary s) {
   job_record j;
   j.id = s.id;
   j.status = std::move(s.status);
-  job_request& q = j.request;
+  job_submission& q = j.request;
   q.user_name = std::move(s.user_name);
   q.uid = s.uid;
   q.name = std::move(s.name);

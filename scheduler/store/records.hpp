@@ -21,7 +21,7 @@ using time_point = std::chrono::time_point<std::chrono::system_clock, std::chron
 // What a user submits. Every string must be valid UTF-8 without NUL bytes
 // (PostgreSQL text cannot hold NUL): job_store::submit rejects anything else
 // with invalid_job before it reaches the database.
-struct job_request {
+struct job_submission {
   // Client idempotency key: submitting the same token twice yields the same
   // job id and one job. Empty: the store makes a random one.
   std::string submit_token{};
@@ -47,7 +47,7 @@ struct job_request {
   // GPUs, partition); empty: none asked. The store keeps it, the daemon reads it.
   std::string geometry{};
 
-  friend bool operator==(const job_request&, const job_request&) = default;
+  friend bool operator==(const job_submission&, const job_submission&) = default;
 };
 
 // Where a job is now.
@@ -70,7 +70,7 @@ struct job_status {
 // A job in full: what get_job returns.
 struct job_record {
   std::int64_t id = 0;
-  job_request request{};
+  job_submission request{};
   job_status status{};
 };
 
@@ -89,8 +89,8 @@ struct job_summary {
   std::int32_t priority = 0;
   bool requeue = false;
   std::vector<std::int64_t> dependencies{};
-  std::string geometry{};  // as job_request::geometry: recovery places the job by it
-  // As job_request::submit_token: "faucets:..." marks a job a Faucets
+  std::string geometry{};  // as job_submission::geometry: recovery places the job by it
+  // As job_submission::submit_token: "faucets:..." marks a job a Faucets
   // server placed here (daemon/faucets_uplink), which recovery holds until
   // the server has said which of them are still its.
   std::string submit_token{};
@@ -98,7 +98,7 @@ struct job_summary {
 };
 
 // One line of a job's history: a state change or a resize.
-struct job_event {
+struct history_event {
   std::int64_t id = 0;
   std::int64_t job_id = 0;
   time_point time{};
@@ -130,7 +130,7 @@ struct job_transition {
 // A change to a live job that is not a state change (fctl hold, release,
 // resume, update; a job's own range request): the fields set are written
 // and one event is appended with the job's state as both old and new state.
-struct job_update {
+struct control_change {
   std::int64_t job_id = 0;
   std::optional<std::string> control{};    // "" clears it
   std::optional<std::int32_t> min_pe{}, max_pe{};

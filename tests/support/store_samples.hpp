@@ -8,8 +8,8 @@
 
 namespace aqs::test {
 
-inline store::job_request sample_request(std::string user = "alice", int procs = 2) {
-  store::job_request q;
+inline store::job_submission sample_request(std::string user = "alice", int procs = 2) {
+  store::job_submission q;
   q.user_name = std::move(user);
   q.uid = 1000;
   q.gid = 1000;

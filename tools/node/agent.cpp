@@ -83,7 +83,7 @@ void agent::start() {
                                  : "tcp:" + options_.server.value_or("");
     stats_ = std::make_unique<job_stats_server>(io_, options_.name, supervisor_);
     try {
-      stats_->start(stat_socket_name(aqsd, options_.name));
+      stats_->start(protocol::stat_socket_name(aqsd, options_.name));
     } catch (const std::exception& e) {
       warn(std::string("no stat socket for sstat (another process holds its name?): ") + e.what());
       stats_.reset();

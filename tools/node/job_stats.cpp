@@ -167,16 +167,6 @@ std::vector<step_usage> group_usage(const std::vector<proc_usage>& procs, peak_t
   return out;
 }
 
-std::string stat_socket_name(const std::string& aqsd, const std::string& node) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: a short, stable name, not a secret
-  for (unsigned char c : aqsd) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(1, '\0') + "aqs-node-stat/" + hex + "/" + node;
-}
 
 job_stats_server::job_stats_server(asio::io_context& io, std::string node, const job_supervisor& supervisor)
     : io_(io), node_(std::move(node)), supervisor_(supervisor), acceptor_(io), timer_(io) {}

@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "job_supervisor.hpp"
+#include "protocol/stat_socket.hpp"
 
 namespace aqs::node {
 
@@ -61,11 +62,6 @@ struct step_usage {
 using peak_table = std::map<std::pair<std::string, std::int64_t>, std::pair<std::uint64_t, std::uint64_t>>;
 std::vector<step_usage> group_usage(const std::vector<proc_usage>& procs, peak_table& peaks);
 
-// The abstract socket name of the agent of node `node` serving the aqsd
-// reached as `aqsd` (its Unix socket's absolute path, or "tcp:HOST:PORT"):
-// "\0aqs-node-stat/<16 hex digits of a hash of aqsd>/<node>", what
-// aqs-sstat connects to.
-std::string stat_socket_name(const std::string& aqsd, const std::string& node);
 
 // The request, one line: {"job_id":N}. The reply, one line: {"node":NAME,
 // "job_id":N,"steps":[{"step":"0","tasks":[{"task":0,"rss_kb":..,

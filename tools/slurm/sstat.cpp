@@ -415,16 +415,6 @@ std::string render_sstat_row(const std::vector<sstat_field>& fields, const step_
   return out;
 }
 
-std::string stat_socket_name(const std::string& aqsd, const std::string& node) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : aqsd) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(1, '\0') + "aqs-node-stat/" + hex + "/" + node;
-}
 
 std::vector<step_stat> fetch_step_stats(const std::string& aqsd_socket, std::int64_t job_id,
                                         const std::vector<std::string>& nodes, std::int64_t trusted_uid,
@@ -432,7 +422,7 @@ std::vector<step_stat> fetch_step_stats(const std::string& aqsd_socket, std::int
   std::vector<step_stat> steps;
   refused = false;
   for (const auto& node : nodes) {
-    const std::string name = stat_socket_name(aqsd_socket, node);
+    const std::string name = protocol::stat_socket_name(aqsd_socket, node);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     sockaddr_un addr{};

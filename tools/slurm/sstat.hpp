@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/stat_socket.hpp"
 #include "slurm/slurm_format.hpp"
 
 namespace aqs::slurm {
@@ -88,9 +89,6 @@ std::string sstat_memory(std::uint64_t kb, bool no_convert);
 // Slurm's CPU times: "00:MM:SS", "HH:MM:SS", "D-HH:MM:SS".
 std::string sstat_cpu_time(std::uint64_t seconds);
 
-// The abstract socket name of node `node`'s agent serving the aqsd at
-// `aqsd` (tools/node/job_stats.hpp has the same; a unit test checks).
-std::string stat_socket_name(const std::string& aqsd, const std::string& node);
 
 // Asks the agent of each node (on this machine) about the job: returns
 // the steps, and in `errors` one entry per node that did not answer or

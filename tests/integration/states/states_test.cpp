@@ -45,7 +45,7 @@ std::int64_t id_of(const test::run_result& r) {
 // A job written through the store, brought into `state` by legal
 // transitions (aqsd reads every view from the store).
 std::int64_t store_job_in(store::job_store& st, job_state state) {
-  store::job_request q = test::sample_request("aqs-layers-store", 2);
+  store::job_submission q = test::sample_request("aqs-layers-store", 2);
   q.adaptive = true;
   q.max_pe = 4;
   q.name = "via-store-" + name_of(state);

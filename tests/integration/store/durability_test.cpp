@@ -66,7 +66,7 @@ void check_acknowledged(const std::string& conninfo, const std::map<std::int64_t
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
         for (long n = 0;; ++n) {
-          job_request q = simple_request("crash");
+          job_submission q = simple_request("crash");
           q.submit_token = "c" + std::to_string(cycle) + "-" + std::to_string(t) + "-" + std::to_string(n);
           q.script = std::string(static_cast<std::size_t>(n % 4) * 1000, 'x');
           const auto id = store.submit(q);
@@ -176,7 +176,7 @@ TEST_CASE("a PostgreSQL restart and a PostgreSQL crash in the middle of a load r
   for (int t = 0; t < 4; ++t) {
     load.emplace_back([&, t] {
       for (long n = 0; !stop; ++n) {
-        job_request q = simple_request("restart");
+        job_submission q = simple_request("restart");
         q.submit_token = "r" + std::to_string(t) + "-" + std::to_string(n);
         try {
           const auto id = store.submit(q);
@@ -233,7 +233,7 @@ TEST_CASE("a PostgreSQL restart and a PostgreSQL crash in the middle of a load r
   quick.reconnect_timeout = std::chrono::milliseconds(500);
   pg_job_store impatient(quick);
   server.stop();
-  job_request late = simple_request();
+  job_submission late = simple_request();
   late.submit_token = "late";
   CHECK_THROWS_AS(impatient.submit(late), store_unavailable);
   server.start();

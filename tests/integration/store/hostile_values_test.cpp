@@ -70,10 +70,10 @@ std::string join(const std::vector<std::string>& parts) {
 
 TEST_CASE_FIXTURE(fresh_store, "hostile strings in every text field and array round-trip exactly") {
   std::vector<std::int64_t> ids;
-  std::vector<job_request> requests;
+  std::vector<job_submission> requests;
   for (std::size_t i = 0; i < k_nasty.size(); ++i) {
     const std::string& s = k_nasty[i];
-    job_request q = simple_request("user " + s);
+    job_submission q = simple_request("user " + s);
     q.submit_token = "tok " + s + std::to_string(i);
     q.name = s;
     q.script = "#!/bin/sh\necho " + s + "\n";
@@ -120,7 +120,7 @@ TEST_CASE_FIXTURE(fresh_store, "a 1 MB script and 1,000 environment variables ro
   while (!aqs::core::is_valid_utf8(script)) script.pop_back();
   REQUIRE(script.size() > 1'000'000);
 
-  job_request q = simple_request();
+  job_submission q = simple_request();
   q.submit_token = "big-one";
   q.script = script;
   for (int i = 0; i < 1000; ++i) {
@@ -144,13 +144,13 @@ TEST_CASE_FIXTURE(fresh_store, "NUL bytes and invalid UTF-8 are refused naming t
   auto refused = [&](auto change, const char* msg) {
     CHECK_THROWS_WITH_AS(store.submit_async(changed_request(change)), doctest::Contains(msg), invalid_job);
   };
-  refused([](job_request& q) { q.script = "echo a\0b"s; }, "script contains a NUL byte");
-  refused([](job_request& q) { q.name = "\0"s; }, "name contains a NUL byte");
-  refused([](job_request& q) { q.environment = {"OK=1", "BAD=\0"s}; }, "environment contains a NUL byte");
-  refused([](job_request& q) { q.argv = {"x\0"s}; }, "argv contains a NUL byte");
-  refused([](job_request& q) { q.workdir = "/tmp/\xFF"; }, "workdir is not valid UTF-8");
-  refused([](job_request& q) { q.user_name = "\xC0\xAF"; }, "user_name is not valid UTF-8");
-  refused([](job_request& q) { q.submit_token = "\xED\xA0\x80"; }, "submit_token is not valid UTF-8");
+  refused([](job_submission& q) { q.script = "echo a\0b"s; }, "script contains a NUL byte");
+  refused([](job_submission& q) { q.name = "\0"s; }, "name contains a NUL byte");
+  refused([](job_submission& q) { q.environment = {"OK=1", "BAD=\0"s}; }, "environment contains a NUL byte");
+  refused([](job_submission& q) { q.argv = {"x\0"s}; }, "argv contains a NUL byte");
+  refused([](job_submission& q) { q.workdir = "/tmp/\xFF"; }, "workdir is not valid UTF-8");
+  refused([](job_submission& q) { q.user_name = "\xC0\xAF"; }, "user_name is not valid UTF-8");
+  refused([](job_submission& q) { q.submit_token = "\xED\xA0\x80"; }, "submit_token is not valid UTF-8");
   CHECK_THROWS_WITH_AS(store.register_node({.name = "n\0"s, .nprocs = 1}), doctest::Contains("NUL"), invalid_job);
   CHECK_THROWS_WITH_AS(store.transition({.job_id = 1, .to = aqs::core::job_state::cancelled, .reason = "r\0"s}),
                        doctest::Contains("reason contains a NUL byte"), invalid_job);

@@ -34,7 +34,7 @@ void start(job_store& store, std::int64_t id, const char* map) {
 }  // namespace
 
 TEST_CASE_FIXTURE(fresh_store, "a submitted job reads back exactly, PENDING, with its submission event") {
-  job_request q = simple_request();
+  job_submission q = simple_request();
   q.argv = {"a", "b"};
   q.environment = {"PATH=/bin", "HOME=/home/alice"};
   q.adaptive = true;
@@ -71,7 +71,7 @@ TEST_CASE_FIXTURE(fresh_store, "a submitted job reads back exactly, PENDING, wit
 }
 
 TEST_CASE_FIXTURE(fresh_store, "submitting the same token twice gives the same job id and one job with one event") {
-  job_request q = simple_request();
+  job_submission q = simple_request();
   q.submit_token = "client-retry-7";
   const auto a = store.submit(q);
   const auto b = store.submit(q);
@@ -89,13 +89,13 @@ TEST_CASE_FIXTURE(fresh_store, "a request the database could never hold is refus
   auto bad = [&](auto change, const char* msg) {
     CHECK_THROWS_WITH_AS(store.submit(changed_request(change)), doctest::Contains(msg), invalid_job);
   };
-  bad([](job_request& q) { q.min_pe = 0; }, "min_pe must be at least 1");
-  bad([](job_request& q) { q.max_pe = 1; }, "less than min_pe");
-  bad([](job_request& q) { q.max_pe = 4; }, "rigid");
-  bad([](job_request& q) { q.user_name.clear(); }, "user_name is empty");
-  bad([](job_request& q) { q.walltime_s = 0; }, "walltime");
-  bad([](job_request& q) { q.uid = -1; }, "uid");
-  bad([](job_request& q) { q.dependencies = {0}; }, "dependency");
+  bad([](job_submission& q) { q.min_pe = 0; }, "min_pe must be at least 1");
+  bad([](job_submission& q) { q.max_pe = 1; }, "less than min_pe");
+  bad([](job_submission& q) { q.max_pe = 4; }, "rigid");
+  bad([](job_submission& q) { q.user_name.clear(); }, "user_name is empty");
+  bad([](job_submission& q) { q.walltime_s = 0; }, "walltime");
+  bad([](job_submission& q) { q.uid = -1; }, "uid");
+  bad([](job_submission& q) { q.dependencies = {0}; }, "dependency");
   CHECK(count(db.conninfo(), "SELECT count(*) FROM jobs") == 0);
 }
 
@@ -138,7 +138,7 @@ TEST_CASE("a job the database refuses fails alone; the rest of its batch is comm
   pg_job_store store(options_for(db.conninfo()));
   std::vector<std::future<std::int64_t>> futures;
   for (int i = 0; i < 30; ++i) {
-    job_request q = simple_request();
+    job_submission q = simple_request();
     q.name = i == 13 ? "evil" : "good";
     futures.push_back(store.submit_async(q));
   }
@@ -235,7 +235,7 @@ TEST_CASE_FIXTURE(fresh_store, "recovery loads every live job with its maps and 
   store.register_node({.name = "n2", .nprocs = 4});
   std::vector<std::int64_t> ids;
   for (int i = 0; i < 6; ++i) {
-    job_request q = simple_request("carol", 2);
+    job_submission q = simple_request("carol", 2);
     q.adaptive = true;
     q.max_pe = 4;
     q.dependencies = {static_cast<std::int64_t>(i + 100)};
@@ -306,7 +306,7 @@ TEST_CASE("a database that cannot be reached is store_unavailable after the reco
 }
 
 TEST_CASE_FIXTURE(faulty_store, "a COMMIT cut off by a lost connection is checked by token and retried once: one job, acknowledged") {
-  job_request q = simple_request();
+  job_submission q = simple_request();
   q.submit_token = "cut-off";
   faults.cut_next = true;
   const auto id = store.submit(q);

@@ -18,7 +18,7 @@
 
 namespace aqs::test {
 
-inline store::job_request simple_request(std::string user = "alice", int procs = 2) {
+inline store::job_submission simple_request(std::string user = "alice", int procs = 2) {
   return sample_request(std::move(user), procs);
 }
 
@@ -36,7 +36,7 @@ struct fresh_store {
 
 // simple_request() with `change` made to it.
 template <class Change>
-store::job_request changed_request(Change change) {
+store::job_submission changed_request(Change change) {
   auto q = simple_request();
   change(q);
   return q;

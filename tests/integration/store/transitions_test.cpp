@@ -25,7 +25,7 @@ const processor_set k_other_map = processor_set::from_string("11111100");
 
 // A fresh job brought into `state` by legal transitions.
 std::int64_t job_in(job_store& store, job_state state) {
-  job_request q = simple_request("dave", 2);
+  job_submission q = simple_request("dave", 2);
   q.adaptive = true;
   q.max_pe = 8;
   const auto id = store.submit(q);
@@ -72,7 +72,7 @@ TEST_CASE_FIXTURE(fresh_store, "every legal transition is written with its event
       const job_transition t = request_for(id, from, to);
       if (is_legal_transition(from, to)) {
         ++legal;
-        const job_event e = store.transition(t);
+        const history_event e = store.transition(t);
         CHECK(e.old_state == from);
         CHECK(e.new_state == to);
         const auto rec = store.get_job(id);
@@ -250,7 +250,7 @@ TEST_CASE_FIXTURE(faulty_store, "a transition whose COMMIT was cut off is checke
 TEST_CASE_FIXTURE(faulty_store, "a transition that committed but whose answer was lost is found, not applied twice") {
   const auto id = job_in(store, job_state::running);
   faults.lose_next = true;
-  const job_event e = store.transition({.job_id = id, .to = job_state::completed, .reason = "done", .exit_code = 0});
+  const history_event e = store.transition({.job_id = id, .to = job_state::completed, .reason = "done", .exit_code = 0});
   CHECK(store.stats().in_doubt == 1);
   CHECK(e.new_state == job_state::completed);
   CHECK(e.reason == "done");

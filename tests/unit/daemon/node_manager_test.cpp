@@ -28,7 +28,7 @@ struct fake_pipeline final : daemon::pipeline {
 
   void transition(std::int64_t, core::job_state, std::optional<core::processor_set>, std::string,
                   std::optional<std::int32_t>, std::optional<std::int32_t>) override {}
-  void record_update(store::job_update) override {}
+  void record_update(store::control_change) override {}
   void store_op(std::function<void(store::job_store&)> op) override {
     ++store_ops;
     op(store);

@@ -65,7 +65,7 @@ public:
     }
     return std::nullopt;
   }
-  std::vector<job_event> history(std::int64_t) override { return {job_event{"2026-01-01T00:00:00Z", "submitted", ""}}; }
+  std::vector<history_line> history(std::int64_t) override { return {history_line{"2026-01-01T00:00:00Z", "submitted", ""}}; }
 
   std::vector<stored_job> jobs_;
 };

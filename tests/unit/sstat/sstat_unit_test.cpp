@@ -62,10 +62,11 @@ TEST_CASE("processes are summed per task, steps come in Slurm's order and peaks 
   CHECK(steps[0].tasks[0].max_vsize_kb == 900);
 }
 
-TEST_CASE("the agent and sstat name the agent's stat socket alike, per aqsd and node") {
-  CHECK(node::stat_socket_name("/var/lib/aqs/aqsd.sock", "n1") == slurm::stat_socket_name("/var/lib/aqs/aqsd.sock", "n1"));
-  CHECK(node::stat_socket_name("/a.sock", "n1") != node::stat_socket_name("/b.sock", "n1"));
-  CHECK(node::stat_socket_name("/a.sock", "n1").front() == '\0');  // abstract: no file to squat on or leave behind
+TEST_CASE("the agent's stat socket is named per aqsd and node (one function, protocol/stat_socket, for both sides)") {
+  CHECK(protocol::stat_socket_name("/a.sock", "n1") != protocol::stat_socket_name("/b.sock", "n1"));
+  CHECK(protocol::stat_socket_name("/a.sock", "n1") != protocol::stat_socket_name("/a.sock", "n2"));
+  CHECK(protocol::stat_socket_name("/a.sock", "n1") == protocol::stat_socket_name("/a.sock", "n1"));
+  CHECK(protocol::stat_socket_name("/a.sock", "n1").front() == '\0');  // abstract: no file to squat on or leave behind
 }
 
 TEST_CASE("sstat's command line, as Slurm's getopt reads it") {

@@ -20,18 +20,18 @@ namespace aqs::test::contract {
 
 using core::job_state;
 using core::processor_set;
-using store::job_request;
+using store::job_submission;
 using store::job_store;
 using store::job_transition;
 
 inline const processor_set k_map = processor_set::from_string("00111100");
 inline const processor_set k_other_map = processor_set::from_string("11111100");
 
-inline job_request request(std::string user = "alice", int procs = 2) { return sample_request(std::move(user), procs); }
+inline job_submission request(std::string user = "alice", int procs = 2) { return sample_request(std::move(user), procs); }
 
 // A fresh adaptive job brought into `state` by legal transitions.
 inline std::int64_t job_in(job_store& s, job_state state) {
-  job_request q = request("dave", 2);
+  job_submission q = request("dave", 2);
   q.adaptive = true;
   q.max_pe = 8;
   const auto id = s.submit(q);
@@ -58,7 +58,7 @@ inline job_transition request_for(std::int64_t id, job_state from, job_state to)
 }
 
 // submit_then's outcome, waited for.
-inline std::tuple<std::int64_t, bool, std::exception_ptr> submit_then_wait(job_store& s, job_request q) {
+inline std::tuple<std::int64_t, bool, std::exception_ptr> submit_then_wait(job_store& s, job_submission q) {
   std::promise<std::tuple<std::int64_t, bool, std::exception_ptr>> p;
   auto f = p.get_future();
   s.submit_then(std::move(q), [&p](std::int64_t id, bool created, std::exception_ptr e) {
@@ -77,7 +77,7 @@ TEST_CASE_TEMPLATE_DEFINE("a submitted job reads back as asked, PENDING, with it
                           job_store_contract_submit) {
   F fixture;
   job_store& s = fixture.store();
-  job_request q = request();
+  job_submission q = request();
   q.argv = {"a", "b"};
   q.environment = {"PATH=/bin"};
   q.adaptive = true;
@@ -113,7 +113,7 @@ TEST_CASE_TEMPLATE_DEFINE(
     job_store_contract_token) {
   F fixture;
   job_store& s = fixture.store();
-  job_request q = request();
+  job_submission q = request();
   q.submit_token = "retry-me";
   const auto [id, created, error] = submit_then_wait(s, q);
   REQUIRE_FALSE(error);
@@ -131,7 +131,7 @@ TEST_CASE_TEMPLATE_DEFINE("a request that could never be stored is invalid_job a
                           job_store_contract_invalid) {
   F fixture;
   job_store& s = fixture.store();
-  job_request q = request();
+  job_submission q = request();
   q.name = std::string("a\0b", 3);
   CHECK_THROWS_AS(s.submit_async(q), aqs::store::invalid_job);
   q = request();
@@ -423,7 +423,7 @@ TEST_CASE_TEMPLATE_DEFINE("an array's compact record splits tasks off in one tra
                           job_store_contract_split) {
   F fixture;
   job_store& s = fixture.store();
-  job_request q = request();
+  job_submission q = request();
   q.submit_token = "array-1";
   q.environment = {"A=1"};
   q.geometry = R"({"array":"0-99999","array_task_count":100000})";

@@ -19,8 +19,8 @@ namespace {
 
 const processor_set k_map = processor_set::from_string("0011");
 
-job_request request(std::string token = {}) {
-  job_request q;
+job_submission request(std::string token = {}) {
+  job_submission q;
   q.user_name = "alice";
   q.uid = 1000;
   q.gid = 1000;
@@ -36,7 +36,7 @@ struct outcome {
   std::exception_ptr error;
 };
 
-outcome submit_then_wait(memory_job_store& s, job_request q) {
+outcome submit_then_wait(memory_job_store& s, job_submission q) {
   std::promise<outcome> p;
   auto f = p.get_future();
   s.submit_then(std::move(q), [&p](std::int64_t id, bool created, std::exception_ptr e) {
@@ -216,7 +216,7 @@ TEST_CASE("a store set down refuses every call with store_unavailable and is unr
   // Submissions fail through their future or callback; bad requests at once.
   CHECK_THROWS_AS(s.submit_async(request()).get(), store_unavailable);
   CHECK(is_unavailable(submit_then_wait(s, request()).error));
-  job_request bad = request();
+  job_submission bad = request();
   bad.user_name.clear();
   CHECK_THROWS_AS(s.submit_async(bad), invalid_job);
 
