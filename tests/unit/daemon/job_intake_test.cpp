@@ -279,3 +279,78 @@ TEST_CASE("job_intake: a Faucets server's job waits while the gate says no, and 
   r.on_strand([&] { r.intake->admit_or_hold(id); });
   CHECK(r.in_core(id));
 }
+
+TEST_CASE("job_intake: a resend of a submission still being stored is answered once it is, with the same job") {
+  rig r;
+  auto alice = r.user(k_alice);
+  auto j = rig::job();
+  j.submit_token = "tok-twice";
+  // Both arrive before the strand runs: the second joins the first.
+  r.intake->handle_submit(alice, protocol::submit{1, j});
+  r.intake->handle_submit(alice, protocol::submit{2, j});
+  std::optional<protocol::message> a, b;
+  REQUIRE(r.until([&] {
+    if (!a) a = alice->reply(1, 0ms);
+    if (!b) b = alice->reply(2, 0ms);
+    return a && b;
+  }));
+  REQUIRE(std::holds_alternative<protocol::ok>(*a));
+  REQUIRE(std::holds_alternative<protocol::ok>(*b));
+  CHECK(protocol::read_reply<protocol::submit_reply>(std::get<protocol::ok>(*a)).job_id ==
+        protocol::read_reply<protocol::submit_reply>(std::get<protocol::ok>(*b)).job_id);
+  CHECK(r.stored_jobs() == 1);
+  CHECK(r.intake->ledger().jobs_of(k_alice) == 1);
+  CHECK(r.intake->ledger().pending_of(k_alice) == 0);
+}
+
+TEST_CASE("job_intake: a job the registered nodes could never hold is refused with the reason") {
+  rig r;
+  r.view.set_machine(r.core.machine(), r.core.resources());
+  auto j = rig::job();
+  j.geometry.emplace();
+  j.geometry->nodes_min = 3;
+  std::string why;
+  CHECK(r.refused(r.user(k_alice), 1, j, &why) == protocol::error_code::bad_request);
+  CHECK(why.starts_with("the job can never run on this cluster: "));
+  CHECK(r.stored_jobs() == 0);
+  CHECK(r.intake->ledger().jobs_of(k_alice) == 0);
+}
+
+TEST_CASE("job_intake: a submission the store could not take is refused as retryable and charges nothing") {
+  rig r;
+  auto alice = r.user(k_alice);
+  auto j = rig::job();
+  j.submit_token = "tok-down";
+  r.store.set_down(true);
+  std::string why;
+  CHECK(r.refused(alice, 1, j, &why) == protocol::error_code::internal);
+  CHECK(why.starts_with("store unavailable, retrying (submit again)"));
+  CHECK(r.intake->ledger().jobs_of(k_alice) == 0);
+  CHECK(r.intake->ledger().bytes_of(k_alice) == 0);
+  CHECK(r.intake->ledger().pending_of(k_alice) == 0);
+  r.store.set_down(false);
+  const auto id = r.submitted(alice, 2, j);
+  CHECK(r.in_core(id));
+  CHECK(r.intake->ledger().jobs_of(k_alice) == 1);
+}
+
+// BUG (reported): a submission whose COMMIT landed but whose answer was lost
+// (unresolved in doubt) is refused to the client as "store unavailable,
+// retrying (submit again)"; the resend with the same token finds the stored
+// job (created == false), so job_intake answers its id but never makes it
+// arrive: the job stays PENDING in the store, unknown to the job table and
+// the core, until aqsd restarts and recovers it.
+TEST_CASE("job_intake: a submission stored in doubt and resent with its token arrives once" * doctest::may_fail()) {
+  rig r;
+  auto alice = r.user(k_alice);
+  auto j = rig::job();
+  j.submit_token = "tok-doubt";
+  r.store.inject(store::memory_job_store::fault::commit_in_doubt, 1);
+  CHECK(r.refused(alice, 1, j) == protocol::error_code::internal);
+  CHECK(r.stored_jobs() == 1);  // it landed
+  const auto id = r.submitted(alice, 2, j);
+  CHECK(r.store.get_job(id)->status.state == job_state::pending);
+  CHECK(r.intake->jobs().is_live(id));
+  CHECK(r.in_core(id));
+  CHECK(r.intake->ledger().jobs_of(k_alice) == 1);
+}

@@ -199,3 +199,21 @@ TEST_CASE("write_pipeline: a store task's failure that is not an outage stops th
   r.io.poll();
   CHECK_FALSE(ran);
 }
+
+TEST_CASE("write_pipeline: stopped while the store is down, it returns and nothing unacknowledged is acted on") {
+  rig r;
+  const auto id = r.submit();
+  r.store.set_down(true);
+  bool after = false;
+  r.on_strand([&] {
+    r.pipe.transition(id, job_state::running, procs(1), "started");
+    r.pipe.after_commit([&] { after = true; });
+    r.pipe.kick();
+  });
+  r.pipe.stop();  // bounded: the writer's wait for the store ends
+  r.io.poll();
+  CHECK_FALSE(after);
+  CHECK(r.fatal_errors.empty());
+  r.store.set_down(false);
+  CHECK(r.state(id) == job_state::pending);
+}
