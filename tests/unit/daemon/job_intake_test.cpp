@@ -354,3 +354,35 @@ TEST_CASE("job_intake: a submission stored in doubt and resent with its token ar
   CHECK(r.in_core(id));
   CHECK(r.intake->ledger().jobs_of(k_alice) == 1);
 }
+
+TEST_CASE("job_intake: --dependency=singleton waits for the user's earlier job of that name; afterany goes on failure") {
+  rig r;
+  auto alice = r.user(k_alice);
+  const auto first = r.submitted(alice, 1, rig::job("solo"));
+  auto j = rig::job("solo");
+  j.geometry.emplace();
+  j.geometry->dependency = "singleton";
+  const auto second = r.submitted(alice, 2, j);
+  // Another user's job of that name, and another name, are no reason to wait.
+  const auto bobs = r.submitted(r.user(k_bob), 3, j);
+  auto other = j;
+  other.name = "other";
+  const auto other_id = r.submitted(alice, 4, other);
+  CHECK(r.intake->deps().is_held(second));
+  CHECK(r.reason(second) == "Dependency");
+  CHECK(r.in_core(bobs));
+  CHECK(r.in_core(other_id));
+  r.finish(first, job_state::failed);
+  CHECK(r.in_core(second));
+
+  // afterany: a failed dependency is no reason to cancel.
+  const auto a = r.submitted(alice, 5, rig::job("a"));
+  auto any = rig::job("any");
+  any.geometry.emplace();
+  any.geometry->dependency = "afterany:" + std::to_string(a);
+  const auto after_any = r.submitted(alice, 6, any);
+  CHECK(r.intake->deps().is_held(after_any));
+  r.finish(a, job_state::failed);
+  CHECK(r.in_core(after_any));
+  CHECK(r.ended.empty());
+}

@@ -118,6 +118,36 @@ TEST_CASE("job_watchers: output only from the node that runs the job or a step o
   CHECK(o->data == "hello\n");
 }
 
+TEST_CASE("job_watchers: output from a node that runs a step of the job reaches the watcher") {
+  rig r;
+  // Job 9 runs its script on n1 and holds n2's processors too.
+  r.running(9, r.procs({0, 1, 2, 3}));
+  daemon::job_entry e;
+  e.uid = 1000;
+  e.user = "alice";
+  e.host = 0;
+  REQUIRE(r.jobs.add(9, e));
+  auto alice = r.client(1000);
+  REQUIRE(is_ok(r.watch(alice, 1, 9)));
+  rig::event(alice);
+  r.watchers.handle_output(r.n2, rig::text(9, "before the step"));
+  CHECK_FALSE(rig::out(alice));
+  // Its aqs-rsh starts a step on n2: n2 speaks for the job from now on.
+  auto launcher = std::make_shared<test::fake_connection>(protocol::peer_role::job);
+  launcher->speak_for(9, true);
+  protocol::remote_exec m;
+  m.id = 2;
+  m.job_id = 9;
+  m.host = "n2";
+  m.command = "orted";
+  r.steps.handle_remote_exec(launcher, m);
+  REQUIRE(r.steps.runs(9, 1));
+  r.watchers.handle_output(r.n2, rig::text(9, "rank 2\n"));
+  auto o = rig::out(alice);
+  REQUIRE(o);
+  CHECK(o->data == "rank 2\n");
+}
+
 TEST_CASE("job_watchers: output that came before the watcher is given to it when it comes") {
   rig r;
   r.job(6, 1000);

@@ -229,3 +229,26 @@ TEST_CASE("resize_manager: an --adaptive job whose shim never came is made rigid
   CHECK(r.out.updates[1].max_pe == 4);
   CHECK(r.job().req.max_pe == 4);
 }
+
+TEST_CASE("resize_manager: a shim back after aqsd's restart, having seen map 7, is sent maps numbered above it") {
+  rig r;
+  // aqsd restarted: the job's maps went up to 5 before, its shim says it saw 7.
+  r.resize.raise_epoch(k_job, 5);
+  r.resize.attach_shim(k_job, r.shim, 7);
+  CHECK(r.resize.epoch(k_job) == 7);
+  auto map = r.resize_to(r.procs({0, 1, 2}));
+  REQUIRE(map);
+  CHECK(map->epoch == 8);
+  CHECK(is_ok(r.ack(r.shim, 1, 8, "1110")));
+  CHECK(r.job().procs.count() == 3);
+  // A map under way when the shim comes back is sent to it again.
+  auto again = r.resize_to(r.procs({0, 1}));
+  REQUIRE(again);
+  auto shim2 = std::make_shared<test::fake_connection>(protocol::peer_role::job);
+  shim2->speak_for(k_job, false);
+  r.resize.detach_shim(k_job, *r.shim);
+  r.resize.attach_shim(k_job, shim2, again->epoch);
+  auto resent = shim2->take<protocol::new_map>([](const protocol::new_map&) { return true; }, 0ms);
+  REQUIRE(resent);
+  CHECK(resent->procs == "1100");
+}

@@ -217,3 +217,20 @@ TEST_CASE("write_pipeline: stopped while the store is down, it returns and nothi
   r.store.set_down(false);
   CHECK(r.state(id) == job_state::pending);
 }
+
+TEST_CASE("write_pipeline: a job update the store refuses is logged, the rest of the batch is written, nothing stops") {
+  rig r;
+  const auto id = r.submit();
+  store::job_update bad;
+  bad.job_id = 999;
+  bad.reason = "no such job";
+  r.on_strand([&] {
+    r.pipe.record_update(bad);
+    r.pipe.transition(id, job_state::running, procs(1), "started");
+    r.pipe.kick();
+  });
+  REQUIRE(r.committed());
+  CHECK(r.fatal_errors.empty());
+  CHECK_FALSE(r.pipe.failed());
+  CHECK(r.state(id) == job_state::running);
+}
