@@ -7,6 +7,8 @@
 // user's ledger is charged by a job and given back at its end.
 #include <doctest/doctest.h>
 
+#include <thread>
+
 #include "core/strategy.hpp"
 #include "daemon/job_intake.hpp"
 #include "fake_connection.hpp"
@@ -385,4 +387,32 @@ TEST_CASE("job_intake: --dependency=singleton waits for the user's earlier job o
   r.finish(a, job_state::failed);
   CHECK(r.in_core(after_any));
   CHECK(r.ended.empty());
+}
+
+// BUG (reported), a probe for ThreadSanitizer, skipped in the ordinary build
+// (without it the race rarely shows): the partitions job_intake checks a
+// submission against are the controller's options_.partitions, which
+// controller::reload_partitions assigns on the strand, while handle_submit
+// reads them (job_intake.cpp: partitions_.configured, admit_submission) on
+// the session thread that read the message. Built with -fsanitize=thread,
+// this reports a data race between site_config::operator= and handle_submit.
+TEST_CASE("job_intake: a reload of the partitions does not race a submission's check" * doctest::skip()) {
+  rig r({}, core::parse_config("PartitionName=debug Nodes=n1 Default=YES MaxTime=30:00\n", "aqs.conf"));
+  const auto c1 = r.partitions;
+  const auto c2 = core::parse_config("PartitionName=debug Nodes=n1 Default=YES MaxTime=20:00\nPartitionName=b Nodes=n1\n",
+                                     "aqs.conf");
+  std::atomic<bool> done{false};
+  std::thread strand([&] {
+    for (int i = 0; i < 200; ++i) r.pipe.post([&, i] { r.partitions = (i % 2) ? c2 : c1; });
+    while (!done) r.io.run_one_for(5ms);
+  });
+  auto alice = r.user(k_alice);
+  for (int i = 0; i < 200; ++i) {
+    auto j = rig::job();
+    j.walltime_s = 3600;
+    r.intake->handle_submit(alice, protocol::submit{i + 1, j});
+  }
+  done = true;
+  strand.join();
+  CHECK(alice->count() == 200);
 }
