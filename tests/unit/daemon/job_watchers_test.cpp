@@ -93,7 +93,6 @@ TEST_CASE("job_watchers: the owner and root may watch a live job, another user m
   CHECK(rig::event(root));
 
   // A change reaches both watchers, never the refused one.
-  const auto p = r.core.get(5).procs;
   r.watchers.notify(5, job_state::suspended, std::nullopt, std::nullopt, nullptr);
   CHECK(rig::event(alice)->state == job_state::suspended);
   CHECK(rig::event(root)->state == job_state::suspended);
