@@ -16,21 +16,19 @@
 using namespace aqs;
 using namespace std::chrono_literals;
 
-// BUG (reported): `control` (fctl hold/release/suspend/resume/requeue/update
-// and a job's own range request) is routed runs_on::session, and
-// controller::handle_control (control.cpp) reads and changes the job table,
-// applies core events (sched_.apply) and queues into the pipeline's batch
-// (record_update, transition, after_commit, decide) on the connection's
-// thread, while the scheduling strand may be deciding or gathering a batch
-// on another: a data race on the core, the job table and the batch.
-TEST_CASE("control, which changes the scheduling state, is routed to the scheduling strand" * doctest::may_fail()) {
+// `control` (fctl hold/release/suspend/resume/requeue/update and a job's own
+// range request) reads and changes the job table, applies core events and
+// queues into the pipeline's batch: it must run on the scheduling strand.
+// (It was routed runs_on::session: a data race with the strand, which
+// ThreadSanitizer showed; these tests failed then.)
+TEST_CASE("control, which changes the scheduling state, is routed to the scheduling strand") {
   CHECK(daemon::controller::routes().of(protocol::control{}).where == daemon::runs_on::strand);
 }
 
 // The same seen from outside: with the io_context not running (the
 // scheduling strand idle), a control request must not be answered from the
-// job table yet; today it is answered at once on the caller's thread.
-TEST_CASE("a control request is not worked on before the scheduling strand runs it" * doctest::may_fail()) {
+// job table yet.
+TEST_CASE("a control request is not worked on before the scheduling strand runs it") {
   boost::asio::io_context io;
   store::memory_job_store store;
   test::manual_clock clock;

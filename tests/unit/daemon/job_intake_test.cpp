@@ -344,13 +344,13 @@ TEST_CASE("job_intake: a submission the store could not take is refused as retry
   CHECK(r.intake->ledger().jobs_of(k_alice) == 1);
 }
 
-// BUG (reported): a submission whose COMMIT landed but whose answer was lost
-// (unresolved in doubt) is refused to the client as "store unavailable,
-// retrying (submit again)"; the resend with the same token finds the stored
-// job (created == false), so job_intake answers its id but never makes it
-// arrive: the job stays PENDING in the store, unknown to the job table and
-// the core, until aqsd restarts and recovers it.
-TEST_CASE("job_intake: a submission stored in doubt and resent with its token arrives once" * doctest::may_fail()) {
+// A submission whose COMMIT landed but whose answer was lost (in doubt) is
+// refused to the client as "store unavailable, retrying (submit again)"; the
+// resend with the same token finds the stored job (created == false). It
+// must arrive then: this test failed when job_intake only answered its id,
+// and the job stayed PENDING in the store, unknown to the job table and the
+// core, until aqsd restarted and recovered it.
+TEST_CASE("job_intake: a submission stored in doubt and resent with its token arrives once") {
   rig r;
   auto alice = r.user(k_alice);
   auto j = rig::job();
@@ -397,13 +397,13 @@ TEST_CASE("job_intake: --dependency=singleton waits for the user's earlier job o
   CHECK(r.ended.empty());
 }
 
-// BUG (reported), a probe for ThreadSanitizer, skipped in the ordinary build
-// (without it the race rarely shows): the partitions job_intake checks a
-// submission against are the controller's options_.partitions, which
-// controller::reload_partitions assigns on the strand, while handle_submit
-// reads them (job_intake.cpp: partitions_.configured, admit_submission) on
-// the session thread that read the message. Built with -fsanitize=thread,
-// this reports a data race between site_config::operator= and handle_submit.
+// A probe for ThreadSanitizer, skipped in the ordinary build (without it the
+// race rarely shows): a reload swaps the partitions on the strand while
+// handle_submit reads them on the session thread that read the message.
+// They were the controller's options_.partitions, assigned in place: built
+// with -fsanitize=thread this reported a data race between
+// site_config::operator= and handle_submit. The intake now owns them as a
+// snapshot swapped under a mutex (job_intake::partitions()).
 TEST_CASE("job_intake: a reload of the partitions does not race a submission's check" * doctest::skip()) {
   rig r({}, core::parse_config("PartitionName=debug Nodes=n1 Default=YES MaxTime=30:00\n", "aqs.conf"));
   const auto c1 = r.partitions;
@@ -411,7 +411,7 @@ TEST_CASE("job_intake: a reload of the partitions does not race a submission's c
                                      "aqs.conf");
   std::atomic<bool> done{false};
   std::thread strand([&] {
-    for (int i = 0; i < 200; ++i) r.pipe.post([&, i] { r.partitions = (i % 2) ? c2 : c1; });
+    for (int i = 0; i < 200; ++i) r.pipe.post([&, i] { r.intake->set_partitions((i % 2) ? c2 : c1); });
     while (!done) r.io.run_one_for(5ms);
   });
   auto alice = r.user(k_alice);

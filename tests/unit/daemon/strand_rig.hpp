@@ -24,8 +24,8 @@ struct strand_rig {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
   manual_clock clock;
   store::memory_job_store store;
-  daemon::metrics stats;
-  daemon::write_pipeline pipe{io, store, stats};
+  daemon::write_pipeline pipe{io, store};
+  daemon::metrics& stats = pipe.stats();  // the pipeline holds aqsd's counters
   std::size_t decisions = 0;
   std::vector<std::string> fatal_errors;
 
