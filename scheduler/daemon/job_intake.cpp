@@ -167,16 +167,17 @@ void job_intake::handle_submit(const std::shared_ptr<connection>& c, const proto
 void job_intake::answer_submit(const call_ptr& call, protocol::submit_reply r) {
   if (call->answered.exchange(true)) return;
   ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
-  const std::int64_t id = r.job_id;
+  // The submission leaves the in-flight list before its answer goes out: a
+  // resend the client makes on reading the answer must not join it.
+  ledger_.finish_submit(call->uid, call->key, true, r.job_id, 0, "");
   call->c->send(protocol::make_ok(call->request, std::move(r)));
-  ledger_.finish_submit(call->uid, call->key, true, id, 0, "");
 }
 
 void job_intake::answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message) {
   if (call->answered.exchange(true)) return;
   ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
-  call->c->send(protocol::error{call->request, code, message});
   ledger_.finish_submit(call->uid, call->key, false, 0, static_cast<int>(code), message);
+  call->c->send(protocol::error{call->request, code, std::move(message)});
 }
 
 void job_intake::handle_partition_submit(const call_ptr& call, const protocol::submit& asked, const submitter& who) {
