@@ -44,8 +44,8 @@ struct temp_dir {
   }
 };
 
-job_request request(int client, long n) {
-  job_request q;
+job_submission request(int client, long n) {
+  job_submission q;
   q.user_name = "user" + std::to_string(client % 8);
   q.uid = 1000 + client % 8;
   q.gid = 1000;
