@@ -138,8 +138,9 @@ protocol::submit to_submit(client::connection& w, const mix_job& j, int index, c
   s.job.adaptive = true;
   s.job.min_pe = (j.p + 1) / 2;
   s.job.max_pe = std::min(2 * j.p, 32);
-  // At its minimum it runs up to twice as long, plus mpirun's start and resizes.
-  s.job.walltime_s = static_cast<std::int64_t>(std::ceil(2 * j.d)) + 5;
+  // At its minimum it runs up to twice as long, plus mpirun's start and its
+  // resizes (seconds each on a loaded machine, whose time limit kills it).
+  s.job.walltime_s = static_cast<std::int64_t>(std::ceil(2 * j.d)) + 30;
   return s;
 }
 
@@ -160,7 +161,13 @@ std::string reference_grid(const fs::path& dir) {
   return bytes;
 }
 
+double load_average() {
+  double l[1] = {0};
+  return ::getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
 nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>& mix, const std::string& reference) {
+  const double load_before = load_average();
   bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, k_nodes, k_procs_per_node, {"--policy", policy}});
   const fs::path work = sys.work();
   client::connection w(sys.socket());
@@ -200,8 +207,12 @@ nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>&
     }
     if (!mix[i].adaptive) continue;
     int n = 0;
-    for (const auto& e : w.call(protocol::job_history{w.next_id(), j.id})["events"])
-      n += e.value("new_state", "") == "RESIZING" ? 1 : 0;
+    const nlohmann::json hist = w.call(protocol::job_history{w.next_id(), j.id});
+    for (const auto& e : hist.at("events")) {
+      const auto state = e.find("new_state"), before = e.find("old_state");
+      // A resize: RUNNING -> RESIZING (the claim is RESIZING -> RESIZING).
+      if (state != e.end() && before != e.end() && *state == "RESIZING" && *before == "RUNNING") ++n;
+    }
     resizes += n;
     resized_jobs += n > 0 ? 1 : 0;
     if (bench::slurp(work / (j.name + ".grid")) == reference) {
@@ -230,7 +241,9 @@ nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>&
                       {"resizes", resizes},
                       {"grids_identical", identical},
                       {"grids_different", different},
-                      {"problems", problems}};
+                      {"problems", problems},
+                      {"load_average_before", load_before},
+                      {"load_average_after", load_average()}};
   return r;
 }
 
@@ -254,15 +267,16 @@ int main(int argc, char** argv) {
     fs::create_directories(tmp);
     const std::string reference = reference_grid(tmp);
     fs::remove_all(tmp);
-    std::printf("%-17s %9s %8s %7s %9s %9s %9s %9s %8s %9s\n", "policy", "makespan", "ideal", "over", "mean wait",
-                "mean resp", "rigid", "adaptive", "resizes", "identical");
+    std::printf("%-17s %9s %8s %7s %9s %9s %9s %9s %8s %9s %11s\n", "policy", "makespan", "ideal", "over", "mean wait",
+                "mean resp", "rigid", "adaptive", "resizes", "identical", "load");
     for (const auto& policy : o.policies) {
       const auto r = run_policy(policy, mix, reference);
-      std::printf("%-17s %8.1fs %7.1fs %6.1f%% %8.1fs %8.1fs %8.1fs %8.1fs %8d %5d/%d\n", policy.c_str(),
+      std::printf("%-17s %8.1fs %7.1fs %6.1f%% %8.1fs %8.1fs %8.1fs %8.1fs %8d %5d/%d %5.1f-%4.1f\n", policy.c_str(),
                   r["makespan_s"].get<double>(), r["ideal_s"].get<double>(), r["over_ideal_pct"].get<double>(),
                   r["mean_wait_s"].get<double>(), r["mean_response_s"].get<double>(),
                   r["rigid_mean_response_s"].get<double>(), r["adaptive_mean_response_s"].get<double>(),
-                  r["resizes"].get<int>(), r["grids_identical"].get<int>(), r["adaptive_jobs"].get<int>());
+                  r["resizes"].get<int>(), r["grids_identical"].get<int>(), r["adaptive_jobs"].get<int>(),
+                  r["load_average_before"].get<double>(), r["load_average_after"].get<double>());
       for (const auto& p : r["problems"]) std::printf("  %s\n", p.get<std::string>().c_str());
       out["runs"].push_back(r);
     }
