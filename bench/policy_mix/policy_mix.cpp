@@ -4,8 +4,8 @@
 // per scheduling policy (aqsd --policy), issue 34. Every fifth job of the mix
 // is an adaptive MPI job instead of `sleep`: jacobi2d under mpirun on
 // $AQS_NPROCS ranks, min ceil(p/2), max min(2p, 32) for the mix's size p,
-// doing the same work p x d processor-seconds (--work-ms: each rank sleeps in
-// proportion to its share of the rows, so the job speeds up with its size).
+// doing the same work p x d processor-seconds (--work-ms: the ranks sleep
+// the largest block's share of it, so the job speeds up with its size).
 // No job declares a preferred size (the submission path has no --pref yet),
 // so the preferred-size policies take each adaptive job's minimum
 // (core::preferred_size).
@@ -46,6 +46,9 @@ namespace {
 constexpr int k_nodes = 4, k_procs_per_node = 16, k_procs = k_nodes * k_procs_per_node;
 constexpr int k_iters = 100;  // jacobi2d iterations of every adaptive job
 const char* const k_grid_args = " --rows 64 --cols 48 --iters 100";
+// Resizes are taken at every 5th iteration (a few hundredths of a second):
+// fewer synchronisations for ranks that would spin in MPI meanwhile.
+const char* const k_migrate_args = " --migrate-every 5";
 
 struct options {
   bool quick = false;
@@ -81,8 +84,8 @@ options parse(int argc, char** argv) {
 }
 
 std::vector<std::string> mpi_environment() {
-  std::vector<std::string> env{"OMPI_MCA_btl_vader_single_copy_mechanism=none", "OMPI_ALLOW_RUN_AS_ROOT=1",
-                               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+  std::vector<std::string> env{"OMPI_MCA_btl_vader_single_copy_mechanism=none", "OMPI_MCA_mpi_yield_when_idle=1",
+                               "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
   for (const char* k : {"PATH", "HOME", "LANG"}) {
     if (const char* v = std::getenv(k)) env.push_back(std::string(k) + "=" + v);
   }
@@ -132,7 +135,7 @@ protocol::submit to_submit(client::connection& w, const mix_job& j, int index, c
   s.job.name = name;
   s.job.argv = {"/bin/bash", "-c",
                 std::string("exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY) +
-                    k_grid_args + " --work-ms " + std::to_string(work_ms) + " --out " + (work / (name + ".grid")).string()};
+                    k_grid_args + k_migrate_args + " --work-ms " + std::to_string(work_ms) + " --out " + (work / (name + ".grid")).string()};
   s.job.environment = mpi_environment();
   s.job.stdout_pattern = (work / (name + ".out")).string();
   s.job.adaptive = true;

@@ -47,7 +47,7 @@ constexpr const char* kUsage =
     "  --iters N          Jacobi iterations (default 500)\n"
     "  --migrate-every K  call MPI_Migrate() at the top of every K-th iteration (default 1)\n"
     "  --pace-ms D        sleep D ms per iteration, standing in for a bigger grid (default 0)\n"
-    "  --work-ms W        each rank sleeps W ms x its share of the rows per iteration: W ms of\n"
+    "  --work-ms W        every rank sleeps W ms x ceil(R / ranks) / R per iteration: W ms of\n"
     "                     processor time per iteration, divided among the ranks (default 0)\n"
     "  --ask ITER:MIN:MAX at iteration ITER ask the scheduler for MIN..MAX processors (repeatable)\n"
     "  --out FILE         rank 0 writes the final grid there: rows*cols raw doubles, row-major\n"
@@ -288,11 +288,14 @@ int main(int argc, char** argv) {
     double delta = sweep(l, cols, opt.rows, next);
     std::copy(next.begin(), next.end(), l.u);
     if (opt.pace_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt.pace_ms));
-    // Standing in for a compute-bound sweep: the rank with the most rows sets
-    // the iteration's time, so the job speeds up (nearly) linearly with ranks.
-    if (opt.work_ms > 0)
-      std::this_thread::sleep_for(std::chrono::microseconds(opt.work_ms * 1000 * static_cast<int64_t>(l.n()) /
-                                                            static_cast<int64_t>(opt.rows)));
+    // Standing in for a compute-bound sweep, whose time the largest block
+    // (ceil(rows / ranks) rows) sets: every rank sleeps that long, so that
+    // they reach the next halo exchange together instead of spinning in MPI
+    // for the slowest; the job speeds up (nearly) linearly with its ranks.
+    if (opt.work_ms > 0) {
+      const int64_t rows = static_cast<int64_t>(opt.rows), largest = (rows + size - 1) / size;
+      std::this_thread::sleep_for(std::chrono::microseconds(opt.work_ms * 1000 * largest / rows));
+    }
     ++iter;
 
     if (iter % report_every == 0 || iter == opt.iters) {
