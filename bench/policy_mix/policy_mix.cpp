@@ -198,7 +198,14 @@ nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>&
     lo = std::min(lo, sub);
     if (j.state != core::job_state::completed || !j.start_time || !j.end_time) {
       ++failed;
-      problems.push_back("job " + std::to_string(j.id) + " (" + j.name + ") " + std::string(core::to_string(j.state)));
+      // Why, as aqsd recorded it, and the end of the job's output.
+      const nlohmann::json hist = w.call(protocol::job_history{w.next_id(), j.id});
+      const auto& events = hist.at("events");
+      const std::string reason = events.empty() ? "" : events.back().value("reason", std::string());
+      std::string out = mix[i].adaptive ? bench::slurp(work / (j.name + ".out")) : "";
+      if (out.size() > 400) out = "..." + out.substr(out.size() - 400);
+      problems.push_back("job " + std::to_string(j.id) + " (" + j.name + ") " + std::string(core::to_string(j.state)) +
+                         ": " + reason + (out.empty() ? "" : "; output: " + out));
       continue;
     }
     const double start = bench::iso_seconds(*j.start_time), end = bench::iso_seconds(*j.end_time);
