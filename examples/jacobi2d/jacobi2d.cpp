@@ -293,8 +293,10 @@ int main(int argc, char** argv) {
     // they reach the next halo exchange together instead of spinning in MPI
     // for the slowest; the job speeds up (nearly) linearly with its ranks.
     if (opt.work_ms > 0) {
-      const int64_t rows = static_cast<int64_t>(opt.rows), largest = (rows + size - 1) / size;
-      std::this_thread::sleep_for(std::chrono::microseconds(opt.work_ms * 1000 * largest / rows));
+      const uint64_t largest = (opt.rows + static_cast<uint64_t>(size) - 1) / static_cast<uint64_t>(size);
+      const double us = static_cast<double>(opt.work_ms) * 1000.0 * static_cast<double>(largest) /
+                        static_cast<double>(opt.rows);
+      std::this_thread::sleep_for(std::chrono::microseconds(std::llround(us)));
     }
     ++iter;
 
