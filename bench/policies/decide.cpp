@@ -1,4 +1,5 @@
-// bench_policies: the scheduling core's decision time per event, for each policy, on a full cluster with a long queue.
+// bench_policies: the scheduling core's decision time per event, for each policy, on a full cluster with a long queue
+// (16 nodes with 1,000 queued; 1,024 nodes with 1,000, 10,000 and 100,000 queued).
 //
 // As bench_scale's decision-time rows (equipartition there): nodes x 16
 // processors, full with one 16-processor job per node, `queued` jobs
@@ -91,10 +92,11 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("AQS_BENCH_RESULTS");
   const std::string results = env && *env ? env : "bench/results";
   const std::vector<std::string> policies = {"easy", "equipartition", "pref_common_pool", "payoff"};
-  // (nodes, queued): a small case and the 1,024 nodes with 100,000 queued.
+  // (nodes, queued): a small case, and 1,024 nodes with 1,000, 10,000 and the
+  // issue's 100,000 queued (how the cost grows with the queue's length).
   const std::vector<std::pair<std::size_t, std::size_t>> sizes =
       quick ? std::vector<std::pair<std::size_t, std::size_t>>{{16, 1000}}
-            : std::vector<std::pair<std::size_t, std::size_t>>{{16, 1000}, {1024, 100000}};
+            : std::vector<std::pair<std::size_t, std::size_t>>{{16, 1000}, {1024, 1000}, {1024, 10000}, {1024, 100000}};
   const int events = quick ? 200 : 2000;
   std::string json = "[";
   fmt::print("{:>17} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n", "policy", "mix", "nodes", "queued", "mean us",

@@ -15,7 +15,7 @@
 // main() again, learns where the others are at its first MPI_Migrate().
 //
 // Usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K]
-//                 [--out FILE] [--checksum]
+//                 [--pace-ms D] [--work-ms W] [--out FILE] [--checksum]
 #include "example.hpp"  // first (see there): failing, the safe point, options, --out/--checksum
 
 #include <aqs/adaptive.h>
@@ -39,13 +39,16 @@ using example::migrate;
 using example::parse_int;
 
 constexpr const char* kUsage =
-    "usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K] [--pace-ms D] [--out FILE] [--checksum]\n"
+    "usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K] [--pace-ms D] [--work-ms W]\n"
+    "                [--out FILE] [--checksum]\n"
     "                [--ask ITER:MIN:MAX]...\n"
     "  --rows R           grid rows, boundary included (default 2048, at least 3)\n"
     "  --cols C           grid columns, boundary included (default 2048, at least 3)\n"
     "  --iters N          Jacobi iterations (default 500)\n"
     "  --migrate-every K  call MPI_Migrate() at the top of every K-th iteration (default 1)\n"
     "  --pace-ms D        sleep D ms per iteration, standing in for a bigger grid (default 0)\n"
+    "  --work-ms W        every rank sleeps W ms x ceil(R / ranks) / R per iteration: W ms of\n"
+    "                     processor time per iteration, divided among the ranks (default 0)\n"
     "  --ask ITER:MIN:MAX at iteration ITER ask the scheduler for MIN..MAX processors (repeatable)\n"
     "  --out FILE         rank 0 writes the final grid there: rows*cols raw doubles, row-major\n"
     "  --checksum         print 'checksum <hex>', the 64-bit FNV-1a hash of those bytes\n";
@@ -58,6 +61,7 @@ struct Options {
   int64_t iters = 500;
   int64_t migrate_every = 1;
   int64_t pace_ms = 0;
+  int64_t work_ms = 0;
   std::string out;
   bool checksum = false;
   bool help = false;
@@ -76,7 +80,7 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
   for (int i = 1; i < argc; ++i) {
     example::Option arg;
     if (!example::read_option(argc, argv, i, {"-h", "--help", "--checksum"},
-                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms", "--ask"}, arg,
+                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms", "--work-ms", "--ask"}, arg,
                               err)) {
       return false;
     }
@@ -116,12 +120,12 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
         return false;
       }
       o.asks.push_back({at, static_cast<int>(lo), static_cast<int>(hi)});
-    } else if (name == "--pace-ms") {
+    } else if (name == "--pace-ms" || name == "--work-ms") {
       if (!parse_int(value, 0, 3600 * 1000, v)) {
-        err = "bad value '" + std::string(value) + "' for --pace-ms (an integer >= 0)";
+        err = "bad value '" + std::string(value) + "' for " + std::string(name) + " (an integer >= 0)";
         return false;
       }
-      o.pace_ms = v;
+      (name == "--pace-ms" ? o.pace_ms : o.work_ms) = v;
     } else {
       if (!parse_int(value, name == "--iters" ? 0 : 1, INT64_MAX, v)) {
         err = "bad value '" + std::string(value) + "' for " + std::string(name) +
@@ -284,6 +288,16 @@ int main(int argc, char** argv) {
     double delta = sweep(l, cols, opt.rows, next);
     std::copy(next.begin(), next.end(), l.u);
     if (opt.pace_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt.pace_ms));
+    // Standing in for a compute-bound sweep, whose time the largest block
+    // (ceil(rows / ranks) rows) sets: every rank sleeps that long, so that
+    // they reach the next halo exchange together instead of spinning in MPI
+    // for the slowest; the job speeds up (nearly) linearly with its ranks.
+    if (opt.work_ms > 0) {
+      const uint64_t largest = (opt.rows + static_cast<uint64_t>(size) - 1) / static_cast<uint64_t>(size);
+      const double us = static_cast<double>(opt.work_ms) * 1000.0 * static_cast<double>(largest) /
+                        static_cast<double>(opt.rows);
+      std::this_thread::sleep_for(std::chrono::microseconds(std::llround(us)));
+    }
     ++iter;
 
     if (iter % report_every == 0 || iter == opt.iters) {

@@ -70,7 +70,9 @@ jacobi2d)
   run 1 j1 "${grid[@]}" --checksum --out j1.bin || fail "1 rank"
   run 3 j3 "${grid[@]}" --checksum --out j3.bin || fail "3 ranks"
   run 4 j4 "${grid[@]}" --checksum --out j4.bin --migrate-every 7 || fail "4 ranks"
-  expect_same j1 j3 j4
+  # --work-ms only paces the ranks (bench_policy_mix): the same result.
+  run 3 w3 "${grid[@]}" --checksum --out w3.bin --work-ms 10 || fail "3 ranks, --work-ms"
+  expect_same j1 j3 j4 w3
   [[ $(stat -c %s j1.bin) == $((157 * 131 * 8)) ]] || fail "j1.bin is not 157*131 doubles"
   # More ranks than rows: the empty ranks come last.
   run 1 s1 --rows 4 --cols 9 --iters 30 --checksum --out s1.bin || fail "small grid, 1 rank"
@@ -79,6 +81,7 @@ jacobi2d)
   expect_bad_option bad1 --rows 2
   expect_bad_option bad2 --iters
   expect_bad_option bad3 --frobnicate
+  expect_bad_option bad4 --work-ms -1
   ;;
 md)
   # 0.25 MiB per rank at 8 ranks: 65536 particles whatever the rank count.
