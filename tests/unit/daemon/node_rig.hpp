@@ -32,7 +32,7 @@ struct recording_pipeline final : daemon::pipeline {
     std::string reason;
   };
   std::vector<moved> transitions;
-  std::vector<store::job_update> updates;
+  std::vector<store::control_change> updates;
   std::size_t decisions = 0, kicks = 0;
   std::vector<std::string> fatal_errors;
   bool is_stopped = false;
@@ -41,7 +41,7 @@ struct recording_pipeline final : daemon::pipeline {
                   std::optional<std::int32_t>, std::optional<std::int32_t>) override {
     transitions.push_back({job, to, std::move(procs), std::move(reason)});
   }
-  void record_update(store::job_update u) override { updates.push_back(std::move(u)); }
+  void record_update(store::control_change u) override { updates.push_back(std::move(u)); }
   void store_op(std::function<void(store::job_store&)> op) override { op(store); }
   void store_task(std::function<void(store::job_store&)> op, std::function<void()> then) override {
     op(store);

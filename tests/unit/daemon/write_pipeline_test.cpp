@@ -184,7 +184,7 @@ TEST_CASE("write_pipeline: a store task's failure that is not an outage stops th
   rig r;
   bool then = false;
   r.on_strand([&] {
-    r.pipe.store_task([](store::job_store& s) { s.update_job(store::job_update{.job_id = 424242}); },
+    r.pipe.store_task([](store::job_store& s) { s.update_job(store::control_change{.job_id = 424242}); },
                       [&] { then = true; });
   });
   REQUIRE(r.until([&] { return !r.fatal_errors.empty(); }));
@@ -221,7 +221,7 @@ TEST_CASE("write_pipeline: stopped while the store is down, it returns and nothi
 TEST_CASE("write_pipeline: a job update the store refuses is logged, the rest of the batch is written, nothing stops") {
   rig r;
   const auto id = r.submit();
-  store::job_update bad;
+  store::control_change bad;
   bad.job_id = 999;
   bad.reason = "no such job";
   r.on_strand([&] {
