@@ -179,8 +179,10 @@ TEST_CASE_FIXTURE(small_cluster, "a job array is one request: each task runs wit
   // A long array: one task cancelled by A_T, then the whole array by its id.
   const auto big = id_of(c.cmd(bin().fsub, {"--parsable", "--array=1-20", "--wrap", "sleep 300"}, &u, u.home.string()));
   const auto q = c.cmd(bin().fjobs, {}, &u);
+  INFO("fjobs (status " << q.status << ") said: " << q.out << q.err);
   CHECK(q.out.find(std::to_string(big) + "_[") != std::string::npos);  // the pending ones collapsed
   const auto expanded = c.cmd(bin().fjobs, {"-r"}, &u);
+  INFO("fjobs -r (status " << expanded.status << ") said: " << expanded.out << expanded.err);
   CHECK(expanded.out.find(std::to_string(big) + "_20") != std::string::npos);
   CHECK(c.cmd(bin().fkill, {std::to_string(big) + "_20"}, &u).status == 0);
   int cancelled = 0;
