@@ -473,3 +473,85 @@ TEST_CASE("nobody but aqsd gives a job cpus: job_cpus from its owner, its shim, 
   CHECK(c.cmd(bin().fkill, {std::to_string(id)}, &owner).status == 0);
   c.wait_idle(60s);
 }
+
+// Nodes entering and leaving the job's node set (two namespace hosts of one
+// processor each, on cpu 0 of each): a rigid job holds host B, so the
+// adaptive job starts on host A, with its MPI daemon on B as a spare host
+// (on all of B's cpus). B frees up: the job grows onto it, and its cpuset
+// there becomes its processor's cpu. A rigid job comes back: the job leaves
+// B again, and what it keeps there (its daemon, its parked rank) idles on
+// B's cpus; A keeps its one cpu throughout.
+TEST_CASE("an adaptive job over two hosts: its cpuset on the host it grows onto becomes its map there, and on the host it leaves the node's") {
+  SKIP_WITHOUT_CONTAINMENT();
+  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
+    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
+    return;
+  }
+  two_host_case k;
+  test::cluster& c = k.c;
+  // Which node holds processor p (one processor per node).
+  const auto node_of = [&](std::size_t p) {
+    for (const auto& n : c.nodes()) {
+      if (n.first_proc == static_cast<std::int64_t>(p)) return n.name;
+    }
+    return std::string();
+  };
+  const fs::path work = c.workdir();
+  const std::int64_t hold = c.submit({"-n", "1", "-J", "hold", "--wrap", "sleep 300"});
+  const auto held = c.wait_state(hold, {job_state::running});
+  const std::string b = node_of(held.procs.find('1'));
+  const std::string a = b == "node0" ? "node1" : "node0";
+  const fs::path script = work / "jacobi.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 2\n"
+                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                        << "exec " MPIEXEC " " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
+  const std::int64_t job = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
+  c.wait_state(job, {job_state::running});
+  const auto cpuset_on = [&](const std::string& node) {
+    std::string t = slurp(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, node) / "cpuset.cpus");
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  };
+  const std::string all = [] {
+    std::string t = slurp("/sys/fs/cgroup/cpuset/cpuset.cpus");
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  }();
+  std::string seen;
+  // Job at `nprocs` with cpuset `on_a` on A and `on_b` on B, and every
+  // process of it on each host within its cpuset there.
+  const auto holds = [&](std::int64_t nprocs, const std::string& on_a, const std::string& on_b) {
+    return eventually([&] {
+      const auto j = c.job(job);
+      const auto pa = processes_in(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, a));
+      const auto pb = processes_in(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, b));
+      seen = (j ? "map " + j->procs + " " + std::string(core::to_string(j->state)) : std::string("no job")) +
+             "; " + a + " " + cpuset_on(a) + ":\n" + shown(pa) + b + " " + cpuset_on(b) + ":\n" + shown(pb);
+      if (!j || j->state != job_state::running || j->nprocs != nprocs) return false;
+      if (cpuset_on(a) != on_a || cpuset_on(b) != on_b) return false;
+      const auto within = [](const std::vector<proc_cpus>& ps, const std::set<int>& set) {
+        return std::all_of(ps.begin(), ps.end(), [&](const proc_cpus& p) {
+          return std::includes(set.begin(), set.end(), p.allowed.begin(), p.allowed.end());
+        });
+      };
+      return !pa.empty() && within(pa, cpu_set(on_a)) && within(pb, cpu_set(on_b));
+    }, 90s);
+  };
+  // On A only; its daemon waits on B, a spare host, on all of B's cpus.
+  CHECK_MESSAGE(holds(1, "0", all), seen);
+  // B frees up: the job enters it, held to its processor's cpu there.
+  CHECK(c.cmd(bin().fkill, {std::to_string(hold)}).status == 0);
+  CHECK_MESSAGE(holds(2, "0", "0"), seen << "\n" << slurp(work / "jacobi.out"));
+  // A rigid job of 1: the job leaves one host (B: its highest processor).
+  const std::int64_t rigid = c.submit({"-n", "1", "--wrap", "sleep 300"});
+  const auto r = c.wait_state(rigid, {job_state::running}, 90s);
+  const std::string left = node_of(r.procs.find('1'));
+  const std::string kept = left == a ? b : a;
+  const auto j = c.job(job);
+  REQUIRE(j);
+  CHECK(j->nprocs == 1);
+  CHECK_MESSAGE(holds(1, left == a ? all : "0", left == b ? all : "0"), seen << " (left " << left << ", kept " << kept << ")");
+  CHECK(c.cmd(bin().fkill, {std::to_string(job), std::to_string(rigid)}).status == 0);
+  c.wait_idle(90s);
+}
