@@ -165,6 +165,10 @@ void node_manager::finish_register(const std::shared_ptr<connection>& c, const p
   for (auto& q : queued) {
     if (jobs_.still_wanted(index, q)) c->send(std::move(q));
   }
+  if (!registered_.empty()) {
+    std::erase_if(running, [&](std::int64_t id) { return std::find(kill.begin(), kill.end(), id) != kill.end(); });
+    for (const auto& hook : registered_) hook(index, running);
+  }
   out_.decide();
 }
 

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -120,6 +121,12 @@ public:
   // Sends `m` to node `index`'s agent, or keeps it until the agent is back.
   void send(std::size_t index, protocol::message m);
 
+  // Once an agent's registration is answered (and what was kept for it has
+  // gone out), each hook gets its node and the jobs it runs that it keeps:
+  // what a part must tell an agent again after a restart (on the strand).
+  using registered_hook = std::function<void(std::size_t index, const std::vector<std::int64_t>& kept)>;
+  void on_registered(registered_hook h) { registered_.push_back(std::move(h)); }
+
   // Starts the heartbeat checks (every 200 ms of `time`).
   void start() { check_heartbeats(); }
 
@@ -139,6 +146,7 @@ private:
   std::chrono::milliseconds heartbeat_timeout_;
   node_registry table_;
   std::unique_ptr<timer_handle> heartbeat_timer_;
+  std::vector<registered_hook> registered_;
 };
 
 }  // namespace aqs::daemon

@@ -31,7 +31,7 @@ std::string ack_note(const protocol::resize_ack& m, std::int64_t sent_us) {
 }  // namespace
 
 resize_manager::resize_manager(core::scheduler& core, clock& time, boost::asio::any_io_executor strand, pipeline& out,
-                               resize_jobs& jobs, const node_manager& nodes, metrics& stats, resize_timeouts timeouts)
+                               resize_jobs& jobs, node_manager& nodes, metrics& stats, resize_timeouts timeouts)
     : core_(core),
       clock_(time),
       out_(out),
@@ -39,7 +39,31 @@ resize_manager::resize_manager(core::scheduler& core, clock& time, boost::asio::
       nodes_(nodes),
       stats_(stats),
       timeouts_(timeouts),
-      tracker_(time, std::move(strand)) {}
+      tracker_(time, std::move(strand)) {
+  nodes_.on_registered([this](std::size_t index, const std::vector<std::int64_t>& kept) { agent_registered(index, kept); });
+}
+
+void resize_manager::tell_cpus(std::int64_t id, const core::processor_set& where, const core::processor_set& use) {
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    const node_entry& e = nodes_.at(n);
+    if (where.count_range(e.first_proc, e.first_proc + e.nprocs) == 0 || !nodes_.is_up(n)) continue;
+    std::vector<std::int64_t> cpus;
+    if (use.size() > 0) cpus = node_registry::local_cpus(e, use);
+    nodes_.send(n, protocol::job_cpus{nodes_.new_request_id(), id, std::move(cpus)});
+  }
+}
+
+void resize_manager::agent_registered(std::size_t index, const std::vector<std::int64_t>& kept) {
+  const node_entry& e = nodes_.at(index);
+  for (const std::int64_t id : kept) {
+    const core::job* j = core_.find(static_cast<core::job_id>(id));
+    if (j == nullptr || !j->adaptive() || !jobs_.is_live(id) || !core::holds_processors(j->state)) continue;
+    // While a map is out the job may run on both maps' cpus.
+    const core::processor_set now = j->state == job_state::resizing ? j->procs | j->target : j->procs;
+    if (now.count_range(e.first_proc, e.first_proc + e.nprocs) == 0) continue;  // none here: launch's cpus hold
+    nodes_.send(index, protocol::job_cpus{nodes_.new_request_id(), id, node_registry::local_cpus(e, now)});
+  }
+}
 
 void resize_manager::arm(std::int64_t id, std::int64_t epoch) {
   auto timeout = timeouts_.resize;
@@ -107,6 +131,11 @@ void resize_manager::begin(std::int64_t id, const core::processor_set& to) {
     stats_.resize_started();
     if (const core::job* j = core_.find(static_cast<core::job_id>(id))) {
       out_.notify(id, job_state::resizing, std::nullopt, std::nullopt, &j->procs);
+      // Before the map: the ranks that stay and those it starts may run
+      // on both maps' cpus until the shim says the new one is in effect.
+      // (On the agents' connections, ahead of the shim's claim and spawns.)
+      const core::processor_set both = j->procs | j->target;
+      tell_cpus(id, both, both);
     }
     send_map(id);
     arm(id, epoch);
@@ -207,6 +236,7 @@ void resize_manager::handle_resize_ack(const std::shared_ptr<connection>& c, con
     return reply_error(c, m.id, protocol::error_code::bad_request, "the acknowledged map is not the one sent");
   }
   const core::processor_set to = j->target;
+  const core::processor_set both = j->procs | to;
   const bool grew = to.count() > j->procs.count();
   core_.apply(core::event::on_job(core::event::kind::resize_ack, static_cast<core::job_id>(m.job_id)));
   tracker_.disarm(m.job_id);
@@ -221,9 +251,12 @@ void resize_manager::handle_resize_ack(const std::shared_ptr<connection>& c, con
   phase("total", m.total_us);
   if (grew) tracker_.expand_done(m.job_id);
   out_.transition(m.job_id, job_state::running, to, ack_note(m, sent));
-  out_.after_commit([this, c, rid = m.id, id = m.job_id, to] {
+  out_.after_commit([this, c, rid = m.id, id = m.job_id, to, both] {
     c->send(protocol::ok{rid, {}});
     out_.notify(id, job_state::running, std::nullopt, std::nullopt, &to);
+    // The ranks on processors it gave up have left them: the cpusets shrink
+    // to the new map (to none on a node it left).
+    if (jobs_.is_live(id)) tell_cpus(id, both, to);
   });
   out_.decide();
 }
@@ -296,10 +329,16 @@ void resize_manager::keep_old_processors(std::int64_t id, const std::string& not
   const core::job* j = core_.find(static_cast<core::job_id>(id));
   if (j == nullptr) return;
   const core::processor_set old = j->procs;
+  // The cpus the map out widened the job's cpusets to, if it went out.
+  const core::processor_set both = j->state == job_state::resizing && tracker_.epoch(id) > 0 ? old | j->target : old;
   core_.apply(core::event::on_job(core::event::kind::resize_timeout, static_cast<core::job_id>(id)));
   tracker_.disarm(id);
   out_.transition(id, job_state::running, old, note);
-  out_.after_commit([this, id, old] { out_.notify(id, job_state::running, std::nullopt, std::nullopt, &old); });
+  out_.after_commit([this, id, old, both] {
+    out_.notify(id, job_state::running, std::nullopt, std::nullopt, &old);
+    // The new map was not applied (its spawned ranks gone): back to the old.
+    if (jobs_.is_live(id) && !(both == old)) tell_cpus(id, both, old);
+  });
   out_.decide();
 }
 

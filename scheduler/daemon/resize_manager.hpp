@@ -8,11 +8,19 @@
 // is offered no more growth. An --adaptive job with no shim is made rigid. It owns the per-job resize state (resize_tracker:
 // the shim's connection, map epochs, the timers).
 //
+// The job's cpusets follow its map (job_cpus to the agents of the nodes of
+// its old and new maps): widened to both maps' cpus before the new map goes
+// to the shim, narrowed to the new map's once the shim acknowledges it, set
+// back to the old map's when the resize is not applied (refused, abandoned,
+// timed out); an agent that registers is told the cpus of the adaptive jobs
+// it keeps.
+//
 // Rule: on the scheduling strand only; its timers fire there. The controller
 // wires it and the routing table sends it `resize_begin`, `resize_ack` and
 // `resize_refused` from role=job peers (each checked here to speak for its
 // job). It reads the core and applies the core's resize events; it writes
-// through the `pipeline`, reads hosts and cpus from the node part, and asks
+// through the `pipeline`, reads hosts and cpus from the node part and sends
+// agents job_cpus through it (hooked to its registrations), and asks
 // `resize_jobs` about jobs (live or not; killing one).
 #pragma once
 
@@ -67,7 +75,7 @@ class resize_manager {
 public:
   // Timers run on `strand` through `time`.
   resize_manager(core::scheduler& core, clock& time, boost::asio::any_io_executor strand, pipeline& out,
-                 resize_jobs& jobs, const node_manager& nodes, metrics& stats, resize_timeouts timeouts);
+                 resize_jobs& jobs, node_manager& nodes, metrics& stats, resize_timeouts timeouts);
 
   // A decision resizes job `id` to `to`: RESIZING, then (after the commit)
   // the map goes to its shim and its timeout starts.
@@ -98,6 +106,13 @@ public:
 
 private:
   void send_map(std::int64_t id);
+  // job_cpus to the agent of each UP node holding processors of `where`:
+  // job `id` may use there the cpus of its processors in `use`.
+  void tell_cpus(std::int64_t id, const core::processor_set& where, const core::processor_set& use);
+  // Node `index`'s agent registered keeping jobs `kept`: each adaptive one
+  // with processors there is told its cpus now (the agent or aqsd may have
+  // restarted since the last job_cpus; repeating one changes nothing).
+  void agent_registered(std::size_t index, const std::vector<std::int64_t>& kept);
   // The job if `c` speaks for it and `epoch` is its resize under way; else
   // replies the error to request `rid` and returns null.
   const core::job* current_resize(const std::shared_ptr<connection>& c, std::int64_t rid, std::int64_t job_id,
@@ -120,7 +135,7 @@ private:
   clock& clock_;
   pipeline& out_;
   resize_jobs& jobs_;
-  const node_manager& nodes_;
+  node_manager& nodes_;
   metrics& stats_;
   resize_timeouts timeouts_;
   resize_tracker tracker_;

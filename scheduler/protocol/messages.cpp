@@ -631,6 +631,18 @@ struct record<step_ended> {
 };
 
 template <>
+struct record<job_cpus> {
+  using R = job_cpus;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("job_id", &R::job_id, k_job_id),
+      // Required although it may be empty: a job_cpus without it must not
+      // read as "none of its processors here".
+      field("cpus", &R::cpus, k_cpus, presence::required),
+  };
+};
+
+template <>
 struct record<node_leaving> {
   static constexpr auto fields = std::tuple{field("id", &node_leaving::id, k_request_id)};
 };
@@ -734,6 +746,23 @@ bool may_send(peer_role r, const message& m) noexcept {
       return std::holds_alternative<resize_begin>(m) || std::holds_alternative<resize_ack>(m) ||
              std::holds_alternative<resize_refused>(m) || std::holds_alternative<remote_exec>(m) ||
              std::holds_alternative<control>(m);
+  }
+  return false;
+}
+
+bool may_receive(peer_role r, const message& m) noexcept {
+  // Replies and the TCP handshake's challenge go to every role.
+  if (std::holds_alternative<ok>(m) || std::holds_alternative<error>(m) || std::holds_alternative<challenge>(m)) {
+    return true;
+  }
+  switch (r) {
+    case peer_role::client:
+      return std::holds_alternative<output>(m) || std::holds_alternative<job_event>(m);
+    case peer_role::node:
+      return std::holds_alternative<launch>(m) || std::holds_alternative<kill>(m) ||
+             std::holds_alternative<job_cpus>(m);
+    case peer_role::job:
+      return std::holds_alternative<new_map>(m) || std::holds_alternative<step_ended>(m);
   }
   return false;
 }

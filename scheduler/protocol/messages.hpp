@@ -430,6 +430,25 @@ struct kill {
   friend bool operator==(const kill&, const kill&) = default;
 };
 
+// Server -> node: the cpus of this node job `job_id` may use from now on:
+// its cgroup's cpuset (and its steps') becomes exactly `cpus`. aqsd sends it
+// to each node of an adaptive job whose map changes: the old and new map's
+// cpus together before the new map goes to the shim, the new map's after
+// the shim's ack, the old map's when the resize is not applied; and the
+// current cpus again to an agent that registers. Empty: the job holds no
+// processors on this node any more (what it still runs there, an idle MPI
+// daemon, gets the node's cpus, as a daemon on a spare host does at
+// launch). Repeating it changes nothing (idempotent). Reply: ok {}, or
+// error not_found (the job does not run here), bad_request (a cpu the
+// agent does not have), internal (the cgroup could not be written).
+struct job_cpus {
+  static constexpr std::string_view type = "job_cpus";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::vector<std::int64_t> cpus;
+  friend bool operator==(const job_cpus&, const job_cpus&) = default;
+};
+
 // ---- adaptive job shim ---------------------------------------------------
 
 // Server -> job: apply this map at the next MPI_Migrate(). Epochs increase
@@ -530,7 +549,7 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
-                             resize_begin, issue_token, revoke_token, control, job_signal>;
+                             resize_begin, issue_token, revoke_token, control, job_signal, job_cpus>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;
@@ -540,6 +559,10 @@ std::optional<std::int64_t> id_of(const message& m) noexcept;
 // (hello itself is allowed to every role). The server answers anything else
 // with error unauthorized.
 bool may_send(peer_role r, const message& m) noexcept;
+// Whether the server sends `m` to a peer of role `r` (the other half of the
+// table: job_cpus, launch and kill go to node agents only, new_map to job
+// shims only). A peer ignores a message not meant for its role.
+bool may_receive(peer_role r, const message& m) noexcept;
 
 // ---- JSON and frames -------------------------------------------------------
 

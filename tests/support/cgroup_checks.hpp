@@ -83,14 +83,14 @@ inline test_user idle_user(cluster& c, const std::string& name) {
 }
 
 // The v1 `controller` cgroup (memory, cpuset, ...) of job `id` on cluster
-// c's node0: under this process's cgroup of that controller, which the
+// c's `node` (node0 by default): under this process's cgroup of that controller, which the
 // agents inherit, and the cluster id (the agent's spool names it). Empty
 // when /sys/fs/cgroup/CONTROLLER has no `probe` file (no v1 there).
 inline std::filesystem::path v1_job_cgroup(const cluster& c, const std::string& controller, const std::string& probe,
-                                           std::int64_t id) {
+                                           std::int64_t id, const std::string& node = "node0") {
   namespace fs = std::filesystem;
   std::string cluster_id;
-  for (const auto& e : fs::directory_iterator(c.dir() / "spool-node0")) {
+  for (const auto& e : fs::directory_iterator(c.dir() / ("spool-" + node))) {
     const std::string n = e.path().filename().string();
     if (n.rfind("cluster-", 0) == 0) cluster_id = n.substr(8);
   }
@@ -105,7 +105,7 @@ inline std::filesystem::path v1_job_cgroup(const cluster& c, const std::string& 
   }
   fs::path p = root;
   if (own.size() > 1) p /= own.substr(1);
-  return p / "aqs" / cluster_id / "node0" / ("job_" + std::to_string(id));
+  return p / "aqs" / cluster_id / node / ("job_" + std::to_string(id));
 }
 
 // The lines of v, each ended by a newline (for messages).

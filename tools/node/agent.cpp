@@ -480,6 +480,9 @@ void agent::report(protocol::message m) {
 }
 
 void agent::handle(protocol::message m) {
+  if (!protocol::may_receive(protocol::peer_role::node, m)) {
+    return log("ignoring " + std::string(protocol::type_of(m)) + " from aqsd: not a message for a node");
+  }
   if (auto* l = std::get_if<protocol::launch>(&m)) {
     handle_launch(*l);
   } else if (auto* k = std::get_if<protocol::kill>(&m)) {
@@ -515,6 +518,8 @@ void agent::handle(protocol::message m) {
       send(protocol::error{k->id, protocol::error_code::not_found,
                            "job " + std::to_string(k->job_id) + " is not running on " + options_.name});
     }
+  } else if (auto* cpus = std::get_if<protocol::job_cpus>(&m)) {
+    handle_job_cpus(*cpus);
   } else if (auto* o = std::get_if<protocol::ok>(&m)) {
     if (leaving_id_ && o->id == *leaving_id_) left_ = true;
     if (auto hb = heartbeat_sent_.find(o->id); hb != heartbeat_sent_.end()) {
@@ -542,6 +547,40 @@ void agent::handle(protocol::message m) {
   } else {
     log("ignoring " + std::string(protocol::type_of(m)) + " from aqsd");
   }
+}
+
+void agent::handle_job_cpus(const protocol::job_cpus& m) {
+  const std::string job = "job " + std::to_string(m.job_id);
+  if (!supervisor_.is_running(m.job_id)) {
+    // A resize told every node of the job, and this one has none of it (yet).
+    return send(protocol::error{m.id, protocol::error_code::not_found, job + " is not running on " + options_.name});
+  }
+  std::vector<int> cpus;
+  for (const std::int64_t c : m.cpus) {
+    if (std::find(options_.cpus.begin(), options_.cpus.end(), c) == options_.cpus.end()) {
+      warn("aqsd gave " + job + " cpu " + std::to_string(c) + ", which is not one of this node's: cpuset unchanged");
+      return send(protocol::error{m.id, protocol::error_code::bad_request,
+                                  "cpu " + std::to_string(c) + " is not one of node " + options_.name + "'s"});
+    }
+    cpus.push_back(static_cast<int>(c));
+  }
+  // None left here: what the job still runs on this node (an MPI daemon
+  // waiting for the job to grow back) idles on the node's cpus, as a daemon
+  // on a spare host does from its launch.
+  if (cpus.empty()) cpus = options_.cpus;
+  if (!supervisor_.contained(m.job_id)) {
+    return send(protocol::ok{m.id, {}});  // no cpuset: its ranks pin themselves
+  }
+  try {
+    supervisor_.set_cpus(m.job_id, cpus);
+  } catch (const std::exception& e) {
+    warn("cannot set the cpus of " + job + ": " + e.what());
+    return send(protocol::error{m.id, protocol::error_code::internal, e.what()});
+  }
+  std::string list;
+  for (const int c : cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+  log(job + " may use cpus " + list + (m.cpus.empty() ? " (it holds no processors here)" : ""));
+  send(protocol::ok{m.id, {}});
 }
 
 void agent::handle_launch(const protocol::launch& l) {

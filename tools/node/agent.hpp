@@ -112,6 +112,8 @@ private:
   void report(protocol::message m);  // a request kept until acknowledged
   void handle(protocol::message m);
   void handle_launch(const protocol::launch& l);
+  // An adaptive job's cpus here changed (a resize): its cpuset follows.
+  void handle_job_cpus(const protocol::job_cpus& m);
   void refuse_launch(const protocol::launch& l, protocol::error_code code, const std::string& why);
   // The launch's step in the job's cgroup here: "batch" on the job's first
   // node, else the job's steps on this node numbered from 0 in launch order.

@@ -850,6 +850,15 @@ std::string job_supervisor::oom_reason(std::uint64_t kills, std::uint64_t limit_
 bool job_supervisor::set_cpus(std::int64_t job_id, const std::vector<int>& cpus) {
   const auto it = jobs_.find(job_id);
   if (it == jobs_.end() || !it->second.cgroup) return false;
+  // The same cpus again (a repeated job_cpus, a node whose share a resize
+  // left as it was): no write. Before Linux 6.2 a write of cpuset.cpus,
+  // even an unchanged one, resets the affinity of every task in it to the
+  // whole cpuset, undoing the pinning of the job's ranks.
+  std::vector<int> now = cgroups_->cpus(job_id), want = cpus;
+  std::sort(now.begin(), now.end());
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  if (now == want) return true;
   cgroups_->set_cpus(job_id, cpus);
   return true;
 }

@@ -186,8 +186,8 @@ public:
   // An adaptive job's map changed on this node: its cgroup's cpuset (and
   // its steps') becomes exactly `cpus` (cgroup_backend::set_cpus: call it
   // after the ranks on lost processors have left, and before ranks start
-  // on gained ones). False for a job not running here in a cgroup; throws
-  // cgroup_error when the kernel refuses.
+  // on gained ones). The cpus it already has write nothing. False for a job
+  // not running here in a cgroup; throws cgroup_error when the kernel refuses.
   bool set_cpus(std::int64_t job_id, const std::vector<int>& cpus);
 
   // Ids of the jobs running here, in no particular order.

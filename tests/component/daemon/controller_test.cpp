@@ -57,8 +57,11 @@ public:
   // Everything posted to the strand so far has run (list_nodes goes through it).
   void settle() { (void)nodes(); }
 
-  // An agent on the Unix socket as root, registered with `procs` processors.
-  std::shared_ptr<fake_connection> agent(const std::string& name, std::int64_t procs) {
+  // An agent on the Unix socket as root, registered with `procs` processors
+  // (pinned to `cpus`, if given), still running `running` (jobs of the
+  // cluster it registered with before).
+  std::shared_ptr<fake_connection> agent(const std::string& name, std::int64_t procs,
+                                         std::vector<std::int64_t> cpus = {}, std::vector<std::int64_t> running = {}) {
     auto a = std::make_shared<fake_connection>(protocol::peer_role::node, 0);
     ctl_->on_open(a);
     protocol::register_node r;
@@ -66,10 +69,14 @@ public:
     r.name = name;
     r.procs = procs;
     r.host = name;
+    r.cpus = std::move(cpus);
+    r.running = std::move(running);
+    r.cluster_id = cluster_id_;
     ctl_->on_message(a, r);
     const auto reply = a->reply(r.id);
     REQUIRE(reply);
     REQUIRE(std::holds_alternative<protocol::ok>(*reply));
+    cluster_id_ = std::get<protocol::ok>(*reply).result.at("cluster_id").get<std::string>();
     return a;
   }
   std::shared_ptr<fake_connection> client(uid_t uid = k_user) {
@@ -156,6 +163,7 @@ private:
   std::thread thread_;
   std::atomic<bool> stop_requested_{false};
   std::atomic<std::int64_t> next_id_{1};
+  std::string cluster_id_;  // aqsd's, from the first registration on
 };
 
 std::string node_state(const nlohmann::json& nodes, const std::string& name) {
@@ -485,7 +493,7 @@ daemon::controller_options no_heartbeats() {
 // (`grows`) on the other 2, whose shim is connected.
 struct growing {
   harness h{no_heartbeats()};
-  std::shared_ptr<fake_connection> a = h.agent("n1", 4);
+  std::shared_ptr<fake_connection> a = h.agent("n1", 4, {0, 1, 2, 3});
   std::shared_ptr<fake_connection> c = h.client();
   std::int64_t first = 0;
   std::int64_t grows = 0;
@@ -665,4 +673,141 @@ TEST_CASE("an --adaptive job resized before its shim could connect waits for it 
   CHECK(h.history_says(plain, "treated as rigid at 2 processors"));
   const std::int64_t next = h.submit(c, 2, 2, false);
   CHECK(h.launched(a, next).nprocs == 2);
+}
+
+// ---- issue 31: cpusets that follow resizes -----------------------------------
+
+namespace {
+
+// The job_cpus for `job` the agent was sent (waiting up to `wait`): its cpus.
+std::optional<std::vector<std::int64_t>> cpus_told(const std::shared_ptr<fake_connection>& a, std::int64_t job,
+                                                   std::chrono::milliseconds wait = 5s) {
+  const auto m = a->take<protocol::job_cpus>([job](const protocol::job_cpus& c) { return c.job_id == job; }, wait);
+  if (!m) return std::nullopt;
+  auto cpus = m->cpus;
+  std::sort(cpus.begin(), cpus.end());
+  return cpus;
+}
+
+using cpus = std::vector<std::int64_t>;
+
+}  // namespace
+
+TEST_CASE("an adaptive job's cpus on its node are widened before each map, narrowed after its ack, set back when it is not applied") {
+  growing g;
+  harness& h = g.h;
+  // The launch pinned it to its two processors' cpus; nothing more yet.
+  CHECK_FALSE(cpus_told(g.a, g.grows, 100ms));
+  REQUIRE(h.exited(g.a, g.first));
+  // Offered all 4: the agent has the wider cpus by the time the map is out
+  // (both go out from one strand task, the agent's first).
+  auto map = g.claim();
+  CHECK(cpus_told(g.a, g.grows, 0ms) == cpus{0, 1, 2, 3});
+  // The expand is abandoned: back to the cpus of the map it kept.
+  REQUIRE(g.answer(map, false, "new ranks did not reach MPI_Migrate"));
+  CHECK(cpus_told(g.a, g.grows) == cpus{2, 3});
+  // Room again, and this time the expand goes through: widened, then the
+  // new map's (all four) after the ack.
+  rigid_job_comes_and_goes(h, g.a, g.c, 2);
+  map = g.claim();
+  CHECK(cpus_told(g.a, g.grows, 0ms) == cpus{0, 1, 2, 3});
+  CHECK_FALSE(cpus_told(g.a, g.grows, 100ms));  // nothing narrows before the ack
+  REQUIRE(g.answer(map, true));
+  CHECK(cpus_told(g.a, g.grows) == cpus{0, 1, 2, 3});
+  // A rigid job of 2 arrives: it shrinks; until its ack it keeps all four,
+  // then it has the two it kept.
+  const std::int64_t rigid = h.submit(g.c, 2, 2, false);
+  map = g.claim();
+  CHECK(cpus_told(g.a, g.grows, 0ms) == cpus{0, 1, 2, 3});
+  CHECK_FALSE(cpus_told(g.a, g.grows, 100ms));
+  REQUIRE(g.answer(map, true));
+  const auto kept = cpus_told(g.a, g.grows);
+  REQUIRE(kept);
+  CHECK(kept->size() == 2);
+  const auto l = h.launched(g.a, rigid);
+  for (const auto cpu : l.local_cpus) CHECK(std::find(kept->begin(), kept->end(), cpu) == kept->end());
+  // A timed-out map that was never claimed also sets them back.
+  REQUIRE(h.exited(g.a, rigid));
+  const auto grow = g.shim->take<protocol::new_map>();
+  REQUIRE(grow);
+  CHECK(cpus_told(g.a, g.grows, 0ms) == cpus{0, 1, 2, 3});
+  h.settle();  // its timeout is armed right after the map goes out
+  h.advance(31s);
+  CHECK(cpus_told(g.a, g.grows) == *kept);
+}
+
+TEST_CASE("an agent that registers again is told the cpus of the adaptive jobs it still runs, a resize under way included") {
+  growing g;
+  harness& h = g.h;
+  REQUIRE(h.exited(g.a, g.first));
+  const auto map = g.claim();
+  REQUIRE(cpus_told(g.a, g.grows, 0ms) == cpus{0, 1, 2, 3});
+  // The agent restarts while the map is claimed: the cpus of both maps.
+  h.ctl().on_close(g.a);
+  h.settle();
+  auto again = h.agent("n1", 4, {0, 1, 2, 3}, {g.grows});
+  CHECK(cpus_told(again, g.grows) == cpus{0, 1, 2, 3});
+  REQUIRE(g.answer(map, true));
+  CHECK(cpus_told(again, g.grows) == cpus{0, 1, 2, 3});
+  // Once more, running on all 4 (idempotent: the same again).
+  h.ctl().on_close(again);
+  h.settle();
+  auto third = h.agent("n1", 4, {0, 1, 2, 3}, {g.grows});
+  CHECK(cpus_told(third, g.grows) == cpus{0, 1, 2, 3});
+  // A rigid job is never told: its cpus are its launch's for its whole life.
+  const std::int64_t rigid = h.submit(g.c, 1, 1, false);
+  CHECK(rigid > 0);
+  CHECK_FALSE(cpus_told(third, rigid, 200ms));
+}
+
+TEST_CASE("an adaptive job over two nodes: the node it leaves is told it holds nothing there, the node it enters is widened before the map") {
+  harness h{no_heartbeats()};
+  auto n1 = h.agent("n1", 2, {0, 1});
+  auto n2 = h.agent("n2", 2, {4, 5});
+  auto c = h.client();
+  const std::int64_t job = h.submit(c, 1, 4, true);
+  REQUIRE(h.launched(n1, job).nprocs == 4);
+  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+  shim->mutable_peer().job_id = job;
+  h.ctl().on_open(shim);
+  h.settle();
+  auto apply = [&] {
+    const auto map = shim->take<protocol::new_map>();
+    REQUIRE(map);
+    protocol::resize_ack ack;
+    ack.id = h.next_id();
+    ack.job_id = job;
+    ack.epoch = map->epoch;
+    ack.procs = map->procs;
+    h.ctl().on_message(shim, ack);
+    REQUIRE(shim->reply(ack.id));
+    return map->procs;
+  };
+  // A rigid job of 2: the adaptive one gives up one node's two processors.
+  const std::int64_t rigid = h.submit(c, 2, 2, false);
+  // Both its nodes are widened (to what they have: it keeps all until the ack).
+  CHECK(cpus_told(n1, job) == cpus{0, 1});
+  CHECK(cpus_told(n2, job) == cpus{4, 5});
+  const std::string shrunk = apply();
+  const bool left_n2 = shrunk.substr(0, 2) == "11";
+  auto& kept = left_n2 ? n1 : n2;
+  auto& left = left_n2 ? n2 : n1;
+  CHECK(cpus_told(kept, job) == (left_n2 ? cpus{0, 1} : cpus{4, 5}));
+  CHECK(cpus_told(left, job) == cpus{});  // none of its processors there now
+  h.launched(left, rigid);
+  // The rigid job ends: the job enters that node again, widened there
+  // before the map goes out, and keeps those cpus after the ack.
+  REQUIRE(h.exited(left, rigid));
+  const auto grow = shim->take<protocol::new_map>([](const protocol::new_map&) { return true; });
+  REQUIRE(grow);
+  const cpus back = left_n2 ? cpus{4, 5} : cpus{0, 1};
+  CHECK(cpus_told(left, job, 0ms) == back);
+  protocol::resize_ack ack;
+  ack.id = h.next_id();
+  ack.job_id = job;
+  ack.epoch = grow->epoch;
+  ack.procs = grow->procs;
+  h.ctl().on_message(shim, ack);
+  REQUIRE(shim->reply(ack.id));
+  CHECK(cpus_told(left, job) == back);
 }

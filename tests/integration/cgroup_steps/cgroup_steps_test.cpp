@@ -6,8 +6,7 @@
 // OUT_OF_MEMORY; a process that rank leaves in a new session without
 // AQS_JOB_ID is gone when the job ends. The step runs in a cgroup of its own
 // under the job's (job_N/step_M) in every controller. An adaptive job's
-// cpuset follows its map as it shrinks and grows (waits for aqsd to tell
-// agents of map changes: skipped until then).
+// cpuset follows its map as it shrinks and grows (aqsd's job_cpus).
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,9 +14,12 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cgroup_checks.hpp"
 #include "e2e.hpp"
+#include "protocol/auth.hpp"
+#include "raw_peer.hpp"
 
 using test::processes_of;
 
@@ -240,19 +242,88 @@ std::string cores_of(const std::string& map, int cores) {
   return out;
 }
 
+// The cpus a cpu list names ("0-1,3", as cpuset.cpus and Cpus_allowed_list
+// print them).
+std::set<int> cpu_set(const std::string& list) {
+  std::set<int> out;
+  std::istringstream in(list);
+  for (std::string part; std::getline(in, part, ',');) {
+    while (!part.empty() && (part.back() == '\n' || part.back() == ' ')) part.pop_back();
+    if (part.empty()) continue;
+    const auto dash = part.find('-');
+    const int a = std::stoi(part.substr(0, dash));
+    const int b = dash == std::string::npos ? a : std::stoi(part.substr(dash + 1));
+    for (int c = a; c <= b; ++c) out.insert(c);
+  }
+  return out;
+}
+
+// A process in a job's cgroup: its name and the cpus it may run on.
+struct proc_cpus {
+  std::string pid, comm;
+  std::set<int> allowed;
+};
+
+// Every process in cgroup `cg` and the cgroups below it (the job's steps).
+std::vector<proc_cpus> processes_in(const fs::path& cg) {
+  std::vector<proc_cpus> out;
+  std::error_code ec;
+  std::vector<fs::path> dirs{cg};
+  for (fs::recursive_directory_iterator it(cg, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path());
+  }
+  for (const auto& d : dirs) {
+    std::istringstream pids(slurp(d / "cgroup.procs"));
+    for (std::string pid; pids >> pid;) {
+      std::istringstream status(slurp("/proc/" + pid + "/status"));
+      proc_cpus p{pid, {}, {}};
+      bool seen = false;
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("Name:", 0) == 0) p.comm = line.substr(line.find_first_not_of(" \t", 5));
+        if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+          p.allowed = cpu_set(line.substr(18));
+          seen = true;
+        }
+      }
+      if (seen) out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+std::string shown(const std::set<int>& s) {
+  std::string out;
+  for (int c : s) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
+
+std::string shown(const std::vector<proc_cpus>& ps) {
+  std::string out;
+  for (const auto& p : ps) out += p.pid + " " + p.comm + ": " + shown(p.allowed) + "\n";
+  return out;
+}
+
 }  // namespace
 
-// aqsd sends a map change to the job's shim alone (new_map); the agents of
-// the job's nodes are not told, so they cannot rewrite its cpuset
-// (job_supervisor::set_cpus is ready for it). Run with --no-skip to see
-// where it stands.
-TEST_CASE("an adaptive job's cpuset is its map on the node as it shrinks and grows" * doctest::skip(true)) {
+// aqsd tells the agents of an adaptive job's nodes its cpus there as its map
+// changes (job_cpus): its cpuset widens to both maps before the map goes to
+// the shim, and narrows to the new one once the shim has applied it. Each
+// step is checked on the job's processes as the kernel sees them
+// (Cpus_allowed_list): none may run on a cpu of the map it gave back, and
+// its MPI ranks together are on every cpu of its map (a rank started on a
+// cpu the cpuset did not hold would be refused its pinning and stay on the
+// old cpus).
+TEST_CASE("an adaptive job's cpuset is its map on the node as it shrinks and grows") {
   SKIP_WITHOUT_CONTAINMENT();
   if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
     MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
     return;
   }
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (cores < 2) {
+    MESSAGE("skipped: needs 2 cpus to shrink a job off one");
+    return;
+  }
   test::test_database db;
   test::cluster::options o;
   o.db = db.conninfo();
@@ -269,26 +340,218 @@ TEST_CASE("an adaptive job's cpuset is its map on the node as it shrinks and gro
                         << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
   const std::int64_t a = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
   c.wait_state(a, {job_state::running});
-  const fs::path cpuset = v1_cpuset_of(c, a) / "cpuset.cpus";
-  // The job's cpuset matches its map once the map is applied (RUNNING).
-  const auto matches = [&](std::size_t nprocs) {
+  const fs::path cg = v1_cpuset_of(c, a);
+  const fs::path cpuset = cg / "cpuset.cpus";
+  const std::string rank_name = fs::path(JACOBI2D_BINARY).filename().string().substr(0, 15);
+  // Once the job runs on `nprocs` (its map applied): its cpuset is its map's
+  // cpus, no process of it may run elsewhere, and its ranks together are on
+  // all of them.
+  // What the last look saw once the job was at that size (or, if it never
+  // was, its map and state).
+  std::string last;
+  const auto follows = [&](std::size_t nprocs) {
+    last.clear();
+    bool sized = false;
     return eventually([&] {
       const auto j = c.job(a);
-      if (!j || j->state != job_state::running || j->nprocs != static_cast<std::int64_t>(nprocs)) return false;
+      if (!j || j->state != job_state::running || j->nprocs != static_cast<std::int64_t>(nprocs)) {
+        if (!sized) last = j ? "map " + j->procs + " " + std::string(core::to_string(j->state)) : "no job";
+        return false;
+      }
+      sized = true;
+      const std::string want = cores_of(j->procs, cores);
+      const std::set<int> map = cpu_set(want);
       std::string now = slurp(cpuset);
       while (!now.empty() && now.back() == '\n') now.pop_back();
-      return now == cores_of(j->procs, cores);
+      const auto procs = processes_in(cg);
+      last = "map " + j->procs + " (cpus " + want + "), cpuset " + now + ", processes:\n" + shown(procs);
+      if (now != want || procs.empty()) return false;
+      std::set<int> ranks_on;
+      for (const auto& p : procs) {
+        if (!std::includes(map.begin(), map.end(), p.allowed.begin(), p.allowed.end())) return false;
+        if (p.comm == rank_name) ranks_on.insert(p.allowed.begin(), p.allowed.end());
+      }
+      return ranks_on == map;
     }, 60s);
   };
-  CHECK_MESSAGE(matches(2), slurp(cpuset));
+  CHECK_MESSAGE(follows(2), last);
   // A rigid job takes one processor: the adaptive job shrinks to one.
   const std::int64_t b = c.submit({"-n", "1", "--wrap", "sleep 8"});
   c.wait_state(b, {job_state::running}, 60s);
-  CHECK_MESSAGE(matches(1), "cpuset " << slurp(cpuset) << " map " << c.job(a)->procs << " state "
-                                     << core::to_string(c.job(a)->state) << "\n" << slurp(work / "jacobi.out"));
+  CHECK_MESSAGE(follows(1), last << "\n" << slurp(work / "jacobi.out"));
   // It ends: the adaptive job grows back to both.
   c.wait_state(b, {job_state::completed}, 60s);
-  CHECK_MESSAGE(matches(2), "cpuset " << slurp(cpuset) << " map " << c.job(a)->procs);
+  CHECK_MESSAGE(follows(2), last << "\n" << slurp(work / "jacobi.out"));
+  // The agent said so in its log, once per change at least.
+  const std::string log = slurp(c.dir() / "node0.log");
+  CHECK(log.find("job " + std::to_string(a) + " may use cpus") != std::string::npos);
   CHECK(c.cmd(bin().fkill, {std::to_string(a)}).status == 0);
   c.wait_idle(60s);
+}
+
+// job_cpus goes from aqsd to an agent only: a job's owner (as a client or as
+// its job's own shim), another user, a registered node and a peer without
+// the cluster key cannot send it to aqsd (so aqsd passes none on), and
+// nothing else reaches the agent (it reads protocol messages from its aqsd
+// connection alone): the job's cpuset stays its one cpu.
+TEST_CASE("nobody but aqsd gives a job cpus: job_cpus from its owner, its shim, another user, a node or a stranger is refused") {
+  SKIP_WITHOUT_CONTAINMENT();
+  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
+    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
+    return;
+  }
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 1;
+  o.procs_per_node = 2;
+  o.agent_args = {"--memory", "4G"};
+  o.aqsd_args = {"--listen", "127.0.0.1:0"};  // the stranger's way in
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const auto owner = user(c, "aqs-cpus-a");
+  const auto other = user(c, "aqs-cpus-b");
+  const std::int64_t id = c.submit({"-n", "1", "-o", (owner.home / "o.out").string(), "--wrap", "sleep 120"}, &owner,
+                                   owner.home.string());
+  c.wait_state(id, {job_state::running});
+  const fs::path cpuset = v1_cpuset_of(c, id) / "cpuset.cpus";
+  REQUIRE(eventually([&] { return cpu_set(slurp(cpuset)).size() == 1; }, 30s));
+  const std::string before = slurp(cpuset);
+  std::vector<std::int64_t> every;
+  for (long i = 0; i < ::sysconf(_SC_NPROCESSORS_ONLN); ++i) every.push_back(i);
+  // What each attempt must get: a refusal, never an ok.
+  const auto refused = [&](test::raw_peer& p, std::int64_t rid, const std::string& who) {
+    p.send(protocol::job_cpus{rid, id, every});
+    const auto answer = p.reply_to(rid);
+    CHECK_MESSAGE(test::error_of(answer).has_value(), who << ": " << test::describe(answer));
+  };
+  {
+    test::raw_peer p(test::connect_unix_as(c.socket(), owner.uid, owner.gid).at(0));
+    REQUIRE(test::is_ok(p.hello()));
+    refused(p, 2, "the owner as a client");
+  }
+  {
+    test::raw_peer p(test::connect_unix_as(c.socket(), owner.uid, owner.gid).at(0));
+    REQUIRE(test::is_ok(p.hello(protocol::peer_role::job, id)));
+    refused(p, 2, "the job's own shim");
+  }
+  {
+    test::raw_peer p(test::connect_unix_as(c.socket(), other.uid, other.gid).at(0));
+    REQUIRE(test::is_ok(p.hello()));
+    refused(p, 2, "another user");
+    // Not a node either: a local user is refused that role.
+    test::raw_peer n(test::connect_unix_as(c.socket(), other.uid, other.gid).at(0));
+    CHECK(test::error_of(n.hello(protocol::peer_role::node)) == protocol::error_code::permission_denied);
+  }
+  {
+    // Root may be a node locally, under a name of its own: still no job_cpus.
+    test::raw_peer p(test::connect_unix_as(c.socket(), 0, 0).at(0));
+    REQUIRE(test::is_ok(p.hello(protocol::peer_role::node)));
+    p.send(protocol::register_node{2, "aqs-cpus-spy", 1, {0}, 0, 0, {}, ""});
+    REQUIRE(test::is_ok(p.reply_to(2)));
+    refused(p, 3, "a registered node");
+  }
+  {
+    // Over TCP without the cluster key, not even the hello goes through.
+    const std::string addr = slurp(c.dir() / "state" / "aqsd.addr");
+    const auto colon = addr.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    const int fd = test::connect_tcp(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)));
+    REQUIRE(fd >= 0);
+    test::raw_peer p(fd);
+    const auto ch = p.next();
+    REQUIRE((ch && std::holds_alternative<protocol::challenge>(*ch)));
+    const auto no = p.hello(protocol::peer_role::node, std::nullopt,
+                            protocol::compute_auth("not the key", std::get<protocol::challenge>(*ch).nonce));
+    CHECK(test::error_of(no) == protocol::error_code::unauthorized);
+    p.send(protocol::job_cpus{2, id, every});
+    CHECK(p.closed_within(5s));
+  }
+  std::this_thread::sleep_for(500ms);
+  CHECK(slurp(cpuset) == before);
+  CHECK(slurp(c.dir() / "node0.log").find("may use cpus") == std::string::npos);
+  CHECK(c.cmd(bin().fkill, {std::to_string(id)}, &owner).status == 0);
+  c.wait_idle(60s);
+}
+
+// Nodes entering and leaving the job's node set (two namespace hosts of one
+// processor each, on cpu 0 of each): a rigid job holds host B, so the
+// adaptive job starts on host A, with its MPI daemon on B as a spare host
+// (on all of B's cpus). B frees up: the job grows onto it, and its cpuset
+// there becomes its processor's cpu. A rigid job comes back: the job leaves
+// B again, and what it keeps there (its daemon, its parked rank) idles on
+// B's cpus; A keeps its one cpu throughout.
+TEST_CASE("an adaptive job over two hosts: its cpuset on the host it grows onto becomes its map there, and on the host it leaves the node's") {
+  SKIP_WITHOUT_CONTAINMENT();
+  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
+    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
+    return;
+  }
+  two_host_case k;
+  test::cluster& c = k.c;
+  // Which node holds processor p (one processor per node).
+  const auto node_of = [&](std::size_t p) {
+    for (const auto& n : c.nodes()) {
+      if (n.first_proc == static_cast<std::int64_t>(p)) return n.name;
+    }
+    return std::string();
+  };
+  const fs::path work = c.workdir();
+  const std::int64_t hold = c.submit({"-n", "1", "-J", "hold", "--wrap", "sleep 300"});
+  const auto held = c.wait_state(hold, {job_state::running});
+  const std::string b = node_of(held.procs.find('1'));
+  const std::string a = b == "node0" ? "node1" : "node0";
+  const fs::path script = work / "jacobi.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 2\n"
+                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                        << "exec " MPIEXEC " " JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
+  const std::int64_t job = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
+  c.wait_state(job, {job_state::running});
+  const auto cpuset_on = [&](const std::string& node) {
+    std::string t = slurp(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, node) / "cpuset.cpus");
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  };
+  const std::string all = [] {
+    std::string t = slurp("/sys/fs/cgroup/cpuset/cpuset.cpus");
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  }();
+  std::string seen;
+  // Job at `nprocs` with cpuset `on_a` on A and `on_b` on B, and every
+  // process of it on each host within its cpuset there.
+  const auto holds = [&](std::int64_t nprocs, const std::string& on_a, const std::string& on_b) {
+    return eventually([&] {
+      const auto j = c.job(job);
+      const auto pa = processes_in(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, a));
+      const auto pb = processes_in(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, b));
+      seen = (j ? "map " + j->procs + " " + std::string(core::to_string(j->state)) : std::string("no job")) +
+             "; " + a + " " + cpuset_on(a) + ":\n" + shown(pa) + b + " " + cpuset_on(b) + ":\n" + shown(pb);
+      if (!j || j->state != job_state::running || j->nprocs != nprocs) return false;
+      if (cpuset_on(a) != on_a || cpuset_on(b) != on_b) return false;
+      const auto within = [](const std::vector<proc_cpus>& ps, const std::set<int>& set) {
+        return std::all_of(ps.begin(), ps.end(), [&](const proc_cpus& p) {
+          return std::includes(set.begin(), set.end(), p.allowed.begin(), p.allowed.end());
+        });
+      };
+      return !pa.empty() && within(pa, cpu_set(on_a)) && within(pb, cpu_set(on_b));
+    }, 90s);
+  };
+  // On A only; its daemon waits on B, a spare host, on all of B's cpus.
+  CHECK_MESSAGE(holds(1, "0", all), seen);
+  // B frees up: the job enters it, held to its processor's cpu there.
+  CHECK(c.cmd(bin().fkill, {std::to_string(hold)}).status == 0);
+  CHECK_MESSAGE(holds(2, "0", "0"), seen << "\n" << slurp(work / "jacobi.out"));
+  // A rigid job of 1: the job leaves one host (B: its highest processor).
+  const std::int64_t rigid = c.submit({"-n", "1", "--wrap", "sleep 300"});
+  const auto r = c.wait_state(rigid, {job_state::running}, 90s);
+  const std::string left = node_of(r.procs.find('1'));
+  const std::string kept = left == a ? b : a;
+  const auto j = c.job(job);
+  REQUIRE(j);
+  CHECK(j->nprocs == 1);
+  CHECK_MESSAGE(holds(1, left == a ? all : "0", left == b ? all : "0"), seen << " (left " << left << ", kept " << kept << ")");
+  CHECK(c.cmd(bin().fkill, {std::to_string(job), std::to_string(rigid)}).status == 0);
+  c.wait_idle(90s);
 }

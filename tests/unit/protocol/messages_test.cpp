@@ -438,6 +438,31 @@ TEST_CASE("each role may send only its own messages") {
   CHECK_FALSE(may_send(peer_role::job, new_map{}));
 }
 
+TEST_CASE("job_cpus goes from aqsd to node agents only: no role may send it, only a node receives it") {
+  for (auto r : {peer_role::client, peer_role::node, peer_role::job}) CHECK_FALSE(may_send(r, job_cpus{}));
+  CHECK(may_receive(peer_role::node, job_cpus{}));
+  CHECK_FALSE(may_receive(peer_role::client, job_cpus{}));
+  CHECK_FALSE(may_receive(peer_role::job, job_cpus{}));
+  // The rest of the receiving half: what each role is sent.
+  CHECK(may_receive(peer_role::node, launch{}));
+  CHECK(may_receive(peer_role::node, kill{}));
+  CHECK_FALSE(may_receive(peer_role::node, new_map{}));
+  CHECK(may_receive(peer_role::job, new_map{}));
+  CHECK_FALSE(may_receive(peer_role::job, launch{}));
+  CHECK(may_receive(peer_role::client, job_event{}));
+  for (auto r : {peer_role::client, peer_role::node, peer_role::job}) {
+    CHECK(may_receive(r, ok{}));
+    CHECK(may_receive(r, error{}));
+    CHECK_FALSE(may_receive(r, submit{}));
+  }
+  // On the wire: job and cpus required, cpus may be empty, each a cpu number.
+  CHECK(encode_body(job_cpus{7, 5, {2, 3}}) == R"js({"cpus":[2,3],"id":7,"job_id":5,"type":"job_cpus"})js");
+  CHECK(std::get<job_cpus>(parse_message(R"({"type":"job_cpus","id":7,"job_id":5,"cpus":[]})")).cpus.empty());
+  CHECK(parse_error(R"({"type":"job_cpus","id":7,"job_id":5})").code() == error_code::bad_request);
+  CHECK(parse_error(R"({"type":"job_cpus","id":7,"job_id":5,"cpus":[-1]})").code() == error_code::bad_request);
+  CHECK(parse_error(R"({"type":"job_cpus","id":7,"cpus":[1]})").code() == error_code::bad_request);
+}
+
 TEST_CASE("id_of gives the correlation id and nothing for messages without one") {
   CHECK(id_of(submit{41, {}}) == 41);
   CHECK_FALSE(id_of(challenge{}).has_value());

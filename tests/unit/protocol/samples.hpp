@@ -100,6 +100,8 @@ inline std::vector<message> samples() {
       heartbeat{31, {}, std::vector<latency_sample>{}},
       kill{17, 5, 28, 0, false, true},
       job_signal{32, 5, 10},
+      job_cpus{33, 5, {2, 3}},
+      job_cpus{34, 5, {}},  // none left on that node
   };
 }
 
