@@ -167,7 +167,12 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     any_floor = any_floor || floors[i] > 0;
   }
   std::iota(order.begin(), order.end(), std::size_t{0});
+  // The order odd processors go in: a job earlier keeps one more when the
+  // machine must shrink, so the lowest priority gives processors first
+  // (equal priorities: as before, the job with more above its minimum keeps them).
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const int pa = s.get(members[a].id).req.priority, pb = s.get(members[b].id).req.priority;
+    if (pa != pb) return pa > pb;
     std::size_t ea = members[a].current > members[a].min ? members[a].current - members[a].min : 0;
     std::size_t eb = members[b].current > members[b].min ? members[b].current - members[b].min : 0;
     if (ea != eb) return ea > eb;

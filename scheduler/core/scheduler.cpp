@@ -117,6 +117,16 @@ std::size_t scheduler::max_size(const job& j) const {
   return std::min(most, total);
 }
 
+void scheduler::set_priority(job_id id, int priority) {
+  if (scope_) misuse("set_priority during decide()");
+  job& j = get_mut(id);
+  if (j.req.priority == priority) return;
+  // In the queue: pending and not held, or suspended and asking to resume.
+  const bool queued = queue_.erase(key_of(j.req)) != 0;
+  j.req.priority = priority;
+  if (queued) queue_.insert(key_of(j.req));
+}
+
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
   std::size_t index = cluster_.add_node(std::move(name), procs);
   res_.resize(cluster_.nodes().size());
