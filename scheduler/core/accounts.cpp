@@ -215,6 +215,23 @@ account_index::account_index(account_tree t) : t_(std::move(t)) {
     child_assocs_[accounts_.at(u.account)].push_back(i);
   }
   for (std::size_t i = 0; i < t_.qos_list.size(); ++i) qos_.emplace(t_.qos_list[i].name, i);
+  paths_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) paths_[i] = path(i);
+  std::unordered_map<std::string, std::size_t> user_numbers;
+  for (std::size_t i = 0; i < t_.associations.size(); ++i) {
+    const user_association& u = t_.associations[i];
+    assoc_account_.push_back(accounts_.at(u.account));
+    assoc_user_.push_back(user_numbers.emplace(u.user, user_numbers.size()).first->second);
+    limits l = u.lim;
+    for (std::size_t a : paths_[assoc_account_.back()]) {
+      const limits& al = t_.accounts[a].lim;
+      if (!l.max_jobs) l.max_jobs = al.max_jobs;
+      if (!l.max_submit_jobs) l.max_submit_jobs = al.max_submit_jobs;
+      if (!l.max_wall_s) l.max_wall_s = al.max_wall_s;
+    }
+    effective_.push_back(l);
+  }
+  nusers_ = user_numbers.size();
 }
 
 std::size_t account_index::account_of(std::string_view name) const {
@@ -245,18 +262,6 @@ std::vector<std::size_t> account_index::path(std::size_t account) const {
   std::vector<std::size_t> out;
   for (std::size_t a = account; a != npos; a = parent_[a]) out.push_back(a);
   return out;
-}
-
-limits account_index::effective_user_limits(std::size_t association) const {
-  const user_association& u = t_.associations.at(association);
-  limits l = u.lim;
-  for (std::size_t a : path(accounts_.at(u.account))) {
-    const limits& al = t_.accounts[a].lim;
-    if (!l.max_jobs) l.max_jobs = al.max_jobs;
-    if (!l.max_submit_jobs) l.max_submit_jobs = al.max_submit_jobs;
-    if (!l.max_wall_s) l.max_wall_s = al.max_wall_s;
-  }
-  return l;
 }
 
 account_choice choose_account(const account_index& idx, std::string_view user, std::string_view asked) {

@@ -122,7 +122,14 @@ public:
   std::vector<std::size_t> path(std::size_t account) const;
   // The limit a user association runs under for MaxJobs, MaxSubmitJobs and
   // MaxWall: its own, else the nearest ancestor account's that sets it.
-  limits effective_user_limits(std::size_t association) const;
+  // Computed once, with the index.
+  const limits& effective_user_limits(std::size_t association) const { return effective_.at(association); }
+  // The account of association a, and the path of account i (i first, root last), computed once.
+  std::size_t account_of_association(std::size_t a) const { return assoc_account_.at(a); }
+  const std::vector<std::size_t>& path_of(std::size_t account) const { return paths_.at(account); }
+  // A number per distinct user (0..users()-1) and that of association a's user.
+  std::size_t user_number(std::size_t a) const { return assoc_user_.at(a); }
+  std::size_t users() const noexcept { return nusers_; }
 
 private:
   account_tree t_;
@@ -130,6 +137,10 @@ private:
   std::vector<std::size_t> parent_;
   std::vector<std::vector<std::size_t>> child_accounts_, child_assocs_;
   std::size_t root_ = npos;
+  std::vector<limits> effective_;
+  std::vector<std::size_t> assoc_account_, assoc_user_;
+  std::vector<std::vector<std::size_t>> paths_;
+  std::size_t nusers_ = 0;
 };
 
 // The account a job is charged to: `asked` when the user is in it, else

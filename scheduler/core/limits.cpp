@@ -31,13 +31,6 @@ limit_tally::limit_tally(const account_index& idx) : idx_(idx) {
   qos_cpus_.assign(idx.tree().qos_list.size(), 0);
 }
 
-std::string limit_tally::key(std::size_t i, std::string_view user) {
-  std::string k = std::to_string(i);
-  k += '\n';
-  k += user;
-  return k;
-}
-
 namespace {
 
 void bump(std::uint64_t& v, std::uint64_t by, int sign) {
@@ -53,47 +46,56 @@ void bump(std::uint64_t& v, std::uint64_t by, int sign) {
 void limit_tally::submitted(const limit_job& j, int sign) {
   if (j.association >= assoc_jobs_.size()) throw std::invalid_argument("limit_tally: unknown association");
   bump(assoc_submitted_[j.association], 1, sign);
-  if (j.qos != account_index::npos) bump(qos_user_[key(j.qos, j.user)].submitted, 1, sign);
+  if (j.qos != account_index::npos) bump(qos_user_[key(j.qos, idx_.user_number(j.association))].submitted, 1, sign);
 }
 
 void limit_tally::running(const limit_job& j, int sign) {
   if (j.association >= assoc_jobs_.size()) throw std::invalid_argument("limit_tally: unknown association");
   bump(assoc_jobs_[j.association], 1, sign);
   bump(assoc_cpus_[j.association], j.cpus, sign);
-  const std::size_t acct = idx_.account_of(idx_.tree().associations[j.association].account);
-  for (std::size_t a : idx_.path(acct)) {
+  const std::size_t user = idx_.user_number(j.association);
+  for (std::size_t a : idx_.path_of(idx_.account_of_association(j.association))) {
     bump(acct_cpus_[a], j.cpus, sign);
-    bump(acct_user_[key(a, j.user)].cpus, j.cpus, sign);
+    bump(acct_user_[key(a, user)].cpus, j.cpus, sign);
   }
   if (j.qos != account_index::npos) {
     bump(qos_cpus_.at(j.qos), j.cpus, sign);
-    per_user& u = qos_user_[key(j.qos, j.user)];
+    per_user& u = qos_user_[key(j.qos, user)];
     bump(u.jobs, 1, sign);
     bump(u.cpus, j.cpus, sign);
   }
 }
 
-std::uint64_t limit_tally::account_user_cpus(std::size_t acct, std::string_view user) const {
-  auto it = acct_user_.find(key(acct, user));
-  return it == acct_user_.end() ? 0 : it->second.cpus;
+const limit_tally::per_user* limit_tally::find(const std::unordered_map<std::uint64_t, per_user>& m, std::size_t i,
+                                               std::size_t user) const {
+  auto it = m.find(key(i, user));
+  return it == m.end() ? nullptr : &it->second;
 }
-std::uint64_t limit_tally::qos_user_jobs(std::size_t q, std::string_view user) const {
-  auto it = qos_user_.find(key(q, user));
-  return it == qos_user_.end() ? 0 : it->second.jobs;
+
+std::uint64_t limit_tally::account_user_cpus(std::size_t acct, std::size_t user) const {
+  const per_user* p = find(acct_user_, acct, user);
+  return p ? p->cpus : 0;
 }
-std::uint64_t limit_tally::qos_user_submitted(std::size_t q, std::string_view user) const {
-  auto it = qos_user_.find(key(q, user));
-  return it == qos_user_.end() ? 0 : it->second.submitted;
+std::uint64_t limit_tally::qos_user_jobs(std::size_t q, std::size_t user) const {
+  const per_user* p = find(qos_user_, q, user);
+  return p ? p->jobs : 0;
 }
-std::uint64_t limit_tally::qos_user_cpus(std::size_t q, std::string_view user) const {
-  auto it = qos_user_.find(key(q, user));
-  return it == qos_user_.end() ? 0 : it->second.cpus;
+std::uint64_t limit_tally::qos_user_submitted(std::size_t q, std::size_t user) const {
+  const per_user* p = find(qos_user_, q, user);
+  return p ? p->submitted : 0;
+}
+std::uint64_t limit_tally::qos_user_cpus(std::size_t q, std::size_t user) const {
+  const per_user* p = find(qos_user_, q, user);
+  return p ? p->cpus : 0;
 }
 
 namespace {
 
-bool over(const std::optional<std::uint32_t>& limit, std::uint64_t have, std::uint64_t more) {
-  return limit && have + more > *limit;
+// `have` is only asked for when the limit is set: most limits are not, and
+// the per-user counts are hash lookups (bench_priority checks 100,000 jobs).
+template <class Have>
+bool over(const std::optional<std::uint32_t>& limit, Have have, std::uint64_t more) {
+  return limit && have() + more > *limit;
 }
 
 bool wall_over(const std::optional<std::uint32_t>& limit, double walltime_s) {
@@ -107,23 +109,27 @@ bool wall_over(const std::optional<std::uint32_t>& limit, double walltime_s) {
 limit_reason check_start(const limit_tally& t, const limit_job& j) {
   const account_index& idx = t.index();
   const account_tree& tree = idx.tree();
+  const std::size_t user = idx.user_number(j.association);
   if (j.qos != account_index::npos) {
     const limits& q = tree.qos_list.at(j.qos).lim;
     if (wall_over(q.max_wall_s, j.walltime_s)) return limit_reason::qos_max_wall;
-    if (over(q.max_jobs, t.qos_user_jobs(j.qos, j.user), 1)) return limit_reason::qos_max_jobs_per_user;
-    if (over(q.grp_cpus, t.qos_cpus(j.qos), j.cpus)) return limit_reason::qos_grp_cpu;
-    if (over(q.max_cpus_per_user, t.qos_user_cpus(j.qos, j.user), j.cpus)) return limit_reason::qos_max_cpu_per_user;
+    if (over(q.max_jobs, [&] { return t.qos_user_jobs(j.qos, user); }, 1)) return limit_reason::qos_max_jobs_per_user;
+    if (over(q.grp_cpus, [&] { return t.qos_cpus(j.qos); }, j.cpus)) return limit_reason::qos_grp_cpu;
+    if (over(q.max_cpus_per_user, [&] { return t.qos_user_cpus(j.qos, user); }, j.cpus)) {
+      return limit_reason::qos_max_cpu_per_user;
+    }
   }
-  const limits u = idx.effective_user_limits(j.association);
+  const limits& u = idx.effective_user_limits(j.association);
   if (wall_over(u.max_wall_s, j.walltime_s)) return limit_reason::assoc_max_wall;
-  if (over(u.max_jobs, t.assoc_running_jobs(j.association), 1)) return limit_reason::assoc_max_jobs;
-  const std::uint64_t mine = t.assoc_cpus(j.association);
+  if (over(u.max_jobs, [&] { return t.assoc_running_jobs(j.association); }, 1)) return limit_reason::assoc_max_jobs;
+  auto mine = [&] { return t.assoc_cpus(j.association); };
   if (over(u.grp_cpus, mine, j.cpus) || over(u.max_cpus_per_user, mine, j.cpus)) return limit_reason::assoc_grp_cpu;
-  const std::size_t acct = idx.account_of(tree.associations.at(j.association).account);
-  for (std::size_t a : idx.path(acct)) {
+  for (std::size_t a : idx.path_of(idx.account_of_association(j.association))) {
     const limits& al = tree.accounts[a].lim;
-    if (over(al.grp_cpus, t.account_cpus(a), j.cpus)) return limit_reason::assoc_grp_cpu;
-    if (over(al.max_cpus_per_user, t.account_user_cpus(a, j.user), j.cpus)) return limit_reason::assoc_grp_cpu;
+    if (over(al.grp_cpus, [&] { return t.account_cpus(a); }, j.cpus)) return limit_reason::assoc_grp_cpu;
+    if (over(al.max_cpus_per_user, [&] { return t.account_user_cpus(a, user); }, j.cpus)) {
+      return limit_reason::assoc_grp_cpu;
+    }
   }
   return limit_reason::none;
 }
@@ -134,18 +140,18 @@ limit_reason check_submit(const limit_tally& t, const limit_job& j, std::string*
   const user_association& ua = tree.associations.at(j.association);
   if (j.qos != account_index::npos) {
     const qos& q = tree.qos_list.at(j.qos);
-    const std::uint64_t have = t.qos_user_submitted(j.qos, j.user);
-    if (over(q.lim.max_submit_jobs, have, 1)) {
+    const std::uint64_t have = t.qos_user_submitted(j.qos, idx.user_number(j.association));
+    if (over(q.lim.max_submit_jobs, [&] { return have; }, 1)) {
       if (line) {
-        *line = "user " + j.user + " already has " + std::to_string(have) + " jobs submitted in QOS " + q.name +
+        *line = "user " + ua.user + " already has " + std::to_string(have) + " jobs submitted in QOS " + q.name +
                 ", its MaxSubmitJobs (QOSMaxSubmitJobPerUserLimit)";
       }
       return limit_reason::qos_max_submit;
     }
   }
-  const limits u = idx.effective_user_limits(j.association);
+  const limits& u = idx.effective_user_limits(j.association);
   const std::uint64_t have = t.assoc_submitted(j.association);
-  if (over(u.max_submit_jobs, have, 1)) {
+  if (over(u.max_submit_jobs, [&] { return have; }, 1)) {
     if (line) {
       *line = "user " + ua.user + " in account " + ua.account + " already has " + std::to_string(have) +
               " jobs submitted, its MaxSubmitJobs (AssocMaxSubmitJobLimit)";
@@ -158,6 +164,7 @@ limit_reason check_submit(const limit_tally& t, const limit_job& j, std::string*
 std::size_t cpu_headroom(const limit_tally& t, const limit_job& j) {
   const account_index& idx = t.index();
   const account_tree& tree = idx.tree();
+  const std::size_t user = idx.user_number(j.association);
   std::size_t room = std::numeric_limits<std::size_t>::max();
   auto cap = [&room](const std::optional<std::uint32_t>& limit, std::uint64_t have) {
     if (!limit) return;
@@ -166,15 +173,14 @@ std::size_t cpu_headroom(const limit_tally& t, const limit_job& j) {
   if (j.qos != account_index::npos) {
     const limits& q = tree.qos_list.at(j.qos).lim;
     cap(q.grp_cpus, t.qos_cpus(j.qos));
-    cap(q.max_cpus_per_user, t.qos_user_cpus(j.qos, j.user));
+    cap(q.max_cpus_per_user, t.qos_user_cpus(j.qos, user));
   }
-  const limits u = idx.effective_user_limits(j.association);
+  const limits& u = idx.effective_user_limits(j.association);
   cap(u.grp_cpus, t.assoc_cpus(j.association));
   cap(u.max_cpus_per_user, t.assoc_cpus(j.association));
-  const std::size_t acct = idx.account_of(tree.associations.at(j.association).account);
-  for (std::size_t a : idx.path(acct)) {
+  for (std::size_t a : idx.path_of(idx.account_of_association(j.association))) {
     cap(tree.accounts[a].lim.grp_cpus, t.account_cpus(a));
-    cap(tree.accounts[a].lim.max_cpus_per_user, t.account_user_cpus(a, j.user));
+    cap(tree.accounts[a].lim.max_cpus_per_user, t.account_user_cpus(a, user));
   }
   return room;
 }

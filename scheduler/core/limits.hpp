@@ -40,7 +40,7 @@ std::string_view to_string(limit_reason r) noexcept;
 
 // A job as the limits see it.
 struct limit_job {
-  std::string user;
+  std::string user;  // for messages: the association's user is the one counted
   std::size_t association = account_index::npos;  // its (user, account) association
   std::size_t qos = account_index::npos;          // npos: no QOS
   std::size_t cpus = 0;                           // what it holds, or would start with
@@ -59,16 +59,17 @@ public:
   void add_running(const limit_job& j) { running(j, +1); }
   void remove_running(const limit_job& j) { running(j, -1); }
 
-  // Read by the checks (and by sshare-style views).
+  // Read by the checks (and by sshare-style views). A user is given by its
+  // number (account_index::user_number of one of its associations).
   std::uint64_t assoc_running_jobs(std::size_t a) const { return assoc_jobs_.at(a); }
   std::uint64_t assoc_submitted(std::size_t a) const { return assoc_submitted_.at(a); }
   std::uint64_t assoc_cpus(std::size_t a) const { return assoc_cpus_.at(a); }
   std::uint64_t account_cpus(std::size_t acct) const { return acct_cpus_.at(acct); }
-  std::uint64_t account_user_cpus(std::size_t acct, std::string_view user) const;
+  std::uint64_t account_user_cpus(std::size_t acct, std::size_t user) const;
   std::uint64_t qos_cpus(std::size_t q) const { return qos_cpus_.at(q); }
-  std::uint64_t qos_user_jobs(std::size_t q, std::string_view user) const;
-  std::uint64_t qos_user_submitted(std::size_t q, std::string_view user) const;
-  std::uint64_t qos_user_cpus(std::size_t q, std::string_view user) const;
+  std::uint64_t qos_user_jobs(std::size_t q, std::size_t user) const;
+  std::uint64_t qos_user_submitted(std::size_t q, std::size_t user) const;
+  std::uint64_t qos_user_cpus(std::size_t q, std::size_t user) const;
   const account_index& index() const noexcept { return idx_; }
 
 private:
@@ -77,19 +78,13 @@ private:
   };
   void submitted(const limit_job& j, int sign);
   void running(const limit_job& j, int sign);
-  static std::string key(std::size_t i, std::string_view user);
+  std::uint64_t key(std::size_t i, std::size_t user) const { return std::uint64_t{i} * idx_.users() + user; }
+  const per_user* find(const std::unordered_map<std::uint64_t, per_user>& m, std::size_t i, std::size_t user) const;
   const account_index& idx_;
   std::vector<std::uint64_t> assoc_jobs_, assoc_submitted_, assoc_cpus_, acct_cpus_, qos_cpus_;
-  std::unordered_map<std::string, per_user> acct_user_, qos_user_;
+  std::unordered_map<std::uint64_t, per_user> acct_user_, qos_user_;
 };
 
-// Whether `j` (not yet counted as running) may start now with j.cpus:
-// none, or the first limit it is over, checked as Slurm does: the QOS's
-// first (MaxWall, MaxJobs per user, GrpTRES cpu, MaxTRESPerUser cpu), then
-// the user's association (MaxWall and MaxJobs, inherited from its accounts
-// when it sets none; GrpTRES and MaxTRESPerUser cpu), then each account up
-// to root (GrpTRES cpu over everything below it; MaxTRESPerUser cpu over
-// the user's jobs below it).
 limit_reason check_start(const limit_tally& t, const limit_job& j);
 
 // Whether `j` (not yet counted as submitted) may be submitted: the QOS's
