@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/accounting.hpp"
 #include "core/accounts.hpp"
 #include "core/fairshare.hpp"
 #include "core/limits.hpp"
@@ -518,4 +519,125 @@ TEST_CASE("submission limits refuse with one line naming Slurm's reason") {
   for (limit_reason r : k_all_limit_reasons) names.emplace_back(to_string(r));
   std::sort(names.begin(), names.end());
   CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+}
+
+TEST_CASE("accounting: a job's account is chosen at submission, limits hold it, its maps are charged, suspended time free") {
+  account_tree t = sample_tree();
+  REQUIRE(set_limit(t.accounts[1].lim, "GrpTRES", "cpu=8") == std::optional<std::string>(""));
+  REQUIRE(set_limit(t.associations[1].lim, "MaxSubmitJobs", "1") == std::optional<std::string>(""));  // bob
+  priority_weights w;
+  w.fairshare = 1000;
+  w.half_life_s = 0;
+  accounting acc(t, w);
+  accounting_job a;
+  a.id = 1;
+  a.user = "alice";
+  a.cpus = 4;
+  a.walltime_s = 600;
+  const accounting_admission ok = acc.submit(a);
+  CHECK(ok.error.empty());
+  CHECK(ok.account == "physics");  // the default
+  accounting_job b = a;
+  b.id = 2;
+  b.user = "bob";
+  b.account = "chem";
+  CHECK(acc.submit(b).error == "user bob is not in account chem (bob's accounts: physics)");
+  b.account = "";
+  CHECK(acc.submit(b).error.empty());
+  accounting_job b2 = b;
+  b2.id = 3;
+  const accounting_admission refused = acc.submit(b2);
+  CHECK(refused.reason == limit_reason::assoc_max_submit);
+  CHECK(refused.error.find("AssocMaxSubmitJobLimit") != std::string::npos);
+  accounting_job q = a;
+  q.id = 4;
+  q.qos = "nope";
+  CHECK(acc.submit(q).error == "unknown QOS nope");
+
+  // Alice runs on 4, grows to 6, is suspended an hour, resumes on 2, ends.
+  CHECK(acc.may_start(1, 4) == limit_reason::none);
+  acc.start(1, 4, 0);
+  CHECK(acc.may_start(2, 4) == limit_reason::none);           // physics holds 4 of 8
+  CHECK(acc.may_start(2, 5) == limit_reason::assoc_grp_cpu);  // 9 of 8
+  CHECK(acc.growth_room(1) == 4);
+  acc.resize(1, 6, 100);
+  CHECK(acc.growth_room(1) == 2);
+  acc.suspend(1, 200);
+  CHECK(acc.may_start(2, 8) == limit_reason::none);  // a suspended job holds nothing
+  acc.resume(1, 2, 3800);
+  const auto charge = acc.finish(1, 3900);
+  REQUIRE(charge);
+  CHECK(charge->account == "physics");
+  CHECK(charge->cpu_seconds == doctest::Approx(4 * 100 + 6 * 100 + 2 * 100));
+  CHECK(charge->start == 0);
+  CHECK(charge->end == 3900);
+  CHECK_FALSE(acc.finish(1, 4000));  // already gone
+
+  // Fair share: alice used 1200 processor-seconds, bob nothing.
+  const fair_share_result fs = acc.shares(4000);
+  const account_index& idx = acc.index();
+  CHECK(fs.assoc_factor[idx.association_of("bob", "physics")] >
+        fs.assoc_factor[idx.association_of("alice", "physics")]);
+  // A pending job that never ran is charged nothing.
+  CHECK_FALSE(acc.finish(2, 4000));
+}
+
+TEST_CASE("accounting reorders the queue by fair share; all weights 0 move nothing") {
+  account_tree t;
+  t.accounts = {acct("root", "")};
+  t.associations = {member("heavy", "root"), member("light", "root")};
+  for (std::uint32_t weight : {0u, 1000u}) {
+    priority_weights w;
+    w.fairshare = weight;
+    accounting acc(t, w);
+    acc.restore_usage("heavy", "root", 5000, 0, 100);
+    scheduler s(cluster::uniform(1, 1), make_strategy("fcfs"));
+    s.handle(event::arrival(rigid(1, 1, 100, 0)), 0);
+    job_request h = rigid(2, 1, 100, 1);
+    h.user = "heavy";
+    job_request l = rigid(3, 1, 100, 2);
+    l.user = "light";
+    for (const job_request& r : {h, l}) {
+      accounting_job j;
+      j.id = r.id;
+      j.user = r.user;
+      j.submit_time = r.submit_time;
+      REQUIRE(acc.submit(j).error.empty());
+      s.apply(event::arrival(r));
+    }
+    const std::size_t changed = acc.reprioritise(s, 10);
+    CAPTURE(weight);
+    if (weight == 0) {
+      CHECK(changed == 0);
+      CHECK(s.queue().begin()->id == 2);
+    } else {
+      CHECK(changed == 2);
+      CHECK(s.queue().begin()->id == 3);
+      auto p = acc.priority_of(3, 1, 10);
+      REQUIRE(p);
+      CHECK(p->value == 1000);
+    }
+  }
+}
+
+TEST_CASE("accounting reload keeps the jobs and refuses a bad tree without changing anything") {
+  account_tree t = sample_tree();
+  accounting acc(t, priority_weights{});
+  accounting_job a;
+  a.id = 1;
+  a.user = "alice";
+  a.cpus = 2;
+  REQUIRE(acc.submit(a).error.empty());
+  acc.start(1, 2, 0);
+  account_tree bad = t;
+  bad.accounts.push_back(acct("x", "y"));
+  CHECK_THROWS_AS(acc.reload(bad), std::invalid_argument);
+  CHECK(acc.index().tree().accounts.size() == t.accounts.size());
+  REQUIRE(set_limit(t.accounts[1].lim, "GrpTRES", "cpu=2") == std::optional<std::string>(""));
+  acc.reload(t);
+  accounting_job b = a;
+  b.id = 2;
+  b.user = "bob";
+  REQUIRE(acc.submit(b).error.empty());
+  CHECK(acc.may_start(2, 1) == limit_reason::assoc_grp_cpu);  // alice's running 2 still counted
 }
