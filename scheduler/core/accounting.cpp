@@ -66,6 +66,10 @@ accounting_admission accounting::submit(const accounting_job& j) {
     return a;
   }
   a.account = c.account;
+  if (j.walltime_s <= 0) {
+    a.time_limit_s = max_wall_of(idx_, limit_of(l, j.cpus));
+    if (a.time_limit_s) l.job.walltime_s = *a.time_limit_s;
+  }
   tally_->add_submitted(limit_of(l, 0));
   jobs_[j.id] = std::move(l);
   return a;

@@ -42,6 +42,8 @@ struct accounting_admission {
   std::string account;
   std::string error;  // non-empty: refused, nothing recorded
   limit_reason reason = limit_reason::none;
+  // For a job without a time limit: the one it runs under (max_wall_of).
+  std::optional<std::uint32_t> time_limit_s;
 };
 
 // What a finished job is charged (for account_store::record_usage).

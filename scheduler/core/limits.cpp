@@ -99,9 +99,9 @@ bool over(const std::optional<std::uint32_t>& limit, Have have, std::uint64_t mo
 }
 
 bool wall_over(const std::optional<std::uint32_t>& limit, double walltime_s) {
-  // No time limit at all is over any MaxWall, as in Slurm (the job would
-  // get the limit's time only if the admin configured that).
-  return limit && (walltime_s <= 0 || walltime_s > *limit);
+  // A job without a time limit is given the smallest MaxWall at submission
+  // (max_wall_of), as Slurm does; here it is not over.
+  return limit && walltime_s > 0 && walltime_s > *limit;
 }
 
 }  // namespace
@@ -183,6 +183,19 @@ std::size_t cpu_headroom(const limit_tally& t, const limit_job& j) {
     cap(tree.accounts[a].lim.max_cpus_per_user, t.account_user_cpus(a, user));
   }
   return room;
+}
+
+}  // namespace aqs::core
+
+namespace aqs::core {
+
+std::optional<std::uint32_t> max_wall_of(const account_index& idx, const limit_job& j) {
+  std::optional<std::uint32_t> out = idx.effective_user_limits(j.association).max_wall_s;
+  if (j.qos != account_index::npos) {
+    const auto& q = idx.tree().qos_list.at(j.qos).lim.max_wall_s;
+    if (q && (!out || *q < *out)) out = q;
+  }
+  return out;
 }
 
 }  // namespace aqs::core

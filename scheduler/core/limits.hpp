@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -92,6 +93,11 @@ limit_reason check_start(const limit_tally& t, const limit_job& j);
 // `line` gets the one-line refusal ("user alice in account physics already
 // has 10 jobs submitted, its MaxSubmitJobs (AssocMaxSubmitJobLimit)").
 limit_reason check_submit(const limit_tally& t, const limit_job& j, std::string* line = nullptr);
+
+// The time limit a job without one runs under: the smallest MaxWall of its
+// QOS and its association (inherited); nullopt when neither sets one. aqsd
+// gives it to such a job at submission, as Slurm does.
+std::optional<std::uint32_t> max_wall_of(const account_index& idx, const limit_job& j);
 
 // How many processors more than it holds (j.cpus, already counted as
 // running) the job may be given under every CPU limit above it: the

@@ -462,7 +462,11 @@ TEST_CASE("limits hold a job with Slurm's reason and let it run once the limit a
     CHECK(to_string(check_start(tally, job("carol", carol, account_index::npos, 1, 7200))) ==
           "AssocMaxWallDurationPerJobLimit");
     CHECK(check_start(tally, job("carol", carol, account_index::npos, 1, 3600)) == limit_reason::none);
-    CHECK(check_start(tally, job("carol", carol, account_index::npos, 1, 0)) == limit_reason::assoc_max_wall);
+    // No time limit: it gets the smallest MaxWall at submission, as in Slurm.
+    CHECK(check_start(tally, job("carol", carol, account_index::npos, 1, 0)) == limit_reason::none);
+    CHECK(max_wall_of(idx, job("carol", carol, account_index::npos, 1, 0)) == 3600u);
+    CHECK(max_wall_of(idx, job("carol", carol, normal, 1, 0)) == 3600u);  // QOS normal: 10 days
+    CHECK_FALSE(max_wall_of(idx, job("alice", alice_phys, account_index::npos, 1, 0)));
   }
   SUBCASE("an account's MaxTRESPerUser counts one user's jobs below it") {
     limit_job c = job("carol", carol, account_index::npos, 3);
