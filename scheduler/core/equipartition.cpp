@@ -106,6 +106,7 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     std::size_t min, max, current;  // current: 0 for a job starting now
     std::size_t floor;              // its size floor: max(min, what it keeps on drained nodes)
     bool starting;
+    int priority;  // job_request::priority: the odd processors' order
   };
   std::vector<member> members;
   // A job's size floor and how much of it is on UP nodes (the rule in
@@ -129,7 +130,7 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     mins += floor_usable;
     // Its maximum within its node limit (MaxNodes): a share it could not
     // be placed on is left to the others.
-    members.push_back({id, j.req.min_pe, std::max(floor, s.max_size(j)), cur, floor, false});
+    members.push_back({id, j.req.min_pe, std::max(floor, s.max_size(j)), cur, floor, false, j.req.priority});
   }
   std::size_t avail = pool > mins ? pool - mins : 0;
 
@@ -151,7 +152,7 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     if (!walk.admit(p, k.id, j.req.walltime, need, avail)) continue;
     avail -= need;
     if (j.req.adaptive) {
-      members.push_back({k.id, j.req.min_pe, most, 0, j.req.min_pe, true});
+      members.push_back({k.id, j.req.min_pe, most, 0, j.req.min_pe, true, j.req.priority});
     } else {
       p.starts.push_back({k.id, need});
     }
@@ -167,7 +168,11 @@ plan equipartition::schedule(const scheduler& s, double now) const {
     any_floor = any_floor || floors[i] > 0;
   }
   std::iota(order.begin(), order.end(), std::size_t{0});
+  // The order odd processors go in: a job earlier keeps one more when the
+  // machine must shrink, so the lowest priority gives processors first
+  // (equal priorities: as before, the job with more above its minimum keeps them).
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (members[a].priority != members[b].priority) return members[a].priority > members[b].priority;
     std::size_t ea = members[a].current > members[a].min ? members[a].current - members[a].min : 0;
     std::size_t eb = members[b].current > members[b].min ? members[b].current - members[b].min : 0;
     if (ea != eb) return ea > eb;

@@ -117,6 +117,21 @@ std::size_t scheduler::max_size(const job& j) const {
   return std::min(most, total);
 }
 
+void scheduler::set_priority(job_id id, int priority) {
+  if (scope_) misuse("set_priority during decide()");
+  job& j = get_mut(id);
+  if (j.req.priority == priority) return;
+  // In the queue: pending and not held, or suspended and asking to resume.
+  // The node is moved, not freed and made again (100,000 re-keyed jobs per
+  // recomputation: bench_priority).
+  auto node = queue_.extract(key_of(j.req));
+  j.req.priority = priority;
+  if (!node.empty()) {
+    node.value() = key_of(j.req);
+    queue_.insert(std::move(node));
+  }
+}
+
 std::size_t scheduler::add_node(std::string name, std::size_t procs) {
   std::size_t index = cluster_.add_node(std::move(name), procs);
   res_.resize(cluster_.nodes().size());

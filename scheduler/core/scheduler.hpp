@@ -138,6 +138,14 @@ public:
   // for an unknown, non-adaptive or not RUNNING job, an empty map or one of
   // the wrong length, or processors another job holds.
   void restore_resize(job_id id, const processor_set& target);
+  // Gives job `id` a new priority (job_request::priority): a queued job
+  // moves to its new place in the queue, a running one keeps it for the
+  // policies that rank running jobs (equipartition shrinks the lowest
+  // first). Not an event: nothing else changes and no decision is made; the
+  // next decide() sees the new order. The multifactor priority
+  // (priority.hpp) comes in this way. Throws std::invalid_argument for an
+  // unknown job, or when called from inside a strategy run.
+  void set_priority(job_id id, int priority);
   std::vector<decision> handle(const event& e, double now) {
     apply(e);
     return decide(now);

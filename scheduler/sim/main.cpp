@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
   double suspend_fraction = 0, suspend_duration = 600, range_change_fraction = 0;
   std::uint64_t seed = 1;
   bool json = false;
+  bool fairshare = false;
+  double half_life = 7 * 86400.0;
+  std::uint32_t fairshare_weight = 10000, age_weight = 0;
   auto* trace_opt = app.add_option("--trace", trace, "SWF log, plain or .gz");
   auto* gen_opt = app.add_option("--generate", generate, "instead of --trace: N synthetic jobs (Poisson arrivals)");
   trace_opt->excludes(gen_opt);
@@ -66,6 +69,19 @@ int main(int argc, char** argv) {
   app.add_option("--range-change-fraction", range_change_fraction,
                  "this fraction of the adaptive jobs asks for a doubled or halved range mid-run (0..1)")
       ->check(CLI::Range(0.0, 1.0));
+  auto* fs_opt = app.add_flag("--fairshare", fairshare,
+                              "order the queue by fair share between the trace's users (equal shares, multifactor priority)");
+  app.add_option("--fairshare-half-life", half_life,
+                 "--fairshare: half-life of past usage in seconds (default 604800, 0: no decay)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(fs_opt);
+  app.add_option("--priority-weight-fairshare", fairshare_weight, "--fairshare: PriorityWeightFairshare (default 10000)")
+      ->check(CLI::Range(1u, 100'000'000u))
+      ->needs(fs_opt);
+  app.add_option("--priority-weight-age", age_weight,
+                 "--fairshare: PriorityWeightAge, reached at 7 days of waiting (default 0)")
+      ->check(CLI::Range(0u, 100'000'000u))
+      ->needs(fs_opt);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -90,6 +106,11 @@ int main(int argc, char** argv) {
     opt.suspend_duration = suspend_duration;
     opt.range_change_fraction = range_change_fraction;
     opt.seed = seed;
+    if (fairshare) {
+      opt.priority.fairshare = fairshare_weight;
+      opt.priority.age = age_weight;
+      opt.priority.half_life_s = half_life;
+    }
     if (!events.empty()) {
       aqs::sim::event_file ef = aqs::sim::read_events(events);
       if (ef.malformed > 0) {
@@ -185,6 +206,16 @@ int main(int argc, char** argv) {
       o["events_skipped"] = r.events_skipped;
       o["events_skipped_by_reason"] = r.events_skipped_by_reason;
       o["mean_suspended_s"] = r.mean_suspended_s;
+      o["fairshare"] = fairshare;
+      if (fairshare) {
+        o["fairshare_half_life_s"] = half_life;
+        o["priority_weight_fairshare"] = fairshare_weight;
+        o["priority_weight_age"] = age_weight;
+        o["priority_changes"] = r.priority_changes;
+        nlohmann::json users = nlohmann::json::object();
+        for (const auto& [u, v] : r.user_usage) users[std::to_string(u)] = v;
+        o["user_usage_cpu_s"] = users;
+      }
       std::cout << o.dump() << "\n";
     } else {
       std::cout << fmt::format("aqs-sim  {}\n", source);
@@ -220,6 +251,10 @@ int main(int argc, char** argv) {
         for (const auto& [k, v] : r.events_skipped_by_reason) why += fmt::format("{}{} {}", why.empty() ? "" : ", ", k, v);
         std::cout << (why.empty() ? "\n" : " (" + why + ")\n");
         std::cout << fmt::format("mean suspended {:14.1f} s\n", r.mean_suspended_s);
+      }
+      if (fairshare) {
+        std::cout << fmt::format("fair share     {} users, half-life {} s, weights fairshare {} age {}; {} priority changes\n",
+                                 r.user_usage.size(), half_life, fairshare_weight, age_weight, r.priority_changes);
       }
       std::cout << fmt::format("wall time      {:14.3f} s\n", r.wall_s);
     }

@@ -4,12 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <queue>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
+#include "core/accounts.hpp"
+#include "core/fairshare.hpp"
 #include "core/scheduler.hpp"
+#include "core/usage.hpp"
 
 namespace aqs::sim {
 
@@ -73,6 +78,9 @@ struct synth_plan {
   bool grow = false;
 };
 
+// The user a trace's user id stands for ("u7"; "unknown" for -1).
+std::string user_name(long long id) { return id < 0 ? std::string("unknown") : "u" + std::to_string(id); }
+
 }  // namespace
 
 sim_result simulate(const workload& w, const sim_options& opt) {
@@ -128,6 +136,59 @@ sim_result simulate(const workload& w, const sim_options& opt) {
       }
     }
   }
+
+  // Fair share: one association per trace user under root, equal shares.
+  const bool fair = !opt.priority.all_zero();
+  std::optional<core::account_index> accounts;
+  std::unordered_map<std::string, std::size_t> assoc_of;  // user name -> association
+  core::usage_ledger ledger(opt.priority.half_life_s);
+  double charged_to = n ? w.jobs.front().submit : 0;
+  if (fair) {
+    core::account_tree tree;
+    core::account root;
+    root.name = std::string(core::k_root_account);
+    tree.accounts.push_back(root);
+    for (const sim_job& j : w.jobs) {
+      const std::string u = user_name(j.user);
+      if (assoc_of.emplace(u, tree.associations.size()).second) {
+        core::user_association a;
+        a.user = u;
+        a.account = root.name;
+        tree.associations.push_back(a);
+      }
+    }
+    accounts.emplace(std::move(tree));
+  }
+  // Charges what the jobs held since the last charge, up to `now`.
+  auto charge_usage = [&](double now) {
+    if (!fair || now <= charged_to) return;
+    for (const auto& [end, id] : sched.holding_by_end()) {
+      const core::job& cj = sched.get(id);
+      ledger.charge(cj.req.user, static_cast<double>(cj.size()), charged_to, now);
+    }
+    charged_to = now;
+  };
+  // Gives every queued job its multifactor priority at `now`.
+  auto prioritise = [&](double now) {
+    if (!fair) return;
+    const auto& tree = accounts->tree();
+    std::vector<double> usage(tree.associations.size(), 0.0);
+    for (std::size_t a = 0; a < usage.size(); ++a) usage[a] = ledger.at(tree.associations[a].user, now);
+    const core::fair_share_result fs = core::fair_share(*accounts, usage);
+    std::vector<core::priority_input> in;
+    in.reserve(sched.queue().size());
+    for (const core::queue_key& k : sched.queue()) {
+      const core::job& cj = sched.get(k.id);
+      core::priority_input p;
+      p.id = k.id;
+      p.submit_time = cj.req.submit_time;
+      p.size = cj.req.min_pe;
+      p.fairshare = fs.assoc_factor[assoc_of.at(cj.req.user)];
+      in.push_back(p);
+    }
+    res.priority_changes += core::apply_priorities(
+        sched, core::compute_priorities(in, core::priority_context{w.procs, 0, 0}, opt.priority, now));
+  };
 
   std::size_t next_arrival = 0, finished = 0;
   double busy_area = 0, last_t = n ? w.jobs.front().submit : 0;
@@ -369,6 +430,7 @@ sim_result simulate(const workload& w, const sim_options& opt) {
     now = std::max(now, last_t);
     busy_area += static_cast<double>(busy) * (now - last_t);
     last_t = now;
+    charge_usage(now);
 
     while (!heap.empty() && heap.top().t <= now) {
       timed e = heap.top();
@@ -406,6 +468,7 @@ sim_result simulate(const workload& w, const sim_options& opt) {
       r.adaptive = j.adaptive;
       r.walltime = j.estimate;
       r.submit_time = j.submit;
+      r.user = user_name(j.user);
       if (j.adaptive) {
         // What the job declares: its preferred size, its speedup model (the
         // true one: the simulator's users know their codes) and its resize cost.
@@ -428,8 +491,12 @@ sim_result simulate(const workload& w, const sim_options& opt) {
       }
     }
 
+    prioritise(now);
     carry_out(sched.decide(now), now);
     if (!resuming_rigid.empty()) unblock_resumers(now);
+  }
+  if (fair) {
+    for (const sim_job& j : w.jobs) res.user_usage[j.user] = ledger.at(user_name(j.user), last_t);
   }
 
   double first_submit = n ? w.jobs.front().submit : 0, last_end = first_submit;

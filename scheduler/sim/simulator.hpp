@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/priority.hpp"
 #include "core/strategy.hpp"
 #include "sim/events.hpp"
 #include "sim/workload.hpp"
@@ -34,6 +35,13 @@ struct sim_options {
   double suspend_duration = 0;
   double range_change_fraction = 0;
   std::uint64_t seed = 1;
+  // Fair share (--fairshare): every trace user id is a user association
+  // under root with one share; its usage is the processor-seconds its jobs
+  // held, decayed with priority.half_life_s; before each decision every
+  // queued job gets the multifactor priority (core/priority.hpp) of its
+  // user's fair-share factor and its age. All weights 0 (the default): off,
+  // and runs are exactly as without it.
+  core::priority_weights priority{};
 };
 
 struct job_result {
@@ -63,6 +71,10 @@ struct sim_result {
   std::size_t events_skipped = 0;
   std::map<std::string, std::size_t> events_skipped_by_reason;
   double mean_suspended_s = 0;  // over all jobs
+  // With fair share: how many times a queued job's priority changed, and
+  // each trace user's decayed usage at the end (processor-seconds), by user id.
+  std::size_t priority_changes = 0;
+  std::map<long long, double> user_usage;
 };
 
 // Bounded slowdown with tau = 10 s: max(1, (wait + run) / max(run, 10)).

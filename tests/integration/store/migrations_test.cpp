@@ -24,7 +24,8 @@ TEST_CASE("migrating an empty database creates the schema, records the version, 
   CHECK(store::apply_migrations(conn) == store::latest_schema_version());
   CHECK(store::apply_migrations(conn) == store::latest_schema_version());
   pqxx::read_transaction tx(conn);
-  for (const char* table : {"jobs", "job_events", "nodes", "schema_version"}) {
+  for (const char* table : {"jobs", "job_events", "nodes", "schema_version", "accounts", "account_users",
+                            "account_default", "qos", "usage_records", "accounting_audit"}) {
     CAPTURE(table);
     CHECK(tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", table)[0].as<bool>());
   }
