@@ -12,6 +12,10 @@
 //                                (P: the longest time a rank that was
 //                                running spent in the MPI_Migrate() that
 //                                brought the map: the pause the app saw)
+//                                other_ms=O (the longest of the other
+//                                MPI_Migrate() calls since the previous
+//                                map, on any rank: how much a load on the
+//                                machine or a background spawn slowed it)
 //   done maps=M
 // Stops when --stop-file exists (checked by rank 0 at every iteration).
 #ifndef OMPI_SKIP_MPICXX
@@ -149,6 +153,7 @@ int main(int argc, char** argv) {
   MPI_Comm parent = MPI_COMM_NULL;
   MPI_Comm_get_parent(&parent);
   bool spawned_first = parent != MPI_COMM_NULL;  // a new rank's first MPI_Migrate() is its join
+  double slowest_other_ms = 0;
   for (;;) {
     // The pause counts only on ranks that were running on the map before
     // this one: a new rank's first call and a parked rank's call back (it
@@ -157,6 +162,7 @@ int main(int argc, char** argv) {
     const auto call = std::chrono::steady_clock::now();
     check(MPI_Migrate(), "MPI_Migrate");
     double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - call).count();
+    if (AQS_Epoch() == epoch_before && !spawned_first) slowest_other_ms = std::max(slowest_other_ms, pause_ms);
     MPI_Comm comm = AQS_Comm();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -183,13 +189,15 @@ int main(int argc, char** argv) {
       MPI_Allreduce(MPI_IN_PLACE, &latest, 1, MPI_INT64_T, MPI_MAX, comm);
       if (epoch_before != latest || spawned_first) pause_ms = 0;
       MPI_Allreduce(MPI_IN_PLACE, &pause_ms, 1, MPI_DOUBLE, MPI_MAX, comm);
+      MPI_Allreduce(MPI_IN_PLACE, &slowest_other_ms, 1, MPI_DOUBLE, MPI_MAX, comm);
       MPI_Allreduce(&held, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
       ok = ok && total == n;
       ++progress.maps;
       if (rank == 0) {
-        std::printf("map epoch=%lld ranks=%d ok=%d pause_ms=%.3f\n", static_cast<long long>(seen_epoch), size, ok,
-                    pause_ms);
+        std::printf("map epoch=%lld ranks=%d ok=%d pause_ms=%.3f other_ms=%.3f\n", static_cast<long long>(seen_epoch),
+                    size, ok, pause_ms, slowest_other_ms);
       }
+      slowest_other_ms = 0;
     }
     spawned_first = false;
     ++iter;

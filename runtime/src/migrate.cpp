@@ -781,7 +781,9 @@ int switch_prepared(shim& s, reconfiguration& rc, const migration_plan& plan, ti
   mpi_check(MPI_Intercomm_create(s.active, 0, bridge, 1, k_tag_bridge, &inter), "MPI_Intercomm_create");
   if (bridge != MPI_COMM_NULL) MPI_Comm_free(&bridge);
   MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  AQS_DEBUG_LOG("map %lld: bridged to the new ranks", static_cast<long long>(rc.epoch));
   const bool ready = new_ranks_ready(s.active, inter, expand_timeout());
+  AQS_DEBUG_LOG("map %lld: every old-new pair connected: %d", static_cast<long long>(rc.epoch), ready ? 1 : 0);
   std::vector<MPI_Request> told;
   if (s.rank == 0) told = tell_new_ranks(inter, ready);
   if (!ready) {
@@ -1017,8 +1019,17 @@ int wire_up_or_leave(shim& s, MPI_Comm to) {
     mpi_check(MPI_Isend(&ready, 1, MPI_INT, r, k_tag_ready, to, &q), "MPI_Isend");
     MPI_Request_free(&q);
   }
-  int go = 0;
-  mpi_check(MPI_Recv(&go, 1, MPI_INT, 0, k_tag_decision, to, MPI_STATUS_IGNORE), "MPI_Recv");
+  // The answer may take as long as the application's next MPI_Migrate():
+  // wait for it asleep, not in a blocking receive (OpenMPI spins there, on
+  // the cpus the running ranks compute on).
+  int go = 0, done = 0;
+  MPI_Request q = MPI_REQUEST_NULL;
+  mpi_check(MPI_Irecv(&go, 1, MPI_INT, 0, k_tag_decision, to, &q), "MPI_Irecv");
+  for (;;) {
+    mpi_check(MPI_Test(&q, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    ::usleep(500);
+  }
   if (go == k_go || go == k_bridge) return go;
   AQS_DEBUG_LOG("spawned: the running ranks gave the expand up; leaving");
   s.joining = false;
