@@ -174,12 +174,12 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
   test::cluster c(o);
   const fs::path work = c.workdir();
   // Long enough for the cycles (about 2-6 s each here), then it finishes.
-  const std::string iters = std::to_string(cycles * 150 + 300);
+  const std::string iters = std::to_string(cycles * 200 + 300);
   const fs::path ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
   const fs::path out = work / "cyc.grid", log = work / "cyc.out";
   const std::int64_t a = c.submit({"-J", "cycles", "-o", log.string(),
                                    adaptive_script(work, "cyc", 2, 4,
-                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "40"},
+                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"},
                                                    out)
                                        .string()});
   REQUIRE(c.wait_state(a, {job_state::running}, 120s).nprocs == 4);
@@ -220,12 +220,12 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   test::test_database db;
   test::cluster c(hosts(db, 2, 2));
   const fs::path work = c.workdir();
-  const std::string iters = std::to_string(cycles * 40 + 300);
+  const std::string iters = std::to_string(cycles * 100 + 300);
   const fs::path ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
   const fs::path out = work / "susp.grid", log = work / "susp.out";
   const std::int64_t a = c.submit({"-J", "susp", "-o", log.string(),
                                    adaptive_script(work, "susp", 2, 4,
-                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "40"},
+                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"},
                                                    out)
                                        .string()});
   REQUIRE(c.wait_state(a, {job_state::running}, 120s).nprocs == 4);
