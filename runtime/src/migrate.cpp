@@ -887,7 +887,11 @@ void settle_background(shim& s, std::chrono::milliseconds bound) {
   }
   std::fprintf(stderr, "aqs: %zu spawn(s) given up never returned within %lld ms; mpirun may wait for them\n",
                s.stuck.size(), static_cast<long long>(bound.count()));
-  for (auto& p : s.stuck) p->thread.detach();
+  // The threads still reference their expands: those are let go, not freed.
+  for (auto& p : s.stuck) {
+    p->thread.detach();
+    static_cast<void>(p.release());
+  }
   s.stuck.clear();
 }
 
@@ -907,6 +911,7 @@ int migrate() {
       if (s.preparing) {
         if (prepared_ready(s)) {
           rc = s.preparing->rc;
+          rc->migrate_calls = s.migrate_calls;  // the leader's count now, for ranks that join
           decision[0] = rc->epoch;
           decision[1] = 1;
         }
