@@ -2,9 +2,14 @@
 // network-namespace hosts. Too long for the normal suite: each case runs
 // only when its variable is set in the environment, and returns at once
 // otherwise (saying so):
-//   AQS_TEST_BIG_JOBS=1        plain MPI jobs of 64 and 128 ranks, and an
-//                              adaptive jacobi2d of 128 ranks that shrinks off
-//                              a host and grows back, over four hosts
+//   AQS_TEST_BIG_JOBS=1        plain MPI jobs of 64, 96 and 128 ranks (32 a
+//                              host), and an adaptive jacobi2d of 128 ranks
+//                              that shrinks off a host and grows back, over
+//                              four hosts. KNOWN TO FAIL (branch adapt2): 64
+//                              ranks on 2 hosts run, 96 on 3 and 128 on 4 end
+//                              FAILED after about 10 s (docs/testing.md);
+//                              AQS_TEST_MPI_VERBOSE=N adds OpenMPI's launch
+//                              and out-of-band traces to the jobs' output.
 //   AQS_TEST_RESIZE_CYCLES=N   N cycles of shrink off a host, grow back onto
 //                              it, of an adaptive jacobi2d over two hosts
 //   AQS_TEST_SUSPEND_CYCLES=N  N suspend/resume cycles of the same job
@@ -122,13 +127,23 @@ TEST_CASE("plain MPI jobs of 64 and 128 ranks and an adaptive one of 128 over fo
 
   // Plain: every rank reports its host; 32 per host.
   const fs::path probe = work / "probe.sh";
-  std::ofstream(probe) << "#!/bin/bash\nexec " MPIEXEC " " MPI_PROBE " \"$@\"\n";
-  for (const int n : {64, 128}) {
+  // AQS_TEST_MPI_VERBOSE=N: OpenMPI's launch and out-of-band traces at level N into the job's output.
+  const char* verbose = std::getenv("AQS_TEST_MPI_VERBOSE");
+  const std::string traces = verbose != nullptr && *verbose != '\0'
+                                 ? std::string("export OMPI_MCA_plm_base_verbose=") + verbose +
+                                       " OMPI_MCA_oob_base_verbose=" + verbose + " OMPI_MCA_routed_base_verbose=" +
+                                       verbose + "\n"
+                                 : "";
+  std::ofstream(probe) << "#!/bin/bash\n" << traces << "exec " MPIEXEC " " MPI_PROBE " \"$@\"\n";
+  for (const int n : {64, 96, 128}) {
     const fs::path out = work / ("plain" + std::to_string(n) + ".out");
     const auto t0 = clk::now();
     const std::int64_t id = c.submit({"-n", std::to_string(n), "-o", out.string(), probe.string()});
     const auto j = c.wait_state(id, {job_state::completed, job_state::failed, job_state::node_fail}, 900s);
-    REQUIRE_MESSAGE(j.state == job_state::completed, logs_of(c, 4, out));
+    CHECK_MESSAGE(j.state == job_state::completed, "exit code " << j.exit_code << "\n"
+                                                               << c.cmd(bin().fjobs, {"--history", std::to_string(id)}).out
+                                                               << logs_of(c, 4, out));
+    if (j.state != job_state::completed) continue;
     const auto report = test::read_probe_report(slurp(out));
     CHECK(static_cast<int>(report.ranks.size()) == n);
     std::map<std::string, int> per_host;
