@@ -4,17 +4,30 @@
 //   - a no-change MPI_Migrate() on 2, 4 and 8 ranks;
 //   - shrink 8 -> 4 and expand 4 -> 8 of a job holding 10 MiB per rank (at 8
 //     ranks), --reps times each: a rigid 4-processor job arrives (shrink),
-//     then ends (expand); once as the runtime does it (the expansion calls
-//     back the ranks the shrink parked), once with AQS_CALL_BACK_PARKED=0 (every
-//     expansion spawns new processes). For every change: aqsd's decision to the job
-//     holding the map (delivery), the wait for the job's next MPI_Migrate(),
-//     spawn, data movement, the change itself (MPI_Migrate() taking the map
-//     up to the acknowledgement being sent), and decision to acknowledgement
-//     as aqsd recorded them; median, minimum, 90th percentile and maximum.
+//     then ends (expand); three ways: as the runtime does it (the expansion
+//     calls back the ranks the shrink parked), with AQS_CALL_BACK_PARKED=0
+//     (every expansion spawns new processes, prepared in the background
+//     while the app runs), and with AQS_BACKGROUND_SPAWN=0 as well (spawned
+//     inside MPI_Migrate(), the app stopped meanwhile). For every change:
+//     aqsd's decision to the job holding the map (delivery), the wait for
+//     the job's next MPI_Migrate() (with a background spawn: for the
+//     MPI_Migrate() that switches), spawn, data movement, the change itself
+//     (MPI_Migrate() taking the map up to the acknowledgement being sent),
+//     decision to acknowledgement as aqsd recorded them, and the pause the
+//     application saw (the longest MPI_Migrate() call of a running rank that
+//     brought the map, measured by the app); median, minimum, 90th
+//     percentile and maximum.
+//   - how the cost grows (--scale 8,16,32,64,128): for each N, one node of N
+//     virtual processors, an adaptive job of N/2..N ranks holding 1 MiB per
+//     rank at N: launch (submission to every rank in its loop), then
+//     --scale-reps times shrink N -> N/2 and expand N/2 -> N (new ranks
+//     spawned in the background): map to ack and the app's pause.
 // The times come from the job's history (the shim's acknowledgement carries
-// its phases); the app checks every element after every change.
-// Prints a table and writes $AQS_BENCH_RESULTS/reconfigure.json.
+// its phases) and the app's output; the app checks every element after
+// every change.
+// Prints tables and writes $AQS_BENCH_RESULTS/reconfigure.json.
 //   bench_reconfigure [--reps N] [--mb-per-rank M] [--nochange-calls N]
+//                     [--scale N,N,...] [--scale-reps N] [--skip-series]
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,11 +64,14 @@ struct options {
   int reps = 20;
   double mb_per_rank = 10;
   long nochange_calls = 20000;
+  std::vector<int> scale = {8, 16, 32, 64, 128};
+  int scale_reps = 3;
+  bool skip_series = false;  // only the scale table
 };
 
 std::vector<std::string> job_environment() {
   std::vector<std::string> env{"OMPI_MCA_btl_vader_single_copy_mechanism=none"};
-  for (const char* k : {"PATH", "HOME", "LANG"}) {
+  for (const char* k : {"PATH", "HOME", "LANG", "AQS_DEBUG"}) {
     if (const char* v = std::getenv(k)) env.push_back(std::string(k) + "=" + v);
   }
   return env;
@@ -123,6 +139,7 @@ protocol::job_info wait_job(client::connection& w, std::int64_t id, Pred pred, s
 struct change {
   int ranks = 0;  // after the change
   double delivered_ms = 0, wait_ms = 0, spawn_ms = 0, data_ms = 0, total_ms = 0, decision_to_ack_ms = 0;
+  double pause_ms = 0;  // as the app saw it
   double apply_ms() const { return total_ms - wait_ms; }
 };
 
@@ -155,6 +172,67 @@ std::vector<change> changes_of(client::connection& w, std::int64_t id) {
   return out;
 }
 
+// The app's "map ... pause_ms=P" lines, in order, given to the changes in
+// the same order (one line per acknowledged change).
+void add_pauses(std::vector<change>& cs, const std::string& out) {
+  const std::regex re("map epoch=[0-9]+ ranks=[0-9]+ ok=1 pause_ms=([0-9.]+)");
+  std::size_t i = 0;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator() && i < cs.size();
+       ++it, ++i) {
+    cs[i].pause_ms = std::stod((*it)[1]);
+  }
+}
+
+// An adaptive job of low..high ranks on a node of `high` processors, driven
+// `reps` times down to `low` by a rigid job of high - low processors that
+// comes and goes. Returns its acknowledged changes and the launch time
+// (submission to "ready" in the app's output).
+struct series_result {
+  std::vector<change> changes;
+  double launch_ms = 0;
+};
+series_result run_series(client::connection& w, const fs::path& work, const std::string& name, int low, int high,
+                         int reps, double mb_per_rank, const std::vector<std::string>& env) {
+  const std::string stop = (work / (name + ".stop")).string();
+  fs::remove(stop);
+  const auto t0 = clk::now();
+  const auto id = submit_app(w, work, name, low, high,
+                             "--mb-per-rank " + std::to_string(mb_per_rank) +
+                                 " --pace-ms 5 --nochange-calls 0 --stop-file " + stop,
+                             env);
+  // Connected to aqsd and in its loop before the first change.
+  const auto until = clk::now() + 300s;
+  while (slurp(work / (name + ".out")).find("ready ranks=" + std::to_string(high)) == std::string::npos) {
+    if (clk::now() > until) throw std::runtime_error(name + ": the job never said it was ready on " + std::to_string(high));
+    if (core::is_final(job(w, id).state)) throw std::runtime_error(name + ": the job ended before it was ready:\n" + slurp(work / (name + ".out")));
+    std::this_thread::sleep_for(10ms);
+  }
+  series_result res;
+  res.launch_ms = std::chrono::duration<double, std::milli>(clk::now() - t0).count();
+  for (int r = 0; r < reps; ++r) {
+    const auto rigid = submit_rigid(w, work, high - low, "0.2");
+    wait_job(w, rigid, [](const auto& j) { return j.state == job_state::completed; }, 300s, "completed");
+    wait_job(w, id, [&](const auto& j) { return j.state == job_state::running && j.nprocs == high; }, 300s,
+             "grew back");
+  }
+  std::ofstream(stop) << "";
+  const auto done = wait_job(w, id, [](const auto& j) { return core::is_final(j.state); }, 300s, "ended");
+  const std::string out = slurp(work / (name + ".out"));
+  if (done.state != job_state::completed || out.find("ok=0") != std::string::npos ||
+      out.find("done maps=") == std::string::npos) {
+    throw std::runtime_error(name + ": the job failed or its data was wrong after a change:\n" + out);
+  }
+  res.changes = changes_of(w, id);
+  add_pauses(res.changes, out);
+  const auto n = static_cast<std::size_t>(
+      std::count_if(res.changes.begin(), res.changes.end(), [&](const change& c) { return c.ranks == low; }));
+  if (n != static_cast<std::size_t>(reps) || res.changes.size() != 2 * n) {
+    throw std::runtime_error(name + ": " + std::to_string(res.changes.size()) + " acknowledged changes, expected " +
+                             std::to_string(2 * reps));
+  }
+  return res;
+}
+
 options parse(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
@@ -166,12 +244,27 @@ options parse(int argc, char** argv) {
       o.mb_per_rank = std::atof(argv[++i]);
     } else if (a == "--nochange-calls" && has) {
       o.nochange_calls = std::atol(argv[++i]);
+    } else if (a == "--scale" && has) {
+      o.scale.clear();
+      std::stringstream in(argv[++i]);
+      for (std::string n; std::getline(in, n, ',');) {
+        const int v = std::atoi(n.c_str());
+        if (v < 2 || v % 2 != 0 || v > 512) throw std::invalid_argument("bench_reconfigure: --scale takes even sizes 2..512");
+        o.scale.push_back(v);
+      }
+    } else if (a == "--scale-reps" && has) {
+      o.scale_reps = std::atoi(argv[++i]);
+    } else if (a == "--skip-series") {
+      o.skip_series = true;
     } else {
-      throw std::invalid_argument("usage: bench_reconfigure [--reps N] [--mb-per-rank M] [--nochange-calls N]");
+      throw std::invalid_argument(
+          "usage: bench_reconfigure [--reps N] [--mb-per-rank M] [--nochange-calls N] [--scale N,N,...] "
+          "[--scale-reps N] [--skip-series]");
     }
   }
-  if (o.reps < 1 || !(o.mb_per_rank > 0) || o.nochange_calls < 1) {
-    throw std::invalid_argument("bench_reconfigure: --reps, --mb-per-rank and --nochange-calls must be positive");
+  if (o.reps < 1 || !(o.mb_per_rank > 0) || o.nochange_calls < 1 || o.scale_reps < 1) {
+    throw std::invalid_argument(
+        "bench_reconfigure: --reps, --mb-per-rank, --nochange-calls and --scale-reps must be positive");
   }
   return o;
 }
@@ -185,6 +278,7 @@ int main(int argc, char** argv) {
     const options o = parse(argc, argv);
     results["reps"] = o.reps;
     results["mb_per_rank_at_8"] = o.mb_per_rank;
+    if (!o.skip_series) {
     bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 1, 8, {}});
     const fs::path work = sys.work();
     client::connection w(sys.socket());
@@ -213,46 +307,15 @@ int main(int argc, char** argv) {
     }
     fs::remove(stop);
 
-    // 2. Shrink and expand, driven by a rigid job that comes and goes: once
-    // as the runtime does it (an expansion calls back the ranks the shrink
-    // parked), once with every expansion starting new processes.
-    auto series = [&](const std::string& name, const std::vector<std::string>& env) {
-      fs::remove(stop);
-      const auto id = submit_app(w, work, name, 4, 8,
-                                 "--mb-per-rank " + std::to_string(o.mb_per_rank) +
-                                     " --pace-ms 5 --nochange-calls 0 --stop-file " + stop,
-                                 env);
-      wait_job(w, id, [](const auto& j) { return j.state == job_state::running && j.nprocs == 8; }, 60s,
-               "ran on 8 processors");
-      // Connected to aqsd and in its loop before the first change.
-      const auto until = clk::now() + 60s;
-      while (slurp(work / (name + ".out")).find("ready ranks=8") == std::string::npos) {
-        if (clk::now() > until) throw std::runtime_error(name + ": the job never said it was ready");
-        std::this_thread::sleep_for(10ms);
-      }
-      for (int r = 0; r < o.reps; ++r) {
-        const auto rigid = submit_rigid(w, work, 4, "0.2");
-        wait_job(w, rigid, [](const auto& j) { return j.state == job_state::completed; }, 120s, "completed");
-        wait_job(w, id, [](const auto& j) { return j.state == job_state::running && j.nprocs == 8; }, 120s,
-                 "grew back to 8");
-      }
-      std::ofstream(stop) << "";
-      const auto done = wait_job(w, id, [](const auto& j) { return core::is_final(j.state); }, 120s, "ended");
-      const std::string out = slurp(work / (name + ".out"));
-      if (done.state != job_state::completed || out.find("ok=0") != std::string::npos ||
-          out.find("done maps=") == std::string::npos) {
-        throw std::runtime_error(name + ": the job failed or its data was wrong after a change:\n" + out);
-      }
-      auto all = changes_of(w, id);
-      const auto n = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [](const change& c) { return c.ranks == 4; }));
-      if (n != static_cast<std::size_t>(o.reps) || all.size() != 2 * n) {
-        throw std::runtime_error(name + ": " + std::to_string(all.size()) + " acknowledged changes, expected " +
-                                 std::to_string(2 * o.reps));
-      }
-      return all;
-    };
-    const auto called_back = series("adaptive", {});
-    const auto spawned = series("spawning", {"AQS_CALL_BACK_PARKED=0"});
+    // 2. Shrink and expand, driven by a rigid job that comes and goes: as the
+    // runtime does it (an expansion calls back the ranks the shrink parked),
+    // with every expansion starting new processes in the background, and
+    // with them started inside MPI_Migrate().
+    const auto called_back = run_series(w, work, "adaptive", 4, 8, o.reps, o.mb_per_rank, {}).changes;
+    const auto spawned = run_series(w, work, "spawning", 4, 8, o.reps, o.mb_per_rank, {"AQS_CALL_BACK_PARKED=0"}).changes;
+    const auto blocking = run_series(w, work, "spawning-blocking", 4, 8, o.reps, o.mb_per_rank,
+                                     {"AQS_CALL_BACK_PARKED=0", "AQS_BACKGROUND_SPAWN=0"})
+                              .changes;
 
     std::printf("\n%-50s %9s %9s %9s %9s\n", "change of map (ms)", "median", "min", "p90", "max");
     struct kind {
@@ -263,7 +326,9 @@ int main(int argc, char** argv) {
     };
     for (const kind& k : {kind{"shrink 8 -> 4", "shrink_ms", &called_back, 4},
                           kind{"expand 4 -> 8, parked ranks called back", "expand_called_back_ms", &called_back, 8},
-                          kind{"expand 4 -> 8, new ranks spawned", "expand_spawned_ms", &spawned, 8}}) {
+                          kind{"expand 4 -> 8, new ranks spawned in the background", "expand_spawned_ms", &spawned, 8},
+                          kind{"expand 4 -> 8, new ranks spawned in MPI_Migrate", "expand_spawned_blocking_ms",
+                               &blocking, 8}}) {
       std::vector<change> cs;
       for (const auto& c : *k.from) {
         if (c.ranks == k.ranks) cs.push_back(c);
@@ -284,7 +349,61 @@ int main(int argc, char** argv) {
       phase("data", [](const change& c) { return c.data_ms; });
       phase("MPI_Migrate: map to ack", [](const change& c) { return c.apply_ms(); });
       phase("decision to ack at aqsd", [](const change& c) { return c.decision_to_ack_ms; });
+      phase("pause the app saw", [](const change& c) { return c.pause_ms; });
       results[k.key] = j;
+    }
+    }
+
+    // 3. How the cost grows with the job's size: one system per size (a
+    // node of N virtual processors on this machine's cores). Spawning 64
+    // processes on 2 loaded cores takes longer than the default 20 s bound
+    // of an expand: this measures the cost, so the bound is raised.
+    const std::string k_scale_timeout = "AQS_EXPAND_TIMEOUT=300";
+    if (!o.scale.empty()) {
+      std::printf("\n%-6s %9s %11s %11s %11s %11s %11s %11s %11s\n", "ranks", "launch", "shrink", "shrink",
+                  "expand", "expand", "expand", "expand*", "expand*");
+      std::printf("%-6s %9s %11s %11s %11s %11s %11s %11s %11s\n", "N", "ms", "map-to-ack", "pause", "map-to-ack",
+                  "decis-ack", "pause", "map-to-ack", "pause");
+    }
+    for (const int n : o.scale) {
+      bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, 1, n, {}});
+      client::connection w(sys.socket());
+      const auto r = run_series(w, sys.work(), "scale" + std::to_string(n), n / 2, n, o.scale_reps,
+                                static_cast<double>(n) / 8.0, {"AQS_CALL_BACK_PARKED=0", k_scale_timeout});
+      std::vector<double> s_ack, s_pause, e_ack, e_dec, e_pause;
+      for (const auto& c : r.changes) {
+        if (c.ranks == n / 2) {
+          s_ack.push_back(c.apply_ms());
+          s_pause.push_back(c.pause_ms);
+        } else {
+          e_ack.push_back(c.total_ms);
+          e_dec.push_back(c.decision_to_ack_ms);
+          e_pause.push_back(c.pause_ms);
+        }
+      }
+      // The same expansions spawned inside MPI_Migrate() (expand*), the
+      // application stopped meanwhile: the cost the background spawn hides.
+      const auto b = run_series(w, sys.work(), "scaleblk" + std::to_string(n), n / 2, n, o.scale_reps,
+                                static_cast<double>(n) / 8.0, {"AQS_CALL_BACK_PARKED=0", "AQS_BACKGROUND_SPAWN=0", k_scale_timeout});
+      std::vector<double> b_ack, b_pause;
+      for (const auto& c : b.changes) {
+        if (c.ranks == n) {
+          b_ack.push_back(c.total_ms);
+          b_pause.push_back(c.pause_ms);
+        }
+      }
+      const double sa = bench::median(s_ack), sp = bench::median(s_pause), ea = bench::median(e_ack),
+                   ed = bench::median(e_dec), ep = bench::median(e_pause), ba = bench::median(b_ack),
+                   bp = bench::median(b_pause);
+      std::printf("%-6d %9.0f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f\n", n, r.launch_ms, sa, sp, ea, ed,
+                  ep, ba, bp);
+      results["scale"][std::to_string(n)] = {{"launch_ms", r.launch_ms},          {"shrink_map_to_ack_ms", sa},
+                                             {"shrink_pause_ms", sp},             {"expand_map_to_ack_ms", ea},
+                                             {"expand_decision_to_ack_ms", ed},   {"expand_pause_ms", ep},
+                                             {"expand_pause_max_ms", e_pause.empty() ? 0.0 : *std::max_element(e_pause.begin(), e_pause.end())},
+                                             {"expand_blocking_map_to_ack_ms", ba},
+                                             {"expand_blocking_pause_ms", bp},
+                                             {"reps", o.scale_reps}};
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_reconfigure: %s\n", e.what());

@@ -8,7 +8,14 @@
 // Output (rank 0, one line each, for the benchmark to read):
 //   nochange adaptive=0|1 ranks=R calls=N mean_us=X median_us=Y p90_us=Z
 //   ready ranks=R                (in its loop, connected to aqsd)
-//   map epoch=E ranks=R ok=0|1
+//   map epoch=E ranks=R ok=0|1 pause_ms=P
+//                                (P: the longest time a rank that was
+//                                running spent in the MPI_Migrate() that
+//                                brought the map: the pause the app saw)
+//                                other_ms=O (the longest of the other
+//                                MPI_Migrate() calls since the previous
+//                                map, on any rank: how much a load on the
+//                                machine or a background spawn slowed it)
 //   done maps=M
 // Stops when --stop-file exists (checked by rank 0 at every iteration).
 #ifndef OMPI_SKIP_MPICXX
@@ -118,7 +125,10 @@ void time_nochange(long calls) {
 
 int main(int argc, char** argv) {
   const options o = parse(argc, argv);
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE: an expansion's new ranks are started in the
+  // background (unless $AQS_BACKGROUND_SPAWN=0).
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   check(AQS_Init(), "AQS_Init");
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const auto n = static_cast<std::uint64_t>(o.mb_per_rank * 1024 * 1024 * k_reference_ranks / sizeof(std::uint64_t));
@@ -140,8 +150,19 @@ int main(int argc, char** argv) {
     for (std::uint64_t i = b; i < e; ++i) x[i - b] = expected(i);
   }
   std::int64_t seen_epoch = -1;
+  MPI_Comm parent = MPI_COMM_NULL;
+  MPI_Comm_get_parent(&parent);
+  bool spawned_first = parent != MPI_COMM_NULL;  // a new rank's first MPI_Migrate() is its join
+  double slowest_other_ms = 0;
   for (;;) {
+    // The pause counts only on ranks that were running on the map before
+    // this one: a new rank's first call and a parked rank's call back (it
+    // began at an older map) are not the application waiting.
+    const std::int64_t epoch_before = AQS_Epoch();
+    const auto call = std::chrono::steady_clock::now();
     check(MPI_Migrate(), "MPI_Migrate");
+    double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - call).count();
+    if (AQS_Epoch() == epoch_before && !spawned_first) slowest_other_ms = std::max(slowest_other_ms, pause_ms);
     MPI_Comm comm = AQS_Comm();
     int rank = 0, size = 0;
     MPI_Comm_rank(comm, &rank);
@@ -164,11 +185,21 @@ int main(int argc, char** argv) {
       for (std::uint64_t i = b; i < e && ok; ++i) ok = x[i - b] == expected(i);
       std::uint64_t held = e - b, total = 0;
       MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+      std::int64_t latest = epoch_before;
+      MPI_Allreduce(MPI_IN_PLACE, &latest, 1, MPI_INT64_T, MPI_MAX, comm);
+      if (epoch_before != latest || spawned_first) pause_ms = 0;
+      MPI_Allreduce(MPI_IN_PLACE, &pause_ms, 1, MPI_DOUBLE, MPI_MAX, comm);
+      MPI_Allreduce(MPI_IN_PLACE, &slowest_other_ms, 1, MPI_DOUBLE, MPI_MAX, comm);
       MPI_Allreduce(&held, &total, 1, MPI_UINT64_T, MPI_SUM, comm);
       ok = ok && total == n;
       ++progress.maps;
-      if (rank == 0) std::printf("map epoch=%lld ranks=%d ok=%d\n", static_cast<long long>(seen_epoch), size, ok);
+      if (rank == 0) {
+        std::printf("map epoch=%lld ranks=%d ok=%d pause_ms=%.3f other_ms=%.3f\n", static_cast<long long>(seen_epoch),
+                    size, ok, pause_ms, slowest_other_ms);
+      }
+      slowest_other_ms = 0;
     }
+    spawned_first = false;
     ++iter;
     int stop = 0;
     if (rank == 0) stop = ::access(o.stop_file.c_str(), F_OK) == 0 ? 1 : 0;

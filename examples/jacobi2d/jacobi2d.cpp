@@ -244,7 +244,10 @@ bool gather_output(const Local& l, size_t cols, MPI_Comm comm, int rank, int siz
 
 int main(int argc, char** argv) {
   example::program_name = "jacobi2d";
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE lets the runtime start an expansion's new ranks in
+  // the background while this program computes (docs/user-guide.md).
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
 
   Options opt;
   std::string err;

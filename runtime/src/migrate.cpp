@@ -238,7 +238,10 @@ struct times {
 // give the expand up, tell the new ranks to leave, and go on as they were.
 constexpr int k_tag_ready = 0x41515301;     // new rank -> each old rank
 constexpr int k_tag_decision = 0x41515302;  // old leader -> each new rank
-const int k_go = 1, k_abandon = 0;          // static: they outlive their sends
+constexpr int k_tag_bridge = 0x41515303;    // MPI_Intercomm_create of a background expand
+// k_bridge: the new ranks were spawned by the leader alone (in the
+// background); old and new ranks meet through MPI_Intercomm_create.
+const int k_go = 1, k_abandon = 0, k_bridge = 2;  // static: they outlive their sends
 
 std::chrono::milliseconds expand_timeout() {
   // $AQS_EXPAND_TIMEOUT: seconds (fractions allowed), default 20.
@@ -313,12 +316,11 @@ std::vector<MPI_Request> tell_new_ranks(MPI_Comm inter, bool go) {
   return pending;
 }
 
-// Starts one new rank per slot in `slots` (indices in rc.next), each on its
-// slot's host, and merges them after the members of `comm` (collective over
-// comm). Returns the merged communicator, or MPI_COMM_NULL after telling why
-// in `why`.
-MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<int>& slots, MPI_Comm comm,
-                         std::string& why) {
+// Runs MPI_Comm_spawn_multiple rooted at rank 0 of `comm`: one new rank per
+// slot in `slots` (indices in rc.next), each on its slot's host, running
+// this program with its arguments. Returns whether it worked (else `why`).
+bool spawn_ranks(const reconfiguration& rc, const std::vector<int>& slots, MPI_Comm comm, MPI_Comm* inter,
+                 std::string& why) {
   const int m = static_cast<int>(slots.size());
   const std::string exe = self_exe();
   std::vector<std::string> args = self_args();
@@ -335,7 +337,6 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<i
     MPI_Info_set(infos[static_cast<std::size_t>(j)], "host", sl.host.c_str());
   }
   std::vector<int> errcodes(static_cast<std::size_t>(m), MPI_SUCCESS);
-  MPI_Comm inter = MPI_COMM_NULL;
   int ok = 1;
   if (std::getenv("AQS_TEST_SPAWN_FAIL") != nullptr) {
     // Testing aid: behave as if MPI_Comm_spawn had failed.
@@ -344,7 +345,7 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<i
   } else {
     AQS_DEBUG_LOG("map %lld: spawning %d rank(s)", static_cast<long long>(rc.epoch), m);
     const int rc2 = MPI_Comm_spawn_multiple(m, commands.data(), argvs.data(), maxprocs.data(), infos.data(), 0,
-                                            comm, &inter, errcodes.data());
+                                            comm, inter, errcodes.data());
     if (rc2 != MPI_SUCCESS) {
       char msg[MPI_MAX_ERROR_STRING];
       int len = 0;
@@ -360,6 +361,18 @@ MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<i
     }
   }
   for (auto& i : infos) MPI_Info_free(&i);
+  return ok != 0;
+}
+
+// Starts one new rank per slot in `slots` (indices in rc.next), each on its
+// slot's host, and merges them after the members of `comm` (collective over
+// comm). Returns the merged communicator, or MPI_COMM_NULL after telling why
+// in `why`.
+MPI_Comm spawn_new_ranks(shim& s, const reconfiguration& rc, const std::vector<int>& slots, MPI_Comm comm,
+                         std::string& why) {
+  const int m = static_cast<int>(slots.size());
+  MPI_Comm inter = MPI_COMM_NULL;
+  const int ok = spawn_ranks(rc, slots, comm, &inter, why) ? 1 : 0;
   int all_ok = ok;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
   if (!all_ok) {
@@ -613,6 +626,196 @@ MPI_Comm call_back_and_spawn(shim& s, reconfiguration& rc, const migration_plan&
   return c;
 }
 
+// ---- expands prepared in the background ------------------------------------
+// $AQS_BACKGROUND_SPAWN=0 makes every expansion spawn inside MPI_Migrate()
+// (to measure the difference, or should the background spawn misbehave).
+bool background_spawn_wanted() {
+  const char* v = std::getenv("AQS_BACKGROUND_SPAWN");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+// Leader: whether this expand's new ranks can be started while the
+// application computes. Parked ranks are called back inside MPI_Migrate()
+// as before (they are up already).
+bool prepare_in_background(shim& s, const migration_plan& plan) {
+  if (!s.thread_multiple || !background_spawn_wanted() || plan.changes_nothing || plan.spawn.empty()) return false;
+  if (!call_back_parked()) return true;
+  // The pool counts only the ranks it has taken in: without this, ranks a
+  // shrink parked were never called back and piled up (405 processes after
+  // 200 shrink/grow cycles of a 4-rank job).
+  s.pool.collect();
+  return s.pool.parked() == 0;
+}
+
+// Leader: claims are made, the map is the job's; starts the spawn thread.
+void start_prepare(shim& s, reconfiguration rc, const migration_plan& plan) {
+  auto p = std::make_unique<prepared_expand>();
+  p->rc = std::move(rc);
+  p->rc.joiners = plan.spawn;
+  mpi_check(MPI_Comm_dup(MPI_COMM_SELF, &p->self), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(p->self, MPI_ERRORS_RETURN);
+  p->spawn_deadline = std::chrono::steady_clock::now() + expand_timeout();
+  AQS_DEBUG_LOG("map %lld: preparing %zu new rank(s) in the background", static_cast<long long>(p->rc.epoch),
+                plan.spawn.size());
+  prepared_expand* raw = p.get();
+  p->thread = std::thread([raw] {
+    const std::int64_t t0 = now_us();
+    raw->ok = spawn_ranks(raw->rc, raw->rc.joiners, raw->self, &raw->inter, raw->why);
+    raw->spawn_us = now_us() - t0;
+    if (!raw->ok && raw->inter != MPI_COMM_NULL) MPI_Comm_free(&raw->inter);
+    raw->returned.store(true, std::memory_order_release);
+  });
+  s.preparing = std::move(p);
+}
+
+// Leader: a prepared expand whose thread has returned leaves nothing open
+// but, if it spawned, its new ranks: they are told to leave.
+void close_prepared(shim& s, prepared_expand& p) {
+  if (p.thread.joinable()) p.thread.join();
+  if (p.inter != MPI_COMM_NULL) {
+    s.abandoned.push_back({p.inter, tell_new_ranks(p.inter, false)});
+    p.inter = MPI_COMM_NULL;
+  }
+  if (p.self != MPI_COMM_NULL) MPI_Comm_free(&p.self);
+}
+
+// Leader: gives the expand under way up. The job goes on where it was: the
+// other ranks never left their map; aqsd hears why and takes the processors
+// back.
+void give_up_prepared(shim& s, const std::string& why) {
+  auto p = std::move(s.preparing);
+  const std::int64_t epoch = p->rc.epoch;
+  std::fprintf(stderr, "aqs: cannot apply map %lld: %s\n", static_cast<long long>(epoch), why.c_str());
+  AQS_DEBUG_LOG("map %lld: %s; abandoning the expand", static_cast<long long>(epoch), why.c_str());
+  s.passed = std::max(s.passed, epoch);
+  if (s.control) {
+    try {
+      s.control->refuse(epoch, why);
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "aqs: %s\n", ex.what());
+    }
+  }
+  for (auto& q : p->ready_reqs) {
+    if (q == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+  }
+  if (p->returned.load(std::memory_order_acquire)) {
+    close_prepared(s, *p);
+  } else {
+    // MPI_Comm_spawn cannot be interrupted: its thread is left to return
+    // (a stopped new rank that wakes, say); its ranks then hear "abandon".
+    s.stuck.push_back(std::move(p));
+  }
+}
+
+// Leader: spawns given up whose thread has returned since.
+void reap_stuck(shim& s) {
+  for (auto it = s.stuck.begin(); it != s.stuck.end();) {
+    if ((*it)->returned.load(std::memory_order_acquire)) {
+      close_prepared(s, **it);
+      it = s.stuck.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Leader, at each MPI_Migrate() while an expand is prepared, without
+// waiting: true when its new ranks are all up and ready, so the old ranks
+// may switch now. Past a deadline the expand is given up.
+bool prepared_ready(shim& s) {
+  prepared_expand& p = *s.preparing;
+  const auto now = std::chrono::steady_clock::now();
+  if (!p.returned.load(std::memory_order_acquire)) {
+    if (now >= p.spawn_deadline) {
+      give_up_prepared(s, "MPI_Comm_spawn did not return within " + seconds_text(expand_timeout()));
+    }
+    return false;
+  }
+  if (p.thread.joinable()) p.thread.join();
+  if (!p.ok) {
+    give_up_prepared(s, p.why);
+    return false;
+  }
+  if (!p.listening) {
+    int m = 0;
+    MPI_Comm_set_errhandler(p.inter, MPI_ERRORS_RETURN);
+    MPI_Comm_remote_size(p.inter, &m);
+    p.ready_flags.assign(static_cast<std::size_t>(m), 0);
+    p.ready_reqs.assign(static_cast<std::size_t>(m), MPI_REQUEST_NULL);
+    for (int r = 0; r < m; ++r) {
+      mpi_check(MPI_Irecv(&p.ready_flags[static_cast<std::size_t>(r)], 1, MPI_INT, r, k_tag_ready, p.inter,
+                          &p.ready_reqs[static_cast<std::size_t>(r)]),
+                "MPI_Irecv");
+    }
+    p.ready_deadline = now + expand_timeout();
+    p.listening = true;
+    AQS_DEBUG_LOG("map %lld: %d new rank(s) spawned in %.1f ms; waiting for them", static_cast<long long>(p.rc.epoch),
+                  m, static_cast<double>(p.spawn_us) / 1000.0);
+  }
+  int done = 0;
+  mpi_check(MPI_Testall(static_cast<int>(p.ready_reqs.size()), p.ready_reqs.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+  if (done) return true;
+  if (now >= p.ready_deadline) {
+    give_up_prepared(s, "new ranks did not reach MPI_Migrate within " + seconds_text(expand_timeout()) +
+                            " of their spawn");
+  }
+  return false;
+}
+
+// Every old rank: the switch of an expand prepared in the background. The
+// new ranks are up and waiting; the old ranks meet them through the leader
+// (MPI_Intercomm_create), check every old-new connection with a deadline,
+// merge and move the data.
+int switch_prepared(shim& s, reconfiguration& rc, const migration_plan& plan, times t) {
+  MPI_Comm bridge = MPI_COMM_NULL;  // leader + new ranks
+  if (s.rank == 0) {
+    auto p = std::move(s.preparing);
+    t.spawn_us = p->spawn_us;
+    for (int r = 0; r < static_cast<int>(p->ready_reqs.size()); ++r) {
+      mpi_check(MPI_Send(&k_bridge, 1, MPI_INT, r, k_tag_decision, p->inter), "MPI_Send");
+    }
+    mpi_check(MPI_Intercomm_merge(p->inter, 0, &bridge), "MPI_Intercomm_merge");
+    MPI_Comm_free(&p->inter);
+    MPI_Comm_free(&p->self);
+  }
+  MPI_Bcast(&t.spawn_us, 1, MPI_INT64_T, 0, s.active);
+  MPI_Comm inter = MPI_COMM_NULL;
+  mpi_check(MPI_Intercomm_create(s.active, 0, bridge, 1, k_tag_bridge, &inter), "MPI_Intercomm_create");
+  if (bridge != MPI_COMM_NULL) MPI_Comm_free(&bridge);
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  AQS_DEBUG_LOG("map %lld: bridged to the new ranks", static_cast<long long>(rc.epoch));
+  const bool ready = new_ranks_ready(s.active, inter, expand_timeout());
+  AQS_DEBUG_LOG("map %lld: every old-new pair connected: %d", static_cast<long long>(rc.epoch), ready ? 1 : 0);
+  std::vector<MPI_Request> told;
+  if (s.rank == 0) told = tell_new_ranks(inter, ready);
+  if (!ready) {
+    const std::string why =
+        "new ranks could not reach every running rank within " + seconds_text(expand_timeout());
+    s.abandoned.push_back({inter, std::move(told)});
+    if (s.rank == 0) {
+      std::fprintf(stderr, "aqs: cannot apply map %lld: %s\n", static_cast<long long>(rc.epoch), why.c_str());
+      s.passed = std::max(s.passed, rc.epoch);
+      if (s.control) s.control->refuse(rc.epoch, why);
+    }
+    return AQS_SUCCESS;
+  }
+  MPI_Comm merged = MPI_COMM_NULL;
+  mpi_check(MPI_Intercomm_merge(inter, 0, &merged), "MPI_Intercomm_merge");
+  MPI_Comm_free(&inter);
+  MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+  if (std::getenv("AQS_TEST_CRASH_IN_MIGRATE") != nullptr && s.rank == static_cast<int>(s.slots.size()) - 1 &&
+      s.rank >= 0) {
+    // Testing aid: the app dies mid-change, with the new ranks already joined.
+    std::raise(SIGKILL);
+  }
+  std::vector<std::byte> hdr = encode(rc);
+  bcast_bytes(hdr, 0, merged);
+  return switch_to(s, rc, plan, merged, true, t);
+}
+
 // An expansion, from the call-backs to the switch, on every rank taking part
 // (old active ranks, and a parked rank from its call-back on).
 int expand_and_switch(shim& s, reconfiguration& rc, const migration_plan& plan, MPI_Comm cur, times t) {
@@ -678,6 +881,25 @@ void progress_abandoned(shim& s, std::chrono::milliseconds bound) {
   }
 }
 
+void settle_background(shim& s, std::chrono::milliseconds bound) {
+  if (s.preparing) give_up_prepared(s, "the job ended before its new ranks joined");
+  const auto until = std::chrono::steady_clock::now() + bound;
+  for (;;) {
+    reap_stuck(s);
+    if (s.stuck.empty()) return;
+    if (std::chrono::steady_clock::now() >= until) break;
+    ::usleep(2000);
+  }
+  std::fprintf(stderr, "aqs: %zu spawn(s) given up never returned within %lld ms; mpirun may wait for them\n",
+               s.stuck.size(), static_cast<long long>(bound.count()));
+  // The threads still reference their expands: those are let go, not freed.
+  for (auto& p : s.stuck) {
+    p->thread.detach();
+    static_cast<void>(p.release());
+  }
+  s.stuck.clear();
+}
+
 std::chrono::milliseconds abandoned_wait_bound() { return std::max(3 * expand_timeout(), std::chrono::milliseconds(60'000)); }
 
 int migrate() {
@@ -686,14 +908,34 @@ int migrate() {
   if (!s.abandoned.empty()) progress_abandoned(s);
   try {
     std::optional<reconfiguration> rc;
-    std::int64_t decision = 0;
+    // What the leader decided: the map's epoch (0: none now) and whether its
+    // new ranks were prepared in the background (1) or not (0).
+    std::int64_t decision[2] = {0, 0};
     if (s.rank == 0) {
-      rc = leader_decision(s);
-      if (rc) decision = rc->epoch;
+      if (!s.stuck.empty()) reap_stuck(s);
+      if (s.preparing) {
+        if (prepared_ready(s)) {
+          rc = s.preparing->rc;
+          rc->migrate_calls = s.migrate_calls;  // the leader's count now, for ranks that join
+          decision[0] = rc->epoch;
+          decision[1] = 1;
+        }
+      } else {
+        rc = leader_decision(s);
+        if (rc) {
+          const migration_plan plan = plan_migration(rc->current, rc->next);
+          if (prepare_in_background(s, plan)) {
+            start_prepare(s, std::move(*rc), plan);
+            rc.reset();
+          } else {
+            decision[0] = rc->epoch;
+          }
+        }
+      }
     }
-    // The no-change path: one broadcast of one integer.
-    mpi_check(MPI_Bcast(&decision, 1, MPI_INT64_T, 0, s.active), "MPI_Bcast");
-    if (decision == 0) return AQS_SUCCESS;
+    // The no-change path: one broadcast of two integers.
+    mpi_check(MPI_Bcast(decision, 2, MPI_INT64_T, 0, s.active), "MPI_Bcast");
+    if (decision[0] == 0) return AQS_SUCCESS;
 
     times t;
     t.start_us = now_us();
@@ -705,6 +947,7 @@ int migrate() {
                   rc->current.size());
 
     const migration_plan plan = plan_migration(rc->current, rc->next);
+    if (decision[1] == 1) return switch_prepared(s, *rc, plan, t);
     if (plan.changes_nothing) {
       s.epoch = rc->epoch;
       if (s.rank == 0 && s.control) {
@@ -781,18 +1024,28 @@ namespace {
 // A new rank: says it is ready to every old rank, and learns whether the
 // expand goes on. Past the old ranks' deadline it does not: this rank leaves
 // (MPI_Finalize, exit 0) and its MPI_Migrate() never returns.
-void wire_up_or_leave(shim& s) {
+// Returns the decision (k_go or k_bridge) heard from rank 0 of `to`.
+int wire_up_or_leave(shim& s, MPI_Comm to) {
   int k = 0;
-  MPI_Comm_remote_size(s.join_parent, &k);
+  MPI_Comm_remote_size(to, &k);
   static const int ready = 1;
   for (int r = 0; r < k; ++r) {
     MPI_Request q = MPI_REQUEST_NULL;
-    mpi_check(MPI_Isend(&ready, 1, MPI_INT, r, k_tag_ready, s.join_parent, &q), "MPI_Isend");
+    mpi_check(MPI_Isend(&ready, 1, MPI_INT, r, k_tag_ready, to, &q), "MPI_Isend");
     MPI_Request_free(&q);
   }
-  int go = 0;
-  mpi_check(MPI_Recv(&go, 1, MPI_INT, 0, k_tag_decision, s.join_parent, MPI_STATUS_IGNORE), "MPI_Recv");
-  if (go == k_go) return;
+  // The answer may take as long as the application's next MPI_Migrate():
+  // wait for it asleep, not in a blocking receive (OpenMPI spins there, on
+  // the cpus the running ranks compute on).
+  int go = 0, done = 0;
+  MPI_Request q = MPI_REQUEST_NULL;
+  mpi_check(MPI_Irecv(&go, 1, MPI_INT, 0, k_tag_decision, to, &q), "MPI_Irecv");
+  for (;;) {
+    mpi_check(MPI_Test(&q, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    ::usleep(500);
+  }
+  if (go == k_go || go == k_bridge) return go;
   AQS_DEBUG_LOG("spawned: the running ranks gave the expand up; leaving");
   s.joining = false;
   s.control_at.reset();
@@ -805,9 +1058,22 @@ void wire_up_or_leave(shim& s) {
 int complete_join() {
   shim& s = the_shim();
   try {
-    wire_up_or_leave(s);
     MPI_Comm c = MPI_COMM_NULL;
-    mpi_check(MPI_Intercomm_merge(s.join_parent, 1, &c), "MPI_Intercomm_merge");
+    if (wire_up_or_leave(s, s.join_parent) == k_bridge) {
+      // Spawned by the leader alone, in the background: meet every old rank
+      // through it, then say ready to each (which opens the connections)
+      // and hear whether the expand goes on.
+      MPI_Comm bridge = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+      mpi_check(MPI_Intercomm_merge(s.join_parent, 1, &bridge), "MPI_Intercomm_merge");
+      mpi_check(MPI_Intercomm_create(MPI_COMM_WORLD, 0, bridge, 0, k_tag_bridge, &inter), "MPI_Intercomm_create");
+      MPI_Comm_free(&bridge);
+      MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+      wire_up_or_leave(s, inter);
+      mpi_check(MPI_Intercomm_merge(inter, 1, &c), "MPI_Intercomm_merge");
+      MPI_Comm_free(&inter);
+    } else {
+      mpi_check(MPI_Intercomm_merge(s.join_parent, 1, &c), "MPI_Intercomm_merge");
+    }
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     std::vector<std::byte> hdr;
     bcast_bytes(hdr, 0, c);

@@ -1,10 +1,14 @@
 // shim: the C API of <aqs/adaptive.h>: start and end, registration, queries.
 #include "shim.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "pinning.hpp"
 
@@ -20,6 +24,25 @@ int fail(int code, std::string what) {
   return code;
 }
 
+namespace {
+
+// Testing aid ($AQS_TEST_STOP_SPAWNED=FILE): rank 0 of a job an expansion
+// spawned writes its pid to FILE and stops itself (SIGSTOP) before the
+// program's main(), so before MPI_Init: the parent's MPI_Comm_spawn cannot
+// return until someone sends it SIGCONT. OpenMPI's launch gives the first
+// job the local job id 1 ($OMPI_MCA_ess_base_jobid, low 16 bits), spawns 2
+// and up.
+__attribute__((constructor)) void stop_spawned_for_test() {
+  const char* file = std::getenv("AQS_TEST_STOP_SPAWNED");
+  const char* job = std::getenv("OMPI_MCA_ess_base_jobid");
+  const char* rank = std::getenv("PMIX_RANK");
+  if (file == nullptr || !*file || job == nullptr || rank == nullptr || std::strcmp(rank, "0") != 0) return;
+  if ((std::strtoull(job, nullptr, 10) & 0xffffu) < 2) return;
+  std::ofstream(file) << ::getpid() << "\n";
+  std::raise(SIGSTOP);
+}
+
+}  // namespace
 
 std::vector<std::uint64_t> signature_of(const shim& s) {
   std::vector<std::uint64_t> sig;
@@ -165,6 +188,9 @@ int AQS_Init(void) {
   MPI_Initialized(&mpi_up);
   if (!mpi_up) return fail(AQS_ERR_STATE, "AQS_Init called before MPI_Init");
   try {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    s.thread_multiple = level == MPI_THREAD_MULTIPLE;
     MPI_Comm parent = MPI_COMM_NULL;
     MPI_Comm_get_parent(&parent);
     if (parent != MPI_COMM_NULL) {
@@ -183,7 +209,9 @@ int AQS_Finalize(void) {
   shim& s = the_shim();
   if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Finalize without AQS_Init");
   s.finalized = true;
-  // New ranks of an expand given up must hear it before the job can end.
+  // An expand still being prepared is given up; new ranks of an expand given
+  // up must hear it before the job can end.
+  if (s.preparing || !s.stuck.empty()) settle_background(s, abandoned_wait_bound());
   if (!s.abandoned.empty()) progress_abandoned(s, abandoned_wait_bound());
   // Everyone parked with us may now finalize too.
   s.pool.close();

@@ -1,12 +1,14 @@
 // shim: the state behind the C API of <aqs/adaptive.h>, one per process.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <mpi.h>
@@ -64,6 +66,29 @@ struct reconfiguration {
   int cpus_per_rank = 1;  // the job's -c, for ranks that join (and may lead)
 };
 
+// Leader only: an expand whose new ranks are started in the background while
+// the application goes on computing on its old ranks (MPI_THREAD_MULTIPLE).
+// A thread of the leader runs MPI_Comm_spawn on a duplicate of
+// MPI_COMM_SELF; the leader's later MPI_Migrate() calls look, without
+// waiting, whether it returned and whether every new rank said it is ready;
+// only then do the old ranks stop to switch (MPI_Intercomm_create through
+// the leader, merge, move data).
+struct prepared_expand {
+  reconfiguration rc;              // claimed; rc.joiners: the slots spawned, in spawn order
+  MPI_Comm self = MPI_COMM_NULL;   // the spawn's communicator (the thread's alone)
+  std::thread thread;
+  // Written by the thread before `returned` is set; read after it.
+  std::atomic<bool> returned{false};
+  bool ok = false;
+  std::string why;
+  MPI_Comm inter = MPI_COMM_NULL;  // leader <-> the new ranks
+  std::int64_t spawn_us = 0;       // how long MPI_Comm_spawn took
+  std::chrono::steady_clock::time_point spawn_deadline, ready_deadline;
+  std::vector<int> ready_flags;
+  std::vector<MPI_Request> ready_reqs;
+  bool listening = false;  // the Irecvs of the new ranks' "ready" are posted
+};
+
 struct shim {
   bool initialized = false;
   bool finalized = false;
@@ -108,7 +133,17 @@ struct shim {
     std::vector<MPI_Request> decisions;
   };
   std::vector<abandoned_expand> abandoned;
+
+  // MPI_THREAD_MULTIPLE: expands prepare their new ranks in the background
+  // (unless $AQS_BACKGROUND_SPAWN=0).
+  bool thread_multiple = false;
+  std::unique_ptr<prepared_expand> preparing;      // leader: the expand under way
+  std::vector<std::unique_ptr<prepared_expand>> stuck;  // given up, spawn not returned yet
 };
+
+// Leader: ends the expand under way (the job ends), and waits up to `bound`
+// for spawns given up to return, so that their new ranks hear "abandon".
+void settle_background(shim& s, std::chrono::milliseconds bound);
 
 // Moves the abandoned expands' sends on; with `bound`, waits up to it for
 // every one of them (AQS_Finalize).

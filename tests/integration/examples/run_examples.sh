@@ -82,6 +82,52 @@ jacobi2d)
   expect_bad_option bad2 --iters
   expect_bad_option bad3 --frobnicate
   expect_bad_option bad4 --work-ms -1
+
+  # Issue 30: grown while it runs (scripted maps, no aqsd: 4 -> 8 at the
+  # 3rd MPI_Migrate()), the result is bit-identical to one rank's. The app
+  # asks for MPI_THREAD_MULTIPLE, so the new ranks are prepared in the
+  # background and the old ranks stop only to switch; with
+  # AQS_BACKGROUND_SPAWN=0 they are spawned inside MPI_Migrate().
+  long=(--rows 157 --cols 131 --iters 600)
+  grow=(4 8)
+  run 1 g1 "${long[@]}" --checksum --out g1.bin || fail "600 iterations, 1 rank"
+  AQS_TEST_MAPS=3:11111111 run "${grow[0]}" gbg "${long[@]}" --pace-ms 20 --checksum --out gbg.bin ||
+    fail "grown in the background"
+  AQS_TEST_MAPS=3:11111111 AQS_BACKGROUND_SPAWN=0 run "${grow[0]}" gblk "${long[@]}" --pace-ms 20 --checksum \
+    --out gblk.bin || fail "grown inside MPI_Migrate"
+  for log in gbg gblk; do
+    grep -q "^done .* ranks ${grow[1]} " "$log.out" || fail "$log did not end on ${grow[1]} ranks"
+  done
+  # New ranks that stall before they wire up: the background expand is
+  # given up after AQS_EXPAND_TIMEOUT and the job ends on its 4 ranks. (On
+  # a loaded machine the spawn itself may outlast the bound: the other
+  # reason, equally an undone expand.)
+  AQS_TEST_MAPS=3:11111111 AQS_TEST_JOIN_STALL_S=10 AQS_EXPAND_TIMEOUT=4 run "${grow[0]}" gstall "${long[@]}" \
+    --pace-ms 20 --checksum --out gstall.bin || fail "stalled new ranks"
+  grep -q "^done .* ranks ${grow[0]} " gstall.out || fail "gstall did not end on ${grow[0]} ranks"
+  grep -Eq "cannot apply map 1: (new ranks did not reach MPI_Migrate|MPI_Comm_spawn did not return) within 4 s" \
+    gstall.err || fail "gstall: no abandon line on stderr"
+  grep "cannot apply map" gstall.err | sed 's/^/   undone: /'
+  # A spawn that never returns: the first new rank stops itself (SIGSTOP)
+  # before MPI_Init. The job goes on on its 4 ranks, gives the expand up
+  # after AQS_EXPAND_TIMEOUT, and once the stopped rank is continued its
+  # ranks hear "abandon" and leave, so that mpirun ends.
+  AQS_TEST_MAPS=3:11111111 AQS_TEST_STOP_SPAWNED="$work/stopped.pid" AQS_EXPAND_TIMEOUT=1 \
+    run "${grow[0]}" gstop "${long[@]}" --pace-ms 20 --checksum --out gstop.bin &
+  stop_run=$!
+  for _ in $(seq 600); do
+    grep -q "MPI_Comm_spawn did not return within 1 s" gstop.err 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "MPI_Comm_spawn did not return within 1 s" gstop.err || fail "gstop: the spawn was not given up"
+  if [[ -s stopped.pid ]]; then
+    kill -CONT "$(cat stopped.pid)" || fail "gstop: the stopped rank is gone"
+  else
+    fail "gstop: no rank stopped itself"
+  fi
+  wait "$stop_run" || fail "gstop: the job failed"
+  grep -q "^done .* ranks ${grow[0]} " gstop.out || fail "gstop did not end on ${grow[0]} ranks"
+  expect_same g1 gbg gblk gstall gstop
   ;;
 md)
   # 0.25 MiB per rank at 8 ranks: 65536 particles whatever the rank count.

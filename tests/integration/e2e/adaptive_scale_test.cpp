@@ -1,0 +1,281 @@
+// Issue 30: adaptive jobs of real size and long runs of resizes, across
+// network-namespace hosts. Too long for the normal suite: each case runs
+// only when its variable is set in the environment, and returns at once
+// otherwise (saying so):
+//   AQS_TEST_BIG_JOBS=1        plain MPI jobs of 64, 96 and 128 ranks (32 a
+//                              host), and an adaptive jacobi2d of 128 ranks
+//                              that shrinks off a host and grows back, over
+//                              four hosts. KNOWN TO FAIL (branch adapt2): 64
+//                              ranks on 2 hosts run, 96 on 3 and 128 on 4 end
+//                              FAILED after about 10 s (docs/testing.md);
+//                              AQS_TEST_MPI_VERBOSE=N adds OpenMPI's launch
+//                              and out-of-band traces to the jobs' output.
+//   AQS_TEST_RESIZE_CYCLES=N   N cycles of shrink off a host, grow back onto
+//                              it, of an adaptive jacobi2d over two hosts
+//   AQS_TEST_SUSPEND_CYCLES=N  N suspend/resume cycles of the same job
+// Each ends bit-identical to the unresized run, and prints what it counted
+// (undone expands and their reasons, times) as MESSAGE lines.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e.hpp"
+#include "probe_report.hpp"
+
+namespace {
+
+using clk = std::chrono::steady_clock;
+
+// $NAME as a positive count, 0 when unset; says why the case is skipped.
+int wanted(const char* name) {
+  const char* v = std::getenv(name);
+  const int n = v != nullptr ? std::atoi(v) : 0;
+  if (n <= 0) MESSAGE("skipped: set " << name << " to run it");
+  return n;
+}
+
+test::cluster::options hosts(const test::test_database& db, int n, int procs) {
+  auto o = test::nodes_of(db, n, procs);
+  o.netns = true;
+  o.heartbeat_timeout_s = 30;  // hundreds of ranks on 2 cores: no node may look dead for being slow
+  return o;
+}
+
+double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// The grid of an unresized run: plain mpirun, 2 ranks.
+fs::path reference(const fs::path& work, const std::vector<std::string>& grid) {
+  const fs::path ref = work / "ref.grid";
+  std::vector<std::string> argv = {MPIEXEC, "--oversubscribe", "--bind-to", "none", "-np", "2", JACOBI2D_BINARY};
+  argv.insert(argv.end(), grid.begin(), grid.end());
+  argv.insert(argv.end(), {"--out", ref.string()});
+  const auto r = test::run(argv, {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  return ref;
+}
+
+// An adaptive jacobi2d job script (plain mpirun; AQS_DEBUG passed on).
+fs::path adaptive_script(const fs::path& work, const std::string& name, int min, int max,
+                         const std::vector<std::string>& grid, const fs::path& out) {
+  const fs::path script = work / (name + ".sh");
+  const char* debug = std::getenv("AQS_DEBUG");
+  const std::string trace = debug != nullptr && *debug != '\0' ? std::string(" -x AQS_DEBUG=") + debug : "";
+  std::ofstream f(script);
+  f << "#!/bin/bash\n#AQS --adaptive --min " << min << " --max " << max << "\n"
+    << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+    << "exec " MPIEXEC << trace << " " JACOBI2D_BINARY;
+  for (const auto& g : grid) f << " " << g;
+  f << " --out " << out.string() << "\n";
+  return script;
+}
+
+// The job's history: acknowledged maps (as "N ranks") and abandoned
+// expands (their reasons, by count).
+struct history {
+  std::vector<int> acked;
+  std::map<std::string, int> abandoned;
+  bool killed = false;
+  std::string text;
+};
+history history_of(test::cluster& c, std::int64_t id) {
+  history h;
+  const auto shown = c.cmd(bin().fjobs, {"--history", std::to_string(id), "--json"});
+  REQUIRE(shown.status == 0);
+  h.text = shown.out;
+  for (const auto& e : nlohmann::json::parse(shown.out)) {
+    const std::string reason = e.value("reason", "");
+    if (reason.find("resize acknowledged") != std::string::npos) {
+      const std::string procs = e.value("new_procs", "");
+      h.acked.push_back(static_cast<int>(std::count(procs.begin(), procs.end(), '1')));
+    }
+    if (const auto at = reason.find("abandoned after"); at != std::string::npos) {
+      // "expand to N abandoned after S s: WHY; running on M" -> WHY
+      const auto colon = reason.find(": ", at);
+      const auto semi = reason.rfind("; running on");
+      h.abandoned[colon != std::string::npos && semi != std::string::npos && semi > colon
+                      ? reason.substr(colon + 2, semi - colon - 2)
+                      : reason]++;
+    }
+    if (reason.find("killed") != std::string::npos) h.killed = true;
+  }
+  return h;
+}
+
+std::string logs_of(test::cluster& c, int agents, const fs::path& job_out) {
+  std::string all = "== job output\n" + slurp(job_out) + "== aqsd\n" + slurp(c.dir() / "aqsd.log");
+  for (int i = 0; i < agents; ++i) {
+    all += "== node" + std::to_string(i) + "\n" + slurp(c.dir() / ("node" + std::to_string(i) + ".log"));
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("plain MPI jobs of 64 and 128 ranks and an adaptive one of 128 over four namespace hosts launch, shrink and grow") {
+  if (wanted("AQS_TEST_BIG_JOBS") == 0 || !test::netns_available()) return;
+  test::test_database db;
+  test::cluster c(hosts(db, 4, 32));
+  const fs::path work = c.workdir();
+
+  // Plain: every rank reports its host; 32 per host.
+  const fs::path probe = work / "probe.sh";
+  // AQS_TEST_MPI_VERBOSE=N: OpenMPI's launch and out-of-band traces at level N into the job's output.
+  const char* verbose = std::getenv("AQS_TEST_MPI_VERBOSE");
+  const std::string traces = verbose != nullptr && *verbose != '\0'
+                                 ? std::string("export OMPI_MCA_plm_base_verbose=") + verbose +
+                                       " OMPI_MCA_oob_base_verbose=" + verbose + " OMPI_MCA_routed_base_verbose=" +
+                                       verbose + "\n"
+                                 : "";
+  std::ofstream(probe) << "#!/bin/bash\n" << traces << "exec " MPIEXEC " " MPI_PROBE " \"$@\"\n";
+  for (const int n : {64, 96, 128}) {
+    const fs::path out = work / ("plain" + std::to_string(n) + ".out");
+    const auto t0 = clk::now();
+    const std::int64_t id = c.submit({"-n", std::to_string(n), "-o", out.string(), probe.string()});
+    const auto j = c.wait_state(id, {job_state::completed, job_state::failed, job_state::node_fail}, 900s);
+    CHECK_MESSAGE(j.state == job_state::completed, "exit code " << j.exit_code << "\n"
+                                                               << c.cmd(bin().fjobs, {"--history", std::to_string(id)}).out
+                                                               << logs_of(c, 4, out));
+    if (j.state != job_state::completed) continue;
+    const auto report = test::read_probe_report(slurp(out));
+    CHECK(static_cast<int>(report.ranks.size()) == n);
+    std::map<std::string, int> per_host;
+    for (const auto& r : report.ranks) per_host[r.second.first]++;
+    CHECK(static_cast<int>(per_host.size()) == n / 32);
+    MESSAGE("measured: plain MPI job of " << n << " ranks on " << per_host.size() << " hosts: submission to end "
+                                          << seconds_since(t0) << " s");
+  }
+
+  // Adaptive, 96..128: launched on all four hosts, a rigid job of one host
+  // takes it back (shrink to 96), and when that ends it grows back to 128.
+  const std::vector<std::string> grid = {"--rows", "512", "--cols", "32", "--iters", "1500", "--pace-ms", "40"};
+  const fs::path ref = reference(work, {"--rows", "512", "--cols", "32", "--iters", "1500"});
+  const fs::path out = work / "big.grid", log = work / "big.out";
+  const auto t0 = clk::now();
+  const std::int64_t a =
+      c.submit({"-J", "big", "-o", log.string(), adaptive_script(work, "big", 96, 128, grid, out).string()});
+  REQUIRE(c.wait_state(a, {job_state::running}, 300s).nprocs == 128);
+  for (int i = 0; i < 6000 && slurp(log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+  REQUIRE_MESSAGE(slurp(log).find("iter ") != std::string::npos, logs_of(c, 4, log));
+  MESSAGE("measured: adaptive job of 128 ranks: submission to its first report " << seconds_since(t0) << " s");
+  const auto t1 = clk::now();
+  const std::int64_t b = c.submit({"-n", "32", "-J", "rigid", "--wrap", "sleep 5"});
+  c.wait_state(b, {job_state::running, job_state::completed}, 300s);
+  MESSAGE("measured: shrink 128 -> 96 until the rigid job runs " << seconds_since(t1) << " s");
+  c.wait_state(b, {job_state::completed}, 300s);
+  const auto t2 = clk::now();
+  CHECK(eventually([&] { return c.job(a)->nprocs == 128 && c.job(a)->state == job_state::running; }, 300s));
+  MESSAGE("measured: grow 96 -> 128 after the rigid job " << seconds_since(t2) << " s");
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 1800s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 4, log));
+  CHECK(slurp(out) == slurp(ref));
+  const auto h = history_of(c, a);
+  CHECK_MESSAGE(h.acked == std::vector<int>({96, 128}), h.text);
+  for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
+}
+
+TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it many times under load, bit-identical") {
+  const int cycles = wanted("AQS_TEST_RESIZE_CYCLES");
+  if (cycles == 0 || !test::netns_available()) return;
+  test::test_database db;
+  auto o = hosts(db, 2, 2);
+  test::cluster c(o);
+  const fs::path work = c.workdir();
+  // Long enough for the cycles (about 2-6 s each here), then it finishes.
+  const std::string iters = std::to_string(cycles * 200 + 300);
+  const fs::path ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
+  const fs::path out = work / "cyc.grid", log = work / "cyc.out";
+  const std::int64_t a = c.submit({"-J", "cycles", "-o", log.string(),
+                                   adaptive_script(work, "cyc", 2, 4,
+                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"},
+                                                   out)
+                                       .string()});
+  REQUIRE(c.wait_state(a, {job_state::running}, 120s).nprocs == 4);
+  int done = 0, not_regrown = 0;
+  const auto t0 = clk::now();
+  for (; done < cycles; ++done) {
+    if (core::is_final(c.job(a)->state)) break;
+    // A rigid job of one host: the adaptive one shrinks off it; it ends, and
+    // the adaptive one grows back (or, if its expand is undone, stays on 2
+    // until the next cycle).
+    const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
+    const auto jb = c.wait_state(b, {job_state::completed, job_state::failed, job_state::cancelled}, 300s);
+    REQUIRE_MESSAGE(jb.state == job_state::completed, logs_of(c, 2, log));
+    if (!eventually([&] {
+          const auto j = c.job(a);
+          return core::is_final(j->state) || (j->state == job_state::running && j->nprocs == 4);
+        }, 120s)) {
+      ++not_regrown;
+    }
+  }
+  const double took = seconds_since(t0);
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 3600s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 2, log));
+  CHECK(slurp(out) == slurp(ref));
+  const auto h = history_of(c, a);
+  CHECK_FALSE(h.killed);
+  int undone = 0;
+  for (const auto& [why, n] : h.abandoned) undone += n;
+  MESSAGE("measured: " << done << " cycles in " << took << " s; " << h.acked.size() << " maps acknowledged; "
+                       << undone << " expands undone; " << not_regrown << " cycles not grown back within 120 s");
+  for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
+  CHECK(done == cycles);
+}
+
+TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many times under load, bit-identical") {
+  const int cycles = wanted("AQS_TEST_SUSPEND_CYCLES");
+  if (cycles == 0 || !test::netns_available()) return;
+  test::test_database db;
+  test::cluster c(hosts(db, 2, 2));
+  const fs::path work = c.workdir();
+  const std::string iters = std::to_string(cycles * 100 + 300);
+  const fs::path ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
+  const fs::path out = work / "susp.grid", log = work / "susp.out";
+  const std::int64_t a = c.submit({"-J", "susp", "-o", log.string(),
+                                   adaptive_script(work, "susp", 2, 4,
+                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"},
+                                                   out)
+                                       .string()});
+  REQUIRE(c.wait_state(a, {job_state::running}, 120s).nprocs == 4);
+  for (int i = 0; i < 600 && slurp(log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+  int done = 0, retried = 0, quick = 0;
+  const auto id = std::to_string(a);
+  for (; done < cycles; ++done) {
+    if (core::is_final(c.job(a)->state)) break;
+    auto r = c.cmd(bin().fctl, {"suspend", id});
+    for (int i = 0; i < 100 && r.status != 0 && r.err.find("being resized") != std::string::npos; ++i) {
+      ++retried;
+      std::this_thread::sleep_for(100ms);
+      r = c.cmd(bin().fctl, {"suspend", id});
+    }
+    if (r.status != 0 && core::is_final(c.job(a)->state)) break;
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    // Every other cycle resumes as soon as aqsd has it suspended (well
+    // within 100 ms of the suspend), the others after a second.
+    const bool fast = done % 2 == 0;
+    c.wait_state(a, {job_state::suspended}, 60s);
+    if (!fast) std::this_thread::sleep_for(1s);
+    quick += fast ? 1 : 0;
+    r = c.cmd(bin().fctl, {"resume", id});
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    c.wait_state(a, {job_state::running, job_state::resizing, job_state::completed}, 120s);
+  }
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 3600s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 2, log));
+  CHECK(slurp(out) == slurp(ref));
+  const auto h = history_of(c, a);
+  int undone = 0;
+  for (const auto& [why, n] : h.abandoned) undone += n;
+  MESSAGE("measured: " << done << " suspend/resume cycles (" << quick << " resumed at once), " << retried
+                       << " suspends retried while resizing, " << h.acked.size() << " maps acknowledged, " << undone
+                       << " expands undone");
+  for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
+  CHECK(done == cycles);
+}
