@@ -38,6 +38,39 @@ std::string unavailable() {
     return;                                                                            \
   }
 
+// The cpuset tests read the job's cpuset from the v1 hierarchy.
+#define SKIP_WITHOUT_V1_CPUSET()                                                 \
+  SKIP_WITHOUT_CONTAINMENT();                                                    \
+  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {                        \
+    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");            \
+    return;                                                                      \
+  }
+
+// One node of two processors whose agent offers 4 GB, over `db`.
+test::cluster::options one_node_of_two(test::test_database& db) {
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 1;
+  o.procs_per_node = 2;
+  o.agent_args = {"--memory", "4G"};
+  return o;
+}
+
+// An adaptive MPI job of 1 to 2 processors (jacobi, 60 ms an iteration,
+// its grid a.grid and its output jacobi.out in the work folder; mpiexec
+// given `mpiexec_args` before the program), submitted and running: its id.
+std::int64_t start_jacobi(test::cluster& c, const std::string& mpiexec_args) {
+  const fs::path work = c.workdir();
+  const fs::path script = work / "jacobi.sh";
+  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 2\n"
+                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                        << "exec " MPIEXEC " " << mpiexec_args << JACOBI2D_BINARY
+                        << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
+  const std::int64_t id = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
+  c.wait_state(id, {job_state::running});
+  return id;
+}
+
 // `ip netns exec` gives each namespace host a sysfs of its own, without
 // the cgroup mounts of /sys/fs/cgroup: the agents see the machine's
 // cgroupfs through a recursive bind of it made here (aqs-node
@@ -314,32 +347,18 @@ std::string shown(const std::vector<proc_cpus>& ps) {
 // cpu the cpuset did not hold would be refused its pinning and stay on the
 // old cpus).
 TEST_CASE("an adaptive job's cpuset is its map on the node as it shrinks and grows") {
-  SKIP_WITHOUT_CONTAINMENT();
-  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
-    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
-    return;
-  }
+  SKIP_WITHOUT_V1_CPUSET();
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) {
     MESSAGE("skipped: needs 2 cpus to shrink a job off one");
     return;
   }
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  o.agent_args = {"--memory", "4G"};
+  auto o = one_node_of_two(db);
   test::cluster c(o);
   c.wait_nodes_up(1);
   const fs::path work = c.workdir();
-  const fs::path script = work / "jacobi.sh";
-  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 2\n"
-                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
-                        << "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
-                        << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
-  const std::int64_t a = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
-  c.wait_state(a, {job_state::running});
+  const std::int64_t a = start_jacobi(c, "--oversubscribe --bind-to none -np $AQS_NPROCS ");
   const fs::path cg = v1_cpuset_of(c, a);
   const fs::path cpuset = cg / "cpuset.cpus";
   const std::string rank_name = fs::path(JACOBI2D_BINARY).filename().string().substr(0, 15);
@@ -395,17 +414,9 @@ TEST_CASE("an adaptive job's cpuset is its map on the node as it shrinks and gro
 // nothing else reaches the agent (it reads protocol messages from its aqsd
 // connection alone): the job's cpuset stays its one cpu.
 TEST_CASE("nobody but aqsd gives a job cpus: job_cpus from its owner, its shim, another user, a node or a stranger is refused") {
-  SKIP_WITHOUT_CONTAINMENT();
-  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
-    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
-    return;
-  }
+  SKIP_WITHOUT_V1_CPUSET();
   test::test_database db;
-  test::cluster::options o;
-  o.db = db.conninfo();
-  o.nodes = 1;
-  o.procs_per_node = 2;
-  o.agent_args = {"--memory", "4G"};
+  auto o = one_node_of_two(db);
   o.aqsd_args = {"--listen", "127.0.0.1:0"};  // the stranger's way in
   test::cluster c(o);
   c.wait_nodes_up(1);
@@ -482,11 +493,7 @@ TEST_CASE("nobody but aqsd gives a job cpus: job_cpus from its owner, its shim, 
 // B again, and what it keeps there (its daemon, its parked rank) idles on
 // B's cpus; A keeps its one cpu throughout.
 TEST_CASE("an adaptive job over two hosts: its cpuset on the host it grows onto becomes its map there, and on the host it leaves the node's") {
-  SKIP_WITHOUT_CONTAINMENT();
-  if (!fs::exists("/sys/fs/cgroup/cpuset/cpuset.cpus")) {
-    MESSAGE("skipped: reads the job's cpuset from the v1 hierarchy");
-    return;
-  }
+  SKIP_WITHOUT_V1_CPUSET();
   two_host_case k;
   test::cluster& c = k.c;
   // Which node holds processor p (one processor per node).
@@ -501,13 +508,7 @@ TEST_CASE("an adaptive job over two hosts: its cpuset on the host it grows onto 
   const auto held = c.wait_state(hold, {job_state::running});
   const std::string b = node_of(held.procs.find('1'));
   const std::string a = b == "node0" ? "node1" : "node0";
-  const fs::path script = work / "jacobi.sh";
-  std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 2\n"
-                        << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
-                        << "exec " MPIEXEC " " JACOBI2D_BINARY
-                        << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
-  const std::int64_t job = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
-  c.wait_state(job, {job_state::running});
+  const std::int64_t job = start_jacobi(c, "");
   const auto cpuset_on = [&](const std::string& node) {
     std::string t = slurp(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, node) / "cpuset.cpus");
     while (!t.empty() && t.back() == '\n') t.pop_back();
