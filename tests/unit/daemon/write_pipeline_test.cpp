@@ -33,6 +33,21 @@ struct rig : test::strand_rig {
     return out;
   }
   std::uint64_t batches_written() const { return stats.read().commit_latency.count; }
+  // On the strand: queues the job's start and, if given, what runs once the
+  // store has it.
+  void queue_start(std::int64_t id, std::function<void()> then = {}) {
+    pipe.transition(id, job_state::running, procs(1), "started");
+    if (then) pipe.after_commit(std::move(then));
+  }
+  // Queues the job's start (and, with `decide`, a decision) on the strand and
+  // wakes the writer; `written` turns true once the store has the start.
+  void start_and_kick(std::int64_t id, bool& written, bool decide = false) {
+    on_strand([this, id, &written, decide] {
+      queue_start(id, [&written] { written = true; });
+      if (decide) pipe.decide();
+      pipe.kick();
+    });
+  }
 };
 
 }  // namespace
@@ -98,8 +113,7 @@ TEST_CASE("write_pipeline: after_commit runs on the strand once the store has th
   const auto id = r.submit();
   std::optional<job_state> seen;
   r.on_strand([&] {
-    r.pipe.transition(id, job_state::running, procs(1), "started");
-    r.pipe.after_commit([&] { seen = r.state(id); });
+    r.queue_start(id, [&] { seen = r.state(id); });
     r.pipe.kick();
   });
   REQUIRE(r.until([&] { return seen.has_value(); }));
@@ -113,8 +127,7 @@ TEST_CASE("write_pipeline: writes the store lost are held and retried, nothing i
   r.store.inject(store::memory_job_store::fault::commit_lost, 2);
   std::optional<job_state> seen;
   r.on_strand([&] {
-    r.pipe.transition(id, job_state::running, procs(1), "started");
-    r.pipe.after_commit([&] { seen = r.state(id); });
+    r.queue_start(id, [&] { seen = r.state(id); });
     r.pipe.kick();
   });
   REQUIRE(r.until([&] { return seen.has_value(); }));
@@ -129,7 +142,7 @@ TEST_CASE("write_pipeline: a COMMIT whose answer was lost is not written twice n
   const auto id = r.submit();
   r.store.inject(store::memory_job_store::fault::commit_in_doubt, 1);
   r.on_strand([&] {
-    r.pipe.transition(id, job_state::running, procs(1), "started");
+    r.queue_start(id);
     r.pipe.kick();
   });
   REQUIRE(r.committed());
@@ -161,12 +174,7 @@ TEST_CASE("write_pipeline: while held nothing is decided or written; released, i
   const auto id = r.submit();
   r.pipe.hold(true);
   bool after = false;
-  r.on_strand([&] {
-    r.pipe.transition(id, job_state::running, procs(1), "started");
-    r.pipe.after_commit([&] { after = true; });
-    r.pipe.decide();
-    r.pipe.kick();
-  });
+  r.start_and_kick(id, after, true);
   r.io.poll();
   CHECK(r.decisions == 0);
   CHECK_FALSE(after);
@@ -205,11 +213,7 @@ TEST_CASE("write_pipeline: stopped while the store is down, it returns and nothi
   const auto id = r.submit();
   r.store.set_down(true);
   bool after = false;
-  r.on_strand([&] {
-    r.pipe.transition(id, job_state::running, procs(1), "started");
-    r.pipe.after_commit([&] { after = true; });
-    r.pipe.kick();
-  });
+  r.start_and_kick(id, after);
   r.pipe.stop();  // bounded: the writer's wait for the store ends
   r.io.poll();
   CHECK_FALSE(after);
@@ -226,7 +230,7 @@ TEST_CASE("write_pipeline: a job update the store refuses is logged, the rest of
   bad.reason = "no such job";
   r.on_strand([&] {
     r.pipe.record_update(bad);
-    r.pipe.transition(id, job_state::running, procs(1), "started");
+    r.queue_start(id);
     r.pipe.kick();
   });
   REQUIRE(r.committed());
