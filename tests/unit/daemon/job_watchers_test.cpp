@@ -59,6 +59,12 @@ struct rig : test::node_rig {
   static std::optional<protocol::output> out(const std::shared_ptr<test::fake_connection>& c) {
     return c->take<protocol::output>([](const protocol::output&) { return true; }, 0ms);
   }
+  // The output the connection was sent: there must be some.
+  static std::string output_text(const std::shared_ptr<test::fake_connection>& c) {
+    auto o = out(c);
+    REQUIRE(o);
+    return o->data;
+  }
   static protocol::output text(std::int64_t job, std::string data) {
     protocol::output o;
     o.job_id = job;
@@ -67,12 +73,8 @@ struct rig : test::node_rig {
   }
 };
 
-bool is_ok(const std::optional<protocol::message>& m) { return m && std::holds_alternative<protocol::ok>(*m); }
-protocol::error_code code_of(const std::optional<protocol::message>& m) {
-  REQUIRE(m);
-  REQUIRE(std::holds_alternative<protocol::error>(*m));
-  return std::get<protocol::error>(*m).code;
-}
+using test::code_of;
+using test::is_ok;
 
 }  // namespace
 
@@ -112,9 +114,7 @@ TEST_CASE("job_watchers: output only from the node that runs the job or a step o
   r.watchers.handle_output(r.client(1000), rig::text(5, "forged too"));
   CHECK_FALSE(rig::out(alice));
   r.watchers.handle_output(r.n1, rig::text(5, "hello\n"));
-  auto o = rig::out(alice);
-  REQUIRE(o);
-  CHECK(o->data == "hello\n");
+  CHECK(rig::output_text(alice) == "hello\n");
 }
 
 TEST_CASE("job_watchers: output from a node that runs a step of the job reaches the watcher") {
@@ -142,9 +142,7 @@ TEST_CASE("job_watchers: output from a node that runs a step of the job reaches 
   r.steps.handle_remote_exec(launcher, m);
   REQUIRE(r.steps.runs(9, 1));
   r.watchers.handle_output(r.n2, rig::text(9, "rank 2\n"));
-  auto o = rig::out(alice);
-  REQUIRE(o);
-  CHECK(o->data == "rank 2\n");
+  CHECK(rig::output_text(alice) == "rank 2\n");
 }
 
 TEST_CASE("job_watchers: output that came before the watcher is given to it when it comes") {
@@ -153,9 +151,7 @@ TEST_CASE("job_watchers: output that came before the watcher is given to it when
   r.watchers.handle_output(r.n1, rig::text(6, "early"));
   auto alice = r.client(1000);
   REQUIRE(is_ok(r.watch(alice, 1, 6)));
-  auto o = rig::out(alice);
-  REQUIRE(o);
-  CHECK(o->data == "early");
+  CHECK(rig::output_text(alice) == "early");
 }
 
 TEST_CASE("job_watchers: a final state ends the watch; a closed connection is dropped and its jobs returned") {

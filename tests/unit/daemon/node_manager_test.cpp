@@ -4,47 +4,12 @@
 // side; no sockets, no PostgreSQL, no real time.
 #include <doctest/doctest.h>
 
-#include <boost/asio/io_context.hpp>
-
-#include "core/strategy.hpp"
-#include "daemon/node_manager.hpp"
-#include "fake_connection.hpp"
-#include "manual_clock.hpp"
-#include "protocol/replies.hpp"
-#include "store/memory_job_store.hpp"
+#include "node_rig.hpp"
 
 using namespace aqs;
 using namespace std::chrono_literals;
 
 namespace {
-
-// The controller's side, recorded: store operations run at once on an
-// in-memory store, decisions and transitions are counted.
-struct fake_pipeline final : daemon::pipeline {
-  store::memory_job_store store;
-  std::size_t store_ops = 0, decisions = 0;
-  std::vector<std::string> fatal_errors;
-  bool is_stopped = false;
-
-  void transition(std::int64_t, core::job_state, std::optional<core::processor_set>, std::string,
-                  std::optional<std::int32_t>, std::optional<std::int32_t>) override {}
-  void record_update(store::control_change) override {}
-  void store_op(std::function<void(store::job_store&)> op) override {
-    ++store_ops;
-    op(store);
-  }
-  void store_task(std::function<void(store::job_store&)> op, std::function<void()> then) override {
-    op(store);
-    then();
-  }
-  void after_commit(std::function<void()> f) override { f(); }
-  void kick() override {}
-  void decide() override { ++decisions; }
-  void notify(std::int64_t, core::job_state, std::optional<std::int32_t>, std::optional<std::int32_t>,
-              const core::processor_set*) override {}
-  void fatal(const std::string& why) override { fatal_errors.push_back(why); }
-  bool stopped() const noexcept override { return is_stopped; }
-};
 
 struct fake_jobs final : daemon::node_jobs {
   std::vector<std::int64_t> to_kill;
@@ -69,7 +34,7 @@ struct rig {
   boost::asio::io_context io;
   test::manual_clock clock;
   core::scheduler core{core::cluster{}, core::make_strategy("fcfs")};
-  fake_pipeline out;
+  test::recording_pipeline out;
   fake_jobs jobs;
   daemon::node_manager nodes{core, clock, io.get_executor(), out, jobs, 1000ms};
 

@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -22,7 +24,7 @@
 namespace aqs::test {
 
 // The controller's side of a part, recorded: store operations run at once
-// on an in-memory store, transitions and decisions are kept.
+// on an in-memory store (and are counted), transitions and decisions are kept.
 struct recording_pipeline final : daemon::pipeline {
   store::memory_job_store store;
   struct moved {
@@ -33,7 +35,7 @@ struct recording_pipeline final : daemon::pipeline {
   };
   std::vector<moved> transitions;
   std::vector<store::control_change> updates;
-  std::size_t decisions = 0, kicks = 0;
+  std::size_t store_ops = 0, decisions = 0, kicks = 0;
   std::vector<std::string> fatal_errors;
   bool is_stopped = false;
 
@@ -42,7 +44,10 @@ struct recording_pipeline final : daemon::pipeline {
     transitions.push_back({job, to, std::move(procs), std::move(reason)});
   }
   void record_update(store::control_change u) override { updates.push_back(std::move(u)); }
-  void store_op(std::function<void(store::job_store&)> op) override { op(store); }
+  void store_op(std::function<void(store::job_store&)> op) override {
+    ++store_ops;
+    op(store);
+  }
   void store_task(std::function<void(store::job_store&)> op, std::function<void()> then) override {
     op(store);
     then();
@@ -105,5 +110,13 @@ struct node_rig {
     return s;
   }
 };
+
+// A part's reply: an ok, or an error and its code.
+inline bool is_ok(const std::optional<protocol::message>& m) { return m && std::holds_alternative<protocol::ok>(*m); }
+inline protocol::error_code code_of(const std::optional<protocol::message>& m) {
+  REQUIRE(m);
+  REQUIRE(std::holds_alternative<protocol::error>(*m));
+  return std::get<protocol::error>(*m).code;
+}
 
 }  // namespace aqs::test

@@ -78,12 +78,8 @@ struct rig : test::node_rig {
   }
 };
 
-bool is_ok(const std::optional<protocol::message>& m) { return m && std::holds_alternative<protocol::ok>(*m); }
-protocol::error_code code_of(const std::optional<protocol::message>& m) {
-  REQUIRE(m);
-  REQUIRE(std::holds_alternative<protocol::error>(*m));
-  return std::get<protocol::error>(*m).code;
-}
+using test::code_of;
+using test::is_ok;
 
 }  // namespace
 

@@ -16,6 +16,9 @@ namespace {
 
 constexpr std::int64_t k_job = 7;
 
+bool any_launch(const protocol::launch&) { return true; }
+bool any_kill(const protocol::kill&) { return true; }
+
 struct rig : test::node_rig {
   daemon::job_table jobs;
   daemon::step_manager steps{core, nodes, jobs};
@@ -52,15 +55,24 @@ struct rig : test::node_rig {
     steps.handle_remote_exec(c, m);
     return c->reply(rid, 0ms);
   }
-  static protocol::error_code code_of(const std::optional<protocol::message>& m) {
+  // What n2's agent was sent: there must be one.
+  protocol::launch launch_sent_to_n2() {
+    auto m = n2->take<protocol::launch>(any_launch, 0ms);
     REQUIRE(m);
-    REQUIRE(std::holds_alternative<protocol::error>(*m));
-    return std::get<protocol::error>(*m).code;
+    return *m;
+  }
+  protocol::kill kill_sent_to_n2() {
+    auto m = n2->take<protocol::kill>(any_kill, 0ms);
+    REQUIRE(m);
+    return *m;
+  }
+  // The launcher asks for a step on h2 (request rid) and n2's agent says it runs.
+  void start_step(const std::shared_ptr<test::fake_connection>& l, std::int64_t rid) {
+    exec(l, rid, k_job, "h2");
+    const auto launch = launch_sent_to_n2();
+    steps.launch_answered(nodes.at(1), launch.id, protocol::ok{launch.id, {}});
   }
 };
-
-bool any_launch(const protocol::launch&) { return true; }
-bool any_kill(const protocol::kill&) { return true; }
 
 }  // namespace
 
@@ -110,62 +122,53 @@ TEST_CASE("step_manager: a launcher's step starts on the job's node of that host
 TEST_CASE("step_manager: only the job's own launcher may start its steps, one per node, on its own hosts") {
   rig r;
   // Not a launcher, or another job's launcher: unauthorized.
-  CHECK(rig::code_of(r.exec(r.launcher(k_job, false), 1, k_job, "h2")) == protocol::error_code::unauthorized);
-  CHECK(rig::code_of(r.exec(r.launcher(99), 2, k_job, "h2")) == protocol::error_code::unauthorized);
+  CHECK(test::code_of(r.exec(r.launcher(k_job, false), 1, k_job, "h2")) == protocol::error_code::unauthorized);
+  CHECK(test::code_of(r.exec(r.launcher(99), 2, k_job, "h2")) == protocol::error_code::unauthorized);
   // A job that does not run.
   auto l99 = r.launcher(99);
-  CHECK(rig::code_of(r.exec(l99, 3, 99, "h2")) == protocol::error_code::invalid_state);
+  CHECK(test::code_of(r.exec(l99, 3, 99, "h2")) == protocol::error_code::invalid_state);
   // A host where the rigid job has no processors, and its own batch host.
   auto l = r.launcher(k_job);
-  CHECK(rig::code_of(r.exec(l, 4, k_job, "h3")) == protocol::error_code::not_found);
-  CHECK(rig::code_of(r.exec(l, 5, k_job, "h1")) == protocol::error_code::not_found);
+  CHECK(test::code_of(r.exec(l, 4, k_job, "h3")) == protocol::error_code::not_found);
+  CHECK(test::code_of(r.exec(l, 5, k_job, "h1")) == protocol::error_code::not_found);
   CHECK(r.n2->count() == 0);
   CHECK(r.n3->count() == 0);
   // One step per job and node.
   CHECK_FALSE(r.exec(l, 6, k_job, "h2.example.org"));
-  CHECK(rig::code_of(r.exec(l, 7, k_job, "h2")) == protocol::error_code::invalid_state);
+  CHECK(test::code_of(r.exec(l, 7, k_job, "h2")) == protocol::error_code::invalid_state);
 }
 
 TEST_CASE("step_manager: an agent's refusal is the launcher's error; a launcher that goes takes its steps") {
   rig r;
   auto l = r.launcher(k_job);
   r.exec(l, 1, k_job, "h2");
-  auto launch = r.n2->take<protocol::launch>(any_launch, 0ms);
-  REQUIRE(launch);
-  CHECK(r.steps.launch_answered(r.nodes.at(1), launch->id,
-                                protocol::error{launch->id, protocol::error_code::internal, "no such user"}));
-  CHECK(rig::code_of(l->reply(1, 0ms)) == protocol::error_code::internal);
+  const auto launch = r.launch_sent_to_n2();
+  CHECK(r.steps.launch_answered(r.nodes.at(1), launch.id,
+                                protocol::error{launch.id, protocol::error_code::internal, "no such user"}));
+  CHECK(test::code_of(l->reply(1, 0ms)) == protocol::error_code::internal);
   CHECK_FALSE(r.steps.runs(k_job, 1));
 
   // Again, started; then the launcher's connection closes: the step is killed.
-  r.exec(l, 2, k_job, "h2");
-  launch = r.n2->take<protocol::launch>(any_launch, 0ms);
-  REQUIRE(launch);
-  r.steps.launch_answered(r.nodes.at(1), launch->id, protocol::ok{launch->id, {}});
+  r.start_step(l, 2);
   r.steps.end_of(*l);
-  auto k = r.n2->take<protocol::kill>(any_kill, 0ms);
-  REQUIRE(k);
-  CHECK(k->job_id == k_job);
-  CHECK(k->signal == 9);
+  const auto k = r.kill_sent_to_n2();
+  CHECK(k.job_id == k_job);
+  CHECK(k.signal == 9);
   CHECK_FALSE(r.steps.runs(k_job, 1));
 }
 
 TEST_CASE("step_manager: the job's end ends its steps, tells their launchers and cleans their nodes") {
   rig r;
   auto l = r.launcher(k_job);
-  r.exec(l, 1, k_job, "h2");
-  auto launch = r.n2->take<protocol::launch>(any_launch, 0ms);
-  REQUIRE(launch);
-  r.steps.launch_answered(r.nodes.at(1), launch->id, protocol::ok{launch->id, {}});
+  r.start_step(l, 1);
   REQUIRE(l->reply(1, 0ms));
   r.steps.end_of_job(k_job);
   auto ended = l->take<protocol::step_ended>([](const protocol::step_ended&) { return true; }, 0ms);
   REQUIRE(ended);
   CHECK(ended->signal == 15);
-  auto k = r.n2->take<protocol::kill>(any_kill, 0ms);
-  REQUIRE(k);
-  CHECK(k->job_id == k_job);
-  CHECK(k->signal == 15);
+  const auto k = r.kill_sent_to_n2();
+  CHECK(k.job_id == k_job);
+  CHECK(k.signal == 15);
   CHECK(r.steps.nodes_of(k_job) == nullptr);
   CHECK(r.n1->take<protocol::kill>(any_kill, 0ms) == std::nullopt);  // the batch host's end is the launch part's
 }
@@ -173,10 +176,7 @@ TEST_CASE("step_manager: the job's end ends its steps, tells their launchers and
 TEST_CASE("step_manager: --signal from the job's batch host goes to its steps' nodes; from another node, nowhere") {
   rig r;
   auto l = r.launcher(k_job);
-  r.exec(l, 1, k_job, "h2");
-  auto launch = r.n2->take<protocol::launch>(any_launch, 0ms);
-  REQUIRE(launch);
-  r.steps.launch_answered(r.nodes.at(1), launch->id, protocol::ok{launch->id, {}});
+  r.start_step(l, 1);
 
   // n3 is no host of the job: acknowledged, nothing sent.
   r.steps.handle_job_signal(r.n3, protocol::job_signal{20, k_job, 10});
@@ -185,13 +185,12 @@ TEST_CASE("step_manager: --signal from the job's batch host goes to its steps' n
   // n1 runs its script: n2 (its step's node) gets the signal for the job's steps.
   r.steps.handle_job_signal(r.n1, protocol::job_signal{21, k_job, 10});
   CHECK(r.n1->reply(21, 0ms));
-  auto k = r.n2->take<protocol::kill>(any_kill, 0ms);
-  REQUIRE(k);
-  CHECK(k->signal == 10);
-  CHECK(k->steps);
-  CHECK_FALSE(k->escalate);
+  const auto k = r.kill_sent_to_n2();
+  CHECK(k.signal == 10);
+  CHECK(k.steps);
+  CHECK_FALSE(k.escalate);
   // A connection that is no agent must register first.
   auto stranger = std::make_shared<test::fake_connection>(protocol::peer_role::node);
   r.steps.handle_job_signal(stranger, protocol::job_signal{22, k_job, 10});
-  CHECK(rig::code_of(stranger->reply(22, 0ms)) == protocol::error_code::invalid_state);
+  CHECK(test::code_of(stranger->reply(22, 0ms)) == protocol::error_code::invalid_state);
 }
