@@ -5,23 +5,21 @@
 
 #include "core/partition.hpp"
 #include "daemon/admission.hpp"
+#include "partition_samples.hpp"
 
 using namespace aqs;
 
 namespace {
 
+// The sample partitions, batch with at most 8 processors a job, and two more:
+// open (no limits) and closed (inactive).
 const core::site_config& config() {
-  static const core::site_config c = core::parse_config(
-      "PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=30:00 DefaultTime=10:00 MaxNodes=1\n"
-      "PartitionName=batch Nodes=n[3-4] MaxTime=2:00:00 MaxCPUsPerJob=8\n"
-      "PartitionName=open Nodes=n[3-4]\n"
-      "PartitionName=vip Nodes=n4 AllowUsers=alice\n"
-      "PartitionName=closed Nodes=n4 State=INACTIVE\n",
-      "aqs.conf");
+  static const core::site_config c = test::sample_partitions(
+      "MaxCPUsPerJob=8", "PartitionName=open Nodes=n[3-4]\nPartitionName=closed Nodes=n4 State=INACTIVE\n");
   return c;
 }
 
-const daemon::submitter bob{"bob", 1000, 1000};
+const daemon::submitter& bob = test::sample_bob;
 const daemon::submitter root{"root", 0, 0};
 
 daemon::admission_request change(std::string partition, std::optional<std::int64_t> walltime, std::size_t cpus = 1) {

@@ -5,17 +5,14 @@
 #include "core/partition.hpp"
 #include "daemon/access_view.hpp"
 #include "daemon/partition_gate.hpp"
+#include "partition_samples.hpp"
 
 using namespace aqs;
 
 namespace {
 
 const core::site_config& config() {
-  static const core::site_config c = core::parse_config(
-      "PartitionName=debug Nodes=n[1-2] Default=YES MaxTime=30:00 DefaultTime=10:00 MaxNodes=1\n"
-      "PartitionName=batch Nodes=n[3-4] MaxTime=2:00:00\n"
-      "PartitionName=vip Nodes=n4 AllowUsers=alice\n",
-      "aqs.conf");
+  static const core::site_config c = test::sample_partitions();
   return c;
 }
 
@@ -32,7 +29,7 @@ protocol::job_spec job(std::optional<std::string> partition, std::optional<std::
   return s;
 }
 
-const daemon::submitter bob{"bob", 1000, 1000};
+const daemon::submitter& bob = test::sample_bob;
 
 }  // namespace
 
