@@ -49,6 +49,12 @@ struct rig : test::strand_rig {
     s.min_pe = s.max_pe = 1;
     return s;
   }
+  // A job sent with a submission token (a resend with it is the same submission).
+  static protocol::job_spec job_with_token(std::string token) {
+    auto s = job();
+    s.submit_token = std::move(token);
+    return s;
+  }
   // Submits and runs the strand until the answer came; the answer.
   protocol::message submit(const std::shared_ptr<test::fake_connection>& c, std::int64_t rid, protocol::job_spec j) {
     intake->handle_submit(c, protocol::submit{rid, std::move(j)});
@@ -187,8 +193,7 @@ TEST_CASE("job_intake: with partitions, a job no partition takes is refused with
 TEST_CASE("job_intake: a submit token is one job per user: resent, the same id; another user's, another job") {
   rig r;
   auto alice = r.user(k_alice);
-  auto j = rig::job();
-  j.submit_token = "tok-1";
+  const auto j = rig::job_with_token("tok-1");
   const auto first = r.submitted(alice, 1, j);
   const auto again = r.submitted(alice, 2, j);
   CHECK(again == first);
@@ -275,8 +280,7 @@ TEST_CASE("job_intake: a Faucets server's job waits while the gate says no, and 
   r.faucets_open = false;
   auto uplink = r.user(k_alice);
   uplink->mutable_peer().faucets_uplink = true;
-  auto j = rig::job();
-  j.submit_token = "faucets:c1:9.1";
+  const auto j = rig::job_with_token("faucets:c1:9.1");
   const auto id = r.submitted(uplink, 1, j);
   CHECK(r.intake->jobs().at(id).faucets);
   CHECK(r.intake->jobs().at(id).submit_token == "faucets:c1:9.1");
@@ -289,8 +293,7 @@ TEST_CASE("job_intake: a Faucets server's job waits while the gate says no, and 
 TEST_CASE("job_intake: a resend of a submission still being stored is answered once it is, with the same job") {
   rig r;
   auto alice = r.user(k_alice);
-  auto j = rig::job();
-  j.submit_token = "tok-twice";
+  const auto j = rig::job_with_token("tok-twice");
   // Both arrive before the strand runs: the second joins the first.
   r.intake->handle_submit(alice, protocol::submit{1, j});
   r.intake->handle_submit(alice, protocol::submit{2, j});
@@ -327,8 +330,7 @@ TEST_CASE("job_intake: a job the registered nodes could never hold is refused wi
 TEST_CASE("job_intake: a submission the store could not take is refused as retryable and charges nothing") {
   rig r;
   auto alice = r.user(k_alice);
-  auto j = rig::job();
-  j.submit_token = "tok-down";
+  const auto j = rig::job_with_token("tok-down");
   r.store.set_down(true);
   std::string why;
   CHECK(r.refused(alice, 1, j, &why) == protocol::error_code::internal);
@@ -353,8 +355,7 @@ TEST_CASE("job_intake: a submission the store could not take is refused as retry
 TEST_CASE("job_intake: a submission stored in doubt and resent with its token arrives once") {
   rig r;
   auto alice = r.user(k_alice);
-  auto j = rig::job();
-  j.submit_token = "tok-doubt";
+  const auto j = rig::job_with_token("tok-doubt");
   r.store.inject(store::memory_job_store::fault::commit_in_doubt, 1);
   CHECK(r.refused(alice, 1, j) == protocol::error_code::internal);
   CHECK(r.stored_jobs() == 1);  // it landed
