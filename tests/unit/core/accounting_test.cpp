@@ -23,19 +23,16 @@ using namespace aqs::core::test;
 namespace {
 
 account acct(std::string name, std::string parent, std::uint32_t shares = 1) {
-  account a;
-  a.name = std::move(name);
-  a.parent = std::move(parent);
-  a.shares = shares;
-  return a;
+  return {.name = std::move(name),
+          .parent = std::move(parent),
+          .shares = shares,
+          .lim = {},
+          .description = {},
+          .organization = {}};
 }
 
 user_association member(std::string user, std::string account, std::uint32_t shares = 1) {
-  user_association u;
-  u.user = std::move(user);
-  u.account = std::move(account);
-  u.shares = shares;
-  return u;
+  return {.user = std::move(user), .account = std::move(account), .shares = shares, .lim = {}};
 }
 
 // root -> physics (alice, bob), chem (carol, and alice too).
@@ -265,14 +262,13 @@ TEST_CASE("fair share in a tree: shares split down the accounts and a busy accou
 TEST_CASE("the multifactor priority weighs each factor in [0, 1]; all weights 0 leave the base priority") {
   priority_weights w;
   priority_context ctx{100, 10, 100};
-  priority_input in;
-  in.id = 1;
-  in.submit_time = 0;
-  in.size = 25;
-  in.base = 7;
-  in.fairshare = 0.5;
-  in.partition_priority = 5;
-  in.qos_priority = 100;
+  const priority_input in{.id = 1,
+                          .submit_time = 0,
+                          .size = 25,
+                          .base = 7,
+                          .fairshare = 0.5,
+                          .partition_priority = 5,
+                          .qos_priority = 100};
   auto f = factors_of(in, ctx, w, 3.5 * 86400);
   CHECK(f.age == doctest::Approx(0.5));
   CHECK(f.job_size == doctest::Approx(0.25));
