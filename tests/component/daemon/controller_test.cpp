@@ -141,6 +141,24 @@ public:
     ctl_->on_message(a, protocol::ok{l->id, {}});
     return *l;
   }
+  // The job's runtime shim connects (as the job's user).
+  std::shared_ptr<fake_connection> shim_of(std::int64_t job) {
+    auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
+    shim->mutable_peer().job_id = job;
+    ctl_->on_open(shim);
+    return shim;
+  }
+  // The shim acknowledges `map` (the job runs on it now); aqsd's answer.
+  std::optional<protocol::message> ack_map(const std::shared_ptr<fake_connection>& shim, std::int64_t job,
+                                           const protocol::new_map& map) {
+    protocol::resize_ack ack;
+    ack.id = next_id();
+    ack.job_id = job;
+    ack.epoch = map.epoch;
+    ack.procs = map.procs;
+    ctl_->on_message(shim, ack);
+    return shim->reply(ack.id);
+  }
   // The agent reports the job's end and gets its ok (after the commit).
   bool exited(const std::shared_ptr<fake_connection>& a, std::int64_t job, std::chrono::milliseconds wait = 5s) {
     protocol::job_exited m;
@@ -223,9 +241,7 @@ TEST_CASE("a resize the job never applies times out and the job keeps its proces
   auto c = h.client();
   const std::int64_t grows = h.submit(c, 1, 4, true);
   h.launched(a, grows);
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = grows;
-  h.ctl().on_open(shim);
+  auto shim = h.shim_of(grows);
   // A second job makes room for itself: the first is asked to shrink.
   const std::int64_t second = h.submit(c, 2, 2, false);
   const auto map = shim->take<protocol::new_map>();
@@ -333,9 +349,7 @@ TEST_CASE("a map the shim claimed but never acknowledges is bounded: past the cl
   auto c = h.client();
   const std::int64_t grows = h.submit(c, 1, 4, true);
   h.launched(a, grows);
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = grows;
-  h.ctl().on_open(shim);
+  auto shim = h.shim_of(grows);
   const std::int64_t second = h.submit(c, 2, 2, false);
   const auto map = shim->take<protocol::new_map>();
   REQUIRE(map);
@@ -361,13 +375,7 @@ TEST_CASE("a map the shim claimed but never acknowledges is bounded: past the cl
   REQUIRE(kill);
   CHECK(kill->signal == SIGKILL);
   // A late ack changes nothing; its processors went to the waiting job.
-  protocol::resize_ack ack;
-  ack.id = h.next_id();
-  ack.job_id = grows;
-  ack.epoch = map->epoch;
-  ack.procs = map->procs;
-  h.ctl().on_message(shim, ack);
-  const auto late = shim->reply(ack.id);
+  const auto late = h.ack_map(shim, grows, *map);
   REQUIRE(late);
   CHECK(std::holds_alternative<protocol::error>(*late));
   CHECK(h.launched(a, second).nprocs == 2);
@@ -412,9 +420,7 @@ TEST_CASE("a running job's own range request is held to its partition's MaxCPUsP
   const std::int64_t job = h.submit(c, 1, 2, true);
   REQUIRE(job > 0);
   h.launched(a, job);
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = job;
-  h.ctl().on_open(shim);
+  auto shim = h.shim_of(job);
   protocol::control m;
   m.id = h.next_id();
   m.action = "update";
@@ -522,23 +528,14 @@ struct growing {
   }
   // It applies the claimed map (ack) or gives it up (refused, `why`); aqsd's answer.
   std::optional<protocol::message> answer(const protocol::new_map& map, bool apply, const std::string& why = "") {
-    std::int64_t id = h.next_id();
-    if (apply) {
-      protocol::resize_ack ack;
-      ack.id = id;
-      ack.job_id = grows;
-      ack.epoch = map.epoch;
-      ack.procs = map.procs;
-      h.ctl().on_message(shim, ack);
-    } else {
-      protocol::resize_refused r;
-      r.id = id;
-      r.job_id = grows;
-      r.epoch = map.epoch;
-      r.reason = why;
-      h.ctl().on_message(shim, r);
-    }
-    return shim->reply(id);
+    if (apply) return h.ack_map(shim, grows, map);
+    protocol::resize_refused r;
+    r.id = h.next_id();
+    r.job_id = grows;
+    r.epoch = map.epoch;
+    r.reason = why;
+    h.ctl().on_message(shim, r);
+    return shim->reply(r.id);
   }
 };
 
@@ -637,9 +634,7 @@ TEST_CASE("an --adaptive job whose shim never connects is made rigid at its size
   const std::int64_t next = h.submit(c, 2, 2, false);
   CHECK(h.launched(a, next).nprocs == 2);
   // A shim that connects after all (a slow start) gives the job its range back.
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = plain;
-  h.ctl().on_open(shim);
+  auto shim = h.shim_of(plain);
   for (int i = 0; i < 400 && !h.history_says(plain, "adaptive again"); ++i) std::this_thread::sleep_for(5ms);
   CHECK(h.history_says(plain, "runtime shim connected: adaptive again, range 1..4"));
   const auto back = h.store().get_job(plain);
@@ -767,20 +762,12 @@ TEST_CASE("an adaptive job over two nodes: the node it leaves is told it holds n
   auto c = h.client();
   const std::int64_t job = h.submit(c, 1, 4, true);
   REQUIRE(h.launched(n1, job).nprocs == 4);
-  auto shim = std::make_shared<fake_connection>(protocol::peer_role::job, k_user);
-  shim->mutable_peer().job_id = job;
-  h.ctl().on_open(shim);
+  auto shim = h.shim_of(job);
   h.settle();
   auto apply = [&] {
     const auto map = shim->take<protocol::new_map>();
     REQUIRE(map);
-    protocol::resize_ack ack;
-    ack.id = h.next_id();
-    ack.job_id = job;
-    ack.epoch = map->epoch;
-    ack.procs = map->procs;
-    h.ctl().on_message(shim, ack);
-    REQUIRE(shim->reply(ack.id));
+    REQUIRE(h.ack_map(shim, job, *map));
     return map->procs;
   };
   // A rigid job of 2: the adaptive one gives up one node's two processors.
@@ -802,12 +789,6 @@ TEST_CASE("an adaptive job over two nodes: the node it leaves is told it holds n
   REQUIRE(grow);
   const cpus back = left_n2 ? cpus{4, 5} : cpus{0, 1};
   CHECK(cpus_told(left, job, 0ms) == back);
-  protocol::resize_ack ack;
-  ack.id = h.next_id();
-  ack.job_id = job;
-  ack.epoch = grow->epoch;
-  ack.procs = grow->procs;
-  h.ctl().on_message(shim, ack);
-  REQUIRE(shim->reply(ack.id));
+  REQUIRE(h.ack_map(shim, job, *grow));
   CHECK(cpus_told(left, job) == back);
 }
