@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -29,6 +31,14 @@ core::user_association member(std::string user, std::string account) {
   u.user = std::move(user);
   u.account = std::move(account);
   return u;
+}
+
+// Adds the accounts (name, parent), then the users' associations (user,
+// account), as "admin".
+void add_all(store::account_store& s, const std::vector<std::pair<std::string, std::string>>& accounts,
+             const std::vector<std::pair<std::string, std::string>>& users) {
+  for (const auto& [name, parent] : accounts) s.add_account(acct(name, parent), "admin");
+  for (const auto& [user, account] : users) s.add_user(member(user, account), false, "admin");
 }
 
 store::time_point at_s(std::int64_t s) { return store::time_point{std::chrono::seconds{s}}; }
@@ -106,9 +116,7 @@ TEST_CASE("accounts, users and QOS round-trip with their limits, and every chang
 TEST_CASE("bad changes are refused with one line and change nothing, not even the audit trail") {
   test::test_database db;
   store::account_store s(db.conninfo());
-  s.add_account(acct("a", "root"), "admin");
-  s.add_account(acct("b", "a"), "admin");
-  s.add_user(member("carol", "b"), false, "admin");
+  add_all(s, {{"a", "root"}, {"b", "a"}}, {{"carol", "b"}});
   const core::account_tree before = s.load();
   const std::int64_t audited = count(db.conninfo(), "SELECT count(*) FROM accounting_audit");
 
@@ -179,10 +187,7 @@ TEST_CASE("the database itself refuses limits past core's bounds and accepts the
 TEST_CASE("deleting a user's default account is refused while it has others; the last one goes with its default") {
   test::test_database db;
   store::account_store s(db.conninfo());
-  s.add_account(acct("a", "root"), "admin");
-  s.add_account(acct("b", "root"), "admin");
-  s.add_user(member("erin", "a"), false, "admin");
-  s.add_user(member("erin", "b"), false, "admin");
+  add_all(s, {{"a", "root"}, {"b", "root"}}, {{"erin", "a"}, {"erin", "b"}});
   CHECK_THROWS_AS(s.delete_user("erin", "a", "admin"), store::account_refused);
   s.delete_user("erin", "b", "admin");
   s.delete_user("erin", "a", "admin");
