@@ -117,6 +117,41 @@ std::string logs_of(test::cluster& c, int agents, const fs::path& job_out) {
   return all;
 }
 
+// An adaptive job of 2 to 4 processors over two hosts, paced at 20 ms an
+// iteration of its grid, started and running on all 4.
+struct paced_job {
+  std::int64_t id = 0;
+  fs::path out, log, ref;  // its grid, its output, the grid it must end with
+};
+paced_job start_paced(test::cluster& c, const std::string& job_name, const std::string& file_stem,
+                      const std::string& iters) {
+  const fs::path work = c.workdir();
+  paced_job j;
+  j.ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
+  j.out = work / (file_stem + ".grid");
+  j.log = work / (file_stem + ".out");
+  j.id = c.submit({"-J", job_name, "-o", j.log.string(),
+                   adaptive_script(work, file_stem, 2, 4,
+                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"}, j.out)
+                       .string()});
+  REQUIRE(c.wait_state(j.id, {job_state::running}, 120s).nprocs == 4);
+  return j;
+}
+
+// It ends completed, its grid bit-identical to the reference; its history.
+history ended_identical(test::cluster& c, const paced_job& j) {
+  const auto jf = c.wait_state(j.id, {job_state::completed, job_state::failed, job_state::node_fail}, 3600s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 2, j.log));
+  CHECK(slurp(j.out) == slurp(j.ref));
+  return history_of(c, j.id);
+}
+
+int expands_undone(const history& h) {
+  int undone = 0;
+  for (const auto& [why, n] : h.abandoned) undone += n;
+  return undone;
+}
+
 }  // namespace
 
 TEST_CASE("plain MPI jobs of 64 and 128 ranks and an adaptive one of 128 over four namespace hosts launch, shrink and grow") {
@@ -187,17 +222,9 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
   test::test_database db;
   auto o = hosts(db, 2, 2);
   test::cluster c(o);
-  const fs::path work = c.workdir();
   // Long enough for the cycles (about 2-6 s each here), then it finishes.
-  const std::string iters = std::to_string(cycles * 200 + 300);
-  const fs::path ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
-  const fs::path out = work / "cyc.grid", log = work / "cyc.out";
-  const std::int64_t a = c.submit({"-J", "cycles", "-o", log.string(),
-                                   adaptive_script(work, "cyc", 2, 4,
-                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"},
-                                                   out)
-                                       .string()});
-  REQUIRE(c.wait_state(a, {job_state::running}, 120s).nprocs == 4);
+  const auto job = start_paced(c, "cycles", "cyc", std::to_string(cycles * 200 + 300));
+  const std::int64_t a = job.id;
   int done = 0, not_regrown = 0;
   const auto t0 = clk::now();
   for (; done < cycles; ++done) {
@@ -207,7 +234,7 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
     // until the next cycle).
     const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
     const auto jb = c.wait_state(b, {job_state::completed, job_state::failed, job_state::cancelled}, 300s);
-    REQUIRE_MESSAGE(jb.state == job_state::completed, logs_of(c, 2, log));
+    REQUIRE_MESSAGE(jb.state == job_state::completed, logs_of(c, 2, job.log));
     if (!eventually([&] {
           const auto j = c.job(a);
           return core::is_final(j->state) || (j->state == job_state::running && j->nprocs == 4);
@@ -216,15 +243,10 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
     }
   }
   const double took = seconds_since(t0);
-  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 3600s);
-  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 2, log));
-  CHECK(slurp(out) == slurp(ref));
-  const auto h = history_of(c, a);
+  const auto h = ended_identical(c, job);
   CHECK_FALSE(h.killed);
-  int undone = 0;
-  for (const auto& [why, n] : h.abandoned) undone += n;
   MESSAGE("measured: " << done << " cycles in " << took << " s; " << h.acked.size() << " maps acknowledged; "
-                       << undone << " expands undone; " << not_regrown << " cycles not grown back within 120 s");
+                       << expands_undone(h) << " expands undone; " << not_regrown << " cycles not grown back within 120 s");
   for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
   CHECK(done == cycles);
 }
@@ -234,17 +256,9 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   if (cycles == 0 || !test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts(db, 2, 2));
-  const fs::path work = c.workdir();
-  const std::string iters = std::to_string(cycles * 100 + 300);
-  const fs::path ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
-  const fs::path out = work / "susp.grid", log = work / "susp.out";
-  const std::int64_t a = c.submit({"-J", "susp", "-o", log.string(),
-                                   adaptive_script(work, "susp", 2, 4,
-                                                   {"--rows", "64", "--cols", "48", "--iters", iters, "--pace-ms", "20"},
-                                                   out)
-                                       .string()});
-  REQUIRE(c.wait_state(a, {job_state::running}, 120s).nprocs == 4);
-  for (int i = 0; i < 600 && slurp(log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+  const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 100 + 300));
+  const std::int64_t a = job.id;
+  for (int i = 0; i < 600 && slurp(job.log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
   int done = 0, retried = 0, quick = 0;
   const auto id = std::to_string(a);
   for (; done < cycles; ++done) {
@@ -267,15 +281,10 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
     REQUIRE_MESSAGE(r.status == 0, r.err);
     c.wait_state(a, {job_state::running, job_state::resizing, job_state::completed}, 120s);
   }
-  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 3600s);
-  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 2, log));
-  CHECK(slurp(out) == slurp(ref));
-  const auto h = history_of(c, a);
-  int undone = 0;
-  for (const auto& [why, n] : h.abandoned) undone += n;
+  const auto h = ended_identical(c, job);
   MESSAGE("measured: " << done << " suspend/resume cycles (" << quick << " resumed at once), " << retried
-                       << " suspends retried while resizing, " << h.acked.size() << " maps acknowledged, " << undone
-                       << " expands undone");
+                       << " suspends retried while resizing, " << h.acked.size() << " maps acknowledged, "
+                       << expands_undone(h) << " expands undone");
   for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
   CHECK(done == cycles);
 }
