@@ -39,6 +39,17 @@ struct rig : test::strand_rig {
     pipe.transition(id, job_state::running, procs(1), "started");
     if (then) pipe.after_commit(std::move(then));
   }
+  // Queues the job's start and wakes the writer; the job's state in the
+  // store as the after_commit that follows it sees it.
+  std::optional<job_state> start_and_see(std::int64_t id) {
+    std::optional<job_state> seen;
+    on_strand([&] {
+      queue_start(id, [&] { seen = state(id); });
+      pipe.kick();
+    });
+    REQUIRE(until([&] { return seen.has_value(); }));
+    return seen;
+  }
   // Queues the job's start (and, with `decide`, a decision) on the strand and
   // wakes the writer; `written` turns true once the store has the start.
   void start_and_kick(std::int64_t id, bool& written, bool decide = false) {
@@ -111,13 +122,7 @@ TEST_CASE("write_pipeline: a job's transitions in one batch are written in the o
 TEST_CASE("write_pipeline: after_commit runs on the strand once the store has the batch") {
   rig r;
   const auto id = r.submit();
-  std::optional<job_state> seen;
-  r.on_strand([&] {
-    r.queue_start(id, [&] { seen = r.state(id); });
-    r.pipe.kick();
-  });
-  REQUIRE(r.until([&] { return seen.has_value(); }));
-  CHECK(seen == job_state::running);
+  CHECK(r.start_and_see(id) == job_state::running);
 }
 
 TEST_CASE("write_pipeline: writes the store lost are held and retried, nothing is acted on before, nothing lost") {
@@ -125,13 +130,7 @@ TEST_CASE("write_pipeline: writes the store lost are held and retried, nothing i
   const auto id = r.submit();
   // The next two writes fail as lost before COMMIT (the connection went).
   r.store.inject(store::memory_job_store::fault::commit_lost, 2);
-  std::optional<job_state> seen;
-  r.on_strand([&] {
-    r.queue_start(id, [&] { seen = r.state(id); });
-    r.pipe.kick();
-  });
-  REQUIRE(r.until([&] { return seen.has_value(); }));
-  CHECK(seen == job_state::running);
+  CHECK(r.start_and_see(id) == job_state::running);
   CHECK(r.store.faults_pending() == 0);
   CHECK(r.fatal_errors.empty());
   CHECK(r.history(id) == std::vector<job_state>{job_state::pending, job_state::running});
