@@ -164,18 +164,15 @@ TEST_CASE("the database itself refuses limits past core's bounds and accepts the
       return false;
     }
   };
-  CHECK(try_insert("grp_cpus", core::k_max_limit_cpus));
-  CHECK_FALSE(try_insert("grp_cpus", std::int64_t{core::k_max_limit_cpus} + 1));
-  CHECK(try_insert("max_cpus_per_user", core::k_max_limit_cpus));
-  CHECK_FALSE(try_insert("max_cpus_per_user", std::int64_t{core::k_max_limit_cpus} + 1));
-  CHECK(try_insert("max_jobs", core::k_max_limit_count));
-  CHECK_FALSE(try_insert("max_jobs", std::int64_t{core::k_max_limit_count} + 1));
-  CHECK(try_insert("max_submit_jobs", core::k_max_limit_count));
-  CHECK_FALSE(try_insert("max_submit_jobs", std::int64_t{core::k_max_limit_count} + 1));
-  CHECK(try_insert("max_wall_s", core::k_max_limit_wall_s));
-  CHECK_FALSE(try_insert("max_wall_s", std::int64_t{core::k_max_limit_wall_s} + 1));
-  CHECK(try_insert("shares", core::k_max_shares));
-  CHECK_FALSE(try_insert("shares", std::int64_t{core::k_max_shares} + 1));
+  // Each limit column takes core's bound and refuses one past it.
+  const std::vector<std::pair<std::string, std::int64_t>> bounds = {
+      {"grp_cpus", core::k_max_limit_cpus},       {"max_cpus_per_user", core::k_max_limit_cpus},
+      {"max_jobs", core::k_max_limit_count},      {"max_submit_jobs", core::k_max_limit_count},
+      {"max_wall_s", core::k_max_limit_wall_s},   {"shares", core::k_max_shares}};
+  for (const auto& [col, bound] : bounds) {
+    CHECK_MESSAGE(try_insert(col, bound), col);
+    CHECK_FALSE_MESSAGE(try_insert(col, bound + 1), col);
+  }
   CHECK_FALSE(try_insert("max_jobs", -1));
   // The audit trail is append-only.
   store::account_store s(db.conninfo());
