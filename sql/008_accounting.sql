@@ -5,16 +5,22 @@
 -- writes, under a lock on accounts; the constraints below are the last line.
 -- The bounds are core/accounts.hpp's k_max_* (a test checks they agree).
 
+-- The limit columns of accounts, account_users and qos (NULL: no limit),
+-- copied into each with their checks by LIKE, then dropped.
+CREATE TABLE aqs_limits (
+  max_jobs          integer CHECK (max_jobs BETWEEN 0 AND 10000000),
+  max_submit_jobs   integer CHECK (max_submit_jobs BETWEEN 0 AND 10000000),
+  max_wall_s        integer CHECK (max_wall_s BETWEEN 0 AND 31622400),
+  grp_cpus          integer CHECK (grp_cpus BETWEEN 0 AND 16777216),
+  max_cpus_per_user integer CHECK (max_cpus_per_user BETWEEN 0 AND 16777216)
+);
+
 CREATE TABLE accounts (
   name           text PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9._][A-Za-z0-9._-]{0,63}$'),
   -- NULL only for root; an account with sub-accounts or users cannot be deleted.
   parent         text REFERENCES accounts(name) ON DELETE RESTRICT,
   shares         integer NOT NULL DEFAULT 1 CHECK (shares BETWEEN 0 AND 1000000),
-  max_jobs          integer CHECK (max_jobs BETWEEN 0 AND 10000000),
-  max_submit_jobs   integer CHECK (max_submit_jobs BETWEEN 0 AND 10000000),
-  max_wall_s        integer CHECK (max_wall_s BETWEEN 0 AND 31622400),
-  grp_cpus          integer CHECK (grp_cpus BETWEEN 0 AND 16777216),
-  max_cpus_per_user integer CHECK (max_cpus_per_user BETWEEN 0 AND 16777216),
+  LIKE aqs_limits INCLUDING CONSTRAINTS,
   description    text NOT NULL DEFAULT '',
   organization   text NOT NULL DEFAULT '',
   created_at     timestamptz NOT NULL DEFAULT now(),
@@ -28,11 +34,7 @@ CREATE TABLE account_users (
   user_name      text NOT NULL CHECK (user_name ~ '^[A-Za-z0-9._][A-Za-z0-9._-]{0,63}$'),
   account        text NOT NULL REFERENCES accounts(name) ON DELETE RESTRICT,
   shares         integer NOT NULL DEFAULT 1 CHECK (shares BETWEEN 0 AND 1000000),
-  max_jobs          integer CHECK (max_jobs BETWEEN 0 AND 10000000),
-  max_submit_jobs   integer CHECK (max_submit_jobs BETWEEN 0 AND 10000000),
-  max_wall_s        integer CHECK (max_wall_s BETWEEN 0 AND 31622400),
-  grp_cpus          integer CHECK (grp_cpus BETWEEN 0 AND 16777216),
-  max_cpus_per_user integer CHECK (max_cpus_per_user BETWEEN 0 AND 16777216),
+  LIKE aqs_limits INCLUDING CONSTRAINTS,
   created_at     timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (user_name, account)
 );
@@ -48,15 +50,12 @@ CREATE TABLE account_default (
 CREATE TABLE qos (
   name           text PRIMARY KEY CHECK (name ~ '^[A-Za-z0-9._][A-Za-z0-9._-]{0,63}$'),
   priority       integer NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 1000000),
-  max_jobs          integer CHECK (max_jobs BETWEEN 0 AND 10000000),
-  max_submit_jobs   integer CHECK (max_submit_jobs BETWEEN 0 AND 10000000),
-  max_wall_s        integer CHECK (max_wall_s BETWEEN 0 AND 31622400),
-  grp_cpus          integer CHECK (grp_cpus BETWEEN 0 AND 16777216),
-  max_cpus_per_user integer CHECK (max_cpus_per_user BETWEEN 0 AND 16777216),
+  LIKE aqs_limits INCLUDING CONSTRAINTS,
   description    text NOT NULL DEFAULT '',
   created_at     timestamptz NOT NULL DEFAULT now()
 );
 INSERT INTO qos (name, description) VALUES ('normal', 'Normal QOS default');
+DROP TABLE aqs_limits;
 
 -- What one job was charged, written once when it ends (a second write of
 -- the same job is ignored): processor-seconds are the integral of the maps
@@ -86,9 +85,10 @@ CREATE TABLE accounting_audit (
   name           text NOT NULL,
   detail         jsonb NOT NULL DEFAULT '{}'
 );
-CREATE FUNCTION aqs_accounting_audit_is_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A trigger that refuses the change with its first argument as the message.
+CREATE FUNCTION aqs_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  RAISE EXCEPTION 'the accounting audit trail is append-only';
+  RAISE EXCEPTION '%', TG_ARGV[0];
 END $$;
 CREATE TRIGGER accounting_audit_append_only BEFORE UPDATE OR DELETE ON accounting_audit
-  FOR EACH ROW EXECUTE FUNCTION aqs_accounting_audit_is_append_only();
+  FOR EACH ROW EXECUTE FUNCTION aqs_refuse_change('the accounting audit trail is append-only');

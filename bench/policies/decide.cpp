@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "bench_requests.hpp"
+#include "bench_results.hpp"
 #include "core/scheduler.hpp"
 
 namespace core = aqs::core;
@@ -118,11 +118,5 @@ int main(int argc, char** argv) {
     }
   }
   json += "]\n";
-  std::ofstream out(results + "/policies.json");
-  out << json;
-  if (!out) {
-    fmt::print(stderr, "bench_policies: cannot write {}/policies.json\n", results);
-    return 1;
-  }
-  return 0;
+  return aqs::bench::write_results(results, "policies", json);
 }

@@ -13,12 +13,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench_requests.hpp"
+#include "bench_results.hpp"
 #include "core/accounts.hpp"
 #include "core/fairshare.hpp"
 #include "core/limits.hpp"
@@ -126,12 +126,7 @@ row measure(std::size_t queued, std::size_t accounts, std::size_t users_per_acco
     const auto tg = clk::now();
     in.clear();
     for (const core::queue_key& k : s.queue()) {
-      const core::job& j = s.get(k.id);
-      core::priority_input p;
-      p.id = k.id;
-      p.submit_time = j.req.submit_time;
-      p.size = j.req.min_pe;
-      p.fairshare = fs.assoc_factor[assoc_of_job[k.id]];
+      core::priority_input p = core::priority_input_of(k.id, s.get(k.id).req, fs.assoc_factor[assoc_of_job[k.id]]);
       p.qos_priority = 1;
       in.push_back(p);
     }
@@ -219,11 +214,5 @@ int main(int argc, char** argv) {
         r.apply.mean, r.limits.mean, r.total.mean, r.total.p50, r.total.max, r.one_job_us);
   }
   json += "]\n";
-  std::ofstream out(results + "/priority.json");
-  out << json;
-  if (!out) {
-    fmt::print(stderr, "bench_priority: cannot write {}/priority.json\n", results);
-    return 1;
-  }
-  return 0;
+  return aqs::bench::write_results(results, "priority", json);
 }

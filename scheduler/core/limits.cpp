@@ -66,27 +66,23 @@ void limit_tally::running(const limit_job& j, int sign) {
   }
 }
 
-const limit_tally::per_user* limit_tally::find(const std::unordered_map<std::uint64_t, per_user>& m, std::size_t i,
-                                               std::size_t user) const {
+std::uint64_t limit_tally::count(const std::unordered_map<std::uint64_t, per_user>& m, std::size_t i,
+                                 std::size_t user, std::uint64_t per_user::*what) const {
   auto it = m.find(key(i, user));
-  return it == m.end() ? nullptr : &it->second;
+  return it == m.end() ? 0 : it->second.*what;
 }
 
 std::uint64_t limit_tally::account_user_cpus(std::size_t acct, std::size_t user) const {
-  const per_user* p = find(acct_user_, acct, user);
-  return p ? p->cpus : 0;
+  return count(acct_user_, acct, user, &per_user::cpus);
 }
 std::uint64_t limit_tally::qos_user_jobs(std::size_t q, std::size_t user) const {
-  const per_user* p = find(qos_user_, q, user);
-  return p ? p->jobs : 0;
+  return count(qos_user_, q, user, &per_user::jobs);
 }
 std::uint64_t limit_tally::qos_user_submitted(std::size_t q, std::size_t user) const {
-  const per_user* p = find(qos_user_, q, user);
-  return p ? p->submitted : 0;
+  return count(qos_user_, q, user, &per_user::submitted);
 }
 std::uint64_t limit_tally::qos_user_cpus(std::size_t q, std::size_t user) const {
-  const per_user* p = find(qos_user_, q, user);
-  return p ? p->cpus : 0;
+  return count(qos_user_, q, user, &per_user::cpus);
 }
 
 namespace {

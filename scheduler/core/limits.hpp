@@ -80,7 +80,9 @@ private:
   void submitted(const limit_job& j, int sign);
   void running(const limit_job& j, int sign);
   std::uint64_t key(std::size_t i, std::size_t user) const { return std::uint64_t{i} * idx_.users() + user; }
-  const per_user* find(const std::unordered_map<std::uint64_t, per_user>& m, std::size_t i, std::size_t user) const;
+  // One count of (i, user) in `m`; 0 when that pair has none.
+  std::uint64_t count(const std::unordered_map<std::uint64_t, per_user>& m, std::size_t i, std::size_t user,
+                      std::uint64_t per_user::*what) const;
   const account_index& idx_;
   std::vector<std::uint64_t> assoc_jobs_, assoc_submitted_, assoc_cpus_, acct_cpus_, qos_cpus_;
   std::unordered_map<std::uint64_t, per_user> acct_user_, qos_user_;

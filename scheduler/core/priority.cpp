@@ -91,6 +91,15 @@ int priority_value(const priority_factors& f, const priority_weights& w, int bas
   return static_cast<int>(r);
 }
 
+priority_input priority_input_of(job_id id, const job_request& req, double fairshare) {
+  priority_input p;
+  p.id = id;
+  p.submit_time = req.submit_time;
+  p.size = req.min_pe;
+  p.fairshare = fairshare;
+  return p;
+}
+
 std::vector<job_priority> compute_priorities(const std::vector<priority_input>& jobs, const priority_context& ctx,
                                              const priority_weights& w, double now) {
   std::vector<job_priority> out;

@@ -57,6 +57,10 @@ struct priority_input {
   std::uint32_t qos_priority = 0;        // its QOS's Priority
 };
 
+// A queued job's input from its request: its submit time, its min_pe and
+// `fairshare`; base, partition and QOS priorities left 0.
+priority_input priority_input_of(job_id id, const job_request& req, double fairshare);
+
 // The normalisers: the cluster's processors and the largest partition and
 // QOS priorities (a factor is its priority over the largest; 0 when that is 0).
 struct priority_context {

@@ -179,12 +179,7 @@ sim_result simulate(const workload& w, const sim_options& opt) {
     in.reserve(sched.queue().size());
     for (const core::queue_key& k : sched.queue()) {
       const core::job& cj = sched.get(k.id);
-      core::priority_input p;
-      p.id = k.id;
-      p.submit_time = cj.req.submit_time;
-      p.size = cj.req.min_pe;
-      p.fairshare = fs.assoc_factor[assoc_of.at(cj.req.user)];
-      in.push_back(p);
+      in.push_back(core::priority_input_of(k.id, cj.req, fs.assoc_factor[assoc_of.at(cj.req.user)]));
     }
     res.priority_changes += core::apply_priorities(
         sched, core::compute_priorities(in, core::priority_context{w.procs, 0, 0}, opt.priority, now));

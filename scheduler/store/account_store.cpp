@@ -16,7 +16,39 @@ namespace aqs::store {
 namespace {
 
 // The limit columns, in the order every statement below binds them.
-constexpr const char* k_limit_cols = "max_jobs, max_submit_jobs, max_wall_s, grp_cpus, max_cpus_per_user";
+const std::vector<std::string> k_limit_col_list = {"max_jobs", "max_submit_jobs", "max_wall_s", "grp_cpus",
+                                                   "max_cpus_per_user"};
+
+// A table written by acct_insert_<entity>, acct_update_<entity> and acct_delete_<entity>: the key columns
+// ($1.., in WHERE), then the other columns, then the limit columns, bound in that order (see write_row).
+struct written_table {
+  const char* entity;
+  const char* table;
+  std::vector<std::string> keys, values;
+};
+
+void prepare_writes(pqxx::connection& c, const written_table& w) {
+  std::vector<std::string> values = w.values;
+  values.insert(values.end(), k_limit_col_list.begin(), k_limit_col_list.end());
+  std::string cols, params, sets, where;
+  std::size_t n = 0;
+  for (const std::string& k : w.keys) {
+    ++n;
+    cols += (n > 1 ? ", " : "") + k;
+    params += (n > 1 ? ", $" : "$") + std::to_string(n);
+    where += (n > 1 ? " AND " : "") + k + " = $" + std::to_string(n);
+  }
+  for (const std::string& v : values) {
+    ++n;
+    cols += ", " + v;
+    params += ", $" + std::to_string(n);
+    sets += (sets.empty() ? "" : ", ") + v + " = $" + std::to_string(n);
+  }
+  const std::string table = w.table, entity = w.entity;
+  c.prepare("acct_insert_" + entity, "INSERT INTO " + table + " (" + cols + ") VALUES (" + params + ")");
+  c.prepare("acct_update_" + entity, "UPDATE " + table + " SET " + sets + " WHERE " + where);
+  c.prepare("acct_delete_" + entity, "DELETE FROM " + table + " WHERE " + where);
+}
 
 std::optional<int> opt_int(const std::optional<std::uint32_t>& v) {
   if (!v) return std::nullopt;
@@ -88,34 +120,20 @@ std::string json_of(const core::qos& q) {
 }
 
 void prepare_all(pqxx::connection& c) {
-  const std::string lim = k_limit_cols;
+  std::string lim;
+  for (const std::string& col : k_limit_col_list) lim += (lim.empty() ? "" : ", ") + col;
   c.prepare("acct_lock", "LOCK TABLE accounts IN SHARE ROW EXCLUSIVE MODE");
   c.prepare("acct_accounts", "SELECT name, parent, shares, description, organization, " + lim +
                                  " FROM accounts ORDER BY name");
   c.prepare("acct_users", "SELECT user_name, account, shares, " + lim + " FROM account_users ORDER BY user_name, account");
   c.prepare("acct_defaults", "SELECT user_name, account FROM account_default");
   c.prepare("acct_qos", "SELECT name, priority, description, " + lim + " FROM qos ORDER BY name");
-  c.prepare("acct_insert_account", "INSERT INTO accounts (name, parent, shares, description, organization, " + lim +
-                                       ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
-  c.prepare("acct_update_account",
-            "UPDATE accounts SET parent = $2, shares = $3, description = $4, organization = $5, max_jobs = $6,"
-            " max_submit_jobs = $7, max_wall_s = $8, grp_cpus = $9, max_cpus_per_user = $10 WHERE name = $1");
-  c.prepare("acct_delete_account", "DELETE FROM accounts WHERE name = $1");
-  c.prepare("acct_insert_user", "INSERT INTO account_users (user_name, account, shares, " + lim +
-                                    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
-  c.prepare("acct_update_user",
-            "UPDATE account_users SET shares = $3, max_jobs = $4, max_submit_jobs = $5, max_wall_s = $6,"
-            " grp_cpus = $7, max_cpus_per_user = $8 WHERE user_name = $1 AND account = $2");
-  c.prepare("acct_delete_user", "DELETE FROM account_users WHERE user_name = $1 AND account = $2");
+  prepare_writes(c, {"account", "accounts", {"name"}, {"parent", "shares", "description", "organization"}});
+  prepare_writes(c, {"user", "account_users", {"user_name", "account"}, {"shares"}});
+  prepare_writes(c, {"qos", "qos", {"name"}, {"priority", "description"}});
   c.prepare("acct_set_default",
             "INSERT INTO account_default (user_name, account) VALUES ($1, $2)"
             " ON CONFLICT (user_name) DO UPDATE SET account = EXCLUDED.account");
-  c.prepare("acct_insert_qos", "INSERT INTO qos (name, priority, description, " + lim +
-                                   ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
-  c.prepare("acct_update_qos",
-            "UPDATE qos SET priority = $2, description = $3, max_jobs = $4, max_submit_jobs = $5, max_wall_s = $6,"
-            " grp_cpus = $7, max_cpus_per_user = $8 WHERE name = $1");
-  c.prepare("acct_delete_qos", "DELETE FROM qos WHERE name = $1");
   c.prepare("acct_audit_insert",
             "INSERT INTO accounting_audit (actor, action, entity, name, detail) VALUES ($1, $2, $3, $4, $5::jsonb)");
   c.prepare("acct_audit_list",
@@ -180,13 +198,6 @@ void write_audit(pqxx::work& tx, const std::string& actor, const char* action, c
   tx.exec_prepared("acct_audit_insert", actor, action, entity, name, detail);
 }
 
-core::account* find_account(core::account_tree& t, const std::string& name) {
-  for (core::account& a : t.accounts) {
-    if (a.name == name) return &a;
-  }
-  return nullptr;
-}
-
 core::user_association* find_user(core::account_tree& t, const std::string& user, const std::string& account) {
   for (core::user_association& u : t.associations) {
     if (u.user == user && u.account == account) return &u;
@@ -194,16 +205,68 @@ core::user_association* find_user(core::account_tree& t, const std::string& user
   return nullptr;
 }
 
-core::qos* find_qos(core::account_tree& t, const std::string& name) {
-  for (core::qos& q : t.qos_list) {
-    if (q.name == name) return &q;
-  }
-  return nullptr;
-}
-
 std::optional<std::string> parent_param(const core::account& a) {
   if (a.parent.empty()) return std::nullopt;
   return a.parent;
+}
+
+// One row, bound in the order its insert and update statements share.
+void write_row(pqxx::work& tx, const std::string& stmt, const core::account& a) {
+  tx.exec_prepared(stmt, a.name, parent_param(a), static_cast<int>(a.shares), a.description, a.organization,
+                   opt_int(a.lim.max_jobs), opt_int(a.lim.max_submit_jobs), opt_int(a.lim.max_wall_s),
+                   opt_int(a.lim.grp_cpus), opt_int(a.lim.max_cpus_per_user));
+}
+void write_row(pqxx::work& tx, const std::string& stmt, const core::user_association& u) {
+  tx.exec_prepared(stmt, u.user, u.account, static_cast<int>(u.shares), opt_int(u.lim.max_jobs),
+                   opt_int(u.lim.max_submit_jobs), opt_int(u.lim.max_wall_s), opt_int(u.lim.grp_cpus),
+                   opt_int(u.lim.max_cpus_per_user));
+}
+void write_row(pqxx::work& tx, const std::string& stmt, const core::qos& q) {
+  tx.exec_prepared(stmt, q.name, static_cast<int>(q.priority), q.description, opt_int(q.lim.max_jobs),
+                   opt_int(q.lim.max_submit_jobs), opt_int(q.lim.max_wall_s), opt_int(q.lim.grp_cpus),
+                   opt_int(q.lim.max_cpus_per_user));
+}
+
+// add/modify of an account or a QOS (both named records): refused when the
+// name is taken (add) or missing (modify), the changed tree checked, then the
+// row ("acct_insert_<entity>" / "acct_update_<entity>") and its audit entry.
+std::vector<core::account>& list_of(core::account_tree& t, const core::account&) { return t.accounts; }
+std::vector<core::qos>& list_of(core::account_tree& t, const core::qos&) { return t.qos_list; }
+std::string label_of(const core::account&) { return "account"; }  // in messages
+std::string label_of(const core::qos&) { return "QOS"; }
+std::string entity_of(const core::account&) { return "account"; }  // in statement names and the audit
+std::string entity_of(const core::qos&) { return "qos"; }
+
+template <class T>
+void put_named(pqxx::work& tx, core::account_tree& t, const T& x, bool add, const std::string& actor) {
+  std::vector<T>& list = list_of(t, x);
+  const std::string label = label_of(x), entity = entity_of(x);
+  auto cur = std::find_if(list.begin(), list.end(), [&](const T& y) { return y.name == x.name; });
+  if (add) {
+    if (cur != list.end()) throw account_refused(label + " " + x.name + " already exists");
+    list.push_back(x);
+  } else {
+    if (cur == list.end()) throw not_found("no " + label + " " + x.name);
+    *cur = x;
+  }
+  check(t);
+  write_row(tx, (add ? "acct_insert_" : "acct_update_") + entity, x);
+  write_audit(tx, actor, add ? "add" : "modify", entity.c_str(), x.name, json_of(x));
+}
+
+// delete of an account or a QOS: not_found when it is missing, then `refuse`
+// (which may throw account_refused), then the row and its audit entry.
+template <class T, class Refuse>
+void drop_named(pqxx::work& tx, core::account_tree& t, const std::string& name, const std::string& actor,
+                Refuse refuse) {
+  const T kind{};
+  std::vector<T>& list = list_of(t, kind);
+  auto cur = std::find_if(list.begin(), list.end(), [&](const T& y) { return y.name == name; });
+  if (cur == list.end()) throw not_found("no " + label_of(kind) + " " + name);
+  refuse();
+  const std::string detail = json_of(*cur);
+  tx.exec_prepared("acct_delete_" + entity_of(kind), name);
+  write_audit(tx, actor, "delete", entity_of(kind).c_str(), name, detail);
 }
 
 }  // namespace
@@ -253,49 +316,30 @@ void account_store::change_tree(Change&& change) {
   });
 }
 
+template <class Named>
+void account_store::put(const Named& x, bool add, const std::string& actor) {
+  change_tree([&](pqxx::work& tx, core::account_tree& t) { put_named(tx, t, x, add, actor); });
+}
+
 core::account_tree account_store::load() {
   return in_transaction([](pqxx::work& tx) { return read_tree(tx); });
 }
 
-void account_store::add_account(const core::account& a, const std::string& actor) {
-  change_tree([&](pqxx::work& tx, core::account_tree& t) {
-    if (find_account(t, a.name)) throw account_refused("account " + a.name + " already exists");
-    t.accounts.push_back(a);
-    check(t);
-    tx.exec_prepared("acct_insert_account", a.name, parent_param(a), static_cast<int>(a.shares), a.description,
-                     a.organization, opt_int(a.lim.max_jobs), opt_int(a.lim.max_submit_jobs),
-                     opt_int(a.lim.max_wall_s), opt_int(a.lim.grp_cpus), opt_int(a.lim.max_cpus_per_user));
-    write_audit(tx, actor, "add", "account", a.name, json_of(a));
-  });
-}
+void account_store::add_account(const core::account& a, const std::string& actor) { put(a, true, actor); }
 
-void account_store::modify_account(const core::account& a, const std::string& actor) {
-  change_tree([&](pqxx::work& tx, core::account_tree& t) {
-    core::account* cur = find_account(t, a.name);
-    if (!cur) throw not_found("no account " + a.name);
-    *cur = a;
-    check(t);
-    tx.exec_prepared("acct_update_account", a.name, parent_param(a), static_cast<int>(a.shares), a.description,
-                     a.organization, opt_int(a.lim.max_jobs), opt_int(a.lim.max_submit_jobs),
-                     opt_int(a.lim.max_wall_s), opt_int(a.lim.grp_cpus), opt_int(a.lim.max_cpus_per_user));
-    write_audit(tx, actor, "modify", "account", a.name, json_of(a));
-  });
-}
+void account_store::modify_account(const core::account& a, const std::string& actor) { put(a, false, actor); }
 
 void account_store::delete_account(const std::string& name, const std::string& actor) {
   change_tree([&](pqxx::work& tx, core::account_tree& t) {
-    core::account* cur = find_account(t, name);
-    if (!cur) throw not_found("no account " + name);
-    if (name == core::k_root_account) throw account_refused("the root account cannot be deleted");
-    for (const core::account& a : t.accounts) {
-      if (a.parent == name) throw account_refused("account " + name + " still has sub-account " + a.name);
-    }
-    for (const core::user_association& u : t.associations) {
-      if (u.account == name) throw account_refused("account " + name + " still has user " + u.user);
-    }
-    const std::string detail = json_of(*cur);
-    tx.exec_prepared("acct_delete_account", name);
-    write_audit(tx, actor, "delete", "account", name, detail);
+    drop_named<core::account>(tx, t, name, actor, [&] {
+      if (name == core::k_root_account) throw account_refused("the root account cannot be deleted");
+      for (const core::account& a : t.accounts) {
+        if (a.parent == name) throw account_refused("account " + name + " still has sub-account " + a.name);
+      }
+      for (const core::user_association& u : t.associations) {
+        if (u.account == name) throw account_refused("account " + name + " still has user " + u.user);
+      }
+    });
   });
 }
 
@@ -310,9 +354,7 @@ void account_store::add_user(const core::user_association& u, bool make_default,
     const bool is_default = make_default || first;
     if (is_default) t.default_account[u.user] = u.account;
     check(t);
-    tx.exec_prepared("acct_insert_user", u.user, u.account, static_cast<int>(u.shares), opt_int(u.lim.max_jobs),
-                     opt_int(u.lim.max_submit_jobs), opt_int(u.lim.max_wall_s), opt_int(u.lim.grp_cpus),
-                     opt_int(u.lim.max_cpus_per_user));
+    write_row(tx, "acct_insert_user", u);
     if (is_default) tx.exec_prepared("acct_set_default", u.user, u.account);
     write_audit(tx, actor, "add", "user", u.user + "@" + u.account, json_of(u, is_default));
   });
@@ -324,9 +366,7 @@ void account_store::modify_user(const core::user_association& u, const std::stri
     if (!cur) throw not_found("user " + u.user + " is not in account " + u.account);
     *cur = u;
     check(t);
-    tx.exec_prepared("acct_update_user", u.user, u.account, static_cast<int>(u.shares), opt_int(u.lim.max_jobs),
-                     opt_int(u.lim.max_submit_jobs), opt_int(u.lim.max_wall_s), opt_int(u.lim.grp_cpus),
-                     opt_int(u.lim.max_cpus_per_user));
+    write_row(tx, "acct_update_user", u);
     auto d = t.default_account.find(u.user);
     write_audit(tx, actor, "modify", "user", u.user + "@" + u.account,
           json_of(u, d != t.default_account.end() && d->second == u.account));
@@ -366,39 +406,12 @@ void account_store::delete_user(const std::string& user, const std::string& acco
   });
 }
 
-void account_store::add_qos(const core::qos& q, const std::string& actor) {
-  change_tree([&](pqxx::work& tx, core::account_tree& t) {
-    if (find_qos(t, q.name)) throw account_refused("QOS " + q.name + " already exists");
-    t.qos_list.push_back(q);
-    check(t);
-    tx.exec_prepared("acct_insert_qos", q.name, static_cast<int>(q.priority), q.description, opt_int(q.lim.max_jobs),
-                     opt_int(q.lim.max_submit_jobs), opt_int(q.lim.max_wall_s), opt_int(q.lim.grp_cpus),
-                     opt_int(q.lim.max_cpus_per_user));
-    write_audit(tx, actor, "add", "qos", q.name, json_of(q));
-  });
-}
+void account_store::add_qos(const core::qos& q, const std::string& actor) { put(q, true, actor); }
 
-void account_store::modify_qos(const core::qos& q, const std::string& actor) {
-  change_tree([&](pqxx::work& tx, core::account_tree& t) {
-    core::qos* cur = find_qos(t, q.name);
-    if (!cur) throw not_found("no QOS " + q.name);
-    *cur = q;
-    check(t);
-    tx.exec_prepared("acct_update_qos", q.name, static_cast<int>(q.priority), q.description, opt_int(q.lim.max_jobs),
-                     opt_int(q.lim.max_submit_jobs), opt_int(q.lim.max_wall_s), opt_int(q.lim.grp_cpus),
-                     opt_int(q.lim.max_cpus_per_user));
-    write_audit(tx, actor, "modify", "qos", q.name, json_of(q));
-  });
-}
+void account_store::modify_qos(const core::qos& q, const std::string& actor) { put(q, false, actor); }
 
 void account_store::delete_qos(const std::string& name, const std::string& actor) {
-  change_tree([&](pqxx::work& tx, core::account_tree& t) {
-    core::qos* cur = find_qos(t, name);
-    if (!cur) throw not_found("no QOS " + name);
-    const std::string detail = json_of(*cur);
-    tx.exec_prepared("acct_delete_qos", name);
-    write_audit(tx, actor, "delete", "qos", name, detail);
-  });
+  change_tree([&](pqxx::work& tx, core::account_tree& t) { drop_named<core::qos>(tx, t, name, actor, [] {}); });
 }
 
 bool account_store::record_usage(const usage_record& r) {

@@ -123,6 +123,9 @@ private:
   auto in_transaction(Body&& body);
   template <class Change>
   void change_tree(Change&& change);
+  // add (add = true) or modify of a named record: a core::account or a core::qos.
+  template <class Named>
+  void put(const Named& x, bool add, const std::string& actor);
 
   std::string conninfo_;
   std::mutex mu_;

@@ -5,6 +5,9 @@
 #include <array>
 #include <cctype>
 #include <csignal>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "cmdline/option_scan.hpp"
@@ -123,18 +126,18 @@ constexpr opt_spec k_faucets_specs[] = {
     {'M', "clusters", true}, {0, "faucets", true}, {0, "faucets-ca", true}, {0, "token-file", true}};
 
 bool apply_faucets(faucets_options& f, const std::string& name, const std::string& value) {
-  if (name == "clusters") {
-    f.cluster = value;
-  } else if (name == "faucets") {
-    f.url = value;
-  } else if (name == "faucets-ca") {
-    f.ca_file = value;
-  } else if (name == "token-file") {
-    f.token_file = value;
-  } else {
-    return false;
+  static constexpr std::pair<std::string_view, std::optional<std::string> faucets_options::*> k_fields[] = {
+      {"clusters", &faucets_options::cluster},
+      {"faucets", &faucets_options::url},
+      {"faucets-ca", &faucets_options::ca_file},
+      {"token-file", &faucets_options::token_file}};
+  for (const auto& [option, field] : k_fields) {
+    if (name == option) {
+      f.*field = value;
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
 template <std::size_t N>

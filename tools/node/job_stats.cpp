@@ -48,32 +48,41 @@ std::optional<T> number(std::string_view s) {
   return v;
 }
 
+// Calls `found` on each `sep`-ended record of `text` (the last one may lack
+// its `sep`) until it returns true.
+template <class Found>
+void scan_records(std::string_view text, char sep, Found found) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto end = text.find(sep, at);
+    const std::string_view rec = text.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    at = end == std::string_view::npos ? text.size() : end + 1;
+    if (found(rec)) return;
+  }
+}
+
 // The number after "Key:" in /proc/PID/status (the first one on its line).
 std::optional<std::uint64_t> status_field(std::string_view status, std::string_view key) {
-  std::size_t at = 0;
-  while (at < status.size()) {
-    const auto nl = status.find('\n', at);
-    const std::string_view line = status.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
-    at = nl == std::string_view::npos ? status.size() : nl + 1;
-    if (!line.starts_with(key) || line.size() <= key.size() || line[key.size()] != ':') continue;
+  std::optional<std::uint64_t> out;
+  scan_records(status, '\n', [&](std::string_view line) {
+    if (!line.starts_with(key) || line.size() <= key.size() || line[key.size()] != ':') return false;
     std::size_t i = key.size() + 1;
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     std::size_t j = i;
     while (j < line.size() && line[j] >= '0' && line[j] <= '9') ++j;
-    return number<std::uint64_t>(line.substr(i, j - i));
-  }
-  return std::nullopt;
+    out = number<std::uint64_t>(line.substr(i, j - i));
+    return true;
+  });
+  return out;
 }
 
 std::optional<std::string_view> environ_value(std::string_view env, std::string_view key) {
-  std::size_t at = 0;
-  while (at < env.size()) {
-    const auto end = env.find('\0', at);
-    const std::string_view kv = env.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
-    at = end == std::string_view::npos ? env.size() : end + 1;
-    if (kv.size() > key.size() && kv.starts_with(key) && kv[key.size()] == '=') return kv.substr(key.size() + 1);
-  }
-  return std::nullopt;
+  std::optional<std::string_view> out;
+  scan_records(env, '\0', [&](std::string_view kv) {
+    if (kv.size() > key.size() && kv.starts_with(key) && kv[key.size()] == '=') out = kv.substr(key.size() + 1);
+    return out.has_value();
+  });
+  return out;
 }
 
 bool step_name_ok(std::string_view s) {

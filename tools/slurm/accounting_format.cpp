@@ -115,10 +115,10 @@ namespace {
 struct field_def {
   const char* full;
   std::size_t min;  // Slurm's MAX(command_len, min)
-  const char* header;
+  const char* header;  // nullptr: the full name
   int len;
   value_kind kind;
-  const char* key;
+  const char* key = "none";     // value_of's key; "none": AQS has no value, printed blank
   const char* alias = nullptr;  // a second spelling (Acct, MaxTRESPU, ...)
   std::size_t alias_min = 0;
 };
@@ -127,53 +127,53 @@ struct field_def {
 // fields AQS has values for or prints blank as Slurm does.
 const std::vector<field_def>& sacctmgr_fields() {
   static const std::vector<field_def> t = {
-      {"Account", 3, "Account", 10, value_kind::text, "account", "Acct", 4},
+      {"Account", 3, nullptr, 10, value_kind::text, "account", "Acct", 4},
       {"AdminLevel", 2, "Admin", 9, value_kind::text, "admin"},
       {"Clusters", 2, "Cluster", 10, value_kind::text, "cluster"},
       {"DefaultAccount", 8, "Def Acct", 10, value_kind::text, "default_account"},
       {"DefaultQOS", 8, "Def QOS", 9, value_kind::text, "default_qos"},
       {"Description", 3, "Descr", 20, value_kind::text, "description"},
-      {"Flags", 2, "Flags", 20, value_kind::text, "flags"},
-      {"GraceTime", 3, "GraceTime", 10, value_kind::text, "grace_time"},
-      {"GrpCPUs", 6, "GrpCPUs", 8, value_kind::number, "none"},
-      {"GrpCPUMins", 7, "GrpCPUMins", 11, value_kind::number, "none"},
-      {"GrpTRES", 7, "GrpTRES", 13, value_kind::text, "grp_tres"},
-      {"GrpTRESMins", 7, "GrpTRESMins", 13, value_kind::text, "none"},
-      {"GrpTRESRunMins", 7, "GrpTRESRunMins", 13, value_kind::text, "none"},
-      {"GrpJobs", 4, "GrpJobs", 7, value_kind::number, "none"},
-      {"GrpMemory", 4, "GrpMem", 7, value_kind::number, "none"},
-      {"GrpNodes", 4, "GrpNodes", 8, value_kind::number, "none"},
-      {"GrpSubmitJobs", 4, "GrpSubmit", 9, value_kind::number, "none"},
-      {"GrpWall", 4, "GrpWall", 11, value_kind::text, "none"},
-      {"MaxCPUMinsPerJob", 7, "MaxCPUMins", 11, value_kind::number, "none"},
-      {"MaxCPUsPerJob", 7, "MaxCPUs", 8, value_kind::number, "none"},
-      {"MaxTRES", 7, "MaxTRES", 13, value_kind::text, "none", "MaxTRESPerJob", 11},
-      {"MaxTRESPerNode", 11, "MaxTRESPerNode", 14, value_kind::text, "none"},
-      {"MaxTRESMinsPerJob", 8, "MaxTRESMins", 13, value_kind::text, "none"},
+      {"Flags", 2, nullptr, 20, value_kind::text, "flags"},
+      {"GraceTime", 3, nullptr, 10, value_kind::text, "grace_time"},
+      {"GrpCPUs", 6, nullptr, 8, value_kind::number},
+      {"GrpCPUMins", 7, nullptr, 11, value_kind::number},
+      {"GrpTRES", 7, nullptr, 13, value_kind::text, "grp_tres"},
+      {"GrpTRESMins", 7, nullptr, 13, value_kind::text},
+      {"GrpTRESRunMins", 7, nullptr, 13, value_kind::text},
+      {"GrpJobs", 4, nullptr, 7, value_kind::number},
+      {"GrpMemory", 4, "GrpMem", 7, value_kind::number},
+      {"GrpNodes", 4, nullptr, 8, value_kind::number},
+      {"GrpSubmitJobs", 4, "GrpSubmit", 9, value_kind::number},
+      {"GrpWall", 4, nullptr, 11, value_kind::text},
+      {"MaxCPUMinsPerJob", 7, "MaxCPUMins", 11, value_kind::number},
+      {"MaxCPUsPerJob", 7, "MaxCPUs", 8, value_kind::number},
+      {"MaxTRES", 7, nullptr, 13, value_kind::text, "none", "MaxTRESPerJob", 11},
+      {"MaxTRESPerNode", 11, nullptr, 14, value_kind::text},
+      {"MaxTRESMinsPerJob", 8, "MaxTRESMins", 13, value_kind::text},
       {"MaxTRESPerAccount", 11, "MaxTRESPA", 13, value_kind::text, "none", "MaxTRESPA", 9},
       {"MaxTRESPerUser", 11, "MaxTRESPU", 13, value_kind::text, "max_tres_pu", "MaxTRESPU", 9},
-      {"MaxJobs", 4, "MaxJobs", 7, value_kind::number, "max_jobs"},
+      {"MaxJobs", 4, nullptr, 7, value_kind::number, "max_jobs"},
       {"MaxJobsPerAccount", 11, "MaxJobsPA", 9, value_kind::number, "none", "MaxJobsPA", 9},
       {"MaxJobsPerUser", 11, "MaxJobsPU", 9, value_kind::number, "max_jobs", "MaxJobsPU", 9},
-      {"MaxNodesPerJob", 4, "MaxNodes", 8, value_kind::number, "none"},
+      {"MaxNodesPerJob", 4, "MaxNodes", 8, value_kind::number},
       {"MaxSubmitJobs", 4, "MaxSubmit", 9, value_kind::number, "max_submit"},
       {"MaxSubmitJobsPerAccount", 17, "MaxSubmitPA", 11, value_kind::number, "none", "MaxSubmitPA", 11},
       {"MaxSubmitJobsPerUser", 10, "MaxSubmitPU", 11, value_kind::number, "max_submit", "MaxSubmitPU", 6},
       {"MaxWallDurationPerJob", 4, "MaxWall", 11, value_kind::text, "max_wall"},
-      {"MinTRESPerJob", 7, "MinTRES", 13, value_kind::text, "none"},
-      {"Name", 2, "Name", 10, value_kind::text, "name"},
+      {"MinTRESPerJob", 7, "MinTRES", 13, value_kind::text},
+      {"Name", 2, nullptr, 10, value_kind::text, "name"},
       {"Organization", 1, "Org", 20, value_kind::text, "organization"},
-      {"ParentName", 7, "ParentName", 10, value_kind::text, "parent"},
-      {"Partition", 4, "Partition", 10, value_kind::text, "partition"},
-      {"PreemptMode", 8, "PreemptMode", 11, value_kind::text, "preempt_mode"},
-      {"Preempt", 7, "Preempt", 10, value_kind::text, "none"},
-      {"PreemptExemptTime", 8, "PreemptExemptTime", 19, value_kind::text, "none"},
-      {"Priority", 3, "Priority", 10, value_kind::number, "priority"},
+      {"ParentName", 7, nullptr, 10, value_kind::text, "parent"},
+      {"Partition", 4, nullptr, 10, value_kind::text, "partition"},
+      {"PreemptMode", 8, nullptr, 11, value_kind::text, "preempt_mode"},
+      {"Preempt", 7, nullptr, 10, value_kind::text},
+      {"PreemptExemptTime", 8, nullptr, 19, value_kind::text},
+      {"Priority", 3, nullptr, 10, value_kind::number, "priority"},
       {"QOSLevel", 3, "QOS", 20, value_kind::text, "qos"},
-      {"Share", 1, "Share", 9, value_kind::number, "share", "FairShare", 2},
-      {"UsageFactor", 6, "UsageFactor", 11, value_kind::real, "usage_factor"},
-      {"UsageThreshold", 6, "UsageThres", 10, value_kind::real, "none"},
-      {"User", 1, "User", 10, value_kind::text, "user"},
+      {"Share", 1, nullptr, 9, value_kind::number, "share", "FairShare", 2},
+      {"UsageFactor", 6, nullptr, 11, value_kind::real, "usage_factor"},
+      {"UsageThreshold", 6, "UsageThres", 10, value_kind::real},
+      {"User", 1, nullptr, 10, value_kind::text, "user"},
   };
   return t;
 }
@@ -262,6 +262,15 @@ print_value value_of(const std::string& key, const row_ctx& r) {
   return std::nullopt;  // partition, qos, flags, default_qos and Slurm's limits AQS does not have
 }
 
+// Pointers to the records of `v`, by name.
+template <class T>
+std::vector<const T*> sorted_by_name(const std::vector<T>& v) {
+  std::vector<const T*> out;
+  for (const T& x : v) out.push_back(&x);
+  std::sort(out.begin(), out.end(), [](const T* a, const T* b) { return a->name < b->name; });
+  return out;
+}
+
 bool wanted(const std::vector<std::string>& names_, const std::string& name) {
   return names_.empty() || std::find(names_.begin(), names_.end(), name) != names_.end();
 }
@@ -277,7 +286,7 @@ print_field sacctmgr_field(std::string_view spec) {
   }
   for (const field_def& d : sacctmgr_fields()) {
     if (names(d.full, d.min, name) || (d.alias && names(d.alias, d.alias_min, name))) {
-      print_field f{d.header, d.len, d.kind, d.key};
+      print_field f{d.header ? d.header : d.full, d.len, d.kind, d.key};
       if (width && *width != 0) f.len = *width;
       return f;
     }
@@ -344,10 +353,7 @@ std::string sacctmgr_show(const core::account_tree& t, sacctmgr_entity e, const 
       }
     }
   } else if (e == sacctmgr_entity::account) {
-    std::vector<const core::account*> accts;
-    for (const core::account& a : t.accounts) accts.push_back(&a);
-    std::sort(accts.begin(), accts.end(), [](auto* a, auto* b) { return a->name < b->name; });
-    for (const core::account* a : accts) {
+    for (const core::account* a : sorted_by_name(t.accounts)) {
       if (!wanted(q.names, a->name)) continue;
       row_ctx r;
       r.acct = a;
@@ -368,10 +374,7 @@ std::string sacctmgr_show(const core::account_tree& t, sacctmgr_entity e, const 
       }
     }
   } else {
-    std::vector<const core::qos*> qs;
-    for (const core::qos& x : t.qos_list) qs.push_back(&x);
-    std::sort(qs.begin(), qs.end(), [](auto* a, auto* b) { return a->name < b->name; });
-    for (const core::qos* x : qs) {
+    for (const core::qos* x : sorted_by_name(t.qos_list)) {
       if (!wanted(q.names, x->name)) continue;
       row_ctx r;
       r.q = x;
@@ -591,16 +594,25 @@ std::string sprio_default_format(const core::priority_weights& w, bool long_list
   return out;
 }
 
+namespace {
+
+// One line of sprio: each field's prefix, then, for a field with a letter,
+// cell(letter) in its width.
+template <class Cell>
+void sprio_line(std::string& out, const std::vector<sprio_field>& fields, Cell&& cell) {
+  for (const sprio_field& f : fields) {
+    out += f.prefix;
+    if (f.letter) out += sprio_cell(cell(f.letter), f.width, f.right);
+  }
+  out += "\n";
+}
+
+}  // namespace
+
 std::string sprio_show(const std::vector<sprio_job>& jobs, const core::priority_weights& w,
                        const std::vector<sprio_field>& fields, bool header) {
   std::string out;
-  auto line = [&](auto&& cell) {
-    for (const sprio_field& f : fields) {
-      out += f.prefix;
-      if (f.letter) out += sprio_cell(cell(f.letter), f.width, f.right);
-    }
-    out += "\n";
-  };
+  auto line = [&](auto&& cell) { sprio_line(out, fields, cell); };
   if (header) line([](char c) { return std::string(sprio_header(c)); });
   for (const sprio_job& j : jobs) {
     const core::priority_factors& p = j.priority.factors;
@@ -635,13 +647,7 @@ std::string sprio_show(const std::vector<sprio_job>& jobs, const core::priority_
 std::string sprio_weights(const core::priority_weights& w) {
   const std::vector<sprio_field> fields = sprio_format(sprio_default_format(w, false));
   std::string out;
-  auto line = [&](auto&& cell) {
-    for (const sprio_field& f : fields) {
-      out += f.prefix;
-      if (f.letter) out += sprio_cell(cell(f.letter), f.width, f.right);
-    }
-    out += "\n";
-  };
+  auto line = [&](auto&& cell) { sprio_line(out, fields, cell); };
   line([](char c) { return std::string(sprio_header(c)); });
   line([&](char c) -> std::string {
     switch (c) {

@@ -1,7 +1,11 @@
 // sacctmgr_args: the verb, entity, where/set parts and options of a sacctmgr command line.
 #include "slurm/sacctmgr_args.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "core/text_util.hpp"
 
@@ -136,15 +140,17 @@ std::string qos_key(const std::string& key) {
 }  // namespace
 
 std::optional<std::string> apply_settings(core::account& a, const sacctmgr_command& c) {
+  // The settings that are the account's text, as typed.
+  static constexpr std::pair<std::string_view, std::string core::account::*> k_text[] = {
+      {"parent", &core::account::parent},
+      {"description", &core::account::description},
+      {"organization", &core::account::organization}};
   core::account next = a;
   for (const auto& [key, value] : c.settings) {
     const std::string k = core::ascii_lower(key);
-    if (k == "parent") {
-      next.parent = value;
-    } else if (k == "description") {
-      next.description = value;
-    } else if (k == "organization") {
-      next.organization = value;
+    const auto text = std::find_if(std::begin(k_text), std::end(k_text), [&](const auto& t) { return t.first == k; });
+    if (text != std::end(k_text)) {
+      next.*(text->second) = value;
     } else if (k == "fairshare" || k == "shares") {
       if (auto e = core::parse_shares(value, next.shares)) return e;
     } else if (auto e = core::set_limit(next.lim, key, value)) {
