@@ -178,6 +178,18 @@ TEST_CASE_FIXTURE(small_cluster, "a job array is one request: each task runs wit
 
   // A long array: one task cancelled by A_T, then the whole array by its id.
   const auto big = id_of(c.cmd(bin().fsub, {"--parsable", "--array=1-20", "--wrap", "sleep 300"}, &u, u.home.string()));
+  // Its tasks become jobs of their own as aqsd splits them off its compact
+  // record (the whole window at once here: 20 tasks, 12 processors); until
+  // then fjobs lists the record alone and an index is cancelled inside it.
+  // What follows is about the split tasks: wait for them (on a loaded
+  // machine fjobs can run before the split is written).
+  const auto split_deadline = std::chrono::steady_clock::now() + 60s;
+  bool split = false;
+  while (!split && std::chrono::steady_clock::now() < split_deadline) {
+    for (const auto& j : c.jobs(true)) split = split || (j.array_job_id == big && j.array_task_id == 20);
+    if (!split) std::this_thread::sleep_for(100ms);
+  }
+  REQUIRE(split);
   const auto q = c.cmd(bin().fjobs, {}, &u);
   INFO("fjobs (status " << q.status << ") said: " << q.out << q.err);
   CHECK(q.out.find(std::to_string(big) + "_[") != std::string::npos);  // the pending ones collapsed
