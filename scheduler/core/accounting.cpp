@@ -75,6 +75,34 @@ accounting_admission accounting::submit(const accounting_job& j) {
   return a;
 }
 
+bool accounting::adopt(const accounting_job& j) {
+  live l;
+  l.job = j;
+  if (l.job.account.empty()) {
+    const account_choice c = choose_account(idx_, j.user, "");
+    if (!c.error.empty()) return false;
+    l.job.account = c.account;
+  }
+  relink(l);
+  if (l.association == account_index::npos) return false;
+  drop(j.id);
+  tally_->add_submitted(limit_of(l, 0));
+  jobs_[j.id] = std::move(l);
+  return true;
+}
+
+std::optional<limit_job> accounting::limit_job_of(job_id id, std::size_t cpus) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.association == account_index::npos) return std::nullopt;
+  return limit_of(it->second, cpus);
+}
+
+std::optional<std::string> accounting::account_of(job_id id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second.job.account;
+}
+
 void accounting::drop(job_id id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;

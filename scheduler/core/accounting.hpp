@@ -73,8 +73,19 @@ public:
   // Chooses the account (core::choose_account), checks the QOS exists and
   // the submission limits; on success the job is tracked as pending.
   accounting_admission submit(const accounting_job& j);
+  // Tracks a job as it was stored (after a restart, or an array's task
+  // split off its record): no check, its account as given (the user's
+  // default when empty). False when its association is unknown (it is not
+  // tracked: no usage, no limit, as a job of a user without accounts).
+  bool adopt(const accounting_job& j);
   // Forgets a job that was refused later or cancelled while pending.
   void drop(job_id id);
+  // Whether the job is tracked, and what it is to the limits holding `cpus`
+  // (nullopt: untracked, or its association is gone).
+  bool tracks(job_id id) const { return jobs_.count(id) != 0; }
+  std::optional<limit_job> limit_job_of(job_id id, std::size_t cpus) const;
+  // The account a tracked job is charged to.
+  std::optional<std::string> account_of(job_id id) const;
 
   // The job starts on `procs` processors at `now`; resizes, suspension,
   // resumption and the end follow. Unknown jobs are ignored (a job submitted

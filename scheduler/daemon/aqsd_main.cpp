@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
     daemon::controller_options copts = opts.controller;
     copts.cluster_key = key;
     copts.revoked_tokens_file = dir.revoked_tokens_file();
+    copts.accounting.conninfo = conninfo;  // accounts and usage beside the jobs
     if (copts.partitions.configured) logging::info("partitions: {}", copts.partitions.names());
     std::unique_ptr<http::http_server> web;
     std::unique_ptr<daemon::faucets_uplink> uplink;

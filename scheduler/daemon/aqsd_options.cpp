@@ -72,7 +72,10 @@ std::vector<core::setting> port_settings(server_options& s, http::http_options& 
 // `table`'s settings (the ports' limits and the per-user caps) where they
 // point; a null `table` only takes the limit lines out (as on SIGHUP: the
 // limits are read at start only). The one-line error, or "" when it was read.
-std::string load_config(const std::string& path, core::site_config& out, std::vector<core::setting>* table) {
+// The accounting keys (job_accounting.hpp) go to `acc` (read at start only,
+// as the limits are: null on SIGHUP, when they are only taken out).
+std::string load_config(const std::string& path, core::site_config& out, std::vector<core::setting>* table,
+                        accounting_options* acc = nullptr) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return path + ": cannot read: " + std::strerror(errno);
   std::ostringstream text;
@@ -86,8 +89,9 @@ std::string load_config(const std::string& path, core::site_config& out, std::ve
       unused = port_settings(s_unused, h_unused);
       for (auto& u : user_limit_settings(u_unused)) unused.push_back(std::move(u));
     }
-    out = core::parse_config(core::take_setting_lines(text.str(), path, table != nullptr ? *table : unused,
-                                                      table != nullptr),
+    accounting_options acc_unused;
+    const std::string rest = take_accounting_lines(text.str(), path, acc != nullptr ? *acc : acc_unused);
+    out = core::parse_config(core::take_setting_lines(rest, path, table != nullptr ? *table : unused, table != nullptr),
                              path);
   } catch (const core::config_error& e) {
     return e.what();
@@ -192,7 +196,10 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
   {
     std::error_code ec;
     if (o.config_named || std::filesystem::exists(o.config_path, ec)) {
-      if (const std::string why = load_config(o.config_path, partitions, &settings); !why.empty()) return refuse(why);
+      if (const std::string why = load_config(o.config_path, partitions, &settings, &o.controller.accounting);
+          !why.empty()) {
+        return refuse(why);
+      }
     }
   }
   o.http.max_requests_per_user = o.server.max_connections_per_user;

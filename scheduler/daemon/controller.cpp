@@ -20,11 +20,12 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       clock_(time),
       pipe_(io, store),
       sched_(core::cluster{}, core::make_strategy(options.policy)),
+      accounts_(options.accounting, pipe_, time, sched_),
       launcher_(sched_, pipe_, intake_, nodes_, steps_, resizes_, gate_, view_, watchers_,
                 [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
                        std::optional<std::int32_t> sig) { on_final(id, st, code, sig); }),
       nodes_(sched_, time, pipe_.strand(), pipe_, launcher_, options.heartbeat_timeout),
-      intake_(sched_, pipe_, view_, pipe_.stats(), time, options.partitions, options.limits,
+      intake_(sched_, pipe_, view_, pipe_.stats(), time, accounts_, options.partitions, options.limits,
               [this](std::int64_t id) { return gate_.admits(id); },
               [this](std::int64_t id, job_state st) { on_final(id, st); }),
       resizes_(sched_, time, pipe_.strand(), pipe_, launcher_, nodes_, pipe_.stats(),
@@ -38,6 +39,8 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       tokens_(options.cluster_key, options.revoked_tokens_file, options.token_lifespan_s, time),
       watchers_(sched_, intake_.jobs(), nodes_, steps_, pipe_, time),
       gate_(!options.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }) {
+  accounts_.set_readmit([this](std::int64_t id) { intake_.admit_or_hold(id); });
+  watchers_.on_change([this](const job_change& ch) { accounts_.on_change(ch); });
   // The implicit partition is no partition to the core: every node, as before.
   if (const auto parts = intake_.partitions(); parts->configured) sched_.set_partitions(parts->partitions);
   pipe_.set_hooks({
@@ -69,10 +72,14 @@ void controller::start() {
   pipe_.post([this] {
     pipe_.decide();
     nodes_.start();
+    accounts_.start();
   });
 }
 
-void controller::stop() { pipe_.stop(); }
+void controller::stop() {
+  accounts_.stop();
+  pipe_.stop();
+}
 
 double controller::now() const { return clock_.wall_seconds(); }
 
@@ -130,6 +137,8 @@ const routing_table<controller>& controller::routes() {
         &is_admin, "only root may shut aqsd down");
     t.add<protocol::control>({client, job}, runs_on::strand,
                              [](self& s, const conn_ptr& c, const protocol::control& m) { s.control_.handle_control(c, m); });
+    t.add<protocol::accounts>({client}, runs_on::strand,
+                              [](self& s, const conn_ptr& c, const protocol::accounts& m) { s.accounts_.handle_accounts(c, m); });
     t.add<protocol::cancel>({client}, runs_on::strand,
                             [](self& s, const conn_ptr& c, const protocol::cancel& m) { s.control_.handle_cancel(c, m); });
     t.add<protocol::list_nodes>(

@@ -32,6 +32,7 @@
 #include "daemon/faucets_gate.hpp"
 #include "daemon_base/dispatcher.hpp"
 #include "daemon/job_records.hpp"
+#include "daemon/job_accounting.hpp"
 #include "daemon/job_control.hpp"
 #include "daemon/job_intake.hpp"
 #include "daemon/job_views.hpp"
@@ -79,6 +80,8 @@ struct controller_options {
   core::site_config partitions = core::implicit_config();
   // Per-user caps (aqs.conf and flags; daemon/user_limits.hpp).
   user_limits limits;
+  // Accounts, limits, fair share (aqs.conf; daemon/job_accounting.hpp).
+  accounting_options accounting;
 };
 
 // The wiring of aqsd's parts (docs/architecture.md, "Request handling"):
@@ -180,6 +183,8 @@ private:
 
   // The scheduling state and its parts: touched on the strand only.
   core::scheduler sched_;
+  // Accounts, limits, priority and usage (before the intake, which asks it).
+  job_accounting accounts_;
   // Before the nodes and resize parts, which are handed it as node_jobs and
   // resize_jobs (a base of an object not yet constructed is no reference to
   // take); it only keeps references to the parts after it until it is called.

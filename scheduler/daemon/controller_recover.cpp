@@ -14,6 +14,7 @@ namespace aqs::daemon {
 using core::job_state;
 
 void controller::recover() {
+  accounts_.load();
   const store::live_state st = pipe_.store().load_live_state();
   launcher_.set_cluster_id(st.cluster_id);
   logging::info("cluster id {}", st.cluster_id);
@@ -133,6 +134,7 @@ void controller::recover() {
     }
     e.host = sched_.machine().node_of(procs.first());
     e.recovered = true;  // its agent must list it or report its end
+    accounts_.restored(s.id, e, procs.count(), start, state == job_state::suspended);
     jobs().add(s.id, std::move(e));
     if (state == job_state::suspended && s.status.control == "resume") {
       // Asked to resume before aqsd stopped: it waits for room again.

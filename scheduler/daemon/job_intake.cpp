@@ -44,6 +44,9 @@ struct job_intake::submit_call {
   std::atomic<std::int64_t> jobs{0};
   std::atomic<std::int64_t> bytes{0};
   std::atomic<bool> answered{false};
+  // Its place in the accounting while it is stored (job_accounting::
+  // check_submission); 0: not checked yet. Strand.
+  std::uint64_t ticket = 0;
 };
 
 namespace {
@@ -59,7 +62,7 @@ std::int64_t text_bytes(const protocol::job_spec& j) {
 }  // namespace
 
 job_intake::job_intake(core::scheduler& core, write_pipeline& pipe, access_view& view, metrics& stats, clock& time,
-                       core::site_config partitions, user_limits limits,
+                       job_accounting& accounts, core::site_config partitions, user_limits limits,
                        std::function<bool(std::int64_t)> faucets_admits,
                        std::function<void(std::int64_t, core::job_state)> ended)
     : core_(core),
@@ -67,6 +70,7 @@ job_intake::job_intake(core::scheduler& core, write_pipeline& pipe, access_view&
       view_(view),
       metrics_(stats),
       clock_(time),
+      accounts_(accounts),
       partitions_(std::make_shared<const core::site_config>(std::move(partitions))),
       faucets_admits_(std::move(faucets_admits)),
       ended_(std::move(ended)),
@@ -240,7 +244,14 @@ void job_intake::reply_store_refusal(const call_ptr& call, std::exception_ptr er
   }
 }
 
+void job_intake::forget_ticket(const call_ptr& call) {
+  pipe_.post([this, call] {
+    if (call->ticket != 0) accounts_.unstored(call->ticket);
+  });
+}
+
 void job_intake::store_refused(const call_ptr& call, const std::string& scoped_token, std::exception_ptr error) {
+  forget_ticket(call);
   bool maybe_stored = false;
   try {
     std::rethrow_exception(error);
@@ -266,6 +277,19 @@ bool job_intake::arrives_now(std::int64_t id, bool created, const std::string& s
 
 void job_intake::store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
+  if (call->ticket == 0 && accounts_.checks_submissions()) {
+    // Its account, QOS and submission limits, on the strand, before it is
+    // stored: a refusal writes nothing.
+    pipe_.post([this, call, s, who, deps]() mutable {
+      protocol::submit checked = s;
+      std::uint64_t ticket = 0;
+      std::string why = accounts_.check_submission(checked.job, who.user, ticket);
+      if (!why.empty()) return answer_submit_error(call, protocol::error_code::bad_request, why);
+      call->ticket = ticket;
+      store_submission(call, checked, who, std::move(deps));
+    });
+    return;
+  }
   if (s.job.geometry && s.job.geometry->array) return store_array(call, s, who, std::move(deps));
   store::job_submission row = to_store_request(s.job, who);
   auto done = [this, call, s, who, deps, token = row.submit_token](std::int64_t id, bool created,
@@ -274,6 +298,7 @@ void job_intake::store_submission(const call_ptr& call, const protocol::submit& 
     // The reply goes out from the strand, after the arrival: a client that
     // acts on the id at once (fkill, watch_job) finds the job known.
     pipe_.post([this, call, s, who, deps, id, created, token] {
+      if (call->ticket != 0) accounts_.stored(call->ticket, id);
       if (arrives_now(id, created, token)) {
         metrics_.submitted();
         // The job holds its place and its text's bytes from now on.
@@ -288,6 +313,7 @@ void job_intake::store_submission(const call_ptr& call, const protocol::submit& 
   try {
     pipe_.store().submit_then(std::move(row), std::move(done));
   } catch (const store::store_error&) {
+    forget_ticket(call);
     reply_store_refusal(call, std::current_exception());
   }
 }
@@ -317,6 +343,7 @@ void job_intake::store_array(const call_ptr& call, const protocol::submit& s, co
                                                                      std::exception_ptr error) {
     if (error) return store_refused(call, token, error);
     pipe_.post([this, call, job, who, deps, id, created, token] {
+      if (call->ticket != 0) accounts_.stored(call->ticket, id);
       if (arrives_now(id, created, token)) {
         metrics_.submitted();
         // The record holds every task's place and the array's text.
@@ -329,6 +356,7 @@ void job_intake::store_array(const call_ptr& call, const protocol::submit& s, co
   try {
     pipe_.store().submit_then(std::move(row), std::move(done));
   } catch (const store::store_error&) {
+    forget_ticket(call);
     reply_store_refusal(call, std::current_exception());
   }
 }
@@ -662,8 +690,15 @@ void job_intake::admit_or_hold(std::int64_t id) {
     split_array(e->geometry->array_job_id.value_or(id));
     return;
   }
+  // Its association's and QOS's running limits: it waits outside the core
+  // while one is full (job_accounting.hpp).
+  if (std::string why = accounts_.admit(id, *e); !why.empty()) {
+    view_.set_reason(id, why);
+    return;
+  }
   view_.set_reason(id, "");
   core_.apply(core::event::arrival(e->req));
+  accounts_.prioritise(id);
   if (e->control == "held-user" || e->control == "held-admin") {
     // Held while it waited (fctl hold), or before aqsd restarted.
     core_.apply(core::event::on_job(core::event::kind::hold, static_cast<core::job_id>(id)));

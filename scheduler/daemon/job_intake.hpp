@@ -32,6 +32,7 @@
 #include "daemon/array_table.hpp"
 #include "daemon/clock.hpp"
 #include "daemon/dependency_gate.hpp"
+#include "daemon/job_accounting.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon/job_table.hpp"
 #include "daemon/metrics.hpp"
@@ -49,8 +50,10 @@ public:
   // job a Faucets server placed here (false: it waits behind the gate);
   // `ended(id, state)` is called once a job it ended itself (a dependency
   // that can never be met) is committed, for every part to let it go.
+  // `accounts`: a submission's account and limits, a job's running limits
+  // before it enters the core (job_accounting.hpp).
   job_intake(core::scheduler& core, write_pipeline& pipe, access_view& view, metrics& stats, clock& time,
-             core::site_config partitions, user_limits limits,
+             job_accounting& accounts, core::site_config partitions, user_limits limits,
              std::function<bool(std::int64_t)> faucets_admits,
              std::function<void(std::int64_t, core::job_state)> ended);
 
@@ -92,9 +95,11 @@ public:
   task_cancel cancel_array_task(const std::string& task, const peer_info& p, const std::string& caller);
   // A pending job was cancelled: the jobs that depend on it are told.
   void pending_cancelled(std::int64_t id) { deps_.release(id); }
-  // Whether a job waits outside the core: for its dependencies, or for its
-  // array's throttle.
-  bool waits_outside_core(std::int64_t id) const { return deps_.is_held(id) || arrays_.is_waiting(id); }
+  // Whether a job waits outside the core: for its dependencies, for its
+  // array's throttle, or for an accounting limit.
+  bool waits_outside_core(std::int64_t id) const {
+    return deps_.is_held(id) || arrays_.is_waiting(id) || accounts_.held().count(id) != 0;
+  }
   bool waits_for_dependencies(std::int64_t id) const { return deps_.is_held(id); }
 
   void started(std::int64_t id) { admit_in_slices(deps_.started(id)); }
@@ -134,6 +139,8 @@ private:
                         std::map<std::int64_t, core::job_state> deps);
   // A submission the store did not take: store_unavailable (retry) or refused.
   void reply_store_refusal(const call_ptr& call, std::exception_ptr error);
+  // The submission's place in the accounting (its ticket) is given back: it was not stored.
+  void forget_ticket(const call_ptr& call);
   // A job array: one compact record (its id is the array's) holding the
   // pending indices, whatever the array's size (issue 28).
   void store_array(const call_ptr& call, const protocol::submit& s, const submitter& who,
@@ -164,6 +171,7 @@ private:
   access_view& view_;
   metrics& metrics_;
   clock& clock_;
+  job_accounting& accounts_;
   mutable std::mutex partitions_mu_;
   std::shared_ptr<const core::site_config> partitions_;  // partitions_mu_
   std::function<bool(std::int64_t)> faucets_admits_;

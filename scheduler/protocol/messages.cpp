@@ -443,6 +443,32 @@ struct record<revoke_token> {
 };
 
 template <>
+struct record<accounts> {
+  using R = accounts;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("action", &R::action, k_name),
+      field("entity", &R::entity, k_name),
+      field("record", &R::record, text{65536, true, false}),
+      field("name", &R::name, k_name),
+      field("account", &R::account, k_name),
+      field("make_default", &R::make_default, flag{}, presence::sparse),
+      check<R>([](const reader& in, const R& m) {
+        static constexpr std::string_view actions[] = {"show", "shares", "priority", "add", "modify", "delete"};
+        if (std::find(std::begin(actions), std::end(actions), m.action) == std::end(actions)) {
+          in.fail("action", "must be one of show, shares, priority, add, modify, delete");
+        }
+        const bool change = m.action == "add" || m.action == "modify" || m.action == "delete";
+        if (change && (!m.entity || (*m.entity != "account" && *m.entity != "user" && *m.entity != "qos"))) {
+          in.fail("entity", "must be account, user or qos");
+        }
+        if ((m.action == "add" || m.action == "modify") && !m.record) in.fail("record", "is required");
+        if (m.action == "delete" && !m.name) in.fail("name", "is required");
+      }),
+  };
+};
+
+template <>
 struct record<job_event> {
   using R = job_event;
   static constexpr auto fields = std::tuple{
@@ -735,7 +761,8 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<list_jobs>(m) || std::holds_alternative<list_nodes>(m) ||
              std::holds_alternative<job_history>(m) || std::holds_alternative<watch_job>(m) ||
              std::holds_alternative<shutdown>(m) || std::holds_alternative<issue_token>(m) ||
-             std::holds_alternative<revoke_token>(m) || std::holds_alternative<control>(m);
+             std::holds_alternative<revoke_token>(m) || std::holds_alternative<control>(m) ||
+             std::holds_alternative<accounts>(m);
     case peer_role::node:
       return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
              std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||

@@ -295,6 +295,27 @@ struct revoke_token {
   friend bool operator==(const revoke_token&, const revoke_token&) = default;
 };
 
+// Client -> server: the accounts (issue 32; protocol/accounts_wire.hpp for
+// the JSON shapes). `action`:
+//   show     -> ok {tree: TREE}                         (anyone)
+//   shares   -> ok {shares: [..], weights: {..}}        (anyone: sshare)
+//   priority -> ok {jobs: [..], weights: {..}}          (anyone: sprio)
+//   add, modify (entity account|user|qos, `record` a JSON object of it;
+//   a user with make_default becomes that account's default) and delete
+//   (entity, name, and for a user the account): root only; ok {} once the
+//   change is stored (audited) and aqsd acts on it, else one error line.
+struct accounts {
+  static constexpr std::string_view type = "accounts";
+  std::int64_t id = 0;
+  std::string action;
+  std::optional<std::string> entity;
+  std::optional<std::string> record;
+  std::optional<std::string> name;
+  std::optional<std::string> account;
+  bool make_default = false;
+  friend bool operator==(const accounts&, const accounts&) = default;
+};
+
 // Server -> client: a job changed state (for watch_job).
 struct job_event {
   static constexpr std::string_view type = "job_event";
@@ -549,7 +570,7 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
-                             resize_begin, issue_token, revoke_token, control, job_signal, job_cpus>;
+                             resize_begin, issue_token, revoke_token, control, job_signal, job_cpus, accounts>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

@@ -11,6 +11,7 @@
 
 #include "core/strategy.hpp"
 #include "daemon/job_intake.hpp"
+#include "daemon_base/unix_user.hpp"
 #include "fake_connection.hpp"
 #include "strand_rig.hpp"
 
@@ -28,12 +29,16 @@ struct rig : test::strand_rig {
   core::site_config partitions;
   std::vector<std::pair<std::int64_t, job_state>> ended;
   bool faucets_open = true;
+  std::unique_ptr<daemon::job_accounting> accounts;
   std::unique_ptr<daemon::job_intake> intake;
 
-  explicit rig(daemon::user_limits limits = {}, core::site_config parts = {}) : partitions(std::move(parts)) {
+  explicit rig(daemon::user_limits limits = {}, core::site_config parts = {}, daemon::accounting_options acc = {})
+      : partitions(std::move(parts)) {
     core.add_node("n1", 4);
+    accounts = std::make_unique<daemon::job_accounting>(acc, pipe, clock, core);
+    accounts->set_readmit([this](std::int64_t id) { intake->admit_or_hold(id); });
     intake = std::make_unique<daemon::job_intake>(
-        core, pipe, view, stats, clock, partitions, limits, [this](std::int64_t) { return faucets_open; },
+        core, pipe, view, stats, clock, *accounts, partitions, limits, [this](std::int64_t) { return faucets_open; },
         [this](std::int64_t id, job_state s) { ended.emplace_back(id, s); });
   }
   ~rig() { pipe.stop(); }  // before the part goes: no callback runs into it
@@ -424,4 +429,129 @@ TEST_CASE("job_intake: a reload of the partitions does not race a submission's c
   done = true;
   strand.join();
   CHECK(alice->count() == 200);
+}
+
+// ---- accounting at submission and admission (job_accounting.hpp) ----------
+
+namespace {
+
+// root -> physics (GrpTRES=cpu=3 when asked) with alice (4101) in it; bob (4102) in no account.
+core::account_tree physics_tree(core::limits alice_limits = {}, core::limits physics_limits = {}) {
+  core::account_tree t;
+  t.accounts.push_back({"root", "", 1, {}, "", ""});
+  t.accounts.push_back({"physics", "root", 1, physics_limits, "", ""});
+  t.accounts.push_back({"chem", "root", 1, {}, "", ""});
+  const std::string alice = daemon::user_name_of(k_alice);
+  t.associations.push_back({alice, "physics", 1, alice_limits});
+  t.default_account[alice] = "physics";
+  return t;
+}
+
+daemon::accounting_options enforcing(bool limits) {
+  daemon::accounting_options o;
+  o.enforce_associations = true;
+  o.enforce_limits = limits;
+  return o;
+}
+
+protocol::job_spec job_in(std::string account) {
+  auto s = rig::job();
+  s.geometry = protocol::job_geometry{};
+  if (!account.empty()) s.geometry->recorded.push_back("account=" + account);
+  return s;
+}
+
+// What aqsd's change sink tells the accounting when a job ends.
+void ended(rig& r, std::int64_t id) {
+  r.finish(id, job_state::completed);
+  r.on_strand([&] {
+    daemon::job_change ch;
+    ch.job_id = id;
+    ch.state = job_state::completed;
+    r.accounts->on_change(ch);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("job_accounting: an account the user is not in, or a user without one, is refused in one line; nothing is stored") {
+  rig r({}, {}, enforcing(false));
+  r.on_strand([&] { r.accounts->replace_tree(physics_tree()); });
+  auto alice = r.user(k_alice), bob = r.user(k_bob);
+  std::string why;
+  CHECK(r.refused(alice, 1, job_in("chem"), &why) == protocol::error_code::bad_request);
+  CHECK(why.find("is not in account chem") != std::string::npos);
+  CHECK(why.find("physics") != std::string::npos);  // the accounts the user is in
+  CHECK(why.find('\n') == std::string::npos);
+  CHECK(r.refused(bob, 2, job_in(""), &why) == protocol::error_code::bad_request);
+  CHECK(why.find("has no account") != std::string::npos);
+  CHECK(r.stored_jobs() == 0);
+  // Without -A: the default account, kept with the job.
+  const auto id = r.submitted(alice, 3, job_in(""));
+  const auto rec = r.store.get_job(id);
+  REQUIRE(rec);
+  CHECK(r.in_core(id));
+  CHECK(r.accounts->state().account_of(static_cast<core::job_id>(id)) == "physics");
+}
+
+TEST_CASE("job_accounting: without enforcement nothing is refused and users with accounts are still charged") {
+  rig r;
+  r.on_strand([&] { r.accounts->replace_tree(physics_tree()); });
+  auto bob = r.user(k_bob), alice = r.user(k_alice);
+  const auto b = r.submitted(bob, 1, job_in("nowhere"));
+  CHECK(r.in_core(b));
+  CHECK_FALSE(r.accounts->state().tracks(static_cast<core::job_id>(b)));
+  const auto a = r.submitted(alice, 2, job_in(""));
+  CHECK(r.accounts->state().account_of(static_cast<core::job_id>(a)) == "physics");
+}
+
+TEST_CASE("job_accounting: MaxJobs holds the next job outside the core with Slurm's reason until one ends") {
+  core::limits one;
+  one.max_jobs = 1;
+  rig r({}, {}, enforcing(true));
+  r.on_strand([&] { r.accounts->replace_tree(physics_tree(one)); });
+  auto alice = r.user(k_alice);
+  const auto first = r.submitted(alice, 1, job_in(""));
+  const auto second = r.submitted(alice, 2, job_in(""));
+  CHECK(r.in_core(first));
+  CHECK_FALSE(r.in_core(second));
+  CHECK(r.reason(second) == "AssocMaxJobsLimit");
+  CHECK(r.intake->waits_outside_core(second));
+  ended(r, first);
+  CHECK(r.in_core(second));
+  CHECK(r.reason(second).empty());
+}
+
+TEST_CASE("job_accounting: MaxSubmitJobs refuses the submission over it in one line, and nothing is stored") {
+  core::limits one;
+  one.max_submit_jobs = 1;
+  rig r({}, {}, enforcing(true));
+  r.on_strand([&] { r.accounts->replace_tree(physics_tree(one)); });
+  auto alice = r.user(k_alice);
+  const auto first = r.submitted(alice, 1, job_in(""));
+  std::string why;
+  CHECK(r.refused(alice, 2, job_in(""), &why) == protocol::error_code::bad_request);
+  CHECK(why.find("MaxSubmitJobs") != std::string::npos);
+  CHECK(r.stored_jobs() == 1);
+  ended(r, first);
+  CHECK(r.submitted(alice, 3, job_in("")) > first);
+}
+
+TEST_CASE("job_accounting: an adaptive job's growth stops at its account's GrpTRES=cpu") {
+  core::limits three;
+  three.grp_cpus = 3;
+  rig r({}, {}, enforcing(true));
+  r.on_strand([&] { r.accounts->replace_tree(physics_tree({}, three)); });
+  auto alice = r.user(k_alice);
+  auto s = job_in("");
+  s.adaptive = true;
+  s.min_pe = 1;
+  s.max_pe = 8;
+  const auto id = r.submitted(alice, 1, s);
+  REQUIRE(r.in_core(id));
+  CHECK(r.core.get(static_cast<core::job_id>(id)).req.max_pe == 3);
+  // A second job of the account: the first counts at its largest size, so it waits.
+  const auto next = r.submitted(alice, 2, job_in(""));
+  CHECK_FALSE(r.in_core(next));
+  CHECK(r.reason(next) == "AssocGrpCpuLimit");
 }

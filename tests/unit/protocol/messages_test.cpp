@@ -11,6 +11,7 @@
 #include "protocol/framing.hpp"
 #include "protocol/messages.hpp"
 #include "refusals.hpp"
+#include "protocol/accounts_wire.hpp"
 #include "samples.hpp"
 
 using namespace aqs::protocol;
@@ -463,6 +464,18 @@ TEST_CASE("job_cpus goes from aqsd to node agents only: no role may send it, onl
   CHECK(parse_error(R"({"type":"job_cpus","id":7,"cpus":[1]})").code() == error_code::bad_request);
 }
 
+TEST_CASE("accounts: clients send it; its action, entity and record are checked on parsing") {
+  CHECK(may_send(peer_role::client, accounts{}));
+  CHECK_FALSE(may_send(peer_role::node, accounts{}));
+  CHECK_FALSE(may_send(peer_role::job, accounts{}));
+  CHECK(std::get<accounts>(parse_message(R"({"type":"accounts","id":1,"action":"shares"})")).action == "shares");
+  CHECK(parse_error(R"({"type":"accounts","id":1,"action":"drop"})").code() == error_code::bad_request);
+  CHECK(parse_error(R"({"type":"accounts","id":1,"action":"add","entity":"user"})").code() == error_code::bad_request);
+  CHECK(parse_error(R"({"type":"accounts","id":1,"action":"add","entity":"group","record":"{}"})").code() ==
+        error_code::bad_request);
+  CHECK(parse_error(R"({"type":"accounts","id":1,"action":"delete","entity":"qos"})").code() == error_code::bad_request);
+}
+
 TEST_CASE("id_of gives the correlation id and nothing for messages without one") {
   CHECK(id_of(submit{41, {}}) == 41);
   CHECK_FALSE(id_of(challenge{}).has_value());
@@ -510,4 +523,28 @@ TEST_CASE("a submit's umask is optional, absent from old clients, and must be wi
   CHECK(submit_error([](json& x) { x["job"]["umask"] = 512; }).code() == error_code::bad_request);
   CHECK(submit_error([](json& x) { x["job"]["umask"] = -1; }).code() == error_code::bad_request);
   CHECK(std::string(submit_error([](json& x) { x["job"]["umask"] = "077"; }).what()).find("umask") != std::string::npos);
+}
+
+TEST_CASE("accounts_wire: a tree goes to JSON and back unchanged; bad records are one-line errors") {
+  aqs::core::account_tree t;
+  t.accounts.push_back({"root", "", 1, {}, "", ""});
+  aqs::core::limits l;
+  l.max_jobs = 4;
+  l.grp_cpus = 64;
+  t.accounts.push_back({"physics", "root", 3, l, "the physicists", "uni"});
+  t.associations.push_back({"alice", "physics", 2, l});
+  t.qos_list.push_back({"high", 100, l, "urgent"});
+  t.default_account["alice"] = "physics";
+  const aqs::core::account_tree back = tree_from_json(to_json(t));
+  REQUIRE(back.accounts.size() == 2);
+  CHECK(back.accounts[1].lim == l);
+  CHECK(back.accounts[1].shares == 3);
+  CHECK(back.accounts[1].description == "the physicists");
+  CHECK(back.associations[0].user == "alice");
+  CHECK(back.associations[0].lim.max_jobs == 4u);
+  CHECK(back.qos_list[0].priority == 100u);
+  CHECK(back.default_account.at("alice") == "physics");
+  CHECK_THROWS_WITH_AS(account_from_json(nlohmann::json::object()), "accounts: 'name' is missing", std::invalid_argument);
+  CHECK_THROWS_AS(user_from_json(nlohmann::json{{"user", "a"}, {"account", "b"}, {"shares", -1}}), std::invalid_argument);
+  CHECK_THROWS_AS(qos_from_json(nlohmann::json{{"name", "q"}, {"limits", {{"max_jobs", "many"}}}}), std::invalid_argument);
 }

@@ -102,6 +102,9 @@ inline std::vector<message> samples() {
       job_signal{32, 5, 10},
       job_cpus{33, 5, {2, 3}},
       job_cpus{34, 5, {}},  // none left on that node
+      accounts{35, "show", std::nullopt, std::nullopt, std::nullopt, std::nullopt, false},
+      accounts{36, "add", "user", R"({"user":"alice","account":"physics","shares":2})", std::nullopt, std::nullopt, true},
+      accounts{37, "delete", "user", std::nullopt, "alice", "physics", false},
   };
 }
 
