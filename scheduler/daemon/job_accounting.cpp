@@ -27,15 +27,17 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// The value of "KEY=..." among a job's recorded Slurm options, or "".
+// The value of "KEY=..." among a job's recorded Slurm options (the last:
+// the command line's comes after the script's #SBATCH one), or "".
 std::string recorded(const protocol::job_spec& spec, std::string_view key) {
   if (!spec.geometry) return {};
+  std::string found;
   for (const auto& r : spec.geometry->recorded) {
     if (r.size() > key.size() && r.compare(0, key.size(), key) == 0 && r[key.size()] == '=') {
-      return r.substr(key.size() + 1);
+      found = r.substr(key.size() + 1);
     }
   }
-  return {};
+  return found;
 }
 
 std::string recorded(const std::optional<protocol::job_geometry>& g, std::string_view key) {

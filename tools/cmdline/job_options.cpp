@@ -597,7 +597,7 @@ std::string fsub_usage() {
          options_help(option_scope::batch) +
          "Through a Faucets server the first line is still \"Submitted job N\", N the server's\n"
          "job id; the cluster and its job id follow on stderr once a cluster is chosen.\n"
-         "Slurm options AQS does not act on (--account, --qos, --mail-*, --hint, ...) are\n"
+         "Slurm options AQS does not act on (--mail-*, --hint, ...) are\n"
          "accepted with a warning; options it cannot honour (--begin, --nodelist, ...) are errors.\n";
 }
 

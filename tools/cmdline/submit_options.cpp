@@ -245,6 +245,8 @@ AQS_SETTER(set_export) {
 // --signal is kept with the recorded options, and the agent acts on it
 // (core/signal_spec): no warning.
 AQS_SETTER(set_signal) { record_option(ctx, o, d.name, value, false); }
+// Kept on the job and acted on by aqsd's accounting (issue 32): no warning.
+AQS_SETTER(set_accounting) { record_option(ctx, o, d.name, value, false); }
 
 #undef AQS_SETTER
 
@@ -319,6 +321,11 @@ constexpr auto k_options = std::to_array<submit_option>({
      .usage = "    --export ALL[,N=V]", .help = "the submitter's environment (the default), N=V set on top\n"
                                                "(anything but ALL is recorded)",
      .set = set_export},
+    {.name = "account", .short_name = 'A', .arg = a::required, .lenient = true, .env = "SBATCH_ACCOUNT",
+     .usage = "-A, --account NAME", .help = "the account charged (default: your default account)",
+     .set = set_accounting},
+    {.name = "qos", .short_name = 'q', .arg = a::required, .lenient = true, .env = "SBATCH_QOS",
+     .usage = "-q, --qos NAME", .help = "the quality of service (its priority and limits)", .set = set_accounting},
     {.name = "signal", .arg = a::required, .lenient = true, .env = "SBATCH_SIGNAL",
      .usage = "    --signal SIG[@T]", .help = "signal SIG T seconds (default 60) before the time limit\n"
                                              "(B:SIG[@T]: the batch shell only)",
@@ -366,8 +373,6 @@ constexpr auto k_options = std::to_array<submit_option>({
     // ---- recorded: accepted and kept on the job, one warning each, so that
     // scripts from other sites run. Ignoring any of these never runs a job
     // smaller or earlier than asked.
-    {.name = "account", .short_name = 'A', .arg = a::required, .kind = k::recorded, .lenient = true, .env = "SBATCH_ACCOUNT"},
-    {.name = "qos", .short_name = 'q', .arg = a::required, .kind = k::recorded, .lenient = true, .env = "SBATCH_QOS"},
     {.name = "mail-type", .arg = a::required, .kind = k::recorded, .lenient = true},
     {.name = "mail-user", .arg = a::required, .kind = k::recorded, .lenient = true},
     {.name = "hint", .arg = a::required, .kind = k::recorded, .lenient = true, .env = "SBATCH_HINT"},

@@ -31,6 +31,7 @@ const std::map<std::string, std::string, std::less<>> k_samples = {
     {"max", "4"},          {"time", "10"},          {"job-name", "x"},        {"output", "out-%j"},
     {"error", "err-%j"},   {"chdir", "/tmp"},       {"dependency", "afterok:1"}, {"export", "ALL,A=1"},
     {"signal", "B:USR1@90"}, {"exclusive", "user"}, {"wrap", "true"},    {"socket", "/tmp/aqsd.sock"},
+    {"account", "proj"},   {"qos", "normal"},
     {"clusters", "auto"},  {"faucets", "https://f:1"}, {"faucets-ca", "/ca.pem"}, {"token-file", "/token"},
 };
 
