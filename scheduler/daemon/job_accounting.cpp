@@ -498,6 +498,36 @@ void job_accounting::handle_accounts(const std::shared_ptr<connection>& c, const
     c->send(protocol::ok{m.id, nlohmann::json{{"jobs", std::move(jobs)}, {"weights", weights_json(o_.weights)}}});
     return;
   }
+  if (m.action == "usage") {
+    if (!store_) {
+      c->send(protocol::ok{m.id, nlohmann::json{{"usage", nlohmann::json::array()}}});
+      return;
+    }
+    // Root sees everyone's; a user their own rows (as sreport with PrivateData=usage).
+    std::optional<std::string> only;
+    if (!is_admin(c->peer())) only = c->peer().uid ? user_name_of(*c->peer().uid) : std::string("?");
+    const auto at = [](std::int64_t s) { return store::time_point(std::chrono::microseconds(s * 1'000'000)); };
+    const store::time_point from = at(m.from_s.value_or(0));
+    const store::time_point to = at(m.to_s.value_or(static_cast<std::int64_t>(now) + 1));
+    pipe_.on_readers([this, c, id = m.id, from, to, only] {
+      try {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const store::usage_total& u : store_->usage_between(from, to)) {
+          if (only && u.user != *only) continue;
+          rows.push_back({{"user", u.user},
+                          {"account", u.account},
+                          {"jobs", u.jobs},
+                          {"cpu_seconds", u.cpu_seconds},
+                          {"mem_mb_seconds", u.mem_mb_seconds},
+                          {"gpu_seconds", u.gpu_seconds}});
+        }
+        c->send(protocol::ok{id, nlohmann::json{{"usage", std::move(rows)}}});
+      } catch (const std::exception& e) {
+        reply_error(c, id, protocol::error_code::internal, std::string("usage could not be read: ") + e.what());
+      }
+    });
+    return;
+  }
   if (!is_admin(c->peer())) {
     reply_error(c, m.id, protocol::error_code::permission_denied, "only root may change accounts, users and QOS");
     return;

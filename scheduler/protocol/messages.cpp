@@ -453,11 +453,14 @@ struct record<accounts> {
       field("name", &R::name, k_name),
       field("account", &R::account, k_name),
       field("make_default", &R::make_default, flag{}, presence::sparse),
+      field("from_s", &R::from_s, integer{0, std::int64_t{1} << 40}),
+      field("to_s", &R::to_s, integer{0, std::int64_t{1} << 40}),
       check<R>([](const reader& in, const R& m) {
-        static constexpr std::string_view actions[] = {"show", "shares", "priority", "add", "modify", "delete"};
+        static constexpr std::string_view actions[] = {"show", "shares", "priority", "usage", "add", "modify", "delete"};
         if (std::find(std::begin(actions), std::end(actions), m.action) == std::end(actions)) {
-          in.fail("action", "must be one of show, shares, priority, add, modify, delete");
+          in.fail("action", "must be one of show, shares, priority, usage, add, modify, delete");
         }
+        if (m.from_s && m.to_s && *m.to_s < *m.from_s) in.fail("to_s", "must not be before from_s");
         const bool change = m.action == "add" || m.action == "modify" || m.action == "delete";
         if (change && (!m.entity || (*m.entity != "account" && *m.entity != "user" && *m.entity != "qos"))) {
           in.fail("entity", "must be account, user or qos");

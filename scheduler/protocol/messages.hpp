@@ -300,6 +300,9 @@ struct revoke_token {
 //   show     -> ok {tree: TREE}                         (anyone)
 //   shares   -> ok {shares: [..], weights: {..}}        (anyone: sshare)
 //   priority -> ok {jobs: [..], weights: {..}}          (anyone: sprio)
+//   usage    -> ok {usage: [{user, account, jobs, cpu_seconds, mem_mb_seconds,
+//               gpu_seconds}]} of jobs that ended in [from_s, to_s) (Unix
+//               seconds; a user who is not root sees their own rows only)
 //   add, modify (entity account|user|qos, `record` a JSON object of it;
 //   a user with make_default becomes that account's default) and delete
 //   (entity, name, and for a user the account): root only; ok {} once the
@@ -313,6 +316,8 @@ struct accounts {
   std::optional<std::string> name;
   std::optional<std::string> account;
   bool make_default = false;
+  std::optional<std::int64_t> from_s;
+  std::optional<std::int64_t> to_s;
   friend bool operator==(const accounts&, const accounts&) = default;
 };
 

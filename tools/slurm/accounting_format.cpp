@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <stdexcept>
 
@@ -661,6 +662,109 @@ std::string sprio_weights(const core::priority_weights& w) {
     }
   });
   return out;
+}
+
+}  // namespace aqs::slurm
+
+namespace aqs::slurm {
+
+std::int64_t parse_report_time(std::string_view text, std::int64_t now) {
+  const std::string t(text);
+  const auto bad = [&]() -> std::int64_t {
+    throw std::invalid_argument("invalid time '" + t +
+                                "' (YYYY-MM-DD[THH:MM[:SS]], MM/DD[/YY], now, today, yesterday or Unix seconds)");
+  };
+  if (t.empty()) return bad();
+  const std::time_t n = static_cast<std::time_t>(now);
+  std::tm day{};
+  ::localtime_r(&n, &day);
+  day.tm_hour = day.tm_min = day.tm_sec = 0;
+  day.tm_isdst = -1;
+  if (t == "now") return now;
+  if (t == "today") return static_cast<std::int64_t>(std::mktime(&day));
+  if (t == "yesterday") {
+    day.tm_mday -= 1;
+    return static_cast<std::int64_t>(std::mktime(&day));
+  }
+  if (std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (t.size() > 12) return bad();
+    return std::stoll(t);
+  }
+  std::tm tm{};
+  tm.tm_isdst = -1;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  char tail = 0;
+  if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &s, &tail) == 6 ||
+      std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d%c", &y, &mo, &d, &h, &mi, &tail) == 5 ||
+      std::sscanf(t.c_str(), "%4d-%2d-%2d%c", &y, &mo, &d, &tail) == 3) {
+    // parsed
+  } else if (std::sscanf(t.c_str(), "%2d/%2d/%2d%c", &mo, &d, &y, &tail) == 3) {
+    y += 2000;
+  } else if (std::sscanf(t.c_str(), "%2d/%2d%c", &mo, &d, &tail) == 2) {
+    y = day.tm_year + 1900;
+  } else {
+    return bad();
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 || y < 1970 || y > 2999) return bad();
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  return static_cast<std::int64_t>(std::mktime(&tm));
+}
+
+std::string report_time(std::int64_t t) {
+  const std::time_t x = static_cast<std::time_t>(t);
+  std::tm tm{};
+  ::localtime_r(&x, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string sreport_account_utilization(const std::vector<usage_row>& rows, std::int64_t from, std::int64_t to,
+                                        std::string_view unit, print_style style, bool header,
+                                        const std::string& cluster) {
+  std::map<std::string, std::vector<const usage_row*>> by_account;
+  std::map<std::string, double> totals;
+  for (const usage_row& r : rows) {
+    by_account[r.account].push_back(&r);
+    totals[r.account] += r.cpu_seconds;
+  }
+  double all = 0;
+  for (const auto& [a, v] : totals) all += v;
+  const auto used = [&](double secs) -> std::string {
+    char buf[64];
+    if (unit == "percent") {
+      std::snprintf(buf, sizeof buf, "%.2f%%", all > 0 ? 100.0 * secs / all : 0.0);
+    } else {
+      const double div = unit == "hours" ? 3600.0 : unit == "seconds" ? 1.0 : 60.0;
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(secs / div + 0.5));
+    }
+    return buf;
+  };
+  const std::vector<print_field> fields = {{"Cluster", 9, value_kind::text, "cluster"},
+                                           {"Account", 15, value_kind::text, "account"},
+                                           {"Login", 9, value_kind::text, "login"},
+                                           {"Proper Name", 15, value_kind::text, "name"},
+                                           {"Used", 8, value_kind::text, "used"}};
+  std::vector<std::vector<print_value>> out;
+  for (auto& [account, users] : by_account) {
+    std::sort(users.begin(), users.end(), [](const usage_row* a, const usage_row* b) { return a->user < b->user; });
+    out.push_back({cluster, account, std::string(), std::string(), used(totals[account])});
+    for (const usage_row* u : users) out.push_back({cluster, account, u->user, u->user, used(u->cpu_seconds)});
+  }
+  std::string text;
+  if (header) {
+    const std::string rule(80, '-');
+    const char* what = unit == "hours" ? "CPU Hours" : unit == "seconds" ? "CPU Seconds" : unit == "percent" ? "Percentage of Total" : "CPU Minutes";
+    text += rule + "\nCluster/Account/User Utilization " + report_time(from) + " - " + report_time(to - 1) + " (" +
+            std::to_string(to - from) + " secs)\nUsage reported in " + what + "\n" + rule + "\n";
+  }
+  text += render_print_fields(fields, out, style, header);
+  return text;
 }
 
 }  // namespace aqs::slurm

@@ -118,3 +118,30 @@ std::string sprio_show(const std::vector<sprio_job>& jobs, const core::priority_
 std::string sprio_weights(const core::priority_weights& w);
 
 }  // namespace aqs::slurm
+
+namespace aqs::slurm {
+
+// ---- sreport and fusage ----
+
+// A report's start= or end= as Slurm's sreport reads it, in local time:
+// YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], MM/DD[/YY], now, today, yesterday,
+// or Unix seconds. Throws std::invalid_argument("invalid time 'X' (...)").
+std::int64_t parse_report_time(std::string_view text, std::int64_t now);
+// "2026-11-27T00:00:00" in local time.
+std::string report_time(std::int64_t t);
+
+// One user's usage in one account over the period (the `usage` action).
+struct usage_row {
+  std::string user, account;
+  std::int64_t jobs = 0;
+  double cpu_seconds = 0;
+};
+// sreport cluster AccountUtilizationByUser: per account (its total, Login
+// blank) then its users, "Used" in the unit (-t: minutes (Slurm's
+// default), hours, seconds, or percent of the account total); the banner
+// with the period unless `header` is false; `style` as sacctmgr's.
+std::string sreport_account_utilization(const std::vector<usage_row>& rows, std::int64_t from, std::int64_t to,
+                                        std::string_view unit, print_style style, bool header,
+                                        const std::string& cluster = "aqs");
+
+}  // namespace aqs::slurm

@@ -151,6 +151,23 @@ TEST_CASE("accounting: accounts at submission, MaxJobs with Slurm's reason, usag
     std::this_thread::sleep_for(200ms);
   }
   CHECK(rows == 2);
+
+  // The reports: sreport's layout for root; fusage shows a user their own rows only.
+  const auto report = s.c->cmd(AQS_SREPORT_BINARY, {"-P", "-n", "-t", "seconds", "cluster", "AccountUtilizationByUser",
+                                                    "start=today", "end=now"});
+  INFO(report.err);
+  CHECK(report.status == 0);
+  CHECK(report.out.find("aqs|physics|||") != std::string::npos);
+  CHECK(report.out.find("aqs|physics|" + s.ann.name + "|" + s.ann.name + "|") != std::string::npos);
+  const auto mine = s.c->cmd(AQS_FUSAGE_BINARY, {"--csv"}, &s.ann);
+  CHECK(mine.status == 0);
+  CHECK(mine.out.find(s.ann.name + ",physics,2,") != std::string::npos);
+  const auto others = s.c->cmd(AQS_FUSAGE_BINARY, {"--csv"}, &s.bob);
+  CHECK(others.status == 0);
+  CHECK(others.out.find(s.ann.name) == std::string::npos);
+  const auto bad = s.c->cmd(AQS_FUSAGE_BINARY, {"-S", "someday"}, &s.bob);
+  CHECK(bad.status != 0);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
 
 TEST_CASE("accounting: fair share starts the user who used less first, under easy and equipartition") {

@@ -102,9 +102,11 @@ inline std::vector<message> samples() {
       job_signal{32, 5, 10},
       job_cpus{33, 5, {2, 3}},
       job_cpus{34, 5, {}},  // none left on that node
-      accounts{35, "show", std::nullopt, std::nullopt, std::nullopt, std::nullopt, false},
-      accounts{36, "add", "user", R"({"user":"alice","account":"physics","shares":2})", std::nullopt, std::nullopt, true},
-      accounts{37, "delete", "user", std::nullopt, "alice", "physics", false},
+      accounts{35, "show", std::nullopt, std::nullopt, std::nullopt, std::nullopt, false, std::nullopt, std::nullopt},
+      accounts{36, "add", "user", R"({"user":"alice","account":"physics","shares":2})", std::nullopt, std::nullopt, true,
+               std::nullopt, std::nullopt},
+      accounts{37, "delete", "user", std::nullopt, "alice", "physics", false, std::nullopt, std::nullopt},
+      accounts{38, "usage", std::nullopt, std::nullopt, std::nullopt, std::nullopt, false, 1700000000, 1800000000},
   };
 }
 

@@ -2,6 +2,7 @@
 // for byte as Slurm 22.05's print_fields and sprio print them.
 #include <doctest/doctest.h>
 
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -187,4 +188,39 @@ TEST_CASE("sprio's default columns drop the factors weighted 0, and print weight
   CHECK(sprio_weights(w) ==
         "          JOBID PARTITION   PRIORITY        AGE  FAIRSHARE\n"
         "        Weights                            1000      10000\n");
+}
+
+TEST_CASE("sreport: start= and end= as Slurm reads them; anything else is one line") {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const std::int64_t now = 1'764'300'000;  // 2025-11-28T03:20:00Z
+  CHECK(aqs::slurm::parse_report_time("2025-11-27", now) == 1'764'201'600);
+  CHECK(aqs::slurm::parse_report_time("2025-11-27T01:02:03", now) == 1'764'201'600 + 3723);
+  CHECK(aqs::slurm::parse_report_time("2025-11-27T01:02", now) == 1'764'201'600 + 3720);
+  CHECK(aqs::slurm::parse_report_time("11/27/25", now) == 1'764'201'600);
+  CHECK(aqs::slurm::parse_report_time("today", now) == 1'764'288'000);
+  CHECK(aqs::slurm::parse_report_time("yesterday", now) == 1'764'201'600);
+  CHECK(aqs::slurm::parse_report_time("now", now) == now);
+  CHECK(aqs::slurm::parse_report_time("1700000000", now) == 1'700'000'000);
+  for (const char* bad : {"", "2025-13-01", "tomorrowish", "2025-11-27T25:00", "-5", "2025-11-27x"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(aqs::slurm::parse_report_time(bad, now), std::invalid_argument);
+  }
+}
+
+TEST_CASE("sreport: AccountUtilizationByUser has the account's total, then its users, in minutes by default") {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const std::vector<aqs::slurm::usage_row> rows = {
+      {"bob", "physics", 2, 1200}, {"alice", "physics", 1, 600}, {"carol", "chem", 3, 3600}};
+  const std::string p = aqs::slurm::sreport_account_utilization(rows, 1'764'201'600, 1'764'288'000, "minutes",
+                                                                aqs::slurm::print_style::parsable2, false);
+  CHECK(p == "aqs|chem|||60\naqs|chem|carol|carol|60\naqs|physics|||30\naqs|physics|alice|alice|10\naqs|physics|bob|bob|20\n");
+  const std::string t = aqs::slurm::sreport_account_utilization(rows, 1'764'201'600, 1'764'288'000, "hours",
+                                                                aqs::slurm::print_style::table, true);
+  CHECK(t.find("Cluster/Account/User Utilization 2025-11-27T00:00:00 - 2025-11-27T23:59:59 (86400 secs)") != std::string::npos);
+  CHECK(t.find("Usage reported in CPU Hours") != std::string::npos);
+  const std::string pct = aqs::slurm::sreport_account_utilization(rows, 0, 10, "percent",
+                                                                  aqs::slurm::print_style::parsable2, false);
+  CHECK(pct.find("aqs|chem|||66.67%") != std::string::npos);
 }

@@ -17,7 +17,7 @@ using namespace aqs;
 namespace {
 
 core::account_tree fetch_tree(client::connection& c) {
-  const nlohmann::json r = c.call(protocol::accounts{c.next_id(), "show", {}, {}, {}, {}, false});
+  const nlohmann::json r = c.call(protocol::accounts{c.next_id(), "show", {}, {}, {}, {}, false, {}, {}});
   return protocol::tree_from_json(r.at("tree"));
 }
 
@@ -32,12 +32,12 @@ const char* entity_word(slurm::sacctmgr_entity e) {
 
 void send_record(client::connection& c, const char* action, slurm::sacctmgr_entity e, const nlohmann::json& record,
                  bool make_default = false) {
-  c.call(protocol::accounts{c.next_id(), action, std::string(entity_word(e)), record.dump(), {}, {}, make_default});
+  c.call(protocol::accounts{c.next_id(), action, std::string(entity_word(e)), record.dump(), {}, {}, make_default, {}, {}});
 }
 
 void send_delete(client::connection& c, slurm::sacctmgr_entity e, const std::string& name,
                  std::optional<std::string> account = std::nullopt) {
-  c.call(protocol::accounts{c.next_id(), "delete", std::string(entity_word(e)), {}, name, std::move(account), false});
+  c.call(protocol::accounts{c.next_id(), "delete", std::string(entity_word(e)), {}, name, std::move(account), false, {}, {}});
 }
 
 [[noreturn]] void fail(const std::string& why) { throw std::runtime_error(why); }

@@ -78,7 +78,7 @@ int run(const std::vector<std::string>& args) {
     }
   }
   client::connection c(client::socket_path(std::nullopt));
-  const nlohmann::json r = c.call(protocol::accounts{c.next_id(), "priority", {}, {}, {}, {}, false});
+  const nlohmann::json r = c.call(protocol::accounts{c.next_id(), "priority", {}, {}, {}, {}, false, {}, {}});
   const core::priority_weights w = weights_of(r.at("weights"));
   if (weights_only) {
     const std::string text = slurm::sprio_weights(w);

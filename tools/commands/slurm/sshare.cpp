@@ -65,7 +65,7 @@ int run(const std::vector<std::string>& args) {
   }
   const auto fields = format.empty() ? slurm::sshare_default_format(long_list) : slurm::sshare_format(format);
   client::connection c(client::socket_path(std::nullopt));
-  const nlohmann::json r = c.call(protocol::accounts{c.next_id(), "shares", {}, {}, {}, {}, false});
+  const nlohmann::json r = c.call(protocol::accounts{c.next_id(), "shares", {}, {}, {}, {}, false, {}, {}});
   core::fair_share_result fs;
   for (const auto& row : r.at("shares")) {
     core::share_row s;
