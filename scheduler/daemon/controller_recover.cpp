@@ -59,7 +59,7 @@ void controller::recover() {
   const std::size_t n = sched_.machine().size();
   // Arrays' compact records, admitted once their split tasks are back (the
   // window counts them).
-  std::vector<std::int64_t> compact;
+  std::vector<std::int64_t> compact, queued;
   for (const auto& s : st.jobs) {
     job_entry e;
     e.req = to_core_request(s);
@@ -114,7 +114,9 @@ void controller::recover() {
       }
       jobs().add(s.id, std::move(e));
       if (admitted) {
-        intake_.admit_or_hold(s.id);
+        // Queued once every running job is back: their places count against
+        // the accounting limits first, whatever order the store lists them in.
+        queued.push_back(s.id);
       } else {
         view_.set_reason(s.id, "JobArrayTaskLimit");
       }
@@ -165,6 +167,7 @@ void controller::recover() {
     }
     ++running;
   }
+  for (const std::int64_t id : queued) intake_.admit_or_hold(id);
   for (const std::int64_t id : compact) intake_.admit_or_hold(id);
   for (std::size_t index : down) sched_.apply(core::event::on_node(core::event::kind::node_down, index));
   for (std::size_t index : drained) sched_.apply(core::event::on_node(core::event::kind::node_drain, index));

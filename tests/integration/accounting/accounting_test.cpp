@@ -217,3 +217,39 @@ TEST_CASE("accounting: fair share starts the user who used less first, under eas
     s.c->cmd(test::bin().fkill, {"-u", s.ann.name});
   }
 }
+
+TEST_CASE("accounting: after kill -9 of aqsd a held job stays held, the running one still counts and is charged once") {
+  setup s("AccountingStorageEnforce=associations,limits\n", "equipartition", 4);
+  s.ok({"-i", "add", "account", "physics"});
+  s.ok({"-i", "add", "user", s.ann.name, "Account=physics", "MaxJobs=1"});
+  const auto first = s.c->submit({"-o", "/dev/null", "--wrap", "sleep 600"}, &s.ann, s.ann.home.string());
+  const auto second = s.c->submit({"-o", "/dev/null", "--wrap", "sleep 1"}, &s.ann, s.ann.home.string());
+  s.c->wait_state(first, {job_state::running});
+  REQUIRE(s.c->job(second)->reason.value_or("") == "AssocMaxJobsLimit");
+  s.c->kill_aqsd();
+  s.c->start_aqsd();
+  s.c->wait_nodes_up(1);
+  // The recovered running job counts against MaxJobs again: the other waits.
+  std::this_thread::sleep_for(2s);
+  const auto held = s.c->job(second);
+  REQUIRE(held);
+  CHECK(held->state == job_state::pending);
+  CHECK(held->reason.value_or("") == "AssocMaxJobsLimit");
+  CHECK(s.c->job(first)->state == job_state::running);
+  s.c->cmd(test::bin().fkill, {std::to_string(first)}, &s.ann);
+  s.c->wait_state(second, {job_state::completed}, 120s);
+  pqxx::connection pg(s.db.conninfo());
+  long rows = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pqxx::work tx(pg);
+    rows = tx.exec1("SELECT count(*) FROM usage_records WHERE account = 'physics'")[0].as<long>();
+    if (rows >= 2) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(rows == 2);
+  pqxx::work tx(pg);
+  // The first job (one processor) was charged from its start, across the restart.
+  const double charged = tx.exec1("SELECT cpu_seconds FROM usage_records WHERE job_id = " + std::to_string(first))[0].as<double>();
+  CHECK(charged >= 2.0);
+}
