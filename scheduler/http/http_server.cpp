@@ -509,6 +509,31 @@ private:
         return ask_snapshot{[](const daemon::cluster_snapshot& s) { return make_response(200, cluster_map_json(s)); }};
       case route_kind::utilization:
         return utilization(query);
+      case route_kind::usage: {
+        // As fusage: root sees every user's rows, a user their own.
+        protocol::accounts a;
+        a.id = 1;
+        a.action = "usage";
+        for (const auto& [k, v] : parse_query(query)) {
+          if (k == "since") {
+            a.from_s = *integer_param("since", v, 0, std::int64_t{1} << 40);
+          } else if (k == "until") {
+            a.to_s = *integer_param("until", v, 0, std::int64_t{1} << 40);
+          } else {
+            throw protocol::protocol_error(protocol::error_code::bad_request, "unknown parameter '" + k + "' (since, until)");
+          }
+        }
+        if (a.from_s && a.to_s && *a.to_s < *a.from_s) {
+          throw protocol::protocol_error(protocol::error_code::bad_request, "until must not be before since");
+        }
+        return ask_controller{a, ok_result};
+      }
+      case route_kind::accounts: {
+        protocol::accounts a;
+        a.id = 1;
+        a.action = "show";
+        return ask_controller{a, ok_result};
+      }
       case route_kind::nodes:
         return ask_controller{protocol::list_nodes{1}, ok_result};
       case route_kind::partitions:

@@ -43,6 +43,8 @@ const std::vector<route>& routes() {
       {"GET", "/api/v1/partitions/{name}", access::public_read, k::partition},
       {"GET", "/api/v1/cluster/map", access::public_read, k::cluster_map},
       {"GET", "/api/v1/cluster/utilization", access::public_read, k::utilization},
+      {"GET", "/api/v1/usage", access::token, k::usage},
+      {"GET", "/api/v1/accounts", access::token, k::accounts},
       {"GET", "/api/v1/events", access::public_read, k::events},
       {"GET", "/metrics", access::public_read, k::metrics},
   };

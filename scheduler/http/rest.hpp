@@ -42,6 +42,8 @@ enum class route_kind : unsigned char {
   partition,
   cluster_map,
   utilization,
+  usage,     // GET /api/v1/usage: processor-seconds per user and account (accounting)
+  accounts,  // GET /api/v1/accounts: the account tree
   events,
   metrics,
 };
