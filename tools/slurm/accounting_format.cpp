@@ -668,6 +668,14 @@ std::string sprio_weights(const core::priority_weights& w) {
 
 namespace aqs::slurm {
 
+std::vector<std::string> comma_list(std::string_view text) {
+  std::vector<std::string> out;
+  for (std::string_view p : core::split(text, ',')) {
+    if (!p.empty()) out.emplace_back(p);
+  }
+  return out;
+}
+
 std::int64_t parse_report_time(std::string_view text, std::int64_t now) {
   const std::string t(text);
   const auto bad = [&]() -> std::int64_t {

@@ -123,6 +123,9 @@ namespace aqs::slurm {
 
 // ---- sreport and fusage ----
 
+// "a,b,,c" -> {"a", "b", "c"}: the -u/-j/users= lists of the accounting commands.
+std::vector<std::string> comma_list(std::string_view text);
+
 // A report's start= or end= as Slurm's sreport reads it, in local time:
 // YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS], MM/DD[/YY], now, today, yesterday,
 // or Unix seconds. Throws std::invalid_argument("invalid time 'X' (...)").

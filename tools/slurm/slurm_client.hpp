@@ -70,6 +70,26 @@ int run_slurm(const std::string& name, Body&& body) noexcept {
 // What "-V/--version" prints.
 inline constexpr const char* k_version_line = "slurm 22.05.0 (AQS compatibility commands)";
 
+// The start of the accounting commands (sshare, sprio, sreport): -h,
+// --help and --usage print `usage`, -V/--version the version line; else
+// body(args) inside run_slurm (one-line errors, exit 1).
+template <class Body>
+int accounting_main(int argc, char** argv, const char* default_name, const char* usage, Body&& body) noexcept {
+  const std::string name = command_name(argv[0], default_name);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args) {
+    if (a == "-h" || a == "--help" || a == "--usage") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if (a == "-V" || a == "--version") {
+      std::printf("%s\n", k_version_line);
+      return 0;
+    }
+  }
+  return run_slurm(name, [&]() -> int { return body(args); });
+}
+
 // The start that the query commands' main() share: the name they answer to
 // (argv[0]), their command line read by `parse`, --help/--usage printing
 // usage() and -V/--version the version line; else body(name, cmd), all in

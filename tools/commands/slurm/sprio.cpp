@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/text_util.hpp"
 #include "slurm/accounting_format.hpp"
 #include "slurm/slurm_client.hpp"
 
@@ -16,21 +17,6 @@ namespace {
 const char* k_usage =
     "Usage: sprio [-l] [-n] [-w] [-j JOBID[,JOBID]] [-u USER[,USER]] [-o FORMAT]\n"
     "  pending jobs' priorities and their weighted factors\n";
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (ch == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
 
 core::priority_weights weights_of(const nlohmann::json& w) {
   core::priority_weights out;
@@ -62,13 +48,13 @@ int run(const std::vector<std::string>& args) {
     } else if (a == "-w" || a == "--weights") {
       weights_only = true;
     } else if (a == "-j") {
-      for (auto& j : split_commas(value("j"))) jobs.push_back(j);
+      for (auto& j : slurm::comma_list(value("j"))) jobs.push_back(j);
     } else if (a.rfind("--jobs=", 0) == 0) {
-      for (auto& j : split_commas(a.substr(7))) jobs.push_back(j);
+      for (auto& j : slurm::comma_list(a.substr(7))) jobs.push_back(j);
     } else if (a == "-u") {
-      for (auto& u : split_commas(value("u"))) users.push_back(u);
+      for (auto& u : slurm::comma_list(value("u"))) users.push_back(u);
     } else if (a.rfind("--user=", 0) == 0) {
-      for (auto& u : split_commas(a.substr(7))) users.push_back(u);
+      for (auto& u : slurm::comma_list(a.substr(7))) users.push_back(u);
     } else if (a == "-o") {
       format = value("o");
     } else if (a.rfind("--format=", 0) == 0) {
@@ -113,17 +99,5 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "sprio");
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args) {
-    if (a == "-h" || a == "--help" || a == "--usage") {
-      std::fputs(k_usage, stdout);
-      return 0;
-    }
-    if (a == "-V" || a == "--version") {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
-  }
-  return slurm::run_slurm(name, [&]() -> int { return run(args); });
+  return slurm::accounting_main(argc, argv, "sprio", k_usage, [](const std::vector<std::string>& args) { return run(args); });
 }

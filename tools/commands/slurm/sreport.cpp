@@ -22,14 +22,6 @@ const char* k_usage =
     "               [start=TIME] [end=TIME] [users=U[,U]] [accounts=A[,A]]\n"
     "  processor time charged per account and user in [start, end) (default: yesterday)\n";
 
-std::vector<std::string> split_commas(std::string_view s) {
-  std::vector<std::string> out;
-  for (std::string_view p : core::split(s, ',')) {
-    if (!p.empty()) out.emplace_back(p);
-  }
-  return out;
-}
-
 int run(const std::vector<std::string>& args) {
   slurm::print_style style = slurm::print_style::table;
   bool header = true;
@@ -74,9 +66,9 @@ int run(const std::vector<std::string>& args) {
     } else if (k == "end") {
       to = slurm::parse_report_time(v, now);
     } else if (k == "users" || k == "user") {
-      users = split_commas(v);
+      users = slurm::comma_list(v);
     } else if (k == "accounts" || k == "account") {
-      accounts = split_commas(v);
+      accounts = slurm::comma_list(v);
     } else {
       throw std::invalid_argument("unknown option '" + w + "' (start=, end=, users=, accounts=)");
     }
@@ -100,17 +92,5 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "sreport");
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args) {
-    if (a == "-h" || a == "--help" || a == "--usage") {
-      std::fputs(k_usage, stdout);
-      return 0;
-    }
-    if (a == "-V" || a == "--version") {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
-  }
-  return slurm::run_slurm(name, [&]() -> int { return run(args); });
+  return slurm::accounting_main(argc, argv, "sreport", k_usage, [](const std::vector<std::string>& args) { return run(args); });
 }

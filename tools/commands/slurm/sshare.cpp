@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/text_util.hpp"
 #include "slurm/accounting_format.hpp"
 #include "slurm/slurm_client.hpp"
 
@@ -15,21 +16,6 @@ namespace {
 const char* k_usage =
     "Usage: sshare [-a] [-l] [-n] [-p|-P] [-u USER[,USER]] [-o FIELD[,FIELD]]\n"
     "  the fair-share tree: RawShares, NormShares, RawUsage, EffectvUsage, FairShare per account and user\n";
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : s) {
-    if (ch == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
 
 int run(const std::vector<std::string>& args) {
   bool long_list = false, header = true;
@@ -52,9 +38,9 @@ int run(const std::vector<std::string>& args) {
     } else if (a == "-P" || a == "--parsable2") {
       style = slurm::print_style::parsable2;
     } else if (a == "-u") {
-      for (auto& u : split_commas(value("u"))) users.push_back(u);
+      for (auto& u : slurm::comma_list(value("u"))) users.push_back(u);
     } else if (a.rfind("--users=", 0) == 0) {
-      for (auto& u : split_commas(a.substr(8))) users.push_back(u);
+      for (auto& u : slurm::comma_list(a.substr(8))) users.push_back(u);
     } else if (a == "-o") {
       format = value("o");
     } else if (a.rfind("--format=", 0) == 0) {
@@ -89,17 +75,5 @@ int run(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string name = slurm::command_name(argv[0], "sshare");
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (const auto& a : args) {
-    if (a == "-h" || a == "--help" || a == "--usage") {
-      std::fputs(k_usage, stdout);
-      return 0;
-    }
-    if (a == "-V" || a == "--version") {
-      std::printf("%s\n", slurm::k_version_line);
-      return 0;
-    }
-  }
-  return slurm::run_slurm(name, [&]() -> int { return run(args); });
+  return slurm::accounting_main(argc, argv, "sshare", k_usage, [](const std::vector<std::string>& args) { return run(args); });
 }
