@@ -404,3 +404,13 @@ TEST_CASE("no backfilled or grown job delays the reservation of the queue's head
   }
   CHECK(checked > 100);
 }
+
+TEST_CASE("no backfilled or expanded job delays the reservation of the queue's head (equipartition)") {
+  // equipartition ignores preferred sizes; the same seeded mixed workloads.
+  std::size_t checked = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    checked += check_easy_guarantee("equipartition", {}, seed);
+  }
+  CHECK(checked > 100);
+}
