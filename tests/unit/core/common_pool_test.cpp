@@ -168,6 +168,11 @@ TEST_CASE("a moldable start: a waiting adaptive job starts below its preferred s
       const decision* st = find(d, kind::start, 2);
       REQUIRE(st != nullptr);
       CHECK(st->to.count() == 4);
+      // ...and grows later: the rigid job ends early, at 60, and the job
+      // started below its preferred size is grown to it at least.
+      d = settle(s, s.handle(event::completion(1), 60), 60);
+      CHECK(find(d, kind::resize, 2) != nullptr);
+      CHECK(s.get(2).size() >= 8);
     }
   }
 }
