@@ -3,7 +3,7 @@
 
 Runs aqs-sim (niced) on the shipped KTH-SP2 and LLNL-Atlas logs and on the
 synthetic Faucets workload, at 0, 10, 20, 50 and 100 % malleable, for easy,
-equipartition, pref_common_pool and payoff, 5 seeds each (Amdahl 0.95, 10 s
+equipartition, pref_common_pool, payoff and payoff_lxf, 5 seeds each (Amdahl 0.95, 10 s
 per resize), prints a markdown table (mean over the seeds +- their standard
 deviation) and writes bench/results/policy_study.json.
 
@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--workloads", default="kth,llnl,faucets")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--fractions", default="0,0.1,0.2,0.5,1")
-    ap.add_argument("--policies", default="easy,equipartition,pref_common_pool,payoff")
+    ap.add_argument("--policies", default="easy,equipartition,pref_common_pool,payoff,payoff_lxf")
     ap.add_argument("--extra", default="", help="more aqs-sim options, e.g. '--min-resize-interval 120'")
     ap.add_argument("--from-json", default="", help="print the table of a finished study's JSON instead of running")
     ap.add_argument("--cache", default="", help="JSON lines of finished runs: read first, appended to (resume a study)")
