@@ -131,23 +131,35 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
   };
   // Backfill candidates for payoff_lxf: only those that could fit now (a
   // job needing more than `avail` is refused whatever the order, and avail
-  // only shrinks), so a long queue costs a scan and a small sort.
+  // only shrinks), and at most k_lxf_window of them; the queue after the
+  // last one is tried in queue order, so a decision costs the same on a
+  // queue of 100,000 as on one of a thousand.
+  constexpr std::size_t k_lxf_window = 500;
   std::vector<std::pair<double, const queue_key*>> candidates;
-  for (const queue_key& k : s.queue()) {
-    if (walk.done(avail)) break;
+  auto it = s.queue().begin();
+  const auto end = s.queue().end();
+  for (; it != end && !walk.done(avail); ++it) {
     if (rules.lxf_backfill && walk.blocked()) {
-      const job& j = s.get(k.id);
-      if (j.req.min_pe <= avail) candidates.emplace_back(-expansion_factor(k.submit_time, j.req.walltime, now), &k);
+      const job& j = s.get(it->id);
+      if (j.req.min_pe > avail) continue;
+      candidates.emplace_back(-expansion_factor(it->submit_time, j.req.walltime, now), &*it);
+      if (candidates.size() == k_lxf_window) {
+        ++it;
+        break;
+      }
       continue;
     }
-    visit(k);
+    visit(*it);
   }
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Largest factor first, ties in queue order.
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  });
   for (const auto& c : candidates) {
     if (walk.done(avail)) break;
     visit(*c.second);
   }
+  for (; it != end && !walk.done(avail); ++it) visit(*it);
 
   const std::size_t n = members.size();
   std::vector<std::size_t> order(n), grains(n), hi(n), lo(n), cur_extra(n);
