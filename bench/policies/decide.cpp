@@ -88,10 +88,19 @@ cost decision_time(const std::string& policy, std::size_t nodes, std::size_t que
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  // bench_policies [--quick] [POLICY...]: every policy below unless some are named.
+  bool quick = false;
+  std::vector<std::string> policies;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--quick") {
+      quick = true;
+    } else {
+      policies.emplace_back(argv[i]);
+    }
+  }
+  if (policies.empty()) policies = {"easy", "equipartition", "pref_common_pool", "payoff", "payoff_lxf"};
   const char* env = std::getenv("AQS_BENCH_RESULTS");
   const std::string results = env && *env ? env : "bench/results";
-  const std::vector<std::string> policies = {"easy", "equipartition", "pref_common_pool", "payoff"};
   // (nodes, queued): a small case, and 1,024 nodes with 1,000, 10,000 and the
   // issue's 100,000 queued (how the cost grows with the queue's length).
   const std::vector<std::pair<std::size_t, std::size_t>> sizes =

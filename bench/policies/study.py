@@ -3,7 +3,7 @@
 
 Runs aqs-sim (niced) on the shipped KTH-SP2 and LLNL-Atlas logs and on the
 synthetic Faucets workload, at 0, 10, 20, 50 and 100 % malleable, for easy,
-equipartition, pref_common_pool and payoff, 5 seeds each (Amdahl 0.95, 10 s
+equipartition, pref_common_pool, payoff and payoff_lxf, 5 seeds each (Amdahl 0.95, 10 s
 per resize), prints a markdown table (mean over the seeds +- their standard
 deviation) and writes bench/results/policy_study.json.
 
@@ -17,6 +17,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,7 +53,7 @@ def main():
     ap.add_argument("--workloads", default="kth,llnl,faucets")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--fractions", default="0,0.1,0.2,0.5,1")
-    ap.add_argument("--policies", default="easy,equipartition,pref_common_pool,payoff")
+    ap.add_argument("--policies", default="easy,equipartition,pref_common_pool,payoff,payoff_lxf")
     ap.add_argument("--extra", default="", help="more aqs-sim options, e.g. '--min-resize-interval 120'")
     ap.add_argument("--from-json", default="", help="print the table of a finished study's JSON instead of running")
     ap.add_argument("--cache", default="", help="JSON lines of finished runs: read first, appended to (resume a study)")
@@ -123,10 +124,14 @@ def main():
                       f"| {m['utilization'][0]:.4f} ± {m['utilization'][1]:.4f} | {m['resizes_per_job'][0]:.2f} ± {m['resizes_per_job'][1]:.2f} |")
     if a.from_json:
         return
+    # CPU of the aqs-sim runs of this invocation (user + system), whatever the machine's load did to the wall time.
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = ru.ru_utime + ru.ru_stime
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
     with open(a.json, "w") as fh:
-        json.dump({"speedup": "amdahl:0.95", "resize_cost_s": 10, "extra": a.extra, "rows": rows_out, "runs": results}, fh, indent=1)
-    print(f"JSON in {a.json}", file=sys.stderr)
+        json.dump({"speedup": "amdahl:0.95", "resize_cost_s": 10, "extra": a.extra, "runs_made": len(tasks),
+                   "cpu_s": cpu_s, "rows": rows_out, "runs": results}, fh, indent=1)
+    print(f"{len(tasks)} runs, {cpu_s:.1f} s of CPU; JSON in {a.json}", file=sys.stderr)
 
 
 if __name__ == "__main__":

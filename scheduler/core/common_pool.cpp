@@ -14,6 +14,11 @@ double resize_gain(const job& j, std::size_t from, std::size_t to, double now) {
   return left - j.req.speedup.rescale(left, from, to);
 }
 
+double expansion_factor(double submit, double walltime, double now) {
+  const double w = std::max(walltime, 1.0);
+  return (now - submit + w) / w;
+}
+
 namespace {
 
 struct member {
@@ -95,13 +100,12 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
   };
   easy_walk walk(s, now, released);
   const std::size_t usable = s.usable_count();
-  for (const queue_key& k : s.queue()) {
-    if (walk.done(avail)) break;
+  auto visit = [&](const queue_key& k) {
     const job& j = s.get(k.id);
     const std::size_t need = j.req.min_pe;
-    if (need > usable) continue;
+    if (need > usable) return;
     const std::size_t most = j.req.adaptive ? s.max_size(j) : need;
-    if (need > most) continue;
+    if (need > most) return;
     if (!walk.blocked() && need <= avail && j.req.adaptive) {
       // Moldable start: below its preferred size only if that ends it sooner;
       // else it is the head, waiting for its preferred size.
@@ -113,18 +117,49 @@ plan plan_common_pool(const scheduler& s, double now, const pool_rules& rules) {
         const double finish_wait = at_pref.shadow + j.req.walltime;
         if (finish_wait < finish_now) {
           walk.reserve(p, k.id, at_pref);
-          continue;
+          return;
         }
       }
     }
-    if (!walk.admit(p, k.id, j.req.walltime, need, avail)) continue;
+    if (!walk.admit(p, k.id, j.req.walltime, need, avail)) return;
     avail -= need;
     if (j.req.adaptive) {
       members.push_back({k.id, need, std::clamp(preferred_size(j.req), need, most), most, 0, need, true, false});
     } else {
       p.starts.push_back({k.id, need});
     }
+  };
+  // Backfill candidates for payoff_lxf: only those that could fit now (a
+  // job needing more than `avail` is refused whatever the order, and avail
+  // only shrinks), and at most k_lxf_window of them; the queue after the
+  // last one is tried in queue order, so a decision costs the same on a
+  // queue of 100,000 as on one of a thousand.
+  constexpr std::size_t k_lxf_window = 500;
+  std::vector<std::pair<double, const queue_key*>> candidates;
+  auto it = s.queue().begin();
+  const auto end = s.queue().end();
+  for (; it != end && !walk.done(avail); ++it) {
+    if (rules.lxf_backfill && walk.blocked()) {
+      const job& j = s.get(it->id);
+      if (j.req.min_pe > avail) continue;
+      candidates.emplace_back(-expansion_factor(it->submit_time, j.req.walltime, now), &*it);
+      if (candidates.size() == k_lxf_window) {
+        ++it;
+        break;
+      }
+      continue;
+    }
+    visit(*it);
   }
+  // Largest factor first, ties in queue order.
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  });
+  for (const auto& c : candidates) {
+    if (walk.done(avail)) break;
+    visit(*c.second);
+  }
+  for (; it != end && !walk.done(avail); ++it) visit(*it);
 
   const std::size_t n = members.size();
   std::vector<std::size_t> order(n), grains(n), hi(n), lo(n), cur_extra(n);

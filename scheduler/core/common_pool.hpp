@@ -16,7 +16,16 @@ struct pool_rules {
   bool payoff = false;
   double min_interval = 0;
   double default_cost = 10;
+  // payoff_lxf: once the head is blocked, the other queued jobs are tried
+  // for backfilling in order of their expansion factor, (now - submit +
+  // walltime) / walltime, largest first (ties in queue order), instead of in
+  // queue order. The head and its reservation are the same either way.
+  bool lxf_backfill = false;
 };
+
+// A queued job's expansion factor at `now`: (now - submit + walltime) /
+// walltime, with walltime taken as at least 1 s. Exposed for tests.
+double expansion_factor(double submit, double walltime, double now);
 
 // One decision of a preferred-size common pool (pref_common_pool in policies.hpp states
 // the rules; payoff.hpp what it adds):
@@ -28,6 +37,7 @@ struct pool_rules {
 //    reservation, computed with adaptive jobs giving back everything above
 //    their floor at once and their floor at their estimated end; later jobs
 //    backfill when they end before it or fit in its spare processors.
+//    (payoff_lxf: the jobs after the head in order of expansion factor.)
 //    Moldable start: an adaptive job that fits at its minimum but not at its
 //    preferred size starts now only if that ends it sooner (by its walltime,
 //    taken as its run time at the preferred size, rescaled by its speedup

@@ -37,4 +37,23 @@ private:
   strategy_params params_;
 };
 
+// payoff_lxf: payoff, with the queued jobs after the blocked head tried for
+// backfilling in order of their expansion factor, (wait + walltime) /
+// walltime, largest first, instead of in queue order (issue 34's KTH study;
+// docs/simulator.md). The head is still the first job in queue order that
+// does not fit and keeps its reservation: no backfilled or grown job delays
+// it (EASY's guarantee). The order favours short jobs and, as they wait,
+// long ones, so with no adaptive job it is not easy but EASY with that
+// backfill order (on the study's workloads never worse than easy).
+class payoff_lxf final : public strategy {
+public:
+  explicit payoff_lxf(strategy_params params = {}) : params_(params) {}
+  std::string_view name() const noexcept override { return "payoff_lxf"; }
+  plan schedule(const scheduler& s, double now) const override;
+  const strategy_params& params() const noexcept { return params_; }
+
+private:
+  strategy_params params_;
+};
+
 }  // namespace aqs::core

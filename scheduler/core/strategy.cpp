@@ -23,6 +23,8 @@ std::map<std::string, param_factory, std::less<>>& registry() {
       {"pref_common_pool",
        [](const strategy_params&) { return std::unique_ptr<strategy>(std::make_unique<pref_common_pool>()); }},
       {"payoff", [](const strategy_params& p) { return std::unique_ptr<strategy>(std::make_unique<payoff>(p)); }},
+      {"payoff_lxf",
+       [](const strategy_params& p) { return std::unique_ptr<strategy>(std::make_unique<payoff_lxf>(p)); }},
   };
   return table;
 }

@@ -73,8 +73,8 @@ struct strategy_params {
   double default_resize_cost = 10;
 };
 
-// The registry: "fcfs", "easy", "equipartition", "pref_common_pool" and
-// "payoff" are built in.
+// The registry: "fcfs", "easy", "equipartition", "pref_common_pool",
+// "payoff" and "payoff_lxf" are built in.
 std::vector<std::string> strategy_names();
 // Throws std::invalid_argument("unknown policy 'x' (known: easy, equipartition, fcfs, ...)").
 std::unique_ptr<strategy> make_strategy(std::string_view name);

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
                  "adaptive jobs' speedup model: linear, amdahl:F, or drawn (each job its own Amdahl F)");
   double min_interval = aqs::core::strategy_params{}.min_resize_interval;
   app.add_option("--min-resize-interval", min_interval,
-                 "payoff: seconds between two resizes of a job (default 60)")
+                 "payoff, payoff_lxf: seconds between two resizes of a job (default 60)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--resize-cost", resize_cost, "seconds without progress per resize")->check(CLI::NonNegativeNumber);
   app.add_option("--load", load, "--generate: load factor (offered work / capacity)")->check(CLI::PositiveNumber);

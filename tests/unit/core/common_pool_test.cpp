@@ -75,6 +75,9 @@ TEST_CASE("both preferred-size policies are registered by name beside equipartit
   CHECK(make_strategy("pref_common_pool")->name() == "pref_common_pool");
   CHECK(make_strategy("payoff")->name() == "payoff");
   CHECK(make_strategy("payoff")->resizes());
+  CHECK(std::find(names.begin(), names.end(), "payoff_lxf") != names.end());
+  CHECK(make_strategy("payoff_lxf")->name() == "payoff_lxf");
+  CHECK(make_strategy("payoff_lxf")->resizes());
   CHECK_FALSE(make_strategy("easy")->resizes());
   CHECK_THROWS_WITH_AS(make_strategy("payoff", params(-1, 10)),
                        "policy 'payoff': the resize interval and cost must be >= 0", std::invalid_argument);
@@ -168,6 +171,11 @@ TEST_CASE("a moldable start: a waiting adaptive job starts below its preferred s
       const decision* st = find(d, kind::start, 2);
       REQUIRE(st != nullptr);
       CHECK(st->to.count() == 4);
+      // ...and grows later: the rigid job ends early, at 60, and the job
+      // started below its preferred size is grown to it at least.
+      d = settle(s, s.handle(event::completion(1), 60), 60);
+      CHECK(find(d, kind::resize, 2) != nullptr);
+      CHECK(s.get(2).size() >= 8);
     }
   }
 }
@@ -274,6 +282,35 @@ TEST_CASE("payoff grows a job while the head waits only as far as the head's res
   // At 100 the head starts, as promised.
   d = settle(s, s.handle(event::completion(1), 100), 100);
   CHECK(find(d, kind::start, 4) != nullptr);
+}
+
+TEST_CASE("payoff_lxf backfills the queued job with the largest expansion factor first, behind the same reservation") {
+  CHECK(expansion_factor(2, 90, 10) == doctest::Approx(98.0 / 90));
+  CHECK(expansion_factor(3, 10, 10) == doctest::Approx(1.7));
+  CHECK(expansion_factor(5, 0, 5) == 1);  // a walltime below 1 s counts as 1 s
+  // 10 processors. Rigid 1 (6, ends 100) and 2 (4, ends 10) run; the head,
+  // 3 (8, from 1), waits for 100 with 2 to spare; 4 (4 for 90 s, from 2)
+  // and 5 (4 for 10 s, from 3) both end before 100, but only one fits in
+  // the 4 processors job 2 frees at 10. At 10 job 4 has waited 8 s on 90
+  // (factor 1.09), job 5 7 s on 10 (1.7).
+  for (const char* policy : {"payoff", "payoff_lxf"}) {
+    CAPTURE(policy);
+    auto s = make(policy, 10);
+    s.apply(event::arrival(rigid(1, 6, 100)));
+    s.apply(event::arrival(rigid(2, 4, 10)));
+    s.decide(0);
+    s.handle(event::arrival(rigid(3, 8, 50, 1)), 1);
+    s.handle(event::arrival(rigid(4, 4, 90, 2)), 2);
+    CHECK(s.handle(event::arrival(rigid(5, 4, 10, 3)), 3).empty());
+    auto d = s.handle(event::completion(2), 10);
+    REQUIRE(s.reservation());
+    CHECK(s.reservation()->job == 3);
+    CHECK(s.reservation()->time == 100);
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].what == kind::start);
+    // payoff (easy for rigid jobs) takes them in queue order, payoff_lxf the larger factor.
+    CHECK(d[0].job == (std::string(policy) == "payoff" ? job_id{4} : job_id{5}));
+  }
 }
 
 TEST_CASE("with every job rigid, pref_common_pool and payoff decide exactly as easy") {
@@ -401,6 +438,26 @@ TEST_CASE("no backfilled or grown job delays the reservation of the queue's head
     checked += check_easy_guarantee("payoff", params(30, 0), seed);
     if (std::getenv("AQS_DEBUG_GUARANTEE")) std::printf("---- cost 10, no interval\n");
     checked += check_easy_guarantee("payoff", params(0, 10), seed);
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("no backfilled or grown job delays the reservation of the queue's head (payoff_lxf, with an interval)") {
+  std::size_t checked = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    checked += check_easy_guarantee("payoff_lxf", params(30, 0), seed);
+    checked += check_easy_guarantee("payoff_lxf", params(0, 10), seed);
+  }
+  CHECK(checked > 100);
+}
+
+TEST_CASE("no backfilled or expanded job delays the reservation of the queue's head (equipartition)") {
+  // equipartition ignores preferred sizes; the same seeded mixed workloads.
+  std::size_t checked = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    checked += check_easy_guarantee("equipartition", {}, seed);
   }
   CHECK(checked > 100);
 }

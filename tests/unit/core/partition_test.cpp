@@ -476,7 +476,7 @@ TEST_CASE("Policy= gives a partition its own scheduling policy; an unknown one i
   CHECK(c.partitions[0].policy == "easy");
   CHECK(c.partitions[1].policy.empty());
   CHECK(config_error_of("PartitionName=a Nodes=n1\nPartitionName=b Nodes=n2 Policy=lottery\n") ==
-        "/etc/aqs/aqs.conf:2: Policy=lottery: unknown policy (known: easy, equipartition, fcfs, payoff, pref_common_pool)");
+        "/etc/aqs/aqs.conf:2: Policy=lottery: unknown policy (known: easy, equipartition, fcfs, payoff, payoff_lxf, pref_common_pool)");
 }
 
 TEST_CASE("each partition is scheduled by its own policy, the others by the scheduler's") {
