@@ -171,13 +171,22 @@ void check_multi_prog(const std::vector<multi_prog_line>& lines, std::int64_t nt
   }
 }
 
-std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
-                                        std::string_view job_nodelist, std::int64_t ntasks) {
+namespace {
+
+// The job's nodes in map order as the agent described them: each node's
+// name, its number of tasks and its SLURM_NODEID.
+struct job_node {
+  std::string name;
+  std::int64_t tasks = 0;
+  std::int64_t id = 0;
+};
+std::vector<job_node> job_nodes(std::string_view aqs_nodelist, std::string_view tasks_per_node,
+                                std::string_view job_nodelist) {
   // The job's nodes in map order (consecutive entries of one node merged).
-  std::vector<std::string> nodes;
+  std::vector<std::string> names;
   for_each_item(aqs_nodelist, [&](std::string_view item) {
     const std::string name(item.substr(0, item.rfind(':')));
-    if (!name.empty() && (nodes.empty() || nodes.back() != name)) nodes.push_back(name);
+    if (!name.empty() && (names.empty() || names.back() != name)) names.push_back(name);
   });
   // "2(x3),1": tasks per node in the same order.
   std::vector<std::int64_t> per_node;
@@ -196,22 +205,132 @@ std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::stri
   } catch (const std::exception&) {
     sorted.clear();
   }
-  auto id_of = [&](std::size_t k) -> std::int64_t {
-    if (k >= nodes.size()) return static_cast<std::int64_t>(k);
-    const auto it = std::find(sorted.begin(), sorted.end(), nodes[k]);
-    return it == sorted.end() ? static_cast<std::int64_t>(k) : static_cast<std::int64_t>(it - sorted.begin());
-  };
+  std::vector<job_node> out;
+  for (std::size_t k = 0; k < per_node.size(); ++k) {
+    job_node n;
+    n.tasks = per_node[k];
+    n.id = static_cast<std::int64_t>(k);
+    if (k < names.size()) {
+      n.name = names[k];
+      const auto it = std::find(sorted.begin(), sorted.end(), names[k]);
+      if (it != sorted.end()) n.id = static_cast<std::int64_t>(it - sorted.begin());
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+// "0,1,4-5" -> the cpu numbers as written, in order.
+std::vector<std::string> slot_cpus(std::string_view list, std::size_t line_no) {
+  std::vector<std::string> out;
+  for_each_item(list, [&](std::string_view item) {
+    const auto dash = item.find('-');
+    const auto a = number(item.substr(0, dash));
+    const auto b = dash == std::string_view::npos ? a : number(item.substr(dash + 1));
+    if (!a || !b || *b < *a || *b - *a > 4096) {
+      throw usage_error("the job's rankfile: line " + std::to_string(line_no) + ": bad slot list '" + shown(list) + "'");
+    }
+    for (std::int64_t c = *a; c <= *b; ++c) out.push_back(std::to_string(c));
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
+                                        std::string_view job_nodelist, std::int64_t ntasks) {
+  const std::vector<job_node> nodes = job_nodes(aqs_nodelist, tasks_per_node, job_nodelist);
   std::vector<std::int64_t> out;
   std::size_t k = 0;
   std::int64_t used = 0;
   while (static_cast<std::int64_t>(out.size()) < ntasks) {
-    while (k < per_node.size() && used >= per_node[k]) {
+    while (k < nodes.size() && used >= nodes[k].tasks) {
       ++k;
       used = 0;
     }
-    const std::size_t node = k < per_node.size() ? k : (per_node.empty() ? 0 : per_node.size() - 1);
-    out.push_back(id_of(node));
+    if (nodes.empty()) {
+      out.push_back(0);
+    } else {
+      out.push_back(nodes[k < nodes.size() ? k : nodes.size() - 1].id);
+    }
     ++used;
+  }
+  return out;
+}
+
+step_placement place_step(std::string_view job_rankfile, std::string_view aqs_nodelist,
+                          std::string_view tasks_per_node, std::string_view job_nodelist, std::int64_t ntasks,
+                          std::int64_t cpus_per_task, std::optional<std::int64_t> ntasks_per_node) {
+  if (ntasks < 1) throw usage_error("a step needs at least one task");
+  if (cpus_per_task < 1) throw usage_error("-c takes at least 1 processor per task");
+  if (ntasks_per_node && *ntasks_per_node < 1) throw usage_error("--ntasks-per-node takes at least 1");
+  // The job's ranks, in rank order: "rank I=HOST slot=LIST".
+  struct rank_line {
+    std::string host;
+    std::vector<std::string> cpus;
+  };
+  std::vector<rank_line> ranks;
+  std::size_t line_no = 0;
+  while (!job_rankfile.empty()) {
+    const auto nl = job_rankfile.find('\n');
+    std::string_view line = job_rankfile.substr(0, nl);
+    job_rankfile = nl == std::string_view::npos ? std::string_view() : job_rankfile.substr(nl + 1);
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos || line.starts_with("#")) continue;
+    const auto eq = line.find('=');
+    const auto slot = line.find(" slot=");
+    if (!line.starts_with("rank ") || eq == std::string_view::npos || slot == std::string_view::npos || slot < eq) {
+      throw usage_error("the job's rankfile: line " + std::to_string(line_no) + " is not 'rank N=HOST slot=LIST': '" +
+                        shown(line) + "'");
+    }
+    const auto rank = number(line.substr(5, eq - 5));
+    if (!rank || *rank != static_cast<std::int64_t>(ranks.size())) {
+      throw usage_error("the job's rankfile: line " + std::to_string(line_no) + " is not rank " +
+                        std::to_string(ranks.size()));
+    }
+    std::string_view list = line.substr(slot + 6);
+    while (!list.empty() && (list.back() == ' ' || list.back() == '\r')) list.remove_suffix(1);
+    ranks.push_back({std::string(line.substr(eq + 1, slot - eq - 1)), slot_cpus(list, line_no)});
+  }
+  // The job's tasks by node (SLURM_TASKS_PER_NODE, map order, as the
+  // rankfile's ranks are); each node's processors are its tasks' slots.
+  const std::vector<job_node> nodes = job_nodes(aqs_nodelist, tasks_per_node, job_nodelist);
+  std::int64_t listed = 0;
+  for (const auto& n : nodes) listed += n.tasks;
+  if (nodes.empty() || listed != static_cast<std::int64_t>(ranks.size())) {
+    throw usage_error("the job's rankfile has " + std::to_string(ranks.size()) + " ranks where SLURM_TASKS_PER_NODE has " +
+                      std::to_string(listed) + " tasks");
+  }
+  step_placement out;
+  std::size_t first = 0;
+  std::int64_t room = 0;
+  for (const auto& n : nodes) {
+    std::vector<std::string> cpus;
+    for (std::size_t r = first; r < first + static_cast<std::size_t>(n.tasks); ++r) {
+      for (const auto& c : ranks[r].cpus) {
+        if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) cpus.push_back(c);
+      }
+    }
+    const std::string host = n.tasks > 0 ? ranks[first].host : std::string();
+    first += static_cast<std::size_t>(n.tasks);
+    // Block distribution: this node's tasks before the next node's.
+    std::int64_t here = static_cast<std::int64_t>(cpus.size()) / cpus_per_task;
+    if (ntasks_per_node) here = std::min(here, *ntasks_per_node);
+    room += here;
+    for (std::int64_t t = 0; t < here && static_cast<std::int64_t>(out.node_ids.size()) < ntasks; ++t) {
+      std::string list;
+      for (std::int64_t c = 0; c < cpus_per_task; ++c) {
+        list += (list.empty() ? "" : ",") + cpus[static_cast<std::size_t>(t * cpus_per_task + c)];
+      }
+      out.rankfile += "rank " + std::to_string(out.node_ids.size()) + "=" + host + " slot=" + list + "\n";
+      out.node_ids.push_back(n.id);
+    }
+  }
+  if (static_cast<std::int64_t>(out.node_ids.size()) < ntasks) {
+    throw usage_error("More processors requested than permitted: the job's allocation has room for " +
+                      std::to_string(room) + " tasks of " + std::to_string(cpus_per_task) + (cpus_per_task == 1 ? " processor" : " processors") +
+                      (ntasks_per_node ? " at " + std::to_string(*ntasks_per_node) + " per node" : std::string()) +
+                      ", not " + std::to_string(ntasks));
   }
   return out;
 }
@@ -248,6 +367,7 @@ std::vector<std::string> task_plan_words(const task_plan& p) {
                                "nodes=" + join_runs(p.node_ids)};
   if (p.label) out.emplace_back("label=1");
   if (p.multi_prog) out.push_back("multi-prog=" + *p.multi_prog);
+  if (p.cpus_per_task) out.push_back("cpus=" + std::to_string(*p.cpus_per_task));
   out.emplace_back("--");
   out.insert(out.end(), p.command.begin(), p.command.end());
   return out;
@@ -272,6 +392,9 @@ task_plan parse_task_plan(std::span<const std::string> words) {
       p.label = true;
     } else if (key == "multi-prog") {
       p.multi_prog = value;
+    } else if (key == "cpus") {
+      p.cpus_per_task = number(value);
+      if (!p.cpus_per_task || *p.cpus_per_task < 1) throw usage_error("bad processors per task '" + shown(value) + "'");
     } else {
       throw usage_error("unknown task plan word '" + shown(w) + "'");
     }
@@ -299,7 +422,7 @@ std::vector<std::pair<std::string, std::string>> task_variables(const task_plan&
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const std::string n = std::to_string(p.ntasks), step = std::to_string(p.step_id);
-  return {{"SLURM_PROCID", std::to_string(rank)},
+  std::vector<std::pair<std::string, std::string>> out = {{"SLURM_PROCID", std::to_string(rank)},
           {"SLURM_LOCALID", std::to_string(local_rank)},
           {"SLURM_NODEID", std::to_string(node)},
           {"SLURM_NTASKS", n},
@@ -308,6 +431,8 @@ std::vector<std::pair<std::string, std::string>> task_variables(const task_plan&
           {"SLURM_STEP_NUM_NODES", std::to_string(std::max<std::size_t>(distinct.size(), 1))},
           {"SLURM_STEP_ID", step},
           {"SLURM_STEPID", step}};
+  if (p.cpus_per_task) out.emplace_back("SLURM_CPUS_PER_TASK", std::to_string(*p.cpus_per_task));
+  return out;
 }
 
 namespace {

@@ -47,6 +47,22 @@ void check_multi_prog(const std::vector<multi_prog_line>& lines, std::int64_t nt
 // SLURM_JOB_NODELIST. Tasks beyond the job's layout get the last node.
 std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
                                         std::string_view job_nodelist, std::int64_t ntasks);
+// A step that asks for its own layout inside the job (-c, --ntasks-per-node),
+// placed as Slurm's srun places a step in its allocation: block
+// distribution over the job's nodes in map order, each task taking
+// `cpus_per_task` of its node's processors (the slots of the job's tasks
+// there, from the job's rankfile), at most `ntasks_per_node` tasks a node.
+// `rankfile` is mpirun's for the step ("rank I=HOST slot=A,B" per task);
+// node_ids as task_node_ids'. Throws usage_error for a rankfile that is not
+// the agent's or disagrees with SLURM_TASKS_PER_NODE, and ("More processors
+// requested than permitted: ...", as Slurm's) when the tasks do not fit.
+struct step_placement {
+  std::string rankfile;
+  std::vector<std::int64_t> node_ids;
+};
+step_placement place_step(std::string_view job_rankfile, std::string_view aqs_nodelist,
+                          std::string_view tasks_per_node, std::string_view job_nodelist, std::int64_t ntasks,
+                          std::int64_t cpus_per_task, std::optional<std::int64_t> ntasks_per_node);
 // "0*2,1*2" for {0,0,1,1}, and back.
 std::string join_runs(const std::vector<std::int64_t>& v);
 std::vector<std::int64_t> split_runs(std::string_view text);
@@ -59,6 +75,7 @@ struct task_plan {
   std::vector<std::int64_t> node_ids;  // per task
   bool label = false;
   std::optional<std::string> multi_prog;  // the file
+  std::optional<std::int64_t> cpus_per_task;  // the step's -c: SLURM_CPUS_PER_TASK
   std::vector<std::string> command;
 };
 std::vector<std::string> task_plan_words(const task_plan& p);
@@ -67,7 +84,8 @@ task_plan parse_task_plan(std::span<const std::string> words);
 
 // The variables a task gets: SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID,
 // SLURM_NTASKS/SLURM_NPROCS, SLURM_STEP_ID/SLURM_STEPID,
-// SLURM_STEP_NUM_TASKS and SLURM_STEP_NUM_NODES. The node and local number
+// SLURM_STEP_NUM_TASKS and SLURM_STEP_NUM_NODES (and SLURM_CPUS_PER_TASK
+// for a step with its own -c). The node and local number
 // come from the plan's node ids; `local_rank` (mpirun's) only without them.
 std::vector<std::pair<std::string, std::string>> task_variables(const task_plan& p, std::int64_t rank,
                                                                 std::int64_t local_rank);

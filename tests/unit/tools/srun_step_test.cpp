@@ -75,6 +75,36 @@ TEST_CASE("each task's node is its node's place in the job's sorted node list") 
   CHECK(slurm::split_runs("") .empty());
 }
 
+TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's processors, block by node") {
+  // A job of 4 tasks, 2 on each of node3 (map order first) and node1.
+  const std::string job = "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\nrank 3=node1 slot=1\n";
+  auto placed = slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 2, 1, 1);
+  CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node1 slot=0\n");
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
+  placed = slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 2, 2, std::nullopt);
+  CHECK(placed.rankfile == "rank 0=node3 slot=4,5\nrank 1=node1 slot=0,1\n");
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
+  // Fewer tasks than the job's: the first node first, as Slurm's block.
+  placed = slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 3, 1, 2);
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 1, 0});
+  // A -c job's ranks have several slots; the step may cut them otherwise.
+  const std::string wide = "rank 0=a slot=0,1\nrank 1=b slot=2-3\n";
+  placed = slurm::place_step(wide, "a:0-1,b:2-3", "1(x2)", "a,b", 4, 1, std::nullopt);
+  CHECK(placed.rankfile == "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=2\nrank 3=b slot=3\n");
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 1});
+  // What does not fit is Slurm's refusal, with the room there is.
+  CHECK(error_of([&] { slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 3, 2, std::nullopt); }) ==
+        "More processors requested than permitted: the job's allocation has room for 2 tasks of 2 processors, not 3");
+  CHECK(error_of([&] { slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 3, 1, 1); }) ==
+        "More processors requested than permitted: the job's allocation has room for 2 tasks of 1 processor at 1 "
+        "per node, not 3");
+  // A rankfile that is not the agent's, or disagrees with the job's layout.
+  CHECK(error_of([&] { slurm::place_step("rank 0 node3\n", "node3:4", "1", "node3", 1, 1, 1); }).find("line 1") !=
+        std::string::npos);
+  CHECK(error_of([&] { slurm::place_step(job, "node3:4-5,node1:0-1", "2", "node[1,3]", 1, 1, 1); }) ==
+        "the job's rankfile has 4 ranks where SLURM_TASKS_PER_NODE has 2 tasks");
+}
+
 TEST_CASE("the task plan goes to the wrapper and back, and tells each task who it is") {
   slurm::task_plan p;
   p.ntasks = 4;
@@ -103,6 +133,14 @@ TEST_CASE("the task plan goes to the wrapper and back, and tells each task who i
   CHECK(get("SLURM_NTASKS") == "4");
   CHECK(get("SLURM_STEP_ID") == "2");
   CHECK(get("SLURM_STEP_NUM_NODES") == "2");
+  CHECK(get("SLURM_CPUS_PER_TASK") == "(unset)");
+  // A step's own -c reaches its tasks through the plan, on every node.
+  p.cpus_per_task = 2;
+  const auto wide = slurm::parse_task_plan(slurm::task_plan_words(p));
+  CHECK(wide.cpus_per_task == 2);
+  bool told = false;
+  for (const auto& [key, value] : slurm::task_variables(wide, 0, 0)) told = told || (key == "SLURM_CPUS_PER_TASK" && value == "2");
+  CHECK(told);
   CHECK(error_of([] { slurm::parse_task_plan(words({"ntasks=2"})); }) == "a task plan ends with -- COMMAND");
   CHECK(error_of([] { slurm::parse_task_plan(words({"bogus=1", "--", "true"})); }) == "unknown task plan word 'bogus=1'");
 }

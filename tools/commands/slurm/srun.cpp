@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmdline/exec_path.hpp"
@@ -69,6 +71,78 @@ std::string getenv_or(const char* name, const char* fallback = "") {
   return v != nullptr ? v : fallback;
 }
 
+// A step with -c or --ntasks-per-node inside a job: its tasks placed over
+// the processors of the job's rankfile (the agent's, in
+// $OMPI_MCA_rmaps_rank_file_path); nullopt, with a warning, for a job that
+// has none (an adaptive job's shim places its ranks itself).
+std::optional<slurm::step_placement> place_own_layout(const cmdline::frun_command_line& cmd, std::int64_t ntasks) {
+  const std::string path = getenv_or("OMPI_MCA_rmaps_rank_file_path");
+  std::FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    std::fprintf(stderr, "srun: warning: -c/--ntasks-per-node: the job has no rankfile (%s); the step keeps the job's layout\n",
+                 path.empty() ? "an adaptive job's ranks are placed by its shim" : std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (8 << 20);) text.append(buf, n);
+  std::fclose(f);
+  return slurm::place_step(text, getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                           getenv_or("SLURM_JOB_NODELIST"), ntasks, cmd.options.cpus_per_task.value_or(1),
+                           cmd.options.ntasks_per_node);
+}
+
+// mpirun `argv` with the step's own rankfile, a private file removed when
+// mpirun ends; returns mpirun's exit status (128 + N for signal N).
+int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, const std::string& rankfile) {
+  std::string dir = getenv_or("TMPDIR", "/tmp");
+  if (dir.empty()) dir = "/tmp";
+  std::string name = dir + "/aqs-step-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw slurm::command_error("cannot write the step's rankfile in " + dir + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < rankfile.size()) {
+    const ssize_t w = ::write(fd, rankfile.data() + done, rankfile.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(name.c_str());
+      throw slurm::command_error("cannot write the step's rankfile " + name + ": " + why);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  ::close(fd);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::unlink(name.c_str());
+    throw slurm::command_error(std::string("cannot start mpirun: ") + std::strerror(errno));
+  }
+  if (child == 0) {
+    ::setenv("OMPI_MCA_rmaps_rank_file_path", name.c_str(), 1);
+    std::vector<char*> words;
+    for (auto& w : argv) words.push_back(w.data());
+    words.push_back(nullptr);
+    ::execv(mpirun.c_str(), words.data());
+    std::fprintf(stderr, "srun: error: cannot run %s: %s\n", mpirun.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  // Ctrl-C and the job's end reach mpirun too (one process group); srun
+  // stays to remove the file and report mpirun's status.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, nullptr);
+  ::sigaction(SIGTERM, &ignore, nullptr);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::unlink(name.c_str());
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
 // A step of the surrounding job: N tasks (-n, else the job's) over its
 // allocation through mpirun, each in the task wrapper.
 int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line& cmd) {
@@ -80,7 +154,10 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   }
   const std::int64_t job_tasks = std::atoll(getenv_or("SLURM_NTASKS", "1").c_str());
   std::int64_t ntasks = cmd.options.procs.value_or(job_tasks > 0 ? job_tasks : 1);
-  if (job_tasks > 0 && ntasks > job_tasks) {
+  // -c or --ntasks-per-node: the step's own layout over the job's
+  // processors (place_step checks that it fits); else the job's first N tasks.
+  const bool own_layout = cmd.options.cpus_per_task.has_value() || cmd.options.ntasks_per_node.has_value();
+  if (!own_layout && job_tasks > 0 && ntasks > job_tasks) {
     throw slurm::command_error("-n " + std::to_string(ntasks) + " is more than the job's " + std::to_string(job_tasks) +
                              " tasks (a step runs inside the job's allocation)");
   }
@@ -101,8 +178,12 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
     slurm::check_multi_prog(slurm::parse_multi_prog(text), ntasks);
     plan.multi_prog = file.string();
   }
-  plan.node_ids = slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
-                                       getenv_or("SLURM_JOB_NODELIST"), ntasks);
+  std::optional<slurm::step_placement> placed;
+  if (own_layout) placed = place_own_layout(cmd, ntasks);
+  if (placed) plan.cpus_per_task = cmd.options.cpus_per_task;
+  plan.node_ids = placed ? placed->node_ids
+                         : slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                                                getenv_or("SLURM_JOB_NODELIST"), ntasks);
   const std::string token = getenv_or("AQS_JOB_TOKEN");
   plan.step_id = slurm::next_step_id(std::atoll(getenv_or("AQS_JOB_ID", "0").c_str()), token.substr(0, token.find('.')));
   const std::string self = self_path().string();
@@ -118,7 +199,8 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   }
   std::vector<std::string> argv{*mpirun, "-np", std::to_string(ntasks)};
   argv.insert(argv.end(), wrapper.begin(), wrapper.end());
-  exec_words(*mpirun, argv);
+  if (!placed) exec_words(*mpirun, argv);
+  return run_with_rankfile(*mpirun, argv, placed->rankfile);
 }
 
 }  // namespace
