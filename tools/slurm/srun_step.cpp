@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <cerrno>
 #include <charconv>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 
@@ -258,12 +259,8 @@ std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::stri
   return out;
 }
 
-step_placement place_step(std::string_view job_rankfile, std::string_view aqs_nodelist,
-                          std::string_view tasks_per_node, std::string_view job_nodelist, std::int64_t ntasks,
-                          std::int64_t cpus_per_task, std::optional<std::int64_t> ntasks_per_node) {
-  if (ntasks < 1) throw usage_error("a step needs at least one task");
-  if (cpus_per_task < 1) throw usage_error("-c takes at least 1 processor per task");
-  if (ntasks_per_node && *ntasks_per_node < 1) throw usage_error("--ntasks-per-node takes at least 1");
+job_slots read_job_slots(std::string_view job_rankfile, std::string_view aqs_nodelist,
+                         std::string_view tasks_per_node, std::string_view job_nodelist) {
   // The job's ranks, in rank order: "rank I=HOST slot=LIST".
   struct rank_line {
     std::string host;
@@ -301,36 +298,76 @@ step_placement place_step(std::string_view job_rankfile, std::string_view aqs_no
     throw usage_error("the job's rankfile has " + std::to_string(ranks.size()) + " ranks where SLURM_TASKS_PER_NODE has " +
                       std::to_string(listed) + " tasks");
   }
-  step_placement out;
+  job_slots out;
   std::size_t first = 0;
-  std::int64_t room = 0;
   for (const auto& n : nodes) {
-    std::vector<std::string> cpus;
+    job_slots::node node;
+    node.id = n.id;
+    node.first_slot = out.count;
+    if (n.tasks > 0) node.host = ranks[first].host;
     for (std::size_t r = first; r < first + static_cast<std::size_t>(n.tasks); ++r) {
+      std::vector<std::size_t> task;
       for (const auto& c : ranks[r].cpus) {
-        if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) cpus.push_back(c);
+        auto it = std::find(node.cpus.begin(), node.cpus.end(), c);
+        if (it == node.cpus.end()) it = node.cpus.insert(node.cpus.end(), c);
+        task.push_back(node.first_slot + static_cast<std::size_t>(it - node.cpus.begin()));
       }
+      node.tasks.push_back(std::move(task));
     }
-    const std::string host = n.tasks > 0 ? ranks[first].host : std::string();
     first += static_cast<std::size_t>(n.tasks);
-    // Block distribution: this node's tasks before the next node's.
-    std::int64_t here = static_cast<std::int64_t>(cpus.size()) / cpus_per_task;
-    if (ntasks_per_node) here = std::min(here, *ntasks_per_node);
-    room += here;
-    for (std::int64_t t = 0; t < here && static_cast<std::int64_t>(out.node_ids.size()) < ntasks; ++t) {
-      std::string list;
-      for (std::int64_t c = 0; c < cpus_per_task; ++c) {
-        list += (list.empty() ? "" : ",") + cpus[static_cast<std::size_t>(t * cpus_per_task + c)];
-      }
-      out.rankfile += "rank " + std::to_string(out.node_ids.size()) + "=" + host + " slot=" + list + "\n";
-      out.node_ids.push_back(n.id);
-    }
+    out.count += node.cpus.size();
+    out.nodes.push_back(std::move(node));
   }
-  if (static_cast<std::int64_t>(out.node_ids.size()) < ntasks) {
+  return out;
+}
+
+step_placement place_step(const job_slots& job, const step_shape& shape, const std::vector<bool>& busy) {
+  if (shape.ntasks < 1) throw usage_error("a step needs at least one task");
+  const std::int64_t cpus_per_task = shape.cpus_per_task.value_or(1);
+  if (cpus_per_task < 1) throw usage_error("-c takes at least 1 processor per task");
+  if (shape.ntasks_per_node && *shape.ntasks_per_node < 1) throw usage_error("--ntasks-per-node takes at least 1");
+  auto is_busy = [&](std::size_t slot) { return slot < busy.size() && busy[slot]; };
+  step_placement out;
+  auto add = [&](const job_slots::node& n, const std::vector<std::size_t>& slots) {
+    std::string list;
+    for (const std::size_t k : slots) list += (list.empty() ? "" : ",") + n.cpus[k - n.first_slot];
+    out.rankfile += "rank " + std::to_string(out.node_ids.size()) + "=" + n.host + " slot=" + list + "\n";
+    out.node_ids.push_back(n.id);
+    out.slots.insert(out.slots.end(), slots.begin(), slots.end());
+  };
+  std::int64_t room = 0;
+  const bool own_layout = shape.cpus_per_task || shape.ntasks_per_node;
+  for (const auto& n : job.nodes) {
+    std::int64_t here = 0;
+    if (!own_layout) {
+      // The job's own tasks, in order, those whose processors are free.
+      for (const auto& task : n.tasks) {
+        if (std::any_of(task.begin(), task.end(), is_busy)) continue;
+        ++here;
+        if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) add(n, task);
+      }
+    } else {
+      // Block distribution: this node's tasks before the next node's, each
+      // on C of its free processors.
+      std::vector<std::size_t> free;
+      for (std::size_t k = 0; k < n.cpus.size(); ++k) {
+        if (!is_busy(n.first_slot + k)) free.push_back(n.first_slot + k);
+      }
+      here = static_cast<std::int64_t>(free.size()) / cpus_per_task;
+      if (shape.ntasks_per_node) here = std::min(here, *shape.ntasks_per_node);
+      for (std::int64_t t = 0; t < here && static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks; ++t) {
+        const auto from = free.begin() + static_cast<std::ptrdiff_t>(t * cpus_per_task);
+        add(n, std::vector<std::size_t>(from, from + static_cast<std::ptrdiff_t>(cpus_per_task)));
+      }
+    }
+    room += here;
+  }
+  if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) {
     throw usage_error("More processors requested than permitted: the job's allocation has room for " +
-                      std::to_string(room) + " tasks of " + std::to_string(cpus_per_task) + (cpus_per_task == 1 ? " processor" : " processors") +
-                      (ntasks_per_node ? " at " + std::to_string(*ntasks_per_node) + " per node" : std::string()) +
-                      ", not " + std::to_string(ntasks));
+                      std::to_string(room) + (busy.empty() ? "" : " more") + " tasks of " +
+                      std::to_string(cpus_per_task) + (cpus_per_task == 1 ? " processor" : " processors") +
+                      (shape.ntasks_per_node ? " at " + std::to_string(*shape.ntasks_per_node) + " per node" : std::string()) +
+                      ", not " + std::to_string(shape.ntasks));
   }
   return out;
 }
@@ -566,13 +603,83 @@ void forget_old_counters(const std::string& keep) {
 
 }  // namespace
 
-std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
+namespace {
+
+// /tmp/aqs-steps-UID-CLUSTER-JOB: this user's files about one job's steps.
+std::string steps_path(std::int64_t job_id, std::string_view cluster) {
   std::string tag;
   for (const char c : cluster.substr(0, 64)) {
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) tag += c;
   }
-  const std::string path = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + (tag.empty() ? "" : tag + "-") +
-                           std::to_string(job_id);
+  return "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + (tag.empty() ? "" : tag + "-") + std::to_string(job_id);
+}
+
+// A write lock on byte `slot` (F_SETLK), or whether another open file
+// description holds one there (F_GETLK).
+bool slot_lock(int fd, int cmd, std::size_t slot, short type = F_WRLCK) {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(slot);
+  fl.l_len = 1;
+  if (::fcntl(fd, cmd, &fl) != 0) return false;
+  return cmd != F_OFD_GETLK || fl.l_type != F_UNLCK;
+}
+
+}  // namespace
+
+step_claim::step_claim(std::int64_t job_id, std::string_view cluster) {
+  const std::string path = steps_path(job_id, cluster) + ".slots";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != ::getuid()) {
+    ::close(fd);  // another user's planted file: no claims, never a lock there
+    return;
+  }
+  fd_ = fd;
+}
+
+step_claim::~step_claim() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+step_placement step_claim::claim(std::size_t slots, const std::function<step_placement(const std::vector<bool>&)>& place,
+                                 const std::function<void()>& waiting) {
+  // What can never fit is refused at once, as Slurm's srun does.
+  step_placement all_free = place({});
+  if (fd_ < 0) return all_free;
+  bool told = false;
+  for (;;) {
+    // One claimer at a time (flock and OFD locks do not interact on Linux):
+    // look at what other steps hold, choose, lock.
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    std::vector<bool> busy(slots, false);
+    for (std::size_t k = 0; k < slots; ++k) busy[k] = slot_lock(fd_, F_OFD_GETLK, k);
+    std::optional<step_placement> p;
+    try {
+      p = place(busy);
+      for (const std::size_t k : p->slots) {
+        if (!slot_lock(fd_, F_OFD_SETLK, k)) {
+          for (const std::size_t u : p->slots) slot_lock(fd_, F_OFD_SETLK, u, F_UNLCK);
+          p.reset();
+          break;
+        }
+      }
+    } catch (const usage_error&) {
+      p.reset();  // busy now; it fits once other steps end
+    }
+    ::flock(fd_, LOCK_UN);
+    if (p) return *p;
+    if (!told && waiting) waiting();
+    told = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
+  const std::string path = steps_path(job_id, cluster);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return 0;
   struct stat sb {};

@@ -196,7 +196,7 @@ TEST_CASE("srun -n N runs N tasks that know who they are, labels their lines and
   for (int k = 0; k < 4; ++k) CHECK(r.out.find("rank " + std::to_string(k) + " ") != std::string::npos);
 }
 
-TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over the job's processors") {
+TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over the job's processors, and steps do not share them") {
   test::slurm_case fixture(two_nodes, 2, "aqs-h33-layout");
   auto& [db, c, s, u] = fixture;
   // A job of 4 tasks, 2 on each node; each task's cpus are what its
@@ -210,7 +210,15 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
          "srun -n 2 sh -c 'echo plain $SLURM_PROCID:$SLURM_NODEID'\n"
          "srun -n 3 -c 2 true 2>&1 | sed 's/^/big /'\n"
          "srun -n 1 -c 2 sh -c 'exit 4'; echo \"layout rc=$?\"\n"
-         "echo left $(ls $TMPDIR | wc -l)\n";
+         "echo left $(ls $TMPDIR | wc -l)\n"
+         // Two steps at once take different processors (here: nodes); a
+         // third, while they hold all four, waits for them as Slurm's does.
+         "mkdir m\n"
+         "srun -n 2 sh -c 'echo stepA $SLURM_NODEID; touch m/a$SLURM_PROCID; sleep 8' &\n"
+         "srun -n 2 sh -c 'echo stepB $SLURM_NODEID; touch m/b$SLURM_PROCID; sleep 8' &\n"
+         "for i in $(seq 120); do [ $(ls m | wc -l) -ge 4 ] && break; sleep 0.5; done\n"
+         "srun -n 1 sh -c 'echo stepC $SLURM_NODEID' 2>&1 | sed 's/^/C /'\n"
+         "wait\n";
   fs::permissions(u.home / "lay.sh", fs::perms::owner_all, fs::perm_options::add);
   ::chown((u.home / "lay.sh").c_str(), u.uid, u.gid);
   const auto r = s.run("sbatch", {"--parsable", "-N", "2", "-n", "4", "-o", "lay.txt", "lay.sh"}, &u);
@@ -247,6 +255,17 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
   CHECK(out.find("layout rc=4\n") != std::string::npos);
   // The step's rankfile is gone with its step.
   CHECK(out.find("left 0\n") != std::string::npos);
+  // Concurrent steps: each on a node of its own, the third after them.
+  const auto a = matching(out, "stepA [01]"), b = matching(out, "stepB [01]");
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  CHECK(a[0] == a[1]);
+  CHECK(b[0] == b[1]);
+  CHECK(a[0].back() != b[0].back());
+  CHECK(std::regex_search(out, std::regex("C srun: Job [0-9]+ step creation temporarily disabled, retrying "
+                                          "\\(Requested nodes are busy\\)\n")));
+  CHECK(std::regex_search(out, std::regex("C srun: Step created for StepId=[0-9]+\\.[0-9]+\n")));
+  CHECK(matching(out, "C stepC [01]").size() == 1);
 }
 
 TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers; a job's partition and nodes are squeue's") {

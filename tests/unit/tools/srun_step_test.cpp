@@ -7,6 +7,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include "slurm/slurm_commands.hpp"
 #include "slurm/srun_step.hpp"
@@ -77,32 +79,90 @@ TEST_CASE("each task's node is its node's place in the job's sorted node list") 
 
 TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's processors, block by node") {
   // A job of 4 tasks, 2 on each of node3 (map order first) and node1.
-  const std::string job = "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\nrank 3=node1 slot=1\n";
-  auto placed = slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 2, 1, 1);
+  const std::string text = "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\nrank 3=node1 slot=1\n";
+  const auto job = slurm::read_job_slots(text, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]");
+  REQUIRE(job.count == 4);
+  REQUIRE(job.nodes.size() == 2);
+  CHECK(job.nodes[0].id == 1);
+  CHECK(job.nodes[1].tasks == std::vector<std::vector<std::size_t>>{{2}, {3}});
+  auto placed = slurm::place_step(job, {2, std::nullopt, 1});
   CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node1 slot=0\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
-  placed = slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 2, 2, std::nullopt);
+  CHECK(placed.slots == std::vector<std::size_t>{0, 2});
+  placed = slurm::place_step(job, {2, 2, std::nullopt});
   CHECK(placed.rankfile == "rank 0=node3 slot=4,5\nrank 1=node1 slot=0,1\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
   // Fewer tasks than the job's: the first node first, as Slurm's block.
-  placed = slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 3, 1, 2);
+  placed = slurm::place_step(job, {3, std::nullopt, 2});
   CHECK(placed.node_ids == std::vector<std::int64_t>{1, 1, 0});
+  // Without a layout of its own: the job's first tasks, as the job's rankfile.
+  placed = slurm::place_step(job, {3, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\n");
   // A -c job's ranks have several slots; the step may cut them otherwise.
-  const std::string wide = "rank 0=a slot=0,1\nrank 1=b slot=2-3\n";
-  placed = slurm::place_step(wide, "a:0-1,b:2-3", "1(x2)", "a,b", 4, 1, std::nullopt);
+  const auto wide = slurm::read_job_slots("rank 0=a slot=0,1\nrank 1=b slot=2-3\n", "a:0-1,b:2-3", "1(x2)", "a,b");
+  placed = slurm::place_step(wide, {4, 1, std::nullopt});
   CHECK(placed.rankfile == "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=2\nrank 3=b slot=3\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 1});
+  placed = slurm::place_step(wide, {2, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=a slot=0,1\nrank 1=b slot=2,3\n");
   // What does not fit is Slurm's refusal, with the room there is.
-  CHECK(error_of([&] { slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 3, 2, std::nullopt); }) ==
+  CHECK(error_of([&] { slurm::place_step(job, {3, 2, std::nullopt}); }) ==
         "More processors requested than permitted: the job's allocation has room for 2 tasks of 2 processors, not 3");
-  CHECK(error_of([&] { slurm::place_step(job, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]", 3, 1, 1); }) ==
+  CHECK(error_of([&] { slurm::place_step(job, {3, 1, 1}); }) ==
         "More processors requested than permitted: the job's allocation has room for 2 tasks of 1 processor at 1 "
         "per node, not 3");
   // A rankfile that is not the agent's, or disagrees with the job's layout.
-  CHECK(error_of([&] { slurm::place_step("rank 0 node3\n", "node3:4", "1", "node3", 1, 1, 1); }).find("line 1") !=
+  CHECK(error_of([&] { slurm::read_job_slots("rank 0 node3\n", "node3:4", "1", "node3"); }).find("line 1") !=
         std::string::npos);
-  CHECK(error_of([&] { slurm::place_step(job, "node3:4-5,node1:0-1", "2", "node[1,3]", 1, 1, 1); }) ==
+  CHECK(error_of([&] { slurm::read_job_slots(text, "node3:4-5,node1:0-1", "2", "node[1,3]"); }) ==
         "the job's rankfile has 4 ranks where SLURM_TASKS_PER_NODE has 2 tasks");
+}
+
+TEST_CASE("a step takes only the processors other running steps of the job do not hold") {
+  const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=0\nrank 3=b slot=1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-1,b:2-3", "2(x2)", "a,b");
+  // Slots 0 and 2 (a's cpu 0, b's cpu 0) held by another step.
+  const std::vector<bool> busy{true, false, true, false};
+  auto placed = slurm::place_step(job, {2, std::nullopt, std::nullopt}, busy);
+  CHECK(placed.rankfile == "rank 0=a slot=1\nrank 1=b slot=1\n");
+  CHECK(placed.slots == std::vector<std::size_t>{1, 3});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 1});
+  placed = slurm::place_step(job, {1, 1, std::nullopt}, busy);
+  CHECK(placed.rankfile == "rank 0=a slot=1\n");
+  CHECK(error_of([&] { slurm::place_step(job, {3, std::nullopt, std::nullopt}, busy); }) ==
+        "More processors requested than permitted: the job's allocation has room for 2 more tasks of 1 processor, not 3");
+  CHECK(error_of([&] { slurm::place_step(job, {1, 2, std::nullopt}, busy); }).starts_with("More processors requested"));
+}
+
+TEST_CASE("steps of one job claim their processors from each other, and a step waits while they are held") {
+  const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-1", "2", "a");
+  const std::int64_t job_id = 900000000 + ::getpid();
+  auto place = [&](std::int64_t n) {
+    return [&job, n](const std::vector<bool>& busy) { return slurm::place_step(job, {n, std::nullopt, std::nullopt}, busy); };
+  };
+  std::optional<slurm::step_claim> first(std::in_place, job_id, "cafe");
+  const auto p1 = first->claim(job.count, place(1), [] {});
+  CHECK(p1.slots == std::vector<std::size_t>{0});
+  // A second step (another open file, as another srun) gets the other cpu.
+  slurm::step_claim second(job_id, "cafe");
+  const auto p2 = second.claim(job.count, place(1), [] {});
+  CHECK(p2.slots == std::vector<std::size_t>{1});
+  // A third must wait: it gets slot 0 once the first step ends.
+  slurm::step_claim third(job_id, "cafe");
+  bool waited = false;
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first.reset();
+  });
+  const auto p3 = third.claim(job.count, place(1), [&] { waited = true; });
+  ender.join();
+  CHECK(waited);
+  CHECK(p3.slots == std::vector<std::size_t>{0});
+  // What can never fit is refused at once, not waited for.
+  slurm::step_claim fourth(job_id, "cafe");
+  CHECK(error_of([&] { fourth.claim(job.count, place(3), [] {}); }).starts_with("More processors requested"));
+  std::filesystem::remove("/tmp/aqs-steps-" + std::to_string(::getuid()) + "-cafe-" + std::to_string(job_id) + ".slots");
 }
 
 TEST_CASE("the task plan goes to the wrapper and back, and tells each task who it is") {

@@ -71,25 +71,26 @@ std::string getenv_or(const char* name, const char* fallback = "") {
   return v != nullptr ? v : fallback;
 }
 
-// A step with -c or --ntasks-per-node inside a job: its tasks placed over
-// the processors of the job's rankfile (the agent's, in
-// $OMPI_MCA_rmaps_rank_file_path); nullopt, with a warning, for a job that
-// has none (an adaptive job's shim places its ranks itself).
-std::optional<slurm::step_placement> place_own_layout(const cmdline::frun_command_line& cmd, std::int64_t ntasks) {
+// The job's processors from its rankfile (the agent's, in
+// $OMPI_MCA_rmaps_rank_file_path); nullopt for a job that has none (an
+// adaptive job's shim places its ranks itself), with a warning when the
+// step asked for its own layout.
+std::optional<slurm::job_slots> job_slots(bool own_layout) {
   const std::string path = getenv_or("OMPI_MCA_rmaps_rank_file_path");
   std::FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "r");
   if (f == nullptr) {
-    std::fprintf(stderr, "srun: warning: -c/--ntasks-per-node: the job has no rankfile (%s); the step keeps the job's layout\n",
-                 path.empty() ? "an adaptive job's ranks are placed by its shim" : std::strerror(errno));
+    if (own_layout) {
+      std::fprintf(stderr, "srun: warning: -c/--ntasks-per-node: the job has no rankfile (%s); the step keeps the job's layout\n",
+                   path.empty() ? "an adaptive job's ranks are placed by its shim" : std::strerror(errno));
+    }
     return std::nullopt;
   }
   std::string text;
   char buf[4096];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (8 << 20);) text.append(buf, n);
   std::fclose(f);
-  return slurm::place_step(text, getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
-                           getenv_or("SLURM_JOB_NODELIST"), ntasks, cmd.options.cpus_per_task.value_or(1),
-                           cmd.options.ntasks_per_node);
+  return slurm::read_job_slots(text, getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                               getenv_or("SLURM_JOB_NODELIST"));
 }
 
 // mpirun `argv` with the step's own rankfile, a private file removed when
@@ -178,18 +179,38 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
     slurm::check_multi_prog(slurm::parse_multi_prog(text), ntasks);
     plan.multi_prog = file.string();
   }
-  std::optional<slurm::step_placement> placed;
-  if (own_layout) placed = place_own_layout(cmd, ntasks);
-  if (placed) plan.cpus_per_task = cmd.options.cpus_per_task;
-  plan.node_ids = placed ? placed->node_ids
-                         : slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
-                                                getenv_or("SLURM_JOB_NODELIST"), ntasks);
   const std::string token = getenv_or("AQS_JOB_TOKEN");
   plan.step_id = slurm::next_step_id(std::atoll(getenv_or("AQS_JOB_ID", "0").c_str()), token.substr(0, token.find('.')));
+  const auto mpirun = cmdline::find_executable("mpirun", cmdline::path_variable(env), cwd);
+  const std::string job_id = getenv_or("AQS_JOB_ID", "0");
+  std::optional<slurm::job_slots> slots;
+  if (mpirun) slots = job_slots(own_layout);
+  // The step's processors: the job's that other running steps of the job do
+  // not hold (Slurm's steps do not share processors); it waits for them,
+  // as Slurm's srun does, when they are busy.
+  std::optional<slurm::step_placement> placed;
+  std::optional<slurm::step_claim> claim;
+  if (slots) {
+    const slurm::step_shape shape{ntasks, cmd.options.cpus_per_task, cmd.options.ntasks_per_node};
+    claim.emplace(std::atoll(job_id.c_str()), token.substr(0, token.find('.')));
+    bool waited = false;
+    placed = claim->claim(
+        slots->count, [&](const std::vector<bool>& busy) { return slurm::place_step(*slots, shape, busy); },
+        [&] {
+          waited = true;
+          std::fprintf(stderr, "srun: Job %s step creation temporarily disabled, retrying (Requested nodes are busy)\n",
+                       job_id.c_str());
+        });
+    if (waited) std::fprintf(stderr, "srun: Step created for StepId=%s.%lld\n", job_id.c_str(), static_cast<long long>(plan.step_id));
+    plan.node_ids = placed->node_ids;
+    if (own_layout) plan.cpus_per_task = cmd.options.cpus_per_task;
+  } else {
+    plan.node_ids = slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                                         getenv_or("SLURM_JOB_NODELIST"), ntasks);
+  }
   const std::string self = self_path().string();
   std::vector<std::string> wrapper{self, "--aqs-task"};
   for (auto& w : slurm::task_plan_words(plan)) wrapper.push_back(std::move(w));
-  const auto mpirun = cmdline::find_executable("mpirun", cmdline::path_variable(env), cwd);
   if (!mpirun) {
     if (ntasks != 1) {
       throw slurm::command_error("a step of " + std::to_string(ntasks) +
