@@ -91,6 +91,8 @@ srun_task_options split_task_options(std::span<const std::string> options) {
       out.label = true;
     } else if (w == "--multi-prog") {
       out.multi_prog = true;
+    } else if (w == "--overlap") {
+      out.overlap = true;
     } else {
       out.rest.push_back(w);
     }

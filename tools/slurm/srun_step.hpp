@@ -15,10 +15,11 @@ namespace aqs::slurm {
 
 // srun's options that shape its tasks rather than its allocation, taken off
 // the options part of its command line (the words before the command): -l,
-// --label and --multi-prog; the rest go to frun for the allocation.
+// --label, --multi-prog and --overlap; the rest go to frun for the allocation.
 struct srun_task_options {
   bool label = false;
   bool multi_prog = false;         // the command is a configuration file
+  bool overlap = false;            // --overlap: the step shares the processors other steps hold
   std::vector<std::string> rest;   // the options without those
 };
 srun_task_options split_task_options(std::span<const std::string> options);

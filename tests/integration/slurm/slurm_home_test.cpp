@@ -217,6 +217,7 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
          "srun -n 2 sh -c 'echo stepA $SLURM_NODEID; touch m/a$SLURM_PROCID; sleep 8' &\n"
          "srun -n 2 sh -c 'echo stepB $SLURM_NODEID; touch m/b$SLURM_PROCID; sleep 8' &\n"
          "for i in $(seq 120); do [ $(ls m | wc -l) -ge 4 ] && break; sleep 0.5; done\n"
+         "srun -n 1 --overlap sh -c 'echo stepD $SLURM_NODEID' 2>&1 | sed 's/^/D /'\n"
          "srun -n 1 sh -c 'echo stepC $SLURM_NODEID' 2>&1 | sed 's/^/C /'\n"
          "wait\n";
   fs::permissions(u.home / "lay.sh", fs::perms::owner_all, fs::perm_options::add);
@@ -266,6 +267,11 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
                                           "\\(Requested nodes are busy\\)\n")));
   CHECK(std::regex_search(out, std::regex("C srun: Step created for StepId=[0-9]+\\.[0-9]+\n")));
   CHECK(matching(out, "C stepC [01]").size() == 1);
+  // --overlap, while A and B hold every processor: it runs at once, on
+  // the job's first task's, and says nothing about waiting.
+  const auto d = matching(out, "D .*");
+  REQUIRE(d.size() == 1);
+  CHECK(std::regex_match(d[0], std::regex("D stepD [01]")));
 }
 
 TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers; a job's partition and nodes are squeue's") {

@@ -31,10 +31,12 @@ std::string error_of(auto&& f) {
 
 }  // namespace
 
-TEST_CASE("srun's -l and --multi-prog shape the tasks and are taken off what goes to the allocation") {
-  const auto t = slurm::split_task_options(words({"-n", "4", "-l", "--multi-prog", "-t", "5"}));
+TEST_CASE("srun's -l, --multi-prog and --overlap shape the tasks and are taken off what goes to the allocation") {
+  const auto t = slurm::split_task_options(words({"-n", "4", "-l", "--multi-prog", "--overlap", "-t", "5"}));
   CHECK(t.label);
   CHECK(t.multi_prog);
+  CHECK(t.overlap);
+  CHECK_FALSE(slurm::split_task_options(words({"-l"})).overlap);
   CHECK(t.rest == words({"-n", "4", "-t", "5"}));
   CHECK_FALSE(slurm::split_task_options(words({"--label"})).multi_prog);
   CHECK(slurm::split_task_options(words({"--label"})).label);

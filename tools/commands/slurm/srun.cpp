@@ -194,7 +194,10 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
     const slurm::step_shape shape{ntasks, cmd.options.cpus_per_task, cmd.options.ntasks_per_node};
     claim.emplace(std::atoll(job_id.c_str()), token.substr(0, token.find('.')));
     bool waited = false;
-    placed = claim->claim(
+    // --overlap (a step inside a step, a monitor beside the work): the
+    // processors as if no other step held them, and none claimed.
+    if (t.overlap) placed = slurm::place_step(*slots, shape);
+    else placed = claim->claim(
         slots->count, [&](const std::vector<bool>& busy) { return slurm::place_step(*slots, shape, busy); },
         [&] {
           waited = true;
