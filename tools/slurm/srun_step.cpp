@@ -338,31 +338,56 @@ step_placement place_step(const job_slots& job, const step_shape& shape, const s
     out.slots.insert(out.slots.end(), slots.begin(), slots.end());
   };
   std::int64_t room = 0;
-  const bool own_layout = shape.cpus_per_task || shape.ntasks_per_node;
-  for (const auto& n : job.nodes) {
-    std::int64_t here = 0;
-    if (!own_layout) {
+  const bool own_layout = shape.cpus_per_task || shape.ntasks_per_node || shape.nodes;
+  if (!own_layout) {
+    for (const auto& n : job.nodes) {
       // The job's own tasks, in order, those whose processors are free.
       for (const auto& task : n.tasks) {
         if (std::any_of(task.begin(), task.end(), is_busy)) continue;
-        ++here;
+        ++room;
         if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) add(n, task);
       }
-    } else {
-      // Block distribution: this node's tasks before the next node's, each
-      // on C of its free processors.
-      std::vector<std::size_t> free;
-      for (std::size_t k = 0; k < n.cpus.size(); ++k) {
-        if (!is_busy(n.first_slot + k)) free.push_back(n.first_slot + k);
-      }
-      here = static_cast<std::int64_t>(free.size()) / cpus_per_task;
-      if (shape.ntasks_per_node) here = std::min(here, *shape.ntasks_per_node);
-      for (std::int64_t t = 0; t < here && static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks; ++t) {
-        const auto from = free.begin() + static_cast<std::ptrdiff_t>(t * cpus_per_task);
-        add(n, std::vector<std::size_t>(from, from + static_cast<std::ptrdiff_t>(cpus_per_task)));
-      }
     }
-    room += here;
+  } else {
+    // Each node's free processors and how many tasks of C fit there.
+    std::vector<std::vector<std::size_t>> free(job.nodes.size());
+    std::vector<std::int64_t> fits(job.nodes.size(), 0);
+    for (std::size_t i = 0; i < job.nodes.size(); ++i) {
+      const auto& n = job.nodes[i];
+      for (std::size_t k = 0; k < n.cpus.size(); ++k) {
+        if (!is_busy(n.first_slot + k)) free[i].push_back(n.first_slot + k);
+      }
+      fits[i] = static_cast<std::int64_t>(free[i].size()) / cpus_per_task;
+      if (shape.ntasks_per_node) fits[i] = std::min(fits[i], *shape.ntasks_per_node);
+    }
+    // -N K: the first K nodes with room, each at least one task (fewer
+    // tasks than K: as many nodes as tasks, as Slurm's srun does).
+    std::vector<std::size_t> used;
+    for (std::size_t i = 0; i < job.nodes.size(); ++i) {
+      if (fits[i] > 0) used.push_back(i);
+    }
+    if (shape.nodes) {
+      const auto want = static_cast<std::size_t>(std::min(*shape.nodes, shape.ntasks));
+      if (used.size() < want) {
+        throw usage_error("More processors requested than permitted: " + std::to_string(*shape.nodes) + " nodes asked for, " +
+                          std::to_string(used.size()) + (busy.empty() ? "" : " free") + " in the job's allocation");
+      }
+      used.resize(want);
+    }
+    // Block distribution: a node's tasks before the next node's, keeping
+    // one task for each node still to come when -N asks for them.
+    std::int64_t left = shape.ntasks;
+    for (std::size_t u = 0; u < used.size(); ++u) {
+      const std::size_t i = used[u];
+      room += fits[i];
+      const std::int64_t later = shape.nodes ? static_cast<std::int64_t>(used.size() - u - 1) : 0;
+      const std::int64_t take = std::max<std::int64_t>(0, std::min(fits[i], left - later));
+      for (std::int64_t t = 0; t < take; ++t) {
+        const auto from = free[i].begin() + static_cast<std::ptrdiff_t>(t * cpus_per_task);
+        add(job.nodes[i], std::vector<std::size_t>(from, from + static_cast<std::ptrdiff_t>(cpus_per_task)));
+      }
+      left -= take;
+    }
   }
   if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) {
     throw usage_error("More processors requested than permitted: the job's allocation has room for " +

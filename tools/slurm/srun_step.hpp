@@ -71,11 +71,12 @@ job_slots read_job_slots(std::string_view job_rankfile, std::string_view aqs_nod
 
 // A step inside the job, placed over the job's slots that are not `busy`
 // (indexed by slot; other running steps'), as Slurm's srun places a step in
-// its allocation. Without -c or --ntasks-per-node: the job's own tasks in
-// order whose processors are free (all free: its first N tasks). With
+// its allocation. Without -c, --ntasks-per-node or -N: the job's own tasks
+// in order whose processors are free (all free: its first N tasks). With
 // them: block distribution over the nodes in map order, each task on
 // `cpus_per_task` free processors of its node, at most `ntasks_per_node`
-// tasks a node. `rankfile` is mpirun's for the step ("rank I=HOST slot=A,B"
+// tasks a node, on the first `nodes` nodes with room (each at least one
+// task). `rankfile` is mpirun's for the step ("rank I=HOST slot=A,B"
 // per task), node_ids as task_node_ids', `slots` those it takes. Throws
 // usage_error ("More processors requested than permitted: ...", as
 // Slurm's) when the tasks do not fit.
@@ -83,6 +84,7 @@ struct step_shape {
   std::int64_t ntasks = 1;
   std::optional<std::int64_t> cpus_per_task;
   std::optional<std::int64_t> ntasks_per_node;
+  std::optional<std::int64_t> nodes;  // -N: on this many nodes, each at least one task
 };
 struct step_placement {
   std::string rankfile;

@@ -208,6 +208,7 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
          "srun -n 2 -c 2 sh -c 'echo cpt $SLURM_PROCID:$SLURM_NODEID:$SLURM_CPUS_PER_TASK:"
          "$(grep Cpus_allowed_list /proc/self/status | cut -f2)'\n"
          "srun -n 2 sh -c 'echo plain $SLURM_PROCID:$SLURM_NODEID'\n"
+         "srun -N 2 -n 2 sh -c 'echo twonodes $SLURM_PROCID:$SLURM_NODEID'\n"
          "srun -n 3 -c 2 true 2>&1 | sed 's/^/big /'\n"
          "srun -n 1 -c 2 sh -c 'exit 4'; echo \"layout rc=$?\"\n"
          "echo left $(ls $TMPDIR | wc -l)\n"
@@ -234,6 +235,10 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
   std::string npn;
   for (const auto& l : matching(out, "npn .*")) npn += l.substr(4) + "\n";
   CHECK(one_per_node(npn));
+  // -N 2: the two tasks on two nodes.
+  std::string two;
+  for (const auto& l : matching(out, "twonodes .*")) two += l.substr(9) + "\n";
+  CHECK(one_per_node(two));
   std::string plain;
   for (const auto& l : matching(out, "plain .*")) plain += l.substr(6) + "\n";
   const auto p = sorted_lines(plain);

@@ -87,30 +87,30 @@ TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's 
   REQUIRE(job.nodes.size() == 2);
   CHECK(job.nodes[0].id == 1);
   CHECK(job.nodes[1].tasks == std::vector<std::vector<std::size_t>>{{2}, {3}});
-  auto placed = slurm::place_step(job, {2, std::nullopt, 1});
+  auto placed = slurm::place_step(job, {2, std::nullopt, 1, std::nullopt});
   CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node1 slot=0\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
   CHECK(placed.slots == std::vector<std::size_t>{0, 2});
-  placed = slurm::place_step(job, {2, 2, std::nullopt});
+  placed = slurm::place_step(job, {2, 2, std::nullopt, std::nullopt});
   CHECK(placed.rankfile == "rank 0=node3 slot=4,5\nrank 1=node1 slot=0,1\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
   // Fewer tasks than the job's: the first node first, as Slurm's block.
-  placed = slurm::place_step(job, {3, std::nullopt, 2});
+  placed = slurm::place_step(job, {3, std::nullopt, 2, std::nullopt});
   CHECK(placed.node_ids == std::vector<std::int64_t>{1, 1, 0});
   // Without a layout of its own: the job's first tasks, as the job's rankfile.
-  placed = slurm::place_step(job, {3, std::nullopt, std::nullopt});
+  placed = slurm::place_step(job, {3, std::nullopt, std::nullopt, std::nullopt});
   CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\n");
   // A -c job's ranks have several slots; the step may cut them otherwise.
   const auto wide = slurm::read_job_slots("rank 0=a slot=0,1\nrank 1=b slot=2-3\n", "a:0-1,b:2-3", "1(x2)", "a,b");
-  placed = slurm::place_step(wide, {4, 1, std::nullopt});
+  placed = slurm::place_step(wide, {4, 1, std::nullopt, std::nullopt});
   CHECK(placed.rankfile == "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=2\nrank 3=b slot=3\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 1});
-  placed = slurm::place_step(wide, {2, std::nullopt, std::nullopt});
+  placed = slurm::place_step(wide, {2, std::nullopt, std::nullopt, std::nullopt});
   CHECK(placed.rankfile == "rank 0=a slot=0,1\nrank 1=b slot=2,3\n");
   // What does not fit is Slurm's refusal, with the room there is.
-  CHECK(error_of([&] { slurm::place_step(job, {3, 2, std::nullopt}); }) ==
+  CHECK(error_of([&] { slurm::place_step(job, {3, 2, std::nullopt, std::nullopt}); }) ==
         "More processors requested than permitted: the job's allocation has room for 2 tasks of 2 processors, not 3");
-  CHECK(error_of([&] { slurm::place_step(job, {3, 1, 1}); }) ==
+  CHECK(error_of([&] { slurm::place_step(job, {3, 1, 1, std::nullopt}); }) ==
         "More processors requested than permitted: the job's allocation has room for 2 tasks of 1 processor at 1 "
         "per node, not 3");
   // A rankfile that is not the agent's, or disagrees with the job's layout.
@@ -120,20 +120,42 @@ TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's 
         "the job's rankfile has 4 ranks where SLURM_TASKS_PER_NODE has 2 tasks");
 }
 
+TEST_CASE("a step's -N spreads its tasks over that many of the job's nodes, each at least one") {
+  const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=0\nrank 3=b slot=1\n"
+                           "rank 4=c slot=0\nrank 5=c slot=1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-1,b:2-3,c:4-5", "2(x3)", "a,b,c");
+  auto placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, 2});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 1});
+  placed = slurm::place_step(job, {4, std::nullopt, std::nullopt, 3});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 2});
+  placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, 1});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0});
+  // Fewer tasks than nodes: as many nodes as tasks.
+  placed = slurm::place_step(job, {1, std::nullopt, std::nullopt, 3});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0});
+  // Nodes whose processors other steps hold are passed over.
+  placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, 2}, {true, true, false, false, false, false});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 2});
+  CHECK(error_of([&] { slurm::place_step(job, {4, std::nullopt, std::nullopt, 4}); }) ==
+        "More processors requested than permitted: 4 nodes asked for, 3 in the job's allocation");
+  CHECK(error_of([&] { slurm::place_step(job, {3, std::nullopt, std::nullopt, 1}); }).starts_with(
+      "More processors requested than permitted: the job's allocation has room for 2 tasks"));
+}
+
 TEST_CASE("a step takes only the processors other running steps of the job do not hold") {
   const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=0\nrank 3=b slot=1\n";
   const auto job = slurm::read_job_slots(text, "a:0-1,b:2-3", "2(x2)", "a,b");
   // Slots 0 and 2 (a's cpu 0, b's cpu 0) held by another step.
   const std::vector<bool> busy{true, false, true, false};
-  auto placed = slurm::place_step(job, {2, std::nullopt, std::nullopt}, busy);
+  auto placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, std::nullopt}, busy);
   CHECK(placed.rankfile == "rank 0=a slot=1\nrank 1=b slot=1\n");
   CHECK(placed.slots == std::vector<std::size_t>{1, 3});
   CHECK(placed.node_ids == std::vector<std::int64_t>{0, 1});
-  placed = slurm::place_step(job, {1, 1, std::nullopt}, busy);
+  placed = slurm::place_step(job, {1, 1, std::nullopt, std::nullopt}, busy);
   CHECK(placed.rankfile == "rank 0=a slot=1\n");
-  CHECK(error_of([&] { slurm::place_step(job, {3, std::nullopt, std::nullopt}, busy); }) ==
+  CHECK(error_of([&] { slurm::place_step(job, {3, std::nullopt, std::nullopt, std::nullopt}, busy); }) ==
         "More processors requested than permitted: the job's allocation has room for 2 more tasks of 1 processor, not 3");
-  CHECK(error_of([&] { slurm::place_step(job, {1, 2, std::nullopt}, busy); }).starts_with("More processors requested"));
+  CHECK(error_of([&] { slurm::place_step(job, {1, 2, std::nullopt, std::nullopt}, busy); }).starts_with("More processors requested"));
 }
 
 TEST_CASE("steps of one job claim their processors from each other, and a step waits while they are held") {
@@ -141,7 +163,7 @@ TEST_CASE("steps of one job claim their processors from each other, and a step w
   const auto job = slurm::read_job_slots(text, "a:0-1", "2", "a");
   const std::int64_t job_id = 900000000 + ::getpid();
   auto place = [&](std::int64_t n) {
-    return [&job, n](const std::vector<bool>& busy) { return slurm::place_step(job, {n, std::nullopt, std::nullopt}, busy); };
+    return [&job, n](const std::vector<bool>& busy) { return slurm::place_step(job, {n, std::nullopt, std::nullopt, std::nullopt}, busy); };
   };
   std::optional<slurm::step_claim> first(std::in_place, job_id, "cafe");
   const auto p1 = first->claim(job.count, place(1), [] {});

@@ -80,7 +80,7 @@ std::optional<slurm::job_slots> job_slots(bool own_layout) {
   std::FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "r");
   if (f == nullptr) {
     if (own_layout) {
-      std::fprintf(stderr, "srun: warning: -c/--ntasks-per-node: the job has no rankfile (%s); the step keeps the job's layout\n",
+      std::fprintf(stderr, "srun: warning: -c/--ntasks-per-node/-N: the job has no rankfile (%s); the step keeps the job's layout\n",
                    path.empty() ? "an adaptive job's ranks are placed by its shim" : std::strerror(errno));
     }
     return std::nullopt;
@@ -155,9 +155,10 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   }
   const std::int64_t job_tasks = std::atoll(getenv_or("SLURM_NTASKS", "1").c_str());
   std::int64_t ntasks = cmd.options.procs.value_or(job_tasks > 0 ? job_tasks : 1);
-  // -c or --ntasks-per-node: the step's own layout over the job's
+  // -c, --ntasks-per-node or -N: the step's own layout over the job's
   // processors (place_step checks that it fits); else the job's first N tasks.
-  const bool own_layout = cmd.options.cpus_per_task.has_value() || cmd.options.ntasks_per_node.has_value();
+  const bool own_layout = cmd.options.cpus_per_task.has_value() || cmd.options.ntasks_per_node.has_value() ||
+                          cmd.options.nodes_min.has_value();
   if (!own_layout && job_tasks > 0 && ntasks > job_tasks) {
     throw slurm::command_error("-n " + std::to_string(ntasks) + " is more than the job's " + std::to_string(job_tasks) +
                              " tasks (a step runs inside the job's allocation)");
@@ -191,7 +192,8 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   std::optional<slurm::step_placement> placed;
   std::optional<slurm::step_claim> claim;
   if (slots) {
-    const slurm::step_shape shape{ntasks, cmd.options.cpus_per_task, cmd.options.ntasks_per_node};
+    const slurm::step_shape shape{ntasks, cmd.options.cpus_per_task, cmd.options.ntasks_per_node,
+                                  cmd.options.nodes_min};
     claim.emplace(std::atoll(job_id.c_str()), token.substr(0, token.find('.')));
     bool waited = false;
     // --overlap (a step inside a step, a monitor beside the work): the
