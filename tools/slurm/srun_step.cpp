@@ -182,14 +182,28 @@ struct job_node {
   std::string name;
   std::int64_t tasks = 0;
   std::int64_t id = 0;
+  std::int64_t procs = 0;  // its processors in the job's map (0: not listed)
 };
 std::vector<job_node> job_nodes(std::string_view aqs_nodelist, std::string_view tasks_per_node,
                                 std::string_view job_nodelist) {
   // The job's nodes in map order (consecutive entries of one node merged).
   std::vector<std::string> names;
+  std::vector<std::int64_t> procs;
   for_each_item(aqs_nodelist, [&](std::string_view item) {
-    const std::string name(item.substr(0, item.rfind(':')));
-    if (!name.empty() && (names.empty() || names.back() != name)) names.push_back(name);
+    const auto colon = item.rfind(':');
+    const std::string name(item.substr(0, colon));
+    if (name.empty()) return;
+    if (names.empty() || names.back() != name) {
+      names.push_back(name);
+      procs.push_back(0);
+    }
+    // "0-3" or "5": how many processors of the map this entry is.
+    if (colon == std::string_view::npos) return;
+    const std::string_view range = item.substr(colon + 1);
+    const auto dash = range.find('-');
+    const auto a = number(range.substr(0, dash));
+    const auto b = dash == std::string_view::npos ? a : number(range.substr(dash + 1));
+    if (a && b && *b >= *a) procs.back() += *b - *a + 1;
   });
   // "2(x3),1": tasks per node in the same order.
   std::vector<std::int64_t> per_node;
@@ -215,6 +229,7 @@ std::vector<job_node> job_nodes(std::string_view aqs_nodelist, std::string_view 
     n.id = static_cast<std::int64_t>(k);
     if (k < names.size()) {
       n.name = names[k];
+      n.procs = procs[k];
       const auto it = std::find(sorted.begin(), sorted.end(), names[k]);
       if (it != sorted.end()) n.id = static_cast<std::int64_t>(it - sorted.begin());
     }
@@ -267,6 +282,7 @@ job_slots read_job_slots(std::string_view job_rankfile, std::string_view aqs_nod
   struct rank_line {
     std::string host;
     std::vector<std::string> cpus;
+    std::string text;  // the slot list as written
   };
   std::vector<rank_line> ranks;
   std::size_t line_no = 0;
@@ -289,7 +305,7 @@ job_slots read_job_slots(std::string_view job_rankfile, std::string_view aqs_nod
     }
     std::string_view list = line.substr(slot + 6);
     while (!list.empty() && (list.back() == ' ' || list.back() == '\r')) list.remove_suffix(1);
-    ranks.push_back({std::string(line.substr(eq + 1, slot - eq - 1)), slot_cpus(list, line_no)});
+    ranks.push_back({std::string(line.substr(eq + 1, slot - eq - 1)), slot_cpus(list, line_no), std::string(list)});
   }
   // The job's tasks by node (SLURM_TASKS_PER_NODE, map order, as the
   // rankfile's ranks are); each node's processors are its tasks' slots.
@@ -307,14 +323,26 @@ job_slots read_job_slots(std::string_view job_rankfile, std::string_view aqs_nod
     node.id = n.id;
     node.first_slot = out.count;
     if (n.tasks > 0) node.host = ranks[first].host;
+    // The node's processors: as many as the job's map gives it (AQS_NODELIST;
+    // an agent with --procs beyond its cores pins several onto one cpu, and
+    // a -c rank lists each of its cpus once), on its tasks' cpus in turn.
+    std::vector<std::string> cycle;
     for (std::size_t r = first; r < first + static_cast<std::size_t>(n.tasks); ++r) {
+      cycle.insert(cycle.end(), ranks[r].cpus.begin(), ranks[r].cpus.end());
+    }
+    const auto procs = static_cast<std::size_t>(std::max<std::int64_t>(n.procs, 0));
+    const std::size_t count = std::max(procs, cycle.size());
+    for (std::size_t k = 0; k < count && !cycle.empty(); ++k) node.cpus.push_back(cycle[k % cycle.size()]);
+    // The job's tasks there, each on its share of them, in order.
+    const std::size_t per_task = n.tasks > 0 ? std::max<std::size_t>(1, count / static_cast<std::size_t>(n.tasks)) : 1;
+    for (std::int64_t t = 0; t < n.tasks; ++t) {
       std::vector<std::size_t> task;
-      for (const auto& c : ranks[r].cpus) {
-        auto it = std::find(node.cpus.begin(), node.cpus.end(), c);
-        if (it == node.cpus.end()) it = node.cpus.insert(node.cpus.end(), c);
-        task.push_back(node.first_slot + static_cast<std::size_t>(it - node.cpus.begin()));
+      for (std::size_t k = 0; k < per_task; ++k) {
+        const std::size_t at = static_cast<std::size_t>(t) * per_task + k;
+        if (at < node.cpus.size()) task.push_back(node.first_slot + at);
       }
       node.tasks.push_back(std::move(task));
+      node.task_text.push_back(ranks[first + static_cast<std::size_t>(t)].text);
     }
     first += static_cast<std::size_t>(n.tasks);
     out.count += node.cpus.size();
@@ -330,9 +358,16 @@ step_placement place_step(const job_slots& job, const step_shape& shape, const s
   if (shape.ntasks_per_node && *shape.ntasks_per_node < 1) throw usage_error("--ntasks-per-node takes at least 1");
   auto is_busy = [&](std::size_t slot) { return slot < busy.size() && busy[slot]; };
   step_placement out;
-  auto add = [&](const job_slots::node& n, const std::vector<std::size_t>& slots) {
+  auto add = [&](const job_slots::node& n, const std::vector<std::size_t>& slots, const std::string* text = nullptr) {
+    // Each cpu once (several processors of a --procs agent share one).
+    std::vector<std::string> cpus;
+    for (const std::size_t k : slots) {
+      const std::string& c = n.cpus[k - n.first_slot];
+      if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) cpus.push_back(c);
+    }
     std::string list;
-    for (const std::size_t k : slots) list += (list.empty() ? "" : ",") + n.cpus[k - n.first_slot];
+    for (const auto& c : cpus) list += (list.empty() ? "" : ",") + c;
+    if (text != nullptr) list = *text;
     out.rankfile += "rank " + std::to_string(out.node_ids.size()) + "=" + n.host + " slot=" + list + "\n";
     out.node_ids.push_back(n.id);
     out.slots.insert(out.slots.end(), slots.begin(), slots.end());
@@ -342,10 +377,11 @@ step_placement place_step(const job_slots& job, const step_shape& shape, const s
   if (!own_layout) {
     for (const auto& n : job.nodes) {
       // The job's own tasks, in order, those whose processors are free.
-      for (const auto& task : n.tasks) {
+      for (std::size_t t = 0; t < n.tasks.size(); ++t) {
+        const auto& task = n.tasks[t];
         if (std::any_of(task.begin(), task.end(), is_busy)) continue;
         ++room;
-        if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) add(n, task);
+        if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) add(n, task, &n.task_text[t]);
       }
     }
   } else {

@@ -51,9 +51,11 @@ std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::stri
                                         std::string_view job_nodelist, std::int64_t ntasks);
 // The job's processors, from the job's rankfile (the agent's: "rank I=HOST
 // slot=A,B" per task) and its layout (AQS_NODELIST, SLURM_TASKS_PER_NODE,
-// SLURM_JOB_NODELIST): per node in map order its host, SLURM_NODEID, cpus
-// and its tasks' slots. A slot is one (node, cpu), numbered node by node:
-// what concurrent steps claim. Throws usage_error for a rankfile that is not
+// SLURM_JOB_NODELIST): per node in map order its host, SLURM_NODEID, its
+// processors (as many as AQS_NODELIST gives it, each on its cpu: an agent
+// with --procs beyond its cores puts several on one) and its tasks' slots.
+// A slot is one processor of a node, numbered node by node: what
+// concurrent steps claim. Throws usage_error for a rankfile that is not
 // the agent's or disagrees with SLURM_TASKS_PER_NODE.
 struct job_slots {
   struct node {
@@ -62,6 +64,7 @@ struct job_slots {
     std::size_t first_slot = 0;
     std::vector<std::string> cpus;                // slot first_slot + k is cpus[k]
     std::vector<std::vector<std::size_t>> tasks;  // the job's tasks here: their slots
+    std::vector<std::string> task_text;           // ... and their rankfile slot lists, as the job's
   };
   std::vector<node> nodes;
   std::size_t count = 0;

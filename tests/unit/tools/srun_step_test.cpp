@@ -106,7 +106,7 @@ TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's 
   CHECK(placed.rankfile == "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=2\nrank 3=b slot=3\n");
   CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 1});
   placed = slurm::place_step(wide, {2, std::nullopt, std::nullopt, std::nullopt});
-  CHECK(placed.rankfile == "rank 0=a slot=0,1\nrank 1=b slot=2,3\n");
+  CHECK(placed.rankfile == "rank 0=a slot=0,1\nrank 1=b slot=2-3\n");  // the job's own lines
   // What does not fit is Slurm's refusal, with the room there is.
   CHECK(error_of([&] { slurm::place_step(job, {3, 2, std::nullopt, std::nullopt}); }) ==
         "More processors requested than permitted: the job's allocation has room for 2 tasks of 2 processors, not 3");
@@ -118,6 +118,29 @@ TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's 
         std::string::npos);
   CHECK(error_of([&] { slurm::read_job_slots(text, "node3:4-5,node1:0-1", "2", "node[1,3]"); }) ==
         "the job's rankfile has 4 ranks where SLURM_TASKS_PER_NODE has 2 tasks");
+}
+
+TEST_CASE("an agent's --procs beyond its cores: a node's processors are the map's, several on one cpu") {
+  // 4 processors on cpus 0 and 1 of each node (round-robin), 2 tasks of -c 2.
+  const std::string text = "rank 0=a slot=0,1\nrank 1=a slot=0,1\nrank 2=b slot=0,1\nrank 3=b slot=0,1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-3,b:4-7", "2(x2)", "a,b");
+  CHECK(job.count == 8);
+  CHECK(job.nodes[0].cpus == std::vector<std::string>{"0", "1", "0", "1"});
+  CHECK(job.nodes[1].tasks == std::vector<std::vector<std::size_t>>{{4, 5}, {6, 7}});
+  // 8 tasks of one processor fit; two steps of 4 take different ones.
+  auto placed = slurm::place_step(job, {8, 1, std::nullopt, std::nullopt});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(placed.rankfile.starts_with("rank 0=a slot=0\nrank 1=a slot=1\nrank 2=a slot=0\n"));
+  placed = slurm::place_step(job, {1, 4, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=a slot=0,1\n");
+  placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, std::nullopt}, {true, true, false, false});
+  CHECK(placed.slots == std::vector<std::size_t>{2, 3, 4, 5});
+  // One processor a rank (no -c): 4 ranks on 2 cpus, each its own slot.
+  const auto one = slurm::read_job_slots("rank 0=a slot=0\nrank 1=a slot=1\nrank 2=a slot=0\nrank 3=a slot=1\n",
+                                         "a:0-3", "4", "a");
+  CHECK(one.nodes[0].tasks == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}, {3}});
+  CHECK(slurm::place_step(one, {2, std::nullopt, std::nullopt, std::nullopt}, {true, false, false, false}).slots ==
+        std::vector<std::size_t>{1, 2});
 }
 
 TEST_CASE("a step's -N spreads its tasks over that many of the job's nodes, each at least one") {
