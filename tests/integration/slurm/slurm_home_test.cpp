@@ -215,8 +215,11 @@ TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over
          // Two steps at once take different processors (here: nodes); a
          // third, while they hold all four, waits for them as Slurm's does.
          "mkdir m\n"
-         "srun -n 2 sh -c 'echo stepA $SLURM_NODEID; touch m/a$SLURM_PROCID; sleep 8' &\n"
-         "srun -n 2 sh -c 'echo stepB $SLURM_NODEID; touch m/b$SLURM_PROCID; sleep 8' &\n"
+         // (B starts once A runs: two mpiruns' daemons on one host starting
+         // at the same moment may race to make OpenMPI's session directory.)
+         "srun -n 2 sh -c 'echo stepA $SLURM_NODEID; touch m/a$SLURM_PROCID; sleep 20' &\n"
+         "for i in $(seq 120); do [ $(ls m | wc -l) -ge 2 ] && break; sleep 0.5; done\n"
+         "srun -n 2 sh -c 'echo stepB $SLURM_NODEID; touch m/b$SLURM_PROCID; sleep 20' &\n"
          "for i in $(seq 120); do [ $(ls m | wc -l) -ge 4 ] && break; sleep 0.5; done\n"
          "srun -n 1 --overlap sh -c 'echo stepD $SLURM_NODEID' 2>&1 | sed 's/^/D /'\n"
          "srun -n 1 sh -c 'echo stepC $SLURM_NODEID' 2>&1 | sed 's/^/C /'\n"

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <csignal>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,14 +94,28 @@ std::optional<slurm::job_slots> job_slots(bool own_layout) {
                                getenv_or("SLURM_JOB_NODELIST"));
 }
 
-// mpirun `argv` with the step's own rankfile, a private file removed when
-// mpirun ends; returns mpirun's exit status (128 + N for signal N).
+// mpirun `argv` with the step's own rankfile, in a private directory
+// removed when mpirun ends, which is also mpirun's own session directory
+// base here (concurrent mpiruns making OpenMPI's shared one in /tmp at the
+// same moment can fail with "File exists"); returns mpirun's exit status
+// (128 + N for signal N).
 int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, const std::string& rankfile) {
   std::string dir = getenv_or("TMPDIR", "/tmp");
   if (dir.empty()) dir = "/tmp";
-  std::string name = dir + "/aqs-step-XXXXXX";
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) throw slurm::command_error("cannot write the step's rankfile in " + dir + ": " + std::strerror(errno));
+  std::string step_dir = dir + "/aqs-step-XXXXXX";
+  if (::mkdtemp(step_dir.data()) == nullptr) {
+    throw slurm::command_error("cannot make the step's directory in " + dir + ": " + std::strerror(errno));
+  }
+  const std::string name = step_dir + "/rankfile";
+  struct step_dir_guard {
+    std::string path;
+    ~step_dir_guard() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } guard{step_dir};
+  const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw slurm::command_error("cannot write the step's rankfile " + name + ": " + std::strerror(errno));
   std::size_t done = 0;
   while (done < rankfile.size()) {
     const ssize_t w = ::write(fd, rankfile.data() + done, rankfile.size() - done);
@@ -108,7 +123,6 @@ int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, 
     if (w <= 0) {
       const std::string why = std::strerror(errno);
       ::close(fd);
-      ::unlink(name.c_str());
       throw slurm::command_error("cannot write the step's rankfile " + name + ": " + why);
     }
     done += static_cast<std::size_t>(w);
@@ -117,12 +131,10 @@ int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, 
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t child = ::fork();
-  if (child < 0) {
-    ::unlink(name.c_str());
-    throw slurm::command_error(std::string("cannot start mpirun: ") + std::strerror(errno));
-  }
+  if (child < 0) throw slurm::command_error(std::string("cannot start mpirun: ") + std::strerror(errno));
   if (child == 0) {
     ::setenv("OMPI_MCA_rmaps_rank_file_path", name.c_str(), 1);
+    ::setenv("OMPI_MCA_orte_local_tmpdir_base", step_dir.c_str(), 1);
     std::vector<char*> words;
     for (auto& w : argv) words.push_back(w.data());
     words.push_back(nullptr);
@@ -139,7 +151,6 @@ int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, 
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  ::unlink(name.c_str());
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
 }
