@@ -95,10 +95,10 @@ std::optional<slurm::job_slots> job_slots(bool own_layout) {
 }
 
 // mpirun `argv` with the step's own rankfile, in a private directory
-// removed when mpirun ends, which is also mpirun's own session directory
-// base here (concurrent mpiruns making OpenMPI's shared one in /tmp at the
-// same moment can fail with "File exists"); returns mpirun's exit status
-// (128 + N for signal N).
+// removed when mpirun ends; returns mpirun's exit status (128 + N for
+// signal N). (Not also OpenMPI's session base, orte_local_tmpdir_base: the
+// ranks inherit it beside the orte_tmpdir_base their daemon gives them,
+// and MPI_Init refuses the pair.)
 int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, const std::string& rankfile) {
   std::string dir = getenv_or("TMPDIR", "/tmp");
   if (dir.empty()) dir = "/tmp";
@@ -134,7 +134,6 @@ int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, 
   if (child < 0) throw slurm::command_error(std::string("cannot start mpirun: ") + std::strerror(errno));
   if (child == 0) {
     ::setenv("OMPI_MCA_rmaps_rank_file_path", name.c_str(), 1);
-    ::setenv("OMPI_MCA_orte_local_tmpdir_base", step_dir.c_str(), 1);
     std::vector<char*> words;
     for (auto& w : argv) words.push_back(w.data());
     words.push_back(nullptr);
