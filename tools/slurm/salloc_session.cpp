@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client_connection.hpp"
+#include "slurm/slurm_client.hpp"
 #include "slurm/slurm_commands.hpp"
 #include "client/submit.hpp"
 
@@ -592,6 +593,26 @@ int run_interactive_salloc(const std::vector<std::string>& options, const std::s
     }
   }
   return rc;
+}
+
+std::vector<std::string> salloc_command_line::frun_line() const {
+  std::vector<std::string> line = options;
+  line.insert(line.end(), {"--no-mpi", "--"});
+  line.insert(line.end(), command.begin(), command.end());
+  return line;
+}
+
+salloc_command_line parse_salloc_args(const std::vector<std::string>& raw) {
+  const translated_args t = translate_submit_args(raw, false, [](const std::string& o, const auto& v) {
+    return parser_accepts(cmdline::parse_frun_command_line, o, v, "true");
+  });
+  salloc_command_line out;
+  out.warnings = t.warnings;
+  out.options.assign(t.args.begin(), t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at));
+  out.command.assign(t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at), t.args.end());
+  if (!out.command.empty() && out.command.front() == "--") out.command.erase(out.command.begin());
+  if (!out.command.empty()) (void)cmdline::parse_frun_command_line(out.frun_line());
+  return out;
 }
 
 }  // namespace aqs::slurm

@@ -31,6 +31,21 @@ inline constexpr const char* k_salloc_socket_variable = "AQS_SALLOC_SOCKET";
 // aqs-salloc's hidden first argument that makes it the holder.
 inline constexpr const char* k_holder_argument = "--aqs-hold";
 
+// salloc's command line as salloc reads it: Slurm's options translated
+// for frun (translate_submit_args over frun's parser), the warnings for
+// those AQS drops, the allocation's options and the command (a leading
+// "--" taken off; empty: the interactive shell). With a command, the
+// frun line it becomes is checked here, so that errors say "salloc:".
+// Throws cmdline::usage_error (or command_error) for a refused option,
+// naming it once.
+struct salloc_command_line {
+  std::vector<std::string> warnings;
+  std::vector<std::string> options;
+  std::vector<std::string> command;
+  std::vector<std::string> frun_line() const;  // options --no-mpi -- command
+};
+salloc_command_line parse_salloc_args(const std::vector<std::string>& raw);
+
 // salloc without a command. `options` are frun's options (translated from
 // salloc's); `self` is aqs-salloc's own path (the holder's program).
 // Returns salloc's exit status: the shell's, as Slurm's salloc.

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <cerrno>
 #include <charconv>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 
@@ -90,6 +91,8 @@ srun_task_options split_task_options(std::span<const std::string> options) {
       out.label = true;
     } else if (w == "--multi-prog") {
       out.multi_prog = true;
+    } else if (w == "--overlap") {
+      out.overlap = true;
     } else {
       out.rest.push_back(w);
     }
@@ -171,13 +174,36 @@ void check_multi_prog(const std::vector<multi_prog_line>& lines, std::int64_t nt
   }
 }
 
-std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
-                                        std::string_view job_nodelist, std::int64_t ntasks) {
+namespace {
+
+// The job's nodes in map order as the agent described them: each node's
+// name, its number of tasks and its SLURM_NODEID.
+struct job_node {
+  std::string name;
+  std::int64_t tasks = 0;
+  std::int64_t id = 0;
+  std::int64_t procs = 0;  // its processors in the job's map (0: not listed)
+};
+std::vector<job_node> job_nodes(std::string_view aqs_nodelist, std::string_view tasks_per_node,
+                                std::string_view job_nodelist) {
   // The job's nodes in map order (consecutive entries of one node merged).
-  std::vector<std::string> nodes;
+  std::vector<std::string> names;
+  std::vector<std::int64_t> procs;
   for_each_item(aqs_nodelist, [&](std::string_view item) {
-    const std::string name(item.substr(0, item.rfind(':')));
-    if (!name.empty() && (nodes.empty() || nodes.back() != name)) nodes.push_back(name);
+    const auto colon = item.rfind(':');
+    const std::string name(item.substr(0, colon));
+    if (name.empty()) return;
+    if (names.empty() || names.back() != name) {
+      names.push_back(name);
+      procs.push_back(0);
+    }
+    // "0-3" or "5": how many processors of the map this entry is.
+    if (colon == std::string_view::npos) return;
+    const std::string_view range = item.substr(colon + 1);
+    const auto dash = range.find('-');
+    const auto a = number(range.substr(0, dash));
+    const auto b = dash == std::string_view::npos ? a : number(range.substr(dash + 1));
+    if (a && b && *b >= *a) procs.back() += *b - *a + 1;
   });
   // "2(x3),1": tasks per node in the same order.
   std::vector<std::int64_t> per_node;
@@ -196,22 +222,215 @@ std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::stri
   } catch (const std::exception&) {
     sorted.clear();
   }
-  auto id_of = [&](std::size_t k) -> std::int64_t {
-    if (k >= nodes.size()) return static_cast<std::int64_t>(k);
-    const auto it = std::find(sorted.begin(), sorted.end(), nodes[k]);
-    return it == sorted.end() ? static_cast<std::int64_t>(k) : static_cast<std::int64_t>(it - sorted.begin());
-  };
+  std::vector<job_node> out;
+  for (std::size_t k = 0; k < per_node.size(); ++k) {
+    job_node n;
+    n.tasks = per_node[k];
+    n.id = static_cast<std::int64_t>(k);
+    if (k < names.size()) {
+      n.name = names[k];
+      n.procs = procs[k];
+      const auto it = std::find(sorted.begin(), sorted.end(), names[k]);
+      if (it != sorted.end()) n.id = static_cast<std::int64_t>(it - sorted.begin());
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+// "0,1,4-5" -> the cpu numbers as written, in order.
+std::vector<std::string> slot_cpus(std::string_view list, std::size_t line_no) {
+  std::vector<std::string> out;
+  for_each_item(list, [&](std::string_view item) {
+    const auto dash = item.find('-');
+    const auto a = number(item.substr(0, dash));
+    const auto b = dash == std::string_view::npos ? a : number(item.substr(dash + 1));
+    if (!a || !b || *b < *a || *b - *a > 4096) {
+      throw usage_error("the job's rankfile: line " + std::to_string(line_no) + ": bad slot list '" + shown(list) + "'");
+    }
+    for (std::int64_t c = *a; c <= *b; ++c) out.push_back(std::to_string(c));
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> task_node_ids(std::string_view aqs_nodelist, std::string_view tasks_per_node,
+                                        std::string_view job_nodelist, std::int64_t ntasks) {
+  const std::vector<job_node> nodes = job_nodes(aqs_nodelist, tasks_per_node, job_nodelist);
   std::vector<std::int64_t> out;
   std::size_t k = 0;
   std::int64_t used = 0;
   while (static_cast<std::int64_t>(out.size()) < ntasks) {
-    while (k < per_node.size() && used >= per_node[k]) {
+    while (k < nodes.size() && used >= nodes[k].tasks) {
       ++k;
       used = 0;
     }
-    const std::size_t node = k < per_node.size() ? k : (per_node.empty() ? 0 : per_node.size() - 1);
-    out.push_back(id_of(node));
+    if (nodes.empty()) {
+      out.push_back(0);
+    } else {
+      out.push_back(nodes[k < nodes.size() ? k : nodes.size() - 1].id);
+    }
     ++used;
+  }
+  return out;
+}
+
+job_slots read_job_slots(std::string_view job_rankfile, std::string_view aqs_nodelist,
+                         std::string_view tasks_per_node, std::string_view job_nodelist) {
+  // The job's ranks, in rank order: "rank I=HOST slot=LIST".
+  struct rank_line {
+    std::string host;
+    std::vector<std::string> cpus;
+    std::string text;  // the slot list as written
+  };
+  std::vector<rank_line> ranks;
+  std::size_t line_no = 0;
+  while (!job_rankfile.empty()) {
+    const auto nl = job_rankfile.find('\n');
+    std::string_view line = job_rankfile.substr(0, nl);
+    job_rankfile = nl == std::string_view::npos ? std::string_view() : job_rankfile.substr(nl + 1);
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos || line.starts_with("#")) continue;
+    const auto eq = line.find('=');
+    const auto slot = line.find(" slot=");
+    if (!line.starts_with("rank ") || eq == std::string_view::npos || slot == std::string_view::npos || slot < eq) {
+      throw usage_error("the job's rankfile: line " + std::to_string(line_no) + " is not 'rank N=HOST slot=LIST': '" +
+                        shown(line) + "'");
+    }
+    const auto rank = number(line.substr(5, eq - 5));
+    if (!rank || *rank != static_cast<std::int64_t>(ranks.size())) {
+      throw usage_error("the job's rankfile: line " + std::to_string(line_no) + " is not rank " +
+                        std::to_string(ranks.size()));
+    }
+    std::string_view list = line.substr(slot + 6);
+    while (!list.empty() && (list.back() == ' ' || list.back() == '\r')) list.remove_suffix(1);
+    ranks.push_back({std::string(line.substr(eq + 1, slot - eq - 1)), slot_cpus(list, line_no), std::string(list)});
+  }
+  // The job's tasks by node (SLURM_TASKS_PER_NODE, map order, as the
+  // rankfile's ranks are); each node's processors are its tasks' slots.
+  const std::vector<job_node> nodes = job_nodes(aqs_nodelist, tasks_per_node, job_nodelist);
+  std::int64_t listed = 0;
+  for (const auto& n : nodes) listed += n.tasks;
+  if (nodes.empty() || listed != static_cast<std::int64_t>(ranks.size())) {
+    throw usage_error("the job's rankfile has " + std::to_string(ranks.size()) + " ranks where SLURM_TASKS_PER_NODE has " +
+                      std::to_string(listed) + " tasks");
+  }
+  job_slots out;
+  std::size_t first = 0;
+  for (const auto& n : nodes) {
+    job_slots::node node;
+    node.id = n.id;
+    node.first_slot = out.count;
+    if (n.tasks > 0) node.host = ranks[first].host;
+    // The node's processors: as many as the job's map gives it (AQS_NODELIST;
+    // an agent with --procs beyond its cores pins several onto one cpu, and
+    // a -c rank lists each of its cpus once), on its tasks' cpus in turn.
+    std::vector<std::string> cycle;
+    for (std::size_t r = first; r < first + static_cast<std::size_t>(n.tasks); ++r) {
+      cycle.insert(cycle.end(), ranks[r].cpus.begin(), ranks[r].cpus.end());
+    }
+    const auto procs = static_cast<std::size_t>(std::max<std::int64_t>(n.procs, 0));
+    const std::size_t count = std::max(procs, cycle.size());
+    for (std::size_t k = 0; k < count && !cycle.empty(); ++k) node.cpus.push_back(cycle[k % cycle.size()]);
+    // The job's tasks there, each on its share of them, in order.
+    const std::size_t per_task = n.tasks > 0 ? std::max<std::size_t>(1, count / static_cast<std::size_t>(n.tasks)) : 1;
+    for (std::int64_t t = 0; t < n.tasks; ++t) {
+      std::vector<std::size_t> task;
+      for (std::size_t k = 0; k < per_task; ++k) {
+        const std::size_t at = static_cast<std::size_t>(t) * per_task + k;
+        if (at < node.cpus.size()) task.push_back(node.first_slot + at);
+      }
+      node.tasks.push_back(std::move(task));
+      node.task_text.push_back(ranks[first + static_cast<std::size_t>(t)].text);
+    }
+    first += static_cast<std::size_t>(n.tasks);
+    out.count += node.cpus.size();
+    out.nodes.push_back(std::move(node));
+  }
+  return out;
+}
+
+step_placement place_step(const job_slots& job, const step_shape& shape, const std::vector<bool>& busy) {
+  if (shape.ntasks < 1) throw usage_error("a step needs at least one task");
+  const std::int64_t cpus_per_task = shape.cpus_per_task.value_or(1);
+  if (cpus_per_task < 1) throw usage_error("-c takes at least 1 processor per task");
+  if (shape.ntasks_per_node && *shape.ntasks_per_node < 1) throw usage_error("--ntasks-per-node takes at least 1");
+  auto is_busy = [&](std::size_t slot) { return slot < busy.size() && busy[slot]; };
+  step_placement out;
+  auto add = [&](const job_slots::node& n, const std::vector<std::size_t>& slots, const std::string* text = nullptr) {
+    // Each cpu once (several processors of a --procs agent share one).
+    std::vector<std::string> cpus;
+    for (const std::size_t k : slots) {
+      const std::string& c = n.cpus[k - n.first_slot];
+      if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) cpus.push_back(c);
+    }
+    std::string list;
+    for (const auto& c : cpus) list += (list.empty() ? "" : ",") + c;
+    if (text != nullptr) list = *text;
+    out.rankfile += "rank " + std::to_string(out.node_ids.size()) + "=" + n.host + " slot=" + list + "\n";
+    out.node_ids.push_back(n.id);
+    out.slots.insert(out.slots.end(), slots.begin(), slots.end());
+  };
+  std::int64_t room = 0;
+  const bool own_layout = shape.cpus_per_task || shape.ntasks_per_node || shape.nodes;
+  if (!own_layout) {
+    for (const auto& n : job.nodes) {
+      // The job's own tasks, in order, those whose processors are free.
+      for (std::size_t t = 0; t < n.tasks.size(); ++t) {
+        const auto& task = n.tasks[t];
+        if (std::any_of(task.begin(), task.end(), is_busy)) continue;
+        ++room;
+        if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) add(n, task, &n.task_text[t]);
+      }
+    }
+  } else {
+    // Each node's free processors and how many tasks of C fit there.
+    std::vector<std::vector<std::size_t>> free(job.nodes.size());
+    std::vector<std::int64_t> fits(job.nodes.size(), 0);
+    for (std::size_t i = 0; i < job.nodes.size(); ++i) {
+      const auto& n = job.nodes[i];
+      for (std::size_t k = 0; k < n.cpus.size(); ++k) {
+        if (!is_busy(n.first_slot + k)) free[i].push_back(n.first_slot + k);
+      }
+      fits[i] = static_cast<std::int64_t>(free[i].size()) / cpus_per_task;
+      if (shape.ntasks_per_node) fits[i] = std::min(fits[i], *shape.ntasks_per_node);
+    }
+    // -N K: the first K nodes with room, each at least one task (fewer
+    // tasks than K: as many nodes as tasks, as Slurm's srun does).
+    std::vector<std::size_t> used;
+    for (std::size_t i = 0; i < job.nodes.size(); ++i) {
+      if (fits[i] > 0) used.push_back(i);
+    }
+    if (shape.nodes) {
+      const auto want = static_cast<std::size_t>(std::min(*shape.nodes, shape.ntasks));
+      if (used.size() < want) {
+        throw usage_error("More processors requested than permitted: " + std::to_string(*shape.nodes) + " nodes asked for, " +
+                          std::to_string(used.size()) + (busy.empty() ? "" : " free") + " in the job's allocation");
+      }
+      used.resize(want);
+    }
+    // Block distribution: a node's tasks before the next node's, keeping
+    // one task for each node still to come when -N asks for them.
+    std::int64_t left = shape.ntasks;
+    for (std::size_t u = 0; u < used.size(); ++u) {
+      const std::size_t i = used[u];
+      room += fits[i];
+      const std::int64_t later = shape.nodes ? static_cast<std::int64_t>(used.size() - u - 1) : 0;
+      const std::int64_t take = std::max<std::int64_t>(0, std::min(fits[i], left - later));
+      for (std::int64_t t = 0; t < take; ++t) {
+        const auto from = free[i].begin() + static_cast<std::ptrdiff_t>(t * cpus_per_task);
+        add(job.nodes[i], std::vector<std::size_t>(from, from + static_cast<std::ptrdiff_t>(cpus_per_task)));
+      }
+      left -= take;
+    }
+  }
+  if (static_cast<std::int64_t>(out.node_ids.size()) < shape.ntasks) {
+    throw usage_error("More processors requested than permitted: the job's allocation has room for " +
+                      std::to_string(room) + (busy.empty() ? "" : " more") + " tasks of " +
+                      std::to_string(cpus_per_task) + (cpus_per_task == 1 ? " processor" : " processors") +
+                      (shape.ntasks_per_node ? " at " + std::to_string(*shape.ntasks_per_node) + " per node" : std::string()) +
+                      ", not " + std::to_string(shape.ntasks));
   }
   return out;
 }
@@ -248,6 +467,7 @@ std::vector<std::string> task_plan_words(const task_plan& p) {
                                "nodes=" + join_runs(p.node_ids)};
   if (p.label) out.emplace_back("label=1");
   if (p.multi_prog) out.push_back("multi-prog=" + *p.multi_prog);
+  if (p.cpus_per_task) out.push_back("cpus=" + std::to_string(*p.cpus_per_task));
   out.emplace_back("--");
   out.insert(out.end(), p.command.begin(), p.command.end());
   return out;
@@ -272,6 +492,9 @@ task_plan parse_task_plan(std::span<const std::string> words) {
       p.label = true;
     } else if (key == "multi-prog") {
       p.multi_prog = value;
+    } else if (key == "cpus") {
+      p.cpus_per_task = number(value);
+      if (!p.cpus_per_task || *p.cpus_per_task < 1) throw usage_error("bad processors per task '" + shown(value) + "'");
     } else {
       throw usage_error("unknown task plan word '" + shown(w) + "'");
     }
@@ -299,7 +522,7 @@ std::vector<std::pair<std::string, std::string>> task_variables(const task_plan&
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   const std::string n = std::to_string(p.ntasks), step = std::to_string(p.step_id);
-  return {{"SLURM_PROCID", std::to_string(rank)},
+  std::vector<std::pair<std::string, std::string>> out = {{"SLURM_PROCID", std::to_string(rank)},
           {"SLURM_LOCALID", std::to_string(local_rank)},
           {"SLURM_NODEID", std::to_string(node)},
           {"SLURM_NTASKS", n},
@@ -308,6 +531,8 @@ std::vector<std::pair<std::string, std::string>> task_variables(const task_plan&
           {"SLURM_STEP_NUM_NODES", std::to_string(std::max<std::size_t>(distinct.size(), 1))},
           {"SLURM_STEP_ID", step},
           {"SLURM_STEPID", step}};
+  if (p.cpus_per_task) out.emplace_back("SLURM_CPUS_PER_TASK", std::to_string(*p.cpus_per_task));
+  return out;
 }
 
 namespace {
@@ -441,13 +666,83 @@ void forget_old_counters(const std::string& keep) {
 
 }  // namespace
 
-std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
+namespace {
+
+// /tmp/aqs-steps-UID-CLUSTER-JOB: this user's files about one job's steps.
+std::string steps_path(std::int64_t job_id, std::string_view cluster) {
   std::string tag;
   for (const char c : cluster.substr(0, 64)) {
     if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) tag += c;
   }
-  const std::string path = "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + (tag.empty() ? "" : tag + "-") +
-                           std::to_string(job_id);
+  return "/tmp/aqs-steps-" + std::to_string(::getuid()) + "-" + (tag.empty() ? "" : tag + "-") + std::to_string(job_id);
+}
+
+// A write lock on byte `slot` (F_SETLK), or whether another open file
+// description holds one there (F_GETLK).
+bool slot_lock(int fd, int cmd, std::size_t slot, short type = F_WRLCK) {
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(slot);
+  fl.l_len = 1;
+  if (::fcntl(fd, cmd, &fl) != 0) return false;
+  return cmd != F_OFD_GETLK || fl.l_type != F_UNLCK;
+}
+
+}  // namespace
+
+step_claim::step_claim(std::int64_t job_id, std::string_view cluster) {
+  const std::string path = steps_path(job_id, cluster) + ".slots";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != ::getuid()) {
+    ::close(fd);  // another user's planted file: no claims, never a lock there
+    return;
+  }
+  fd_ = fd;
+}
+
+step_claim::~step_claim() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+step_placement step_claim::claim(std::size_t slots, const std::function<step_placement(const std::vector<bool>&)>& place,
+                                 const std::function<void()>& waiting) {
+  // What can never fit is refused at once, as Slurm's srun does.
+  step_placement all_free = place({});
+  if (fd_ < 0) return all_free;
+  bool told = false;
+  for (;;) {
+    // One claimer at a time (flock and OFD locks do not interact on Linux):
+    // look at what other steps hold, choose, lock.
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    std::vector<bool> busy(slots, false);
+    for (std::size_t k = 0; k < slots; ++k) busy[k] = slot_lock(fd_, F_OFD_GETLK, k);
+    std::optional<step_placement> p;
+    try {
+      p = place(busy);
+      for (const std::size_t k : p->slots) {
+        if (!slot_lock(fd_, F_OFD_SETLK, k)) {
+          for (const std::size_t u : p->slots) slot_lock(fd_, F_OFD_SETLK, u, F_UNLCK);
+          p.reset();
+          break;
+        }
+      }
+    } catch (const usage_error&) {
+      p.reset();  // busy now; it fits once other steps end
+    }
+    ::flock(fd_, LOCK_UN);
+    if (p) return *p;
+    if (!told && waiting) waiting();
+    told = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+std::int64_t next_step_id(std::int64_t job_id, std::string_view cluster) {
+  const std::string path = steps_path(job_id, cluster);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return 0;
   struct stat sb {};

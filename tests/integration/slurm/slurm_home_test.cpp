@@ -196,6 +196,92 @@ TEST_CASE("srun -n N runs N tasks that know who they are, labels their lines and
   for (int k = 0; k < 4; ++k) CHECK(r.out.find("rank " + std::to_string(k) + " ") != std::string::npos);
 }
 
+TEST_CASE("inside a job, srun's own -c and --ntasks-per-node place its step over the job's processors, and steps do not share them") {
+  test::slurm_case fixture(two_nodes, 2, "aqs-h33-layout");
+  auto& [db, c, s, u] = fixture;
+  // A job of 4 tasks, 2 on each node; each task's cpus are what its
+  // binding allows (the step's rankfile binds a -c 2 task to two).
+  std::ofstream(u.home / "lay.sh")
+      << "#!/bin/sh\n"
+         "export TMPDIR=$PWD/steps; mkdir -p $TMPDIR\n"
+         "srun -n 2 --ntasks-per-node=1 sh -c 'echo npn $SLURM_PROCID:$SLURM_NODEID'\n"
+         "srun -n 2 -c 2 sh -c 'echo cpt $SLURM_PROCID:$SLURM_NODEID:$SLURM_CPUS_PER_TASK:"
+         "$(grep Cpus_allowed_list /proc/self/status | cut -f2)'\n"
+         "srun -n 2 sh -c 'echo plain $SLURM_PROCID:$SLURM_NODEID'\n"
+         "srun -N 2 -n 2 sh -c 'echo twonodes $SLURM_PROCID:$SLURM_NODEID'\n"
+         "srun -n 3 -c 2 true 2>&1 | sed 's/^/big /'\n"
+         "srun -n 1 -c 2 sh -c 'exit 4'; echo \"layout rc=$?\"\n"
+         "echo left $(ls $TMPDIR | wc -l)\n"
+         // Two steps at once take different processors (here: nodes); a
+         // third, while they hold all four, waits for them as Slurm's does.
+         "mkdir m\n"
+         // (B starts once A runs: two mpiruns' daemons on one host starting
+         // at the same moment may race to make OpenMPI's session directory.)
+         "srun -n 2 sh -c 'echo stepA $SLURM_NODEID; touch m/a$SLURM_PROCID; sleep 20' &\n"
+         "for i in $(seq 120); do [ $(ls m | wc -l) -ge 2 ] && break; sleep 0.5; done\n"
+         "srun -n 2 sh -c 'echo stepB $SLURM_NODEID; touch m/b$SLURM_PROCID; sleep 20' &\n"
+         "for i in $(seq 120); do [ $(ls m | wc -l) -ge 4 ] && break; sleep 0.5; done\n"
+         "srun -n 1 --overlap sh -c 'echo stepD $SLURM_NODEID' 2>&1 | sed 's/^/D /'\n"
+         "srun -n 1 sh -c 'echo stepC $SLURM_NODEID' 2>&1 | sed 's/^/C /'\n"
+         "wait\n";
+  fs::permissions(u.home / "lay.sh", fs::perms::owner_all, fs::perm_options::add);
+  ::chown((u.home / "lay.sh").c_str(), u.uid, u.gid);
+  const auto r = s.run("sbatch", {"--parsable", "-N", "2", "-n", "4", "-o", "lay.txt", "lay.sh"}, &u);
+  INFO("sbatch: " << r.out << r.err);
+  REQUIRE(r.status == 0);
+  const std::int64_t id = std::stoll(r.out);
+  c.wait_state(id, {job_state::completed, job_state::failed, job_state::cancelled}, 180s);
+  const std::string out = test::slurp(u.home / "lay.txt");
+  INFO("lay.txt:\n" << out);
+  // --ntasks-per-node=1: one task on each node (without it, the job's
+  // first two tasks, both on its first node).
+  std::string npn;
+  for (const auto& l : matching(out, "npn .*")) npn += l.substr(4) + "\n";
+  CHECK(one_per_node(npn));
+  // -N 2: the two tasks on two nodes.
+  std::string two;
+  for (const auto& l : matching(out, "twonodes .*")) two += l.substr(9) + "\n";
+  CHECK(one_per_node(two));
+  std::string plain;
+  for (const auto& l : matching(out, "plain .*")) plain += l.substr(6) + "\n";
+  const auto p = sorted_lines(plain);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].substr(2) == p[1].substr(2));
+  // -c 2: one task of both processors on each node, told so.
+  const auto cpt = matching(out, "cpt .*");
+  REQUIRE(cpt.size() == 2);
+  std::string nodes;
+  for (const auto& l : cpt) {
+    std::smatch m;
+    REQUIRE(std::regex_match(l, m, std::regex("cpt ([01]):([01]):2:(.*)")));
+    nodes += std::string(m[1]) + ":" + std::string(m[2]) + "\n";
+    CHECK(m[3] == "0-1");
+  }
+  CHECK(one_per_node(nodes));
+  // What does not fit is refused before anything runs, as Slurm's.
+  CHECK(out.find("big srun: error: More processors requested than permitted: the job's allocation has room for 2 "
+                 "tasks of 2 processors, not 3\n") != std::string::npos);
+  CHECK(out.find("layout rc=4\n") != std::string::npos);
+  // The step's rankfile is gone with its step.
+  CHECK(out.find("left 0\n") != std::string::npos);
+  // Concurrent steps: each on a node of its own, the third after them.
+  const auto a = matching(out, "stepA [01]"), b = matching(out, "stepB [01]");
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 2);
+  CHECK(a[0] == a[1]);
+  CHECK(b[0] == b[1]);
+  CHECK(a[0].back() != b[0].back());
+  CHECK(std::regex_search(out, std::regex("C srun: Job [0-9]+ step creation temporarily disabled, retrying "
+                                          "\\(Requested nodes are busy\\)\n")));
+  CHECK(std::regex_search(out, std::regex("C srun: Step created for StepId=[0-9]+\\.[0-9]+\n")));
+  CHECK(matching(out, "C stepC [01]").size() == 1);
+  // --overlap, while A and B hold every processor: it runs at once, on
+  // the job's first task's, and says nothing about waiting.
+  const auto d = matching(out, "D .*");
+  REQUIRE(d.size() == 1);
+  CHECK(std::regex_match(d[0], std::regex("D stepD [01]")));
+}
+
 TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers; a job's partition and nodes are squeue's") {
   test::slurm_case fixture(two_nodes, 2, "aqs-slurmhome-c");
   auto& [db, c, s, u] = fixture;

@@ -1,6 +1,6 @@
 // The compatibility table of the user guide ("Slurm options in AQS") is kept
-// true: every row's option is given to sbatch's or srun's own command-line
-// path (Slurm's option table, then fsub's or frun's parser) and must do what
+// true: every row's option is given to sbatch's, srun's or salloc's own
+// command-line path (Slurm's option table, then fsub's or frun's parser) and must do what
 // the row says: same (acted on), recorded (kept, one warning), ignored
 // (dropped, one warning) or refused (one line naming the option once).
 #include <doctest/doctest.h>
@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cmdline/job_options.hpp"
+#include "slurm/salloc_session.hpp"
 #include "slurm/slurm_client.hpp"
 #include "slurm/slurm_commands.hpp"
 #include "slurm/srun_step.hpp"
@@ -44,6 +45,13 @@ outcome try_option(const std::string& command, std::vector<std::string> args) {
       return {"same", ""};
     }
     args.emplace_back("true");
+    if (command == "salloc") {
+      const auto cmd = slurm::parse_salloc_args(args);
+      if (!cmd.warnings.empty()) return {"ignored", cmd.warnings.front()};
+      const auto line = cmdline::parse_frun_command_line(cmd.frun_line());
+      if (!line.warnings.empty()) return {"recorded", line.warnings.front()};
+      return {"same", ""};
+    }
     const auto t = slurm::translate_submit_args(args, true, frun_knows);
     if (!t.warnings.empty()) return {"ignored", t.warnings.front()};
     const std::span<const std::string> all(t.args);
@@ -67,15 +75,16 @@ std::vector<std::string> split_words(const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("the user guide's table of Slurm options says what sbatch and srun do with each") {
+TEST_CASE("the user guide's table of Slurm options says what sbatch, srun and salloc do with each") {
   std::ifstream in(std::string(AQS_SOURCE_DIR) + "/docs/user-guide.md");
   REQUIRE(in);
-  const std::regex row(R"(\| `(sbatch|srun)` \| `([^`]+)` \| (same|recorded|ignored|refused) \|.*)");
-  int rows = 0, refused = 0;
+  const std::regex row(R"(\| `(sbatch|srun|salloc)` \| `([^`]+)` \| (same|recorded|ignored|refused) \|.*)");
+  int rows = 0, refused = 0, salloc_rows = 0;
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
     if (!std::regex_match(line, m, row)) continue;
     ++rows;
+    if (m[1] == "salloc") ++salloc_rows;
     const std::string command = m[1];
     const std::string arg = m[2];
     const outcome o = try_option(command, split_words(arg));
@@ -94,5 +103,6 @@ TEST_CASE("the user guide's table of Slurm options says what sbatch and srun do 
     }
   }
   CHECK(rows >= 40);
+  CHECK(salloc_rows >= 8);
   CHECK(refused >= 5);
 }

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include "slurm/slurm_commands.hpp"
 #include "slurm/srun_step.hpp"
@@ -29,10 +31,12 @@ std::string error_of(auto&& f) {
 
 }  // namespace
 
-TEST_CASE("srun's -l and --multi-prog shape the tasks and are taken off what goes to the allocation") {
-  const auto t = slurm::split_task_options(words({"-n", "4", "-l", "--multi-prog", "-t", "5"}));
+TEST_CASE("srun's -l, --multi-prog and --overlap shape the tasks and are taken off what goes to the allocation") {
+  const auto t = slurm::split_task_options(words({"-n", "4", "-l", "--multi-prog", "--overlap", "-t", "5"}));
   CHECK(t.label);
   CHECK(t.multi_prog);
+  CHECK(t.overlap);
+  CHECK_FALSE(slurm::split_task_options(words({"-l"})).overlap);
   CHECK(t.rest == words({"-n", "4", "-t", "5"}));
   CHECK_FALSE(slurm::split_task_options(words({"--label"})).multi_prog);
   CHECK(slurm::split_task_options(words({"--label"})).label);
@@ -75,6 +79,139 @@ TEST_CASE("each task's node is its node's place in the job's sorted node list") 
   CHECK(slurm::split_runs("") .empty());
 }
 
+TEST_CASE("a step's own -c and --ntasks-per-node place its tasks over the job's processors, block by node") {
+  // A job of 4 tasks, 2 on each of node3 (map order first) and node1.
+  const std::string text = "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\nrank 3=node1 slot=1\n";
+  const auto job = slurm::read_job_slots(text, "node3:4-5,node1:0-1", "2(x2)", "node[1,3]");
+  REQUIRE(job.count == 4);
+  REQUIRE(job.nodes.size() == 2);
+  CHECK(job.nodes[0].id == 1);
+  CHECK(job.nodes[1].tasks == std::vector<std::vector<std::size_t>>{{2}, {3}});
+  auto placed = slurm::place_step(job, {2, std::nullopt, 1, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node1 slot=0\n");
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
+  CHECK(placed.slots == std::vector<std::size_t>{0, 2});
+  placed = slurm::place_step(job, {2, 2, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=node3 slot=4,5\nrank 1=node1 slot=0,1\n");
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 0});
+  // Fewer tasks than the job's: the first node first, as Slurm's block.
+  placed = slurm::place_step(job, {3, std::nullopt, 2, std::nullopt});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 1, 0});
+  // Without a layout of its own: the job's first tasks, as the job's rankfile.
+  placed = slurm::place_step(job, {3, std::nullopt, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=node3 slot=4\nrank 1=node3 slot=5\nrank 2=node1 slot=0\n");
+  // A -c job's ranks have several slots; the step may cut them otherwise.
+  const auto wide = slurm::read_job_slots("rank 0=a slot=0,1\nrank 1=b slot=2-3\n", "a:0-1,b:2-3", "1(x2)", "a,b");
+  placed = slurm::place_step(wide, {4, 1, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=2\nrank 3=b slot=3\n");
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 1});
+  placed = slurm::place_step(wide, {2, std::nullopt, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=a slot=0,1\nrank 1=b slot=2-3\n");  // the job's own lines
+  // What does not fit is Slurm's refusal, with the room there is.
+  CHECK(error_of([&] { slurm::place_step(job, {3, 2, std::nullopt, std::nullopt}); }) ==
+        "More processors requested than permitted: the job's allocation has room for 2 tasks of 2 processors, not 3");
+  CHECK(error_of([&] { slurm::place_step(job, {3, 1, 1, std::nullopt}); }) ==
+        "More processors requested than permitted: the job's allocation has room for 2 tasks of 1 processor at 1 "
+        "per node, not 3");
+  // A rankfile that is not the agent's, or disagrees with the job's layout.
+  CHECK(error_of([&] { slurm::read_job_slots("rank 0 node3\n", "node3:4", "1", "node3"); }).find("line 1") !=
+        std::string::npos);
+  CHECK(error_of([&] { slurm::read_job_slots(text, "node3:4-5,node1:0-1", "2", "node[1,3]"); }) ==
+        "the job's rankfile has 4 ranks where SLURM_TASKS_PER_NODE has 2 tasks");
+}
+
+TEST_CASE("an agent's --procs beyond its cores: a node's processors are the map's, several on one cpu") {
+  // 4 processors on cpus 0 and 1 of each node (round-robin), 2 tasks of -c 2.
+  const std::string text = "rank 0=a slot=0,1\nrank 1=a slot=0,1\nrank 2=b slot=0,1\nrank 3=b slot=0,1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-3,b:4-7", "2(x2)", "a,b");
+  CHECK(job.count == 8);
+  CHECK(job.nodes[0].cpus == std::vector<std::string>{"0", "1", "0", "1"});
+  CHECK(job.nodes[1].tasks == std::vector<std::vector<std::size_t>>{{4, 5}, {6, 7}});
+  // 8 tasks of one processor fit; two steps of 4 take different ones.
+  auto placed = slurm::place_step(job, {8, 1, std::nullopt, std::nullopt});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(placed.rankfile.starts_with("rank 0=a slot=0\nrank 1=a slot=1\nrank 2=a slot=0\n"));
+  placed = slurm::place_step(job, {1, 4, std::nullopt, std::nullopt});
+  CHECK(placed.rankfile == "rank 0=a slot=0,1\n");
+  placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, std::nullopt}, {true, true, false, false});
+  CHECK(placed.slots == std::vector<std::size_t>{2, 3, 4, 5});
+  // One processor a rank (no -c): 4 ranks on 2 cpus, each its own slot.
+  const auto one = slurm::read_job_slots("rank 0=a slot=0\nrank 1=a slot=1\nrank 2=a slot=0\nrank 3=a slot=1\n",
+                                         "a:0-3", "4", "a");
+  CHECK(one.nodes[0].tasks == std::vector<std::vector<std::size_t>>{{0}, {1}, {2}, {3}});
+  CHECK(slurm::place_step(one, {2, std::nullopt, std::nullopt, std::nullopt}, {true, false, false, false}).slots ==
+        std::vector<std::size_t>{1, 2});
+}
+
+TEST_CASE("a step's -N spreads its tasks over that many of the job's nodes, each at least one") {
+  const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=0\nrank 3=b slot=1\n"
+                           "rank 4=c slot=0\nrank 5=c slot=1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-1,b:2-3,c:4-5", "2(x3)", "a,b,c");
+  auto placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, 2});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 1});
+  placed = slurm::place_step(job, {4, std::nullopt, std::nullopt, 3});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0, 1, 2});
+  placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, 1});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 0});
+  // Fewer tasks than nodes: as many nodes as tasks.
+  placed = slurm::place_step(job, {1, std::nullopt, std::nullopt, 3});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0});
+  // Nodes whose processors other steps hold are passed over.
+  placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, 2}, {true, true, false, false, false, false});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{1, 2});
+  CHECK(error_of([&] { slurm::place_step(job, {4, std::nullopt, std::nullopt, 4}); }) ==
+        "More processors requested than permitted: 4 nodes asked for, 3 in the job's allocation");
+  CHECK(error_of([&] { slurm::place_step(job, {3, std::nullopt, std::nullopt, 1}); }).starts_with(
+      "More processors requested than permitted: the job's allocation has room for 2 tasks"));
+}
+
+TEST_CASE("a step takes only the processors other running steps of the job do not hold") {
+  const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\nrank 2=b slot=0\nrank 3=b slot=1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-1,b:2-3", "2(x2)", "a,b");
+  // Slots 0 and 2 (a's cpu 0, b's cpu 0) held by another step.
+  const std::vector<bool> busy{true, false, true, false};
+  auto placed = slurm::place_step(job, {2, std::nullopt, std::nullopt, std::nullopt}, busy);
+  CHECK(placed.rankfile == "rank 0=a slot=1\nrank 1=b slot=1\n");
+  CHECK(placed.slots == std::vector<std::size_t>{1, 3});
+  CHECK(placed.node_ids == std::vector<std::int64_t>{0, 1});
+  placed = slurm::place_step(job, {1, 1, std::nullopt, std::nullopt}, busy);
+  CHECK(placed.rankfile == "rank 0=a slot=1\n");
+  CHECK(error_of([&] { slurm::place_step(job, {3, std::nullopt, std::nullopt, std::nullopt}, busy); }) ==
+        "More processors requested than permitted: the job's allocation has room for 2 more tasks of 1 processor, not 3");
+  CHECK(error_of([&] { slurm::place_step(job, {1, 2, std::nullopt, std::nullopt}, busy); }).starts_with("More processors requested"));
+}
+
+TEST_CASE("steps of one job claim their processors from each other, and a step waits while they are held") {
+  const std::string text = "rank 0=a slot=0\nrank 1=a slot=1\n";
+  const auto job = slurm::read_job_slots(text, "a:0-1", "2", "a");
+  const std::int64_t job_id = 900000000 + ::getpid();
+  auto place = [&](std::int64_t n) {
+    return [&job, n](const std::vector<bool>& busy) { return slurm::place_step(job, {n, std::nullopt, std::nullopt, std::nullopt}, busy); };
+  };
+  std::optional<slurm::step_claim> first(std::in_place, job_id, "cafe");
+  const auto p1 = first->claim(job.count, place(1), [] {});
+  CHECK(p1.slots == std::vector<std::size_t>{0});
+  // A second step (another open file, as another srun) gets the other cpu.
+  slurm::step_claim second(job_id, "cafe");
+  const auto p2 = second.claim(job.count, place(1), [] {});
+  CHECK(p2.slots == std::vector<std::size_t>{1});
+  // A third must wait: it gets slot 0 once the first step ends.
+  slurm::step_claim third(job_id, "cafe");
+  bool waited = false;
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first.reset();
+  });
+  const auto p3 = third.claim(job.count, place(1), [&] { waited = true; });
+  ender.join();
+  CHECK(waited);
+  CHECK(p3.slots == std::vector<std::size_t>{0});
+  // What can never fit is refused at once, not waited for.
+  slurm::step_claim fourth(job_id, "cafe");
+  CHECK(error_of([&] { fourth.claim(job.count, place(3), [] {}); }).starts_with("More processors requested"));
+  std::filesystem::remove("/tmp/aqs-steps-" + std::to_string(::getuid()) + "-cafe-" + std::to_string(job_id) + ".slots");
+}
+
 TEST_CASE("the task plan goes to the wrapper and back, and tells each task who it is") {
   slurm::task_plan p;
   p.ntasks = 4;
@@ -103,6 +240,14 @@ TEST_CASE("the task plan goes to the wrapper and back, and tells each task who i
   CHECK(get("SLURM_NTASKS") == "4");
   CHECK(get("SLURM_STEP_ID") == "2");
   CHECK(get("SLURM_STEP_NUM_NODES") == "2");
+  CHECK(get("SLURM_CPUS_PER_TASK") == "(unset)");
+  // A step's own -c reaches its tasks through the plan, on every node.
+  p.cpus_per_task = 2;
+  const auto wide = slurm::parse_task_plan(slurm::task_plan_words(p));
+  CHECK(wide.cpus_per_task == 2);
+  bool told = false;
+  for (const auto& [key, value] : slurm::task_variables(wide, 0, 0)) told = told || (key == "SLURM_CPUS_PER_TASK" && value == "2");
+  CHECK(told);
   CHECK(error_of([] { slurm::parse_task_plan(words({"ntasks=2"})); }) == "a task plan ends with -- COMMAND");
   CHECK(error_of([] { slurm::parse_task_plan(words({"bogus=1", "--", "true"})); }) == "unknown task plan word 'bogus=1'");
 }

@@ -20,10 +20,6 @@ using namespace aqs;
 
 namespace {
 
-bool frun_knows(const std::string& spelled, const std::optional<std::string>& value) {
-  return slurm::parser_accepts(cmdline::parse_frun_command_line, spelled, value, "true");
-}
-
 std::string find_frun() {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -70,22 +66,15 @@ int main(int argc, char** argv) {
       }
       if (a == "--" || !a.starts_with("-")) break;
     }
-    const slurm::translated_args t = slurm::translate_submit_args(raw, false, frun_knows);
-    for (const auto& w : t.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
-    std::vector<std::string> options(t.args.begin(), t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at));
-    std::vector<std::string> command(t.args.begin() + static_cast<std::ptrdiff_t>(t.command_at), t.args.end());
-    if (!command.empty() && command.front() == "--") command.erase(command.begin());
-    if (command.empty()) {
+    const slurm::salloc_command_line cmd = slurm::parse_salloc_args(raw);
+    for (const auto& w : cmd.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+    if (cmd.command.empty()) {
       std::error_code ec;
       const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
       if (ec) throw slurm::command_error("cannot find my own program (/proc/self/exe): " + ec.message());
-      return slurm::run_interactive_salloc(options, self.string());
+      return slurm::run_interactive_salloc(cmd.options, self.string());
     }
-    std::vector<std::string> line = options;
-    line.insert(line.end(), {"--no-mpi", "--"});
-    line.insert(line.end(), command.begin(), command.end());
-    // Checked here so that errors say "salloc:".
-    (void)cmdline::parse_frun_command_line(line);
+    const std::vector<std::string> line = cmd.frun_line();
     std::vector<std::string> words{"salloc"};  // frun names itself salloc
     words.insert(words.end(), line.begin(), line.end());
     std::vector<char*> exec_argv;

@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <csignal>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmdline/exec_path.hpp"
@@ -69,6 +72,88 @@ std::string getenv_or(const char* name, const char* fallback = "") {
   return v != nullptr ? v : fallback;
 }
 
+// The job's processors from its rankfile (the agent's, in
+// $OMPI_MCA_rmaps_rank_file_path); nullopt for a job that has none (an
+// adaptive job's shim places its ranks itself), with a warning when the
+// step asked for its own layout.
+std::optional<slurm::job_slots> job_slots(bool own_layout) {
+  const std::string path = getenv_or("OMPI_MCA_rmaps_rank_file_path");
+  std::FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    if (own_layout) {
+      std::fprintf(stderr, "srun: warning: -c/--ntasks-per-node/-N: the job has no rankfile (%s); the step keeps the job's layout\n",
+                   path.empty() ? "an adaptive job's ranks are placed by its shim" : std::strerror(errno));
+    }
+    return std::nullopt;
+  }
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < (8 << 20);) text.append(buf, n);
+  std::fclose(f);
+  return slurm::read_job_slots(text, getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                               getenv_or("SLURM_JOB_NODELIST"));
+}
+
+// mpirun `argv` with the step's own rankfile, in a private directory
+// removed when mpirun ends; returns mpirun's exit status (128 + N for
+// signal N). (Not also OpenMPI's session base, orte_local_tmpdir_base: the
+// ranks inherit it beside the orte_tmpdir_base their daemon gives them,
+// and MPI_Init refuses the pair.)
+int run_with_rankfile(const std::string& mpirun, std::vector<std::string> argv, const std::string& rankfile) {
+  std::string dir = getenv_or("TMPDIR", "/tmp");
+  if (dir.empty()) dir = "/tmp";
+  std::string step_dir = dir + "/aqs-step-XXXXXX";
+  if (::mkdtemp(step_dir.data()) == nullptr) {
+    throw slurm::command_error("cannot make the step's directory in " + dir + ": " + std::strerror(errno));
+  }
+  const std::string name = step_dir + "/rankfile";
+  struct step_dir_guard {
+    std::string path;
+    ~step_dir_guard() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } guard{step_dir};
+  const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw slurm::command_error("cannot write the step's rankfile " + name + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < rankfile.size()) {
+    const ssize_t w = ::write(fd, rankfile.data() + done, rankfile.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw slurm::command_error("cannot write the step's rankfile " + name + ": " + why);
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  ::close(fd);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t child = ::fork();
+  if (child < 0) throw slurm::command_error(std::string("cannot start mpirun: ") + std::strerror(errno));
+  if (child == 0) {
+    ::setenv("OMPI_MCA_rmaps_rank_file_path", name.c_str(), 1);
+    std::vector<char*> words;
+    for (auto& w : argv) words.push_back(w.data());
+    words.push_back(nullptr);
+    ::execv(mpirun.c_str(), words.data());
+    std::fprintf(stderr, "srun: error: cannot run %s: %s\n", mpirun.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  // Ctrl-C and the job's end reach mpirun too (one process group); srun
+  // stays to remove the file and report mpirun's status.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, nullptr);
+  ::sigaction(SIGTERM, &ignore, nullptr);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
 // A step of the surrounding job: N tasks (-n, else the job's) over its
 // allocation through mpirun, each in the task wrapper.
 int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line& cmd) {
@@ -80,7 +165,11 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   }
   const std::int64_t job_tasks = std::atoll(getenv_or("SLURM_NTASKS", "1").c_str());
   std::int64_t ntasks = cmd.options.procs.value_or(job_tasks > 0 ? job_tasks : 1);
-  if (job_tasks > 0 && ntasks > job_tasks) {
+  // -c, --ntasks-per-node or -N: the step's own layout over the job's
+  // processors (place_step checks that it fits); else the job's first N tasks.
+  const bool own_layout = cmd.options.cpus_per_task.has_value() || cmd.options.ntasks_per_node.has_value() ||
+                          cmd.options.nodes_min.has_value();
+  if (!own_layout && job_tasks > 0 && ntasks > job_tasks) {
     throw slurm::command_error("-n " + std::to_string(ntasks) + " is more than the job's " + std::to_string(job_tasks) +
                              " tasks (a step runs inside the job's allocation)");
   }
@@ -101,14 +190,42 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
     slurm::check_multi_prog(slurm::parse_multi_prog(text), ntasks);
     plan.multi_prog = file.string();
   }
-  plan.node_ids = slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
-                                       getenv_or("SLURM_JOB_NODELIST"), ntasks);
   const std::string token = getenv_or("AQS_JOB_TOKEN");
   plan.step_id = slurm::next_step_id(std::atoll(getenv_or("AQS_JOB_ID", "0").c_str()), token.substr(0, token.find('.')));
+  const auto mpirun = cmdline::find_executable("mpirun", cmdline::path_variable(env), cwd);
+  const std::string job_id = getenv_or("AQS_JOB_ID", "0");
+  std::optional<slurm::job_slots> slots;
+  if (mpirun) slots = job_slots(own_layout);
+  // The step's processors: the job's that other running steps of the job do
+  // not hold (Slurm's steps do not share processors); it waits for them,
+  // as Slurm's srun does, when they are busy.
+  std::optional<slurm::step_placement> placed;
+  std::optional<slurm::step_claim> claim;
+  if (slots) {
+    const slurm::step_shape shape{ntasks, cmd.options.cpus_per_task, cmd.options.ntasks_per_node,
+                                  cmd.options.nodes_min};
+    claim.emplace(std::atoll(job_id.c_str()), token.substr(0, token.find('.')));
+    bool waited = false;
+    // --overlap (a step inside a step, a monitor beside the work): the
+    // processors as if no other step held them, and none claimed.
+    if (t.overlap) placed = slurm::place_step(*slots, shape);
+    else placed = claim->claim(
+        slots->count, [&](const std::vector<bool>& busy) { return slurm::place_step(*slots, shape, busy); },
+        [&] {
+          waited = true;
+          std::fprintf(stderr, "srun: Job %s step creation temporarily disabled, retrying (Requested nodes are busy)\n",
+                       job_id.c_str());
+        });
+    if (waited) std::fprintf(stderr, "srun: Step created for StepId=%s.%lld\n", job_id.c_str(), static_cast<long long>(plan.step_id));
+    plan.node_ids = placed->node_ids;
+    if (own_layout) plan.cpus_per_task = cmd.options.cpus_per_task;
+  } else {
+    plan.node_ids = slurm::task_node_ids(getenv_or("AQS_NODELIST"), getenv_or("SLURM_TASKS_PER_NODE"),
+                                         getenv_or("SLURM_JOB_NODELIST"), ntasks);
+  }
   const std::string self = self_path().string();
   std::vector<std::string> wrapper{self, "--aqs-task"};
   for (auto& w : slurm::task_plan_words(plan)) wrapper.push_back(std::move(w));
-  const auto mpirun = cmdline::find_executable("mpirun", cmdline::path_variable(env), cwd);
   if (!mpirun) {
     if (ntasks != 1) {
       throw slurm::command_error("a step of " + std::to_string(ntasks) +
@@ -118,7 +235,8 @@ int run_step(const slurm::srun_task_options& t, const cmdline::frun_command_line
   }
   std::vector<std::string> argv{*mpirun, "-np", std::to_string(ntasks)};
   argv.insert(argv.end(), wrapper.begin(), wrapper.end());
-  exec_words(*mpirun, argv);
+  if (!placed) exec_words(*mpirun, argv);
+  return run_with_rankfile(*mpirun, argv, placed->rankfile);
 }
 
 }  // namespace
