@@ -395,7 +395,15 @@ awaitable<void> agent::heartbeat_loop(std::uint64_t generation) {
     if (!connected_ || generation != generation_ || stopping_) break;
     // Not kept in the outbox: the next heartbeat supersedes a lost one.
     const std::int64_t id = next_id();
-    heartbeat_sent_[id] = job_supervisor::monotonic_ms();
+    const std::int64_t now = job_supervisor::monotonic_ms();
+    const std::int64_t every = options_.heartbeat.count();
+    if (last_heartbeat_ms_ > 0 && now - last_heartbeat_ms_ > 2 * every + 1000) {
+      // This agent itself was not run (a starved machine): its jobs' leases
+      // age without a heartbeat to renew them.
+      warn("heartbeat " + std::to_string(now - last_heartbeat_ms_ - every) + " ms late (this agent was not scheduled)");
+    }
+    last_heartbeat_ms_ = now;
+    heartbeat_sent_[id] = now;
     while (heartbeat_sent_.size() > 64) heartbeat_sent_.erase(heartbeat_sent_.begin());  // never acknowledged
     protocol::heartbeat hb{id, supervisor_.running()};
     hb.latency = std::exchange(latency_report_, std::nullopt);  // each round is reported once
@@ -526,6 +534,17 @@ void agent::handle(protocol::message m) {
       // aqsd heard this node when it got that heartbeat, not before it was
       // sent: its jobs are safe until that time plus the node-down timeout.
       supervisor_.renew(hb->second);
+      // The steps fence their jobs once no heartbeat is acknowledged for
+      // fencing_for().term_after: say so when acknowledgements come at half that.
+      const std::int64_t waited = job_supervisor::monotonic_ms() - hb->second;
+      const std::int64_t half = fencing_for(options_).term_after.count() / 2;
+      if (waited > half && !slow_acks_) {
+        warn("aqsd took " + std::to_string(waited) + " ms to acknowledge a heartbeat (this node's jobs end themselves "
+             "after " + std::to_string(fencing_for(options_).term_after.count()) + " ms without one)");
+      } else if (waited <= half && slow_acks_) {
+        log("aqsd acknowledges heartbeats in time again (" + std::to_string(waited) + " ms)");
+      }
+      slow_acks_ = waited > half;
       heartbeat_sent_.erase(heartbeat_sent_.begin(), std::next(hb));
       if (prober_ && o->result.contains("peers")) {
         try {

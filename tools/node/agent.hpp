@@ -157,6 +157,10 @@ private:
   // and the registration (CLOCK_MONOTONIC ms); an acknowledgement renews
   // the steps' leases with that time (job_supervisor::renew).
   std::map<std::int64_t, std::int64_t> heartbeat_sent_;
+  // A slow acknowledgement (or a heartbeat gone out late) is logged once per
+  // episode: it is what makes the steps fence their jobs (job_supervisor).
+  std::int64_t last_heartbeat_ms_ = 0;
+  bool slow_acks_ = false;
   std::map<std::int64_t, protocol::message> outbox_;  // id -> unacknowledged report
   output_forwarder output_;                           // interactive jobs' stdout and stderr
   std::deque<protocol::output> pending_output_;       // while aqsd is away (bounded)

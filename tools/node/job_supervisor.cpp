@@ -141,8 +141,12 @@ void fence_job(pid_t pgid, std::int64_t job_id, int sig, cgroup_backend* cg) {
 // count. Once the agent has renewed the lease, the same schedule runs from
 // its newest renewal while it lives (a hung agent, or one aqsd no longer
 // hears): a renewal before term_after stops that count. SIGCHLD must be
-// blocked (it is read through a signalfd).
-int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fencing>& fence, cgroup_backend* cg) {
+// blocked (it is read through a signalfd). `fenced` is set to how long the
+// agent had been gone or unrenewed when the SIGTERM went out (0: never
+// fenced), so that the job's end can say why it came.
+int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fencing>& fence, cgroup_backend* cg,
+              std::int64_t& fenced) {
+  fenced = 0;
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -191,6 +195,7 @@ int step_wait(pid_t pgid, std::int64_t job_id, int lease, const std::optional<fe
         const std::int64_t gone = now - since;
         if (!termed && gone >= fence->term_after.count()) {
           fence_job(pgid, job_id, SIGTERM, cg);
+          fenced = std::max<std::int64_t>(gone, 1) * (lost_at >= 0 ? -1 : 1);  // negative: the agent was gone
           termed = true;
           termed_since = since;
         }
@@ -314,7 +319,8 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     if (spec.stdout_fd >= 0) ::close(spec.stdout_fd);
     if (spec.stderr_fd >= 0) ::close(spec.stderr_fd);
     if (pgid <= 0) ::_exit(0);
-    const int status = step_wait(pgid, job_id, lease_r.get(), fence_, cgroups_.get());
+    std::int64_t fenced = 0;
+    const int status = step_wait(pgid, job_id, lease_r.get(), fence_, cgroups_.get(), fenced);
     ::kill(-pgid, SIGKILL);  // what the job left in its group,
     signal_session(::getpid(), ::getpid(), SIGKILL);  // in the step's session,
     signal_tagged(job_id, SIGKILL);  // and what left both (still ours: we are its subreaper)
@@ -326,8 +332,8 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
       oom = cgroups_->oom_kills(job_id);
       cgroups_->remove(job_id);
     }
-    char text[48];
-    const int len = std::snprintf(text, sizeof text, "%d %llu\n", status, oom);
+    char text[80];
+    const int len = std::snprintf(text, sizeof text, "%d %llu %lld\n", status, oom, static_cast<long long>(fenced));
     write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
     ::_exit(0);
   }
@@ -525,10 +531,12 @@ std::vector<std::int64_t> job_supervisor::adopt() {
     if (status_in >> status) {
       // Ended while no agent ran: report it now.
       std::uint64_t oom = 0;
-      status_in >> oom;
+      std::int64_t fenced = 0;
+      status_in >> oom >> fenced;
       out.status = decode_wait_status(status);
       out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
                                                                           : core::job_state::failed;
+      if (fenced != 0) out.reason = fencing_reason(fenced);
       if (oom > 0) {
         out.state = core::job_state::out_of_memory;
         out.reason = oom_reason(oom, 0, "");
@@ -809,9 +817,11 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
     oom = cgroups_->oom_kills(j.id);
     release_cgroup(j.id);
   }
+  std::int64_t fenced = 0;
   if (in >> status) {
     std::uint64_t recorded = 0;
     if (in >> recorded) oom = std::max(oom, recorded);
+    in >> fenced;  // absent in a record of an older step: 0
     out.status = decode_wait_status(status);
   } else {
     // The step died before it could write (SIGKILL): the job with it.
@@ -824,6 +834,7 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
     out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
                                                                         : core::job_state::failed;
   }
+  if (fenced != 0 && !j.killed_as) out.reason = fencing_reason(fenced);
   // An OOM kill in its cgroup ends it OUT_OF_MEMORY, unless it was already
   // being cancelled or timed out; the kernel's count is the reason.
   if (j.cgroup) out.step = j.cgroup_step;
@@ -837,6 +848,16 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
 }  // namespace aqs::node
 
 namespace aqs::node {
+
+std::string job_supervisor::fencing_reason(std::int64_t fenced_ms) {
+  if (fenced_ms < 0) {
+    return "fenced: its node agent had been gone for " + std::to_string(-fenced_ms) +
+           " ms, so the job ended itself before aqsd could start it elsewhere";
+  }
+  return "fenced: aqsd had acknowledged none of its node agent's heartbeats for " + std::to_string(fenced_ms) +
+         " ms (the agent's --node-down-timeout less a heartbeat and 2 s), so the job ended itself before aqsd could "
+         "declare the node DOWN and start it elsewhere";
+}
 
 std::string job_supervisor::oom_reason(std::uint64_t kills, std::uint64_t limit_mb, const std::string& step) const {
   std::string text = "the kernel's OOM killer killed " + std::to_string(kills) +

@@ -262,6 +262,9 @@ private:
   std::shared_ptr<cgroup_backend> cgroups_;  // null: no containment
   // The reason of an OUT_OF_MEMORY end seen in the job's cgroup.
   std::string oom_reason(std::uint64_t kills, std::uint64_t limit_mb, const std::string& step) const;
+  // Why a step fenced its job: it went `fenced_ms` without a renewal of its
+  // lease (negative: that long with its agent gone).
+  static std::string fencing_reason(std::int64_t fenced_ms);
   // Empties and removes a job's cgroup (contained jobs; nothing otherwise).
   void release_cgroup(std::int64_t job_id);
 };

@@ -153,7 +153,9 @@ TEST_CASE("every corpus #SBATCH script runs with the geometry it asked for, or i
   auto o = test::nodes_of(db, static_cast<int>(k_nodes), static_cast<int>(k_procs));
   o.netns = true;
   o.heartbeat_timeout_s = 30;
-  o.agent_args = {"--memory", "512G", "--gpus", "4"};
+  // The agents' fencing on aqsd's timeout too (else 7.5 s without an
+  // acknowledged heartbeat, on a starved machine, ends every job there).
+  o.agent_args = {"--memory", "512G", "--gpus", "4", "--node-down-timeout", "30"};
   test::cluster c(o);
   c.wait_nodes_up(4);
   const auto user = c.user("aqs-test-corpus");

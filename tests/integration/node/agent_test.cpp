@@ -418,6 +418,12 @@ TEST_CASE("a job whose agent hangs (SIGSTOP) kills all its processes itself with
   ::kill(h.agent, SIGSTOP);
   CHECK(all_gone(pids, 7s));
   ::kill(h.agent, SIGCONT);
+  // Its end says why it came (issue 30: 96-rank jobs ended FAILED with no
+  // word from AQS while their steps had fenced them).
+  const auto ex = h.aqsd->wait_for<protocol::job_exited>(for_job<protocol::job_exited>(23));
+  REQUIRE(ex);
+  CHECK(ex->reason.value_or("").find("fenced: aqsd had acknowledged none of its node agent's heartbeats") !=
+        std::string::npos);
 }
 
 TEST_CASE("a job whose killed agent is restarted in time is adopted and keeps running") {
