@@ -623,6 +623,10 @@ void job_intake::admit_or_hold(std::int64_t id) {
   job_entry* e = jobs_.find(id);
   if (e == nullptr) return;
   if (e->faucets && !faucets_admits_(id)) return;
+  if (e->geometry && e->geometry->begin_time && static_cast<double>(*e->geometry->begin_time) > now()) {
+    return wait_for_begin(id, *e->geometry->begin_time);
+  }
+  begin_waits_.erase(id);
   deps_.release(id);
   auto state_of = [&](std::int64_t d) {
     std::optional<job_state> st = known_state(d);
@@ -707,6 +711,19 @@ void job_intake::admit_or_hold(std::int64_t id) {
   pipe_.decide();
 }
 
+void job_intake::wait_for_begin(std::int64_t id, std::int64_t begin) {
+  view_.set_reason(id, "BeginTime");
+  const double left_s = std::min(static_cast<double>(begin) - now(), 3600.0);
+  const auto delay = std::chrono::milliseconds(static_cast<std::int64_t>(std::max(left_s, 0.0) * 1000.0) + 1);
+  // The timer only posts: the handle is dropped by a later turn, not from
+  // inside its own callback.
+  begin_waits_[id] = clock_.after(pipe_.strand(), delay, [this, id] {
+    pipe_.post([this, id] {
+      if (begin_waits_.erase(id) != 0) admit_or_hold(id);
+    });
+  });
+}
+
 void job_intake::admit_in_slices(std::vector<std::int64_t> ids) {
   if (ids.empty()) return;
   const std::size_t n = std::min(ids.size(), k_admit_slice);
@@ -728,6 +745,7 @@ void job_intake::finish(std::int64_t id, job_state state, std::optional<std::int
     // A cancelled record: its unsplit tasks with it.
     if (e->geometry && e->geometry->array) arrays_.drop_compact(e->geometry->array_job_id.value_or(id));
   }
+  begin_waits_.erase(id);
   const auto array = arrays_.array_of(id);
   jobs_.finish(id, state, code, signal);
   deps_.release(id);

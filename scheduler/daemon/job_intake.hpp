@@ -95,10 +95,12 @@ public:
   task_cancel cancel_array_task(const std::string& task, const peer_info& p, const std::string& caller);
   // A pending job was cancelled: the jobs that depend on it are told.
   void pending_cancelled(std::int64_t id) { deps_.release(id); }
-  // Whether a job waits outside the core: for its dependencies, for its
+  // Whether a job waits outside the core: for its --begin time, for its
+  // dependencies, for its
   // array's throttle, or for an accounting limit.
   bool waits_outside_core(std::int64_t id) const {
-    return deps_.is_held(id) || arrays_.is_waiting(id) || accounts_.held().count(id) != 0;
+    return deps_.is_held(id) || arrays_.is_waiting(id) || accounts_.held().count(id) != 0 ||
+           begin_waits_.count(id) != 0;
   }
   bool waits_for_dependencies(std::int64_t id) const { return deps_.is_held(id); }
 
@@ -165,6 +167,10 @@ private:
   job_entry copy_for(const job_entry& record, std::int64_t id) const;
   void arrive_task(std::int64_t id, std::int64_t record, std::int64_t array_id, std::int64_t index);
   double now() const { return clock_.wall_seconds(); }
+  // sbatch --begin: the job waits outside the core (reason BeginTime) until
+  // a timer brings it back to admit_or_hold at its time (at most an hour
+  // at a time, so that a wall-clock step is noticed).
+  void wait_for_begin(std::int64_t id, std::int64_t begin);
 
   core::scheduler& core_;
   write_pipeline& pipe_;
@@ -183,6 +189,8 @@ private:
   // arrived here); without the mark, a resend that finds a row is only
   // answered (the job arrived with the first attempt).
   std::set<std::string> in_doubt_;
+  // Strand: jobs waiting for their --begin time, and the timer of each.
+  std::map<std::int64_t, std::unique_ptr<timer_handle>> begin_waits_;
   dependency_gate deps_;
   array_table arrays_;
   user_ledger ledger_;

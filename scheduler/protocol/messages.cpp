@@ -222,6 +222,7 @@ struct record<job_geometry> {
       field("array_max_running", &R::array_max_running, integer{1, core::k_max_array_index}),
       field("array_task_count", &R::array_task_count, integer{1, core::k_max_array_index}),
       field("dependency", &R::dependency, text{k_max_path, true, true}),
+      field("begin_time", &R::begin_time, integer{0, std::int64_t{1} << 40}),
       check<R>([](const reader& in, const R& g) {
         if (!g.dependency) return;
         try {

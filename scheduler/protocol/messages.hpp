@@ -76,6 +76,9 @@ struct job_geometry {
   // "afterok:7?afternotok:8". Its jobs are also in the job's afterok list,
   // which then only says which jobs it names.
   std::optional<std::string> dependency;
+  // sbatch --begin: the job is not eligible before this Unix time (it waits
+  // with reason BeginTime).
+  std::optional<std::int64_t> begin_time;
   friend bool operator==(const job_geometry&, const job_geometry&) = default;
 };
 

@@ -220,9 +220,12 @@ std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol
                                                   std::vector<std::string>* warnings) {
   const bool shaped = o.nodes_min || o.ntasks_per_node || o.cpus_per_task || o.exclusive || o.mem_mb ||
                       o.mem_per_cpu_mb || o.gpus_per_node || o.gpus_total;
-  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array && !o.dependency) return std::nullopt;
+  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array && !o.dependency && !o.begin_time) {
+    return std::nullopt;
+  }
   protocol::job_geometry g;
   g.dependency = o.dependency;
+  g.begin_time = o.begin_time;
   g.partition = o.partition;
   g.recorded = o.recorded;
   g.array = o.array;
@@ -442,7 +445,7 @@ void merge(job_options& base, const job_options& over) {
        &job_options::error, &job_options::chdir, &job_options::requeue, &job_options::wrap, &job_options::parsable,
        &job_options::socket, &job_options::mpi, &job_options::ntasks_per_node, &job_options::cpus_per_task,
        &job_options::exclusive, &job_options::gpus_per_node, &job_options::gpus_total, &job_options::partition,
-       &job_options::array, &job_options::exported);
+       &job_options::array, &job_options::exported, &job_options::begin_time);
   take(base.faucets, over.faucets, &faucets_options::cluster, &faucets_options::url, &faucets_options::ca_file,
        &faucets_options::token_file);
   base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());

@@ -40,6 +40,7 @@ struct job_options {
   std::optional<std::string> chdir;
   std::optional<std::vector<std::int64_t>> afterok;  // every job the dependency names
   std::optional<std::string> dependency;              // beyond afterok: the whole expression
+  std::optional<std::int64_t> begin_time;             // --begin, Unix seconds
   std::optional<bool> requeue;
   std::optional<std::string> wrap;
   std::optional<bool> parsable;

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <ctime>
 
 #include "cmdline/job_options.hpp"
 #include "cmdline/text_util.hpp"
 #include "cmdline/time_limit.hpp"
 #include "cmdline/usage_error.hpp"
 #include "core/array_spec.hpp"
+#include "core/begin_time.hpp"
 #include "core/dependency.hpp"
 #include "protocol/messages.hpp"
 
@@ -115,6 +117,14 @@ AQS_SETTER(set_adaptive) { o.adaptive = true; }
 AQS_SETTER(set_time) {
   try {
     o.time_limit_s = parse_time_limit(value);
+  } catch (const usage_error& e) {
+    ctx.fail(std::string(opt) + ": " + e.what());
+  }
+}
+// --begin: Slurm's forms against this machine's clock (core/begin_time).
+AQS_SETTER(set_begin) {
+  try {
+    o.begin_time = core::parse_begin_time(value, static_cast<std::int64_t>(std::time(nullptr)));
   } catch (const usage_error& e) {
     ctx.fail(std::string(opt) + ": " + e.what());
   }
@@ -321,6 +331,10 @@ constexpr auto k_options = std::to_array<submit_option>({
      .usage = "    --export ALL[,N=V]", .help = "the submitter's environment (the default), N=V set on top\n"
                                                "(anything but ALL is recorded)",
      .set = set_export},
+    {.name = "begin", .short_name = 'b', .arg = a::required, .scope = s::batch,
+     .other_scope = "is for fsub: an interactive job starts when it can", .env = "SBATCH_BEGIN",
+     .usage = "-b, --begin TIME", .help = "not before TIME (now+60, 16:00, tomorrow, 2026-12-01T08:00)",
+     .set = set_begin},
     {.name = "account", .short_name = 'A', .arg = a::required, .lenient = true, .env = "SBATCH_ACCOUNT",
      .usage = "-A, --account NAME", .help = "the account charged (default: your default account)",
      .set = set_accounting},
@@ -431,7 +445,7 @@ constexpr auto k_options = std::to_array<submit_option>({
 
     // ---- refused: ignoring them would run something else than the script
     // asks for, so they are refused saying why.
-    {.name = "begin", .short_name = 'b', .arg = a::required, .kind = k::refused, .why = "AQS cannot defer a job's start"},
+
     {.name = "hold", .short_name = 'H', .kind = k::refused, .why = "AQS cannot submit a job held"},
     {.name = "nodelist", .short_name = 'w', .arg = a::required, .kind = k::refused, .why = k_named_nodes_why},
     {.name = "exclude", .short_name = 'x', .arg = a::required, .kind = k::refused,

@@ -555,3 +555,32 @@ TEST_CASE("job_accounting: an adaptive job's growth stops at its account's GrpTR
   CHECK_FALSE(r.in_core(next));
   CHECK(r.reason(next) == "AssocGrpCpuLimit");
 }
+
+TEST_CASE("job_intake: a job with --begin waits outside the core with BeginTime until its time, then arrives") {
+  rig r;
+  auto alice = r.user(k_alice);
+  auto s = rig::job();
+  s.geometry = protocol::job_geometry{};
+  s.geometry->begin_time = static_cast<std::int64_t>(r.clock.wall_seconds()) + 60;
+  const auto id = r.submitted(alice, 1, s);
+  CHECK_FALSE(r.in_core(id));
+  CHECK(r.reason(id) == "BeginTime");
+  CHECK(r.intake->waits_outside_core(id));
+  r.pass(30s);
+  CHECK_FALSE(r.in_core(id));
+  r.pass(31s);
+  CHECK(r.until([&] { return r.in_core(id); }));
+  CHECK(r.reason(id).empty());
+  // One cancelled while it waits never arrives.
+  s.geometry->begin_time = static_cast<std::int64_t>(r.clock.wall_seconds()) + 60;
+  const auto later = r.submitted(alice, 2, s);
+  r.finish(later, job_state::cancelled);
+  r.pass(61s);
+  r.on_strand([] {});
+  CHECK_FALSE(r.in_core(later));
+  // A time already past: at once.
+  auto past = rig::job();
+  past.geometry = protocol::job_geometry{};
+  past.geometry->begin_time = 1;
+  CHECK(r.in_core(r.submitted(alice, 3, past)));
+}

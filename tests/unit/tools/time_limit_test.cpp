@@ -3,7 +3,11 @@
 
 #include <string>
 
+#include <cstdlib>
+#include <ctime>
+
 #include "cmdline/time_limit.hpp"
+#include "core/begin_time.hpp"
 #include "cmdline/usage_error.hpp"
 
 using namespace aqs::cmdline;
@@ -50,4 +54,31 @@ TEST_CASE("durations display as Slurm's squeue shows them") {
   CHECK(format_duration(3600 + 61) == "01:01:01");
   CHECK(format_duration(86400 * 2 + 3600 * 2 + 60 * 30) == "2-02:30:00");
   CHECK(parse_time_limit(format_duration(98765)) == 98765);
+}
+
+TEST_CASE("--begin: Slurm's forms against a given now, in local time; others are one line") {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const std::int64_t now = 1'764'300'000;  // 2025-11-28T03:20:00Z
+  const std::int64_t midnight = 1'764'288'000;
+  using aqs::core::parse_begin_time;
+  CHECK(parse_begin_time("now", now) == now);
+  CHECK(parse_begin_time("now+60", now) == now + 60);
+  CHECK(parse_begin_time("now+2hours", now) == now + 7200);
+  CHECK(parse_begin_time("now+1day", now) == now + 86400);
+  CHECK(parse_begin_time("16:00", now) == midnight + 16 * 3600);
+  CHECK(parse_begin_time("02:00", now) == midnight + 86400 + 2 * 3600);  // passed today: tomorrow
+  CHECK(parse_begin_time("4:00 pm", now) == midnight + 16 * 3600);
+  CHECK(parse_begin_time("tomorrow", now) == midnight + 86400);
+  CHECK(parse_begin_time("midnight", now) == midnight + 86400);
+  CHECK(parse_begin_time("noon", now) == midnight + 12 * 3600);
+  CHECK(parse_begin_time("2025-12-01", now) == midnight + 3 * 86400);
+  CHECK(parse_begin_time("2025-12-01T08:30", now) == midnight + 3 * 86400 + 8 * 3600 + 1800);
+  CHECK(parse_begin_time("12/01", now) == midnight + 3 * 86400);
+  CHECK(parse_begin_time("12/01/25", now) == midnight + 3 * 86400);
+  for (const char* bad : {"", "later", "now-5", "now+", "now+5fortnights", "25:00", "2025-13-01", "2025-12-01x",
+                          "12/40"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_begin_time(bad, now), aqs::core::usage_error);
+  }
 }
