@@ -130,6 +130,25 @@ TEST_CASE("sbatch, squeue, scancel and sacct print exactly what scripts parsing 
   CHECK(s.run("sacct", {"--format=Bogus"}).err == "sacct: error: Invalid field requested: \"Bogus\"\n");
 }
 
+TEST_CASE("sbatch --begin holds the job with reason BeginTime until its time, then it runs") {
+  test::test_database db;
+  test::cluster c(small(db, 1));
+  const test::slurm_env s{c, test::slurm_bin(c)};
+  const auto t0 = std::chrono::system_clock::now();
+  const std::int64_t id = parsable_id(s.run("sbatch", {"--parsable", "--begin=now+4", "-o", "/dev/null", "--wrap", "true"}));
+  // Room to start at once, but not before its time.
+  const auto q = s.run("squeue", {"-h", "-j", std::to_string(id), "-o", "%t %r"});
+  CHECK(q.out == "PD BeginTime\n");
+  const auto done = c.wait_state(id, {job_state::completed}, 120s);
+  CHECK(std::chrono::system_clock::now() - t0 >= 4s);
+  REQUIRE(done.start_time);
+  // A bad time is one line and nothing is submitted.
+  const auto bad = s.run("sbatch", {"--begin=someday", "--wrap", "true"});
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("invalid --begin time 'someday'") != std::string::npos);
+  CHECK(c.jobs().size() == 1);
+}
+
 TEST_CASE("an unprivileged user's scancel of another user's job is refused with Slurm's error, and their own work goes through") {
   test::test_database db;
   test::cluster c(small(db));
