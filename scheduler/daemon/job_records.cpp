@@ -2,6 +2,7 @@
 // path (submit, launch, recovery, listing) agrees on defaults.
 #include "daemon/job_records.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <unistd.h>
 
@@ -80,6 +81,19 @@ protocol::job_spec to_spec(const store::job_record& rec) {
   return s;
 }
 
+void set_malleability(core::job_request& r, const protocol::job_geometry& g) {
+  if (!r.adaptive) return;
+  if (g.pref_pe) r.pref_pe = std::clamp(static_cast<std::size_t>(*g.pref_pe), r.min_pe, r.max_pe);
+  if (g.speedup) {
+    try {
+      r.speedup = core::speedup_model::parse(*g.speedup);
+    } catch (const std::invalid_argument&) {
+      // Checked on the wire: a stored one this build cannot read scales linearly.
+    }
+  }
+  if (g.resize_cost_s) r.resize_cost = static_cast<double>(*g.resize_cost_s);
+}
+
 core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spec, const std::string& user,
                                   double submit_time) {
   core::job_request r;
@@ -94,6 +108,7 @@ core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spe
   if (spec.geometry) {
     r.shape = shape_of(*spec.geometry);
     r.partition = spec.geometry->partition.value_or("");
+    set_malleability(r, *spec.geometry);
   }
   return r;
 }
@@ -112,6 +127,7 @@ core::job_request to_core_request(const store::job_summary& s) {
   if (const auto g = geometry_of(s.geometry)) {
     r.shape = shape_of(*g);
     r.partition = g->partition.value_or("");
+    set_malleability(r, *g);
   }
   return r;
 }
@@ -207,6 +223,7 @@ protocol::job_info to_job_info(const store::job_summary& s, std::span<const core
         j.array_job_id = g.array_job_id.value_or(s.id);  // an array's compact record: its tasks not yet split off
       }
       j.partition = g.partition;
+      j.pref_pe = g.pref_pe;
     } catch (const std::exception&) {
       // A geometry this build cannot read: listed without it.
     }

@@ -44,6 +44,9 @@ store::job_submission to_store_request(const protocol::job_spec& spec, const sub
 protocol::job_spec to_spec(const store::job_record& r);
 
 // What the core schedules: from a new submission and from a stored job.
+// An adaptive job's preferred size, speedup model and resize cost from its
+// geometry (issue 34); a rigid job's are left unset.
+void set_malleability(core::job_request& r, const protocol::job_geometry& g);
 core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spec, const std::string& user,
                                   double submit_time);
 core::job_request to_core_request(const store::job_summary& s);

@@ -3,6 +3,7 @@
 
 #include "core/array_spec.hpp"
 #include "core/dependency.hpp"
+#include "core/speedup.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -223,6 +224,17 @@ struct record<job_geometry> {
       field("array_task_count", &R::array_task_count, integer{1, core::k_max_array_index}),
       field("dependency", &R::dependency, text{k_max_path, true, true}),
       field("begin_time", &R::begin_time, integer{0, std::int64_t{1} << 40}),
+      field("pref_pe", &R::pref_pe, integer{1, k_max_pe}),
+      field("speedup", &R::speedup, text{1024, true, true}),
+      check<R>([](const reader& in, const R& g) {
+        if (!g.speedup) return;
+        try {
+          (void)core::speedup_model::parse(*g.speedup);
+        } catch (const std::invalid_argument& e) {
+          in.fail("speedup", e.what());
+        }
+      }),
+      field("resize_cost_s", &R::resize_cost_s, integer{0, 86400}),
       check<R>([](const reader& in, const R& g) {
         if (!g.dependency) return;
         try {

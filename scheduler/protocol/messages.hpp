@@ -79,6 +79,13 @@ struct job_geometry {
   // sbatch --begin: the job is not eligible before this Unix time (it waits
   // with reason BeginTime).
   std::optional<std::int64_t> begin_time;
+  // Adaptive jobs (issue 34): the size it runs best at, in processors
+  // (min_pe..max_pe; --pref counts ranks, times -c), how it scales
+  // (core::speedup_model's text: "linear", "amdahl:F", "table:P=S,...")
+  // and what one resize costs it in seconds. Unset: the policies' defaults.
+  std::optional<std::int64_t> pref_pe;
+  std::optional<std::string> speedup;
+  std::optional<std::int64_t> resize_cost_s;
   friend bool operator==(const job_geometry&, const job_geometry&) = default;
 };
 

@@ -57,7 +57,7 @@ std::optional<node_state> parse_node_state(std::string_view text) noexcept {
 }
 
 json to_json(const job_info& j) {
-  return json{{"id", j.id},
+  json out{{"id", j.id},
               {"name", j.name},
               {"user", j.user},
               {"state", core::to_string(j.state)},
@@ -76,6 +76,9 @@ json to_json(const job_info& j) {
               {"array_task_id", opt(j.array_task_id)},
               {"partition", opt(j.partition)},
               {"reason", opt(j.reason)}};
+  // Only an adaptive job that declared one (issue 34): older readers see nothing new.
+  if (j.pref_pe) out["pref_pe"] = *j.pref_pe;
+  return out;
 }
 
 json to_json(const node_info& n) {
@@ -143,6 +146,10 @@ void append_json(std::string& out, const job_info& j) {
   append_int(out, j.nprocs);
   out += ",\"partition\":";
   append_opt(out, j.partition);
+  if (j.pref_pe) {
+    out += ",\"pref_pe\":";
+    append_int(out, *j.pref_pe);
+  }
   out += ",\"procs\":";
   append_json_string(out, j.procs);
   out += ",\"reason\":";
@@ -187,6 +194,7 @@ job_info parse_job_info(const json& j, const std::string& where) {
   out.array_task_id = r.opt_integer("array_task_id", 0, 4'000'000);
   out.partition = r.opt_string("partition", k_name);
   out.reason = r.opt_string("reason", k_name);
+  out.pref_pe = r.opt_integer("pref_pe", 1, k_max_pe);
   return out;
 }
 

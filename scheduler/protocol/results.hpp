@@ -38,6 +38,8 @@ struct job_info {
   // Why a PENDING job waits (Slurm's words): Dependency, JobArrayTaskLimit,
   // Resources (the next to start), Priority (behind others); null otherwise.
   std::optional<std::string> reason;
+  // An adaptive job's preferred size in processors (--pref), when it gave one.
+  std::optional<std::int64_t> pref_pe;
   friend bool operator==(const job_info&, const job_info&) = default;
 };
 

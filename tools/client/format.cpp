@@ -78,8 +78,10 @@ std::string format_jobs_table(const std::vector<protocol::job_info>& jobs, doubl
     if (j.state == core::job_state::pending && j.reason) where = "(" + *j.reason + ")";  // as squeue shows it
     const std::string range =
         j.min_pe == j.max_pe ? std::to_string(j.min_pe) : std::to_string(j.min_pe) + "-" + std::to_string(j.max_pe);
+    // An adaptive job's preferred size, when it gave one: "2-16 adaptive pref 8".
+    const std::string pref = j.pref_pe ? " pref " + std::to_string(*j.pref_pe) : "";
     rows.push_back({id, j.name, j.user, std::string(core::to_string(j.state)),
-                    std::to_string(j.nprocs), range + (j.adaptive ? " adaptive" : ""), time, where});
+                    std::to_string(j.nprocs), range + (j.adaptive ? " adaptive" : "") + pref, time, where});
     if (with_partition) rows.back().insert(rows.back().begin() + 3, j.partition.value_or("-"));
   }
   return render_table(rows);

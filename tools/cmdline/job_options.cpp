@@ -220,7 +220,14 @@ std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol
                                                   std::vector<std::string>* warnings) {
   const bool shaped = o.nodes_min || o.ntasks_per_node || o.cpus_per_task || o.exclusive || o.mem_mb ||
                       o.mem_per_cpu_mb || o.gpus_per_node || o.gpus_total;
-  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array && !o.dependency && !o.begin_time) {
+  // They describe how an adaptive job changes size: a rigid job has nothing
+  // to use them for (ignoring them never runs it smaller or earlier).
+  const bool malleable = (o.pref || o.speedup || o.resize_cost_s) && s.adaptive;
+  if ((o.pref || o.speedup || o.resize_cost_s) && !s.adaptive && warnings != nullptr) {
+    warnings->push_back("--pref, --speedup and --resize-cost describe an adaptive job (--adaptive); ignored");
+  }
+  if (!shaped && !o.partition && o.recorded.empty() && !o.procs && !o.array && !o.dependency && !o.begin_time &&
+      !malleable) {
     return std::nullopt;
   }
   protocol::job_geometry g;
@@ -260,8 +267,15 @@ std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol
     if (s.max_pe > protocol::k_max_pe / c) {
       throw usage_error("--max times -c is more than " + std::to_string(protocol::k_max_pe) + " processors");
     }
+    if (o.pref && (*o.pref < s.min_pe || *o.pref > s.max_pe)) {
+      throw usage_error("--pref " + std::to_string(*o.pref) + " must be between --min " + std::to_string(s.min_pe) +
+                        " and --max " + std::to_string(s.max_pe));
+    }
     g.ntasks = s.min_pe;
     g.cpus_per_task = c;
+    if (o.pref) g.pref_pe = *o.pref * c;
+    g.speedup = o.speedup;
+    g.resize_cost_s = o.resize_cost_s;
     s.min_pe *= c;
     s.max_pe *= c;
     return g;
@@ -445,7 +459,8 @@ void merge(job_options& base, const job_options& over) {
        &job_options::error, &job_options::chdir, &job_options::requeue, &job_options::wrap, &job_options::parsable,
        &job_options::socket, &job_options::mpi, &job_options::ntasks_per_node, &job_options::cpus_per_task,
        &job_options::exclusive, &job_options::gpus_per_node, &job_options::gpus_total, &job_options::partition,
-       &job_options::array, &job_options::exported, &job_options::begin_time);
+       &job_options::array, &job_options::exported, &job_options::begin_time, &job_options::pref,
+       &job_options::speedup, &job_options::resize_cost_s);
   take(base.faucets, over.faucets, &faucets_options::cluster, &faucets_options::url, &faucets_options::ca_file,
        &faucets_options::token_file);
   base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());

@@ -41,6 +41,9 @@ struct job_options {
   std::optional<std::vector<std::int64_t>> afterok;  // every job the dependency names
   std::optional<std::string> dependency;              // beyond afterok: the whole expression
   std::optional<std::int64_t> begin_time;             // --begin, Unix seconds
+  std::optional<std::int64_t> pref;                   // --pref: ranks (adaptive)
+  std::optional<std::string> speedup;                 // --speedup MODEL (adaptive)
+  std::optional<std::int64_t> resize_cost_s;          // --resize-cost SECONDS (adaptive)
   std::optional<bool> requeue;
   std::optional<std::string> wrap;
   std::optional<bool> parsable;

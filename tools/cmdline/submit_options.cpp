@@ -12,6 +12,7 @@
 #include "cmdline/usage_error.hpp"
 #include "core/array_spec.hpp"
 #include "core/begin_time.hpp"
+#include "core/speedup.hpp"
 #include "core/dependency.hpp"
 #include "protocol/messages.hpp"
 
@@ -112,6 +113,19 @@ void set_mpi(const option_context& ctx, job_options& o, bool mpi) {
 
 AQS_SETTER(set_procs) { o.procs = parse_count(ctx, value, opt); }
 AQS_SETTER(set_min) { o.min_pe = parse_count(ctx, value, opt); }
+AQS_SETTER(set_pref) { o.pref = parse_count(ctx, value, opt); }
+AQS_SETTER(set_speedup) {
+  try {
+    o.speedup = core::speedup_model::parse(std::string(value)).to_string();
+  } catch (const std::invalid_argument& e) {
+    ctx.fail(std::string(opt) + ": " + e.what());
+  }
+}
+AQS_SETTER(set_resize_cost) {
+  const std::int64_t n = parse_count(ctx, value, opt);
+  if (n > 86400) ctx.fail(std::string(opt) + ": at most 86400 seconds");
+  o.resize_cost_s = n;
+}
 AQS_SETTER(set_max) { o.max_pe = parse_count(ctx, value, opt); }
 AQS_SETTER(set_adaptive) { o.adaptive = true; }
 AQS_SETTER(set_time) {
@@ -301,6 +315,12 @@ constexpr auto k_options = std::to_array<submit_option>({
     {.name = "min", .arg = a::required, .usage = "    --min N",
      .help = "adaptive size: at least N ranks (with --adaptive; -c C: C processors each)", .set = set_min},
     {.name = "max", .arg = a::required, .usage = "    --max M", .help = "adaptive size: at most M ranks", .set = set_max},
+    {.name = "pref", .arg = a::required, .usage = "    --pref P",
+     .help = "adaptive: the size it runs best at, P ranks in --min..--max", .set = set_pref},
+    {.name = "speedup", .arg = a::required, .usage = "    --speedup MODEL",
+     .help = "adaptive: how it scales: linear, amdahl:F or table:P=S,...", .set = set_speedup},
+    {.name = "resize-cost", .arg = a::required, .usage = "    --resize-cost S",
+     .help = "adaptive: seconds of progress one resize costs it", .set = set_resize_cost},
     {.name = "adaptive", .usage = "    --adaptive", .help = "the job uses the AQS runtime and can be resized",
      .set = set_adaptive},
     {.name = "time", .short_name = 't', .arg = a::required, .env = "SBATCH_TIMELIMIT",

@@ -51,3 +51,34 @@ TEST_CASE("iso8601 writes UTC with milliseconds exactly as gmtime and strftime d
     }
   }
 }
+
+TEST_CASE("an adaptive job's preferred size, speedup model and resize cost reach the core request, also after a restart") {
+  protocol::job_spec s;
+  s.name = "a";
+  s.argv = {"x"};
+  s.workdir = "/";
+  s.adaptive = true;
+  s.min_pe = 2;
+  s.max_pe = 16;
+  s.geometry = protocol::job_geometry{};
+  s.geometry->pref_pe = 8;
+  s.geometry->speedup = "amdahl:0.9";
+  s.geometry->resize_cost_s = 12;
+  const core::job_request r = daemon::to_core_request(7, s, "alice", 100);
+  CHECK(r.pref_pe == 8);
+  CHECK(r.speedup.what == core::speedup_model::kind::amdahl);
+  CHECK(r.resize_cost == doctest::Approx(12));
+  store::job_summary sum;
+  sum.id = 7;
+  sum.adaptive = true;
+  sum.min_pe = 2;
+  sum.max_pe = 16;
+  sum.geometry = protocol::geometry_json(*s.geometry);
+  const core::job_request back = daemon::to_core_request(sum);
+  CHECK(back.pref_pe == 8);
+  CHECK(back.resize_cost == doctest::Approx(12));
+  // A rigid job keeps none of it.
+  s.adaptive = false;
+  s.min_pe = s.max_pe = 4;
+  CHECK(daemon::to_core_request(7, s, "alice", 100).pref_pe == 0);
+}

@@ -101,4 +101,12 @@ TEST_CASE("a job written as text is the same bytes as the JSON object dumped") {
   append_json(out, j);
   CHECK(out == to_json(j).dump());
   CHECK(parse_job_info(json::parse(out)) == j);
+  // An adaptive job's preferred size (--pref) only when it gave one.
+  CHECK(out.find("pref_pe") == std::string::npos);
+  j.pref_pe = 6;
+  out.clear();
+  append_json(out, j);
+  CHECK(out == to_json(j).dump());
+  CHECK(out.find("\"pref_pe\":6") != std::string::npos);
+  CHECK(parse_job_info(json::parse(out)) == j);
 }

@@ -505,3 +505,26 @@ TEST_CASE("per-rank geometry an adaptive job cannot keep is refused in one line 
   CHECK(fsub_error({"--adaptive", "--max", "4", "--gpus=1", "j.sh"}).starts_with("GPUs are not supported"));
   CHECK(fsub_error({"--adaptive", "--max", "100000", "-c", "64", "j.sh"}).find("more than") != std::string::npos);
 }
+
+TEST_CASE("--pref, --speedup and --resize-cost describe an adaptive job; out of range is one line, a rigid job ignores them") {
+  const auto r = fsub({"--adaptive", "--min", "2", "--max", "16", "--pref", "8", "--speedup", "amdahl:0.95",
+                       "--resize-cost", "10", "j.sh"});
+  REQUIRE(r.request.job.geometry);
+  CHECK(r.request.job.geometry->pref_pe == 8);
+  CHECK(r.request.job.geometry->speedup == "amdahl:0.95");
+  CHECK(r.request.job.geometry->resize_cost_s == 10);
+  // -c 2: the preferred size counts ranks, the job's processors are twice that.
+  const auto c2 = fsub({"--adaptive", "--min", "2", "--max", "16", "--pref", "8", "-c", "2", "j.sh"});
+  CHECK(c2.request.job.geometry->pref_pe == 16);
+  // In a script, as #AQS lines.
+  const auto d = fsub({"j.sh"}, "#!/bin/sh\n#AQS --adaptive --min 1 --max 4 --pref 3\necho\n");
+  CHECK(d.request.job.geometry->pref_pe == 3);
+  CHECK(fsub_error({"--adaptive", "--min", "2", "--max", "16", "--pref", "20", "j.sh"}) ==
+        "--pref 20 must be between --min 2 and --max 16");
+  const auto rigid = fsub({"-n", "4", "--pref", "2", "j.sh"});
+  REQUIRE(rigid.warnings.size() == 1);
+  CHECK(rigid.warnings[0].find("describe an adaptive job") != std::string::npos);
+  CHECK((!rigid.request.job.geometry || !rigid.request.job.geometry->pref_pe));
+  CHECK(fsub_error({"--adaptive", "--min", "1", "--max", "4", "--speedup", "quadratic", "j.sh"}).find("--speedup") !=
+        std::string::npos);
+}
