@@ -192,3 +192,24 @@ TEST_CASE("fctl requeue kills a running job and runs it again; update changes a 
   c.wait_state(p, {job_state::completed}, 60s);
   c.wait_idle();
 }
+
+TEST_CASE("an adaptive job's --pref is kept, listed by fjobs, and survives a restart of aqsd") {
+  test::test_database db;
+  test::cluster c(one_node(db, 4));
+  c.wait_nodes_up(1);
+  const std::int64_t id =
+      c.submit({"--adaptive", "--min", "1", "--max", "4", "--pref", "2", "--speedup", "amdahl:0.9", "--wrap", "sleep 60"});
+  c.wait_state(id, {job_state::running});
+  auto j = c.job(id);
+  REQUIRE(j);
+  CHECK(j->pref_pe == 2);
+  const auto table = c.cmd(bin().fjobs, {});
+  CHECK(table.out.find("1-4 adaptive pref 2") != std::string::npos);
+  c.kill_aqsd();
+  c.start_aqsd();
+  c.wait_nodes_up(1);
+  j = c.job(id);
+  REQUIRE(j);
+  CHECK(j->pref_pe == 2);
+  c.cmd(bin().fkill, {std::to_string(id)});
+}
