@@ -304,10 +304,10 @@ TEST_CASE("sbatch --wait exits with the job's code; scontrol show config answers
   CHECK(std::regex_search(r.out, std::regex("\nNodeCount +=\\s*2\n")));
 
   // A refused option is named once.
-  r = s.run("sbatch", {"--begin=now+1hour", "--wrap", "true"}, &u);
+  r = s.run("sbatch", {"--hold", "--wrap", "true"}, &u);
   CHECK(r.status == 1);
-  CHECK(r.err.find("(--begin)") != std::string::npos);
-  CHECK(r.err.find("(--begin) (--begin)") == std::string::npos);
+  CHECK(r.err.find("(--hold)") != std::string::npos);
+  CHECK(r.err.find("(--hold) (--hold)") == std::string::npos);
 
   // A job's SLURM_JOB_PARTITION is the partition squeue shows for it; a
   // finished 2-node job shows 2 nodes in squeue and sacct.

@@ -131,16 +131,19 @@ TEST_CASE("sbatch, squeue, scancel and sacct print exactly what scripts parsing 
 }
 
 TEST_CASE("sbatch --begin holds the job with reason BeginTime until its time, then it runs") {
+  // 10 s ahead: room for a slow sbatch and squeue on a loaded machine.
   test::test_database db;
   test::cluster c(small(db, 1));
   const test::slurm_env s{c, test::slurm_bin(c)};
   const auto t0 = std::chrono::system_clock::now();
-  const std::int64_t id = parsable_id(s.run("sbatch", {"--parsable", "--begin=now+4", "-o", "/dev/null", "--wrap", "true"}));
+  const std::int64_t id = parsable_id(s.run("sbatch", {"--parsable", "--begin=now+10", "-o", "/dev/null", "--wrap", "true"}));
   // Room to start at once, but not before its time.
   const auto q = s.run("squeue", {"-h", "-j", std::to_string(id), "-o", "%t %r"});
   CHECK(q.out == "PD BeginTime\n");
   const auto done = c.wait_state(id, {job_state::completed}, 120s);
-  CHECK(std::chrono::system_clock::now() - t0 >= 4s);
+  // The begin time is whole seconds (now+10 from sbatch's clock, truncated):
+  // at least 9 s after t0, which was taken before sbatch ran.
+  CHECK(std::chrono::system_clock::now() - t0 >= 9s);
   REQUIRE(done.start_time);
   // A bad time is one line and nothing is submitted.
   const auto bad = s.run("sbatch", {"--begin=someday", "--wrap", "true"});
