@@ -47,6 +47,10 @@ struct job_request {
   // the payoff policy grows a job only when the time saved beats the cost.
   speedup_model speedup{};
   double resize_cost = -1;
+  // The advance reservation it runs in (--reservation, reservation.hpp);
+  // empty: none. Such a job runs only on that reservation's processors,
+  // only while it is active, and waits while no reservation has the name.
+  std::string reservation;
 };
 
 // The preferred size the policies plan with: pref_pe within min..max, or the

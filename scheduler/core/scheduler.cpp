@@ -79,7 +79,7 @@ std::size_t scheduler::pinned_count(const job& j) const noexcept {
   const counts_t& c = counts();
   if (c.held == c.held_usable) return 0;
   const processor_set& map = j.state == job_state::resizing ? j.target : j.procs;
-  return planning_size(j) - map.count_common(scope_ ? scope_usable_ : usable_);
+  return planning_size(j) - map.count_common(scoped_ ? scope_usable_ : usable_);
 }
 
 std::size_t scheduler::node_limit(const job& j) const noexcept {
@@ -104,7 +104,7 @@ std::size_t scheduler::max_size(const job& j) const {
   if (limit == 0 && per_rank == 1) return most;
   // Only for jobs with a limit or ranks of several processors (rare): the
   // node sizes, in whole ranks, are sorted per call.
-  const processor_set& usable = scope_ ? scope_usable_ : usable_;
+  const processor_set& usable = scoped_ ? scope_usable_ : usable_;
   std::vector<std::size_t> sizes;
   for (const node& nd : cluster_.nodes()) {
     const std::size_t n = usable.count_range(nd.first_proc, nd.first_proc + nd.procs) / per_rank * per_rank;
@@ -118,7 +118,7 @@ std::size_t scheduler::max_size(const job& j) const {
 }
 
 void scheduler::set_priority(job_id id, int priority) {
-  if (scope_) misuse("set_priority during decide()");
+  if (scoped_) misuse("set_priority during decide()");
   job& j = get_mut(id);
   if (j.req.priority == priority) return;
   // In the queue: pending and not held, or suspended and asking to resume.
@@ -141,13 +141,14 @@ std::size_t scheduler::add_node(std::string name, std::size_t procs) {
     j.procs.resize(cluster_.size());
     j.target.resize(cluster_.size());
   }
+  for (advance_reservation& r : resvs_) r.procs.resize(cluster_.size());
   refresh_partition_procs();
   refresh_usable();
   return index;
 }
 
 void scheduler::set_partitions(std::vector<partition> parts) {
-  if (scope_) misuse("set_partitions during decide()");
+  if (scoped_) misuse("set_partitions during decide()");
   std::vector<std::shared_ptr<const strategy>> policies(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (!parts[i].policy.empty() && parts[i].policy != policy_->name()) policies[i] = make_strategy(parts[i].policy);
@@ -203,27 +204,127 @@ void scheduler::assign_partitions(job& j) const {
   }
 }
 
-void scheduler::enter_scope(std::size_t i) {
-  scope_ = i;
-  scope_usable_ = usable_ & part_procs_[i];
+void scheduler::set_reservations(std::vector<advance_reservation> rs) {
+  if (scoped_) misuse("set_reservations during decide()");
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    advance_reservation& r = rs[i];
+    if (r.name.empty()) misuse("a reservation needs a name");
+    if (!(r.end > r.start)) misuse("reservation " + r.name + " ends before it starts");
+    r.procs.resize(cluster_.size());
+    if (!r.procs.any()) misuse("reservation " + r.name + " has no processors");
+    for (std::size_t k = 0; k < i; ++k) {
+      if (rs[k].name == r.name) misuse("reservation " + r.name + " is given twice");
+    }
+  }
+  resvs_ = std::move(rs);
+}
+
+processor_set scheduler::live_reserved(double now) const {
+  processor_set out(cluster_.size());
+  for (const advance_reservation& r : resvs_) {
+    if (r.end > now) out |= r.procs;
+  }
+  return out;
+}
+
+bool scheduler::in_scope_queue(const job& j, std::optional<std::size_t> resv, scope_kind kind, double now) const {
+  switch (kind) {
+    case scope_kind::general: return j.req.reservation.empty();
+    case scope_kind::inside: return j.req.reservation == resvs_[*resv].name;
+    case scope_kind::before:
+      // Only what surely ends by the start: a time limit, and no resume
+      // (a suspended job's time already ran).
+      return j.req.reservation.empty() && j.state == job_state::pending && j.req.walltime > 0 &&
+             now + j.req.walltime <= resvs_[*resv].start;
+  }
+  return false;
+}
+
+void scheduler::enter_scope(std::optional<std::size_t> part, std::optional<std::size_t> resv, scope_kind kind,
+                            double now) {
+  scope_ = part;
+  scoped_ = true;
+  scope_usable_ = part ? usable_ & part_procs_[*part] : usable_;
+  if (kind == scope_kind::general) {
+    scope_usable_ -= live_reserved(now);
+  } else if (kind == scope_kind::inside) {
+    scope_usable_ &= resvs_[*resv].procs;
+  } else {
+    // A future reservation's processors, less those an active one or one
+    // that starts earlier has: jobs backfilled there end by its start.
+    const advance_reservation& r = resvs_[*resv];
+    scope_usable_ &= r.procs;
+    for (std::size_t k = 0; k < resvs_.size(); ++k) {
+      const advance_reservation& o = resvs_[k];
+      if (k != *resv && o.end > now && o.start <= r.start) scope_usable_ -= o.procs;
+    }
+  }
   scope_queue_.clear();
   for (const queue_key& k : queue_) {
     const job& j = jobs_.at(k.id);
-    if (std::find(j.partitions.begin(), j.partitions.end(), i) != j.partitions.end()) scope_queue_.insert(k);
+    if (part && std::find(j.partitions.begin(), j.partitions.end(), *part) == j.partitions.end()) continue;
+    if (in_scope_queue(j, resv, kind, now)) scope_queue_.insert(k);
   }
   scope_adaptive_.clear();
-  for (job_id id : adaptive_) {
-    if (jobs_.at(id).partition == i) scope_adaptive_.insert(id);
+  if (kind != scope_kind::before) {
+    for (job_id id : adaptive_) {
+      const job& j = jobs_.at(id);
+      if (part && j.partition != *part) continue;
+      if (kind == scope_kind::inside) {
+        if (j.req.reservation != resvs_[*resv].name) continue;
+      } else if (!j.req.reservation.empty()) {
+        // A job of an active reservation resizes in it; one whose
+        // reservation ended (or was deleted) with everyone else.
+        bool in_active = false;
+        for (const advance_reservation& r : resvs_) in_active = in_active || (r.name == j.req.reservation && r.active(now));
+        if (in_active) continue;
+      }
+      scope_adaptive_.insert(id);
+    }
   }
   refresh_counts();
 }
 
 void scheduler::leave_scope() {
   scope_.reset();
+  scoped_ = false;
   scope_usable_ = processor_set();
   scope_queue_.clear();
   scope_adaptive_.clear();
   refresh_counts();
+}
+
+void scheduler::evict_from_reservations(double now, std::vector<decision>& out) {
+  const std::vector<job_id> adaptive(adaptive_.begin(), adaptive_.end());
+  for (job_id id : adaptive) {
+    job& j = jobs_.at(id);
+    // A job in the middle of a resize is looked at again once it answers;
+    // one that missed its last deadline is not asked again until it may be.
+    if (j.state != job_state::running || j.frozen) continue;
+    processor_set barred(cluster_.size());
+    for (const advance_reservation& r : resvs_) {
+      if (r.active(now) && r.name != j.req.reservation) barred |= r.procs;
+    }
+    if (!j.procs.intersects(barred)) continue;
+    const processor_set keep = j.procs - barred;
+    // Free processors no live reservation has, in the job's partition.
+    processor_set room = usable_ - held_ - live_reserved(now);
+    if (j.partition < part_procs_.size()) room &= part_procs_[j.partition];
+    const std::size_t kept = keep.count();
+    const std::size_t want = j.size() - kept;
+    processor_set to = want > 0 && room.any() ? place_adaptive(j, keep, room, std::min(want, room.count())) : keep;
+    const std::size_t n = to.count();
+    // Never below its minimum: then it keeps them, like a rigid job, until
+    // processors elsewhere let it move.
+    if (n < j.req.min_pe || n == 0) continue;
+    reserved_ |= j.procs - to;
+    held_ |= to - j.procs;
+    j.last_resize_time = now;
+    const std::size_t moved = (j.procs - to).count();
+    begin_resize(j, to, n, out);
+    out.back().ranks_moved = moved;
+    refresh_counts();
+  }
 }
 
 void scheduler::set_node_resources(std::size_t index, std::uint64_t memory_mb, std::size_t gpus) {
@@ -278,7 +379,7 @@ void scheduler::refresh_usable() {
 const scheduler::counts_t& scheduler::counts() const noexcept {
   if (counts_dirty_) {
     // Within a partition's strategy run, "usable" is its UP processors.
-    const processor_set& usable = scope_ ? scope_usable_ : usable_;
+    const processor_set& usable = scoped_ ? scope_usable_ : usable_;
     counts_.usable = usable.count();
     counts_.held = held_.count();
     counts_.reserved = reserved_.count();
@@ -692,8 +793,9 @@ void scheduler::check_plan(const plan& p) const {
     const bool resuming = j.state == job_state::suspended && j.resume_wanted;
     if (j.state != job_state::pending && !resuming) misuse("strategy started " + job_name(s.job) + ", which is not queued");
     if (j.held) misuse("strategy started " + job_name(s.job) + ", which is held");
-    if (scope_ && scope_queue_.count(key_of(j.req)) == 0) {
-      misuse("strategy started " + job_name(s.job) + " in partition " + parts_[*scope_].name + ", not one of its");
+    if (scoped_ && scope_queue_.count(key_of(j.req)) == 0) {
+      misuse("strategy started " + job_name(s.job) + (scope_ ? " in partition " + parts_[*scope_].name : std::string(" here")) +
+             ", not one of its");
     }
     if (s.procs < j.req.min_pe || s.procs > j.req.max_pe) misuse("strategy sized " + job_name(s.job) + " outside its min..max");
     named.push_back(s.job);
@@ -702,7 +804,7 @@ void scheduler::check_plan(const plan& p) const {
     const job& j = get(t.job);
     // Targets of jobs that cannot be resized now (or not from this
     // partition) are skipped, not refused.
-    if (j.state == job_state::running && resizable(j) && (!scope_ || j.partition == *scope_)) {
+    if (j.state == job_state::running && resizable(j) && (!scoped_ || scope_adaptive_.count(j.req.id) != 0)) {
       if (t.procs < j.size() && t.procs < j.req.min_pe) misuse("strategy shrank " + job_name(t.job) + " below its minimum");
       if (t.procs > j.size() && t.procs > j.req.max_pe) misuse("strategy grew " + job_name(t.job) + " beyond its maximum");
     }
@@ -741,21 +843,43 @@ void scheduler::begin_resize(job& j, const processor_set& to, std::size_t ntarge
 }
 
 std::vector<decision> scheduler::decide(double now) {
-  if (parts_.empty()) return decide_in_scope(now);
-  // One strategy run per partition, each carried out before the next looks,
-  // so a node shared by two partitions is never given twice.
+  if (parts_.empty() && resvs_.empty()) {
+    // A job that names a reservation waits while none has its name.
+    bool named = false;
+    for (const queue_key& k : queue_) named = named || !jobs_.at(k.id).req.reservation.empty();
+    if (!named) return decide_in_scope(now);
+  }
+  // One strategy run per partition (and, with reservations, per part of
+  // it: reservation.hpp), each carried out before the next looks, so a
+  // node shared by two partitions is never given twice.
   std::vector<decision> out;
   std::optional<plan::reservation_t> first_reservation;
+  const auto run = [&](std::optional<std::size_t> part, std::optional<std::size_t> resv, scope_kind kind) {
+    enter_scope(part, resv, kind, now);
+    auto d = decide_in_scope(now);
+    out.insert(out.end(), std::make_move_iterator(d.begin()), std::make_move_iterator(d.end()));
+    if (kind == scope_kind::general && !first_reservation) first_reservation = reservation_;
+  };
+  const auto run_part = [&](std::optional<std::size_t> part) {
+    for (std::size_t r = 0; r < resvs_.size(); ++r) {
+      if (resvs_[r].active(now)) run(part, r, scope_kind::inside);
+    }
+    run(part, std::nullopt, scope_kind::general);
+    for (std::size_t r = 0; r < resvs_.size(); ++r) {
+      if (resvs_[r].future(now)) run(part, r, scope_kind::before);
+    }
+  };
   try {
-    for (std::size_t i = 0; i < parts_.size(); ++i) {
-      if (!parts_[i].starts_jobs()) continue;
-      enter_scope(i);
-      auto d = decide_in_scope(now);
-      out.insert(out.end(), std::make_move_iterator(d.begin()), std::make_move_iterator(d.end()));
-      if (!first_reservation) first_reservation = reservation_;
+    if (!resvs_.empty()) evict_from_reservations(now, out);
+    if (parts_.empty()) {
+      run_part(std::nullopt);
+    } else {
+      for (std::size_t i = 0; i < parts_.size(); ++i) {
+        if (parts_[i].starts_jobs()) run_part(i);
+      }
     }
   } catch (...) {
-    // What earlier partitions carried out is returned by the next decide().
+    // What earlier runs carried out is returned by the next decide().
     leave_scope();
     out.insert(out.end(), std::make_move_iterator(pending_.begin()), std::make_move_iterator(pending_.end()));
     pending_ = std::move(out);
@@ -796,7 +920,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
   for (const plan::sized& t : p.targets) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs >= j.size()) continue;
-    if (scope_ && j.partition != *scope_) continue;
+    if (scoped_ && scope_adaptive_.count(j.req.id) == 0) continue;
     // (Not for ranks of several processors: a rigid job's old processors
     // are no whole ranks, and a shrink must leave whole ranks on each node.)
     const processor_set keep = any_promised && rank_size(j.req) == 1 && j.procs.intersects(promised)
@@ -808,7 +932,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     begin_resize(j, to, t.procs, out);
   }
 
-  processor_set free = (scope_ ? scope_usable_ : usable_) - held_;
+  processor_set free = (scoped_ ? scope_usable_ : usable_) - held_;
   processor_set promised_free = any_promised ? free & promised : processor_set(cluster_.size());
   if (any_promised) free -= promised;
   std::size_t free_n = free.count();
@@ -880,7 +1004,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
         std::vector<std::size_t> up;
         for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
           const node& n = cluster_.at(i);
-          if (n.state == node_state::up && (!scope_ || part_procs_[*scope_].test(n.first_proc))) up.push_back(i);
+          if (n.state == node_state::up && (!scoped_ || scope_usable_.test(n.first_proc))) up.push_back(i);
         }
         shape_blocked = !up.empty() && !core::never_fits(cluster_, res_, up, shape, s.procs);
         continue;
@@ -903,7 +1027,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
   for (const plan::sized& t : p.targets) {
     job& j = jobs_.at(t.job);
     if (j.state != job_state::running || !resizable(j) || t.procs <= j.size()) continue;
-    if (scope_ && j.partition != *scope_) continue;  // an adaptive job grows only in its partition
+    if (scoped_ && scope_adaptive_.count(j.req.id) == 0) continue;  // an adaptive job grows only in its scope
     std::size_t delta = t.procs - j.size();
     if (delta > free_n) continue;
     // Within its node limit a grow may stop short (others hold the rest of

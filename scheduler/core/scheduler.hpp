@@ -16,6 +16,7 @@
 #include "core/geometry.hpp"
 #include "core/job.hpp"
 #include "core/partition.hpp"
+#include "core/reservation.hpp"
 #include "core/strategy.hpp"
 
 namespace aqs::core {
@@ -121,6 +122,13 @@ public:
   // std::invalid_argument (listing the known ones) and changes nothing.
   void set_partitions(std::vector<partition> parts);
   const std::vector<partition>& partitions() const noexcept { return parts_; }
+  // Advance reservations (reservation.hpp says what the scheduler does with
+  // them). Replaces the whole set, as a reload; each one's map is sized to
+  // the cluster. Called at any time outside decide(); the next decide()
+  // acts on it. Throws std::invalid_argument, changing nothing, for a
+  // duplicate or empty name, end <= start, or an empty map.
+  void set_reservations(std::vector<advance_reservation> rs);
+  const std::vector<advance_reservation>& reservations() const noexcept { return resvs_; }
   // The processors of partition i's nodes (registered ones).
   const processor_set& partition_procs(std::size_t i) const { return part_procs_.at(i); }
   // The partition whose strategy run is under way (in decide()), if any.
@@ -162,12 +170,12 @@ public:
   const job& get(job_id id) const;  // throws std::invalid_argument if unknown
   // Pending jobs that are not held, and suspended jobs asking to resume
   // (within a partition's strategy run: those of that partition).
-  const std::set<queue_key>& queue() const noexcept { return scope_ ? scope_queue_ : queue_; }
+  const std::set<queue_key>& queue() const noexcept { return scoped_ ? scope_queue_ : queue_; }
   // Jobs holding processors, by estimated end (EASY's release order).
   const std::set<std::pair<double, job_id>>& holding_by_end() const noexcept { return by_end_; }
   // Adaptive jobs holding processors.
-  const std::set<job_id>& adaptive_holding() const noexcept { return scope_ ? scope_adaptive_ : adaptive_; }
-  const processor_set& usable() const noexcept { return scope_ ? scope_usable_ : usable_; }  // on UP nodes
+  const std::set<job_id>& adaptive_holding() const noexcept { return scoped_ ? scope_adaptive_ : adaptive_; }
+  const processor_set& usable() const noexcept { return scoped_ ? scope_usable_ : usable_; }  // on UP nodes
   const processor_set& held() const noexcept { return held_; }      // by some job (incl. reserved)
   const processor_set& reserved() const noexcept { return reserved_; }  // vacated, awaiting ack
   processor_set free_procs() const { return usable_ - held_; }
@@ -249,8 +257,21 @@ private:
   // and the strategy's view narrowed to one partition (decide()).
   void refresh_partition_procs();
   void assign_partitions(job& j) const;
-  void enter_scope(std::size_t i);
+  // A strategy run over part of the machine: partition `part` (none: every
+  // node) and, for reservations, `resv` (an index in resvs_): `inside` runs
+  // an active one's jobs on its processors, `before` backfills a future
+  // one's processors with jobs that end by its start; without `resv`, the
+  // jobs without a reservation on the processors no live reservation has.
+  enum class scope_kind : unsigned char { general, inside, before };
+  void enter_scope(std::optional<std::size_t> part, std::optional<std::size_t> resv, scope_kind kind, double now);
   void leave_scope();
+  // Whether queued job j belongs to the scope being entered.
+  bool in_scope_queue(const job& j, std::optional<std::size_t> resv, scope_kind kind, double now) const;
+  // At an active reservation's start: adaptive jobs of others on its
+  // processors are sent maps without them (reservation.hpp).
+  void evict_from_reservations(double now, std::vector<decision>& out);
+  // The processors of the reservations that have not ended by `now`.
+  processor_set live_reserved(double now) const;
   std::vector<decision> decide_in_scope(double now);
 
   cluster cluster_;
@@ -269,7 +290,9 @@ private:
   std::vector<partition> parts_;
   std::vector<processor_set> part_procs_;  // one per partition
   std::vector<std::shared_ptr<const strategy>> part_policies_;  // one per partition: its own, or null (policy_)
-  std::optional<std::size_t> scope_;
+  std::optional<std::size_t> scope_;  // the partition of the scope (none: every node)
+  bool scoped_ = false;               // within a strategy run over part of the machine
+  std::vector<advance_reservation> resvs_;
   processor_set scope_usable_;       // usable_ within the scope's partition
   std::set<queue_key> scope_queue_;  // its pending jobs
   std::set<job_id> scope_adaptive_;  // adaptive jobs running in it
