@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,13 @@ struct node_span {
 // in any order; if spans overlap, the one with the lower first_proc wins.
 // The empty set gives "".
 std::string format_processor_map(std::span<const node_span> nodes, const processor_set& procs);
+
+// The inverse: the processors "node2:0-3,node3:0-1" names, over a cluster of
+// `size` processors. Items of nodes not among `nodes` (not registered yet)
+// and local numbers beyond a node's processors are left out and their node
+// names added to `missing` (when given). Throws std::invalid_argument, one
+// line, for text that is not of this form.
+processor_set parse_processor_map(std::span<const node_span> nodes, std::string_view text, std::size_t size,
+                                  std::vector<std::string>* missing = nullptr);
 
 }  // namespace aqs::core

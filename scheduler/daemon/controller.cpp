@@ -3,6 +3,8 @@
 // a job's end fanned out to every part.
 #include "daemon/controller.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "daemon_base/permissions.hpp"
@@ -21,6 +23,7 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       pipe_(io, store),
       sched_(core::cluster{}, core::make_strategy(options.policy)),
       accounts_(options.accounting, pipe_, time, sched_),
+      reservations_(options.accounting.conninfo, pipe_, time, sched_, view_),
       launcher_(sched_, pipe_, intake_, nodes_, steps_, resizes_, gate_, view_, watchers_,
                 [this](std::int64_t id, job_state st, std::optional<std::int32_t> code,
                        std::optional<std::int32_t> sig) { on_final(id, st, code, sig); }),
@@ -40,6 +43,13 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       watchers_(sched_, intake_.jobs(), nodes_, steps_, pipe_, time),
       gate_(!options.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }) {
   accounts_.set_readmit([this](std::int64_t id) { intake_.admit_or_hold(id); });
+  reservations_.set_account_check([this](const std::string& a) {
+    const auto& accts = accounts_.state().index().tree().accounts;
+    return std::any_of(accts.begin(), accts.end(), [&](const core::account& x) { return x.name == a; });
+  });
+  intake_.set_reservation_check([this](const protocol::job_spec& spec, const std::string& user, bool root) {
+    return reservations_.check_submission(spec, user, root);
+  });
   watchers_.on_change([this](const job_change& ch) { accounts_.on_change(ch); });
   // The implicit partition is no partition to the core: every node, as before.
   if (const auto parts = intake_.partitions(); parts->configured) sched_.set_partitions(parts->partitions);
@@ -73,11 +83,13 @@ void controller::start() {
     pipe_.decide();
     nodes_.start();
     accounts_.start();
+    reservations_.start();
   });
 }
 
 void controller::stop() {
   accounts_.stop();
+  reservations_.stop();
   pipe_.stop();
 }
 
@@ -137,6 +149,8 @@ const routing_table<controller>& controller::routes() {
         &is_admin, "only root may shut aqsd down");
     t.add<protocol::control>({client, job}, runs_on::strand,
                              [](self& s, const conn_ptr& c, const protocol::control& m) { s.control_.handle_control(c, m); });
+    t.add<protocol::reservations>({client}, runs_on::strand,
+                                  [](self& s, const conn_ptr& c, const protocol::reservations& m) { s.reservations_.handle(c, m); });
     t.add<protocol::accounts>({client}, runs_on::strand,
                               [](self& s, const conn_ptr& c, const protocol::accounts& m) { s.accounts_.handle_accounts(c, m); });
     t.add<protocol::cancel>({client}, runs_on::strand,
@@ -229,12 +243,13 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
 void controller::decide_now() {
   try {
     const auto t0 = std::chrono::steady_clock::now();
+    reservations_.sync(now());
     auto decisions = sched_.decide(now());
     pipe_.stats().decided(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     apply_decisions(decisions);
     const auto& q = sched_.queue();
     view_.set_queue_head(q.empty() ? std::nullopt : std::optional<std::int64_t>(static_cast<std::int64_t>(q.begin()->id)));
-    if (!sched_.partitions().empty()) refresh_partition_reasons();
+    if (!sched_.partitions().empty() || reservations_.matters()) refresh_partition_reasons();
   } catch (const std::exception& e) {
     logging::warn("the {} strategy failed to decide: {}", sched_.policy().name(), e.what());
   }
@@ -248,6 +263,11 @@ void controller::refresh_partition_reasons() {
   for (const core::queue_key& k : sched_.queue()) {
     const core::job& j = sched_.get(k.id);
     const auto id = static_cast<std::int64_t>(k.id);
+    if (std::string r = reservations_.pending_reason(j, now()); !r.empty()) {
+      why[id] = std::move(r);
+      continue;
+    }
+    if (parts.empty()) continue;
     if (j.partitions.empty()) {
       why[id] = "PartitionConfig";  // its partition is no longer configured
       continue;

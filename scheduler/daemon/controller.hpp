@@ -33,6 +33,7 @@
 #include "daemon_base/dispatcher.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon/job_accounting.hpp"
+#include "daemon/job_reservations.hpp"
 #include "daemon/job_control.hpp"
 #include "daemon/job_intake.hpp"
 #include "daemon/job_views.hpp"
@@ -185,6 +186,8 @@ private:
   core::scheduler sched_;
   // Accounts, limits, priority and usage (before the intake, which asks it).
   job_accounting accounts_;
+  // Advance reservations (they need the view's node names, read only when called).
+  job_reservations reservations_;
   // Before the nodes and resize parts, which are handed it as node_jobs and
   // resize_jobs (a base of an object not yet constructed is no reference to
   // take); it only keeps references to the parts after it until it is called.

@@ -15,6 +15,7 @@ using core::job_state;
 
 void controller::recover() {
   accounts_.load();
+  reservations_.load();
   const store::live_state st = pipe_.store().load_live_state();
   launcher_.set_cluster_id(st.cluster_id);
   logging::info("cluster id {}", st.cluster_id);

@@ -29,22 +29,9 @@ std::string lower(std::string_view s) {
 
 // The value of "KEY=..." among a job's recorded Slurm options (the last:
 // the command line's comes after the script's #SBATCH one), or "".
-std::string recorded(const protocol::job_spec& spec, std::string_view key) {
-  if (!spec.geometry) return {};
-  std::string found;
-  for (const auto& r : spec.geometry->recorded) {
-    if (r.size() > key.size() && r.compare(0, key.size(), key) == 0 && r[key.size()] == '=') {
-      found = r.substr(key.size() + 1);
-    }
-  }
-  return found;
-}
+std::string recorded(const protocol::job_spec& spec, std::string_view key) { return recorded_option(spec.geometry, key); }
 
-std::string recorded(const std::optional<protocol::job_geometry>& g, std::string_view key) {
-  protocol::job_spec s;
-  s.geometry = g;
-  return recorded(s, key);
-}
+std::string recorded(const std::optional<protocol::job_geometry>& g, std::string_view key) { return recorded_option(g, key); }
 
 core::account_tree with_root(core::account_tree t) {
   const bool has_root = std::any_of(t.accounts.begin(), t.accounts.end(),

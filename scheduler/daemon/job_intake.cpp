@@ -47,6 +47,8 @@ struct job_intake::submit_call {
   // Its place in the accounting while it is stored (job_accounting::
   // check_submission); 0: not checked yet. Strand.
   std::uint64_t ticket = 0;
+  // Checked on the strand (account, limits, reservation) before it is stored.
+  bool checked = false;
 };
 
 namespace {
@@ -277,15 +279,26 @@ bool job_intake::arrives_now(std::int64_t id, bool created, const std::string& s
 
 void job_intake::store_submission(const call_ptr& call, const protocol::submit& s, const submitter& who,
                                   std::map<std::int64_t, job_state> deps) {
-  if (call->ticket == 0 && accounts_.checks_submissions()) {
-    // Its account, QOS and submission limits, on the strand, before it is
-    // stored: a refusal writes nothing.
+  const bool names_reservation = !recorded_option(s.job.geometry, "reservation").empty();
+  if (!call->checked && (accounts_.checks_submissions() || names_reservation)) {
+    // Its account, QOS and submission limits, and the reservation it names,
+    // on the strand, before it is stored: a refusal writes nothing.
     pipe_.post([this, call, s, who, deps]() mutable {
       protocol::submit checked = s;
       std::uint64_t ticket = 0;
-      std::string why = accounts_.check_submission(checked.job, who.user, ticket);
-      if (!why.empty()) return answer_submit_error(call, protocol::error_code::bad_request, why);
+      if (accounts_.checks_submissions()) {
+        std::string why = accounts_.check_submission(checked.job, who.user, ticket);
+        if (!why.empty()) return answer_submit_error(call, protocol::error_code::bad_request, why);
+      }
+      if (reservation_check_) {
+        // After the account is chosen: a reservation may be for an account.
+        if (std::string why = reservation_check_(checked.job, who.user, who.uid == 0); !why.empty()) {
+          if (ticket != 0) accounts_.unstored(ticket);
+          return answer_submit_error(call, protocol::error_code::bad_request, why);
+        }
+      }
       call->ticket = ticket;
+      call->checked = true;
       store_submission(call, checked, who, std::move(deps));
     });
     return;

@@ -74,6 +74,10 @@ public:
 
   // A submission (session thread): checked, stored, answered, arrived.
   void handle_submit(const std::shared_ptr<connection>& c, const protocol::submit& s);
+  // A submission that names a reservation is checked on the strand before
+  // it is stored: "" or the one-line refusal (job_reservations).
+  using reservation_check = std::function<std::string(const protocol::job_spec&, const std::string& user, bool root)>;
+  void set_reservation_check(reservation_check f) { reservation_check_ = std::move(f); }
   // The job goes to the core, or waits (dependencies, Faucets gate, hold).
   void admit_or_hold(std::int64_t id);
   // admit_or_hold for many jobs (those an ended dependency released), a
@@ -182,6 +186,7 @@ private:
   std::shared_ptr<const core::site_config> partitions_;  // partitions_mu_
   std::function<bool(std::int64_t)> faucets_admits_;
   std::function<void(std::int64_t, core::job_state)> ended_;
+  reservation_check reservation_check_;
   job_table jobs_;
   // Strand: the (scoped) submit tokens of submissions whose commit failed in
   // doubt: the client was told to submit again, yet the row may be stored.

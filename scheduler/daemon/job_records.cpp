@@ -94,6 +94,15 @@ void set_malleability(core::job_request& r, const protocol::job_geometry& g) {
   if (g.resize_cost_s) r.resize_cost = static_cast<double>(*g.resize_cost_s);
 }
 
+std::string recorded_option(const std::optional<protocol::job_geometry>& g, std::string_view key) {
+  if (!g) return {};
+  std::string found;
+  for (const auto& r : g->recorded) {
+    if (r.size() > key.size() && r.compare(0, key.size(), key) == 0 && r[key.size()] == '=') found = r.substr(key.size() + 1);
+  }
+  return found;
+}
+
 core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spec, const std::string& user,
                                   double submit_time) {
   core::job_request r;
@@ -109,6 +118,7 @@ core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spe
     r.shape = shape_of(*spec.geometry);
     r.partition = spec.geometry->partition.value_or("");
     set_malleability(r, *spec.geometry);
+    r.reservation = recorded_option(spec.geometry, "reservation");
   }
   return r;
 }
@@ -128,6 +138,7 @@ core::job_request to_core_request(const store::job_summary& s) {
     r.shape = shape_of(*g);
     r.partition = g->partition.value_or("");
     set_malleability(r, *g);
+    r.reservation = recorded_option(g, "reservation");
   }
   return r;
 }

@@ -43,6 +43,10 @@ store::job_submission to_store_request(const protocol::job_spec& spec, const sub
 // The launchable job as it was submitted (script, argv, files, environment).
 protocol::job_spec to_spec(const store::job_record& r);
 
+// The value of a kept Slurm option ("account=chem" gives "chem" for
+// "account"; the last one when given twice), "" when there is none.
+std::string recorded_option(const std::optional<protocol::job_geometry>& g, std::string_view key);
+
 // What the core schedules: from a new submission and from a stored job.
 // An adaptive job's preferred size, speedup model and resize cost from its
 // geometry (issue 34); a rigid job's are left unset.

@@ -485,6 +485,25 @@ struct record<accounts> {
 };
 
 template <>
+struct record<reservations> {
+  using R = reservations;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("action", &R::action, k_name),
+      field("name", &R::name, k_name),
+      field("record", &R::record, text{65536, true, false}),
+      check<R>([](const reader& in, const R& m) {
+        static constexpr std::string_view actions[] = {"show", "create", "update", "delete"};
+        if (std::find(std::begin(actions), std::end(actions), m.action) == std::end(actions)) {
+          in.fail("action", "must be one of show, create, update, delete");
+        }
+        if ((m.action == "create" || m.action == "update") && !m.record) in.fail("record", "is required");
+        if (m.action == "delete" && !m.name) in.fail("name", "is required");
+      }),
+  };
+};
+
+template <>
 struct record<job_event> {
   using R = job_event;
   static constexpr auto fields = std::tuple{
@@ -778,7 +797,7 @@ bool may_send(peer_role r, const message& m) noexcept {
              std::holds_alternative<job_history>(m) || std::holds_alternative<watch_job>(m) ||
              std::holds_alternative<shutdown>(m) || std::holds_alternative<issue_token>(m) ||
              std::holds_alternative<revoke_token>(m) || std::holds_alternative<control>(m) ||
-             std::holds_alternative<accounts>(m);
+             std::holds_alternative<accounts>(m) || std::holds_alternative<reservations>(m);
     case peer_role::node:
       return std::holds_alternative<register_node>(m) || std::holds_alternative<heartbeat>(m) ||
              std::holds_alternative<job_started>(m) || std::holds_alternative<job_exited>(m) ||

@@ -331,6 +331,27 @@ struct accounts {
   friend bool operator==(const accounts&, const accounts&) = default;
 };
 
+// Client -> server: advance reservations (issue 32). `action`:
+//   show   -> ok {reservations: [RESV]}                       (anyone)
+//   create -> ok {reservation: RESV}   (root; `record` a JSON object:
+//             name, start_s, end_s (Unix seconds), nodes (a host list) or
+//             core_count, users and/or accounts (arrays of names), flags
+//             (array: MAINT, IGNORE_JOBS))
+//   update -> ok {reservation: RESV}   (root; `record` with the name and
+//             what changes: start_s, end_s, users, accounts, flags)
+//   delete -> ok {}                     (root; `name`)
+// RESV: {name, start_s, end_s, state ("ACTIVE"|"INACTIVE"), nodes (host
+// list), node_count, core_count, procs (compact per-node form), users,
+// accounts, flags}. A refusal is one error line; nothing changes.
+struct reservations {
+  static constexpr std::string_view type = "reservations";
+  std::int64_t id = 0;
+  std::string action;
+  std::optional<std::string> name;
+  std::optional<std::string> record;
+  friend bool operator==(const reservations&, const reservations&) = default;
+};
+
 // Server -> client: a job changed state (for watch_job).
 struct job_event {
   static constexpr std::string_view type = "job_event";
@@ -585,7 +606,8 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              list_nodes, job_history, watch_job, shutdown, job_event,
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
-                             resize_begin, issue_token, revoke_token, control, job_signal, job_cpus, accounts>;
+                             resize_begin, issue_token, revoke_token, control, job_signal, job_cpus, accounts,
+                             reservations>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

@@ -360,6 +360,9 @@ constexpr auto k_options = std::to_array<submit_option>({
      .set = set_accounting},
     {.name = "qos", .short_name = 'q', .arg = a::required, .lenient = true, .env = "SBATCH_QOS",
      .usage = "-q, --qos NAME", .help = "the quality of service (its priority and limits)", .set = set_accounting},
+    {.name = "reservation", .arg = a::required, .lenient = true, .env = "SBATCH_RESERVATION",
+     .usage = "    --reservation NAME", .help = "run in this advance reservation (scontrol show reservation)",
+     .set = set_accounting},
     {.name = "signal", .arg = a::required, .lenient = true, .env = "SBATCH_SIGNAL",
      .usage = "    --signal SIG[@T]", .help = "signal SIG T seconds (default 60) before the time limit\n"
                                              "(B:SIG[@T]: the batch shell only)",
@@ -413,7 +416,6 @@ constexpr auto k_options = std::to_array<submit_option>({
     {.name = "constraint", .short_name = 'C', .arg = a::required, .kind = k::recorded, .lenient = true,
      .env = "SBATCH_CONSTRAINT"},
     {.name = "comment", .arg = a::required, .kind = k::recorded, .lenient = true},
-    {.name = "reservation", .arg = a::required, .kind = k::recorded, .lenient = true, .env = "SBATCH_RESERVATION"},
     {.name = "licenses", .short_name = 'L', .arg = a::required, .kind = k::recorded, .lenient = true},
     {.name = "open-mode", .arg = a::required, .kind = k::recorded, .lenient = true, .env = "SBATCH_OPEN_MODE"},
     {.name = "get-user-env", .arg = a::optional, .kind = k::recorded, .lenient = true},

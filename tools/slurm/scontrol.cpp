@@ -20,7 +20,8 @@ namespace {
 std::string lower(std::string_view s) { return cmdline::ascii_lower(s); }
 
 constexpr std::string_view k_supported =
-    "hold, uhold, release, requeue, suspend, resume, update, show job|partition|node|config|hostnames|hostlist";
+    "hold, uhold, release, requeue, suspend, resume, update, show job|partition|node|reservation|config|hostnames|hostlist, "
+    "create|update|delete reservation";
 
 std::int64_t job_id_of(std::string_view text) {
   std::int64_t v = 0;
@@ -90,6 +91,26 @@ scontrol_command_line parse_scontrol_command_line(std::span<const std::string> a
     if (out.job_ids.empty()) throw command_error(verb + " needs a job id (scontrol " + verb + " JOBID[,JOBID...])");
     return out;
   }
+  if (verb == "create" || verb == "update" || verb == "delete") {
+    const std::string first = rest.empty() ? std::string() : lower(rest[0]);
+    const bool keyword = first == "reservation" || first == "res";
+    const bool named = first.starts_with("reservationname=") || first.starts_with("reservation=");
+    const bool resv = keyword || named;
+    if (verb != "update" || resv) {
+      if (!resv) throw command_error(verb + " is supported for reservations only (scontrol " + verb + " reservation ...)");
+      out.verb = verb;
+      out.entity = "reservation";
+      out.words.assign(rest.begin() + (keyword ? 1 : 0), rest.end());
+      if (verb == "delete") {
+        if (out.words.size() != 1) throw command_error("delete reservation needs one name (scontrol delete reservation NAME)");
+        const auto eq = out.words[0].find('=');
+        if (eq != std::string::npos) out.words[0] = out.words[0].substr(eq + 1);
+      } else if (out.words.empty()) {
+        throw command_error(verb + " reservation needs KEY=VALUE options (ReservationName=, StartTime=, Duration=, ...)");
+      }
+      return out;
+    }
+  }
   if (verb == "update") {
     out.verb = verb;
     for (const auto& w : rest) {
@@ -135,16 +156,17 @@ scontrol_command_line parse_scontrol_command_line(std::span<const std::string> a
   }
   if (verb == "show") {
     out.verb = verb;
-    if (rest.empty()) throw command_error("show needs an entity (job, partition, node, config, hostnames, hostlist)");
+    if (rest.empty()) throw command_error("show needs an entity (job, partition, node, reservation, config, hostnames, hostlist)");
     std::string entity = lower(rest[0]);
     if (entity == "jobs" || entity == "jobid") entity = "job";
     if (entity == "partitions") entity = "partition";
     if (entity == "nodes") entity = "node";
     if (entity == "configuration") entity = "config";
+    if (entity == "reservations" || entity == "res") entity = "reservation";
     if (entity != "job" && entity != "partition" && entity != "node" && entity != "config" && entity != "hostnames" &&
-        entity != "hostlist") {
+        entity != "hostlist" && entity != "reservation") {
       throw command_error("show " + rest[0] +
-                          " is not supported by AQS's scontrol (job, partition, node, config, hostnames, hostlist)");
+                          " is not supported by AQS's scontrol (job, partition, node, reservation, config, hostnames, hostlist)");
     }
     out.entity = entity;
     if (rest.size() > 2) throw command_error("show " + entity + " takes one name at most");

@@ -22,16 +22,20 @@ namespace aqs::slurm {
 // scontrol [OPTIONS] COMMAND [ARGS]. Commands (any case):
 //   hold|uhold|release|requeue|suspend|resume JOBID[,JOBID...] [JOBID...]
 //   update JobId=ID[,ID...] [TimeLimit=LIMIT] [NumCPUs=N[-M]]
-//   show job [ID] | partition [NAME] | node [NAME] | config | hostnames [LIST] | hostlist LIST
+//   show job [ID] | partition [NAME] | node [NAME] | reservation [NAME] | config | hostnames [LIST] | hostlist LIST
+//   create reservation KEY=VALUE... | update reservation ReservationName=NAME KEY=VALUE... |
+//   delete reservation NAME (slurm/reservations.hpp)
 // Options: -o/--oneliner, -d/--details, -Q/--quiet, -v, -h/--help, -V/--version.
 // Anything else throws command_error with one line naming what is supported.
 struct scontrol_command_line {
   std::string verb;    // hold, release, requeue, suspend, resume, update, show; "" with -h/-V
-  std::string entity;  // show: job, partition, node, hostnames, hostlist
+  std::string entity;  // show: job, partition, node, reservation, config, hostnames, hostlist; create/update/delete: reservation
   std::optional<std::string> name;  // show ENTITY NAME
   std::vector<std::int64_t> job_ids;
   std::optional<std::int64_t> time_limit_s;  // update TimeLimit= (0: UNLIMITED)
   std::optional<std::int64_t> min_pe, max_pe;  // update NumCPUs=
+  // create|update|delete reservation: the KEY=VALUE words (delete: the name).
+  std::vector<std::string> words;
   bool oneliner = false, quiet = false;
   bool help = false, version = false;
 };

@@ -322,7 +322,7 @@ sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args) {
       {'p', "partition", arg::required, "partition"},  {'r', "responding", arg::none, "ignore"},
       {'R', "list-reasons", arg::none, "ignore"},   {'s', "summarize", arg::none, "summarize"},
       {'S', "sort", arg::required, "ignore"},       {'t', "states", arg::required, "ignore"},
-      {'T', "reservation", arg::none, "ignore"},    {0, "usage", arg::none, "usage"},
+      {'T', "reservation", arg::none, "reservation"},    {0, "usage", arg::none, "usage"},
       {'v', "verbose", arg::none, "ignore"},        {'V', "version", arg::none, "version"},
       {0, "json", arg::none, "json"},               {0, "yaml", arg::none, "yaml"},
   };
@@ -334,6 +334,7 @@ sinfo_command_line parse_sinfo_command_line(std::span<const std::string> args) {
     if (key == "long") out.long_list = true;
     if (key == "node") out.node_oriented = true;
     if (key == "summarize") out.summarize = true;
+    if (key == "reservation") out.reservations = true;
     if (key == "format") out.format = value;
     if (key == "Format") out.long_format = value;
     if (key == "partition") {

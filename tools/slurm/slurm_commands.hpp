@@ -75,6 +75,7 @@ bool has_filter(const scancel_command_line& c);
 // ---- sinfo ----
 struct sinfo_command_line {
   bool noheader = false, node_oriented = false, long_list = false, summarize = false;
+  bool reservations = false;  // -T: the reservations instead of the nodes
   std::optional<std::string> format, long_format;
   bool json = false;
   bool help = false, usage = false, version = false;

@@ -91,7 +91,7 @@ TEST_CASE("scontrol update maps TimeLimit and NumCPUs; anything else is refused 
   CHECK(error_of({"update", "JobId=5", "NumCPUs=0"}) == "NumCPUs=0: expected a count N or a range N-M");
 }
 
-TEST_CASE("scontrol show takes job, partition, node, config, hostnames and hostlist; other commands are one-line errors") {
+TEST_CASE("scontrol show takes job, partition, node, reservation, config, hostnames and hostlist; other commands are one-line errors") {
   auto c = parse({"-o", "show", "job", "42"});
   CHECK(c.oneliner);
   CHECK(c.entity == "job");
@@ -105,9 +105,9 @@ TEST_CASE("scontrol show takes job, partition, node, config, hostnames and hostl
   CHECK(parse({"show", "config"}).entity == "config");
   CHECK(parse({"show", "Configuration"}).entity == "config");
   CHECK(error_of({"show", "licenses"}) ==
-        "show licenses is not supported by AQS's scontrol (job, partition, node, config, hostnames, hostlist)");
+        "show licenses is not supported by AQS's scontrol (job, partition, node, reservation, config, hostnames, hostlist)");
   CHECK(error_of({"reconfigure"}).starts_with("'reconfigure' is not supported by AQS's scontrol (hold, "));
-  CHECK(error_of({"show"}) == "show needs an entity (job, partition, node, config, hostnames, hostlist)");
+  CHECK(error_of({"show"}) == "show needs an entity (job, partition, node, reservation, config, hostnames, hostlist)");
   CHECK(error_of({}).starts_with("no command given"));
   CHECK(error_of({"--bogus", "show", "job"}).starts_with("usage: unrecognized option '--bogus'"));
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "slurm/reservations.hpp"
 #include "slurm/scontrol.hpp"
 #include "slurm/slurm_client.hpp"
 #include "core/hostlist.hpp"
@@ -47,6 +48,25 @@ int main(int argc, char** argv) {
     }
     const std::string socket = client::socket_path(std::nullopt);
     client::connection c(socket);
+    if (cmd.entity == "reservation") {
+      if (cmd.verb == "show") {
+        const nlohmann::json r = c.call(protocol::reservations{c.next_id(), "show", cmd.name, {}});
+        out(slurm::scontrol_show_reservations(r, cmd.oneliner, std::getenv("SLURM_TIME_FORMAT")));
+        return 0;
+      }
+      if (cmd.verb == "delete") {
+        c.call(protocol::reservations{c.next_id(), "delete", cmd.words[0], {}});
+        return 0;
+      }
+      const nlohmann::json rec = slurm::reservation_record(cmd.words, slurm::now(), cmd.verb == "create");
+      const nlohmann::json r = c.call(protocol::reservations{c.next_id(), cmd.verb, rec.at("name").get<std::string>(), rec.dump()});
+      if (cmd.verb == "create") {
+        std::printf("Reservation created: %s\n", r.at("reservation").at("name").get<std::string>().c_str());
+      } else {
+        std::printf("Reservation updated.\n");
+      }
+      return 0;
+    }
     if (cmd.verb == "show" && cmd.entity == "config") {
       const protocol::list_nodes_reply reply = c.ask(protocol::list_nodes{c.next_id()});
       out(slurm::scontrol_show_config(reply, slurm::now(), socket, std::getenv("SLURM_TIME_FORMAT")));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "slurm/reservations.hpp"
 #include "slurm/slurm_client.hpp"
 
 using namespace aqs;
@@ -24,6 +25,16 @@ int main(int argc, char** argv) {
     }
     for (const auto& e : format.errors) std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.c_str());
     client::connection c(client::socket_path(std::nullopt));
+    if (cmd.reservations) {
+      const nlohmann::json r = c.call(protocol::reservations{c.next_id(), "show", {}, {}});
+      if (cmd.json) {
+        std::printf("%s\n", r.dump().c_str());
+        return 0;
+      }
+      const std::string text = slurm::sinfo_reservations(r, !cmd.noheader, std::getenv("SLURM_TIME_FORMAT"));
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return 0;
+    }
     auto nodes = slurm::fetch_nodes(c);
     if (!cmd.partitions.empty()) slurm::keep_partitions(nodes, cmd.partitions);
     if (cmd.json) {
