@@ -47,7 +47,7 @@ TEST_CASE("each message aqsd takes is routed for exactly the roles the protocol 
       CHECK(r.type == protocol::type_of(m));
     }
   }
-  CHECK(routed == 24);  // accounts (issue 32) is the 24th
+  CHECK(routed == 25);  // accounts (issue 32) is the 24th, reservations the 25th
 }
 
 TEST_CASE("shutting aqsd down and tokens carry their rule in the table") {

@@ -466,6 +466,9 @@ TEST_CASE("job_cpus goes from aqsd to node agents only: no role may send it, onl
 
 TEST_CASE("accounts: clients send it; its action, entity and record are checked on parsing") {
   CHECK(may_send(peer_role::client, accounts{}));
+  CHECK(may_send(peer_role::client, reservations{}));
+  CHECK_FALSE(may_send(peer_role::node, reservations{}));
+  CHECK_FALSE(may_send(peer_role::job, reservations{}));
   CHECK_FALSE(may_send(peer_role::node, accounts{}));
   CHECK_FALSE(may_send(peer_role::job, accounts{}));
   CHECK(std::get<accounts>(parse_message(R"({"type":"accounts","id":1,"action":"shares"})")).action == "shares");
