@@ -51,6 +51,12 @@ struct job_request {
   // empty: none. Such a job runs only on that reservation's processors,
   // only while it is active, and waits while no reservation has the name.
   std::string reservation;
+  // Named nodes (Slurm's -w/--nodelist and -x/--exclude, expanded): with a
+  // node list the job runs on those nodes only; it never runs on an
+  // excluded one. Names not registered count as nodes with no processors.
+  // Both empty: any node.
+  std::vector<std::string> nodelist;
+  std::vector<std::string> exclude;
 };
 
 // The preferred size the policies plan with: pref_pe within min..max, or the

@@ -310,6 +310,7 @@ void scheduler::evict_from_reservations(double now, std::vector<decision>& out) 
     // Free processors no live reservation has, in the job's partition.
     processor_set room = usable_ - held_ - live_reserved(now);
     if (j.partition < part_procs_.size()) room &= part_procs_[j.partition];
+    if (const auto allowed = allowed_procs(j.req)) room &= *allowed;
     const std::size_t kept = keep.count();
     const std::size_t want = j.size() - kept;
     processor_set to = want > 0 && room.any() ? place_adaptive(j, keep, room, std::min(want, room.count())) : keep;
@@ -333,11 +334,31 @@ void scheduler::set_node_resources(std::size_t index, std::uint64_t memory_mb, s
   res_[index].gpus = gpus;
 }
 
+std::optional<processor_set> scheduler::allowed_procs(const job_request& r) const {
+  if (r.nodelist.empty() && r.exclude.empty()) return std::nullopt;
+  processor_set out(cluster_.size());
+  for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
+    const node& n = cluster_.at(i);
+    const bool listed = r.nodelist.empty() || std::find(r.nodelist.begin(), r.nodelist.end(), n.name) != r.nodelist.end();
+    const bool excluded = std::find(r.exclude.begin(), r.exclude.end(), n.name) != r.exclude.end();
+    if (listed && !excluded) out.set_range(n.first_proc, n.first_proc + n.procs);
+  }
+  return out;
+}
+
 std::optional<std::string> scheduler::never_fits(const job_request& r, const std::vector<std::size_t>& nodes) const {
   std::vector<std::size_t> all = nodes;
   if (all.empty()) {
     all.resize(cluster_.nodes().size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  }
+  if (!r.nodelist.empty() || !r.exclude.empty()) {
+    // Only the nodes it names (or does not exclude).
+    const processor_set allowed = *allowed_procs(r);
+    std::erase_if(all, [&](std::size_t i) {
+      return i >= cluster_.nodes().size() || !allowed.test(cluster_.at(i).first_proc) || cluster_.at(i).procs == 0;
+    });
+    if (all.empty()) return std::string("none of the nodes it may use (--nodelist, --exclude) is in the cluster");
   }
   if (r.shape.plain()) {
     std::size_t total = 0;
@@ -965,7 +986,10 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
       if (!j.resume_wanted) continue;
       if (!j.req.adaptive) continue;  // resumed above once its processors are free
       if (shape_blocked || s.procs > free_n) continue;
-      processor_set procs = place_adaptive(j, processor_set(cluster_.size()), free, s.procs);
+      const auto allowed = allowed_procs(j.req);
+      const processor_set jfree = allowed ? free & *allowed : free;
+      if (jfree.count() < j.req.min_pe) continue;
+      processor_set procs = place_adaptive(j, processor_set(cluster_.size()), jfree, std::min(s.procs, jfree.count()));
       const std::size_t n = procs.count();
       if (n < j.req.min_pe) continue;  // the nodes it may use are busy: never smaller than its minimum
       free -= procs;
@@ -979,10 +1003,16 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
       if (p.keep_order) free_n = 0;  // it waits for vacated processors: nobody behind takes the free ones
       continue;
     }
+    // A job on named nodes (--nodelist, --exclude) takes only their free
+    // processors; when they are busy it waits, and does not hold up the
+    // starts planned after it (its nodes are not theirs).
+    const auto allowed = allowed_procs(j.req);
+    const processor_set jfree = allowed ? free & *allowed : free;
+    if (allowed && jfree.count() < (placed_by_count(j.req) ? j.req.min_pe : s.procs)) continue;
     if (placed_by_count(j.req)) {
       // Within its node limit it may get fewer than planned, never fewer
       // than its minimum: then it waits (the strategy plans the same again).
-      processor_set procs = place_adaptive(j, processor_set(cluster_.size()), free, s.procs);
+      processor_set procs = place_adaptive(j, processor_set(cluster_.size()), jfree, std::min(s.procs, jfree.count()));
       const std::size_t n = procs.count();
       if (n < j.req.min_pe) continue;
       free -= procs;
@@ -997,8 +1027,9 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
       shape.max_nodes = parts_[*scope_].max_nodes;
     }
     if (!shape.plain()) {
-      auto placed = place_shaped(cluster_, free, res_, shape, s.procs);
+      auto placed = place_shaped(cluster_, jfree, res_, shape, s.procs);
       if (!placed) {
+        if (allowed) continue;  // its named nodes are busy: others may go on
         // Unless it could not run even on idle UP nodes (some are down):
         // then nothing it waits for can come from the jobs behind it.
         std::vector<std::size_t> up;
@@ -1016,7 +1047,7 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
       start_job(j, placed->procs, now, out);
       continue;
     }
-    processor_set procs = place_new(free, s.procs);
+    processor_set procs = place_new(jfree, s.procs);
     free -= procs;
     free_n -= s.procs;
     start_job(j, procs, now, out);
@@ -1030,9 +1061,13 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     if (scoped_ && scope_adaptive_.count(j.req.id) == 0) continue;  // an adaptive job grows only in its scope
     std::size_t delta = t.procs - j.size();
     if (delta > free_n) continue;
+    const auto allowed = allowed_procs(j.req);
+    const processor_set gfree = allowed ? free & *allowed : free;
+    if (allowed) delta = std::min(delta, gfree.count());
+    if (delta == 0) continue;
     // Within its node limit a grow may stop short (others hold the rest of
     // the nodes it may use): it takes what it may have now.
-    processor_set to = place_adaptive(j, j.procs, free, delta);
+    processor_set to = place_adaptive(j, j.procs, gfree, delta);
     processor_set gained = to - j.procs;
     const std::size_t got = gained.count();
     if (got == 0) continue;

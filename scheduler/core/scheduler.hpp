@@ -217,6 +217,9 @@ public:
   // Why a job with this request could never start on the given nodes (all
   // nodes when empty) even on an idle cluster, or nullopt (geometry.hpp).
   std::optional<std::string> never_fits(const job_request& r, const std::vector<std::size_t>& nodes = {}) const;
+  // The processors a job's named nodes let it use (job_request::nodelist
+  // and exclude), or nullopt when it names none.
+  std::optional<processor_set> allowed_procs(const job_request& r) const;
 
 private:
   scheduler(const scheduler&) = default;  // snapshot()

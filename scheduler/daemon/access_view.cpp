@@ -29,6 +29,29 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r) c
   if (machine_.nodes().empty()) return std::nullopt;
   std::vector<std::size_t> all(machine_.nodes().size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (!r.nodelist.empty() || !r.exclude.empty()) {
+    // Named nodes (--nodelist, --exclude): only those it may use count.
+    for (const std::string& n : r.nodelist) {
+      bool known = false;
+      for (const auto& nd : machine_.nodes()) known = known || nd.name == n;
+      if (!known) return "Invalid node name specified: " + n + " is not a node of this cluster";
+    }
+    std::erase_if(all, [&](std::size_t i) {
+      const std::string& name = machine_.at(i).name;
+      const bool listed = r.nodelist.empty() || std::find(r.nodelist.begin(), r.nodelist.end(), name) != r.nodelist.end();
+      return !listed || std::find(r.exclude.begin(), r.exclude.end(), name) != r.exclude.end();
+    });
+    if (all.empty()) return std::string("--exclude leaves it no node");
+    if (r.shape.plain()) {
+      std::size_t total = 0;
+      for (std::size_t i : all) total += machine_.at(i).procs;
+      if (r.min_pe > total) {
+        return "it needs " + std::to_string(r.min_pe) + " processors; the nodes it may use have " + std::to_string(total);
+      }
+      return std::nullopt;
+    }
+    return core::never_fits(machine_, resources_, all, r.shape, r.min_pe);
+  }
   if (r.shape.plain()) {
     if (r.min_pe > machine_.size()) {
       return "it needs " + std::to_string(r.min_pe) + " processors; the cluster has " + std::to_string(machine_.size());

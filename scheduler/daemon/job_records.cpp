@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/hostlist.hpp"
+
 namespace aqs::daemon {
 
 std::string scoped_submit_token(std::int64_t uid, const std::string& token) {
@@ -103,6 +105,20 @@ std::string recorded_option(const std::optional<protocol::job_geometry>& g, std:
   return found;
 }
 
+void set_named_nodes(core::job_request& r, const std::optional<protocol::job_geometry>& g) {
+  // Checked by the client and again here: a list that does not expand
+  // names no node (the job then never fits, and is refused at submission).
+  const auto expand = [](const std::string& text) {
+    try {
+      return text.empty() ? std::vector<std::string>{} : core::expand_hostlist(text);
+    } catch (const std::exception&) {
+      return std::vector<std::string>{text};
+    }
+  };
+  r.nodelist = expand(recorded_option(g, "nodelist"));
+  r.exclude = expand(recorded_option(g, "exclude"));
+}
+
 core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spec, const std::string& user,
                                   double submit_time) {
   core::job_request r;
@@ -119,6 +135,7 @@ core::job_request to_core_request(std::int64_t id, const protocol::job_spec& spe
     r.partition = spec.geometry->partition.value_or("");
     set_malleability(r, *spec.geometry);
     r.reservation = recorded_option(spec.geometry, "reservation");
+    set_named_nodes(r, spec.geometry);
   }
   return r;
 }
@@ -139,6 +156,7 @@ core::job_request to_core_request(const store::job_summary& s) {
     r.partition = g->partition.value_or("");
     set_malleability(r, *g);
     r.reservation = recorded_option(g, "reservation");
+    set_named_nodes(r, g);
   }
   return r;
 }

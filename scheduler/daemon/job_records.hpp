@@ -47,6 +47,10 @@ protocol::job_spec to_spec(const store::job_record& r);
 // "account"; the last one when given twice), "" when there is none.
 std::string recorded_option(const std::optional<protocol::job_geometry>& g, std::string_view key);
 
+// -w/--nodelist and -x/--exclude (kept as "nodelist=HOSTLIST" and
+// "exclude=HOSTLIST"), expanded into the request.
+void set_named_nodes(core::job_request& r, const std::optional<protocol::job_geometry>& g);
+
 // What the core schedules: from a new submission and from a stored job.
 // An adaptive job's preferred size, speedup model and resize cost from its
 // geometry (issue 34); a rigid job's are left unset.

@@ -12,6 +12,7 @@
 #include "cmdline/usage_error.hpp"
 #include "core/array_spec.hpp"
 #include "core/begin_time.hpp"
+#include "core/hostlist.hpp"
 #include "core/speedup.hpp"
 #include "core/dependency.hpp"
 #include "protocol/messages.hpp"
@@ -271,6 +272,16 @@ AQS_SETTER(set_export) {
 AQS_SETTER(set_signal) { record_option(ctx, o, d.name, value, false); }
 // Kept on the job and acted on by aqsd's accounting (issue 32): no warning.
 AQS_SETTER(set_accounting) { record_option(ctx, o, d.name, value, false); }
+// -w/--nodelist, -x/--exclude: kept as host lists and acted on by aqsd's
+// placement (the job runs only on the listed nodes, never on excluded ones).
+AQS_SETTER(set_named_nodes) {
+  try {
+    if (core::expand_hostlist(value).empty()) throw std::invalid_argument("no host");
+  } catch (const std::exception& e) {
+    ctx.fail("invalid value '" + shown(value) + "' for --" + std::string(d.name) + ": not a host list (" + e.what() + ")");
+  }
+  record_option(ctx, o, d.name, value, false);
+}
 
 #undef AQS_SETTER
 
@@ -279,7 +290,7 @@ using a = option_arg;
 using s = option_scope;
 
 constexpr std::string_view k_gpus_per_node_why = "AQS places GPUs per node (--gres=gpu:N or --gpus-per-node)";
-constexpr std::string_view k_named_nodes_why = "AQS does not place jobs on named nodes";
+constexpr std::string_view k_named_nodes_why = "AQS takes named nodes as a host list: use --nodelist";
 
 // The declaration. Order: --help's order for AQS's own options, then the
 // recorded, refused and Slurm-only ones (the order "did you mean" prefers).
@@ -360,6 +371,12 @@ constexpr auto k_options = std::to_array<submit_option>({
      .set = set_accounting},
     {.name = "qos", .short_name = 'q', .arg = a::required, .lenient = true, .env = "SBATCH_QOS",
      .usage = "-q, --qos NAME", .help = "the quality of service (its priority and limits)", .set = set_accounting},
+    {.name = "nodelist", .short_name = 'w', .arg = a::required, .scope = s::batch,
+     .other_scope = "is for fsub and sbatch: a job step runs where its allocation is",
+     .usage = "-w, --nodelist HOSTS", .help = "run on these nodes only (node[1-2],node5)", .set = set_named_nodes},
+    {.name = "exclude", .short_name = 'x', .arg = a::required, .scope = s::batch,
+     .other_scope = "is for fsub and sbatch: a job step runs where its allocation is",
+     .usage = "-x, --exclude HOSTS", .help = "never run on these nodes", .set = set_named_nodes},
     {.name = "reservation", .arg = a::required, .lenient = true, .env = "SBATCH_RESERVATION",
      .usage = "    --reservation NAME", .help = "run in this advance reservation (scontrol show reservation)",
      .set = set_accounting},
@@ -469,9 +486,6 @@ constexpr auto k_options = std::to_array<submit_option>({
     // asks for, so they are refused saying why.
 
     {.name = "hold", .short_name = 'H', .kind = k::refused, .why = "AQS cannot submit a job held"},
-    {.name = "nodelist", .short_name = 'w', .arg = a::required, .kind = k::refused, .why = k_named_nodes_why},
-    {.name = "exclude", .short_name = 'x', .arg = a::required, .kind = k::refused,
-     .why = "AQS does not exclude named nodes"},
     {.name = "nodefile", .short_name = 'F', .arg = a::required, .kind = k::refused, .why = k_named_nodes_why},
     {.name = "wait", .short_name = 'W', .kind = k::refused, .scope = s::batch,
      .why = "fsub does not wait for the job to end"},

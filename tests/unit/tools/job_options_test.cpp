@@ -282,14 +282,24 @@ TEST_CASE("a misspelt option is an error that suggests the right one, in scripts
   // What AQS cannot honour is refused saying why, never ignored.
   CHECK(fsub_error({"--hold", "j.sh"}).find("--hold") != std::string::npos);
   // ... naming the option once (not "(--hold) (--hold)").
-  for (const char* o : {"--hold", "--nodelist=n1", "--exclude=n1", "--nodefile=f", "--wait"}) {
+  for (const char* o : {"--hold", "--nodefile=f", "--wait"}) {
     const std::string e = fsub_error({o, "j.sh"});
     const std::string name = std::string(o).substr(0, std::string(o).find('='));
     CAPTURE(e);
     CHECK(e.find("(" + name + ")") != std::string::npos);
     CHECK(e.find("(" + name + ")") == e.rfind("(" + name + ")"));
   }
-  CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#SBATCH -w node3\n").find("named nodes") != std::string::npos);
+  CHECK(fsub_error({"j.sh"}, "#!/bin/sh\n#SBATCH -F hosts\n").find("--nodelist") != std::string::npos);
+}
+
+TEST_CASE("-w/--nodelist and -x/--exclude are kept as host lists for aqsd's placement; a bad list is one line") {
+  const auto r = fsub({"-w", "node[1-2]", "--exclude=node3", "j.sh"});
+  REQUIRE(r.request.job.geometry);
+  const auto& rec = r.request.job.geometry->recorded;
+  CHECK(std::find(rec.begin(), rec.end(), "nodelist=node[1-2]") != rec.end());
+  CHECK(std::find(rec.begin(), rec.end(), "exclude=node3") != rec.end());
+  CHECK(r.warnings.empty());
+  CHECK(fsub_error({"-w", "node[1-", "j.sh"}).find("invalid value 'node[1-' for --nodelist: not a host list") == 0);
 }
 
 TEST_CASE("--begin: Slurm's time forms become the job's begin time; a bad one is one line") {

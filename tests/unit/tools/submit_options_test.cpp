@@ -31,7 +31,7 @@ const std::map<std::string, std::string, std::less<>> k_samples = {
     {"max", "4"},          {"time", "10"},          {"job-name", "x"},        {"output", "out-%j"},
     {"error", "err-%j"},   {"chdir", "/tmp"},       {"dependency", "afterok:1"}, {"export", "ALL,A=1"},
     {"signal", "B:USR1@90"}, {"exclusive", "user"}, {"wrap", "true"},    {"socket", "/tmp/aqsd.sock"},
-    {"account", "proj"},   {"qos", "normal"},       {"reservation", "maint"},       {"begin", "2030-01-01T08:00"},
+    {"account", "proj"},   {"qos", "normal"},       {"reservation", "maint"}, {"nodelist", "n[1-2]"}, {"exclude", "n3"},       {"begin", "2030-01-01T08:00"},
     {"pref", "2"},         {"speedup", "amdahl:0.9"}, {"resize-cost", "10"},
     {"clusters", "auto"},  {"faucets", "https://f:1"}, {"faucets-ca", "/ca.pem"}, {"token-file", "/token"},
 };
