@@ -84,8 +84,34 @@ struct round_result {
   double shrink_acked_s = -1; // reservation start -> the adaptive job off node1 (adaptive case)
 };
 
+// The node the job does not hold processors on (nodes register in any
+// order: node0 is not always processors 0-3).
+std::string other_node(client::connection& c, const std::string& map) {
+  const auto nodes = c.ask(protocol::list_nodes{c.next_id()}).nodes;
+  for (const auto& nd : nodes) {
+    bool mine = false;
+    std::size_t at = 0;
+    while (at < nd.procs.size()) {
+      const std::size_t comma = nd.procs.find(',', at);
+      const std::string item = nd.procs.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      const std::size_t dash = item.find('-');
+      const std::size_t lo = std::stoul(item.substr(0, dash));
+      const std::size_t hi = dash == std::string::npos ? lo : std::stoul(item.substr(dash + 1));
+      for (std::size_t p = lo; p <= hi; ++p) mine = mine || (p < map.size() && map[p] == '1');
+      at = comma == std::string::npos ? nd.procs.size() : comma + 1;
+    }
+    if (!mine) return nd.name;
+  }
+  throw std::runtime_error("no node is free of the first job");
+}
+
 round_result one_round(client::connection& c, const std::string& work, double lead_s, bool adaptive, int n) {
   const std::int64_t base = submit(c, work, 2, {"/bin/sleep", "3600"});
+  for (auto until = clk::now() + 60s; info(c, base).state != job_state::running;) {
+    if (clk::now() > until) throw std::runtime_error("the first job did not start");
+    std::this_thread::sleep_for(20ms);
+  }
+  const std::string spare = other_node(c, info(c, base).procs);
   std::int64_t holder = 0;
   if (adaptive) {
     const std::string script = work + "/jacobi.sh";
@@ -111,7 +137,7 @@ round_result one_round(client::connection& c, const std::string& work, double le
   const std::string name = "bench" + std::to_string(n);
   const double start_s = std::ceil(wall_now() + lead_s);
   nlohmann::json rec = {{"name", name},   {"start_s", start_s},          {"duration_s", 600},
-                        {"nodes", "node1"}, {"users", {"root"}},         {"flags", {"MAINT"}}};
+                        {"nodes", spare}, {"users", {"root"}},         {"flags", {"MAINT"}}};
   c.call(protocol::reservations{c.next_id(), "create", name, rec.dump()});
   const std::int64_t inside = submit(c, work, 4, {"/bin/sleep", "5"}, 60, name);
   round_result r;

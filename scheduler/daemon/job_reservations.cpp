@@ -307,16 +307,7 @@ void job_reservations::create(const std::shared_ptr<connection>& c, const protoc
     pipe_.decide();
     c->send(protocol::ok{id, nlohmann::json{{"reservation", nlohmann::json::parse(to_json(row, clock_.wall_seconds()))}}});
   };
-  if (!store_) return stored("");
-  pipe_.on_readers([this, row, actor, stored] {
-    std::string why;
-    try {
-      store_->add(row, actor);
-    } catch (const std::exception& e) {
-      why = std::string("reservation not stored: ") + e.what();
-    }
-    pipe_.post([stored, why] { stored(why); });
-  });
+  store_then([this, row, actor] { store_->add(row, actor); }, stored);
 }
 
 void job_reservations::update(const std::shared_ptr<connection>& c, const protocol::reservations& m, const std::string& actor) {
@@ -369,16 +360,7 @@ void job_reservations::update(const std::shared_ptr<connection>& c, const protoc
     pipe_.decide();
     c->send(protocol::ok{id, nlohmann::json{{"reservation", nlohmann::json::parse(to_json(row, clock_.wall_seconds()))}}});
   };
-  if (!store_) return stored("");
-  pipe_.on_readers([this, row, actor, stored] {
-    std::string why;
-    try {
-      store_->modify(row, actor);
-    } catch (const std::exception& e) {
-      why = std::string("reservation not stored: ") + e.what();
-    }
-    pipe_.post([stored, why] { stored(why); });
-  });
+  store_then([this, row, actor] { store_->modify(row, actor); }, stored);
 }
 
 void job_reservations::remove(const std::shared_ptr<connection>& c, const protocol::reservations& m, const std::string& actor) {
@@ -393,16 +375,27 @@ void job_reservations::remove(const std::shared_ptr<connection>& c, const protoc
     pipe_.decide();
     c->send(protocol::ok{id, nlohmann::json::object()});
   };
-  if (!store_) return removed("");
-  pipe_.on_readers([this, name, actor, removed] {
+  store_then(
+      [this, name, actor] {
+        try {
+          store_->remove(name, actor);
+        } catch (const store::not_found&) {
+          // gone already (it ended meanwhile): what was asked is done
+        }
+      },
+      removed);
+}
+
+void job_reservations::store_then(std::function<void()> write, std::function<void(std::string)> done) {
+  if (!store_) return done("");
+  pipe_.on_readers([this, write = std::move(write), done = std::move(done)] {
     std::string why;
     try {
-      store_->remove(name, actor);
-    } catch (const store::not_found&) {
+      write();
     } catch (const std::exception& e) {
-      why = std::string("reservation not deleted: ") + e.what();
+      why = std::string("the reservations could not be stored: ") + e.what();
     }
-    pipe_.post([removed, why] { removed(why); });
+    pipe_.post([done, why] { done(why); });
   });
 }
 

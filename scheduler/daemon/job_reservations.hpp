@@ -73,6 +73,9 @@ private:
   // The core's view of the stored ones (those whose nodes are registered).
   std::vector<core::advance_reservation> core_view(double now, const std::string& except = "") const;
   std::string to_json(const store::reservation_row& r, double now) const;
+  // write() on the read pool (no store: not at all), then done("" or why
+  // it failed) on the strand.
+  void store_then(std::function<void()> write, std::function<void(std::string)> done);
   void arm(double now);
   void on_timer();
 

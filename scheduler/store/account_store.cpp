@@ -271,41 +271,9 @@ void drop_named(pqxx::work& tx, core::account_tree& t, const std::string& name, 
 
 }  // namespace
 
-account_store::account_store(std::string conninfo) : conninfo_(std::move(conninfo)) {
-  std::lock_guard lock(mu_);
-  conn();
-}
+account_store::account_store(std::string conninfo) : db_(std::move(conninfo), prepare_all) {}
 
 account_store::~account_store() = default;
-
-pqxx::connection& account_store::conn() {
-  if (conn_ && conn_->is_open()) return *conn_;
-  conn_.reset();
-  auto c = std::make_unique<pqxx::connection>(conninfo_);
-  check_schema_version(*c);
-  prepare_all(*c);
-  conn_ = std::move(c);
-  return *conn_;
-}
-
-template <class Body>
-auto account_store::in_transaction(Body&& body) {
-  std::lock_guard lock(mu_);
-  try {
-    pqxx::work tx(conn());
-    if constexpr (std::is_void_v<decltype(body(tx))>) {
-      body(tx);
-      tx.commit();
-    } else {
-      auto result = body(tx);
-      tx.commit();
-      return result;
-    }
-  } catch (const pqxx::broken_connection&) {
-    conn_.reset();  // made again on the next call
-    throw;
-  }
-}
 
 template <class Change>
 void account_store::change_tree(Change&& change) {

@@ -16,6 +16,7 @@
 
 #include "core/accounts.hpp"
 #include "store/records.hpp"
+#include "store/serial_connection.hpp"
 #include "store/store_errors.hpp"
 
 
@@ -118,18 +119,17 @@ public:
   std::vector<audit_entry> audit(std::size_t limit = 100);
 
 private:
-  pqxx::connection& conn();
   template <class Body>
-  auto in_transaction(Body&& body);
+  auto in_transaction(Body&& body) {
+    return db_.in_transaction(std::forward<Body>(body));
+  }
   template <class Change>
   void change_tree(Change&& change);
   // add (add = true) or modify of a named record: a core::account or a core::qos.
   template <class Named>
   void put(const Named& x, bool add, const std::string& actor);
 
-  std::string conninfo_;
-  std::mutex mu_;
-  std::unique_ptr<pqxx::connection> conn_;
+  serial_connection db_;
 };
 
 }  // namespace aqs::store

@@ -1,12 +1,9 @@
 // reservation_store: the reservations table and its audit rows.
 #include "store/reservation_store.hpp"
 
-#include <type_traits>
-
 #include <pqxx/pqxx>
 
 #include "core/json_string.hpp"
-#include "store/migrations.hpp"
 #include "store/sql_text.hpp"
 
 namespace aqs::store {
@@ -68,44 +65,12 @@ void prepare_all(pqxx::connection& c) {
 
 }  // namespace
 
-reservation_store::reservation_store(std::string conninfo) : conninfo_(std::move(conninfo)) {
-  std::lock_guard lock(mu_);
-  conn();
-}
+reservation_store::reservation_store(std::string conninfo) : db_(std::move(conninfo), prepare_all) {}
 
 reservation_store::~reservation_store() = default;
 
-pqxx::connection& reservation_store::conn() {
-  if (conn_ && conn_->is_open()) return *conn_;
-  conn_.reset();
-  auto c = std::make_unique<pqxx::connection>(conninfo_);
-  check_schema_version(*c);
-  prepare_all(*c);
-  conn_ = std::move(c);
-  return *conn_;
-}
-
-template <class Body>
-auto reservation_store::in_transaction(Body&& body) {
-  std::lock_guard lock(mu_);
-  try {
-    pqxx::work tx(conn());
-    if constexpr (std::is_void_v<decltype(body(tx))>) {
-      body(tx);
-      tx.commit();
-    } else {
-      auto result = body(tx);
-      tx.commit();
-      return result;
-    }
-  } catch (const pqxx::broken_connection&) {
-    conn_.reset();  // made again on the next call
-    throw;
-  }
-}
-
 std::vector<reservation_row> reservation_store::load() {
-  return in_transaction([](pqxx::work& tx) {
+  return db_.in_transaction([](pqxx::work& tx) {
     std::vector<reservation_row> out;
     for (const auto& row : tx.exec_prepared("resv_load")) {
       reservation_row r;
@@ -124,7 +89,7 @@ std::vector<reservation_row> reservation_store::load() {
 }
 
 void reservation_store::add(const reservation_row& r, const std::string& actor) {
-  in_transaction([&](pqxx::work& tx) {
+  db_.in_transaction([&](pqxx::work& tx) {
     const auto res = tx.exec_prepared("resv_insert", r.name, to_us(r.start), to_us(r.end), r.procs,
                                       text_array_literal(r.users), text_array_literal(r.accounts),
                                       text_array_literal(r.flags), actor);
@@ -134,7 +99,7 @@ void reservation_store::add(const reservation_row& r, const std::string& actor) 
 }
 
 void reservation_store::modify(const reservation_row& r, const std::string& actor) {
-  in_transaction([&](pqxx::work& tx) {
+  db_.in_transaction([&](pqxx::work& tx) {
     const auto res = tx.exec_prepared("resv_update", r.name, to_us(r.start), to_us(r.end), r.procs,
                                       text_array_literal(r.users), text_array_literal(r.accounts),
                                       text_array_literal(r.flags));
@@ -144,7 +109,7 @@ void reservation_store::modify(const reservation_row& r, const std::string& acto
 }
 
 void reservation_store::remove(const std::string& name, const std::string& actor) {
-  in_transaction([&](pqxx::work& tx) {
+  db_.in_transaction([&](pqxx::work& tx) {
     const auto res = tx.exec_prepared("resv_delete", name);
     if (res.empty()) throw not_found("no reservation " + name);
     tx.exec_prepared("resv_audit", actor, "delete", name, "{\"procs\":" + json_string(res[0][0].as<std::string>()) + "}");

@@ -4,14 +4,11 @@
 // (core/reservation.hpp), who may change one is the daemon's.
 #pragma once
 
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include <pqxx/connection>
-
 #include "store/records.hpp"
+#include "store/serial_connection.hpp"
 #include "store/store_errors.hpp"
 
 namespace aqs::store {
@@ -53,13 +50,7 @@ public:
   void remove(const std::string& name, const std::string& actor);
 
 private:
-  pqxx::connection& conn();
-  template <class Body>
-  auto in_transaction(Body&& body);
-
-  std::string conninfo_;
-  std::mutex mu_;
-  std::unique_ptr<pqxx::connection> conn_;
+  serial_connection db_;
 };
 
 }  // namespace aqs::store

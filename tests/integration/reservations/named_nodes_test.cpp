@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "aqs_cluster.hpp"
+#include "node_procs.hpp"
 #include "test_pg.hpp"
 
 using namespace aqs;
@@ -13,16 +14,6 @@ using namespace std::chrono_literals;
 using core::job_state;
 using test::bin;
 
-namespace {
-
-// The processors of map on node1 (2-3 of 4).
-std::size_t on_node1(const std::string& map) {
-  std::size_t n = 0;
-  for (std::size_t i = 2; i < map.size() && i < 4; ++i) n += map[i] == '1';
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("-w and -x place a job on its named nodes only; impossible lists are refused; the binding survives kill -9") {
   test::test_database db;
@@ -32,6 +23,9 @@ TEST_CASE("-w and -x place a job on its named nodes only; impossible lists are r
   o.procs_per_node = 2;
   test::cluster c(o);
   c.wait_nodes_up(2);
+  const auto node1 = test::node_procs(c, "node1");
+  REQUIRE(node1.size() == 2);
+  const auto on_node1 = [&](const std::string& map) { return test::count_on(map, node1); };
 
   const std::int64_t on1 = c.submit({"-w", "node1", "-n", "2", "-o", "/dev/null", "--wrap", "sleep 600"});
   auto j = c.wait_state(on1, {job_state::running});

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "aqs_cluster.hpp"
+#include "node_procs.hpp"
 #include "client/client_connection.hpp"
 #include "test_pg.hpp"
 
@@ -27,13 +28,6 @@ namespace {
 constexpr const char* k_user = "aqs-resv-uma";
 
 std::size_t ones(const std::string& map) { return static_cast<std::size_t>(std::count(map.begin(), map.end(), '1')); }
-
-// The processors of map on node1 (4-7 of 8).
-std::size_t on_node1(const std::string& map) {
-  std::size_t n = 0;
-  for (std::size_t i = 4; i < map.size() && i < 8; ++i) n += map[i] == '1';
-  return n;
-}
 
 // "2026-11-28T19:26:47.123Z" as Unix seconds.
 double unix_seconds(const std::string& iso) {
@@ -68,7 +62,14 @@ TEST_CASE("a reservation on a full cluster: rigid jobs that would overlap wait, 
 
   // A rigid job on 2 processors, then jacobi2d (1-6) on the other 6: full.
   const std::int64_t rigid = c.submit({"-n", "2", "-t", "10:00", "-o", "/dev/null", "--wrap", "sleep 600"});
-  c.wait_state(rigid, {job_state::running});
+  const auto jr = c.wait_state(rigid, {job_state::running});
+  // Nodes register in any order: `busy` is the rigid job's node, `spare`
+  // the other, which the reservation takes.
+  const bool on0 = test::count_on(jr.procs, test::node_procs(c, "node0")) == 2;
+  const std::string busy = on0 ? "node0" : "node1", spare = on0 ? "node1" : "node0";
+  const auto spare_procs = test::node_procs(c, spare);
+  REQUIRE(spare_procs.size() == 4);
+  const auto on_spare = [&](const std::string& map) { return test::count_on(map, spare_procs); };
   const fs::path script = work / "jacobi.sh";
   std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 6\n"
                         << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
@@ -81,46 +82,46 @@ TEST_CASE("a reservation on a full cluster: rigid jobs that would overlap wait, 
     ja = *c.job(adaptive);
   }
   REQUIRE(ja.nprocs == 6);
-  REQUIRE(on_node1(ja.procs) == 4);
+  REQUIRE(on_spare(ja.procs) == 4);
 
   // Not root: refused in one line.
   auto r = c.cmd(AQS_SCONTROL_BINARY,
                  {"create", "reservation", "ReservationName=maint", "StartTime=now+30", "Duration=10", "Users=root",
-                  "Nodes=node1", "Flags=MAINT"},
+                  "Nodes=" + spare, "Flags=MAINT"},
                  &uma);
   CHECK(r.status != 0);
   CHECK(r.err.find("only root may create reservations") != std::string::npos);
   CHECK(reservations(c).empty());
   // Bad input: one line, nothing made.
   r = c.cmd(AQS_SCONTROL_BINARY, {"create", "reservation", "ReservationName=maint", "StartTime=now+30", "Duration=abc",
-                                  "Users=root", "Nodes=node1"});
+                                  "Users=root", "Nodes=" + spare});
   CHECK(r.status != 0);
   CHECK(r.err.find("Duration=abc") != std::string::npos);
   r = c.cmd(AQS_SCONTROL_BINARY, {"create", "reservation", "ReservationName=maint", "StartTime=now+30", "Duration=10",
                                   "Users=root", "Nodes=node9"});
   CHECK(r.status != 0);
   CHECK(r.err.find("unknown node node9") != std::string::npos);
-  // node0 holds the rigid job past the start.
+  // The rigid job's node holds it past the start.
   r = c.cmd(AQS_SCONTROL_BINARY, {"create", "reservation", "ReservationName=maint", "StartTime=now+30", "Duration=10",
-                                  "Users=root", "Nodes=node0"});
+                                  "Users=root", "Nodes=" + busy});
   CHECK(r.status != 0);
   CHECK(r.err.find("job " + std::to_string(rigid) + " runs on its nodes past its start") != std::string::npos);
   CHECK(reservations(c).empty());
 
-  // Root makes it, on node1, which the adaptive job holds.
+  // Root makes it, on the spare node, which the adaptive job holds.
   r = c.cmd(AQS_SCONTROL_BINARY, {"create", "reservation", "ReservationName=maint", "StartTime=now+30", "Duration=10",
-                                  "Users=root", "Nodes=node1", "Flags=MAINT"});
+                                  "Users=root", "Nodes=" + spare, "Flags=MAINT"});
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out == "Reservation created: maint\n");
   auto list = reservations(c);
   REQUIRE(list.size() == 1);
   const std::int64_t start_s = list[0]["start_s"].get<std::int64_t>();
-  CHECK(list[0]["nodes"] == "node1");
+  CHECK(list[0]["nodes"] == spare);
   CHECK(list[0]["state"] == "INACTIVE");
   // Another on the same node at an overlapping time: refused, nothing changes.
   r = c.cmd(AQS_SCONTROL_BINARY, {"create", "reservation", "ReservationName=other", "StartTime=now+60", "Duration=10",
-                                  "Users=root", "Nodes=node1"});
+                                  "Users=root", "Nodes=" + spare});
   CHECK(r.status != 0);
   CHECK(r.err.find("overlap another reservation") != std::string::npos);
   CHECK(reservations(c).size() == 1);
@@ -134,7 +135,7 @@ TEST_CASE("a reservation on a full cluster: rigid jobs that would overlap wait, 
   CHECK(sub.err.find("Requested reservation is invalid") != std::string::npos);
   const std::int64_t inside = c.submit({"--reservation", "maint", "-n", "4", "-t", "5:00", "-o", "/dev/null", "--wrap", "sleep 600"});
   // A rigid job of 3 would start now by shrinking the adaptive job onto
-  // node1's processors, and run past the start: it waits.
+  // the spare node's processors, and run past the start: it waits.
   const std::int64_t overlap = c.submit({"-n", "3", "-t", "10:00", "-o", "/dev/null", "--wrap", "sleep 600"});
   std::this_thread::sleep_for(3s);
   CHECK(c.job(inside)->reason.value_or("") == "Reservation");
@@ -149,14 +150,14 @@ TEST_CASE("a reservation on a full cluster: rigid jobs that would overlap wait, 
   CHECK(list[0]["start_s"] == start_s);
   CHECK(c.job(inside)->state == job_state::pending);
 
-  // At its start the adaptive job is shrunk off node1 (not killed) and the
+  // At its start the adaptive job is shrunk off that node (not killed) and the
   // reservation's job starts there.
   const auto in = c.wait_state(inside, {job_state::running}, 120s);
-  CHECK(on_node1(in.procs) == 4);
+  CHECK(on_spare(in.procs) == 4);
   CHECK(ones(in.procs) == 4);
   ja = *c.job(adaptive);
   CHECK((ja.state == job_state::running || ja.state == job_state::resizing));
-  CHECK(on_node1(ja.procs) == 0);
+  CHECK(on_spare(ja.procs) == 0);
   CHECK(ja.nprocs == 2);
   CHECK(c.job(overlap)->state == job_state::pending);
   CHECK(c.job(rigid)->state == job_state::running);
@@ -172,14 +173,14 @@ TEST_CASE("a reservation on a full cluster: rigid jobs that would overlap wait, 
   r = c.cmd(AQS_SCONTROL_BINARY, {"show", "reservation", "maint"}, &uma);
   CHECK(r.status == 0);
   CHECK(r.out.find("ReservationName=maint") != std::string::npos);
-  CHECK(r.out.find("Nodes=node1 NodeCnt=1 CoreCnt=4") != std::string::npos);
+  CHECK(r.out.find("Nodes=" + spare + " NodeCnt=1 CoreCnt=4") != std::string::npos);
   CHECK(r.out.find("Flags=MAINT") != std::string::npos);
   CHECK(r.out.find("State=ACTIVE") != std::string::npos);
   r = c.cmd(bin().fctl, {"reserve", "list"}, &uma);
   CHECK(r.status == 0);
   CHECK(r.out.find("maint") != std::string::npos);
 
-  // Deleted (root only): node1 is everyone's again.
+  // Deleted (root only): the spare node is everyone's again.
   r = c.cmd(bin().fctl, {"reserve", "delete", "maint"}, &uma);
   CHECK(r.status != 0);
   r = c.cmd(AQS_SCONTROL_BINARY, {"delete", "reservation", "maint"});
