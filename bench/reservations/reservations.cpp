@@ -1,12 +1,12 @@
 // bench_reservations: a reservation starting LEAD seconds from now on a
 // full cluster of 2 nodes x 4 processors (real aqsd, private PostgreSQL,
-// two agents). node0 runs a rigid job; node1 is held either
+// two agents). One node runs a rigid job; the other is held either
 //   - by a rigid job whose time limit ends 5 s before the start (it is
 //     killed at its limit), or
 //   - by an adaptive jacobi2d MPI job (1-6 processors, MPI_Migrate() every
 //     40 ms) that also holds half of node0: at the start it is shrunk off
-//     node1.
-// The reservation (Nodes=node1) has one job of 4 processors waiting for it.
+//     that node.
+// The reservation (Nodes= that node) has one job of 4 processors waiting for it.
 // Measured: from the reservation's start to that job RUNNING (its start
 // time as aqsd stored it), and for the adaptive case to the shrink being
 // acknowledged. Prints a table and writes bench/results/reservations.json.
@@ -81,7 +81,7 @@ void cancel(client::connection& c, std::vector<std::int64_t> ids) {
 
 struct round_result {
   double start_delay_s = 0;   // reservation start -> its job RUNNING (stored start time)
-  double shrink_acked_s = -1; // reservation start -> the adaptive job off node1 (adaptive case)
+  double shrink_acked_s = -1; // reservation start -> the adaptive job off the node (adaptive case)
 };
 
 // The node the job does not hold processors on (nodes register in any
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     aqs::bench::system sys(o);
     client::connection c(sys.socket());
     const std::string work = sys.work().string();
-    std::printf("%-62s %9s %9s %9s\n", "reservation starting in LEAD s on node1, 2 nodes x 4", "lead s", "start s", "shrink s");
+    std::printf("%-62s %9s %9s %9s\n", "reservation in LEAD s on a whole node, 2 nodes x 4", "lead s", "start s", "shrink s");
     results["lead_s"] = lead_s;
     int n = 0;
     for (const bool adaptive : {false, true}) {
@@ -194,8 +194,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < runs; ++i) {
         const auto r = one_round(c, work, lead_s, adaptive, n++);
         std::printf("%-62s %9.0f %9.3f %9s\n",
-                    adaptive ? "node1 held by jacobi2d (1-6 procs), shrunk off at the start"
-                             : "node1 held by a rigid job whose limit ends 5 s before",
+                    adaptive ? "node held by jacobi2d (1-6 procs), shrunk off at the start"
+                             : "node held by a rigid job whose limit ends 5 s before",
                     lead_s, r.start_delay_s,
                     r.shrink_acked_s < 0 ? "-" : std::to_string(r.shrink_acked_s).substr(0, 5).c_str());
         rows.push_back({{"start_delay_s", r.start_delay_s}, {"shrink_acked_s", r.shrink_acked_s}});
