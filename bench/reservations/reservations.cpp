@@ -4,7 +4,7 @@
 //   - by a rigid job whose time limit ends 5 s before the start (it is
 //     killed at its limit), or
 //   - by an adaptive jacobi2d MPI job (1-6 processors, MPI_Migrate() every
-//     40 ms) that also holds half of node0: at the start it is shrunk off
+//     40 ms) that also holds half of the first node: at the start it is shrunk off
 //     that node.
 // The reservation (Nodes= that node) has one job of 4 processors waiting for it.
 // Measured: from the reservation's start to that job RUNNING (its start
