@@ -30,7 +30,9 @@ class scheduler;
 //    job of another that holds some of them at `start` is sent a map
 //    without them (the same size where free processors elsewhere allow,
 //    never below its minimum): it is shrunk off them, not killed, and they
-//    are free once it acknowledges. A rigid job still on them (its time
+//    are free once it acknowledges. With a lead
+//    (scheduler::set_reservation_lead) this happens that long before the
+//    start, so that they are free at the start. A rigid job still on them (its time
 //    limit ran past `start`, or the reservation was made with IGNORE_JOBS)
 //    keeps them until it ends.
 //  - From `end` on it is gone: its processors are everyone's again, and

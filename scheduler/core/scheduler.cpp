@@ -303,7 +303,7 @@ void scheduler::evict_from_reservations(double now, std::vector<decision>& out) 
     if (j.state != job_state::running || j.frozen) continue;
     processor_set barred(cluster_.size());
     for (const advance_reservation& r : resvs_) {
-      if (r.active(now) && r.name != j.req.reservation) barred |= r.procs;
+      if (r.start - resv_lead_ <= now && now < r.end && r.name != j.req.reservation) barred |= r.procs;
     }
     if (!j.procs.intersects(barred)) continue;
     const processor_set keep = j.procs - barred;

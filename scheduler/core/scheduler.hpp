@@ -129,6 +129,10 @@ public:
   // duplicate or empty name, end <= start, or an empty map.
   void set_reservations(std::vector<advance_reservation> rs);
   const std::vector<advance_reservation>& reservations() const noexcept { return resvs_; }
+  // How long before a reservation's start adaptive jobs are shrunk off its
+  // processors (seconds, default 0: at the start), so that the processors
+  // are free at the start although a job takes a while to acknowledge.
+  void set_reservation_lead(double seconds) { resv_lead_ = seconds > 0 ? seconds : 0; }
   // The processors of partition i's nodes (registered ones).
   const processor_set& partition_procs(std::size_t i) const { return part_procs_.at(i); }
   // The partition whose strategy run is under way (in decide()), if any.
@@ -296,6 +300,7 @@ private:
   std::optional<std::size_t> scope_;  // the partition of the scope (none: every node)
   bool scoped_ = false;               // within a strategy run over part of the machine
   std::vector<advance_reservation> resvs_;
+  double resv_lead_ = 0;
   processor_set scope_usable_;       // usable_ within the scope's partition
   std::set<queue_key> scope_queue_;  // its pending jobs
   std::set<job_id> scope_adaptive_;  // adaptive jobs running in it

@@ -11,6 +11,10 @@
 #include "core/signal_spec.hpp"
 
 #include "daemon/job_intake.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/start_estimate.hpp"
 #include "daemon/faucets_uplink.hpp"
 #include "daemon/admission.hpp"
 #include "daemon/partition_gate.hpp"
@@ -170,6 +174,26 @@ void job_intake::handle_submit(const std::shared_ptr<connection>& c, const proto
   submit_checked(call, s, who);
 }
 
+void job_intake::answer_test_only(const call_ptr& call, const protocol::submit& s, const submitter& who) {
+  // Checked as a submission; now, instead of storing it, when it would start.
+  pipe_.post([this, call, s, who] {
+    if (call->ticket != 0) accounts_.unstored(call->ticket);
+    call->ticket = 0;
+    const double t = now();
+    core::job_request r = to_core_request(0, s.job, who.user, t);
+    const auto in = core::estimate_start(core_, r, t);
+    if (call->answered.exchange(true)) return;
+    ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
+    ledger_.finish_submit(call->uid, call->key, false, 0, static_cast<int>(protocol::error_code::bad_request),
+                          "a --test-only submission stores no job");
+    nlohmann::json body = {{"test_only", true},
+                           {"start_in_s", in ? nlohmann::json(*in) : nlohmann::json(nullptr)},
+                           {"start_s", in ? nlohmann::json(t + *in) : nlohmann::json(nullptr)},
+                           {"procs", s.job.min_pe}};
+    call->c->send(protocol::ok{call->request, std::move(body)});
+  });
+}
+
 void job_intake::answer_submit(const call_ptr& call, protocol::submit_reply r) {
   if (call->answered.exchange(true)) return;
   ledger_.release(call->uid, call->jobs.exchange(0), call->bytes.exchange(0));
@@ -303,6 +327,7 @@ void job_intake::store_submission(const call_ptr& call, const protocol::submit& 
     });
     return;
   }
+  if (s.test_only) return answer_test_only(call, s, who);
   if (s.job.geometry && s.job.geometry->array) return store_array(call, s, who, std::move(deps));
   store::job_submission row = to_store_request(s.job, who);
   auto done = [this, call, s, who, deps, token = row.submit_token](std::int64_t id, bool created,

@@ -138,6 +138,8 @@ private:
   protocol::submit_reply submit_reply_for(const protocol::job_spec& job, std::int64_t id) const;
   // The answer to a submission (and to every resend of it that waited);
   // gives back what of its reservation no job took. Any thread.
+  // sbatch --test-only: the estimate instead of the stored job.
+  void answer_test_only(const call_ptr& call, const protocol::submit& s, const submitter& who);
   void answer_submit(const call_ptr& call, protocol::submit_reply r);
   void answer_submit_error(const call_ptr& call, protocol::error_code code, std::string message);
   // Queues the submission for group commit; the reply follows the arrival.

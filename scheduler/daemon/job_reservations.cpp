@@ -22,6 +22,10 @@ namespace {
 constexpr std::string_view k_flags[] = {"MAINT", "IGNORE_JOBS"};
 // Timers wake at least hourly, so a clock step never leaves one far off.
 constexpr double k_max_wait_s = 3600;
+// Adaptive jobs are shrunk off a reservation's processors this long before
+// its start: an MPI job acknowledges at its next MPI_Migrate(), which on a
+// loaded machine took up to 9 s (docs/benchmarks.md, bench_reservations).
+constexpr double k_evict_lead_s = 15;
 
 bool valid_name(const std::string& n) {
   if (n.empty() || n.size() > 64) return false;
@@ -132,6 +136,7 @@ void job_reservations::sync(double now) {
     if (entries_.count(r.name) != 0) rs.push_back(std::move(r));  // in-flight ones are not made yet
   }
   try {
+    core_.set_reservation_lead(k_evict_lead_s);
     core_.set_reservations(std::move(rs));
   } catch (const std::invalid_argument& e) {
     logging::warn("reservations: {}", e.what());
@@ -404,8 +409,9 @@ void job_reservations::arm(double now) {
   if (stopped_) return;
   double next = -1;
   for (const auto& [name, e] : entries_) {
-    for (const auto t : {e.row.start, e.row.end}) {
-      const double s = static_cast<double>(t.time_since_epoch().count()) / 1e6;
+    const double start = static_cast<double>(e.row.start.time_since_epoch().count()) / 1e6;
+    const double end = static_cast<double>(e.row.end.time_since_epoch().count()) / 1e6;
+    for (const double s : {start - k_evict_lead_s, start, end}) {
       if (s > now && (next < 0 || s < next)) next = s;
     }
   }

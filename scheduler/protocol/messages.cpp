@@ -348,6 +348,7 @@ struct record<submit> {
   static constexpr auto fields = std::tuple{
       field("id", &submit::id, k_request_id),
       field("job", &submit::job, object<job_spec>{}),
+      field("test_only", &submit::test_only, flag{}, presence::sparse),
   };
 };
 

@@ -186,6 +186,11 @@ struct submit {
   static constexpr std::string_view type = "submit";
   std::int64_t id = 0;
   job_spec job;
+  // sbatch --test-only: checked as a submission is (partitions, fit,
+  // account, limits, reservation, dependencies), then nothing is stored;
+  // the reply is ok {test_only: true, start_in_s: S|null, start_s: T|null,
+  // procs: N}: when it would start if submitted now (core/start_estimate).
+  bool test_only = false;
   friend bool operator==(const submit&, const submit&) = default;
 };
 

@@ -2,6 +2,7 @@
 #include "client/submit.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,36 @@ std::optional<std::string> read_script(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+int test_submit(const std::string& socket_path, protocol::submit request, bool json, bool slurm_style) {
+  connection c(socket_path);
+  request.id = c.next_id();
+  request.test_only = true;
+  request.job.submit_token.reset();  // nothing is stored: nothing to find again
+  const nlohmann::json r = c.call(request);
+  if (json) {
+    std::printf("%s\n", r.dump().c_str());
+    return r.at("start_s").is_null() ? 1 : 0;
+  }
+  const std::int64_t procs = r.value("procs", std::int64_t{0});
+  if (r.at("start_s").is_null()) {
+    std::fprintf(stderr, "%s: Job would not start as things stand (it needs nodes or jobs the estimate does not foresee)\n",
+                 slurm_style ? "sbatch" : "fsub");
+    return 1;
+  }
+  const auto at = static_cast<std::time_t>(r.at("start_s").get<double>());
+  std::tm tm{};
+  ::localtime_r(&at, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (slurm_style) {
+    std::fprintf(stderr, "sbatch: Job 0 to start at %s using %lld processors\n", when, static_cast<long long>(procs));
+  } else {
+    std::printf("Job would start at %s (in %.0f s) on %lld processors\n", when, r.at("start_in_s").get<double>(),
+                static_cast<long long>(procs));
+  }
+  return 0;
 }
 
 }  // namespace aqs::client

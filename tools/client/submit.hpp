@@ -47,6 +47,14 @@ bool retryable(const client_error& e) noexcept;
 // spent.
 std::int64_t submit(const std::string& socket_path, protocol::submit request, const submit_retry& retry = {});
 
+// fsub/sbatch --test-only: sends `request` checked as a submission but not
+// stored, and prints when it would start, on stdout: "Job would start at
+// TIME (in S s) on N processors" (with `json`, the reply), or for sbatch
+// Slurm's line on stderr, "sbatch: Job 0 to start at TIME using N
+// processors". A job that could not start as things stand: "... would not
+// start: ..." and status 1. Errors as submit's.
+int test_submit(const std::string& socket_path, protocol::submit request, bool json, bool slurm_style);
+
 // What fsub and frun pass with a job: this process's current directory,
 // environment and umask, and a fresh submit_token.
 cmdline::submit_context this_process_context();

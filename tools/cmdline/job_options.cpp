@@ -466,6 +466,7 @@ void merge(job_options& base, const job_options& over) {
   base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());
   base.json = base.json || over.json;
   base.help = base.help || over.help;
+  base.test_only = base.test_only || over.test_only;
 }
 
 fsub_command_line parse_fsub_command_line(std::span<const std::string> args) {
@@ -586,6 +587,7 @@ fsub_request build_fsub_request(const fsub_command_line& cmd, std::optional<std:
   for (const auto& a : out.request.job.argv) check_text(a, "a script argument");
   out.parsable = opts.parsable.value_or(false);
   out.json = opts.json;
+  out.request.test_only = opts.test_only;
   validate_like_server(out.request);
   return out;
 }

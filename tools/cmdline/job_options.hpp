@@ -49,6 +49,7 @@ struct job_options {
   std::optional<bool> parsable;
   bool json = false;
   bool help = false;
+  bool test_only = false;  // fsub/sbatch --test-only: when it would start; nothing is submitted
   std::optional<std::string> socket;
   faucets_options faucets;  // fsub -M/--faucets: through a Faucets server
   std::optional<bool> mpi;  // --mpi: true, --no-mpi: false, neither: frun decides

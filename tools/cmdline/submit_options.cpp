@@ -167,6 +167,7 @@ AQS_SETTER(set_wrap) { o.wrap = nonempty(ctx, value, opt); }
 AQS_SETTER(set_parsable) { o.parsable = true; }
 AQS_SETTER(set_json) { o.json = true; }
 AQS_SETTER(set_help) { o.help = true; }
+AQS_SETTER(set_test_only) { o.test_only = true; }
 AQS_SETTER(set_socket) { o.socket = nonempty(ctx, value, opt); }
 AQS_SETTER(set_mpi_on) { set_mpi(ctx, o, true); }
 AQS_SETTER(set_mpi_off) { set_mpi(ctx, o, false); }
@@ -489,7 +490,9 @@ constexpr auto k_options = std::to_array<submit_option>({
     {.name = "nodefile", .short_name = 'F', .arg = a::required, .kind = k::refused, .why = k_named_nodes_why},
     {.name = "wait", .short_name = 'W', .kind = k::refused, .scope = s::batch,
      .why = "fsub does not wait for the job to end"},
-    {.name = "test-only", .kind = k::refused, .why = "AQS has no test-only submission"},
+    {.name = "test-only", .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub and sbatch: an interactive job starts when it can",
+     .usage = "    --test-only", .help = "say when the job would start; submit nothing", .set = set_test_only},
     {.name = "gpus-per-task", .arg = a::required, .kind = k::refused, .why = k_gpus_per_node_why},
     {.name = "gpus-per-socket", .arg = a::required, .kind = k::refused, .why = k_gpus_per_node_why},
     {.name = "ntasks-per-gpu", .arg = a::required, .kind = k::refused, .why = k_gpus_per_node_why},

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       return client::fsub_through_faucets(server, cmd, req);
     }
     const std::string socket = client::socket_path(cmd.options.socket);
+    if (req.request.test_only) return client::test_submit(socket, req.request, req.json, false);
     // A lost reply (the connection broke, aqsd's database was briefly
     // away) is retried with the same token: the job is made once and its id
     // printed once.

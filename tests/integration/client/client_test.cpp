@@ -334,3 +334,37 @@ TEST_CASE("a submission aqsd refuses, or that cannot reach aqsd, is not sent aga
   CHECK_THROWS_AS(client::submit((dir.path() / "none.sock").string(), s, retry), client::client_error);
   CHECK(retries == 0);
 }
+
+TEST_CASE("fsub --test-only and sbatch --test-only say when a job would start and store nothing") {
+  test::test_database db;
+  test::cluster c(test::nodes_of(db, 1, 2));
+  c.wait_nodes_up(1);
+  const auto user = c.user("aqs-client-tess");
+  // Both processors busy for a minute (its time limit).
+  const std::int64_t busy = c.submit({"-n", "2", "-t", "1:00", "-o", "/dev/null", "--wrap", "sleep 600"});
+  c.wait_state(busy, {core::job_state::running});
+  const std::size_t before = c.jobs().size();
+  auto r = c.cmd(test::bin().fsub, {"--test-only", "-n", "1", "--wrap", "true"}, &user, user.home.string());
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("Job would start at ") == 0);
+  CHECK(r.out.find("on 1 processors") != std::string::npos);
+  r = c.cmd(test::bin().fsub, {"--test-only", "--json", "-n", "1", "--wrap", "true"});
+  CHECK(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["test_only"] == true);
+  // Within the busy job's minute (it started a moment ago).
+  CHECK(j["start_in_s"].get<double>() > 0);
+  CHECK(j["start_in_s"].get<double>() <= 60);
+  r = c.cmd(AQS_SBATCH_BINARY, {"--test-only", "-n", "1", "--wrap", "true"});
+  CHECK(r.status == 0);
+  CHECK(r.err.find("sbatch: Job 0 to start at ") == 0);
+  CHECK(r.err.find("using 1 processors") != std::string::npos);
+  // Bad input: one line, nothing stored.
+  r = c.cmd(test::bin().fsub, {"--test-only", "-n", "64", "--wrap", "true"});
+  CHECK(r.status != 0);
+  CHECK(r.err.find("can never run") != std::string::npos);
+  CHECK(c.jobs().size() == before);
+  c.cmd(test::bin().fkill, {std::to_string(busy)});
+  c.wait_idle();
+}

@@ -217,3 +217,28 @@ TEST_CASE("with partitions, a reservation's jobs run in its processors of their 
   d = s.handle(event::arrival(test::rigid(3, 8, 10, 2)), 3);
   CHECK(d.empty());
 }
+
+TEST_CASE("with a lead, adaptive jobs are shrunk off a reservation that long before its start") {
+  scheduler s = two_nodes("equipartition");
+  s.set_reservation_lead(15);
+  auto d = s.handle(event::arrival(test::adaptive(1, 2, 8, 1000, 0)), 0);
+  REQUIRE(d.size() == 1);
+  s.set_reservations({on_node1(60, 160)});
+  CHECK(s.decide(44).empty());
+  d = s.decide(45);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].what == kind::resize);
+  CHECK(d[0].to == processor_set::range(8, 0, 4));
+  // Acknowledged before the start: node1 waits idle for the reservation's
+  // jobs (only jobs that end by the start may use it meanwhile).
+  s.apply(event::on_job(event::kind::resize_ack, 1));
+  CHECK(s.handle(event::arrival(test::rigid(2, 4, 100, 50)), 50).empty());
+  d = s.handle(event::arrival(test::rigid(3, 4, 5, 51)), 51);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].job == 3);
+  s.apply(event::completion(3));
+  d = s.handle(event::arrival(in_resv(test::rigid(4, 4, 50, 52))), 60);
+  const decision* start = find_job(d, 4);
+  REQUIRE(start != nullptr);
+  CHECK(start->to == processor_set::range(8, 4, 8));
+}

@@ -109,6 +109,7 @@ inline std::vector<message> samples() {
       accounts{38, "usage", std::nullopt, std::nullopt, std::nullopt, std::nullopt, false, 1700000000, 1800000000},
       reservations{39, "show", std::nullopt, std::nullopt},
       reservations{40, "create", "maint", R"({"name":"maint","duration_s":600,"nodes":"node1","users":["root"]})"},
+      submit{41, cmd, true},
   };
 }
 

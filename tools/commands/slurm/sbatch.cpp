@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
     }
     auto req = cmdline::build_fsub_request(cmd, script, client::this_process_context());
     for (const auto& w : req.warnings) std::fprintf(stderr, "%s: warning: %s\n", name.c_str(), w.c_str());
+    if (req.request.test_only) {
+      try {
+        return client::test_submit(client::socket_path(cmd.options.socket), req.request, req.json, true);
+      } catch (const client::client_error& e) {
+        throw slurm::command_error(std::string("Batch job submission failed: ") + e.what());
+      }
+    }
     const client::submit_retry retry = client::retry_told_as(name);
     std::int64_t id = 0;
     try {
