@@ -394,7 +394,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     logging::error("cannot start: {}", e.what());
     if (ready_fd >= 0) {
-      report(std::string("1") + e.what());
+      const std::string why = e.what();  // PostgreSQL's run over several lines: the first, the log has all
+      report("1" + why.substr(0, why.find('\n')));
     } else if (!c.daemonize) {
       std::fprintf(stderr, "faucetsd: %s\n", e.what());
     }

@@ -136,6 +136,10 @@ std::optional<std::string> job_router::no_cluster_for(const std::string& owner) 
 
 std::int64_t job_router::submit(const std::string& owner, const std::string& cluster, json submit_message,
                                 std::string* error) {
+  if (auto why = bad_job_broker(submit_message)) {
+    *error = *why;
+    return 0;
+  }
   if (cluster != "auto" && !hub_.knows(cluster)) {
     *error = "no cluster '" + cluster + "' at this Faucets server (known: " + joined(hub_.names()) + ")";
     return 0;
@@ -173,10 +177,6 @@ std::int64_t job_router::submit(const std::string& owner, const std::string& clu
   }
   if (s->job.interactive) {
     *error = "interactive jobs (frun) cannot go through the Faucets server";
-    return 0;
-  }
-  if (auto why = bad_job_broker(submit_message)) {
-    *error = *why;
     return 0;
   }
   stored_job j;

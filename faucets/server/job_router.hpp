@@ -46,8 +46,8 @@ struct router_options {
   // with policy "plugin:NAME" the plugin ranks every job and, when it
   // fails, k_plugin_fallback_policy decides. job_plugins: the plugins a
   // submission may name for its own job ("broker": NAME; --allow-job-plugins).
-  std::shared_ptr<const plugin_host> plugins;
-  std::set<std::string> job_plugins;
+  std::shared_ptr<const plugin_host> plugins{};
+  std::set<std::string> job_plugins{};
 };
 
 // What decides when the server's own policy is a plugin that fails.
