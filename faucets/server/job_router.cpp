@@ -98,14 +98,29 @@ std::optional<std::string> job_router::plugin_for(const stored_job&, const json&
   return plugin_name_of(options_.policy);
 }
 
-asio::awaitable<plugin_ranking> job_router::rank_by_plugin(std::string name, plugin_job job, std::vector<cluster_view> cs) {
-  auto host = options_.plugins;
-  co_return co_await asio::co_spawn(
-      plugin_pool_->get_executor(),
-      [host, name = std::move(name), job = std::move(job), cs = std::move(cs)]() -> asio::awaitable<plugin_ranking> {
-        co_return host->rank(name, job, cs);
-      },
-      asio::use_awaitable);
+asio::awaitable<plugin_ranking> job_router::rank_by_plugin(const std::string& name, const plugin_job& job,
+                                                           const std::vector<cluster_view>& cs) {
+  // Plain handlers, not a coroutine lambda: GCC 12 destroys a coroutine
+  // lambda's captures twice. The result is handed over by the post that
+  // sets `done` (written on the pool thread before, read here after).
+  auto result = std::make_shared<plugin_ranking>();
+  auto done = std::make_shared<bool>(false);
+  auto back = wake_.get_executor();
+  asio::post(*plugin_pool_, [this, host = options_.plugins, name, job, cs, result, done, back] {
+    *result = host->rank(name, job, cs);
+    asio::post(back, [this, done] {
+      *done = true;
+      answer_wake_.cancel();
+    });
+  });
+  const auto limit = options_.plugins->options().limits.time_limit + std::chrono::seconds(10);
+  co_await wait_answers(std::chrono::steady_clock::now() + limit, [&] { return *done; });
+  if (!*done) {
+    plugin_ranking late;
+    late.failure = "no answer in time";
+    co_return late;
+  }
+  co_return *result;
 }
 
 void job_router::start() { asio::co_spawn(wake_.get_executor(), run(), asio::detached); }
@@ -318,7 +333,8 @@ asio::awaitable<bool> job_router::place(stored_job j) {
   std::optional<choice> chosen;
   std::string by(broker_->name());
   if (plugin) {
-    const plugin_ranking r = co_await rank_by_plugin(*plugin, plugin_job{j.id, j.owner, j.name, ask}, eligible);
+    const plugin_job pj{j.id, j.owner, j.name, ask};
+    const plugin_ranking r = co_await rank_by_plugin(*plugin, pj, eligible);
     if (stopped_) co_return false;
     if (r.failure) {
       logging::warn("job {} of {}: broker plugin {} ignored: {}; {} decides", j.id, j.owner, *plugin, *r.failure, by);

@@ -100,8 +100,10 @@ private:
   std::optional<std::string> plugin_for(const stored_job& j, const nlohmann::json& submit) const;
   // Why `submit`'s "broker" cannot be honoured, or nullopt (also when absent).
   std::optional<std::string> bad_job_broker(const nlohmann::json& submit) const;
-  // Runs the plugin on plugin_pool_, off the event loop.
-  boost::asio::awaitable<plugin_ranking> rank_by_plugin(std::string name, plugin_job job, std::vector<cluster_view> cs);
+  // Runs the plugin on plugin_pool_, off the event loop, and waits for it
+  // (answer_wake_); a run that outlasts the time limit by far is a failure.
+  boost::asio::awaitable<plugin_ranking> rank_by_plugin(const std::string& name, const plugin_job& job,
+                                                        const std::vector<cluster_view>& cs);
   // Waits until `done()` or `deadline` (answers cancel answer_wake_).
   template <class Done>
   boost::asio::awaitable<void> wait_answers(std::chrono::steady_clock::time_point deadline, Done done);

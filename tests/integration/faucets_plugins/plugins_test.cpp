@@ -193,7 +193,9 @@ TEST_CASE("broker plugins choose clusters as written; one that hangs, exits 1 or
   auto submit = [&](const std::string& name, const std::optional<std::string>& broker) {
     std::vector<std::string> args{"-M", "auto", "-n", "1", "-t", "5", "-J", name, "--wrap", "true"};
     if (broker) args.insert(args.begin() + 2, {"--broker", *broker});
-    return submitted_id(site.fsub(token, u, args));
+    const run_result r = site.fsub(token, u, args);
+    REQUIRE_MESSAGE(r.status == 0, r.err << "\nfaucetsd's log:\n" << site.log());
+    return submitted_id(r);
   };
   // The default policy, then each plugin, each twice.
   std::map<std::string, std::vector<std::int64_t>> ids;
