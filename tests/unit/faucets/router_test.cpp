@@ -354,6 +354,7 @@ TEST_CASE("a job's own broker plugin ranks its clusters; a failing one is logged
   // fastest-queue alone would take "one" (a tie, broken by name).
   CHECK(f.forward_of(picked).first == "two");
   CHECK(history(picked).find("dispatched: to two as alice by plugin:pick-two: two first") != std::string::npos);
+  f.say("two", "forwarded", {{"fid", picked}, {"job_id", 5}});  // placed: the next job's turn
   m["broker"] = "plugin:fails";
   const auto failed = f.router.submit("alice", "auto", m, &why);
   REQUIRE_MESSAGE(failed != 0, why);
