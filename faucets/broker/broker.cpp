@@ -23,6 +23,8 @@ std::unique_ptr<broker> make_broker(std::string_view name, std::uint64_t seed) {
   if (name == "fastest-queue") return policies::make_fastest_queue();
   if (name == "data") return policies::make_data();
   if (name == "earliest-start") return policies::make_earliest_start();
+  // plugin:NAME is made by faucetsd's plugin_host (plugin_host.hpp), which needs the admin's plugin directory.
+  if (name.starts_with("plugin:")) throw std::invalid_argument("broker policy '" + std::string(name) + "' is a plugin: give faucetsd --plugin-dir");
   std::string known;
   for (std::string_view n : k_names) {
     if (!known.empty()) known += ", ";

@@ -29,13 +29,27 @@ private:
   job_router& router_;
 };
 
+namespace {
+
+router_options router_options_of(const server_options& o) {
+  router_options r;
+  r.policy = o.policy;
+  r.seed = o.seed;
+  r.cluster_timeout = o.cluster_timeout;
+  r.estimate_timeout = o.estimate_timeout;
+  r.plugins = o.plugins;
+  r.job_plugins = o.job_plugins;
+  return r;
+}
+
+}  // namespace
+
 faucets_server::faucets_server(boost::asio::io_context& io, faucets_store& store, server_options options)
     : options_(std::move(options)),
       tokens_(options_.token_key, options_.revoked_tokens),
       hub_(io, hub_options{options_.listen, options_.cert, options_.key, options_.cluster_keys, options_.policy,
                            options_.cluster_timeout, options_.silence_limit, options_.limits}),
-      router_(io, store, hub_, options_.users,
-              router_options{options_.policy, options_.seed, options_.cluster_timeout, options_.estimate_timeout}),
+      router_(io, store, hub_, options_.users, router_options_of(options_)),
       backend_(std::make_unique<backend>(store, hub_, router_)) {
   hub_.set_listener(router_);
   if (options_.http) {

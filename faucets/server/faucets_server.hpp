@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -39,6 +40,8 @@ struct server_options {
   user_map users;
   std::string policy = "earliest-start";
   std::uint64_t seed = 0;  // for random; 0: from the clock
+  std::shared_ptr<const plugin_host> plugins;  // broker plugins (--plugin-dir), or null
+  std::set<std::string> job_plugins;           // the plugins a job may name (--allow-job-plugins)
   std::chrono::seconds cluster_timeout{60};  // queued jobs of a lost cluster go elsewhere after this
   std::chrono::milliseconds estimate_timeout{2000};
   // Nothing heard from a connected cluster for this long (it reports every

@@ -59,11 +59,69 @@ job_router::job_router(asio::io_context& io, job_records& store, cluster_links& 
       hub_(hub),
       users_(users),
       options_(std::move(options)),
-      broker_(make_broker(options_.policy, options_.seed != 0 ? options_.seed : std::random_device{}())),
+      broker_(make_broker(plugin_name_of(options_.policy) ? k_plugin_fallback_policy : std::string_view(options_.policy),
+                          options_.seed != 0 ? options_.seed : std::random_device{}())),
       wake_(io),
-      answer_wake_(io) {}
+      answer_wake_(io) {
+  if (plugin_name_of(options_.policy) || !options_.job_plugins.empty()) {
+    if (!options_.plugins) throw std::invalid_argument("broker plugins need a plugin directory (--plugin-dir)");
+    plugin_pool_ = std::make_unique<asio::thread_pool>(1);
+  }
+}
 
-job_router::~job_router() = default;
+job_router::~job_router() {
+  if (plugin_pool_) plugin_pool_->join();
+}
+
+std::optional<std::string> job_router::bad_job_broker(const json& submit) const {
+  const auto b = submit.find("broker");
+  if (b == submit.end() || b->is_null()) return std::nullopt;
+  if (!b->is_string()) return "\"broker\" must be a plugin's name";
+  std::string name = b->get<std::string>();
+  if (const auto p = plugin_name_of(name)) name = *p;
+  if (const auto why = bad_plugin_name(name)) return why;
+  if (options_.job_plugins.empty()) {
+    return "this Faucets server lets no job choose its broker (the admin's --allow-job-plugins)";
+  }
+  if (!options_.job_plugins.contains(name)) {
+    return "broker plugin '" + name + "' is not one this server lets a job choose (allowed: " +
+           joined(options_.job_plugins) + ")";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> job_router::plugin_for(const stored_job&, const json& submit) const {
+  if (const auto b = submit.find("broker"); b != submit.end() && b->is_string() && !bad_job_broker(submit)) {
+    const std::string name = b->get<std::string>();
+    return plugin_name_of(name).value_or(name);
+  }
+  return plugin_name_of(options_.policy);
+}
+
+asio::awaitable<plugin_ranking> job_router::rank_by_plugin(const std::string& name, const plugin_job& job,
+                                                           const std::vector<cluster_view>& cs) {
+  // Plain handlers, not a coroutine lambda: GCC 12 destroys a coroutine
+  // lambda's captures twice. The result is handed over by the post that
+  // sets `done` (written on the pool thread before, read here after).
+  auto result = std::make_shared<plugin_ranking>();
+  auto done = std::make_shared<bool>(false);
+  auto back = wake_.get_executor();
+  asio::post(*plugin_pool_, [this, host = options_.plugins, name, job, cs, result, done, back] {
+    *result = host->rank(name, job, cs);
+    asio::post(back, [this, done] {
+      *done = true;
+      answer_wake_.cancel();
+    });
+  });
+  const auto limit = options_.plugins->options().limits.time_limit + std::chrono::seconds(10);
+  co_await wait_answers(std::chrono::steady_clock::now() + limit, [&] { return *done; });
+  if (!*done) {
+    plugin_ranking late;
+    late.failure = "no answer in time";
+    co_return late;
+  }
+  co_return *result;
+}
 
 void job_router::start() { asio::co_spawn(wake_.get_executor(), run(), asio::detached); }
 
@@ -93,6 +151,10 @@ std::optional<std::string> job_router::no_cluster_for(const std::string& owner) 
 
 std::int64_t job_router::submit(const std::string& owner, const std::string& cluster, json submit_message,
                                 std::string* error) {
+  if (auto why = bad_job_broker(submit_message)) {
+    *error = *why;
+    return 0;
+  }
   if (cluster != "auto" && !hub_.knows(cluster)) {
     *error = "no cluster '" + cluster + "' at this Faucets server (known: " + joined(hub_.names()) + ")";
     return 0;
@@ -234,7 +296,12 @@ asio::awaitable<bool> job_router::place(stored_job j) {
   }
   if (eligible.empty()) co_return false;
 
-  if (broker_->needs_start_estimates()) {
+  const std::optional<std::string> plugin = plugin_for(j, submit);
+  if (submit.contains("broker") && !submit["broker"].is_null() && !plugin_name_of(options_.policy) && !plugin) {
+    store_.event(j.id, "broker", "its broker is no longer allowed here; " + options_.policy + " decides");
+  }
+  // A plugin sees the clusters' estimates too, and the policy that stands in for it may need them.
+  if (broker_->needs_start_estimates() || plugin) {
     std::map<std::int64_t, std::size_t> asked;  // qid -> index in eligible
     for (std::size_t i = 0; i < eligible.size(); ++i) {
       const std::int64_t qid = next_qid_++;
@@ -263,13 +330,28 @@ asio::awaitable<bool> job_router::place(stored_job j) {
 
   // While it waited for estimates, a copy of it may have been adopted (on_copy).
   if (const auto now_j = store_.job(j.id); !now_j || now_j->cluster || is_final_state(now_j->state)) co_return false;
-  const auto chosen = broker_->choose(ask, eligible);
+  std::optional<choice> chosen;
+  std::string by(broker_->name());
+  if (plugin) {
+    const plugin_job pj{j.id, j.owner, j.name, ask};
+    const plugin_ranking r = co_await rank_by_plugin(*plugin, pj, eligible);
+    if (stopped_) co_return false;
+    if (r.failure) {
+      logging::warn("job {} of {}: broker plugin {} ignored: {}; {} decides", j.id, j.owner, *plugin, *r.failure, by);
+      store_.event(j.id, "broker", "plugin " + *plugin + " ignored: " + *r.failure + "; " + by + " decides");
+    } else {
+      by = "plugin:" + *plugin;
+      chosen = choice{r.ranked.front(), r.reason.empty() ? "ranked first of " + std::to_string(eligible.size()) : r.reason};
+    }
+    if (const auto now_j = store_.job(j.id); !now_j || now_j->cluster || is_final_state(now_j->state)) co_return false;
+  }
+  if (!chosen) chosen = broker_->choose(ask, eligible);
   if (!chosen) co_return false;
   const std::string cluster = chosen->cluster;
   const std::string local = *users_.local_user(j.owner, cluster);
   if (!hub_.connected(cluster)) co_return false;  // it left while the broker chose
   const std::int64_t attempt =
-      store_.dispatched(j.id, cluster, "to " + cluster + " as " + local + " by " + options_.policy + ": " + chosen->reason);
+      store_.dispatched(j.id, cluster, "to " + cluster + " as " + local + " by " + by + ": " + chosen->reason);
   forwards_[j.id] = forward_wait{cluster, attempt, std::nullopt, std::nullopt, false};
   hub_.send(cluster, json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
                           {"local_user", local}, {"submit", submit}});

@@ -24,9 +24,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
 #include "broker/broker.hpp"
+#include "broker/plugin_host.hpp"
 #include "cluster_link/link_messages.hpp"
 #include "server/cluster_hub.hpp"
 #include "server/faucets_store.hpp"
@@ -40,7 +42,16 @@ struct router_options {
   std::chrono::seconds cluster_timeout{60};  // told in logs; the hub calls cluster_lost
   std::chrono::milliseconds estimate_timeout{2000};
   std::chrono::seconds forward_timeout{30};  // a forward without an answer counts as refused
+  // Broker plugins (plugin_host.hpp): the host, null without --plugin-dir;
+  // with policy "plugin:NAME" the plugin ranks every job and, when it
+  // fails, k_plugin_fallback_policy decides. job_plugins: the plugins a
+  // submission may name for its own job ("broker": NAME; --allow-job-plugins).
+  std::shared_ptr<const plugin_host> plugins{};
+  std::set<std::string> job_plugins{};
 };
+
+// What decides when the server's own policy is a plugin that fails.
+inline constexpr std::string_view k_plugin_fallback_policy = "earliest-start";
 
 class job_router final : public cluster_listener {
 public:
@@ -85,6 +96,14 @@ private:
   boost::asio::awaitable<void> run();
   void wake();
   boost::asio::awaitable<bool> place(stored_job j);
+  // The plugin that ranks `j` (its own where allowed, else the server's), or nullopt.
+  std::optional<std::string> plugin_for(const stored_job& j, const nlohmann::json& submit) const;
+  // Why `submit`'s "broker" cannot be honoured, or nullopt (also when absent).
+  std::optional<std::string> bad_job_broker(const nlohmann::json& submit) const;
+  // Runs the plugin on plugin_pool_, off the event loop, and waits for it
+  // (answer_wake_); a run that outlasts the time limit by far is a failure.
+  boost::asio::awaitable<plugin_ranking> rank_by_plugin(const std::string& name, const plugin_job& job,
+                                                        const std::vector<cluster_view>& cs);
   // Waits until `done()` or `deadline` (answers cancel answer_wake_).
   template <class Done>
   boost::asio::awaitable<void> wait_answers(std::chrono::steady_clock::time_point deadline, Done done);
@@ -111,6 +130,8 @@ private:
   std::map<std::int64_t, std::pair<std::string, double>> estimates_;  // qid -> cluster, start_in_s (-1: never)
   std::map<std::int64_t, forward_wait> forwards_;                     // fid -> answer
   std::map<std::int64_t, std::set<std::string>> refused_by_;          // fid -> clusters that refused it
+  // One thread for plugins (each bounded by its time limit); joined last.
+  std::unique_ptr<boost::asio::thread_pool> plugin_pool_;
 };
 
 }  // namespace aqs::faucets

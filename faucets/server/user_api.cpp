@@ -179,6 +179,7 @@ api_response submit(user_backend& b, const user_call& call, const api_request& r
   const std::string cluster = body.value("cluster", std::string("auto"));
   json message{{"type", "submit"}, {"id", 1}, {"job", body["job"]}};
   if (body.contains("datasets")) message["datasets"] = body["datasets"];
+  if (body.contains("broker")) message["broker"] = body["broker"];  // a plugin by name, where the admin allows it
   std::string why;
   const std::int64_t id = b.submit(call.who->user, cluster, std::move(message), &why);
   if (id == 0) return error_reply(400, why);

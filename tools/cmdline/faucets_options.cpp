@@ -50,6 +50,13 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
                       " the command goes through the Faucets server instead: give one of them");
   }
   if (o.url && o.url->empty()) throw usage_error("empty value for --faucets");
+  if (o.broker) {
+    if (!o.used()) throw usage_error("--broker goes with -M or --faucets (a Faucets server's broker plugin)");
+    if (!valid_cluster_name(*o.broker)) {
+      throw usage_error("invalid broker plugin '" + shown(*o.broker) +
+                        "' for --broker: a name the server's admin gave (letters, digits, '.', '_', '-')");
+    }
+  }
 }
 
 std::string faucets_usage(cluster_choice what) {
@@ -72,9 +79,9 @@ std::string faucets_usage(cluster_choice what) {
                        col);
       break;
   }
-  for (const std::string_view name : {"clusters", "faucets", "faucets-ca", "token-file"}) {
+  for (const std::string_view name : {"clusters", "broker", "faucets", "faucets-ca", "token-file"}) {
     const submit_option* o = find_option(name, option_scope::batch);
-    if (what != cluster_choice::submit && name == "clusters") continue;
+    if (what != cluster_choice::submit && (name == "clusters" || name == "broker")) continue;
     out += help_line(o->usage, o->help, col);
   }
   return out;

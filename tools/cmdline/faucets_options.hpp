@@ -16,6 +16,8 @@ namespace aqs::cmdline {
 //   --faucets URL           the server (else $AQS_FAUCETS)
 //   --faucets-ca FILE       its CA certificate (else $AQS_FAUCETS_CA, else the system's)
 //   --token-file FILE       the token's file when $AQS_TOKEN is unset
+//   --broker NAME           fsub: rank the clusters with the server's plugin NAME
+//                           (where the admin allows it: faucetsd --allow-job-plugins)
 // Any of -M or --faucets sends the command through the server; --faucets-ca
 // and --token-file go with one of them.
 struct faucets_options {
@@ -23,6 +25,7 @@ struct faucets_options {
   std::optional<std::string> url;         // --faucets
   std::optional<std::string> ca_file;     // --faucets-ca
   std::optional<std::string> token_file;  // --token-file
+  std::optional<std::string> broker;      // fsub --broker: the server's broker plugin for this job
   // Whether the command goes through a Faucets server.
   bool used() const noexcept { return cluster.has_value() || url.has_value(); }
   friend bool operator==(const faucets_options&, const faucets_options&) = default;

@@ -242,6 +242,7 @@ AQS_SETTER(set_cluster) { o.faucets.cluster = nonempty(ctx, value, opt); }
 AQS_SETTER(set_faucets) { o.faucets.url = nonempty(ctx, value, opt); }
 AQS_SETTER(set_faucets_ca) { o.faucets.ca_file = nonempty(ctx, value, opt); }
 AQS_SETTER(set_token_file) { o.faucets.token_file = nonempty(ctx, value, opt); }
+AQS_SETTER(set_broker) { o.faucets.broker = nonempty(ctx, value, opt); }
 // --export=ALL is what AQS does anyway; what follows ALL, is set on top:
 // NAME=VALUE as given, a bare NAME from the environment (already there).
 // Anything else is recorded.
@@ -408,6 +409,12 @@ constexpr auto k_options = std::to_array<submit_option>({
      .help = "through a Faucets server: to cluster NAME, or auto to let\n"
              "the server choose (the default with --faucets)",
      .set = set_cluster},
+    {.name = "broker", .arg = a::required, .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --broker NAME",
+     .help = "through a Faucets server: let its broker plugin NAME choose\n"
+             "the cluster (where the server's admin allows it)",
+     .set = set_broker},
     {.name = "faucets", .arg = a::required, .scope = s::batch, .command_line_only = true,
      .other_scope = "is for fsub: frun runs on this cluster only",
      .usage = "    --faucets URL",

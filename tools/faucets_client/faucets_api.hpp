@@ -143,7 +143,8 @@ public:
 
   // POST /api/v1/jobs {"cluster": cluster ("auto" or a name), "job": job}
   // (job: the "job" object of aqsd's submit message, protocol::to_json).
-  submitted submit(std::string_view cluster, const nlohmann::json& job);
+  // `broker`: a broker plugin of the server's for this job (faucetsd --allow-job-plugins).
+  submitted submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker = std::nullopt);
   // GET /api/v1/jobs[?all=1][&cluster=NAME]: the "jobs" array.
   nlohmann::json list_jobs(bool all = false, const std::optional<std::string>& cluster = std::nullopt);
   // GET /api/v1/jobs/{id}: the job object.

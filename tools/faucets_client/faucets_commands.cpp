@@ -154,7 +154,7 @@ int fsub_through_faucets(faucets::client& c, const cmdline::fsub_command_line& c
   const std::string cluster = cmd.options.faucets.cluster.value_or("auto");
   // The job exactly as aqsd would get it in a submit message.
   const nlohmann::json message = protocol::to_json(protocol::message{req.request});
-  const faucets::submitted s = c.submit(cluster, message.at("job"));
+  const faucets::submitted s = c.submit(cluster, message.at("job"), cmd.options.faucets.broker);
   if (req.json) {
     nlohmann::json j = {{"job_id", s.id}, {"gid", nullptr}, {"cluster", nullptr}, {"state", s.state}};
     if (s.gid) j["gid"] = *s.gid;

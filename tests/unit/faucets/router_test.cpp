@@ -7,12 +7,16 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <fstream>
 #include <set>
+
+#include <sys/stat.h>
 
 #include <boost/asio/io_context.hpp>
 
 #include "protocol/messages.hpp"
 #include "server/job_router.hpp"
+#include "temp_dir.hpp"
 
 using namespace aqs::faucets;
 using nlohmann::json;
@@ -166,8 +170,8 @@ struct fixture {
   user_map users = user_map::parse("alice * alice\nbob one bob_one\n", "test");
   job_router router;
 
-  explicit fixture(std::vector<std::string> clusters = {"one"})
-      : links(std::move(clusters)), router(io, records, links, users, router_options{.policy = "fastest-queue"}) {
+  explicit fixture(std::vector<std::string> clusters = {"one"}, router_options options = {.policy = "fastest-queue"})
+      : links(std::move(clusters)), router(io, records, links, users, std::move(options)) {
     router.start();
   }
   ~fixture() {
@@ -317,4 +321,70 @@ TEST_CASE("a submission the router can never place is refused at once, with the 
   CHECK(f.router.submit("alice", "auto", interactive, &why) == 0);
   CHECK(why == "interactive jobs (frun) cannot go through the Faucets server");
   CHECK(f.records.jobs.empty());
+}
+
+TEST_CASE("a job's own broker plugin ranks its clusters; a failing one is logged and the server's policy decides") {
+  aqs::test::temp_dir dir("aqs-router-plugins", 0755);
+  auto plugin = [&](const std::string& name, const std::string& body) {
+    const auto p = dir.path() / name;
+    std::ofstream(p) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(p.c_str(), 0755);
+  };
+  plugin("pick-two", "cat >/dev/null; echo '{\"ranked\": [\"two\", \"one\"], \"reason\": \"two first\"}'");
+  plugin("fails", "echo 'broken' >&2; exit 1");
+  plugin_options po;
+  po.dir = dir.path();
+  po.limits.time_limit = std::chrono::seconds(5);
+  router_options o{.policy = "fastest-queue"};
+  o.plugins = std::make_shared<const plugin_host>(po);
+  o.job_plugins = {"pick-two", "fails"};
+  fixture f({"one", "two"}, o);
+  auto history = [&](std::int64_t id) {
+    std::string out;
+    for (const auto& [job, line] : f.records.events) {
+      if (job == id) out += line + "\n";
+    }
+    return out;
+  };
+  std::string why;
+  json m = job_message();
+  m["broker"] = "pick-two";
+  const auto picked = f.router.submit("alice", "auto", m, &why);
+  REQUIRE_MESSAGE(picked != 0, why);
+  // fastest-queue alone would take "one" (a tie, broken by name).
+  CHECK(f.forward_of(picked).first == "two");
+  CHECK(history(picked).find("dispatched: to two as alice by plugin:pick-two: two first") != std::string::npos);
+  f.say("two", "forwarded", {{"fid", picked}, {"job_id", 5}});  // placed: the next job's turn
+  m["broker"] = "plugin:fails";
+  const auto failed = f.router.submit("alice", "auto", m, &why);
+  REQUIRE_MESSAGE(failed != 0, why);
+  CHECK(f.forward_of(failed).first == "one");
+  CHECK(history(failed).find("broker: plugin fails ignored: exited with status 1: broken; fastest-queue decides") !=
+        std::string::npos);
+  CHECK(history(failed).find("by fastest-queue") != std::string::npos);
+  // Names the admin did not list, and paths, are refused before anything is queued.
+  const auto before = f.records.jobs.size();
+  m["broker"] = "other";
+  CHECK(f.router.submit("alice", "auto", m, &why) == 0);
+  CHECK(why == "broker plugin 'other' is not one this server lets a job choose (allowed: fails, pick-two)");
+  m["broker"] = "../../usr/bin/id";
+  CHECK(f.router.submit("alice", "auto", m, &why) == 0);
+  CHECK(why.find("no '/' or '..'") != std::string::npos);
+  m["broker"] = 3;
+  CHECK(f.router.submit("alice", "auto", m, &why) == 0);
+  CHECK(f.records.jobs.size() == before);
+}
+
+TEST_CASE("a router asked for plugins without a plugin directory refuses to start, and one without a job list refuses every job's broker") {
+  boost::asio::io_context io;
+  memory_records records;
+  fake_links links({"one"});
+  const user_map users = user_map::parse("alice * alice\n", "test");
+  CHECK_THROWS_AS(job_router(io, records, links, users, router_options{.policy = "plugin:x"}), std::invalid_argument);
+  fixture f;
+  json m = job_message();
+  m["broker"] = "x";
+  std::string why;
+  CHECK(f.router.submit("alice", "auto", m, &why) == 0);
+  CHECK(why == "this Faucets server lets no job choose its broker (the admin's --allow-job-plugins)");
 }

@@ -166,6 +166,21 @@ TEST_CASE("HTTP errors are one line with the server's own text") {
   CHECK(long_text.size() == 303);
 }
 
+TEST_CASE("fsub --broker NAME: a plugin's name, with -M or --faucets only") {
+  using namespace aqs::cmdline;
+  auto c = parse_fsub_command_line(args{"-M", "auto", "--broker", "last-name", "job.sh"});
+  CHECK(c.options.faucets.broker == "last-name");
+  c = parse_fsub_command_line(args{"--faucets", "https://f.example", "--broker=rank.v2", "--wrap", "true"});
+  CHECK(c.options.faucets.broker == "rank.v2");
+  CHECK_FALSE(parse_fsub_command_line(args{"-M", "auto", "job.sh"}).options.faucets.broker);
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"--broker", "x", "j.sh"}); }) ==
+        "--broker goes with -M or --faucets (a Faucets server's broker plugin)");
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"-M", "auto", "--broker", "../x", "j.sh"}); })
+            .find("invalid broker plugin '../x'") == 0);
+  CHECK(error_of<usage_error>([] { parse_frun_command_line(args{"--broker", "x", "ls"}); }) ==
+        "option '--broker' is for fsub: frun runs on this cluster only");
+}
+
 TEST_CASE("fsub -M and --faucets: auto or a cluster, command line only, not with frun") {
   using namespace aqs::cmdline;
   auto c = parse_fsub_command_line(args{"-M", "auto", "job.sh"});

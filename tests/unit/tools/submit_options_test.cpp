@@ -34,6 +34,7 @@ const std::map<std::string, std::string, std::less<>> k_samples = {
     {"account", "proj"},   {"qos", "normal"},       {"reservation", "maint"}, {"nodelist", "n[1-2]"}, {"exclude", "n3"},       {"begin", "2030-01-01T08:00"},
     {"pref", "2"},         {"speedup", "amdahl:0.9"}, {"resize-cost", "10"},
     {"clusters", "auto"},  {"faucets", "https://f:1"}, {"faucets-ca", "/ca.pem"}, {"token-file", "/token"},
+    {"broker", "last-name"},
 };
 
 std::string sample(const submit_option& o) {
