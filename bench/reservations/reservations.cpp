@@ -36,6 +36,13 @@ using core::job_state;
 
 namespace {
 
+// "-14.21" (before the start) or "0.062".
+std::string fmt_seconds(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", s);
+  return b;
+}
+
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -81,7 +88,7 @@ void cancel(client::connection& c, std::vector<std::int64_t> ids) {
 
 struct round_result {
   double start_delay_s = 0;   // reservation start -> its job RUNNING (stored start time)
-  double shrink_acked_s = -1; // reservation start -> the adaptive job off the node (adaptive case)
+  double shrink_acked_s = 0;  // reservation start -> the adaptive job off the node (adaptive case; negative: before it)
 };
 
 // The node the job does not hold processors on (nodes register in any
@@ -197,7 +204,7 @@ int main(int argc, char** argv) {
                     adaptive ? "node held by jacobi2d (1-6 procs), shrunk off at the start"
                              : "node held by a rigid job whose limit ends 5 s before",
                     lead_s, r.start_delay_s,
-                    r.shrink_acked_s < 0 ? "-" : std::to_string(r.shrink_acked_s).substr(0, 5).c_str());
+                    adaptive ? fmt_seconds(r.shrink_acked_s).c_str() : "-");
         rows.push_back({{"start_delay_s", r.start_delay_s}, {"shrink_acked_s", r.shrink_acked_s}});
       }
       results[adaptive ? "adaptive_holder" : "rigid_holder"] = rows;
