@@ -107,6 +107,9 @@ inline std::vector<message> samples() {
                std::nullopt, std::nullopt},
       accounts{37, "delete", "user", std::nullopt, "alice", "physics", false, std::nullopt, std::nullopt},
       accounts{38, "usage", std::nullopt, std::nullopt, std::nullopt, std::nullopt, false, 1700000000, 1800000000},
+      // Issue 32: what an agent measured, and a listing with each job's usage.
+      job_exited{39, 6, job_state::completed, 0, std::nullopt, std::nullopt, 2'000'123, 40'000, 102'456},
+      list_jobs{40, true, std::nullopt, {}, {7}, std::nullopt, std::nullopt, false, std::nullopt, true},
   };
 }
 
