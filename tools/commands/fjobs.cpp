@@ -37,7 +37,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fjobs: no job %lld\n", static_cast<long long>(*cmd.efficiency));
         return 1;
       }
-      const slurm::job_view v = slurm::make_view(jobs.front(), nullptr);
+      slurm::job_view v = slurm::make_view(jobs.front(), nullptr);
+      // Its history (its owner's and root's): the nodes it ran on, and
+      // without a usage record (a user in no account) the integral of its
+      // maps as its core-walltime.
+      if (core::is_final(v.info.state)) slurm::add_history(c, v, nullptr);
       const std::time_t now = std::time(nullptr);
       // aqsd shows another user's job without what was measured.
       const bool hidden = ::getuid() != 0 && v.info.user != slurm::current_user();

@@ -15,6 +15,7 @@
 
 #include "core/hostlist.hpp"
 #include "core/job_state.hpp"
+#include "protocol/replies.hpp"
 #include "protocol/results.hpp"
 
 namespace aqs::slurm {
@@ -77,6 +78,10 @@ struct job_view {
   std::optional<std::int64_t> cancelled_by;
   // The signal that ended it (from its history), for ExitCode "N:S".
   std::optional<std::int64_t> signal;
+  // The integral of the maps it held (processor-seconds), from its history
+  // (map_integral), where that was read; CPUTime's fallback when the job
+  // has no usage record (a user without accounts).
+  std::optional<double> map_seconds;
 };
 // A lookup from user name to uid (getpwnam in the commands, a table in tests).
 using uid_lookup = std::function<std::optional<std::int64_t>(const std::string&)>;
@@ -163,8 +168,14 @@ std::string sacct_memory(std::int64_t kb);
 // node times nodes, --mem-per-cpu times processors); nullopt: none asked.
 std::optional<std::int64_t> requested_mem_mb(const job_view& j);
 // Processor-seconds it held: its usage record's (the integral of its maps;
-// finished jobs) when known, else elapsed times processors.
+// finished jobs) when known, else for a finished adaptive job the integral
+// of its maps from its history (map_seconds), else elapsed times processors.
 double alloc_cpu_seconds(const job_view& j, std::time_t now);
+// The integral of the maps a job held over its history (processor-seconds):
+// each RUNNING event's map (a RESIZING one's old map: held until the job
+// acknowledges) until the next event; nothing while PENDING, SUSPENDED or
+// ended. Nullopt when a time does not parse or it never ran.
+std::optional<double> map_integral(const std::vector<protocol::job_history_event>& events);
 // CPU it used (user + system), microseconds; nullopt: not measured.
 std::optional<std::int64_t> total_cpu_us(const job_view& j);
 // sacct AllocTRES, as Slurm orders and prints it:

@@ -1,11 +1,13 @@
 // usage_format: a job's usage as sacct's usage fields (TotalCPU, MaxRSS,
 // AllocTRES, CPUTime) and fjobs --efficiency (like seff) print it (issue 32).
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
+#include "client/format.hpp"
 #include "slurm/slurm_format.hpp"
 
 namespace aqs::slurm {
@@ -80,7 +82,34 @@ std::optional<std::int64_t> requested_mem_mb(const job_view& j) {
 
 double alloc_cpu_seconds(const job_view& j, std::time_t now) {
   if (j.info.alloc_cpu_ms) return static_cast<double>(*j.info.alloc_cpu_ms) / 1000.0;
+  // An adaptive job's held processors change: the integral of its maps.
+  // A rigid job's is Elapsed x AllocCPUS, as Slurm's (the same for anyone
+  // who looks, history or not).
+  if (j.map_seconds && j.info.adaptive && core::is_final(j.info.state)) return *j.map_seconds;
   return static_cast<double>(elapsed(j, now) * cpus_of(j));
+}
+
+std::optional<double> map_integral(const std::vector<protocol::job_history_event>& events) {
+  double total = 0, last = 0;
+  std::size_t held = 0;
+  bool ran = false;
+  for (const auto& e : events) {
+    const auto t = client::parse_iso_time(e.time);
+    if (!t) return std::nullopt;
+    if (held > 0 && *t > last) total += static_cast<double>(held) * (*t - last);
+    last = *t;
+    auto ones = [](const std::string& m) { return static_cast<std::size_t>(std::count(m.begin(), m.end(), '1')); };
+    if (e.new_state == core::job_state::running) {
+      held = ones(e.new_procs);
+      ran = ran || held > 0;
+    } else if (e.new_state == core::job_state::resizing) {
+      held = ones(e.old_procs.empty() ? e.new_procs : e.old_procs);
+    } else {
+      held = 0;
+    }
+  }
+  if (!ran) return std::nullopt;
+  return total;
 }
 
 std::optional<std::int64_t> total_cpu_us(const job_view& j) {

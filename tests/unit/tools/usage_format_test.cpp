@@ -173,3 +173,36 @@ TEST_CASE("an unmeasured job says so instead of printing zeros; a running job ge
   CHECK(r["ended"] == false);
   CHECK_FALSE(r.contains("cpu_efficiency_pct"));
 }
+
+TEST_CASE("the integral of a job's maps over its history: suspended time and waiting excluded") {
+  auto ev = [](const char* time, job_state st, const char* procs, const char* old = "") {
+    protocol::job_history_event e;
+    e.time = time;
+    e.new_state = st;
+    e.new_procs = procs;
+    e.old_procs = old;
+    return e;
+  };
+  const std::vector<protocol::job_history_event> h = {
+      ev("2026-03-01T10:00:00.000Z", job_state::pending, ""),
+      ev("2026-03-01T10:00:10.000Z", job_state::running, "1110"),          // 3 for 10 s
+      ev("2026-03-01T10:00:20.000Z", job_state::suspended, "1110", "1110"),  // nothing for 30 s
+      ev("2026-03-01T10:00:50.000Z", job_state::running, "1110"),          // 3 for 5 s
+      ev("2026-03-01T10:00:55.000Z", job_state::resizing, "1100", "1110"),  // 3 until acknowledged: 1 s
+      ev("2026-03-01T10:00:56.000Z", job_state::running, "1100"),          // 2 for 4.5 s
+      ev("2026-03-01T10:01:00.500Z", job_state::completed, ""),
+  };
+  const auto s = slurm::map_integral(h);
+  REQUIRE(s);
+  CHECK(*s == doctest::Approx(30 + 15 + 3 + 9));
+  // CPUTime uses it when the job has no usage record.
+  slurm::job_view v = view(finished());
+  v.map_seconds = *s;
+  CHECK(slurm::alloc_cpu_seconds(v, k_now) == doctest::Approx(260));  // a rigid job: Elapsed x AllocCPUS
+  v.info.adaptive = true;
+  CHECK(slurm::alloc_cpu_seconds(v, k_now) == doctest::Approx(57));
+  v.info.alloc_cpu_ms = 56'000;  // the usage record wins
+  CHECK(slurm::alloc_cpu_seconds(v, k_now) == doctest::Approx(56));
+  CHECK_FALSE(slurm::map_integral({ev("2026-03-01T10:00:00.000Z", job_state::pending, "")}).has_value());
+  CHECK_FALSE(slurm::map_integral({ev("yesterday", job_state::running, "1")}).has_value());
+}
