@@ -393,12 +393,14 @@ std::vector<job_usage> memory_job_store::job_usage_of(const std::vector<std::int
   // No usage records here (account_store keeps them in PostgreSQL only).
   for (const std::int64_t id : ids) {
     const auto job = jobs_.find(id);
-    const std::optional<time_point> start = job == jobs_.end() ? std::nullopt : job->second.status.start_time;
+    // Plain values: GCC 12 takes an optional's copy here for uninitialised.
+    const bool started = job != jobs_.end() && job->second.status.start_time.has_value();
+    const time_point start = started ? *job->second.status.start_time : time_point{};
     job_usage u;
     u.job_id = id;
     for (auto it = measurements_.lower_bound({id, std::string()}); it != measurements_.end() && it->first.first == id; ++it) {
       const auto& [m, at] = it->second;
-      if (start && at < *start) continue;  // an earlier run's
+      if (started && at < start) continue;  // an earlier run's
       u.user_cpu_us = u.user_cpu_us.value_or(0) + m.user_cpu_us;
       u.system_cpu_us = u.system_cpu_us.value_or(0) + m.system_cpu_us;
       u.max_rss_kb = std::max(u.max_rss_kb.value_or(0), m.max_rss_kb);
