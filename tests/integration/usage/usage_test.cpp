@@ -129,6 +129,9 @@ void burn_is_measured(test::cluster& c, const test::test_user& ann) {
   CHECK(e["cpu_efficiency_pct"].get<double>() == doctest::Approx(100.0 * total / core_walltime).epsilon(0.01));
   CHECK(e["memory_utilized_kb"].get<double>() == doctest::Approx(rss).epsilon(0.01));
   CHECK(e["memory_efficiency_pct"].get<double>() == doctest::Approx(100.0 * rss / (1024.0 * 1024.0)).epsilon(0.01));
+  MESSAGE("measured: TotalCPU ", v.at(0), " (user ", v.at(1), ", system ", v.at(2), "), MaxRSS ", v.at(3), ", Elapsed ",
+          v.at(4), ", CPU efficiency ", e["cpu_efficiency_pct"].get<double>(), "%, memory efficiency ",
+          e["memory_efficiency_pct"].get<double>(), "%");
   const auto text = c.cmd(test::bin().fjobs, {"--efficiency", std::to_string(id)}, &ann);
   CHECK(text.out.find("CPU Efficiency: ") != std::string::npos);
   CHECK(text.out.find("Memory Efficiency: ") != std::string::npos);
@@ -262,6 +265,7 @@ void charged_as_integral(test::cluster& c, const test::test_user& u, std::int64_
   const auto e = efficiency(c, id, &u);
   const double charged = e["core_walltime_s"].get<double>();
   INFO("integral of the maps ", integral, " s, charged ", charged, " s");
+  MESSAGE("adaptive job: integral of its maps ", integral, " s, charged (core-walltime) ", charged, " s");
   CHECK(std::abs(charged - integral) <= std::max(0.01 * integral, 0.5));
   const auto v = sacct(c, id, "ElapsedRaw,CPUTimeRAW,CPUTime", &u);
   CHECK(std::abs(std::stod(v.at(1)) - integral) <= std::max(0.01 * integral, 1.0));
