@@ -3,6 +3,7 @@
 #include "daemon/job_records.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <unistd.h>
 
@@ -258,6 +259,26 @@ protocol::job_info to_job_info(const store::job_summary& s, std::span<const core
     }
   }
   return j;
+}
+
+void add_usage(protocol::job_info& j, const store::job_summary& s, const store::job_usage* u, bool measured_visible) {
+  if (!s.geometry.empty()) {
+    try {
+      const auto g = protocol::parse_geometry(s.geometry);
+      j.mem_per_node_mb = g.mem_per_node_mb;
+      j.mem_per_cpu_mb = g.mem_per_cpu_mb;
+    } catch (const std::exception&) {
+      // Listed without it, as to_job_info does.
+    }
+  }
+  if (u == nullptr) return;
+  j.account = u->account;
+  if (u->alloc_cpu_seconds) j.alloc_cpu_ms = static_cast<std::int64_t>(std::llround(*u->alloc_cpu_seconds * 1000.0));
+  if (!measured_visible || u->measured_nodes <= 0) return;
+  j.user_cpu_us = u->user_cpu_us;
+  j.system_cpu_us = u->system_cpu_us;
+  j.max_rss_kb = u->max_rss_kb;
+  j.measured_nodes = u->measured_nodes;
 }
 
 }  // namespace aqs::daemon

@@ -70,5 +70,10 @@ core::processor_set map_over(const core::processor_set& procs, std::size_t n);
 
 // One job as list_jobs and fjobs --json show it; `nodes` names its processors.
 protocol::job_info to_job_info(const store::job_summary& s, std::span<const core::node_span> nodes);
+// Issue 32: adds a listed job's usage to `j` (list_jobs with `usage`): its
+// memory request from its geometry, its account and allocated
+// processor-time from `u` (may be null: none recorded), and what was
+// measured only when `measured_visible` (the caller owns it or is root).
+void add_usage(protocol::job_info& j, const store::job_summary& s, const store::job_usage* u, bool measured_visible);
 
 }  // namespace aqs::daemon

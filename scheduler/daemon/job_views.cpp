@@ -1,5 +1,7 @@
 // job_views: what clients read: fjobs (list_jobs), fnodes (list_nodes) and a
 // job's history.
+#include <unordered_map>
+
 #include <boost/asio/post.hpp>
 
 #include "core/hostlist.hpp"
@@ -35,7 +37,7 @@ void job_views::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m
   f.before_id = m.before_id;
   const std::int64_t page = std::min(m.limit.value_or(list_page_), list_page_);
   f.limit = page + 1;  // one more tells whether there is more
-  pipe_.on_readers([this, c, f, page, rid = m.id] {
+  pipe_.on_readers([this, c, f, page, rid = m.id, with_usage = m.usage] {
     try {
       std::vector<store::job_summary> found = pipe_.store().list_jobs(f);
       bool more = static_cast<std::int64_t>(found.size()) > page;
@@ -43,6 +45,14 @@ void job_views::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m
         // Newest first: the extra one is the oldest, at the front.
         if (f.newest) found.erase(found.begin());
         found.resize(static_cast<std::size_t>(page));
+      }
+      // Issue 32: each job's usage, read once for the page.
+      std::unordered_map<std::int64_t, store::job_usage> usage;
+      if (with_usage && !found.empty()) {
+        std::vector<std::int64_t> ids;
+        ids.reserve(found.size());
+        for (const auto& s : found) ids.push_back(s.id);
+        for (auto& u : pipe_.store().job_usage_of(ids)) usage.emplace(u.job_id, std::move(u));
       }
       const auto nodes = spans();
       const auto why = view_.reasons();
@@ -52,6 +62,12 @@ void job_views::handle_list_jobs(const conn_ptr& c, const protocol::list_jobs& m
         if (j.state == core::job_state::pending) j.reason = why.of_pending(s.id);
         // With partitions configured a job without -p is in the default one.
         if (!j.partition && parts->configured) j.partition = parts->default_partition().name;
+        if (with_usage) {
+          const auto u = usage.find(s.id);
+          // What was measured is the owner's and root's to see (as Slurm's
+          // PrivateData=usage); the rest is what fjobs shows anyone.
+          add_usage(j, s, u == usage.end() ? nullptr : &u->second, may_act_on_job(c->peer(), s.uid));
+        }
         return j;
       };
       // The jobs go out as JSON text written straight from the rows: built

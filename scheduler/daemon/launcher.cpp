@@ -183,6 +183,7 @@ void launcher::handle_job_exited(const conn_ptr& c, const protocol::job_exited& 
   const core::job* j = sched_.find(static_cast<core::job_id>(m.job_id));
   const job_entry* e = jobs().find(m.job_id);
   if (steps_.exited(*n, m)) {
+    record_measurement(n->name, m);
     if (m.state == job_state::out_of_memory && e != nullptr) {
       jobs().find(m.job_id)->step_oom =
           "memory limit exceeded on " + n->name + " (a step)" + (m.reason ? ": " + *m.reason : std::string());
@@ -201,6 +202,7 @@ void launcher::handle_job_exited(const conn_ptr& c, const protocol::job_exited& 
     pipe_.after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
     return;
   }
+  record_measurement(n->name, m);
   std::optional<std::int32_t> code, sig;
   if (m.exit_code) code = static_cast<std::int32_t>(*m.exit_code);
   if (m.signal) sig = static_cast<std::int32_t>(*m.signal);
@@ -216,6 +218,21 @@ void launcher::handle_job_exited(const conn_ptr& c, const protocol::job_exited& 
   }
   end_job(m.job_id, state, code, sig, reason);
   pipe_.after_commit([c, id = m.id] { c->send(protocol::ok{id, {}}); });
+}
+
+void launcher::record_measurement(const std::string& node, const protocol::job_exited& m) {
+  // What the agent measured (issue 32), stored beside the job off the
+  // strand; the job's end does not wait for it. Nothing measured: no row.
+  if (!m.user_cpu_us || !m.system_cpu_us || !m.max_rss_kb) return;
+  store::job_measurement r{m.job_id, node, *m.user_cpu_us, *m.system_cpu_us, *m.max_rss_kb};
+  store::job_store& st = pipe_.store();
+  pipe_.on_readers([&st, r] {
+    try {
+      st.record_measurement(r);
+    } catch (const std::exception& e) {
+      logging::warn("the measurement of job {} on {} could not be recorded: {}", r.job_id, r.node, e.what());
+    }
+  });
 }
 
 void launcher::end_job(std::int64_t id, job_state state, std::optional<std::int32_t> code,

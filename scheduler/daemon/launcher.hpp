@@ -75,6 +75,8 @@ public:
   // ---- what agents send (routing table) ---------------------------------
   void handle_job_started(const conn_ptr& c, const protocol::job_started& m);
   void handle_job_exited(const conn_ptr& c, const protocol::job_exited& m);
+  // Stores what `node` measured of the job, when it measured (issue 32).
+  void record_measurement(const std::string& node, const protocol::job_exited& m);
   // An agent's ok or error: the answer to a launch (of a job or a step).
   void handle_agent_reply(const conn_ptr& c, const protocol::message& m);
 

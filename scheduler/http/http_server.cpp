@@ -549,6 +549,7 @@ private:
         l.id = 1;
         l.all = true;
         l.job_ids = {*id};
+        l.usage = true;  // account, allocated CPU time and (owner, root) what was measured: issue 32
         return ask_controller{l, [job = *id](const protocol::ok& ok) {
                                 json jobs = jobs_of(ok);
                                 if (jobs.empty()) return error_response(404, "no job " + std::to_string(job));

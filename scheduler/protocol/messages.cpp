@@ -406,6 +406,7 @@ struct record<list_jobs> {
       field("limit", &R::limit, integer{1, k_max_list}),
       field("newest", &R::newest, flag{}, presence::sparse),
       field("before_id", &R::before_id, k_job_id),
+      field("usage", &R::usage, flag{}, presence::sparse),
   };
 };
 
@@ -565,6 +566,9 @@ struct record<job_exited> {
       field("exit_code", &R::exit_code, k_exit_code),
       field("signal", &R::signal, k_signal),
       field("reason", &R::reason, text{k_max_text, true, true}),
+      field("user_cpu_us", &R::user_cpu_us, k_micros),
+      field("system_cpu_us", &R::system_cpu_us, k_micros),
+      field("max_rss_kb", &R::max_rss_kb, integer{0, std::int64_t{1} << 50}),
       check<R>([](const reader& in, const R& m) {
         if (m.exit_code.has_value() == m.signal.has_value()) {
           in.fail("exit_code", "or 'signal' must be given, not both");

@@ -254,6 +254,10 @@ struct list_jobs {
   // more = true when older matching jobs exist.
   bool newest = false;
   std::optional<std::int64_t> before_id;
+  // Each job also carries its usage (issue 32): account, allocated
+  // processor-time and, to its owner and root only, what was measured
+  // (job_info's usage fields).
+  bool usage = false;
   friend bool operator==(const list_jobs&, const list_jobs&) = default;
 };
 
@@ -444,6 +448,14 @@ struct job_exited {
   // Why, in one line, when the agent knows more than the state says (the
   // kernel's OOM kill in the job's cgroup). Left out: nothing to add.
   std::optional<std::string> reason{};
+  // What the job's processes used on this node (issue 32), as the agent
+  // measured it at their end: CPU time (user and system, microseconds) from
+  // the job's cgroup or the rusage of the processes its step reaped,
+  // whichever is more, and the peak resident memory of its largest process
+  // (KiB). Left out when the agent could not measure (its step was killed).
+  std::optional<std::int64_t> user_cpu_us{};
+  std::optional<std::int64_t> system_cpu_us{};
+  std::optional<std::int64_t> max_rss_kb{};
   friend bool operator==(const job_exited&, const job_exited&) = default;
 };
 

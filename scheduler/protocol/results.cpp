@@ -78,6 +78,15 @@ json to_json(const job_info& j) {
               {"reason", opt(j.reason)}};
   // Only an adaptive job that declared one (issue 34): older readers see nothing new.
   if (j.pref_pe) out["pref_pe"] = *j.pref_pe;
+  // Usage (list_jobs with `usage`): each only when known.
+  if (j.account) out["account"] = *j.account;
+  const std::pair<const char*, const std::optional<std::int64_t>*> usage[] = {
+      {"alloc_cpu_ms", &j.alloc_cpu_ms},   {"mem_per_node_mb", &j.mem_per_node_mb}, {"mem_per_cpu_mb", &j.mem_per_cpu_mb},
+      {"user_cpu_us", &j.user_cpu_us},     {"system_cpu_us", &j.system_cpu_us},     {"max_rss_kb", &j.max_rss_kb},
+      {"measured_nodes", &j.measured_nodes}};
+  for (const auto& [key, v] : usage) {
+    if (*v) out[key] = **v;
+  }
   return out;
 }
 
@@ -120,11 +129,28 @@ void append_opt(std::string& out, const std::optional<std::int64_t>& v) {
   }
 }
 
+// ,"key":N only when v is set (the usage fields).
+void append_if(std::string& out, const char* key, const std::optional<std::int64_t>& v) {
+  if (!v) return;
+  out += ",\"";
+  out += key;
+  out += "\":";
+  append_int(out, *v);
+}
+
 }  // namespace
 
 void append_json(std::string& out, const job_info& j) {
   // The members in nlohmann's order (sorted by key), as to_json(j).dump().
-  out += j.adaptive ? "{\"adaptive\":true,\"array_job_id\":" : "{\"adaptive\":false,\"array_job_id\":";
+  out += '{';
+  if (j.account) {
+    out += "\"account\":";
+    append_json_string(out, *j.account);
+    out += ',';
+  }
+  out += j.adaptive ? "\"adaptive\":true" : "\"adaptive\":false";
+  append_if(out, "alloc_cpu_ms", j.alloc_cpu_ms);
+  out += ",\"array_job_id\":";
   append_opt(out, j.array_job_id);
   out += ",\"array_task_id\":";
   append_opt(out, j.array_task_id);
@@ -136,6 +162,10 @@ void append_json(std::string& out, const job_info& j) {
   append_int(out, j.id);
   out += ",\"max_pe\":";
   append_int(out, j.max_pe);
+  append_if(out, "max_rss_kb", j.max_rss_kb);
+  append_if(out, "measured_nodes", j.measured_nodes);
+  append_if(out, "mem_per_cpu_mb", j.mem_per_cpu_mb);
+  append_if(out, "mem_per_node_mb", j.mem_per_node_mb);
   out += ",\"min_pe\":";
   append_int(out, j.min_pe);
   out += ",\"name\":";
@@ -160,8 +190,10 @@ void append_json(std::string& out, const job_info& j) {
   append_json_string(out, core::to_string(j.state));
   out += ",\"submit_time\":";
   append_opt(out, j.submit_time);
+  append_if(out, "system_cpu_us", j.system_cpu_us);
   out += ",\"user\":";
   append_json_string(out, j.user);
+  append_if(out, "user_cpu_us", j.user_cpu_us);
   out += ",\"walltime_s\":";
   append_opt(out, j.walltime_s);
   out += '}';
@@ -195,6 +227,15 @@ job_info parse_job_info(const json& j, const std::string& where) {
   out.partition = r.opt_string("partition", k_name);
   out.reason = r.opt_string("reason", k_name);
   out.pref_pe = r.opt_integer("pref_pe", 1, k_max_pe);
+  out.account = r.opt_string("account", k_name);
+  constexpr std::int64_t k_big = std::int64_t{1} << 53;
+  out.alloc_cpu_ms = r.opt_integer("alloc_cpu_ms", 0, k_big);
+  out.mem_per_node_mb = r.opt_integer("mem_per_node_mb", 0, k_big);
+  out.mem_per_cpu_mb = r.opt_integer("mem_per_cpu_mb", 0, k_big);
+  out.user_cpu_us = r.opt_integer("user_cpu_us", 0, k_big);
+  out.system_cpu_us = r.opt_integer("system_cpu_us", 0, k_big);
+  out.max_rss_kb = r.opt_integer("max_rss_kb", 0, k_big);
+  out.measured_nodes = r.opt_integer("measured_nodes", 0, k_max_pe);
   return out;
 }
 

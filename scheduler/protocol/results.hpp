@@ -40,6 +40,22 @@ struct job_info {
   std::optional<std::string> reason;
   // An adaptive job's preferred size in processors (--pref), when it gave one.
   std::optional<std::int64_t> pref_pe;
+  // Usage (issue 32), only in answers to list_jobs with `usage` (left out
+  // otherwise, and each one when unknown): the account charged; the
+  // processor-time it held in milliseconds (for an adaptive job the integral
+  // of its maps, suspended time excluded: its usage record); its memory
+  // request (--mem / --mem-per-cpu, MB); and, shown to its owner and root
+  // only, what its agents measured: CPU time used (user, system; summed over
+  // its nodes), the peak resident memory of its largest process (KiB, the
+  // largest over its nodes) and how many nodes reported.
+  std::optional<std::string> account;
+  std::optional<std::int64_t> alloc_cpu_ms;
+  std::optional<std::int64_t> mem_per_node_mb;
+  std::optional<std::int64_t> mem_per_cpu_mb;
+  std::optional<std::int64_t> user_cpu_us;
+  std::optional<std::int64_t> system_cpu_us;
+  std::optional<std::int64_t> max_rss_kb;
+  std::optional<std::int64_t> measured_nodes;
   friend bool operator==(const job_info&, const job_info&) = default;
 };
 

@@ -105,6 +105,13 @@ public:
   virtual std::vector<history_event> job_history(std::int64_t id) = 0;
   // fjobs: jobs matching the filter, by id.
   virtual std::vector<job_summary> list_jobs(const job_filter& filter = {}) = 0;
+  // Stores what a node measured of a job (replacing an earlier report of the
+  // same job from the same node). Throws std::invalid_argument for negative
+  // amounts or an empty node name; store_unavailable.
+  virtual void record_measurement(const job_measurement& m) = 0;
+  // The usage of each listed job that has any (a usage record or a
+  // measurement of its latest run), in no particular order.
+  virtual std::vector<job_usage> job_usage_of(const std::vector<std::int64_t>& ids) = 0;
   // Recovery: every live job (PENDING, RUNNING, RESIZING, SUSPENDED) and
   // every node, from one snapshot.
   virtual live_state load_live_state() = 0;

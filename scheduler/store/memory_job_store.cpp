@@ -377,6 +377,40 @@ std::vector<history_event> memory_job_store::job_history(std::int64_t id) {
   return found->second;
 }
 
+void memory_job_store::record_measurement(const job_measurement& m) {
+  if (m.node.empty() || m.user_cpu_us < 0 || m.system_cpu_us < 0 || m.max_rss_kb < 0) {
+    throw std::invalid_argument("a job's measurement needs a node and amounts >= 0");
+  }
+  std::lock_guard lk(mu_);
+  check_up();
+  measurements_[{m.job_id, m.node}] = {m, now()};
+}
+
+std::vector<job_usage> memory_job_store::job_usage_of(const std::vector<std::int64_t>& ids) {
+  std::lock_guard lk(mu_);
+  check_up();
+  std::vector<job_usage> out;
+  // No usage records here (account_store keeps them in PostgreSQL only).
+  for (const std::int64_t id : ids) {
+    const auto job = jobs_.find(id);
+    // Plain values: GCC 12 takes an optional's copy here for uninitialised.
+    const bool started = job != jobs_.end() && job->second.status.start_time.has_value();
+    const time_point start = started ? *job->second.status.start_time : time_point{};
+    job_usage u;
+    u.job_id = id;
+    for (auto it = measurements_.lower_bound({id, std::string()}); it != measurements_.end() && it->first.first == id; ++it) {
+      const auto& [m, at] = it->second;
+      if (started && at < start) continue;  // an earlier run's
+      u.user_cpu_us = u.user_cpu_us.value_or(0) + m.user_cpu_us;
+      u.system_cpu_us = u.system_cpu_us.value_or(0) + m.system_cpu_us;
+      u.max_rss_kb = std::max(u.max_rss_kb.value_or(0), m.max_rss_kb);
+      ++u.measured_nodes;
+    }
+    if (u.measured_nodes > 0) out.push_back(std::move(u));
+  }
+  return out;
+}
+
 std::vector<job_summary> memory_job_store::list_jobs(const job_filter& f) {
   if (f.user_name) check_text("user_name", *f.user_name);
   std::lock_guard lk(mu_);

@@ -97,6 +97,8 @@ public:
   std::optional<job_record> get_job(std::int64_t id) override;
   std::vector<history_event> job_history(std::int64_t id) override;
   std::vector<job_summary> list_jobs(const job_filter& filter = {}) override;
+  void record_measurement(const job_measurement& m) override;
+  std::vector<job_usage> job_usage_of(const std::vector<std::int64_t>& ids) override;
   live_state load_live_state() override;
   node_record register_node(const node_request& request) override;
   void heartbeat(std::string_view name) override;
@@ -131,6 +133,8 @@ private:
   std::map<std::int64_t, job_record> jobs_;  // by id: listings walk it in order
   std::unordered_map<std::string, std::int64_t> by_token_;
   std::map<std::int64_t, std::vector<history_event>> events_;
+  // Measurements by job and node, with the time each was recorded.
+  std::map<std::pair<std::int64_t, std::string>, std::pair<job_measurement, time_point>> measurements_;
   std::vector<node_record> nodes_;  // in registration order
   const std::string cluster_id_;    // random, as a new database's (sql/007)
   std::int64_t next_job_ = 1;

@@ -270,6 +270,47 @@ std::optional<job_record> pg_job_store::get_job(std::int64_t id) {
       no_resolve<std::optional<job_record>>, true);
 }
 
+void pg_job_store::record_measurement(const job_measurement& m) {
+  if (m.node.empty() || m.user_cpu_us < 0 || m.system_cpu_us < 0 || m.max_rss_kb < 0) {
+    throw std::invalid_argument("a job's measurement needs a node and amounts >= 0");
+  }
+  check_text("node name", m.node);
+  std::lock_guard lk(control_mu_);
+  control_->run<bool>(
+      [&](pqxx::work& tx) {
+        tx.exec_prepared("record_measurement", m.job_id, m.node, m.user_cpu_us, m.system_cpu_us, m.max_rss_kb);
+        return true;
+      },
+      no_resolve<bool>, false);
+}
+
+std::vector<job_usage> pg_job_store::job_usage_of(const std::vector<std::int64_t>& ids) {
+  if (ids.empty()) return {};
+  std::string id_array = "{";
+  for (std::size_t i = 0; i < ids.size(); ++i) id_array += (i ? "," : "") + std::to_string(ids[i]);
+  id_array += "}";
+  std::lock_guard lk(reader_mu_);
+  return reader_->run<std::vector<job_usage>>(
+      [&](pqxx::work& tx) {
+        std::vector<job_usage> out;
+        for (const auto& row : tx.exec_prepared("job_usage", id_array)) {
+          job_usage u;
+          u.job_id = row["job_id"].as<std::int64_t>();
+          if (!row["account"].is_null()) u.account = row["account"].as<std::string>();
+          if (!row["cpu_seconds"].is_null()) u.alloc_cpu_seconds = row["cpu_seconds"].as<double>();
+          u.measured_nodes = row["nodes"].as<std::int64_t>();
+          if (u.measured_nodes > 0) {
+            u.user_cpu_us = row["user_cpu_us"].as<std::int64_t>();
+            u.system_cpu_us = row["system_cpu_us"].as<std::int64_t>();
+            u.max_rss_kb = row["max_rss_kb"].as<std::int64_t>();
+          }
+          out.push_back(std::move(u));
+        }
+        return out;
+      },
+      no_resolve<std::vector<job_usage>>, true);
+}
+
 std::vector<history_event> pg_job_store::job_history(std::int64_t id) {
   std::lock_guard lk(reader_mu_);
   return reader_->run<std::vector<history_event>>(

@@ -91,6 +91,8 @@ public:
   std::optional<job_record> get_job(std::int64_t id) override;
   std::vector<history_event> job_history(std::int64_t id) override;
   std::vector<job_summary> list_jobs(const job_filter& filter = {}) override;
+  void record_measurement(const job_measurement& m) override;
+  std::vector<job_usage> job_usage_of(const std::vector<std::int64_t>& ids) override;
   live_state load_live_state() override;
   node_record register_node(const node_request& request) override;
   void heartbeat(std::string_view name) override;

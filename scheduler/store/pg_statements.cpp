@@ -137,6 +137,25 @@ const std::array k_templates = {
     // Listed ids: few, looked up by primary key; the other filters apply in C++.
     statement{"list_ids",
               "SELECT {summary} FROM jobs WHERE id = ANY($1::bigint[]) AND id > $3 ORDER BY id LIMIT $2"},
+    // Issue 32: a node's measurement of a job, and the usage of listed jobs
+    // (its usage record, read here beside the measurements so that a
+    // listing asks once; account_store writes usage_records).
+    statement{"record_measurement",
+              "INSERT INTO job_measurements (job_id, node, user_cpu_us, system_cpu_us, max_rss_kb)"
+              " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (job_id, node) DO UPDATE SET"
+              " user_cpu_us = EXCLUDED.user_cpu_us, system_cpu_us = EXCLUDED.system_cpu_us,"
+              " max_rss_kb = EXCLUDED.max_rss_kb, recorded_at = now()"},
+    statement{"job_usage",
+              "SELECT i.id AS job_id, u.account, u.cpu_seconds, m.user_cpu_us, m.system_cpu_us, m.max_rss_kb,"
+              "  m.nodes"
+              " FROM unnest($1::bigint[]) AS i(id)"
+              " LEFT JOIN usage_records u ON u.job_id = i.id"
+              " CROSS JOIN LATERAL ("
+              "  SELECT sum(x.user_cpu_us)::bigint AS user_cpu_us, sum(x.system_cpu_us)::bigint AS system_cpu_us,"
+              "    max(x.max_rss_kb) AS max_rss_kb, count(*) AS nodes"
+              "  FROM job_measurements x LEFT JOIN jobs j ON j.id = x.job_id"
+              "  WHERE x.job_id = i.id AND (j.start_time IS NULL OR x.recorded_at >= j.start_time)) m"
+              " WHERE u.job_id IS NOT NULL OR m.nodes > 0"},
     statement{"lock_nodes", "LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE"},
     statement{"find_node", "SELECT nprocs FROM nodes WHERE name = $1"},
     statement{"insert_node",

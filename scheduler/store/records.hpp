@@ -193,6 +193,30 @@ struct live_state {
   std::string cluster_id{};
 };
 
+// What a job's processes used on one node, as its agent measured them at
+// their end (job_exited; sql/010_job_measurements.sql).
+struct job_measurement {
+  std::int64_t job_id = 0;
+  std::string node{};
+  std::int64_t user_cpu_us = 0;
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+};
+
+// A job's usage as sacct and fjobs --efficiency show it: its usage record
+// (the account charged and the processor-seconds it held: the integral of
+// its maps) and its measurements of its latest run summed over its nodes
+// (CPU) or the largest (memory). Each part absent when there is none.
+struct job_usage {
+  std::int64_t job_id = 0;
+  std::optional<std::string> account{};
+  std::optional<double> alloc_cpu_seconds{};
+  std::optional<std::int64_t> user_cpu_us{};
+  std::optional<std::int64_t> system_cpu_us{};
+  std::optional<std::int64_t> max_rss_kb{};
+  std::int64_t measured_nodes = 0;
+};
+
 // What fjobs asks for.
 struct job_filter {
   std::optional<std::string> user_name{};

@@ -296,13 +296,14 @@ std::string fctl_usage() {
 }
 
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
-  static constexpr std::array<opt_spec, 7> specific = {{{'a', "all", false},
+  static constexpr std::array<opt_spec, 8> specific = {{{'a', "all", false},
                                                          {'r', "array", false},
                                                          {'u', "user", true},
                                                          {'j', "jobs", true},
                                                          {'t', "states", true},
                                                          {0, "history", true},
-                                                         {0, "limit", true}}};
+                                                         {0, "limit", true},
+                                                         {0, "efficiency", true}}};
   const scanned s = scan(args, with_faucets(specific), "fjobs");
   fjobs_command_line out;
   for (const auto& [name, value] : s.options) {
@@ -321,6 +322,7 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
         out.history_task.emplace(parse_job_id(std::string_view(value).substr(0, us)), *task);
       }
     }
+    if (name == "efficiency") out.efficiency = parse_job_id(value);
     if (name == "limit") {
       const auto v = digits(value, 15);
       if (!v) throw usage_error("invalid --limit '" + shown(value) + "' (a number of jobs; 0: no limit)");
@@ -346,6 +348,10 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
   if (out.job_ids.size() > protocol::k_max_ids) throw usage_error("too many job ids");
   if ((out.history || out.history_task) && (out.all || out.user || !out.job_ids.empty() || !out.states.empty() || out.limit)) {
     throw usage_error("--history shows one job: it takes no -a, -u, -j, -t or --limit");
+  }
+  if (out.efficiency && (out.history || out.history_task || out.all || out.user || !out.job_ids.empty() ||
+                         !out.states.empty() || out.limit || out.expand_arrays || out.faucets.used())) {
+    throw usage_error("--efficiency shows one job: it takes only --json (no -a, -u, -j, -t, -r, --limit, --history or -M)");
   }
   check_faucets_options(out.faucets, cluster_choice::list, out.common.socket.has_value(), "fjobs");
   if (out.faucets.used() &&
@@ -421,7 +427,12 @@ std::string fjobs_usage() {
          "      --history ID      job ID's transitions instead: when, to which state and\n"
          "                        processors, and why (each resize with its phase times);\n"
          "                        ARRAY_TASK (3_1) for one task of an array\n"
-         "      --json            print one JSON array of jobs (or of the events)\n"
+         "      --efficiency ID   like seff: what finished job ID used of what it held\n"
+         "                        (CPU time measured against its core-walltime, for an\n"
+         "                        adaptive job the integral of its maps; peak memory\n"
+         "                        against --mem); measured figures: its owner and root\n"
+         "      --json            print one JSON array of jobs (or of the events; with\n"
+         "                        --efficiency one object)\n"
          "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"
          + faucets_usage(cluster_choice::list) +
          "  -h, --help            this help\n"

@@ -50,6 +50,8 @@ protocol::cancel build_cancel(const fkill_command_line& cmd);
 
 // fjobs [-a|--all] [-u|--user USER] [-j|--jobs ID[,ID...]] [-t|--states S[,S...]] [--limit N] [--json]
 // fjobs --history ID [--json]
+// fjobs --efficiency ID [--json]: like seff, what a finished job used of
+// what it held (issue 32).
 // States are the job state names in any case (running, PENDING, node_fail).
 // --history goes with no filter (usage_error otherwise).
 // fjobs -M all|NAME [--faucets URL] [--all] [--history ID] [--json]: through a
@@ -65,6 +67,7 @@ struct fjobs_command_line {
   std::optional<std::pair<std::int64_t, std::int64_t>> history_task;  // --history ARRAY_TASK: that task's
   std::optional<std::int64_t> limit;    // --limit N: the newest N (0: no limit)
   bool expand_arrays = false;           // -r, --array: each pending array task on its own line
+  std::optional<std::int64_t> efficiency;  // --efficiency ID: that job's CPU and memory efficiency
 };
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args);
 // How many of the newest matching jobs fjobs shows: --limit N (0: all);

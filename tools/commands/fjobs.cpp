@@ -3,6 +3,8 @@
 // those of a Faucets server.
 #include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <unistd.h>
 
 #include "client/client_connection.hpp"
 #include "cmdline/commands.hpp"
@@ -10,6 +12,8 @@
 #include "client/format.hpp"
 #include "client/job_listing.hpp"
 #include "cmdline/run_command.hpp"
+#include "slurm/slurm_client.hpp"
+#include "slurm/slurm_format.hpp"
 
 using namespace aqs;
 
@@ -21,6 +25,33 @@ int main(int argc, char** argv) {
       return client::fjobs_through_faucets(server, cmd);
     }
     client::connection c(client::socket_path(cmd.common.socket));
+    if (cmd.efficiency) {
+      // Like seff (issue 32): the job with its usage, measured figures
+      // shown to its owner and root only (aqsd leaves them out otherwise).
+      protocol::list_jobs one;
+      one.all = true;
+      one.usage = true;
+      one.job_ids = {*cmd.efficiency};
+      const auto jobs = client::parse_jobs(client::list_job_pages(c, one, std::nullopt));
+      if (jobs.empty()) {
+        std::fprintf(stderr, "fjobs: no job %lld\n", static_cast<long long>(*cmd.efficiency));
+        return 1;
+      }
+      slurm::job_view v = slurm::make_view(jobs.front(), nullptr);
+      // Its history (its owner's and root's): the nodes it ran on, and
+      // without a usage record (a user in no account) the integral of its
+      // maps as its core-walltime.
+      if (core::is_final(v.info.state)) slurm::add_history(c, v, nullptr);
+      const std::time_t now = std::time(nullptr);
+      // aqsd shows another user's job without what was measured.
+      const bool hidden = ::getuid() != 0 && v.info.user != slurm::current_user();
+      if (cmd.common.json) {
+        std::printf("%s\n", slurm::efficiency_json(v, now, hidden).c_str());
+      } else {
+        std::fputs(slurm::efficiency_text(v, now, hidden).c_str(), stdout);
+      }
+      return 0;
+    }
     std::optional<std::int64_t> history = cmd.history;
     if (cmd.history_task) {
       // The job that is (or will be) that task: it, or its array's pending record.

@@ -834,6 +834,11 @@ void agent::report_end(const job_outcome& o) {
   } else {
     e.exit_code = o.status.exit_code;
   }
+  if (o.measured) {
+    e.user_cpu_us = o.measured->user_cpu_us;
+    e.system_cpu_us = o.measured->system_cpu_us;
+    e.max_rss_kb = o.measured->max_rss_kb;
+  }
   report(e);
 }
 

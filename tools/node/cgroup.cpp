@@ -66,6 +66,28 @@ std::uint64_t keyed(const std::optional<std::string>& text, const std::string& k
   return 0;
 }
 
+// A file holding one unsigned number (cpuacct.usage_user), or nullopt.
+std::optional<std::uint64_t> number_in(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  try {
+    return static_cast<std::uint64_t>(std::stoull(*text));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Whether `key` is one of the "name value" lines of `text`.
+bool has_key(const std::optional<std::string>& text, const std::string& key) {
+  if (!text) return false;
+  std::istringstream in(*text);
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
 std::string cpu_list(std::vector<int> cpus) {
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());  // --procs N pins round-robin
@@ -332,6 +354,20 @@ public:
     for (const auto& d : step_dirs(job)) n += keyed(read_text(d / "memory.oom_control"), "oom_kill");
     return n;
   }
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> cpu_usage_us(std::int64_t id) const override {
+    const fs::path d = dir_of("cpuacct", id);
+    if (d.empty() || !fs::is_directory(d)) return std::nullopt;
+    // Nanoseconds per mode where the kernel has them (4.7 and later); the
+    // tick counts of cpuacct.stat otherwise.
+    const auto user_ns = number_in(read_text(d / "cpuacct.usage_user"));
+    const auto sys_ns = number_in(read_text(d / "cpuacct.usage_sys"));
+    if (user_ns && sys_ns) return std::pair{*user_ns / 1000, *sys_ns / 1000};
+    const auto stat = read_text(d / "cpuacct.stat");
+    if (!has_key(stat, "user")) return std::nullopt;
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    const std::uint64_t per_tick = hz > 0 ? 1'000'000 / static_cast<std::uint64_t>(hz) : 10'000;
+    return std::pair{keyed(stat, "user") * per_tick, keyed(stat, "system") * per_tick};
+  }
   std::vector<fs::path> dirs(std::int64_t id) const override {
     std::vector<fs::path> out;
     for (const auto& h : hierarchies_) {
@@ -483,6 +519,12 @@ public:
     std::uint64_t n = keyed(read_text(job / "memory.events.local"), "oom_kill");
     for (const auto& d : step_dirs(job)) n += keyed(read_text(d / "memory.events.local"), "oom_kill");
     return n;
+  }
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> cpu_usage_us(std::int64_t id) const override {
+    // cpu.stat is in every v2 cgroup, the cpu controller enabled or not.
+    const auto stat = read_text(base_ / job_dir_name(id) / "cpu.stat");
+    if (!has_key(stat, "user_usec")) return std::nullopt;
+    return std::pair{keyed(stat, "user_usec"), keyed(stat, "system_usec")};
   }
   std::vector<fs::path> dirs(std::int64_t id) const override {
     const fs::path job = base_ / job_dir_name(id);

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <sys/types.h>
@@ -102,6 +104,13 @@ public:
   // How many processes the kernel's OOM killer has killed in it (its steps
   // included) at its memory limit (0 when it cannot tell).
   virtual std::uint64_t oom_kills(std::int64_t job_id) const = 0;
+  // CPU time the job's processes used (its steps' included), user and
+  // system in microseconds, as the kernel counted it for the cgroup: v1
+  // cpuacct.usage_user/usage_sys (or cpuacct.stat's ticks), v2 cpu.stat's
+  // user_usec/system_usec. Nullopt when the cgroup or the counter is not
+  // there (v1 without the cpuacct hierarchy). Read it once the job's
+  // processes are gone: the counts are final then.
+  virtual std::optional<std::pair<std::uint64_t, std::uint64_t>> cpu_usage_us(std::int64_t job_id) const = 0;
   // The job's directories, its steps' before its own (rmdir order).
   virtual std::vector<std::filesystem::path> dirs(std::int64_t job_id) const = 0;
   // The directory above every job's (aqs/<cluster>/<node>, in the first

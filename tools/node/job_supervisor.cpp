@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,6 +130,21 @@ void fence_job(pid_t pgid, std::int64_t job_id, int sig, cgroup_backend* cg) {
     } else {
       cg->signal_all(job_id, sig);
       if (cg->frozen(job_id)) cg->freeze(job_id, false);  // a suspended job must see it
+    }
+  }
+}
+
+// The step reaps its children (what its final kills hit) until none is
+// left or `most` has passed, so that their usage is in RUSAGE_CHILDREN.
+void reap_for(std::chrono::milliseconds most) {
+  const std::int64_t until = monotonic_ms() + most.count();
+  while (true) {
+    int ignored = 0;
+    const pid_t p = ::waitpid(-1, &ignored, WNOHANG);
+    if (p < 0) return;  // no children left
+    if (p == 0) {
+      if (monotonic_ms() >= until) return;
+      ::usleep(5000);
     }
   }
 }
@@ -327,14 +343,30 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     // In a cgroup: everything in it, wherever it went, and then the cgroup,
     // once its OOM kills are counted for the record.
     unsigned long long oom = 0;
+    if (cgroups_) cgroups_->kill_all(job_id);
+    // What the job used (issue 32): once what the kills hit is reaped, our
+    // children's rusage holds every process of it that ended, and the
+    // cgroup's counters are final.
+    reap_for(std::chrono::milliseconds(1000));
+    job_measure used;
+    rusage ru{};
+    if (::getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+      used.user_cpu_us = static_cast<std::int64_t>(ru.ru_utime.tv_sec) * 1'000'000 + ru.ru_utime.tv_usec;
+      used.system_cpu_us = static_cast<std::int64_t>(ru.ru_stime.tv_sec) * 1'000'000 + ru.ru_stime.tv_usec;
+      used.max_rss_kb = ru.ru_maxrss;  // KiB on Linux
+    }
     if (cgroups_) {
-      cgroups_->kill_all(job_id);
+      if (const auto cpu = cgroups_->cpu_usage_us(job_id)) {
+        used.user_cpu_us = static_cast<std::int64_t>(cpu->first);
+        used.system_cpu_us = static_cast<std::int64_t>(cpu->second);
+      }
       oom = cgroups_->oom_kills(job_id);
       cgroups_->remove(job_id);
     }
     char text[80];
-    const int len = std::snprintf(text, sizeof text, "%d %llu %lld\n", status, oom, static_cast<long long>(fenced));
-    write_atomically(status_path.c_str(), status_tmp.c_str(), text, static_cast<std::size_t>(len));
+    const int len = std::snprintf(text, sizeof text, "%d %llu %lld", status, oom, static_cast<long long>(fenced));
+    const std::string record = std::string(text, static_cast<std::size_t>(len)) + format_measure(used) + "\n";
+    write_atomically(status_path.c_str(), status_tmp.c_str(), record.data(), record.size());
     ::_exit(0);
   }
   report_w.reset();
@@ -533,6 +565,7 @@ std::vector<std::int64_t> job_supervisor::adopt() {
       std::uint64_t oom = 0;
       std::int64_t fenced = 0;
       status_in >> oom >> fenced;
+      out.measured = parse_measure(status_in);
       out.status = decode_wait_status(status);
       out.state = (!out.status.signaled() && out.status.exit_code == 0) ? core::job_state::completed
                                                                           : core::job_state::failed;
@@ -822,6 +855,7 @@ void job_supervisor::step_ended(std::int64_t job_id, int step_status) {
     std::uint64_t recorded = 0;
     if (in >> recorded) oom = std::max(oom, recorded);
     in >> fenced;  // absent in a record of an older step: 0
+    out.measured = parse_measure(in);
     out.status = decode_wait_status(status);
   } else {
     // The step died before it could write (SIGKILL): the job with it.
@@ -888,6 +922,22 @@ void job_supervisor::release_cgroup(std::int64_t job_id) {
   if (!cgroups_ || !cgroups_->exists(job_id)) return;
   cgroups_->kill_all(job_id);
   cgroups_->remove(job_id);
+}
+
+}  // namespace aqs::node
+
+namespace aqs::node {
+
+std::string format_measure(const job_measure& m) {
+  return " " + std::to_string(m.user_cpu_us) + " " + std::to_string(m.system_cpu_us) + " " +
+         std::to_string(m.max_rss_kb);
+}
+
+std::optional<job_measure> parse_measure(std::istream& in) {
+  job_measure m;
+  if (!(in >> m.user_cpu_us >> m.system_cpu_us >> m.max_rss_kb)) return std::nullopt;
+  if (m.user_cpu_us < 0 || m.system_cpu_us < 0 || m.max_rss_kb < 0) return std::nullopt;
+  return m;
 }
 
 }  // namespace aqs::node

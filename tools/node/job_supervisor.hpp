@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <istream>
+#include <string>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -37,6 +39,24 @@ struct fencing {
   std::chrono::milliseconds kill_after{8000};  // SIGKILL to whatever is left (>= term_after)
 };
 
+// What a job's processes used here (issue 32), measured by its step once
+// they were gone: CPU time from the job's cgroup (every process that ran in
+// it) where the kernel counts it, else from the rusage of the processes the
+// step reaped (it is their subreaper: the job's main process and every
+// orphan); the peak resident memory of the largest of those processes
+// (rusage ru_maxrss, KiB).
+struct job_measure {
+  std::int64_t user_cpu_us = 0;
+  std::int64_t system_cpu_us = 0;
+  std::int64_t max_rss_kb = 0;
+  friend bool operator==(const job_measure&, const job_measure&) = default;
+};
+// The step's record of it: " USER_US SYS_US RSS_KB" after the status
+// fields in job-N.status, and back (nullopt: the record has none, as a
+// step killed before it could write, or one of an older agent).
+std::string format_measure(const job_measure& m);
+std::optional<job_measure> parse_measure(std::istream& in);
+
 // How a job ended, as the agent reports it to aqsd.
 struct job_outcome {
   std::int64_t job_id = 0;
@@ -49,6 +69,8 @@ struct job_outcome {
   std::string reason;
   // Its step in its cgroup here (launch_spec::cgroup_step), "" without cgroups.
   std::string step;
+  // What it used here; nullopt when its step could not measure it.
+  std::optional<job_measure> measured;
 };
 
 // Single-threaded: construct, call and destroy it on the thread that runs

@@ -77,6 +77,7 @@ std::vector<job_view> fetch_jobs(client::connection& c, const protocol::list_job
 void add_history(client::connection& c, job_view& v, const uid_lookup& lookup) {
   try {
     const auto h = c.ask(protocol::job_history{c.next_id(), v.info.id});
+    v.map_seconds = map_integral(h.events);  // CPUTime without a usage record (issue 32)
     for (const auto& e : h.events) {
       const std::string started = "started on ";
       if (e.new_state == core::job_state::running && e.reason.starts_with(started) && v.hosts.empty()) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <span>
@@ -504,14 +505,15 @@ struct sacct_column {
 };
 
 // Slurm's order matters: a prefix picks the first match ("jobid" -> JobID).
-constexpr std::array<sacct_column, 33> k_sacct_columns = {{
+constexpr std::array<sacct_column, 37> k_sacct_columns = {{
     {"Account", 10},   {"AllocCPUS", 10}, {"AllocNodes", 10}, {"AllocTRES", 10}, {"Cluster", 10},
     {"Comment", 14},   {"CPUTime", 10},   {"CPUTimeRAW", 10}, {"DerivedExitCode", 15}, {"Elapsed", 10},
     {"ElapsedRaw", 10}, {"Eligible", 19}, {"End", 19},        {"ExitCode", 8},     {"GID", 6},
-    {"Group", 9},      {"JobID", -12},    {"JobIDRaw", -12},  {"JobName", 10},     {"NCPUS", 10},
-    {"NNodes", 8},     {"NodeList", 15},  {"NTasks", 8},      {"Partition", 10},   {"QOS", 10},
-    {"Reason", 22},    {"ReqCPUS", 8},    {"Start", 19},      {"State", 10},       {"Submit", 19},
-    {"Timelimit", 10}, {"UID", 6},        {"User", 9},
+    {"Group", 9},      {"JobID", -12},    {"JobIDRaw", -12},  {"JobName", 10},     {"MaxRSS", 10},
+    {"NCPUS", 10},     {"NNodes", 8},     {"NodeList", 15},   {"NTasks", 8},       {"Partition", 10},
+    {"QOS", 10},       {"Reason", 22},    {"ReqCPUS", 8},     {"Start", 19},       {"State", 10},
+    {"Submit", 19},    {"SystemCPU", 10}, {"Timelimit", 10},  {"TotalCPU", 10},    {"UID", 6},
+    {"User", 9},       {"UserCPU", 10},
 }};
 
 constexpr std::array<sacct_column, 2> k_sacct_more = {{{"WorkDir", 20}, {"ReqMem", 10}}};
@@ -531,14 +533,21 @@ sacct_value sacct_field_value(const std::string& name, const job_view& j, std::t
   auto date = [&](std::optional<std::time_t> t) { return sacct_value{slurm_time(t, tf), value_kind::date, false}; };
   auto null_text = [] { return sacct_value{"", value_kind::text, true}; };
   const bool ran = j.start.has_value();
-  if (name == "Account") return null_text();
+  // Usage (issue 32): the account charged, the processor-time held (an
+  // adaptive job's map integral once it has ended), what was measured
+  // (empty when nothing was, or for another user's job).
+  if (name == "Account") return i.account ? text(*i.account) : null_text();
   if (name == "AllocCPUS" || name == "NCPUS") return num(ran || i.nprocs > 0 ? cpus_of(j) : 0);
   if (name == "AllocNodes") return text(std::to_string(ran ? node_count(j) : 0));
-  if (name == "AllocTRES") return ran ? text("cpu=" + std::to_string(cpus_of(j)) + ",node=" + std::to_string(node_count(j))) : null_text();
+  if (name == "AllocTRES") return ran ? text(alloc_tres(j)) : null_text();
   if (name == "Cluster") return text("aqs");
   if (name == "Comment") return null_text();
-  if (name == "CPUTime") return text(sacct_secs(elapsed(j, now) * cpus_of(j)));
-  if (name == "CPUTimeRAW") return num(elapsed(j, now) * cpus_of(j));
+  if (name == "CPUTime") return text(sacct_secs(std::llround(alloc_cpu_seconds(j, now))));
+  if (name == "CPUTimeRAW") return num(std::llround(alloc_cpu_seconds(j, now)));
+  if (name == "TotalCPU") return total_cpu_us(j) ? text(sacct_cpu_time(*total_cpu_us(j))) : null_text();
+  if (name == "UserCPU") return i.user_cpu_us ? text(sacct_cpu_time(*i.user_cpu_us)) : null_text();
+  if (name == "SystemCPU") return i.system_cpu_us ? text(sacct_cpu_time(*i.system_cpu_us)) : null_text();
+  if (name == "MaxRSS") return i.max_rss_kb ? text(sacct_memory(*i.max_rss_kb)) : null_text();
   if (name == "DerivedExitCode") return text("0:0");
   if (name == "Elapsed") return text(sacct_secs(elapsed(j, now)));
   if (name == "ElapsedRaw") return num(elapsed(j, now));
@@ -561,7 +570,7 @@ sacct_value sacct_field_value(const std::string& name, const job_view& j, std::t
   if (name == "QOS") return text("normal");
   if (name == "Reason") return text(job_reason(j));
   if (name == "ReqCPUS") return num(i.min_pe);
-  if (name == "ReqMem") return text("0");
+  if (name == "ReqMem") return text(requested_mem_mb(j) ? slurm_exact_units(static_cast<double>(*requested_mem_mb(j)), 2) : "0");
   if (name == "Start") return j.start ? date(j.start) : text("Unknown");
   if (name == "State") return text(sacct_state(j));
   if (name == "Submit") return date(j.submit);
@@ -925,7 +934,7 @@ std::string sacct_json(const std::vector<job_view>& jobs, std::time_t now) {
   for (const auto& j : jobs) {
     const auto& i = j.info;
     a.push_back({
-        {"account", ""},
+        {"account", i.account.value_or("")},
         {"allocation_nodes", j.start ? node_count(j) : 0},
         {"cluster", "aqs"},
         {"exit_code", exit_code_json(j)},
@@ -946,6 +955,26 @@ std::string sacct_json(const std::vector<job_view>& jobs, std::time_t now) {
           {"limit", limit_json(i.walltime_s)}}},
         {"user", i.user},
     });
+    // Usage (issue 32), as Slurm 22.05's job object has it: CPU used under
+    // time.{user,system,total} (left out when not measured) and the
+    // allocated TRES.
+    nlohmann::json& t = a.back()["time"];
+    auto span = [](std::int64_t us) { return nlohmann::json{{"seconds", us / 1'000'000}, {"microseconds", us % 1'000'000}}; };
+    if (i.user_cpu_us) t["user"] = span(*i.user_cpu_us);
+    if (i.system_cpu_us) t["system"] = span(*i.system_cpu_us);
+    if (const auto total = total_cpu_us(j)) t["total"] = span(*total);
+    if (j.start) {
+      nlohmann::json alloc = nlohmann::json::array();
+      auto tres = [&](const char* type, int id, std::int64_t count) {
+        alloc.push_back({{"type", type}, {"name", ""}, {"id", id}, {"count", count}});
+      };
+      tres("cpu", 1, cpus_of(j));
+      if (const auto mem = requested_mem_mb(j)) tres("mem", 2, *mem);
+      tres("node", 4, node_count(j));
+      tres("billing", 5, cpus_of(j));
+      a.back()["tres"] = {{"allocated", alloc}, {"requested", nlohmann::json::array()}};
+    }
+    if (i.max_rss_kb) a.back()["max_rss_kb"] = *i.max_rss_kb;
   }
   nlohmann::json doc = {{"jobs", a}, {"meta", meta("sacct")}, {"errors", nlohmann::json::array()},
                         {"warnings", nlohmann::json::array()}};

@@ -15,6 +15,7 @@
 
 #include "core/hostlist.hpp"
 #include "core/job_state.hpp"
+#include "protocol/replies.hpp"
 #include "protocol/results.hpp"
 
 namespace aqs::slurm {
@@ -77,6 +78,10 @@ struct job_view {
   std::optional<std::int64_t> cancelled_by;
   // The signal that ended it (from its history), for ExitCode "N:S".
   std::optional<std::int64_t> signal;
+  // The integral of the maps it held (processor-seconds), from its history
+  // (map_integral), where that was read; CPUTime's fallback when the job
+  // has no usage record (a user without accounts).
+  std::optional<double> map_seconds;
 };
 // A lookup from user name to uid (getpwnam in the commands, a table in tests).
 using uid_lookup = std::function<std::optional<std::int64_t>(const std::string&)>;
@@ -145,6 +150,46 @@ enum class sacct_style { table, parsable /* -p: "a|b|" */, parsable2 /* -P: "a|b
 std::string render_sacct(const std::vector<sacct_field>& fields, const std::vector<job_view>& jobs, bool header,
                          sacct_style style, std::time_t now, const std::string& delimiter = "|",
                          const char* time_format = nullptr);
+// ---- usage (issue 32): what sacct and fjobs --efficiency print of a job's
+// usage (job_info's usage fields, from list_jobs with `usage`) ----
+
+// sacct's TotalCPU, UserCPU and SystemCPU (Slurm's _elapsed_time):
+// "D-HH:MM:SS" from a day, "HH:MM:SS" from an hour, else "MM:SS.mmm", or
+// "00:MM:SS" when the milliseconds are 0.
+std::string sacct_cpu_time(std::int64_t micros);
+// A number in `unit` (0 bytes, 1 K, 2 M, ...) as Slurm's convert_num_unit
+// prints it with CONVERT_NUM_UNIT_EXACT (sacct's default): divided by 1024
+// while it is a multiple of 512, then the unit's letter ("1234K", "100M",
+// "2.50G"; "0" for 0).
+std::string slurm_exact_units(double num, int unit);
+// sacct MaxRSS: the peak in KiB as Slurm prints its bytes ("3543568K", "100M").
+std::string sacct_memory(std::int64_t kb);
+// What the job asked for in memory, MB in total over its nodes (--mem per
+// node times nodes, --mem-per-cpu times processors); nullopt: none asked.
+std::optional<std::int64_t> requested_mem_mb(const job_view& j);
+// Processor-seconds it held: its usage record's (the integral of its maps;
+// finished jobs) when known, else for a finished adaptive job the integral
+// of its maps from its history (map_seconds), else elapsed times processors.
+double alloc_cpu_seconds(const job_view& j, std::time_t now);
+// The integral of the maps a job held over its history (processor-seconds):
+// each RUNNING event's map (a RESIZING one's old map: held until the job
+// acknowledges) until the next event; nothing while PENDING, SUSPENDED or
+// ended. Nullopt when a time does not parse or it never ran.
+std::optional<double> map_integral(const std::vector<protocol::job_history_event>& events);
+// CPU it used (user + system), microseconds; nullopt: not measured.
+std::optional<std::int64_t> total_cpu_us(const job_view& j);
+// sacct AllocTRES, as Slurm orders and prints it:
+// "billing=4,cpu=4,mem=16G,node=1" (mem left out when none was asked);
+// "" for a job that never started.
+std::string alloc_tres(const job_view& j);
+
+// fjobs --efficiency (like seff): the text for one job, and its JSON.
+// A job that has not ended gets one line saying so.
+// `hidden`: the caller may not see what was measured (another user's
+// job): said so instead of "(not measured)".
+std::string efficiency_text(const job_view& j, std::time_t now, bool hidden = false);
+std::string efficiency_json(const job_view& j, std::time_t now, bool hidden = false);
+
 // sacct's State: "COMPLETED", "CANCELLED by 1000", ...
 std::string sacct_state(const job_view& j);
 // ExitCode "N:S".

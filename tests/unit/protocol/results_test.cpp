@@ -110,3 +110,37 @@ TEST_CASE("a job written as text is the same bytes as the JSON object dumped") {
   CHECK(out.find("\"pref_pe\":6") != std::string::npos);
   CHECK(parse_job_info(json::parse(out)) == j);
 }
+
+TEST_CASE("a job's usage fields (issue 32) are left out until set, and written as text in nlohmann's order") {
+  job_info j = sample_job_info();
+  std::string out;
+  append_json(out, j);
+  for (const char* key : {"account", "alloc_cpu_ms", "user_cpu_us", "system_cpu_us", "max_rss_kb", "measured_nodes",
+                          "mem_per_node_mb", "mem_per_cpu_mb"}) {
+    CHECK(out.find(std::string("\"") + key + "\"") == std::string::npos);
+  }
+  j.account = "physics";
+  j.alloc_cpu_ms = 195'400;
+  j.user_cpu_us = 2'000'123;
+  j.system_cpu_us = 10'000;
+  j.max_rss_kb = 102'456;
+  j.measured_nodes = 2;
+  j.mem_per_node_mb = 1024;
+  j.mem_per_cpu_mb = 256;
+  out.clear();
+  append_json(out, j);
+  CHECK(out == to_json(j).dump());
+  CHECK(parse_job_info(json::parse(out)) == j);
+  // Only some of them.
+  j.user_cpu_us.reset();
+  j.account.reset();
+  j.mem_per_cpu_mb.reset();
+  out.clear();
+  append_json(out, j);
+  CHECK(out == to_json(j).dump());
+  CHECK(parse_job_info(json::parse(out)) == j);
+  // Nonsense is refused with the field named.
+  json bad = to_json(j);
+  bad["max_rss_kb"] = -1;
+  CHECK_THROWS_AS(parse_job_info(bad), protocol_error);
+}

@@ -110,6 +110,9 @@ inline std::vector<message> samples() {
       reservations{39, "show", std::nullopt, std::nullopt},
       reservations{40, "create", "maint", R"({"name":"maint","duration_s":600,"nodes":"node1","users":["root"]})"},
       submit{41, cmd, true},
+      // Issue 32: what an agent measured, and a listing with each job's usage.
+      job_exited{42, 6, job_state::completed, 0, std::nullopt, std::nullopt, 2'000'123, 40'000, 102'456},
+      list_jobs{43, true, std::nullopt, {}, {7}, std::nullopt, std::nullopt, false, std::nullopt, true},
   };
 }
 

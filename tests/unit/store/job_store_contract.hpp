@@ -7,7 +7,10 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <future>
+#include <stdexcept>
+#include <thread>
 #include <string>
 #include <tuple>
 
@@ -484,7 +487,45 @@ TEST_CASE_TEMPLATE_DEFINE("an array's compact record splits tasks off in one tra
   CHECK_THROWS_AS(s.split_array(sp), aqs::store::invalid_job);
 }
 
+// Issue 32: what agents measured of a job, one row per node, summed (CPU)
+// and the largest (memory) over its latest run; a node's second report
+// replaces its first; a requeued job's earlier run does not count.
+TEST_CASE_TEMPLATE_DEFINE("a job's measurements are kept per node and read back summed over its latest run", F,
+                          job_store_contract_measurements) {
+  F fixture;
+  job_store& s = fixture.store();
+  const auto id = job_in(s, job_state::running);
+  CHECK(s.job_usage_of({id}).empty());
+  s.record_measurement({id, "node1", 1'000'000, 200'000, 50'000});
+  s.record_measurement({id, "node2", 500'000, 100'000, 90'000});
+  s.record_measurement({id, "node2", 600'000, 100'000, 80'000});  // node2 again: replaces its first
+  auto u = s.job_usage_of({id, id + 1000});
+  REQUIRE(u.size() == 1);
+  CHECK(u[0].job_id == id);
+  CHECK(u[0].measured_nodes == 2);
+  CHECK(u[0].user_cpu_us == 1'600'000);
+  CHECK(u[0].system_cpu_us == 300'000);
+  CHECK(u[0].max_rss_kb == 80'000);
+  CHECK_FALSE(u[0].alloc_cpu_seconds.has_value());  // no usage record written
+  CHECK_THROWS_AS(s.record_measurement({id, "node1", -1, 0, 0}), std::invalid_argument);
+  CHECK_THROWS_AS(s.record_measurement({id, "", 1, 0, 0}), std::invalid_argument);
+  // Requeued and started again: the first run's reports are not this run's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  s.transition({.job_id = id, .to = job_state::node_fail});
+  s.transition({.job_id = id, .to = job_state::pending});
+  s.transition({.job_id = id, .to = job_state::running, .procs = k_map});
+  CHECK(s.job_usage_of({id}).empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  s.record_measurement({id, "node1", 7, 8, 9});
+  u = s.job_usage_of({id});
+  REQUIRE(u.size() == 1);
+  CHECK(u[0].measured_nodes == 1);
+  CHECK(u[0].user_cpu_us == 7);
+  CHECK(u[0].max_rss_kb == 9);
+}
+
 #define AQS_JOB_STORE_CONTRACT(fixture)                                 \
+  TEST_CASE_TEMPLATE_INVOKE(job_store_contract_measurements, fixture);  \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_submit, fixture);        \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_token, fixture);         \
   TEST_CASE_TEMPLATE_INVOKE(job_store_contract_invalid, fixture);       \

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
 
     protocol::list_jobs request;
     request.all = true;
+    request.usage = true;  // Account, CPUTime, TotalCPU, MaxRSS, AllocTRES (issue 32)
     client::connection c(client::socket_path(std::nullopt));
     request.job_ids = with_array_tasks(c, cmd.job_ids);
     auto jobs = slurm::fetch_jobs(c, request, true);
