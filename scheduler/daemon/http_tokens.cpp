@@ -36,7 +36,8 @@ void http_tokens::handle_issue(const std::shared_ptr<connection>& c, const proto
       codes_[protocol::compute_auth("aqs dashboard login code", code)] = {uid, r.user, m.lifespan_s.value_or(lifespan_s_), now + protocol::k_login_code_lifespan_s};
     }
     r.token = code;
-    r.token_id = "";
+    // An id for logs, not the code: the first half of its keyed hash.
+    r.token_id = protocol::compute_auth("aqs dashboard login code", code).substr(0, 32);
     r.expires_at = now + protocol::k_login_code_lifespan_s;
     logging::info("dashboard login code issued to {} (uid {}), good for {} s", r.user, uid, protocol::k_login_code_lifespan_s);
     c->send(protocol::make_ok(m.id, r));
