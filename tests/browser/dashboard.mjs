@@ -227,9 +227,13 @@ async function main() {
     if (after.all !== procs - procs / 2) throw new Error(`job ${adaptive} shows ${after.all} processors after the shrink`);
     const shrinkAgreement = await agreement(page);
     log("table and tiles during the shrink:", JSON.stringify(shrinkAgreement));
+    console.log("agreement shrink " + JSON.stringify(shrinkAgreement));
     if (shrinkAgreement.disagree.length) {
       throw new Error(`the job table and the tiles disagreed during the shrink: ${shrinkAgreement.disagree.join("; ")}`);
     }
+    // The page was looked at mid-resize (the job holds its claimed map a
+    // second: AQS_TEST_PAUSE_AFTER_CLAIM_MS), not only before and after.
+    if (shrinkAgreement.resizing === 0) throw new Error("the page never showed the job mid-shrink");
     const measured = {
       map_sent_to_page_ms: Math.round(marks.shown - sent.time * 1000),
       map_sent_to_stream_ms: Math.round(sent.at - sent.time * 1000),
@@ -291,9 +295,11 @@ async function main() {
     });
     const growAgreement = await agreement(page);
     log("table and tiles during the grow:", JSON.stringify(growAgreement));
+    console.log("agreement grow " + JSON.stringify(growAgreement));
     if (growAgreement.disagree.length) {
       throw new Error(`the job table and the tiles disagreed during the grow: ${growAgreement.disagree.join("; ")}`);
     }
+    if (growAgreement.resizing === 0) throw new Error("the page never showed the job mid-grow");
     await page.click(`#jobs tr[data-job="${adaptive}"] a`);
     await page.waitForSelector("#view-job:not([hidden])");
     const steps = await until(`the rank chart stepping ${procs}, ${procs / 2}, ${procs}`, async () => {

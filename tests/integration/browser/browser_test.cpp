@@ -77,6 +77,10 @@ TEST_CASE("in Chromium, the dashboard submits an adaptive job, shows it shrink f
   const std::string script = std::string("#!/bin/bash\n") +
                              "export PATH=/usr/local/bin:/usr/bin:/bin\n"
                              "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+                             // Each resize stays RESIZING a second after the job claimed its map
+                             // (the shim's testing aid), so that the page shows the job mid-resize
+                             // and the table/tile agreement is checked there, not only around it.
+                             "export AQS_TEST_PAUSE_AFTER_CLAIM_MS=1000\n"
                              "exec " MPIEXEC " --oversubscribe --bind-to none -np $AQS_NPROCS " JACOBI2D_BINARY
                              " --rows 64 --cols 48 --iters 20000 --pace-ms 10 --out " +
                              (c.workdir() / "jacobi.grid").string() + " >" + progress.string() + " 2>&1\n";
@@ -104,6 +108,8 @@ TEST_CASE("in Chromium, the dashboard submits an adaptive job, shows it shrink f
                            std::nullopt, std::nullopt, AQS_BROWSER_DIR, 600s);
   const std::string measured = line_after(r.out, "measured ");
   MESSAGE("browser: " << (measured.empty() ? "nothing measured" : measured));
+  MESSAGE("table and tiles: shrink " << line_after(r.out, "agreement shrink ") << ", grow "
+                                     << line_after(r.out, "agreement grow "));
   INFO("dashboard.mjs said:\n" << r.out << r.err << "\njacobi2d said:\n" << test::slurp(progress));
   REQUIRE(r.status == 0);
 
