@@ -22,6 +22,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -184,7 +185,9 @@ int main(int argc, char** argv) {
       std::int64_t flooder = 0;
       const auto out = sys.work() / ("flood-" + std::to_string(id) + ".out");
       if (ph.rate >= 0) {
-        flooder = w.call(job(id++, work, {argv[0], "--flood", std::to_string(ph.rate), std::to_string(flood_s)}, 1,
+        // This very program, by its absolute path (the job runs in `work`).
+        const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+        flooder = w.call(job(id++, work, {self, "--flood", std::to_string(ph.rate), std::to_string(flood_s)}, 1,
                              out.string()))["job_id"];
         // Until it runs and publishes.
         const auto until = clk::now() + 30s;
