@@ -116,7 +116,8 @@ TEST_CASE("a job's script publishes with aqs-publish; its owner reads the values
   CHECK(r.status == 1);
   CHECK(r.err.find("belongs to another user") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  // ... and with a forged job token over TCP, when aqsd listens there.
+  // Nothing of theirs was kept. (Over TCP the job's token and one of its
+  // hosts are needed: the job handshake's own tests cover that path.)
   CHECK(series(s.values(id, mine), "residual") == std::vector<double>{0.5, 0.25, 0.125});
 
   // Outside any job: one line, non-zero.
