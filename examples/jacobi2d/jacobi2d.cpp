@@ -14,8 +14,12 @@
 // replicated state so that a rank added by an expansion, which starts from
 // main() again, learns where the others are at its first MPI_Migrate().
 //
+// It publishes its residual and its rank count (AQS_Publish) for the job's
+// live chart in aqsd's dashboard: convergence, and every resize.
+//
 // Usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K]
 //                 [--pace-ms D] [--work-ms W] [--out FILE] [--checksum]
+//                 [--publish-every P]
 #include "example.hpp"  // first (see there): failing, the safe point, options, --out/--checksum
 
 #include <aqs/adaptive.h>
@@ -40,7 +44,7 @@ using example::parse_int;
 
 constexpr const char* kUsage =
     "usage: jacobi2d [--rows R] [--cols C] [--iters N] [--migrate-every K] [--pace-ms D] [--work-ms W]\n"
-    "                [--out FILE] [--checksum]\n"
+    "                [--out FILE] [--checksum] [--publish-every P]\n"
     "                [--ask ITER:MIN:MAX]...\n"
     "  --rows R           grid rows, boundary included (default 2048, at least 3)\n"
     "  --cols C           grid columns, boundary included (default 2048, at least 3)\n"
@@ -50,6 +54,9 @@ constexpr const char* kUsage =
     "  --work-ms W        every rank sleeps W ms x ceil(R / ranks) / R per iteration: W ms of\n"
     "                     processor time per iteration, divided among the ranks (default 0)\n"
     "  --ask ITER:MIN:MAX at iteration ITER ask the scheduler for MIN..MAX processors (repeatable)\n"
+    "  --publish-every P  publish the residual (the largest change of a sweep) every P iterations\n"
+    "                     for the job's live chart, and the rank count at every change (AQS_Publish;\n"
+    "                     default 20, 0: never)\n"
     "  --out FILE         rank 0 writes the final grid there: rows*cols raw doubles, row-major\n"
     "  --checksum         print 'checksum <hex>', the 64-bit FNV-1a hash of those bytes\n";
 
@@ -62,6 +69,7 @@ struct Options {
   int64_t migrate_every = 1;
   int64_t pace_ms = 0;
   int64_t work_ms = 0;
+  int64_t publish_every = 20;
   std::string out;
   bool checksum = false;
   bool help = false;
@@ -80,7 +88,7 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
   for (int i = 1; i < argc; ++i) {
     example::Option arg;
     if (!example::read_option(argc, argv, i, {"-h", "--help", "--checksum"},
-                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms", "--work-ms", "--ask"}, arg,
+                              {"--rows", "--cols", "--iters", "--migrate-every", "--out", "--pace-ms", "--work-ms", "--ask", "--publish-every"}, arg,
                               err)) {
       return false;
     }
@@ -120,6 +128,12 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
         return false;
       }
       o.asks.push_back({at, static_cast<int>(lo), static_cast<int>(hi)});
+    } else if (name == "--publish-every") {
+      if (!parse_int(value, 0, INT64_MAX, v)) {
+        err = "bad value '" + std::string(value) + "' for --publish-every (an integer >= 0)";
+        return false;
+      }
+      o.publish_every = v;
     } else if (name == "--pace-ms" || name == "--work-ms") {
       if (!parse_int(value, 0, 3600 * 1000, v)) {
         err = "bad value '" + std::string(value) + "' for " + std::string(name) + " (an integer >= 0)";
@@ -267,6 +281,7 @@ int main(int argc, char** argv) {
   double start = MPI_Wtime();
   int rank = 0, size = 1;
   MPI_Comm comm = MPI_COMM_NULL;
+  int published_size = 0;  // the rank count last published (live chart)
 
   while (iter < opt.iters) {
     for (const auto& a : opt.asks) {
@@ -280,6 +295,12 @@ int main(int argc, char** argv) {
     comm = AQS_Comm();
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
+    if (opt.publish_every > 0 && size != published_size) {
+      // Every resize shows on the job's chart (the rank that speaks for the
+      // job sends it; the others' calls only return).
+      (void)AQS_Publish("ranks", size);  // a lost connection loses a point, not the run
+      published_size = size;
+    }
     Local l = local_block(grid);
 
     // Here, after the first MPI_Migrate(), all ranks (any added at iteration 0
@@ -303,9 +324,14 @@ int main(int argc, char** argv) {
     }
     ++iter;
 
-    if (iter % report_every == 0 || iter == opt.iters) {
+    const bool report = iter % report_every == 0 || iter == opt.iters;
+    const bool publish = opt.publish_every > 0 && iter % opt.publish_every == 0;
+    if (report || publish) {
       // Progress only: the max is exact whatever the reduction order.
       MPI_Allreduce(MPI_IN_PLACE, &delta, 1, MPI_DOUBLE, MPI_MAX, comm);
+      if (publish) (void)AQS_Publish("residual", delta);
+    }
+    if (report) {
       if (rank == 0)
         std::printf("iter %" PRId64 "/%" PRId64 " ranks %d epoch %" PRId64 " max_change %.6e\n", iter, opt.iters,
                     size, AQS_Epoch(), delta);

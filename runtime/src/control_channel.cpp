@@ -44,6 +44,12 @@ control_channel::control_channel(const control_address& where, std::int64_t seen
 }
 
 control_channel::~control_channel() {
+  {
+    // Values published just before (a new leader takes over, AQS_Finalize)
+    // still go out.
+    std::lock_guard lock(publish_mu_);
+    flush_values_locked(false);
+  }
   if (reader_.joinable()) {
     const char c = 0;
     [[maybe_unused]] auto n = ::write(wake_[1], &c, 1);
@@ -172,6 +178,7 @@ void control_channel::take(std::vector<std::string>& frames) {
       }
     } else if (auto* ok = std::get_if<protocol::ok>(&m)) {
       if (answer_outcome(ok->id)) continue;
+      if (answer_publish(ok->id, nullptr)) continue;
       if (!answer_claim(ok->id, claim_result::go)) {
         // A control reply lists the job under failed when refused.
         std::string why;
@@ -186,6 +193,7 @@ void control_channel::take(std::vector<std::string>& frames) {
         std::fprintf(stderr, "aqs: aqsd: %s\n", e->message.c_str());
         continue;
       }
+      if (e->id && answer_publish(*e->id, &e->message)) continue;
       if (e->id && answer_range(*e->id, range_state::refused, e->message)) {
         std::fprintf(stderr, "aqs: aqsd refused the range request: %s\n", e->message.c_str());
         continue;
@@ -202,6 +210,60 @@ void control_channel::take(std::vector<std::string>& frames) {
     }
   }
   frames.clear();
+}
+
+bool control_channel::publish(const std::string& name, double value) {
+  std::lock_guard lock(publish_mu_);
+  if (!alive()) return false;
+  if (pending_values_.size() >= k_max_pending_values) pending_values_.erase(pending_values_.begin());
+  pending_values_.push_back({name, value, wall_clock_us()});
+  if (pending_values_.size() >= protocol::k_max_publish_batch) {
+    flush_values_locked(false);
+  } else {
+    flush_values_locked(true);
+  }
+  return true;
+}
+
+void control_channel::flush_values_locked(bool due_only) {
+  if (pending_values_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (due_only && now - last_batch_ < k_publish_interval) return;
+  last_batch_ = now;
+  std::size_t from = 0;
+  while (from < pending_values_.size()) {
+    const std::size_t n = std::min(protocol::k_max_publish_batch, pending_values_.size() - from);
+    protocol::publish p;
+    {
+      std::lock_guard lock(send_mu_);
+      p.id = next_id_++;
+    }
+    p.job_id = job_id_;
+    p.values.assign(pending_values_.begin() + static_cast<std::ptrdiff_t>(from),
+                    pending_values_.begin() + static_cast<std::ptrdiff_t>(from + n));
+    from += n;
+    publish_ids_.push_back(p.id);
+    while (publish_ids_.size() > 64) publish_ids_.pop_front();
+    try {
+      send_frame(protocol::encode(p));
+    } catch (const std::exception&) {
+      break;  // the connection is gone: these values are lost with it
+    }
+  }
+  pending_values_.clear();
+}
+
+bool control_channel::answer_publish(std::int64_t id, const std::string* error) {
+  std::lock_guard lock(publish_mu_);
+  const auto it = std::find(publish_ids_.begin(), publish_ids_.end(), id);
+  if (it == publish_ids_.end()) return false;
+  publish_ids_.erase(it);
+  // One line per new reason, not one per batch.
+  if (error != nullptr && *error != publish_error_) {
+    publish_error_ = *error;
+    std::fprintf(stderr, "aqs: aqsd refused published values: %s\n", error->c_str());
+  }
+  return true;
 }
 
 void control_channel::request_range(std::int64_t min, std::int64_t max) {
@@ -269,11 +331,18 @@ bool control_channel::serve(std::vector<std::string>& frames) {
       std::fprintf(stderr, "aqs: unreadable message from aqsd: %s\n", ex.what());
       return true;
     }
+    {
+      std::lock_guard lock(publish_mu_);
+      flush_values_locked(true);
+    }
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0) {
+    // Waking now and then sends values published since the last batch.
+    const int ready = ::poll(p, 2, static_cast<int>(k_publish_interval.count()));
+    if (ready < 0) {
       if (errno == EINTR) continue;
       return true;
     }
+    if (ready == 0) continue;
     if (p[1].revents != 0) return false;  // the destructor: alive_ stays as it was
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;

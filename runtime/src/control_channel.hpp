@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 
 #include "job_link.hpp"
 #include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
 
 namespace aqs::runtime {
 
@@ -74,6 +76,17 @@ public:
   // The newest range request's fate and, when refused, aqsd's reason.
   std::pair<range_state, std::string> range_status() const;
 
+  // Queues a named value (AQS_Publish; the name and value already checked)
+  // for aqsd, with the time it is published. Never blocks on aqsd: values
+  // go out in batches of up to protocol::k_max_publish_batch, at once when
+  // the last batch left k_publish_interval ago or a batch is full, else by
+  // the reader thread within k_publish_interval. At most
+  // k_max_pending_values wait: past them the oldest are dropped (aqsd caps
+  // a job's rate anyway). False when the connection is gone (dropped).
+  bool publish(const std::string& name, double value);
+  static constexpr std::chrono::milliseconds k_publish_interval{50};
+  static constexpr std::size_t k_max_pending_values = 4096;
+
   // False once aqsd closed the connection or sent something unreadable.
   bool alive() const noexcept { return alive_.load(std::memory_order_acquire); }
 
@@ -120,6 +133,16 @@ private:
   range_state range_ = range_state::none;
   std::string range_reason_;
   bool answer_range(std::int64_t id, range_state r, const std::string& reason);
+  // Published values waiting to go out, and when the last batch left.
+  std::mutex publish_mu_;
+  std::vector<protocol::published_value> pending_values_;
+  std::chrono::steady_clock::time_point last_batch_{};
+  std::deque<std::int64_t> publish_ids_;  // recent publish requests: their errors are told once
+  std::string publish_error_;
+  // Sends the waiting values (publish_mu_ held); `due_only`: only if the
+  // last batch left k_publish_interval ago.
+  void flush_values_locked(bool due_only);
+  bool answer_publish(std::int64_t id, const std::string* error);
   int wake_[2] = {-1, -1};  // the destructor wakes the reader through this pipe
   std::thread reader_;
 };

@@ -2,6 +2,7 @@
 #include "shim.hpp"
 
 #include <csignal>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "pinning.hpp"
+#include "protocol/messages.hpp"
 
 namespace aqs::runtime {
 
@@ -238,6 +240,23 @@ int AQS_Request_range(int min, int max) {
     s.control->request_range(min, max);
   } catch (const std::exception& ex) {
     return fail(AQS_ERR_CONTROL, std::string("AQS_Request_range: ") + ex.what());
+  }
+  return AQS_SUCCESS;
+}
+
+int AQS_Publish(const char* name, double value) {
+  shim& s = the_shim();
+  if (name == nullptr || !aqs::protocol::valid_value_name(name)) {
+    return fail(AQS_ERR_ARG, "AQS_Publish: the name must be 1.." + std::to_string(aqs::protocol::k_max_value_name) +
+                                 " letters, digits, '_', '.', ':' or '-'");
+  }
+  if (!std::isfinite(value)) return fail(AQS_ERR_ARG, "AQS_Publish: the value must be finite");
+  if (!s.initialized || s.finalized) return fail(AQS_ERR_STATE, "AQS_Publish outside AQS_Init .. AQS_Finalize");
+  // Outside AQS (plain mpirun), and on the ranks that do not speak for the
+  // job, there is no one to tell: the value goes nowhere.
+  if (!s.control) return AQS_SUCCESS;
+  if (!s.control->publish(name, value)) {
+    return fail(AQS_ERR_CONTROL, "AQS_Publish: the connection to aqsd is gone");
   }
   return AQS_SUCCESS;
 }

@@ -41,7 +41,8 @@ controller::controller(asio::io_context& io, store::job_store& store, controller
       view_(options.cluster_key),
       tokens_(options.cluster_key, options.revoked_tokens_file, options.token_lifespan_s, time),
       watchers_(sched_, intake_.jobs(), nodes_, steps_, pipe_, time),
-      gate_(!options.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }) {
+      gate_(!options.faucets_gate, sched_, intake_.jobs(), view_, pipe_, [this](std::int64_t id) { intake_.admit_or_hold(id); }),
+      telemetry_(time, [this](std::int64_t id) { return view_.owner(id); }, options.telemetry) {
   accounts_.set_readmit([this](std::int64_t id) { intake_.admit_or_hold(id); });
   reservations_.set_account_check([this](const std::string& a) {
     const auto& accts = accounts_.state().index().tree().accounts;
@@ -203,6 +204,11 @@ const routing_table<controller>& controller::routes() {
     t.add<protocol::resize_refused>(
         {job}, runs_on::strand,
         [](self& s, const conn_ptr& c, const protocol::resize_refused& m) { s.resizes_.handle_resize_refused(c, m); });
+    // Values a running job publishes (AQS_Publish, aqs-publish): on the
+    // session, off the scheduling strand, capped per job.
+    t.add<protocol::publish>({job}, runs_on::session, [](self& s, const conn_ptr& c, const protocol::publish& m) {
+      s.telemetry_.handle_publish(c, m);
+    });
     t.add<protocol::remote_exec>(
         {job}, runs_on::strand,
         [](self& s, const conn_ptr& c, const protocol::remote_exec& m) { s.steps_.handle_remote_exec(c, m); });
@@ -345,6 +351,7 @@ void controller::on_final(std::int64_t id, job_state state, std::optional<std::i
   steps_.end_of_job(id);
   resizes_.forget(id);
   view_.forget_job(id);  // the token dies with the job
+  telemetry_.ended(id);
   watchers_.notify(id, state, code, signal, nullptr);
   watchers_.forget(id);
   intake_.finish(id, state, code, signal);

@@ -36,6 +36,7 @@
 #include "daemon/job_reservations.hpp"
 #include "daemon/job_control.hpp"
 #include "daemon/job_intake.hpp"
+#include "daemon/job_telemetry.hpp"
 #include "daemon/job_views.hpp"
 #include "daemon/launcher.hpp"
 #include "daemon/latency_table.hpp"
@@ -83,6 +84,8 @@ struct controller_options {
   user_limits limits;
   // Accounts, limits, fair share (aqs.conf; daemon/job_accounting.hpp).
   accounting_options accounting;
+  // Values jobs publish: series, points, rate (daemon/job_telemetry.hpp).
+  telemetry_limits telemetry;
 };
 
 // The wiring of aqsd's parts (docs/architecture.md, "Request handling"):
@@ -144,8 +147,12 @@ public:
   // ---- for read-only fronts (controller_observe.cpp) ----------------------
   // The bearer tokens this daemon issues (ftoken) and the HTTP front checks.
   const token_authority& tokens() const noexcept { return tokens_.authority(); }
+  // Dashboard login codes (ftoken --login) exchanged for tokens (thread-safe).
+  http_tokens& logins() noexcept { return tokens_; }
   // Counters and latencies for /metrics.
   const metrics& stats() const noexcept { return pipe_.stats(); }
+  // The values running jobs publish (thread-safe; job_telemetry.hpp).
+  job_telemetry& telemetry() noexcept { return telemetry_; }
   // Takes a snapshot on the strand and calls `done` with it there (keep it
   // short: post elsewhere for anything slow). Never called once stopped.
   void snapshot(std::function<void(cluster_snapshot)> done);
@@ -204,6 +211,7 @@ private:
   http_tokens tokens_;
   job_watchers watchers_;
   faucets_gate gate_;
+  job_telemetry telemetry_;  // after view_, which it asks whose a job is
 };
 
 }  // namespace aqs::daemon

@@ -8,6 +8,7 @@
 #include "daemon_base/unix_user.hpp"
 #include "daemon_base/permissions.hpp"
 #include "logging/log.hpp"
+#include "protocol/auth.hpp"
 
 namespace aqs::daemon {
 
@@ -19,12 +20,57 @@ void http_tokens::handle_issue(const std::shared_ptr<connection>& c, const proto
   protocol::token_reply r;
   r.user = user_name_of(uid);
   r.uid = uid;
+  if (m.login) {
+    // A one-time code for the dashboard: short-lived, good once, kept in
+    // memory only (a restarted aqsd forgets it: ftoken --login again).
+    const std::string code = protocol::random_hex(16);
+    const std::int64_t now = clock_.wall_us() / 1'000'000;
+    {
+      std::lock_guard lock(codes_mu_);
+      for (auto it = codes_.begin(); it != codes_.end();) it = it->second.expires_at <= now ? codes_.erase(it) : std::next(it);
+      while (codes_.size() >= k_max_codes) {
+        auto soonest = std::min_element(codes_.begin(), codes_.end(),
+                                        [](const auto& a, const auto& b) { return a.second.expires_at < b.second.expires_at; });
+        codes_.erase(soonest);
+      }
+      codes_[protocol::compute_auth("aqs dashboard login code", code)] = {uid, r.user, m.lifespan_s.value_or(lifespan_s_), now + protocol::k_login_code_lifespan_s};
+    }
+    r.token = code;
+    // An id for logs, not the code: the first half of its keyed hash.
+    r.token_id = protocol::compute_auth("aqs dashboard login code", code).substr(0, 32);
+    r.expires_at = now + protocol::k_login_code_lifespan_s;
+    logging::info("dashboard login code issued to {} (uid {}), good for {} s", r.user, uid, protocol::k_login_code_lifespan_s);
+    c->send(protocol::make_ok(m.id, r));
+    return;
+  }
   auto [token, claims] = authority_.issue(uid, r.user, m.lifespan_s.value_or(lifespan_s_), clock_.wall_us());
   r.token = std::move(token);
   r.token_id = claims.id;
   r.expires_at = claims.expires_at;
   logging::info("HTTP token {} issued to {} (uid {}), expires at {}", claims.id, r.user, uid, claims.expires_at);
   c->send(protocol::make_ok(m.id, r));
+}
+
+std::optional<protocol::token_reply> http_tokens::redeem_login(const std::string& code) {
+  login_code found;
+  {
+    std::lock_guard lock(codes_mu_);
+    const auto it = codes_.find(protocol::compute_auth("aqs dashboard login code", code));
+    if (it == codes_.end()) return std::nullopt;
+    found = it->second;
+    codes_.erase(it);  // once only, whatever happens next
+  }
+  if (found.expires_at <= clock_.wall_us() / 1'000'000) return std::nullopt;
+  protocol::token_reply r;
+  r.user = found.user;
+  r.uid = found.uid;
+  auto [token, claims] = authority_.issue(found.uid, found.user, found.lifespan_s, clock_.wall_us());
+  r.token = std::move(token);
+  r.token_id = claims.id;
+  r.expires_at = claims.expires_at;
+  logging::info("HTTP token {} issued to {} (uid {}) for a dashboard login code, expires at {}", claims.id, r.user,
+                r.uid, claims.expires_at);
+  return r;
 }
 
 void http_tokens::handle_revoke(const std::shared_ptr<connection>& c, const protocol::revoke_token& m) {

@@ -11,6 +11,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
 #include <memory>
 #include <optional>
 
@@ -32,10 +35,25 @@ public:
   void handle_revoke(const std::shared_ptr<connection>& c, const protocol::revoke_token& m);
   const token_authority& authority() const noexcept { return authority_; }
 
+  // POST /api/v1/login: a login code ftoken --login got is exchanged, once,
+  // within protocol::k_login_code_lifespan_s, for a token of the lifespan
+  // asked then. nullopt: no such code, used already, or expired (the
+  // caller cannot tell which: a guess learns nothing). Thread-safe.
+  std::optional<protocol::token_reply> redeem_login(const std::string& code);
+
 private:
   token_authority authority_;
   std::int64_t lifespan_s_;
   clock& clock_;
+  struct login_code {
+    std::int64_t uid = 0;
+    std::string user;
+    std::int64_t lifespan_s = 0;
+    std::int64_t expires_at = 0;  // Unix seconds
+  };
+  std::mutex codes_mu_;
+  std::map<std::string, login_code> codes_;  // by the code's hash (a timing leak learns nothing of a live code)
+  static constexpr std::size_t k_max_codes = 4096;  // past them the soonest to expire go
 };
 
 }  // namespace aqs::daemon

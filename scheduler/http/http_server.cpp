@@ -66,6 +66,7 @@ std::int64_t wall_us() {
 // One event stream's queue: filled on the controller's strand, drained by
 // its session. Thread-safe.
 struct sse_feed {
+  std::int64_t values_of = 0;  // 0: job changes (/api/v1/events); else that job's published values
   std::mutex mu;
   std::deque<std::string> queued;
   std::size_t bytes = 0;
@@ -273,25 +274,25 @@ struct http_server::state {
     while (samples.size() > std::max<std::size_t>(options.utilization_samples, 1)) samples.pop_front();
   }
 
-  // On the controller's strand: one event to every stream.
-  void publish(const daemon::job_change& ch) {
-    if (!changed.exchange(true)) {
-      asio::post(sampler_strand, [this] { sampler_wait.cancel(); });
-    }
-    const std::string text = "event: job\ndata: " + change_json(ch) + "\n\n";
+  // On a publishing job's session: its new points to the streams of its values.
+  std::atomic<std::size_t> value_feeds{0};
+  void publish_values(std::int64_t job, const std::vector<std::pair<std::string, daemon::value_point>>& kept) {
+    if (value_feeds.load(std::memory_order_relaxed) == 0) return;
+    std::string text;
     std::vector<std::shared_ptr<sse_feed>> live;
     {
       std::lock_guard lock(mu);
-      for (auto it = feeds.begin(); it != feeds.end();) {
-        if (auto f = it->lock()) {
-          live.push_back(std::move(f));
-          ++it;
-        } else {
-          it = feeds.erase(it);
-        }
+      for (const auto& w : feeds) {
+        if (auto f = w.lock(); f && f->values_of == job) live.push_back(std::move(f));
       }
     }
-    for (auto& f : live) {
+    if (live.empty()) return;
+    text = "event: values\ndata: " + values_event_json(job, kept) + "\n\n";
+    deliver(live, text);
+  }
+
+  void deliver(const std::vector<std::shared_ptr<sse_feed>>& live, const std::string& text) {
+    for (const auto& f : live) {
       std::function<void()> wake;
       {
         std::lock_guard lock(f->mu);
@@ -307,6 +308,27 @@ struct http_server::state {
       }
       if (wake) wake();
     }
+  }
+
+  // On the controller's strand: one event to every stream.
+  void publish(const daemon::job_change& ch) {
+    if (!changed.exchange(true)) {
+      asio::post(sampler_strand, [this] { sampler_wait.cancel(); });
+    }
+    const std::string text = "event: job\ndata: " + change_json(ch) + "\n\n";
+    std::vector<std::shared_ptr<sse_feed>> live;
+    {
+      std::lock_guard lock(mu);
+      for (auto it = feeds.begin(); it != feeds.end();) {
+        if (auto f = it->lock()) {
+          if (f->values_of == 0) live.push_back(std::move(f));
+          ++it;
+        } else {
+          it = feeds.erase(it);
+        }
+      }
+    }
+    deliver(live, text);
   }
 };
 
@@ -349,7 +371,12 @@ struct ask_controller {
 struct ask_snapshot {
   std::function<response_t(const daemon::cluster_snapshot&)> finish;
 };
-struct open_stream {};
+// An event stream: job changes (values_of 0), or a job's published values
+// once `check` (may the caller see that job?) answered 200.
+struct open_stream {
+  std::int64_t values_of = 0;
+  std::optional<ask_controller> check;
+};
 using plan = std::variant<response_t, ask_controller, ask_snapshot, open_stream>;
 
 std::optional<std::string> bearer_of(const head_t& req) {
@@ -499,12 +526,40 @@ private:
         return make_response(
             200, json{{"user", c.user}, {"uid", c.uid}, {"token_id", c.id}, {"expires_at", c.expires_at}}.dump() + "\n");
       }
+      case route_kind::login: {
+        // The code comes in a header: it is never part of a URL, and a
+        // request without a token takes no body.
+        const auto h = req.find("X-AQS-Login-Code");
+        const std::string code = h == req.end() ? std::string() : std::string(h->value().data(), h->value().size());
+        if (code.empty()) return error_response(400, "no login code (header X-AQS-Login-Code; ftoken --login prints one)");
+        const auto t = code.size() == 32 ? st_->ctl.logins().redeem_login(code) : std::nullopt;
+        if (!t) {
+          return error_response(401, "that login code is not valid (used already, expired after " +
+                                         std::to_string(protocol::k_login_code_lifespan_s) +
+                                         " s, or never issued): run ftoken --login again");
+        }
+        return make_response(200, json{{"token", t->token},
+                                       {"token_id", t->token_id},
+                                       {"user", t->user},
+                                       {"uid", t->uid},
+                                       {"expires_at", t->expires_at}}
+                                          .dump() +
+                                      "\n");
+      }
       case route_kind::events:
         return open_stream{};
-      case route_kind::metrics:
-        return ask_snapshot{[st = st_](const daemon::cluster_snapshot& s) {
-          return make_response(200, render_openmetrics(s, st->ctl.stats().read()), k_openmetrics_type);
+      case route_kind::metrics: {
+        // The format the scraper asks for (Accept), as the Prometheus client
+        // libraries negotiate it: OpenMetrics only when asked for.
+        const auto accept = req.find(bhttp::field::accept);
+        const metrics_format f = negotiate_metrics_format(
+            accept == req.end() ? std::string_view{} : std::string_view(accept->value().data(), accept->value().size()));
+        return ask_snapshot{[st = st_, f](const daemon::cluster_snapshot& s) {
+          response_t res = make_response(200, render_metrics(s, st->ctl.stats().read(), f), content_type_of(f));
+          res.set(bhttp::field::vary, "Accept");
+          return res;
         }};
+      }
       case route_kind::cluster_map:
         return ask_snapshot{[](const daemon::cluster_snapshot& s) { return make_response(200, cluster_map_json(s)); }};
       case route_kind::utilization:
@@ -550,10 +605,17 @@ private:
         l.all = true;
         l.job_ids = {*id};
         l.usage = true;  // account, allocated CPU time and (owner, root) what was measured: issue 32
-        return ask_controller{l, [job = *id](const protocol::ok& ok) {
+        // Its published values (the newest of each name) for its owner and root.
+        std::optional<daemon::token_claims> claims = who.claims;
+        return ask_controller{l, [job = *id, claims, st = st_](const protocol::ok& ok) {
                                 json jobs = jobs_of(ok);
                                 if (jobs.empty()) return error_response(404, "no job " + std::to_string(job));
-                                return make_response(200, jobs.at(0).dump() + "\n");
+                                json j = jobs.at(0);
+                                if (claims && (claims->uid == 0 || j.value("user", std::string()) == claims->user)) {
+                                  const auto v = st->ctl.telemetry().latest(job);
+                                  j["values"] = v ? latest_values_json(*v) : json::object();
+                                }
+                                return make_response(200, j.dump() + "\n");
                               }};
       }
       case route_kind::cancel_job: {
@@ -574,12 +636,49 @@ private:
         c.job_ids = {*id};
         return ask_controller{c, ok_result};
       }
+      case route_kind::job_values: {
+        double since = 0;
+        for (const auto& [k, v] : parse_query(query)) {
+          if (k != "since") {
+            throw protocol::protocol_error(protocol::error_code::bad_request, "unknown parameter '" + k + "' (since)");
+          }
+          since = static_cast<double>(*integer_param("since", v, 0, std::int64_t{1} << 40));
+        }
+        return values_access(*id, *who.claims, [st = st_, job = *id, since] {
+          const auto v = st->ctl.telemetry().read(job, since);
+          daemon::job_values none;
+          none.job_id = job;
+          return make_response(200, values_json(v ? *v : none, st->ctl.telemetry().limits()).dump() + "\n");
+        });
+      }
+      case route_kind::job_values_events:
+        return open_stream{*id, values_access(*id, *who.claims, [] { return make_response(200, "{}"); })};
       case route_kind::job_history:
         return ask_controller{protocol::job_history{1, *id}, [](const protocol::ok& ok) {
                                 return make_response(200, history_json(ok.result).dump() + "\n");
                               }};
     }
     return error_response(500, "a route without a handler");
+  }
+
+  // A job's published values are its owner's and root's to read: the job
+  // is looked up (404 if none), its user compared with the token's, and
+  // `answer` gives the body.
+  static ask_controller values_access(std::int64_t job, const daemon::token_claims& who,
+                                      std::function<response_t()> answer) {
+    protocol::list_jobs l;
+    l.id = 1;
+    l.all = true;
+    l.job_ids = {job};
+    return ask_controller{l, [job, who, answer = std::move(answer)](const protocol::ok& ok) {
+                            json jobs = jobs_of(ok);
+                            if (jobs.empty()) return error_response(404, "no job " + std::to_string(job));
+                            if (who.uid != 0 && jobs.at(0).value("user", std::string()) != who.user) {
+                              return error_response(403, "job " + std::to_string(job) +
+                                                             " belongs to another user: only its owner and root see its values");
+                            }
+                            return answer();
+                          }};
   }
 
   // The controller's result as the body, as it is.
@@ -861,8 +960,12 @@ private:
       } else if (auto* s = std::get_if<ask_snapshot>(&p)) {
         res = co_await snapshot(*s);
       } else {
-        co_await stream_events();
-        streamed = true;
+        auto& o = std::get<open_stream>(p);
+        if (o.check) res = co_await ask(*o.check, who.peer);
+        if (!o.check || res.result_int() == 200) {
+          co_await stream_events(o.values_of);
+          streamed = true;
+        }
       }
       reserved.release();
       if (slot) give_slot(*slot);
@@ -1009,8 +1112,10 @@ private:
 
   // Server-sent events: job changes as the controller commits them, a
   // comment line every keepalive_interval (which also finds a client gone).
-  awaitable<void> stream_events() {
+  // `values_of`: a job's published values instead (event "values").
+  awaitable<void> stream_events(std::int64_t values_of = 0) {
     auto feed = std::make_shared<sse_feed>();
+    feed->values_of = values_of;
     {
       std::lock_guard lock(feed->mu);
       feed->wake = waker();
@@ -1019,12 +1124,15 @@ private:
       std::lock_guard lock(st_->mu);
       st_->feeds.push_back(feed);
     }
+    if (values_of != 0) ++st_->value_feeds;
     beast::error_code ec;
     static constexpr std::string_view head =
         "HTTP/1.1 200 OK\r\nServer: aqsd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
-        "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n: aqsd job events\n\n";
+        "X-Accel-Buffering: no\r\nConnection: close\r\n\r\n";
+    const std::string first = std::string(head) + (values_of == 0 ? ": aqsd job events\n\n"
+                                                                  : ": aqsd values of job " + std::to_string(values_of) + "\n\n");
     lowest().expires_after(st_->options.write_timeout);
-    co_await asio::async_write(stream_, asio::buffer(head), asio::redirect_error(use_awaitable, ec));
+    co_await asio::async_write(stream_, asio::buffer(first), asio::redirect_error(use_awaitable, ec));
     while (!ec && !stopping_) {
       std::string out;
       bool dropped = false;
@@ -1046,6 +1154,7 @@ private:
       lowest().expires_after(st_->options.write_timeout);
       co_await asio::async_write(stream_, asio::buffer(out), asio::redirect_error(use_awaitable, ec));
     }
+    if (values_of != 0) --st_->value_feeds;
     std::lock_guard lock(feed->mu);
     feed->wake = nullptr;  // it holds this session
   }
@@ -1222,6 +1331,10 @@ void http_server::start() {
   st.ctl.on_change([weak = std::weak_ptr<state>(state_)](const daemon::job_change& ch) {
     if (auto s = weak.lock()) s->publish(ch);
   });
+  st.ctl.telemetry().on_values(
+      [weak = std::weak_ptr<state>(state_)](std::int64_t job, const std::vector<std::pair<std::string, daemon::value_point>>& kept) {
+        if (auto s = weak.lock()) s->publish_values(job, kept);
+      });
   asio::co_spawn(st.io, accept_loop(state_), asio::detached);
   asio::co_spawn(st.sampler_strand, sampler(state_), asio::detached);
 }

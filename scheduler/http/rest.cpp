@@ -27,6 +27,7 @@ const std::vector<route>& routes() {
       {"GET", "/", access::anyone, k::dashboard},
       {"GET", "/api/v1/openapi.json", access::anyone, k::openapi},
       {"GET", "/api/v1/whoami", access::token, k::whoami},
+      {"POST", "/api/v1/login", access::anyone, k::login},
       {"GET", "/api/v1/jobs", access::public_read, k::list_jobs},
       {"POST", "/api/v1/jobs", access::token, k::submit, body_size::job},
       {"GET", "/api/v1/jobs/{id}", access::public_read, k::show_job},
@@ -38,6 +39,8 @@ const std::vector<route>& routes() {
       {"POST", "/api/v1/jobs/{id}/resume", access::token, k::control_job, body_size::small, "resume"},
       {"POST", "/api/v1/jobs/{id}/requeue", access::token, k::control_job, body_size::small, "requeue"},
       {"GET", "/api/v1/jobs/{id}/history", access::token, k::job_history},
+      {"GET", "/api/v1/jobs/{id}/values", access::token, k::job_values},
+      {"GET", "/api/v1/jobs/{id}/values/events", access::token, k::job_values_events},
       {"GET", "/api/v1/nodes", access::public_read, k::nodes},
       {"GET", "/api/v1/partitions", access::public_read, k::partitions},
       {"GET", "/api/v1/partitions/{name}", access::public_read, k::partition},
@@ -370,13 +373,76 @@ json resize_phases(std::string_view reason) {
 
 json history_json(json history) {
   if (!history.contains("events") || !history["events"].is_array()) return history;
+  auto ones = [](const json& e, const char* key) {
+    const std::string procs = e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
+    return static_cast<std::int64_t>(std::count(procs.begin(), procs.end(), '1'));
+  };
+  // The processors of the event before: an update (a claim of a map, a new
+  // range, a hold: the state stays and the store keeps no map with it) has
+  // the job's as they were, not none.
+  std::int64_t nprocs = 0, held = 0;
   for (auto& e : history["events"]) {
-    const std::string procs = e.value("new_procs", std::string());
-    e["nprocs"] = std::count(procs.begin(), procs.end(), '1');
+    const std::string from = e.contains("old_state") && e["old_state"].is_string() ? e["old_state"].get<std::string>() : "";
+    const std::string to = e.value("new_state", std::string());
+    const bool update = !from.empty() && from == to && ones(e, "new_procs") == 0;
+    if (update) {
+      e["update"] = true;
+    } else {
+      nprocs = ones(e, "new_procs");
+      // RESIZING: the map sent; the job holds its old one until it applies it.
+      held = to == "RESIZING" ? ones(e, "old_procs") : nprocs;
+    }
+    e["nprocs"] = nprocs;
+    e["held"] = held;
     json r = resize_phases(e.value("reason", std::string()));
     if (!r.is_null()) e["resize"] = std::move(r);
   }
   return history;
+}
+
+namespace {
+json point_json(const daemon::value_point& p) {
+  // Milliseconds are enough for a chart, and keep the text short.
+  return json::array({std::round(p.time * 1000.0) / 1000.0, p.value});
+}
+}  // namespace
+
+json values_json(const daemon::job_values& v, const daemon::telemetry_limits& limits) {
+  json series = json::object();
+  for (const auto& s : v.series) {
+    json points = json::array();
+    for (const auto& p : s.points) points.push_back(point_json(p));
+    series[s.name] = {{"total", s.total}, {"points", std::move(points)}};
+  }
+  return {{"job_id", v.job_id},
+          {"ended", v.ended},
+          {"accepted", v.accepted},
+          {"dropped", v.dropped},
+          {"limits",
+           {{"max_series", limits.max_series},
+            {"max_points", limits.max_points},
+            {"rate", limits.rate},
+            {"burst", limits.burst}}},
+          {"series", std::move(series)}};
+}
+
+json latest_values_json(const daemon::job_values& v) {
+  json out = json::object();
+  for (const auto& s : v.series) {
+    if (s.points.empty()) continue;
+    const auto& p = s.points.back();
+    out[s.name] = {{"value", p.value}, {"time", std::round(p.time * 1000.0) / 1000.0}, {"total", s.total}};
+  }
+  return out;
+}
+
+std::string values_event_json(std::int64_t job, const std::vector<std::pair<std::string, daemon::value_point>>& kept) {
+  json points = json::object();
+  for (const auto& [name, p] : kept) {
+    if (!points.contains(name)) points[name] = json::array();
+    points[name].push_back(point_json(p));
+  }
+  return json{{"job_id", job}, {"points", std::move(points)}}.dump();
 }
 
 utilization_sample sample_of(const daemon::cluster_snapshot& s) {

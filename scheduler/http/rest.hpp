@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/job_telemetry.hpp"
 #include "daemon/observe.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/replies.hpp"
@@ -30,6 +31,7 @@ enum class route_kind : unsigned char {
   dashboard,
   openapi,
   whoami,
+  login,  // POST /api/v1/login: a one-time code from ftoken --login (header X-AQS-Login-Code) for a token
   list_jobs,
   submit,
   show_job,
@@ -37,6 +39,8 @@ enum class route_kind : unsigned char {
   update_job,
   control_job,  // route::action names fctl's action
   job_history,
+  job_values,         // GET /api/v1/jobs/{id}/values: what the job published (AQS_Publish, aqs-publish)
+  job_values_events,  // GET /api/v1/jobs/{id}/values/events: the same as server-sent events, live
   nodes,
   partitions,
   partition,
@@ -122,7 +126,11 @@ std::string cluster_map_json(const daemon::cluster_snapshot& s);
 std::string change_json(const daemon::job_change& c);
 
 // GET /api/v1/jobs/{id}/history: the protocol's job_history result with,
-// on each event, "nprocs" (processors of new_procs) and, on an acknowledged
+// on each event, "nprocs" (processors of new_procs: on a RESIZING event the
+// map sent), "held" (the processors the job holds after it: on a RESIZING
+// event still its old map's) and, on an update (old and new state the
+// same, no map of its own: a claimed map, a new range, a hold), "update":
+// true with the "nprocs" and "held" of the event before; on an acknowledged
 // resize, "resize": the phases the shim reported, parsed from the event's
 // reason ("resize acknowledged: map 3, delivered in 1.2 ms, waited 40.0 ms
 // for MPI_Migrate, spawn 0.0 ms, data 3.1 ms, total 44.3 ms") into
@@ -132,6 +140,17 @@ std::string change_json(const daemon::job_change& c);
 nlohmann::json history_json(nlohmann::json history);
 // The "resize" object of one acknowledged resize's reason, or null.
 nlohmann::json resize_phases(std::string_view reason);
+
+// GET /api/v1/jobs/{id}/values: {"job_id", "ended", "accepted", "dropped",
+// "limits": {"max_series", "max_points", "rate", "burst"}, "series": {NAME:
+// {"total": N, "points": [[t, v], ...]}}} (t in Unix seconds, oldest first).
+nlohmann::json values_json(const daemon::job_values& v, const daemon::telemetry_limits& limits);
+// The "values" member of GET /api/v1/jobs/{id}: {NAME: {"value": v, "time": t,
+// "total": N}} of each series' newest point.
+nlohmann::json latest_values_json(const daemon::job_values& v);
+// One server-sent event's data of newly published points:
+// {"job_id": 7, "points": {NAME: [[t, v], ...]}}.
+std::string values_event_json(std::int64_t job, const std::vector<std::pair<std::string, daemon::value_point>>& kept);
 
 // One sample of the cluster's processors (GET /api/v1/cluster/utilization).
 struct utilization_sample {

@@ -6,6 +6,7 @@
 #include "core/speedup.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/enum_names.hpp"
@@ -441,6 +442,7 @@ struct record<issue_token> {
   static constexpr auto fields = std::tuple{
       field("id", &issue_token::id, k_request_id),
       field("lifespan_s", &issue_token::lifespan_s, integer{1, k_max_token_lifespan_s}),
+      field("login", &issue_token::login, flag{}, presence::sparse),
   };
 };
 
@@ -673,6 +675,54 @@ struct record<resize_refused> {
   };
 };
 
+// A published value's name (valid_value_name).
+struct value_name {
+  json write(const std::string& v) const { return v; }
+  std::string read(const reader& in, std::string_view key, const json& v) const {
+    if (!v.is_string()) in.fail(key, "must be a string");
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.empty() || s.size() > k_max_value_name) {
+      in.fail(key, "must be 1.." + std::to_string(k_max_value_name) + " bytes");
+    }
+    if (!valid_value_name(s)) in.fail(key, "must be letters, digits, '_', '.', ':' or '-'");
+    return s;
+  }
+};
+
+// A finite JSON number.
+struct finite_number {
+  json write(double v) const { return v; }
+  double read(const reader& in, std::string_view key, const json& v) const {
+    if (!v.is_number()) in.fail(key, "must be a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) in.fail(key, "must be a finite number");
+    return d;
+  }
+};
+
+template <>
+struct record<published_value> {
+  using R = published_value;
+  static constexpr auto fields = std::tuple{
+      field("name", &R::name, value_name{}),
+      field("value", &R::value, finite_number{}),
+      field("time_us", &R::time_us, k_micros),
+  };
+};
+
+template <>
+struct record<publish> {
+  using R = publish;
+  static constexpr auto fields = std::tuple{
+      field("id", &R::id, k_request_id),
+      field("job_id", &R::job_id, k_job_id),
+      field("values", &R::values, list<object<published_value>>{k_max_publish_batch, {}}),
+      check<R>([](const reader& in, const R& m) {
+        if (m.values.empty()) in.fail("values", "must hold at least one value");
+      }),
+  };
+};
+
 template <>
 struct record<remote_exec> {
   using R = remote_exec;
@@ -777,6 +827,16 @@ std::string_view to_string(peer_role r) noexcept { return core::name_in(k_roles,
 
 std::optional<peer_role> parse_role(std::string_view text) noexcept { return core::value_in(k_roles, text); }
 
+bool valid_value_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > k_max_value_name) return false;
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == ':' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::string_view type_of(const message& m) noexcept {
   return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::type; }, m);
 }
@@ -812,7 +872,7 @@ bool may_send(peer_role r, const message& m) noexcept {
     case peer_role::job:
       return std::holds_alternative<resize_begin>(m) || std::holds_alternative<resize_ack>(m) ||
              std::holds_alternative<resize_refused>(m) || std::holds_alternative<remote_exec>(m) ||
-             std::holds_alternative<control>(m);
+             std::holds_alternative<control>(m) || std::holds_alternative<publish>(m);
   }
   return false;
 }

@@ -300,8 +300,15 @@ struct issue_token {
   static constexpr std::string_view type = "issue_token";
   std::int64_t id = 0;
   std::optional<std::int64_t> lifespan_s;  // 1..k_max_token_lifespan_s
+  // ftoken --login: instead of a token, a one-time login code for the
+  // dashboard, valid for k_login_code_lifespan_s: the reply's `token` is
+  // the code, `expires_at` its end; the page exchanges it (POST
+  // /api/v1/login) for a token of `lifespan_s` (default: aqsd's), which
+  // never appears in a URL.
+  bool login = false;
   friend bool operator==(const issue_token&, const issue_token&) = default;
 };
+inline constexpr std::int64_t k_login_code_lifespan_s = 60;
 
 // Client -> server, Unix socket only: revokes the caller's token whose id is
 // `token_id` (root: anyone's), or with `all` every token the caller was
@@ -582,6 +589,41 @@ struct resize_refused {
   friend bool operator==(const resize_refused&, const resize_refused&) = default;
 };
 
+// ---- live application values (AQS_Publish, aqs-publish) --------------------
+
+// Limits of published values: a name is 1..k_max_value_name bytes of
+// letters, digits, '_', '.', ':' and '-' (a metric name, shown on one line);
+// a value is a finite number; one publish carries 1..k_max_publish_batch.
+inline constexpr std::size_t k_max_value_name = 64;
+inline constexpr std::size_t k_max_publish_batch = 256;
+
+// One published value; `time_us`: when the job measured it (Unix epoch
+// microseconds; absent: when aqsd receives it).
+struct published_value {
+  std::string name;
+  double value = 0;
+  std::optional<std::int64_t> time_us;
+  friend bool operator==(const published_value&, const published_value&) = default;
+};
+
+// Whether `name` is a valid value name (the rule parse_message applies).
+bool valid_value_name(std::string_view name) noexcept;
+
+// Job -> server: named values the running job publishes (its shim's
+// AQS_Publish, or aqs-publish in its script), over the job's own
+// authenticated connection; `job_id` must be the connection's job. Reply:
+// ok {"accepted": N, "dropped": M}: values past the job's rate or its
+// series limit are dropped and counted, never an error (a flooding job is
+// capped, not refused); error bad_request for a name or value that breaks
+// the rules (nothing of that publish is kept).
+struct publish {
+  static constexpr std::string_view type = "publish";
+  std::int64_t id = 0;
+  std::int64_t job_id = 0;
+  std::vector<published_value> values;
+  friend bool operator==(const publish&, const publish&) = default;
+};
+
 // ---- launching on the job's other nodes (aqs-rsh) ------------------------
 
 // Job (a launcher connection) -> server: run `command` (a shell command
@@ -624,7 +666,7 @@ using message = std::variant<hello, challenge, ok, error, output, submit, cancel
                              register_node, heartbeat, job_started, job_exited, launch, kill,
                              new_map, resize_ack, resize_refused, remote_exec, step_ended, node_leaving,
                              resize_begin, issue_token, revoke_token, control, job_signal, job_cpus, accounts,
-                             reservations>;
+                             reservations, publish>;
 
 // The wire "type" of a message.
 std::string_view type_of(const message& m) noexcept;

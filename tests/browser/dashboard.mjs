@@ -4,6 +4,9 @@
 // and passes what it started in the environment:
 //   AQS_URL          the dashboard (http://127.0.0.1:PORT/)
 //   AQS_TOKEN        a token from ftoken
+//   AQS_LOGIN_URL    the dashboard's address with a one-time login code
+//                    (ftoken --login --url): the page is opened signed in
+//   AQS_FKILL        the fkill binary (ends the rigid job: the adaptive one grows)
 //   AQS_SOCKET       aqsd's Unix socket (for fsub)
 //   AQS_FSUB         the fsub binary
 //   AQS_WORKDIR      a directory for the jobs
@@ -13,10 +16,15 @@
 //   AQS_SHOTS        where screenshots go (docs/img; not writable: skipped)
 //   AQS_ARTIFACTS    where a screenshot of a failure goes
 //   CHROMIUM         the browser (default /usr/bin/chromium)
-// It logs in with the token, submits an adaptive job from the form, sees it
-// on the processor grid, submits a rigid job with fsub, sees the adaptive
-// job shrink on the page, opens the job's page and the utilisation page,
-// and cancels the adaptive job from the page. Every wait is on a condition
+// It opens the page signed in by a one-time login code (no token in the
+// address), submits an adaptive job from the form, sees it on the processor
+// grid, submits a rigid job with fsub, sees the adaptive job shrink on the
+// page (the job table's sizes agreeing with the tiles all along), opens the
+// job's page (the resize from 8 to 4 in its table; its published residual
+// chart updating while it runs, its rank count 4), ends the rigid job and
+// sees the adaptive one grow back on the grid and its rank chart step
+// 8, 4, 8, opens the utilisation page, and cancels the adaptive job from
+// the page. Every wait is on a condition
 // with a generous deadline: the machine may be busy with other tests. The
 // latency from aqsd's new map (its event's time) to the page showing it is
 // printed as a "measured" JSON line, not asserted (speed belongs in bench/).
@@ -110,6 +118,35 @@ const gridCount = (page, job) => page.evaluate((id) => {
   const cells = [...document.querySelectorAll(`#map .proc[data-job="${id}"]`)];
   return { all: cells.length, kept: cells.filter((c) => !c.classList.contains("reserved")).length };
 }, String(job));
+// A poller in the page: every few milliseconds, whether the job table's
+// sizes of `id` (held, and the map sent) are the tiles' (held: all but the
+// incoming ones; sent: all but the given-up ones). Counts disagreements.
+const watchAgreement = (page, job) => page.evaluate((id) => {
+  window.aqsAgree = { looks: 0, resizing: 0, disagree: [] };
+  const tick = () => {
+    const row = document.querySelector(`#jobs tr[data-job="${id}"]`);
+    const cells = [...document.querySelectorAll(`#map .proc[data-job="${id}"]`)];
+    if (row && row.dataset.held !== undefined && cells.length) {
+      const held = cells.filter((c) => !c.classList.contains("incoming")).length;
+      const sent = cells.filter((c) => !c.classList.contains("reserved")).length;
+      ++window.aqsAgree.looks;
+      if (row.dataset.held !== row.dataset.target) ++window.aqsAgree.resizing;
+      if (Number(row.dataset.held) !== held || Number(row.dataset.target) !== sent) {
+        if (window.aqsAgree.disagree.length < 10) {
+          window.aqsAgree.disagree.push(`table ${row.dataset.held}->${row.dataset.target}, tiles ${held}->${sent}`);
+        }
+      }
+    }
+    if (!window.aqsAgree.stop) setTimeout(tick, 5);
+  };
+  tick();
+}, String(job));
+const agreement = async (page) => page.evaluate(() => { window.aqsAgree.stop = true; return window.aqsAgree; });
+// The published values' chart of `name` on the job's page.
+const chartOf = (page, name) => page.evaluate((n) => {
+  const c = document.querySelector(`#values-charts svg[data-series="${n}"]`);
+  return c ? { points: Number(c.dataset.points), last: c.dataset.last, steps: c.dataset.steps || "" } : null;
+}, name);
 
 async function main() {
   const stream = new events();
@@ -123,12 +160,20 @@ async function main() {
   page.on("pageerror", (e) => log("page error:", e.message));
   page.on("dialog", (d) => { log("dialog:", d.message()); d.dismiss(); });
   try {
-    // ---- log in with the token
-    await page.goto(url);
-    await page.fill("#token", token);
-    await page.click("#use");
-    await page.waitForFunction(() => /^as /.test(document.getElementById("who").textContent));
-    log("logged in", await page.textContent("#who"));
+    // ---- signed in by a one-time login code (ftoken --login), or the token
+    const loginUrl = process.env.AQS_LOGIN_URL;
+    if (loginUrl) {
+      await page.goto(loginUrl);
+      await page.waitForFunction(() => /^as /.test(document.getElementById("who").textContent));
+      if (page.url().includes("login=")) throw new Error(`the login code stayed in the address: ${page.url()}`);
+      log("signed in by a login code", await page.textContent("#who"));
+    } else {
+      await page.goto(url);
+      await page.fill("#token", token);
+      await page.click("#use");
+      await page.waitForFunction(() => /^as /.test(document.getElementById("who").textContent));
+      log("logged in", await page.textContent("#who"));
+    }
 
     // ---- submit an adaptive job from the form
     await page.fill('#submit input[name="name"]', "web-adaptive");
@@ -165,6 +210,7 @@ async function main() {
       };
       tick();
     }, { id: String(adaptive), keep: procs / 2 });
+    await watchAgreement(page, adaptive);
     const fsub = execFileSync(env("AQS_FSUB"), ["-n", String(procs / 2), "-J", "cli-rigid", "-t", "30", "--wrap", "sleep 600"],
                               { cwd: env("AQS_WORKDIR"), env: { ...process.env }, encoding: "utf8" });
     const rigid = Number(fsub.trim().split(/\s+/).pop());
@@ -179,6 +225,15 @@ async function main() {
     await until(`job ${rigid} on the grid`, async () => (await gridCount(page, rigid)).all === procs / 2);
     const after = await gridCount(page, adaptive);
     if (after.all !== procs - procs / 2) throw new Error(`job ${adaptive} shows ${after.all} processors after the shrink`);
+    const shrinkAgreement = await agreement(page);
+    log("table and tiles during the shrink:", JSON.stringify(shrinkAgreement));
+    console.log("agreement shrink " + JSON.stringify(shrinkAgreement));
+    if (shrinkAgreement.disagree.length) {
+      throw new Error(`the job table and the tiles disagreed during the shrink: ${shrinkAgreement.disagree.join("; ")}`);
+    }
+    // The page was looked at mid-resize (the job holds its claimed map a
+    // second: AQS_TEST_PAUSE_AFTER_CLAIM_MS), not only before and after.
+    if (shrinkAgreement.resizing === 0) throw new Error("the page never showed the job mid-shrink");
     const measured = {
       map_sent_to_page_ms: Math.round(marks.shown - sent.time * 1000),
       map_sent_to_stream_ms: Math.round(sent.at - sent.time * 1000),
@@ -195,7 +250,67 @@ async function main() {
     await until("the resize on the job's page", () => page.evaluate(() =>
       [...document.querySelectorAll("#resizes tr.resize")].some((r) => r.lastChild.textContent === "applied")));
     await page.waitForSelector('#job-chart path[data-series="held"]');
+    // Each resize as it was: from 8 to 4 (not "to 0": a claim of the map is
+    // no new resize), and the claim's event shows the map's processors.
+    const table = await page.evaluate(() => ({
+      resizes: [...document.querySelectorAll("#resizes tr.resize")].map((r) => [...r.children].map((c) => c.textContent)),
+      events: [...document.querySelectorAll("#events tbody tr")].map((r) => [...r.children].map((c) => c.textContent)),
+    }));
+    log("resizes on the job's page:", JSON.stringify(table.resizes));
+    const applied = table.resizes.filter((r) => r[9] === "applied");
+    if (applied.length !== 1 || applied[0][1] !== String(procs) || applied[0][2] !== String(procs / 2)) {
+      throw new Error(`the job's resize table does not show its resize from ${procs} to ${procs / 2}: ${JSON.stringify(table.resizes)}`);
+    }
+    if (table.resizes.some((r) => r[2] === "0")) throw new Error(`a resize "to 0": ${JSON.stringify(table.resizes)}`);
+    const claims = table.events.filter((e) => /claimed/.test(e[3]));
+    if (claims.some((e) => e[2] === "0")) throw new Error(`a claim shows 0 processors: ${JSON.stringify(claims)}`);
+
+    // ---- its published values: the residual chart moving while it runs,
+    // and its rank count (4 now)
+    const first = await until("the residual chart", async () => {
+      const c = await chartOf(page, "residual");
+      return c && c.points >= 2 ? c : null;
+    });
+    const later = await until("the residual chart updating", async () => {
+      const c = await chartOf(page, "residual");
+      return c && c.points > first.points ? c : null;
+    });
+    log("residual chart:", first.points, "points, then", later.points, "; last", later.last);
+    await until(`the rank chart at ${procs / 2}`, async () => (await chartOf(page, "ranks"))?.last === String(procs / 2));
     await shoot(page, "dashboard-job.png");
+
+    // ---- the rigid job ends: the adaptive one grows back, the table
+    // agreeing with the tiles all the while
+    await page.click("#nav-cluster");
+    await until(`job ${adaptive} in the job table`, () => page.$(`#jobs tr[data-job="${adaptive}"]`));
+    await watchAgreement(page, adaptive);
+    execFileSync(env("AQS_FKILL"), [String(rigid)], { env: { ...process.env }, encoding: "utf8" });
+    const grown = await until(`job ${adaptive} growing again`,
+                              () => stream.find((e) => e.job_id === adaptive && e.state === "RESIZING" && e.at > acked.at));
+    await until(`job ${adaptive} applying its grow`,
+                () => stream.find((e) => e.job_id === adaptive && e.state === "RUNNING" && e.at >= grown.at));
+    await until(`job ${adaptive} on all ${procs} processors again`, async () => {
+      const g = await gridCount(page, adaptive);
+      return g.all === procs && g.kept === procs;
+    });
+    const growAgreement = await agreement(page);
+    log("table and tiles during the grow:", JSON.stringify(growAgreement));
+    console.log("agreement grow " + JSON.stringify(growAgreement));
+    if (growAgreement.disagree.length) {
+      throw new Error(`the job table and the tiles disagreed during the grow: ${growAgreement.disagree.join("; ")}`);
+    }
+    if (growAgreement.resizing === 0) throw new Error("the page never showed the job mid-grow");
+    await page.click(`#jobs tr[data-job="${adaptive}"] a`);
+    await page.waitForSelector("#view-job:not([hidden])");
+    const steps = await until(`the rank chart stepping ${procs}, ${procs / 2}, ${procs}`, async () => {
+      const c = await chartOf(page, "ranks");
+      return c && c.steps.endsWith(`${procs},${procs / 2},${procs}`) ? c : null;
+    });
+    log("rank chart steps:", steps.steps);
+    // Live: without reloading, the residual chart goes on.
+    const now = await chartOf(page, "residual");
+    await until("the residual chart still updating", async () => (await chartOf(page, "residual")).points > now.points);
+    await shoot(page, "dashboard-values.png");
 
     // ---- utilisation over time
     await page.click("#nav-utilization");

@@ -1,8 +1,11 @@
 // ftoken: a bearer token for aqsd's HTTP API, acting as you (like Slurm's
-// `scontrol token`); or revoking tokens. Over the Unix socket, where the
-// kernel vouches for who you are. The token is alone on the last line.
+// `scontrol token`); or revoking tokens; or (--login) a one-time code that
+// opens the dashboard signed in, so that no long-lived token goes into a
+// URL. Over the Unix socket, where the kernel vouches for who you are. The
+// token (or the dashboard's address with the code) is alone on the last line.
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <string>
@@ -18,6 +21,7 @@ namespace {
 
 constexpr const char* k_usage =
     "usage: ftoken [--lifespan SECONDS] [--socket PATH]\n"
+    "       ftoken --login [--url URL] [--lifespan SECONDS] [--socket PATH]\n"
     "       ftoken --revoke ID | --revoke-all [--socket PATH]\n"
     "\n"
     "Prints a bearer token for aqsd's HTTP API (aqsd --http) that acts as you,\n"
@@ -25,6 +29,11 @@ constexpr const char* k_usage =
     "\n"
     "  --lifespan SECONDS  how long the token lasts (default: aqsd's --token-lifespan, 3600;\n"
     "                      at most 31 days)\n"
+    "  --login             print the dashboard's address with a one-time login code\n"
+    "                      (URL/#login=CODE, good once, for 60 s): opened in a browser it signs\n"
+    "                      you in with a token of --lifespan, which never appears in an address\n"
+    "  --url URL           the dashboard (aqsd --http), e.g. https://head:8443/ (default\n"
+    "                      $AQS_HTTP_URL; without either only #login=CODE is printed)\n"
     "  --revoke ID         revoke your token with this id (root: anyone's)\n"
     "  --revoke-all        revoke every token you were given until now\n"
     "  --socket PATH       aqsd's socket (default $AQS_SOCKET, else /var/lib/aqs/aqsd.sock)\n"
@@ -34,6 +43,8 @@ struct command_line {
   std::optional<std::int64_t> lifespan;
   std::optional<std::string> revoke;
   bool revoke_all = false;
+  bool login = false;
+  std::optional<std::string> url;
   std::optional<std::string> socket;
   bool help = false;
 };
@@ -67,6 +78,13 @@ command_line parse(const std::vector<std::string>& args) {
       c.revoke = value();
     } else if (a == "--revoke-all" && !inline_value) {
       c.revoke_all = true;
+    } else if (a == "--login" && !inline_value) {
+      c.login = true;
+    } else if (a == "--url") {
+      c.url = value();
+      if (!c.url->starts_with("http://") && !c.url->starts_with("https://")) {
+        throw cmdline::usage_error("--url must start with http:// or https://, got '" + *c.url + "'");
+      }
     } else if (a == "--socket") {
       c.socket = value();
     } else {
@@ -76,6 +94,8 @@ command_line parse(const std::vector<std::string>& args) {
   if (static_cast<int>(c.revoke.has_value()) + static_cast<int>(c.revoke_all) + static_cast<int>(c.lifespan.has_value()) > 1) {
     throw cmdline::usage_error("--lifespan, --revoke and --revoke-all go one at a time");
   }
+  if (c.login && (c.revoke || c.revoke_all)) throw cmdline::usage_error("--login does not go with --revoke or --revoke-all");
+  if (c.url && !c.login) throw cmdline::usage_error("--url goes with --login");
   return c;
 }
 
@@ -102,6 +122,18 @@ int main(int argc, char** argv) {
       c.call(protocol::revoke_token{c.next_id(), cmd.revoke, cmd.revoke_all});
       std::printf("%s\n", cmd.revoke_all ? "revoked every token you were given until now"
                                          : ("revoked token " + *cmd.revoke).c_str());
+      return 0;
+    }
+    if (cmd.login) {
+      protocol::issue_token it{c.next_id(), cmd.lifespan};
+      it.login = true;
+      const auto r = c.ask(it);
+      std::string url = cmd.url.value_or(std::getenv("AQS_HTTP_URL") != nullptr ? std::getenv("AQS_HTTP_URL") : "");
+      if (const auto hash = url.find('#'); hash != std::string::npos) url.resize(hash);
+      if (!url.empty() && !url.ends_with("/")) url += "/";
+      std::printf("login code for %s (uid %lld), good once, until %s: open in a browser\n%s#login=%s\n",
+                  r.user.c_str(), static_cast<long long>(r.uid), utc(r.expires_at).c_str(), url.c_str(),
+                  r.token.c_str());
       return 0;
     }
     const auto r = c.ask(protocol::issue_token{c.next_id(), cmd.lifespan});

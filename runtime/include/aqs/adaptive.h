@@ -137,6 +137,23 @@ AQS_API int AQS_Request_range(int min, int max);
 enum { AQS_RANGE_NONE = 0, AQS_RANGE_PENDING = 1, AQS_RANGE_ACCEPTED = 2, AQS_RANGE_REFUSED = 3 };
 AQS_API int AQS_Range_status(int* status, const char** reason);
 
+/* ----- live values ----------------------------------------------------------
+ * Publishes a named value (a residual, an energy, the number of ranks) to
+ * the scheduler, which shows it as a live chart on the job's page of aqsd's
+ * dashboard and over its REST API (GET /api/v1/jobs/ID/values). Non-blocking
+ * and not collective: values are batched and sent by the rank holding the
+ * connection to aqsd (active rank 0); on the other ranks it only checks its
+ * arguments and returns AQS_SUCCESS, so call it on every rank with the same
+ * value (after an MPI_Allreduce, say) or on active rank 0. The name is 1 to
+ * 64 letters, digits, '_', '.', ':' or '-'; the value finite (else
+ * AQS_ERR_ARG). aqsd keeps each job's newest points per name, for a bounded
+ * number of names, and drops what a job publishes beyond its rate (by
+ * default 200 values a second): publishing in a tight loop costs the job
+ * nothing but loses points. AQS_ERR_STATE outside AQS_Init .. AQS_Finalize
+ * or when the job does not run under AQS; AQS_ERR_CONTROL when the
+ * connection to aqsd is gone (the value is dropped; the app may go on). */
+AQS_API int AQS_Publish(const char* name, double value);
+
 /* ----- block-distributed arrays -------------------------------------------
  * An array of `n` elements of `elem_size` bytes, distributed in blocks over
  * the active ranks in rank order (rank i of p holds n/p elements, one more

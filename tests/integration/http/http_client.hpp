@@ -94,11 +94,12 @@ inline http_reply http_request(const http_target& t, const std::string& method, 
 // A server-sent events stream (plain HTTP): reads events as they come.
 class event_stream {
 public:
-  event_stream(const http_target& t, const std::optional<std::string>& token) : sock_(io_) {
+  event_stream(const http_target& t, const std::optional<std::string>& token, const std::string& path = "/api/v1/events")
+      : sock_(io_) {
     namespace asio = boost::asio;
     asio::ip::tcp::resolver resolver(io_);
     asio::connect(sock_, resolver.resolve(t.host, std::to_string(t.port)));
-    std::string req = "GET /api/v1/events HTTP/1.1\r\nHost: " + t.host + "\r\n";
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: " + t.host + "\r\n";
     if (token) req += "Authorization: Bearer " + *token + "\r\n";
     req += "\r\n";
     asio::write(sock_, asio::buffer(req));

@@ -47,7 +47,7 @@ TEST_CASE("each message aqsd takes is routed for exactly the roles the protocol 
       CHECK(r.type == protocol::type_of(m));
     }
   }
-  CHECK(routed == 25);  // accounts (issue 32) is the 24th, reservations the 25th
+  CHECK(routed == 26);  // accounts (issue 32) is the 24th, reservations the 25th, publish (issue 35) the 26th
 }
 
 TEST_CASE("shutting aqsd down and tokens carry their rule in the table") {
@@ -61,6 +61,9 @@ TEST_CASE("shutting aqsd down and tokens carry their rule in the table") {
   CHECK(routes.of(protocol::heartbeat{}).where == daemon::runs_on::strand);
   CHECK(routes.of(protocol::resize_ack{}).where == daemon::runs_on::strand);
   CHECK((routes.of(protocol::submit{}).gate == nullptr));
+  // A job's published values never reach the strand: a flooding job must
+  // not slow the scheduling (job_telemetry has its own lock).
+  CHECK(routes.of(protocol::publish{}).where == daemon::runs_on::session);
 }
 
 TEST_CASE("a message type declared twice is refused") {

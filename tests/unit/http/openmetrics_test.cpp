@@ -1,8 +1,7 @@
 // The /metrics exposition: OpenMetrics structure (families, suffixes, label
 // syntax, cumulative buckets, # EOF) and, when promtool is installed, its
-// lint (Debian 12's promtool 2.42 reads only the classic text format, so it
-// is given the exposition with counters' TYPE lines named as their samples
-// and without # EOF).
+// lint of the classic text format (Debian 12's promtool 2.42 reads only
+// that), and the negotiation between the two formats.
 #include <doctest/doctest.h>
 
 #include <cctype>
@@ -10,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -132,40 +132,111 @@ TEST_CASE("aqs_jobs_ended_total has a sample for every final state of the core's
   }
 }
 
-TEST_CASE("promtool check metrics finds nothing to lint in the exposition") {
-  if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
-    MESSAGE("promtool is not installed (Debian package prometheus): lint skipped");
-    return;
-  }
-  // promtool 2.42 parses the classic text format: counters' TYPE and HELP
-  // lines name their _total samples there, and there is no # EOF.
-  std::string text = sample_exposition();
-  std::istringstream in(text);
-  std::string line, classic;
-  std::map<std::string, bool> counters;
-  while (std::getline(in, line)) {
-    if (line == "# EOF") continue;
-    if (line.starts_with("# TYPE ") && line.ends_with(" counter")) {
-      const std::string name = line.substr(7, line.size() - 7 - 8);
-      counters[name] = true;
-      line = "# TYPE " + name + "_total counter";
-    } else if (line.starts_with("# HELP ")) {
-      const std::string rest = line.substr(7);
-      const std::string name = rest.substr(0, rest.find(' '));
-      if (counters.count(name) != 0) line = "# HELP " + name + "_total" + rest.substr(name.size());
-    }
-    classic += line + "\n";
-  }
+namespace {
+
+// promtool's verdict on an exposition (nullopt: promtool is not installed).
+std::optional<std::pair<int, std::string>> promtool_check(const std::string& text) {
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) return std::nullopt;
   test::temp_dir dir;
   const auto file = dir.path() / "metrics.prom";
-  std::ofstream(file) << classic;
+  std::ofstream(file) << text;
   const auto out = dir.path() / "lint.txt";
   const int rc = std::system(("promtool check metrics < " + file.string() + " > " + out.string() + " 2>&1").c_str());
   std::ifstream lint(out);
-  const std::string said((std::istreambuf_iterator<char>(lint)), std::istreambuf_iterator<char>());
-  CAPTURE(said);
-  CHECK(rc == 0);
-  CHECK(said.empty());
+  return std::make_pair(rc, std::string((std::istreambuf_iterator<char>(lint)), std::istreambuf_iterator<char>()));
+}
+
+std::string sample_text() {
+  daemon::cluster_snapshot s;
+  s.cpus_total = 8;
+  daemon::metrics m;
+  m.submitted();
+  m.resize_started();
+  m.resize_ended("acked", 0.2);
+  m.job_ended("COMPLETED");
+  m.decided(0.0003);
+  return http::render_metrics(s, m.read(), http::metrics_format::text);
+}
+
+}  // namespace
+
+TEST_CASE("promtool check metrics finds nothing to lint in the classic text exposition, as served to it") {
+  // promtool (2.42 in Debian 12) reads the classic text format, and asks for
+  // it: what /metrics answers a request without an OpenMetrics Accept.
+  const auto verdict = promtool_check(sample_text());
+  if (!verdict) {
+    MESSAGE("promtool is not installed (Debian package prometheus): lint skipped");
+    return;
+  }
+  CAPTURE(verdict->second);
+  CHECK(verdict->first == 0);
+  CHECK(verdict->second.empty());
+}
+
+TEST_CASE("the classic text format names each counter's HELP and TYPE after its _total sample and has no # EOF") {
+  const std::string text = sample_text();
+  CHECK(text.find("# EOF") == std::string::npos);
+  CHECK(text.find("# HELP aqs_submissions_total Jobs submitted since aqsd started.\n# TYPE aqs_submissions_total counter\n"
+                  "aqs_submissions_total 1\n") != std::string::npos);
+  CHECK(text.find("# TYPE aqs_resizes_total counter\n") != std::string::npos);
+  CHECK(text.find("# TYPE aqs_jobs_ended_total counter\n") != std::string::npos);
+  CHECK(text.find("# TYPE aqs_resizes counter") == std::string::npos);
+  CHECK(text.find("# HELP aqs_jobs_running Jobs running") != std::string::npos);
+  CHECK(text.find("# TYPE aqs_decision_seconds histogram\n") != std::string::npos);
+  CHECK(text.find("aqs_decision_seconds_bucket{le=\"+Inf\"} 1\n") != std::string::npos);
+  // Every sample's family is declared, under the sample's own name (or its
+  // histogram's), before the sample.
+  std::istringstream in(text);
+  std::string line;
+  std::map<std::string, std::string> typed;
+  while (std::getline(in, line)) {
+    if (line.starts_with("# TYPE ")) {
+      const std::string rest = line.substr(7);
+      typed[rest.substr(0, rest.find(' '))] = rest.substr(rest.find(' ') + 1);
+      continue;
+    }
+    if (line.starts_with("#") || line.empty()) continue;
+    std::string name = line.substr(0, line.find_first_of("{ "));
+    if (typed.count(name) == 0) {
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        if (name.ends_with(suffix)) name = name.substr(0, name.size() - std::string(suffix).size());
+      }
+      CHECK_MESSAGE(typed[name] == "histogram", line);
+    }
+  }
+}
+
+TEST_CASE("the metrics format is negotiated from Accept as the Prometheus client libraries do") {
+  using http::metrics_format;
+  using http::negotiate_metrics_format;
+  // No Accept, anything else, */*: the classic text format.
+  CHECK(negotiate_metrics_format("") == metrics_format::text);
+  CHECK(negotiate_metrics_format("*/*") == metrics_format::text);
+  CHECK(negotiate_metrics_format("application/json") == metrics_format::text);
+  CHECK(negotiate_metrics_format("text/plain; version=0.0.4") == metrics_format::text);
+  CHECK(negotiate_metrics_format("text/plain") == metrics_format::text);
+  // promtool and older Prometheus servers ask for protobuf first, then text.
+  CHECK(negotiate_metrics_format("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                                 "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.1") ==
+        metrics_format::text);
+  // Prometheus 2.x's scrape Accept: OpenMetrics first.
+  CHECK(negotiate_metrics_format("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+                                 "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1") == metrics_format::openmetrics);
+  CHECK(negotiate_metrics_format("application/openmetrics-text") == metrics_format::openmetrics);
+  CHECK(negotiate_metrics_format("Application/OpenMetrics-Text; Version=\"1.0.0\"") == metrics_format::openmetrics);
+  // By q, not by order; q=0 is "not this".
+  CHECK(negotiate_metrics_format("text/plain;version=0.0.4;q=0.5,application/openmetrics-text;version=1.0.0") ==
+        metrics_format::openmetrics);
+  CHECK(negotiate_metrics_format("application/openmetrics-text;q=0.2,text/plain;version=0.0.4;q=0.9") ==
+        metrics_format::text);
+  CHECK(negotiate_metrics_format("application/openmetrics-text;q=0") == metrics_format::text);
+  // A version this exposition is not written in is passed over.
+  CHECK(negotiate_metrics_format("application/openmetrics-text;version=2.0.0") == metrics_format::text);
+  CHECK(negotiate_metrics_format("text/plain;version=9.9,application/openmetrics-text;q=0.5") ==
+        metrics_format::openmetrics);
+  CHECK(http::content_type_of(metrics_format::text) == "text/plain; version=0.0.4; charset=utf-8");
+  CHECK(http::content_type_of(metrics_format::openmetrics) ==
+        "application/openmetrics-text; version=1.0.0; charset=utf-8");
 }
 
 TEST_CASE("every live state of the core's list has its gauge aqs_jobs_<state>") {

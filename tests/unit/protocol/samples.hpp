@@ -89,6 +89,7 @@ inline std::vector<message> samples() {
       step_ended{5, "node1", std::nullopt, 9},
       node_leaving{21},
       resize_begin{22, 5, 3},
+      publish{30, 5, {{"residual", 1.5e-4, 1700000000000000}, {"ranks", 4, std::nullopt}}},
       issue_token{23, 3600},
       issue_token{24, std::nullopt},
       revoke_token{25, std::string("0123abcd"), false},
