@@ -143,7 +143,8 @@ public:
 
   // POST /api/v1/jobs {"cluster": cluster ("auto" or a name), "job": job}
   // (job: the "job" object of aqsd's submit message, protocol::to_json).
-  submitted submit(std::string_view cluster, const nlohmann::json& job);
+  // contract: the QoS contract object (docs/faucets.md "Contracts"), null: none.
+  submitted submit(std::string_view cluster, const nlohmann::json& job, const nlohmann::json& contract = nullptr);
   // GET /api/v1/jobs[?all=1][&cluster=NAME]: the "jobs" array.
   nlohmann::json list_jobs(bool all = false, const std::optional<std::string>& cluster = std::nullopt);
   // GET /api/v1/jobs/{id}: the job object.
