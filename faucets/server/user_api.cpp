@@ -180,6 +180,8 @@ api_response submit(user_backend& b, const user_call& call, const api_request& r
   const std::string cluster = body.value("cluster", std::string("auto"));
   json message{{"type", "submit"}, {"id", 1}, {"job", body["job"]}};
   if (body.contains("datasets")) message["datasets"] = body["datasets"];
+  // The QoS contract (docs/faucets.md "Contracts"): checked by the router, kept at the server.
+  if (body.contains("contract")) message["contract"] = body["contract"];
   std::string why;
   const std::int64_t id = b.submit(call.who->user, cluster, std::move(message), &why);
   if (id == 0) return error_reply(400, why);

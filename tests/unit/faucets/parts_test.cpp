@@ -179,6 +179,11 @@ TEST_CASE("a submission is the token's user's, and a bad body or a refused job i
   const auto refused = f.send("POST", "/api/v1/jobs", f.alice, R"({"cluster": "mars", "job": {}})");
   CHECK(refused.result_int() == 400);
   CHECK(json::parse(refused.body()).at("error") == "no cluster 'mars'");
+  // A contract travels with the job to the router (which checks it).
+  const auto with_contract =
+      f.send("POST", "/api/v1/jobs", f.alice, R"({"job": {"ntasks": 1}, "contract": {"deadline": 2e9, "max_price": 1, "value": 3}})");
+  REQUIRE(with_contract.result_int() == 201);
+  CHECK(json::parse(f.backend.jobs_.back().submit).at("contract").at("value") == 3);
 }
 
 TEST_CASE("the hub knows its clusters before any connects: none up, none reported, nothing to send to") {
