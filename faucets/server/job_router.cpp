@@ -348,7 +348,7 @@ asio::awaitable<bool> job_router::place(stored_job j) {
   if (!hub_.connected(cluster)) co_return false;  // it left while the broker chose
   const std::int64_t attempt =
       store_.dispatched(j.id, cluster, "to " + cluster + " as " + local + " by " + options_.policy + ": " + chosen->reason);
-  if (ledger_ != nullptr) {
+  if (ledger_ != nullptr && !owners_.empty()) {
     // The price it runs at there: the bid, else what the cluster last reported.
     for (const auto& v : eligible) {
       if (v.name == cluster && v.price) ledger_->agree_price(j.id, cluster, *v.price);
@@ -484,7 +484,7 @@ std::optional<std::string> job_router::debt_refusal_at(const std::string& owner,
 }
 
 void job_router::charge_ended(const stored_job& j, const job_update& u) {
-  if (ledger_ == nullptr || !j.cluster) return;
+  if (ledger_ == nullptr || owners_.empty() || !j.cluster) return;  // no market configured
   const auto start = u.start_time ? u.start_time : j.start_time;
   if (!start) return;  // it never held a processor
   try {

@@ -50,7 +50,7 @@ public:
   // which cluster, users' homes, debt limits) make the market: every
   // placement's price is agreed in the ledger book, every finished job is
   // charged there, and an owner in debt beyond its limit is refused by other
-  // owners' clusters.
+  // owners' clusters. An empty owners table: no market (no prices kept, no charges).
   job_router(boost::asio::io_context& io, job_records& store, cluster_links& hub, const user_map& users,
              router_options options, ledger_book* ledger = nullptr, owners_table owners = {});
   ~job_router() override;
