@@ -507,3 +507,30 @@ TEST_CASE("an owner in debt beyond its limit is refused by other owners' cluster
   CHECK(f.router.submit("alice", "auto", job_message(), &why) == 0);
   CHECK(why == "cluster two refuses work from owner 'uni': 6 credits in debt, beyond its limit of 5");
 }
+
+TEST_CASE("a cluster cannot charge for a job it was never given: its job_update with processor-seconds changes nothing") {
+  memory_ledger ledger;
+  fixture f({"one", "two"}, "fastest-queue", &ledger, owners_table::parse(k_owners, "owners"));
+  f.links.price = {{"one", 1.0}, {"two", 1.0}};
+  f.links.up["two"] = false;  // placed on one (uni's, alice's home)
+  const auto id = f.submit();
+  f.place(id, 5);
+  f.links.up["two"] = true;
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "COMPLETED";
+  u.nprocs = 8;
+  u.start_time = "2026-11-28T10:00:00Z";
+  u.end_time = "2026-11-28T11:00:00Z";
+  u.proc_seconds = 1e9;
+  f.say("two", "job_update", to_json(u));  // lab's cluster claims it ran it
+  CHECK(ledger.book.empty());
+  CHECK(f.records.jobs.at(id).state != "COMPLETED");
+  // Its own placement ending on uni's cluster moves nothing either (same owner).
+  u.proc_seconds = 10;
+  f.say("one", "job_update", to_json(u));
+  f.run_until([&] { return f.records.jobs.at(id).state == "COMPLETED"; });
+  CHECK(ledger.book.empty());
+  CHECK(f.records.events.back().second == "not charged: it ran on a cluster of its home's owner 'uni'");
+}
