@@ -109,7 +109,7 @@ system::system(const options& o) {
     }
     if (!up) throw std::runtime_error("aqsd did not answer within 30 s");
     for (int n = 0; n < o.nodes; ++n) {
-      const std::string name = "node" + std::to_string(n);
+      const std::string name = o.node_prefix + std::to_string(n);
       std::vector<std::string> agent{o.aqs_node, "--name", name, "--procs", std::to_string(o.procs_per_node),
                                      "--spool", (dir_ / ("spool-" + name)).string()};
       if (hosts_) {
@@ -131,7 +131,7 @@ system::system(const options& o) {
         // from other work and could not be made to happen again.
         std::string logs;
         for (int n = 0; n < o.nodes; ++n) {
-          const std::string log = "node" + std::to_string(n) + ".log";
+          const std::string log = o.node_prefix + std::to_string(n) + ".log";
           logs += "\n" + log + ": " + slurp(dir_ / log);
         }
         throw std::runtime_error("the agents did not all register within 10 s" + logs);

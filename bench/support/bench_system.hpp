@@ -53,6 +53,9 @@ public:
     // reaching aqsd over TCP on the hosts' bridge with the cluster key, as
     // agents on other machines do. Needs root.
     bool netns = false;
+    // The agents' names: PREFIX0, PREFIX1, ... (a job sees its node's name
+    // in $SLURMD_NODENAME: benchmarks tell clusters apart by it).
+    std::string node_prefix = "node";
   };
   // Starts aqsd (initdb on first start takes a few seconds) and the agents
   // ("node0".."nodeN-1"), and waits until every node is registered.

@@ -1,4 +1,4 @@
-// policies: random, fastest-cpu, fastest-queue, data and earliest-start, each a ranking of the eligible clusters.
+// policies: random, fastest-cpu, fastest-queue, data, earliest-start and contract, each a ranking of the eligible clusters.
 #include "broker/policies.hpp"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -174,8 +175,94 @@ public:
   }
 };
 
+// A cluster's bid for the contract policy: its completion (its own, else
+// earliest-start's measure) and its price; nullopt without both.
+struct bid {
+  const cluster_view* c;
+  double completion, price;
+};
+std::optional<bid> bid_of(const job_ask& job, const cluster_view& c) {
+  if (!c.price || !(*c.price >= 0)) return std::nullopt;
+  const double done = c.completion_in_s ? std::max(*c.completion_in_s, 0.0) : expected_completion(job, c);
+  if (!std::isfinite(done)) return std::nullopt;
+  return bid{&c, done, *c.price};
+}
+
+class contract_broker final : public broker {
+public:
+  std::string_view name() const noexcept override { return "contract"; }
+  bool needs_start_estimates() const noexcept override { return true; }
+  std::optional<choice> choose(const job_ask& job, std::span<const cluster_view> clusters) override {
+    if (!job.contract) {
+      auto c = fallback_.choose(job, clusters);
+      if (c) c->reason = "contract: no contract given, placed as " + c->reason;
+      return c;
+    }
+    const contract_terms& t = *job.contract;
+    const auto cs = eligible(job, clusters);
+    if (cs.empty()) return std::nullopt;
+    std::vector<bid> bids, within;
+    for (const cluster_view* c : cs) {
+      if (auto b = bid_of(job, *c)) bids.push_back(*b);
+    }
+    // No bid yet (no answers within the estimate timeout): asked again later.
+    if (bids.empty()) return std::nullopt;
+    for (const bid& b : bids) {
+      if (b.price <= t.max_price) within.push_back(b);
+    }
+    if (within.empty()) {
+      const bid& cheapest = *std::min_element(bids.begin(), bids.end(), [](const bid& a, const bid& b) {
+        return a.price != b.price ? a.price < b.price : a.c->name < b.c->name;
+      });
+      return choice{"", "contract: no cluster bids within the maximum price " + num(t.max_price) +
+                            " credits per processor-second (cheapest: " + cheapest.c->name + " at " +
+                            num(cheapest.price) + ")",
+                    true};
+    }
+    auto earliest = [](const bid& a, const bid& b) {
+      if (a.completion != b.completion) return a.completion < b.completion;
+      return a.c->name < b.c->name;
+    };
+    std::vector<bid> meets;
+    for (const bid& b : within) {
+      if (b.completion <= t.deadline_in_s) meets.push_back(b);
+    }
+    if (!meets.empty()) {
+      // All earn the full value: the cheapest, then the earliest.
+      const bid& b = *std::min_element(meets.begin(), meets.end(), [&](const bid& x, const bid& y) {
+        if (x.price != y.price) return x.price < y.price;
+        return earliest(x, y);
+      });
+      return choice{b.c->name, "contract: done in about " + num(b.completion) + " s, by the deadline (" +
+                                   num(t.deadline_in_s) + " s), at " + num(b.price) + " per processor-second, value " +
+                                   num(contract_value(t, b.completion)) + " (" + std::to_string(bids.size()) + " bids, " +
+                                   std::to_string(meets.size()) + " by the deadline within the price)"};
+    }
+    const bid& soonest = *std::min_element(within.begin(), within.end(), earliest);
+    if (!t.best_effort) {
+      return choice{"", "contract: no cluster can finish it by its deadline (in " + num(t.deadline_in_s) +
+                            " s); the earliest within the price is " + soonest.c->name + ", done in about " +
+                            num(soonest.completion) + " s",
+                    true};
+    }
+    // Best effort: the most value left, then the earliest.
+    const bid& b = *std::min_element(within.begin(), within.end(), [&](const bid& x, const bid& y) {
+      const double vx = contract_value(t, x.completion), vy = contract_value(t, y.completion);
+      if (vx != vy) return vx > vy;
+      return earliest(x, y);
+    });
+    return choice{b.c->name, "contract: best effort, no cluster can finish it by the deadline (" +
+                                 num(t.deadline_in_s) + " s); done in about " + num(b.completion) + " s at " +
+                                 num(b.price) + " per processor-second, value " + num(contract_value(t, b.completion))};
+  }
+
+private:
+  earliest_start fallback_;
+};
+
 }  // namespace
 
+std::unique_ptr<broker> make_contract() { return std::make_unique<contract_broker>(); }
 std::unique_ptr<broker> make_random(std::uint64_t seed) { return std::make_unique<random_broker>(seed); }
 std::unique_ptr<broker> make_fastest_cpu() { return std::make_unique<fastest_cpu>(); }
 std::unique_ptr<broker> make_fastest_queue() { return std::make_unique<fastest_queue>(); }

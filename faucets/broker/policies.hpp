@@ -13,5 +13,6 @@ std::unique_ptr<broker> make_fastest_cpu();
 std::unique_ptr<broker> make_fastest_queue();
 std::unique_ptr<broker> make_data();
 std::unique_ptr<broker> make_earliest_start();
+std::unique_ptr<broker> make_contract();
 
 }  // namespace aqs::faucets::policies

@@ -300,6 +300,7 @@ std::vector<cluster_view> cluster_hub::views() const {
       v.max_job_procs = r.max_job_procs;
       v.max_job_gpus = r.max_job_gpus;
       v.speed = r.speed;
+      if (r.price > 0) v.price = r.price;
       v.datasets = r.datasets;
     }
     v.latency_s = c.latency_s;

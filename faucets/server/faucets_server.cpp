@@ -22,6 +22,10 @@ public:
   }
   std::optional<stored_job> job(std::int64_t id) override { return store_.job(id); }
   std::vector<history_line> history(std::int64_t id) override { return store_.history(id); }
+  std::map<std::string, std::int64_t> balances() override { return store_.balances(); }
+  std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) override {
+    return store_.entries(owner, limit);
+  }
 
 private:
   faucets_store& store_;
@@ -49,7 +53,7 @@ faucets_server::faucets_server(boost::asio::io_context& io, faucets_store& store
       tokens_(options_.token_key, options_.revoked_tokens),
       hub_(io, hub_options{options_.listen, options_.cert, options_.key, options_.cluster_keys, options_.policy,
                            options_.cluster_timeout, options_.silence_limit, options_.limits}),
-      router_(io, store, hub_, options_.users, router_options_of(options_)),
+      router_(io, store, hub_, options_.users, router_options_of(options_), &store, options_.owners),
       backend_(std::make_unique<backend>(store, hub_, router_)) {
   hub_.set_listener(router_);
   if (options_.http) {

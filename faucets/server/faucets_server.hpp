@@ -38,6 +38,7 @@ struct server_options {
   bool http_tls = true;                  // false: plain HTTP (loopback only)
   std::map<std::string, std::string> cluster_keys;  // name -> key
   user_map users;
+  owners_table owners;  // --owners: clusters' owners, users' homes, debt limits (market.hpp)
   std::string policy = "earliest-start";
   std::uint64_t seed = 0;  // for random; 0: from the clock
   std::shared_ptr<const plugin_host> plugins;  // broker plugins (--plugin-dir), or null

@@ -276,4 +276,71 @@ std::vector<history_line> faucets_store::history(std::int64_t id) {
   });
 }
 
+void faucets_store::agree_price(std::int64_t id, const std::string& cluster, double price) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("INSERT INTO faucets_prices (job_id, cluster, price) VALUES ($1, $2, $3) "
+                   "ON CONFLICT (job_id, cluster) DO UPDATE SET price = EXCLUDED.price, time = now()",
+                   id, cluster, price);
+  });
+}
+
+std::optional<double> faucets_store::agreed_price(std::int64_t id, const std::string& cluster) {
+  return with_tx([&](pqxx::work& tx) -> std::optional<double> {
+    const auto rows = tx.exec_params("SELECT price FROM faucets_prices WHERE job_id = $1 AND cluster = $2", id, cluster);
+    if (rows.empty()) return std::nullopt;
+    return rows[0]["price"].as<double>();
+  });
+}
+
+bool faucets_store::charge(const ledger_entry& e, const std::string& detail) {
+  return with_tx([&](pqxx::work& tx) {
+    const auto r = tx.exec_params(
+        "INSERT INTO faucets_ledger (job_id, owner, payer, payee, home_cluster, cluster, proc_seconds, price, "
+        "amount_micro) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (job_id) DO NOTHING RETURNING id",
+        e.job_id, e.user, e.payer, e.payee, e.home_cluster, e.cluster, e.proc_seconds, e.price, e.amount_micro);
+    if (r.empty()) return false;
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'charged', $2)", e.job_id, detail);
+    return true;
+  });
+}
+
+std::map<std::string, std::int64_t> faucets_store::balances() {
+  return with_tx([&](pqxx::work& tx) {
+    std::map<std::string, std::int64_t> out;
+    for (const auto& r : tx.exec(
+             "SELECT who, sum(amount)::bigint AS balance FROM ("
+             " SELECT payee AS who, amount_micro AS amount FROM faucets_ledger"
+             " UNION ALL SELECT payer, -amount_micro FROM faucets_ledger) t GROUP BY who ORDER BY who")) {
+      out[r["who"].as<std::string>()] = r["balance"].as<std::int64_t>();
+    }
+    return out;
+  });
+}
+
+std::vector<ledger_entry> faucets_store::entries(const std::optional<std::string>& owner, std::int64_t limit) {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<ledger_entry> out;
+    for (const auto& r : tx.exec_params(
+             "SELECT id, job_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS t, owner, "
+             "payer, payee, home_cluster, cluster, proc_seconds, price, amount_micro FROM faucets_ledger "
+             "WHERE ($1::text IS NULL OR payer = $1 OR payee = $1) ORDER BY id DESC LIMIT $2",
+             owner, limit)) {
+      ledger_entry e;
+      e.id = r["id"].as<std::int64_t>();
+      e.job_id = r["job_id"].as<std::int64_t>();
+      e.time = r["t"].as<std::string>();
+      e.user = r["owner"].as<std::string>();
+      e.payer = r["payer"].as<std::string>();
+      e.payee = r["payee"].as<std::string>();
+      e.home_cluster = r["home_cluster"].as<std::string>();
+      e.cluster = r["cluster"].as<std::string>();
+      e.proc_seconds = r["proc_seconds"].as<double>();
+      e.price = r["price"].as<double>();
+      e.amount_micro = r["amount_micro"].as<std::int64_t>();
+      out.push_back(std::move(e));
+    }
+    return out;
+  });
+}
+
 }  // namespace aqs::faucets

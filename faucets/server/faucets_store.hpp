@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/connection>
 
+#include "server/market.hpp"
 #include "store/migrations.hpp"
 
 
@@ -92,8 +94,27 @@ public:
   virtual std::optional<stored_job> job(std::int64_t id) = 0;
 };
 
+// The market's records (faucets/sql/003_market.sql): the price each
+// placement was agreed at and the ledger. The faucets_store below, or an
+// in-memory book in the unit tests. Every call may throw the store's errors.
+class ledger_book {
+public:
+  virtual ~ledger_book() = default;
+  // Job `id` runs on `cluster` at `price` (a later call for the same pair replaces it).
+  virtual void agree_price(std::int64_t id, const std::string& cluster, double price) = 0;
+  virtual std::optional<double> agreed_price(std::int64_t id, const std::string& cluster) = 0;
+  // Records the entry (with the job's "charged" event) unless the job has
+  // one already: whether it was recorded.
+  virtual bool charge(const ledger_entry& e, const std::string& detail) = 0;
+  // Every owner in the ledger -> its balance in micro-credits (earned minus
+  // spent); they sum to exactly 0.
+  virtual std::map<std::string, std::int64_t> balances() = 0;
+  // Newest first, at most `limit`; owner set: the entries it pays or earns.
+  virtual std::vector<ledger_entry> entries(const std::optional<std::string>& owner, std::int64_t limit) = 0;
+};
+
 // The jobs in PostgreSQL. One connection, used from faucetsd's one thread.
-class faucets_store final : public job_records {
+class faucets_store final : public job_records, public ledger_book {
 public:
   // Connects and applies faucets/sql migrations. Throws pqxx errors or
   // store::schema_mismatch.
@@ -121,6 +142,12 @@ public:
   std::vector<stored_job> jobs(const std::optional<std::string>& owner, bool all,
                                const std::optional<std::string>& cluster, std::int64_t limit);
   std::vector<history_line> history(std::int64_t id);
+
+  void agree_price(std::int64_t id, const std::string& cluster, double price) override;
+  std::optional<double> agreed_price(std::int64_t id, const std::string& cluster) override;
+  bool charge(const ledger_entry& e, const std::string& detail) override;
+  std::map<std::string, std::int64_t> balances() override;
+  std::vector<ledger_entry> entries(const std::optional<std::string>& owner, std::int64_t limit) override;
 
 private:
   template <class F>

@@ -40,7 +40,7 @@ namespace {
 
 // What the command line says, as given (files are read in run()).
 struct config {
-  std::string state_dir, db, listen = "0.0.0.0:7878", http, cert, key, clusters_file, users_file, socket_path;
+  std::string state_dir, db, listen = "0.0.0.0:7878", http, cert, key, clusters_file, users_file, socket_path, owners_file;
   std::string policy = "earliest-start", log_level;
   std::string plugin_dir, job_plugins, pid_file, log_file;
   double cluster_timeout_s = 60, plugin_timeout_s = 5;
@@ -61,6 +61,10 @@ void add_options(CLI::App& app, config& c, std::vector<core::setting>& settings)
       ->check(CLI::ExistingFile);
   app.add_option("--users", c.users_file, "who runs as whom where: \"SERVER_USER CLUSTER LOCAL_USER\" per line")
       ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--owners", c.owners_file,
+                 "the market's owners table: \"cluster NAME OWNER\", \"home USER CLUSTER\", \"limit OWNER CREDITS\" "
+                 "per line (docs/faucets.md \"Ledger\")")
       ->check(CLI::ExistingFile);
   app.add_option("--http", c.http, "HOST:PORT of the users' HTTP API (HTTPS with --cert/--key)");
   app.add_flag("--http-plain", c.http_plain, "plain HTTP for --http (refused unless on loopback)");
@@ -186,6 +190,7 @@ faucets::server_options server_options_of(config& c, const daemon::state_dir& di
   o.http_tls = !c.http_plain;
   o.cluster_keys = faucets::load_cluster_keys(c.clusters_file);
   o.users = faucets::user_map::load(c.users_file);
+  if (!c.owners_file.empty()) o.owners = faucets::owners_table::load(c.owners_file);
   o.policy = c.policy;
   o.seed = c.seed;
   if (!c.plugin_dir.empty()) o.plugins = std::make_shared<const faucets::plugin_host>(plugin_options_of(c));

@@ -2,6 +2,9 @@
 // them through what their clusters report, moving a lost cluster's queue.
 #include "server/job_router.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <random>
 #include <utility>
 
@@ -31,6 +34,24 @@ std::string joined(const auto& names) {
 
 constexpr std::int64_t k_max_id = std::int64_t{1} << 53;
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Seconds since the epoch of "2026-11-28T19:02:03Z" (fractions allowed); nullopt otherwise.
+std::optional<double> iso_seconds(const std::string& t) {
+  std::tm tm{};
+  const char* end = ::strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  double frac = 0;
+  if (*end == '.') {
+    char* after = nullptr;
+    frac = std::strtod(end, &after);
+    end = after;
+  }
+  return static_cast<double>(::timegm(&tm)) + frac;
+}
+
 job_ask ask_of(const stored_job& j, const json& submit) {
   job_ask a;
   a.min_pe = j.min_pe;
@@ -48,17 +69,25 @@ job_ask ask_of(const stored_job& j, const json& submit) {
       a.gpus = g["gpus_per_node"].get<std::int64_t>() * g.value("nodes_min", std::int64_t{1});
     }
   }
+  if (const auto c = submit.find("contract"); c != submit.end()) {
+    // Checked at submission; a deadline passed since then is for the broker to weigh.
+    const job_contract k{c->value("deadline", 0.0), c->value("max_price", 0.0), c->value("value", 0.0),
+                         c->value("decay_s", 0.0), c->value("best_effort", false)};
+    a.contract = terms_at(k, unix_now());
+  }
   return a;
 }
 
 }  // namespace
 
 job_router::job_router(asio::io_context& io, job_records& store, cluster_links& hub, const user_map& users,
-                       router_options options)
+                       router_options options, ledger_book* ledger, owners_table owners)
     : store_(store),
       hub_(hub),
       users_(users),
       options_(std::move(options)),
+      ledger_(ledger),
+      owners_(std::move(owners)),
       broker_(make_broker(plugin_name_of(options_.policy) ? k_plugin_fallback_policy : std::string_view(options_.policy),
                           options_.seed != 0 ? options_.seed : std::random_device{}())),
       wake_(io),
@@ -177,6 +206,35 @@ std::int64_t job_router::submit(const std::string& owner, const std::string& clu
       return 0;
     }
   }
+  // The contract is faucetsd's: checked here, kept with the job, never forwarded.
+  std::optional<json> contract;
+  if (const auto c = submit_message.find("contract"); c != submit_message.end()) {
+    auto parsed_contract = parse_contract(*c, unix_now());
+    if (const auto* why = std::get_if<std::string>(&parsed_contract)) {
+      *error = *why;
+      return 0;
+    }
+    contract = to_json(std::get<job_contract>(parsed_contract));
+    submit_message.erase("contract");
+  }
+  // An owner in debt beyond its limit: refused where it would be refused.
+  if (ledger_ != nullptr && owners_.payer_of(owner)) {
+    std::optional<std::string> refusal;
+    bool somewhere = false;
+    for (const auto& name : hub_.names()) {
+      if (cluster != "auto" && name != cluster) continue;
+      if (!users_.local_user(owner, name)) continue;
+      if (auto why = debt_refusal_at(owner, name)) {
+        if (!refusal) refusal = why;
+      } else {
+        somewhere = true;
+      }
+    }
+    if (!somewhere && refusal) {
+      *error = *refusal;
+      return 0;
+    }
+  }
   // The job must be one aqsd would take: validated here with aqsd's own rules.
   protocol::message parsed;
   try {
@@ -198,6 +256,7 @@ std::int64_t job_router::submit(const std::string& owner, const std::string& clu
   j.owner = owner;
   j.name = s->job.name;
   j.asked_cluster = cluster;
+  if (contract) submit_message["contract"] = *contract;
   j.submit = submit_message.dump();
   j.min_pe = s->job.min_pe;
   j.max_pe = s->job.max_pe;
@@ -265,6 +324,7 @@ asio::awaitable<bool> job_router::place(stored_job j) {
   const json submit = json::parse(j.submit);
   const job_ask ask = ask_of(j, submit);
   std::vector<cluster_view> eligible;
+  std::vector<std::string> debt_refused;
   bool any_could = false;
   for (auto& v : hub_.views()) {
     if (j.asked_cluster != "auto" && v.name != j.asked_cluster) continue;
@@ -276,7 +336,16 @@ asio::awaitable<bool> job_router::place(stored_job j) {
     }
     if (!can_ever_run(ask, v)) continue;
     any_could = true;
+    if (auto why = debt_refusal_at(j.owner, v.name)) {
+      debt_refused.push_back(*why);
+      continue;
+    }
     eligible.push_back(std::move(v));
+  }
+  if (eligible.empty() && !debt_refused.empty()) {
+    store_.set_state(j.id, "FAILED", "refused", debt_refused.front());
+    logging::warn("job {} of {}: {}", j.id, j.owner, debt_refused.front());
+    co_return false;
   }
   if (!any_could && !refused_by_[j.id].empty()) {
     const std::string names = joined(refused_by_[j.id]);
@@ -305,7 +374,7 @@ asio::awaitable<bool> job_router::place(stored_job j) {
     std::map<std::int64_t, std::size_t> asked;  // qid -> index in eligible
     for (std::size_t i = 0; i < eligible.size(); ++i) {
       const std::int64_t qid = next_qid_++;
-      estimates_[qid] = {eligible[i].name, -2.0};
+      estimates_[qid].cluster = eligible[i].name;
       asked[qid] = i;
       hub_.send(eligible[i].name, json{{"type", "estimate"},
                                        {"qid", qid},
@@ -317,13 +386,17 @@ asio::awaitable<bool> job_router::place(stored_job j) {
     }
     co_await wait_answers(std::chrono::steady_clock::now() + options_.estimate_timeout, [&] {
       for (const auto& [qid, i] : asked) {
-        if (estimates_[qid].second <= -2.0) return false;
+        if (estimates_[qid].start_in_s <= -2.0) return false;
       }
       return true;
     });
     for (const auto& [qid, i] : asked) {
-      const double s = estimates_[qid].second;
-      if (s >= 0) eligible[i].start_in_s = s;
+      const bid_answer& a = estimates_[qid];
+      if (a.start_in_s >= 0) {
+        eligible[i].start_in_s = a.start_in_s;
+        eligible[i].completion_in_s = a.completion_in_s;
+        if (a.price) eligible[i].price = a.price;
+      }
       estimates_.erase(qid);
     }
   }
@@ -347,14 +420,27 @@ asio::awaitable<bool> job_router::place(stored_job j) {
   }
   if (!chosen) chosen = broker_->choose(ask, eligible);
   if (!chosen) co_return false;
+  if (chosen->refused) {
+    store_.set_state(j.id, "FAILED", "refused", chosen->reason);
+    logging::warn("job {} of {}: {}", j.id, j.owner, chosen->reason);
+    co_return false;
+  }
   const std::string cluster = chosen->cluster;
   const std::string local = *users_.local_user(j.owner, cluster);
   if (!hub_.connected(cluster)) co_return false;  // it left while the broker chose
   const std::int64_t attempt =
       store_.dispatched(j.id, cluster, "to " + cluster + " as " + local + " by " + by + ": " + chosen->reason);
+  if (ledger_ != nullptr && !owners_.empty()) {
+    // The price it runs at there: the bid, else what the cluster last reported.
+    for (const auto& v : eligible) {
+      if (v.name == cluster && v.price) ledger_->agree_price(j.id, cluster, *v.price);
+    }
+  }
   forwards_[j.id] = forward_wait{cluster, attempt, std::nullopt, std::nullopt, false};
+  json to_send = submit;
+  to_send.erase("contract");
   hub_.send(cluster, json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
-                          {"local_user", local}, {"submit", submit}});
+                          {"local_user", local}, {"submit", to_send}});
   co_await wait_answers(std::chrono::steady_clock::now() + options_.forward_timeout, [&] {
     const auto& w = forwards_[j.id];
     return w.local_id || w.refusal || w.lost;
@@ -392,8 +478,14 @@ void job_router::job_message(const std::string& cluster, const std::string& type
     on_refused(cluster, int_field(m, "fid", 1, k_max_id), opt_string_field(m, "error", 4096).value_or("refused"));
   } else if (type == "estimate_reply") {
     const auto it = m.find("start_in_s");
-    on_estimate(cluster, int_field(m, "qid", 0, k_max_id),
-                it == m.end() || it->is_null() ? -1.0 : number_field(m, "start_in_s", 0, 1e12));
+    bid_answer a;
+    a.cluster = cluster;
+    a.start_in_s = it == m.end() || it->is_null() ? -1.0 : number_field(m, "start_in_s", 0, 1e12);
+    if (const auto c = m.find("completion_in_s"); c != m.end() && !c->is_null()) {
+      a.completion_in_s = number_field(m, "completion_in_s", 0, 1e12);
+    }
+    if (const auto p = m.find("price"); p != m.end() && !p->is_null()) a.price = number_field(m, "price", 0, 1e9);
+    on_estimate(cluster, int_field(m, "qid", 0, k_max_id), a);
   } else if (type == "start") {
     on_start(cluster, int_field(m, "fid", 1, k_max_id), int_field(m, "job_id", 1, k_max_id));
   } else if (type == "job_update") {
@@ -457,10 +549,52 @@ void job_router::cluster_lost(const std::string& cluster) {
   wake();
 }
 
-void job_router::on_estimate(const std::string& cluster, std::int64_t qid, double start_in_s) {
-  if (auto e = estimates_.find(qid); e != estimates_.end() && e->second.first == cluster) {
-    e->second.second = start_in_s;
+void job_router::on_estimate(const std::string& cluster, std::int64_t qid, const bid_answer& a) {
+  if (auto e = estimates_.find(qid); e != estimates_.end() && e->second.cluster == cluster) {
+    e->second = a;
     answer_wake_.cancel();
+  }
+}
+
+std::optional<std::string> job_router::debt_refusal_at(const std::string& owner, const std::string& cluster) {
+  if (ledger_ == nullptr) return std::nullopt;
+  const auto payer = owners_.payer_of(owner);
+  if (!payer || !owners_.limit_of(*payer)) return std::nullopt;
+  const auto balances = ledger_->balances();
+  const auto b = balances.find(*payer);
+  return debt_refusal(owners_, owner, cluster, b == balances.end() ? 0 : b->second);
+}
+
+void job_router::charge_ended(const stored_job& j, const job_update& u) {
+  if (ledger_ == nullptr || owners_.empty() || !j.cluster) return;  // no market configured
+  const auto start = u.start_time ? u.start_time : j.start_time;
+  if (!start) return;  // it never held a processor
+  try {
+    double used = 0;
+    if (u.proc_seconds) {
+      used = *u.proc_seconds;
+    } else {
+      // A cluster that does not say: its run time times its processors.
+      const auto s = iso_seconds(*start);
+      const auto e = u.end_time ? iso_seconds(*u.end_time) : std::nullopt;
+      if (s && e && *e > *s) used = (*e - *s) * static_cast<double>(std::max(u.nprocs, j.nprocs));
+    }
+    const auto price = ledger_->agreed_price(j.id, *j.cluster);
+    if (!price) {
+      store_.event(j.id, "not charged", "no price was agreed with " + *j.cluster);
+      return;
+    }
+    std::string why;
+    const auto e = entry_for(owners_, j.id, j.owner, *j.cluster, used, *price, &why);
+    if (!e) {
+      store_.event(j.id, "not charged", why);
+      return;
+    }
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "%.3f processor-seconds at %.6g: ", used, *price);
+    ledger_->charge(*e, detail + credits_text(e->amount_micro) + " credits from " + e->payer + " to " + e->payee);
+  } catch (const std::exception& ex) {
+    logging::error("job {}: cannot charge it: {}", j.id, first_line(ex.what()));
   }
 }
 
@@ -512,7 +646,10 @@ void job_router::on_update(const std::string& cluster, const job_update& u) {
     return;
   }
   store_.update(j->id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
-  if (is_final_state(u.state)) wake();
+  if (is_final_state(u.state)) {
+    charge_ended(*j, u);
+    wake();
+  }
 }
 
 void job_router::refuse_claim(const std::string& cluster, std::int64_t fid, std::int64_t local_id,

@@ -32,6 +32,7 @@
 #include "cluster_link/link_messages.hpp"
 #include "server/cluster_hub.hpp"
 #include "server/faucets_store.hpp"
+#include "server/market.hpp"
 #include "server/user_map.hpp"
 
 namespace aqs::faucets {
@@ -56,8 +57,13 @@ inline constexpr std::string_view k_plugin_fallback_policy = "earliest-start";
 class job_router final : public cluster_listener {
 public:
   // Throws std::invalid_argument for an unknown policy (listing the known ones).
+  // `ledger` (may be null: no prices, no charges) and `owners` (who owns
+  // which cluster, users' homes, debt limits) make the market: every
+  // placement's price is agreed in the ledger book, every finished job is
+  // charged there, and an owner in debt beyond its limit is refused by other
+  // owners' clusters. An empty owners table: no market (no prices kept, no charges).
   job_router(boost::asio::io_context& io, job_records& store, cluster_links& hub, const user_map& users,
-             router_options options);
+             router_options options, ledger_book* ledger = nullptr, owners_table owners = {});
   ~job_router() override;
   job_router(const job_router&) = delete;
   job_router& operator=(const job_router&) = delete;
@@ -67,7 +73,9 @@ public:
 
   // Takes a user's job into the server's queue: its id, or 0 with `error`
   // set (an unknown cluster, a user the table lets in nowhere or maps to
-  // root, a job aqsd would refuse, an interactive job).
+  // root, a job aqsd would refuse, an interactive job, a bad contract in
+  // the message's "contract" (market.hpp parse_contract), an owner in debt
+  // beyond its limit at every cluster it could use).
   std::int64_t submit(const std::string& owner, const std::string& cluster, nlohmann::json submit_message,
                       std::string* error);
   // Cancels `j` (on its cluster when reachable, else when it is back);
@@ -109,7 +117,16 @@ private:
   boost::asio::awaitable<void> wait_answers(std::chrono::steady_clock::time_point deadline, Done done);
   void on_forwarded(const std::string& cluster, std::int64_t fid, std::int64_t local_id);
   void on_refused(const std::string& cluster, std::int64_t fid, const std::string& why);
-  void on_estimate(const std::string& cluster, std::int64_t qid, double start_in_s);
+  struct bid_answer {
+    std::string cluster;
+    double start_in_s = -2;  // -2: not answered yet; -1: never
+    std::optional<double> completion_in_s, price;
+  };
+  void on_estimate(const std::string& cluster, std::int64_t qid, const bid_answer& a);
+  // The owner paying for `owner`'s jobs, refused by `cluster` for its debt: why.
+  std::optional<std::string> debt_refusal_at(const std::string& owner, const std::string& cluster);
+  // A job that ended on its cluster: its ledger entry (once).
+  void charge_ended(const stored_job& j, const job_update& u);
   void on_update(const std::string& cluster, const job_update& u);
   void on_copy(const std::string& cluster, const stored_job& j, const job_update& u);
   void on_start(const std::string& cluster, std::int64_t fid, std::int64_t local_id);
@@ -122,12 +139,14 @@ private:
   cluster_links& hub_;
   const user_map& users_;
   router_options options_;
+  ledger_book* ledger_;
+  owners_table owners_;
   std::unique_ptr<broker> broker_;
   boost::asio::steady_timer wake_, answer_wake_;
   bool stopped_ = false;
   // Placing one job at a time: the answers it waits for.
   std::int64_t next_qid_ = 1;
-  std::map<std::int64_t, std::pair<std::string, double>> estimates_;  // qid -> cluster, start_in_s (-1: never)
+  std::map<std::int64_t, bid_answer> estimates_;  // qid -> the cluster's answer
   std::map<std::int64_t, forward_wait> forwards_;                     // fid -> answer
   std::map<std::int64_t, std::set<std::string>> refused_by_;          // fid -> clusters that refused it
   // One thread for plugins (each bounded by its time limit); joined last.

@@ -39,6 +39,7 @@ const std::vector<user_route>& user_routes() {
       {"GET", "/api/v1/jobs/{id}", true, false, k::job},
       {"GET", "/api/v1/jobs/{id}/history", true, false, k::history},
       {"POST", "/api/v1/jobs/{id}/cancel", true, false, k::cancel},
+      {"GET", "/api/v1/ledger", true, false, k::ledger},
   };
   return all;
 }
@@ -180,10 +181,40 @@ api_response submit(user_backend& b, const user_call& call, const api_request& r
   json message{{"type", "submit"}, {"id", 1}, {"job", body["job"]}};
   if (body.contains("datasets")) message["datasets"] = body["datasets"];
   if (body.contains("broker")) message["broker"] = body["broker"];  // a plugin by name, where the admin allows it
+  // The QoS contract (docs/faucets.md "Contracts"): checked by the router, kept at the server.
+  if (body.contains("contract")) message["contract"] = body["contract"];
   std::string why;
   const std::int64_t id = b.submit(call.who->user, cluster, std::move(message), &why);
   if (id == 0) return error_reply(400, why);
   return reply(201, json{{"id", id}, {"gid", nullptr}, {"cluster", nullptr}, {"state", "PENDING"}});
+}
+
+// GET /api/v1/ledger[?owner=NAME][&limit=N]: every owner's balance (anyone
+// with a token: what the clusters' owners owe each other is the market's
+// public state), and the entries: root's every one, a user's only those of
+// their own jobs.
+api_response ledger(user_backend& b, const user_call& call, std::string_view query_text, bool admin) {
+  const auto query = query_of(query_text);
+  std::optional<std::string> owner;
+  if (query.contains("owner") && !query.at("owner").empty()) owner = query.at("owner");
+  std::int64_t limit = 1000;
+  if (query.contains("limit")) {
+    const auto n = number_of(query.at("limit"));
+    if (!n || *n < 1 || *n > 100000) return error_reply(400, "limit must be a number in 1..100000");
+    limit = *n;
+  }
+  json balances = json::object();
+  std::int64_t total = 0;
+  for (const auto& [who, micro] : b.balances()) {
+    balances[who] = json{{"balance", static_cast<double>(micro) / k_micro}, {"balance_micro", micro}};
+    total += micro;
+  }
+  json entries = json::array();
+  for (const auto& e : b.ledger_entries(owner, limit)) {
+    if (!admin && e.user != call.who->user) continue;
+    entries.push_back(to_json(e));
+  }
+  return reply(200, json{{"balances", balances}, {"total_micro", total}, {"entries", entries}});
 }
 
 std::int64_t now_us() {
@@ -270,6 +301,8 @@ api_response answer(user_backend& b, const user_call& call, const api_request& r
       }
       return reply(200, json{{"job", to_json(*job)}, {"events", events}});
     }
+    case user_route_kind::ledger:
+      return ledger(b, call, query, admin);
     case user_route_kind::cancel:
       if (auto why = b.cancel(*job)) return error_reply(409, *why);
       logging::info("job {} cancelled by {}", call.id, call.who->user);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,11 +56,15 @@ public:
                                        const std::optional<std::string>& cluster) = 0;
   virtual std::optional<stored_job> job(std::int64_t id) = 0;
   virtual std::vector<history_line> history(std::int64_t id) = 0;
+  // The ledger (faucets_store's ledger_book): balances of every owner, and
+  // entries newest first (owner set: those it pays or earns).
+  virtual std::map<std::string, std::int64_t> balances() = 0;
+  virtual std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) = 0;
 };
 
 // What a route does (each has exactly one handler in user_api.cpp: a switch
 // the compiler holds to this list).
-enum class user_route_kind : unsigned char { overview, clusters, list_jobs, submit, job, history, cancel };
+enum class user_route_kind : unsigned char { overview, clusters, list_jobs, submit, job, history, cancel, ledger };
 
 // One route of the users' API.
 struct user_route {

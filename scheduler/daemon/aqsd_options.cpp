@@ -159,7 +159,7 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
   app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
       ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
   std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
-  double faucets_speed = 1.0;
+  double faucets_speed = 1.0, faucets_rate = 1.0;
   app.add_option("--faucets-server", faucets_server, "HOST:PORT of a Faucets server (faucetsd) to join over TLS");
   app.add_option("--faucets-name", faucets_name, "this cluster's name at the Faucets server");
   app.add_option("--faucets-ca", faucets_ca, "CA certificate (PEM) that verifies the Faucets server")
@@ -171,6 +171,10 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--faucets-speed", faucets_speed, "per-processor speed score reported to the server (default 1.0)")
       ->check(CLI::Range(0.001, 1000.0));
+  app.add_option("--faucets-rate", faucets_rate,
+                 "credits per processor-second this cluster asks of the Faucets server's other owners, scaled by "
+                 "its load (default 1.0)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--faucets-datasets", faucets_datasets, "data sets this cluster holds, comma-separated");
   app.add_option("--log-level", o.log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
@@ -228,6 +232,7 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
       u.key = faucets::read_key_file(faucets_key);
       u.users = faucets_user_table::load(faucets_users);
       u.speed = faucets_speed;
+      u.rate = faucets_rate;
       std::stringstream ds(faucets_datasets);
       for (std::string d; std::getline(ds, d, ',');) {
         if (!d.empty()) u.datasets.push_back(d);

@@ -71,6 +71,27 @@ std::optional<faucets_mark> parse_faucets_token(std::string_view token) {
   return m;
 }
 
+// ---- the market -------------------------------------------------------
+
+double faucets_price(double rate, std::int64_t procs_total, std::int64_t procs_free, std::int64_t pending_procs) {
+  if (procs_total <= 0) return rate * 2.0;
+  const double busy = static_cast<double>(std::max<std::int64_t>(procs_total - procs_free, 0));
+  const double load = (busy + static_cast<double>(std::max<std::int64_t>(pending_procs, 0))) /
+                      static_cast<double>(procs_total);
+  return rate * (1.0 + load);
+}
+
+void held_meter::change(double time, std::int64_t nprocs) {
+  if (since_ > 0 && time > since_) acc_ += static_cast<double>(nprocs_) * (time - since_);
+  if (since_ <= 0 || time > since_) since_ = time;
+  nprocs_ = std::max<std::int64_t>(nprocs, 0);
+}
+
+double held_meter::total(double time) const {
+  if (since_ <= 0 || time <= since_) return acc_;
+  return acc_ + static_cast<double>(nprocs_) * (time - since_);
+}
+
 // ---- the user table ---------------------------------------------------
 
 faucets_user_table faucets_user_table::parse(const std::string& text, const std::string& origin) {
@@ -153,6 +174,9 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
   std::shared_ptr<faucets::link_channel> channel;
   std::map<std::int64_t, std::int64_t> followed;  // local job id -> the server's fid
   std::map<std::int64_t, std::string> started;     // local job id -> start time (ISO)
+  // Jobs seen starting here (not only reported after a restart): the
+  // processor-seconds each held, sent with its end.
+  std::map<std::int64_t, held_meter> meters;
   std::chrono::steady_clock::time_point last_heard{};
   bool stopped = false;
   std::atomic<bool> up{false};
@@ -320,6 +344,7 @@ asio::awaitable<void> faucets_uplink::state::report_loop(std::shared_ptr<faucets
         r.max_job_gpus = c.max_job_gpus;
         r.nodes_up = c.nodes_up;
         r.speed = self->options.speed;
+        r.price = faucets_price(self->options.rate, c.procs_total, c.procs_free, c.pending_procs);
         r.datasets = self->options.datasets;
         ch->send(faucets::to_json(r));
       });
@@ -412,6 +437,7 @@ void faucets_uplink::state::send_update_from(std::int64_t fid, const protocol::j
   if (core::is_final(j.state)) {
     followed.erase(j.id);
     started.erase(j.id);
+    meters.erase(j.id);
   }
 }
 
@@ -540,10 +566,20 @@ void faucets_uplink::state::on_estimate(const json& m) {
   r.max_pe = std::max(r.max_pe, r.min_pe);
   r.adaptive = m.value("adaptive", false);
   r.walltime = m.contains("walltime_s") ? faucets::number_field(m, "walltime_s", 1, 1e9) : 3600.0;
+  const double walltime = r.walltime;
   auto self = shared_from_this();
-  ctl.estimate_start(std::move(r), [self, qid](std::optional<double> s) {
-    asio::post(self->strand, [self, qid, s] {
-      self->send(json{{"type", "estimate_reply"}, {"qid", qid}, {"start_in_s", s ? json(*s) : json(nullptr)}});
+  // The bid: the start estimate, when it would be done (the time limit at
+  // this cluster's speed) and the price its load asks now.
+  ctl.estimate_start(std::move(r), [self, qid, walltime](std::optional<double> s) {
+    self->ctl.capacity([self, qid, walltime, s](capacity_summary c) {
+      asio::post(self->strand, [self, qid, walltime, s, c] {
+        json reply{{"type", "estimate_reply"}, {"qid", qid}, {"start_in_s", s ? json(*s) : json(nullptr)}};
+        if (s) {
+          reply["completion_in_s"] = *s + walltime / self->options.speed;
+          reply["price"] = faucets_price(self->options.rate, c.procs_total, c.procs_free, c.pending_procs);
+        }
+        self->send(std::move(reply));
+      });
     });
   });
 }
@@ -578,12 +614,20 @@ void faucets_uplink::state::on_change(const job_change& ch) {
   u.state = std::string(core::to_string(ch.state));
   u.nprocs = static_cast<std::int64_t>(std::count(ch.procs.begin(), ch.procs.end(), '1'));
   u.exit_code = ch.exit_code;
-  if (core::holds_processors(ch.state) && !started.contains(ch.job_id)) started[ch.job_id] = iso_of(ch.time);
+  if (core::holds_processors(ch.state) && !started.contains(ch.job_id)) {
+    started[ch.job_id] = iso_of(ch.time);
+    meters[ch.job_id];  // seen from its start: metered
+  }
+  if (const auto m = meters.find(ch.job_id); m != meters.end()) {
+    m->second.change(ch.time, core::is_final(ch.state) ? 0 : u.nprocs);
+  }
   if (const auto s = started.find(ch.job_id); s != started.end()) u.start_time = s->second;
   if (core::is_final(ch.state)) {
     u.end_time = iso_of(ch.time);
+    if (const auto m = meters.find(ch.job_id); m != meters.end()) u.proc_seconds = m->second.total(ch.time);
     followed.erase(it);
     started.erase(ch.job_id);
+    meters.erase(ch.job_id);
   }
   send(faucets::to_json(u));
 }

@@ -58,6 +58,27 @@ private:
   std::vector<std::pair<std::string, std::string>> rules_;
 };
 
+// The price this cluster asks, credits per processor-second: its rate
+// scaled by its load, rate x (1 + load), load = (processors busy + processors
+// queued) / processors usable (0 idle, 1 full, above 1 with a queue). No
+// usable processor: rate x 2.
+double faucets_price(double rate, std::int64_t procs_total, std::int64_t procs_free, std::int64_t pending_procs);
+
+// Processor-seconds a job held: the integral of its processor count over
+// time, fed each change (time in Unix seconds, the processors it holds from
+// then on); what the server's ledger charges at the job's end.
+class held_meter {
+public:
+  void change(double time, std::int64_t nprocs);
+  // Up to `time` (the last change's time when earlier).
+  double total(double time) const;
+  bool started() const noexcept { return since_ > 0; }
+
+private:
+  double acc_ = 0, since_ = 0;
+  std::int64_t nprocs_ = 0;
+};
+
 struct uplink_options {
   std::string server;                // HOST:PORT of faucetsd's --listen
   std::string cluster;               // this cluster's name at the server
@@ -65,6 +86,7 @@ struct uplink_options {
   std::string key;                   // this cluster's key (its content), proved by HMAC
   faucets_user_table users;
   double speed = 1.0;                // per-processor speed score, 1.0 = reference
+  double rate = 1.0;                 // credits per processor-second, before the load (faucets_price)
   std::vector<std::string> datasets; // data sets this cluster holds
   std::chrono::milliseconds report_every{1000};
   std::chrono::milliseconds retry_max{5000};

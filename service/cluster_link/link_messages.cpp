@@ -84,7 +84,8 @@ json to_json(const cluster_report& r) {
               {"max_job_gpus", r.max_job_gpus},
               {"speed", r.speed},
               {"datasets", r.datasets},
-              {"nodes_up", r.nodes_up}};
+              {"nodes_up", r.nodes_up},
+              {"price", r.price}};
 }
 
 cluster_report parse_report(const json& m) {
@@ -102,6 +103,7 @@ cluster_report parse_report(const json& m) {
   r.max_job_gpus = opt_int_field(m, "max_job_gpus", 0, big).value_or(r.gpus_total);
   r.nodes_up = opt_int_field(m, "nodes_up", 0, big).value_or(0);
   if (find(m, "speed") != nullptr) r.speed = number_field(m, "speed", 0.001, 1000.0);
+  if (find(m, "price") != nullptr) r.price = number_field(m, "price", 0, 1e9);
   if (const json* p = find(m, "pending_by_partition")) {
     if (!p->is_object() || p->size() > 1024) bad(m, "pending_by_partition", "must be an object of at most 1024 counts");
     for (const auto& [name, n] : p->items()) {
@@ -128,6 +130,7 @@ json to_json(const job_update& u) {
   j["start_time"] = u.start_time ? json(*u.start_time) : json(nullptr);
   j["end_time"] = u.end_time ? json(*u.end_time) : json(nullptr);
   if (u.attempt) j["attempt"] = *u.attempt;
+  if (u.proc_seconds) j["proc_seconds"] = *u.proc_seconds;
   return j;
 }
 
@@ -143,6 +146,7 @@ job_update parse_job_update(const json& m) {
   u.start_time = opt_string_field(m, "start_time", 64);
   u.end_time = opt_string_field(m, "end_time", 64);
   u.attempt = opt_int_field(m, "attempt", 0, big);
+  if (find(m, "proc_seconds") != nullptr) u.proc_seconds = number_field(m, "proc_seconds", 0, 1e15);
   return u;
 }
 

@@ -15,9 +15,11 @@
 //              message; the copy's submit token is faucets:CLUSTER:FID.ATTEMPT)
 //   cluster -> forwarded {fid, job_id} | refused {fid, error}
 //   server  -> estimate {qid, min_pe, max_pe, adaptive, walltime_s, gpus}
-//   cluster -> estimate_reply {qid, start_in_s (null: never)}
+//   cluster -> estimate_reply {qid, start_in_s (null: never), completion_in_s?, price?}
+//              (a bid: when it would be done here and the price per processor-second)
 //   server  -> cancel {fid, job_id, local_user}
-//   cluster -> job_update {fid, job_id, state, nprocs, exit_code, start_time, end_time, attempt?}
+//   cluster -> job_update {fid, job_id, state, nprocs, exit_code, start_time, end_time, attempt?,
+//              proc_seconds? (at the end: processor-seconds it held, the integral of its maps)}
 //   server  -> ping {t, pad}; cluster -> pong {t, bytes}   (latency, bandwidth)
 #pragma once
 
@@ -52,6 +54,7 @@ struct cluster_report {
   double speed = 1.0;
   std::vector<std::string> datasets;
   std::int64_t nodes_up = 0;
+  double price = 0;  // what it asks now, credits per processor-second (its rate scaled by its load)
   friend bool operator==(const cluster_report&, const cluster_report&) = default;
 };
 nlohmann::json to_json(const cluster_report& r);       // with "type": "report"
@@ -67,6 +70,9 @@ struct job_update {
   // Which forward made this copy (reported for copies the server did not
   // list in its follow); unset: not said.
   std::optional<std::int64_t> attempt;
+  // At the end (a final state): the processor-seconds the job held here,
+  // the integral of its processor maps over time (what the ledger charges).
+  std::optional<double> proc_seconds;
 };
 nlohmann::json to_json(const job_update& u);  // with "type": "job_update"
 job_update parse_job_update(const nlohmann::json& m);

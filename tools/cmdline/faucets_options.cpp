@@ -57,6 +57,15 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
                         "' for --broker: a name the server's admin gave (letters, digits, '.', '_', '-')");
     }
   }
+  if (o.contract.given()) {
+    if (!o.used()) {
+      throw usage_error("a contract (--deadline, --max-price, --value, --value-decay, --best-effort) goes with -M or "
+                        "--faucets (" + std::string(cmd) + " through a Faucets server)");
+    }
+    if (!o.contract.deadline || !o.contract.max_price || !o.contract.value) {
+      throw usage_error("a contract needs --deadline, --max-price and --value together");
+    }
+  }
 }
 
 std::string faucets_usage(cluster_choice what) {
@@ -79,9 +88,12 @@ std::string faucets_usage(cluster_choice what) {
                        col);
       break;
   }
-  for (const std::string_view name : {"clusters", "broker", "faucets", "faucets-ca", "token-file"}) {
+  for (const std::string_view name : {"clusters", "broker", "faucets", "faucets-ca", "token-file", "deadline", "max-price",
+                                      "value", "value-decay", "best-effort"}) {
     const submit_option* o = find_option(name, option_scope::batch);
     if (what != cluster_choice::submit && (name == "clusters" || name == "broker")) continue;
+    const bool contract = name != "faucets" && name != "faucets-ca" && name != "token-file" && name != "clusters" && name != "broker";
+    if (what != cluster_choice::submit && contract) continue;  // the contract is fsub's
     out += help_line(o->usage, o->help, col);
   }
   return out;

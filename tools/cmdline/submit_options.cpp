@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 
 #include "cmdline/job_options.hpp"
@@ -243,6 +245,28 @@ AQS_SETTER(set_faucets) { o.faucets.url = nonempty(ctx, value, opt); }
 AQS_SETTER(set_faucets_ca) { o.faucets.ca_file = nonempty(ctx, value, opt); }
 AQS_SETTER(set_token_file) { o.faucets.token_file = nonempty(ctx, value, opt); }
 AQS_SETTER(set_broker) { o.faucets.broker = nonempty(ctx, value, opt); }
+// The contract (faucets_options.hpp): numbers >= 0, the deadline in
+// sbatch --begin's forms. A deadline already past is the server's to refuse.
+double contract_number(const option_context& ctx, std::string_view value, std::string_view opt) {
+  const std::string text(value);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0) {
+    ctx.fail(std::string(opt) + " must be a number >= 0, not '" + shown(value) + "'");
+  }
+  return v;
+}
+AQS_SETTER(set_deadline) {
+  try {
+    o.faucets.contract.deadline = core::parse_begin_time(value, static_cast<std::int64_t>(std::time(nullptr)));
+  } catch (const usage_error& e) {
+    ctx.fail(std::string(opt) + ": " + e.what());
+  }
+}
+AQS_SETTER(set_max_price) { o.faucets.contract.max_price = contract_number(ctx, value, opt); }
+AQS_SETTER(set_value) { o.faucets.contract.value = contract_number(ctx, value, opt); }
+AQS_SETTER(set_value_decay) { o.faucets.contract.decay_s = contract_number(ctx, value, opt); }
+AQS_SETTER(set_best_effort) { o.faucets.contract.best_effort = true; }
 // --export=ALL is what AQS does anyway; what follows ALL, is set on top:
 // NAME=VALUE as given, a bare NAME from the environment (already there).
 // Anything else is recorded.
@@ -429,6 +453,29 @@ constexpr auto k_options = std::to_array<submit_option>({
      .other_scope = "is for fsub: frun runs on this cluster only",
      .usage = "    --token-file FILE", .help = "the token, when $AQS_TOKEN is unset (default:\n~/.aqs/faucets-token)",
      .set = set_token_file},
+    {.name = "deadline", .arg = a::required, .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --deadline WHEN",
+     .help = "contract: done by WHEN (sbatch --begin's forms: now+30minutes,\n16:00, 2026-12-01T08:00)",
+     .set = set_deadline},
+    {.name = "max-price", .arg = a::required, .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --max-price CREDITS",
+     .help = "contract: at most CREDITS per processor-second", .set = set_max_price},
+    {.name = "value", .arg = a::required, .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --value CREDITS",
+     .help = "contract: what the job is worth done by the deadline", .set = set_value},
+    {.name = "value-decay", .arg = a::required, .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --value-decay SECONDS",
+     .help = "contract: after the deadline the value falls to 0 over\nSECONDS (default 0: at once)",
+     .set = set_value_decay},
+    {.name = "best-effort", .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --best-effort",
+     .help = "contract: run it even if no cluster can finish it by the\ndeadline (else it is refused)",
+     .set = set_best_effort},
     {.name = "help", .short_name = 'h', .command_line_only = true, .usage = "-h, --help", .help = "this help",
      .set = set_help},
 
@@ -511,7 +558,7 @@ constexpr auto k_options = std::to_array<submit_option>({
     {.name = "input", .short_name = 'i', .arg = a::required, .kind = k::refused,
      .why = "a batch job's standard input is /dev/null"},
     {.name = "batch", .arg = a::required, .kind = k::refused, .why = "AQS does not select nodes by features"},
-    {.name = "deadline", .arg = a::required, .kind = k::refused, .why = "AQS has no deadlines"},
+    // --deadline is fsub's contract through a Faucets server (above).
 
     // ---- srun's own (a job step launcher): frun records those that only
     // tune how a step's tasks start (it runs them with mpirun); srun drops

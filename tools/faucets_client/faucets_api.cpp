@@ -573,10 +573,12 @@ nlohmann::json array_member(const nlohmann::json& j, const char* key, const std:
 
 }  // namespace
 
-submitted client::submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker) {
+submitted client::submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker,
+                         const nlohmann::json& contract) {
   const std::string target = "/api/v1/jobs";
   nlohmann::json body = {{"cluster", std::string(cluster)}, {"job", job}};
   if (broker) body["broker"] = *broker;
+  if (!contract.is_null()) body["contract"] = contract;
   submitted s;
   s.json = call("POST", target, body);
   s.id = integer(s.json, "id", target);

@@ -143,8 +143,10 @@ public:
 
   // POST /api/v1/jobs {"cluster": cluster ("auto" or a name), "job": job}
   // (job: the "job" object of aqsd's submit message, protocol::to_json).
-  // `broker`: a broker plugin of the server's for this job (faucetsd --allow-job-plugins).
-  submitted submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker = std::nullopt);
+  // `broker`: a broker plugin of the server's for this job (faucetsd --allow-job-plugins);
+  // contract: the QoS contract object (docs/faucets.md "Contracts"), null: none.
+  submitted submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker = std::nullopt,
+                   const nlohmann::json& contract = nullptr);
   // GET /api/v1/jobs[?all=1][&cluster=NAME]: the "jobs" array.
   nlohmann::json list_jobs(bool all = false, const std::optional<std::string>& cluster = std::nullopt);
   // GET /api/v1/jobs/{id}: the job object.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <thread>
 #include <vector>
 
 #include "client/format.hpp"
@@ -154,7 +155,36 @@ int fsub_through_faucets(faucets::client& c, const cmdline::fsub_command_line& c
   const std::string cluster = cmd.options.faucets.cluster.value_or("auto");
   // The job exactly as aqsd would get it in a submit message.
   const nlohmann::json message = protocol::to_json(protocol::message{req.request});
-  const faucets::submitted s = c.submit(cluster, message.at("job"), cmd.options.faucets.broker);
+  const auto& k = cmd.options.faucets.contract;
+  nlohmann::json contract = nullptr;
+  if (k.given()) {
+    contract = {{"deadline", *k.deadline}, {"max_price", *k.max_price}, {"value", *k.value},
+                {"decay_s", k.decay_s.value_or(0.0)}, {"best_effort", k.best_effort}};
+  }
+  faucets::submitted s = c.submit(cluster, message.at("job"), cmd.options.faucets.broker, contract);
+  if (k.given()) {
+    // The server asks the clusters for bids and awards the job, or refuses
+    // it: the user hears which before fsub ends (up to 30 s).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+      const nlohmann::json j = c.job(s.id);
+      const std::string state = j.value("state", "");
+      if (state == "FAILED") {
+        std::string why = "refused";
+        for (const auto& e : c.history(s.id)) {
+          if (e.value("event", "") == "refused" || e.value("event", "") == "failed") why = e.value("detail", why);
+        }
+        write_line(err, "fsub: job " + std::to_string(s.id) + " refused: " + why);
+        return 1;
+      }
+      if (j.contains("cluster") && j["cluster"].is_string()) {
+        s.cluster = j["cluster"].get<std::string>();
+        if (j.contains("gid") && j["gid"].is_string()) s.gid = j["gid"].get<std::string>();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
   if (req.json) {
     nlohmann::json j = {{"job_id", s.id}, {"gid", nullptr}, {"cluster", nullptr}, {"state", s.state}};
     if (s.gid) j["gid"] = *s.gid;

@@ -26,6 +26,8 @@ faucets::client faucets_client_for(const cmdline::faucets_options& o,
 //           --json: {"job_id":N,"gid":...,"cluster":...,"state":...}
 //   stderr: "fsub: job N went to cluster C (C:LOCAL)" when a cluster was
 //           chosen at once (not with --json).
+// With a contract (--deadline ...), it waits up to 30 s for the server's
+// award: a refusal is "fsub: job N refused: REASON" on stderr, exit status 1.
 // Returns the exit status; throws faucets::error.
 int fsub_through_faucets(faucets::client& c, const cmdline::fsub_command_line& cmd, const cmdline::fsub_request& req,
                          std::FILE* out = stdout, std::FILE* err = stderr);

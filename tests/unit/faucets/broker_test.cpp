@@ -40,17 +40,19 @@ std::string chosen(broker& b, const job_ask& j, const std::vector<cluster_view>&
 
 }  // namespace
 
-TEST_CASE("broker registry: the five policies by name, in order, and an unknown name's error") {
-  const std::vector<std::string_view> expected = {"random", "fastest-cpu", "fastest-queue", "data", "earliest-start"};
+TEST_CASE("broker registry: the six policies by name, in order, and an unknown name's error") {
+  const std::vector<std::string_view> expected = {"random",         "fastest-cpu", "fastest-queue", "data",
+                                                  "earliest-start", "contract"};
   CHECK(broker_names() == expected);
   for (std::string_view n : broker_names()) {
     auto b = make_broker(n);
     REQUIRE(b);
     CHECK(b->name() == n);
-    CHECK(b->needs_start_estimates() == (n == "earliest-start"));
+    CHECK(b->needs_start_estimates() == (n == "earliest-start" || n == "contract"));
   }
   CHECK_THROWS_WITH_AS(make_broker("cheapest"),
-                       "unknown broker policy 'cheapest' (known: random, fastest-cpu, fastest-queue, data, earliest-start)",
+                       "unknown broker policy 'cheapest' (known: random, fastest-cpu, fastest-queue, data, earliest-start, "
+                       "contract)",
                        std::invalid_argument);
   CHECK_THROWS_AS(make_broker(""), std::invalid_argument);
   CHECK_THROWS_AS(make_broker("Random"), std::invalid_argument);
@@ -227,4 +229,109 @@ TEST_CASE("earliest-start: clusters with no estimate are last; tie: start_in_s, 
   auto r = p->choose(j, std::vector<cluster_view>{b, none});
   REQUIRE(r);
   CHECK(r->reason.find("no cluster gave a start estimate") != std::string::npos);
+}
+
+// ---- contract ---------------------------------------------------------
+
+namespace {
+
+cluster_view bidder(std::string name, double completion, double price) {
+  cluster_view c = cluster(std::move(name), 16, 16);
+  c.start_in_s = 0;
+  c.completion_in_s = completion;
+  c.price = price;
+  return c;
+}
+
+job_ask with_contract(double deadline, double max_price, double value, double decay = 0, bool best_effort = false) {
+  job_ask j = job(4);
+  j.walltime_s = 60;
+  j.contract = contract_terms{deadline, max_price, value, decay, best_effort};
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("contract_value: full by the deadline, linear decay after it, never below zero") {
+  const contract_terms t{100, 1, 50, 20, false};
+  CHECK(contract_value(t, 0) == 50);
+  CHECK(contract_value(t, 100) == 50);
+  CHECK(contract_value(t, 110) == doctest::Approx(25));
+  CHECK(contract_value(t, 120) == 0);
+  CHECK(contract_value(t, 500) == 0);
+  const contract_terms cliff{100, 1, 50, 0, false};
+  CHECK(contract_value(cliff, 100) == 50);
+  CHECK(contract_value(cliff, 100.001) == 0);
+}
+
+TEST_CASE("contract: among bids that meet the deadline within the price, the cheapest wins; then the earliest") {
+  auto b = make_broker("contract");
+  const std::vector<cluster_view> cs = {bidder("fast", 30, 3.0), bidder("mid", 60, 1.5), bidder("slow", 90, 0.5)};
+  // All three meet a 100 s deadline: the cheapest (slow) earns the same value for less.
+  auto c = b->choose(with_contract(100, 5, 10), cs);
+  REQUIRE(c);
+  CHECK_FALSE(c->refused);
+  CHECK(c->cluster == "slow");
+  CHECK(c->reason.find("by the deadline") != std::string::npos);
+  // A 70 s deadline leaves fast and mid: mid is cheaper.
+  CHECK(chosen(*b, with_contract(70, 5, 10), cs) == "mid");
+  // A 40 s deadline: only fast.
+  CHECK(chosen(*b, with_contract(40, 5, 10), cs) == "fast");
+  // The same price: the earlier completion.
+  CHECK(chosen(*b, with_contract(100, 5, 10), {bidder("a", 80, 1), bidder("b", 50, 1)}) == "b");
+  // Everything equal: by name.
+  CHECK(chosen(*b, with_contract(100, 5, 10), {bidder("b", 50, 1), bidder("a", 50, 1)}) == "a");
+}
+
+TEST_CASE("contract: a bid over the maximum price is never taken, even when only it meets the deadline") {
+  auto b = make_broker("contract");
+  const std::vector<cluster_view> cs = {bidder("fast", 30, 3.0), bidder("slow", 90, 0.5)};
+  // fast would meet a 40 s deadline but costs 3 > 2: refused (no best effort).
+  auto c = b->choose(with_contract(40, 2, 10), cs);
+  REQUIRE(c);
+  CHECK(c->refused);
+  CHECK(c->cluster.empty());
+  CHECK(c->reason == "contract: no cluster can finish it by its deadline (in 40 s); the earliest within the price is "
+                     "slow, done in about 90 s");
+  // Nothing within the price at all.
+  c = b->choose(with_contract(100, 0.1, 10), cs);
+  REQUIRE(c);
+  CHECK(c->refused);
+  CHECK(c->reason == "contract: no cluster bids within the maximum price 0.1 credits per processor-second (cheapest: "
+                     "slow at 0.5)");
+}
+
+TEST_CASE("contract: best effort takes the most value left after the deadline, else the earliest completion") {
+  auto b = make_broker("contract");
+  const std::vector<cluster_view> cs = {bidder("mid", 60, 1.0), bidder("slow", 90, 0.5)};
+  // Deadline 40, decay 100: mid keeps 80 %, slow 50 %.
+  auto c = b->choose(with_contract(40, 5, 10, 100, true), cs);
+  REQUIRE(c);
+  CHECK_FALSE(c->refused);
+  CHECK(c->cluster == "mid");
+  CHECK(c->reason.find("best effort") != std::string::npos);
+  // No decay: every late bid is worth 0, so the earliest.
+  CHECK(chosen(*b, with_contract(40, 5, 10, 0, true), cs) == "mid");
+  // Best effort does not lift the price: over it, still refused.
+  c = b->choose(with_contract(40, 0.1, 10, 100, true), cs);
+  REQUIRE(c);
+  CHECK(c->refused);
+}
+
+TEST_CASE("contract: without bids it waits (nullopt); a job without a contract is placed as earliest-start") {
+  auto b = make_broker("contract");
+  cluster_view silent = cluster("silent", 16, 16);  // no estimate, no price
+  CHECK_FALSE(b->choose(with_contract(100, 5, 10), std::vector<cluster_view>{silent}).has_value());
+  // Without a contract: earliest-start's choice, with its reason after "contract: ".
+  cluster_view early = bidder("early", 10, 9), late = bidder("late", 10, 0.1);
+  late.start_in_s = 50;
+  early.start_in_s = 0;
+  auto c = b->choose(job(4), std::vector<cluster_view>{late, early});
+  REQUIRE(c);
+  CHECK(c->cluster == "early");
+  CHECK(c->reason.starts_with("contract: no contract given, placed as earliest-start: "));
+  // A cluster that cannot ever run the job is no bidder.
+  cluster_view tiny = bidder("tiny", 1, 0.01);
+  tiny.max_job_procs = 2;
+  CHECK(chosen(*b, with_contract(100, 5, 10), {tiny, bidder("big", 50, 1)}) == "big");
 }

@@ -4,6 +4,8 @@
 // never connected, and the admin's user table.
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http.hpp>
 
@@ -66,8 +68,26 @@ public:
     return std::nullopt;
   }
   std::vector<history_line> history(std::int64_t) override { return {history_line{"2026-01-01T00:00:00Z", "submitted", ""}}; }
+  std::map<std::string, std::int64_t> balances() override {
+    std::map<std::string, std::int64_t> b;
+    for (const auto& e : entries_) {
+      b[e.payee] += e.amount_micro;
+      b[e.payer] -= e.amount_micro;
+    }
+    return b;
+  }
+  std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) override {
+    std::vector<ledger_entry> out;
+    for (const auto& e : entries_) {
+      if ((!owner || e.payer == *owner || e.payee == *owner) && static_cast<std::int64_t>(out.size()) < limit) {
+        out.push_back(e);
+      }
+    }
+    return out;
+  }
 
   std::vector<stored_job> jobs_;
+  std::vector<ledger_entry> entries_;
 };
 
 struct fixture {
@@ -159,6 +179,11 @@ TEST_CASE("a submission is the token's user's, and a bad body or a refused job i
   const auto refused = f.send("POST", "/api/v1/jobs", f.alice, R"({"cluster": "mars", "job": {}})");
   CHECK(refused.result_int() == 400);
   CHECK(json::parse(refused.body()).at("error") == "no cluster 'mars'");
+  // A contract travels with the job to the router (which checks it).
+  const auto with_contract =
+      f.send("POST", "/api/v1/jobs", f.alice, R"({"job": {"ntasks": 1}, "contract": {"deadline": 2e9, "max_price": 1, "value": 3}})");
+  REQUIRE(with_contract.result_int() == 201);
+  CHECK(json::parse(f.backend.jobs_.back().submit).at("contract").at("value") == 3);
 }
 
 TEST_CASE("the hub knows its clusters before any connects: none up, none reported, nothing to send to") {
@@ -194,4 +219,36 @@ TEST_CASE("the user table maps users per cluster, never to root, and says when r
   CHECK(m.local_user("root", "two") == std::nullopt);
   CHECK(m.maps_to_root("root", "two"));
   CHECK_THROWS_AS(user_map::parse("only two\n", "test"), std::runtime_error);
+}
+
+TEST_CASE("the ledger route: balances to every token holder, entries of one's own jobs only (root: all), bad limit 400") {
+  fixture f;
+  ledger_entry a;
+  a.id = 1;
+  a.job_id = 1;
+  a.user = "alice";
+  a.payer = "uni";
+  a.payee = "lab";
+  a.amount_micro = 2'500'000;
+  ledger_entry b = a;
+  b.id = 2;
+  b.job_id = 2;
+  b.user = "bob";
+  b.payer = "lab";
+  b.payee = "uni";
+  b.amount_micro = 1'000'000;
+  f.backend.entries_ = {a, b};
+  CHECK(f.send("GET", "/api/v1/ledger", std::nullopt).result_int() == 401);
+  const auto mine = json::parse(f.send("GET", "/api/v1/ledger", f.alice).body());
+  CHECK(mine.at("balances").at("lab").at("balance_micro") == 1'500'000);
+  CHECK(mine.at("balances").at("uni").at("balance_micro") == -1'500'000);
+  CHECK(mine.at("total_micro") == 0);
+  REQUIRE(mine.at("entries").size() == 1);
+  CHECK(mine.at("entries")[0].at("job_id") == 1);
+  const auto all = json::parse(f.send("GET", "/api/v1/ledger?owner=lab", f.root).body());
+  CHECK(all.at("entries").size() == 2);
+  const auto bad = f.send("GET", "/api/v1/ledger?limit=0", f.alice);
+  CHECK(bad.result_int() == 400);
+  CHECK(json::parse(bad.body()).at("error") == "limit must be a number in 1..100000");
+  CHECK(f.send("POST", "/api/v1/ledger", f.alice).result_int() == 405);
 }

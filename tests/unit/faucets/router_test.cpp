@@ -133,6 +133,7 @@ public:
       v.name = n;
       v.up = u;
       v.procs_total = v.procs_free = v.max_job_procs = 8;
+      if (const auto p = price.find(n); p != price.end()) v.price = p->second;
       out.push_back(v);
     }
     return out;
@@ -150,6 +151,7 @@ public:
   }
 
   std::map<std::string, bool> up;
+  std::map<std::string, double> price;  // the price each reports
   std::vector<std::pair<std::string, json>> sent;
   std::map<std::string, std::int64_t> placed;
 };
@@ -170,8 +172,11 @@ struct fixture {
   user_map users = user_map::parse("alice * alice\nbob one bob_one\n", "test");
   job_router router;
 
-  explicit fixture(std::vector<std::string> clusters = {"one"}, router_options options = {.policy = "fastest-queue"})
-      : links(std::move(clusters)), router(io, records, links, users, std::move(options)) {
+  explicit fixture(std::vector<std::string> clusters = {"one"}, std::string policy = "fastest-queue",
+                   ledger_book* ledger = nullptr, owners_table owners = {})
+      : fixture(std::move(clusters), router_options{.policy = std::move(policy)}, ledger, std::move(owners)) {}
+  fixture(std::vector<std::string> clusters, router_options options, ledger_book* ledger = nullptr, owners_table owners = {})
+      : links(std::move(clusters)), router(io, records, links, users, std::move(options), ledger, std::move(owners)) {
     router.start();
   }
   ~fixture() {
@@ -387,4 +392,215 @@ TEST_CASE("a router asked for plugins without a plugin directory refuses to star
   std::string why;
   CHECK(f.router.submit("alice", "auto", m, &why) == 0);
   CHECK(why == "this Faucets server lets no job choose its broker (the admin's --allow-job-plugins)");
+
+// ---- the market: contracts, bids, prices, charges, debt limits -------------
+
+namespace {
+
+class memory_ledger final : public ledger_book {
+public:
+  void agree_price(std::int64_t id, const std::string& cluster, double price) override { prices[{id, cluster}] = price; }
+  std::optional<double> agreed_price(std::int64_t id, const std::string& cluster) override {
+    const auto it = prices.find({id, cluster});
+    return it == prices.end() ? std::nullopt : std::optional<double>(it->second);
+  }
+  bool charge(const ledger_entry& e, const std::string& detail) override {
+    for (const auto& x : book) {
+      if (x.job_id == e.job_id) return false;
+    }
+    book.push_back(e);
+    details.push_back(detail);
+    return true;
+  }
+  std::map<std::string, std::int64_t> balances() override {
+    std::map<std::string, std::int64_t> b = opening;
+    for (const auto& e : book) {
+      b[e.payee] += e.amount_micro;
+      b[e.payer] -= e.amount_micro;
+    }
+    return b;
+  }
+  std::vector<ledger_entry> entries(const std::optional<std::string>&, std::int64_t) override { return book; }
+
+  std::map<std::pair<std::int64_t, std::string>, double> prices;
+  std::vector<ledger_entry> book;
+  std::vector<std::string> details;
+  std::map<std::string, std::int64_t> opening;  // balances before the test (debt)
+};
+
+const char* k_owners = "cluster one uni\ncluster two lab\nhome alice one\nlimit uni 5\n";
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+json contract_message(double deadline_in_s, double max_price, double value, bool best_effort = false) {
+  json m = job_message();
+  m["contract"] = {{"deadline", unix_now() + deadline_in_s},
+                   {"max_price", max_price},
+                   {"value", value},
+                   {"best_effort", best_effort}};
+  return m;
+}
+
+// Answers every estimate sent so far to `cluster` with a bid.
+void bid(fixture& f, const std::string& cluster, double completion, double price) {
+  for (const auto& [c, m] : f.links.of_type("estimate")) {
+    if (c == cluster) {
+      f.say(c, "estimate_reply", {{"qid", m["qid"]}, {"start_in_s", 0}, {"completion_in_s", completion}, {"price", price}});
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("contract: the clusters bid, the award is the cheapest bid that meets the deadline, its price is agreed") {
+  memory_ledger ledger;
+  fixture f({"one", "two"}, "contract", &ledger, owners_table::parse(k_owners, "owners"));
+  std::string why;
+  const auto id = f.router.submit("alice", "auto", contract_message(300, 2, 50), &why);
+  REQUIRE_MESSAGE(id != 0, why);
+  // The stored job keeps its contract; the estimates ask for bids.
+  CHECK(json::parse(f.records.jobs.at(id).submit).contains("contract"));
+  f.run_until([&] { return f.links.of_type("estimate").size() == 2; });
+  bid(f, "one", 100, 1.5);  // meets 300 s, cheaper
+  bid(f, "two", 50, 1.9);   // meets it too, dearer
+  const auto [cluster, fwd] = f.forward_of(id);
+  CHECK(cluster == "one");
+  CHECK_FALSE(fwd["submit"].contains("contract"));  // the contract is the server's, never forwarded
+  CHECK(ledger.agreed_price(id, "one") == 1.5);
+}
+
+TEST_CASE("contract: a job no cluster can finish by its deadline fails with the reason; best effort runs anyway") {
+  memory_ledger ledger;
+  fixture f({"one", "two"}, "contract", &ledger);
+  std::string why;
+  const auto late = f.router.submit("alice", "auto", contract_message(30, 5, 50), &why);
+  REQUIRE(late != 0);
+  f.run_until([&] { return f.links.of_type("estimate").size() == 2; });
+  bid(f, "one", 100, 1);
+  bid(f, "two", 200, 1);
+  f.run_until([&] { return f.records.jobs.at(late).state == "FAILED"; });
+  CHECK(f.records.events.back().second ==
+        "refused: contract: no cluster can finish it by its deadline (in 30 s); the earliest within the price is one, "
+        "done in about 100 s");
+  CHECK(f.links.of_type("forward").empty());
+  const auto anyway = f.router.submit("alice", "auto", contract_message(30, 5, 50, true), &why);
+  REQUIRE(anyway != 0);
+  f.run_until([&] { return f.links.of_type("estimate").size() == 4; });
+  bid(f, "one", 100, 1);
+  bid(f, "two", 200, 1);
+  CHECK(f.forward_of(anyway).first == "one");
+}
+
+TEST_CASE("contract: bad contracts are refused at submission with one line, and nothing is queued") {
+  fixture f({"one"}, "contract");
+  std::string why;
+  CHECK(f.router.submit("alice", "auto", contract_message(-5, 1, 1), &why) == 0);
+  CHECK(why.starts_with("the contract's deadline is in the past ("));
+  CHECK(f.router.submit("alice", "auto", contract_message(60, -1, 1), &why) == 0);
+  CHECK(why == "the contract's max_price must be >= 0, not -1");
+  CHECK(f.router.submit("alice", "auto", contract_message(60, 1, -2), &why) == 0);
+  CHECK(why == "the contract's value must be >= 0, not -2");
+  CHECK(f.records.jobs.empty());
+}
+
+TEST_CASE("a finished job is charged once: processor-seconds reported x agreed price, home owner to runner's owner") {
+  memory_ledger ledger;
+  fixture f({"one", "two"}, "fastest-queue", &ledger, owners_table::parse(k_owners, "owners"));
+  f.links.price = {{"one", 1.0}, {"two", 0.25}};
+  f.links.up["one"] = false;  // so that it goes to two (lab): alice's home is one (uni)
+  const auto id = f.submit();
+  const auto on = f.place(id, 5).first;
+  REQUIRE(on == "two");
+  CHECK(ledger.agreed_price(id, "two") == 0.25);
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "RUNNING";
+  u.nprocs = 2;
+  u.start_time = "2026-11-28T10:00:00Z";
+  f.say("two", "job_update", to_json(u));
+  u.state = "COMPLETED";
+  u.end_time = "2026-11-28T10:01:40Z";
+  u.proc_seconds = 150;  // it shrank part of the time: less than 2 x 100 s
+  u.exit_code = 0;
+  f.say("two", "job_update", to_json(u));
+  f.run_until([&] { return ledger.book.size() == 1; });
+  const auto& e = ledger.book.front();
+  CHECK(e.job_id == id);
+  CHECK(e.payer == "uni");
+  CHECK(e.payee == "lab");
+  CHECK(e.proc_seconds == 150);
+  CHECK(e.amount_micro == 37'500'000);
+  CHECK(ledger.details.front() == "150.000 processor-seconds at 0.25: 37.5 credits from uni to lab");
+  // Said again: charged once.
+  f.say("two", "job_update", to_json(u));
+  CHECK(ledger.book.size() == 1);
+  const auto b = ledger.balances();
+  CHECK(b.at("uni") + b.at("lab") == 0);
+}
+
+TEST_CASE("without processor-seconds from the cluster, a job is charged for its run time x processors") {
+  memory_ledger ledger;
+  fixture f({"two"}, "fastest-queue", &ledger, owners_table::parse(k_owners, "owners"));
+  f.links.price = {{"two", 2.0}};
+  const auto id = f.submit();
+  f.place(id, 3);
+  job_update u;
+  u.fid = id;
+  u.job_id = 3;
+  u.state = "COMPLETED";
+  u.nprocs = 2;
+  u.start_time = "2026-11-28T10:00:00Z";
+  u.end_time = "2026-11-28T10:00:10.5Z";
+  f.say("two", "job_update", to_json(u));
+  f.run_until([&] { return ledger.book.size() == 1; });
+  CHECK(ledger.book.front().proc_seconds == doctest::Approx(21.0));
+  CHECK(ledger.book.front().amount_micro == 42'000'000);
+}
+
+TEST_CASE("an owner in debt beyond its limit is refused by other owners' clusters, at submission and at placement") {
+  memory_ledger ledger;
+  ledger.opening = {{"uni", -6'000'000}, {"lab", 6'000'000}};  // uni is 6 in debt, its limit is 5
+  fixture f({"one", "two"}, "fastest-queue", &ledger, owners_table::parse(k_owners, "owners"));
+  std::string why;
+  // To lab's cluster by name: refused at once, one line.
+  CHECK(f.router.submit("alice", "two", job_message(), &why) == 0);
+  CHECK(why == "cluster two refuses work from owner 'uni': 6 credits in debt, beyond its limit of 5");
+  CHECK(f.records.jobs.empty());
+  // auto: its own owner's cluster (one) still takes it.
+  const auto id = f.submit();
+  CHECK(f.forward_of(id).first == "one");
+  // With one gone, nothing is left that would take it: refused at submission.
+  f.links.up.erase("one");
+  CHECK(f.router.submit("alice", "auto", job_message(), &why) == 0);
+  CHECK(why == "cluster two refuses work from owner 'uni': 6 credits in debt, beyond its limit of 5");
+}
+
+TEST_CASE("a cluster cannot charge for a job it was never given: its job_update with processor-seconds changes nothing") {
+  memory_ledger ledger;
+  fixture f({"one", "two"}, "fastest-queue", &ledger, owners_table::parse(k_owners, "owners"));
+  f.links.price = {{"one", 1.0}, {"two", 1.0}};
+  f.links.up["two"] = false;  // placed on one (uni's, alice's home)
+  const auto id = f.submit();
+  f.place(id, 5);
+  f.links.up["two"] = true;
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "COMPLETED";
+  u.nprocs = 8;
+  u.start_time = "2026-11-28T10:00:00Z";
+  u.end_time = "2026-11-28T11:00:00Z";
+  u.proc_seconds = 1e9;
+  f.say("two", "job_update", to_json(u));  // lab's cluster claims it ran it
+  CHECK(ledger.book.empty());
+  CHECK(f.records.jobs.at(id).state != "COMPLETED");
+  // Its own placement ending on uni's cluster moves nothing either (same owner).
+  u.proc_seconds = 10;
+  f.say("one", "job_update", to_json(u));
+  f.run_until([&] { return f.records.jobs.at(id).state == "COMPLETED"; });
+  CHECK(ledger.book.empty());
+  CHECK(f.records.events.back().second == "not charged: it ran on a cluster of its home's owner 'uni'");
 }

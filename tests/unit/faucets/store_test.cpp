@@ -7,6 +7,7 @@
 
 #include "core/job_state.hpp"
 #include "server/faucets_store.hpp"
+#include "server/market.hpp"
 #include "test_pg.hpp"
 
 using namespace aqs::faucets;
@@ -57,4 +58,53 @@ TEST_CASE("a job in any final state of the core is no longer live in the store")
     CHECK(live == !aqs::core::is_final(s));
     CHECK(listed == !aqs::core::is_final(s));
   }
+}
+
+TEST_CASE("migration 003: prices per placement, a job charged once, balances summing to exactly zero") {
+  auto db = aqs::test::test_database::empty();
+  faucets_store store(db.conninfo());
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    stored_job j;
+    j.owner = "alice";
+    j.name = "j" + std::to_string(i);
+    j.submit = "{}";
+    ids.push_back(store.add_job(j));
+  }
+  CHECK_FALSE(store.agreed_price(ids[0], "fast"));
+  store.agree_price(ids[0], "fast", 2.5);
+  store.agree_price(ids[0], "fast", 3.0);  // placed there again: the newer price
+  store.agree_price(ids[0], "slow", 0.5);
+  CHECK(store.agreed_price(ids[0], "fast") == 3.0);
+  CHECK(store.agreed_price(ids[0], "slow") == 0.5);
+
+  const owners_table owners = owners_table::parse("cluster fast lab\ncluster slow uni\ncluster mid dept\nhome * slow\n", "o");
+  std::string why;
+  auto e = entry_for(owners, ids[0], "alice", "fast", 10, 3.0, &why);
+  REQUIRE(e);
+  CHECK(store.charge(*e, "10 processor-seconds at 3"));
+  CHECK_FALSE(store.charge(*e, "again"));  // once per job
+  CHECK(store.charge(*entry_for(owners, ids[1], "alice", "mid", 1.0 / 3.0, 0.7, &why), "a third"));
+  CHECK(store.charge(*entry_for(owners, ids[2], "alice", "fast", 7.77, 1.1, &why), "more"));
+  const auto b = store.balances();
+  CHECK(b.at("lab") == 30'000'000 + 8'547'000);
+  CHECK(b.at("dept") == 233'333);
+  std::int64_t total = 0;
+  for (const auto& [who, v] : b) total += v;
+  CHECK(total == 0);
+  const auto all = store.entries(std::nullopt, 100);
+  REQUIRE(all.size() == 3);
+  CHECK(all.front().job_id == ids[2]);  // newest first
+  CHECK(all.back().amount_micro == 30'000'000);
+  CHECK(store.entries(std::string("dept"), 100).size() == 1);
+  CHECK(store.entries(std::nullopt, 1).size() == 1);
+  bool charged = false;
+  for (const auto& h : store.history(ids[0])) charged = charged || (h.event == "charged" && h.detail == "10 processor-seconds at 3");
+  CHECK(charged);
+  // The table itself refuses what the rules never write.
+  pqxx::connection conn(db.conninfo());
+  pqxx::work tx(conn);
+  CHECK_THROWS_AS(tx.exec("INSERT INTO faucets_ledger (job_id, owner, payer, payee, home_cluster, cluster, proc_seconds, "
+                          "price, amount_micro) VALUES (1, 'a', 'x', 'x', 'h', 'c', 1, 1, 1)"),
+                  pqxx::check_violation);
 }

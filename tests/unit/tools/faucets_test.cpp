@@ -3,6 +3,8 @@
 // --faucets on the command lines, and fjobs' tables of the server's jobs.
 #include <doctest/doctest.h>
 
+#include <ctime>
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -179,6 +181,35 @@ TEST_CASE("fsub --broker NAME: a plugin's name, with -M or --faucets only") {
             .find("invalid broker plugin '../x'") == 0);
   CHECK(error_of<usage_error>([] { parse_frun_command_line(args{"--broker", "x", "ls"}); }) ==
         "option '--broker' is for fsub: frun runs on this cluster only");
+}
+
+TEST_CASE("fsub's contract: --deadline, --max-price and --value together, with -M; bad numbers are one line") {
+  using namespace aqs::cmdline;
+  const auto c = parse_fsub_command_line(args{"-M", "auto", "--deadline", "now+600", "--max-price", "2.5", "--value",
+                                              "10", "--value-decay", "60", "--best-effort", "job.sh"});
+  const auto& k = c.options.faucets.contract;
+  REQUIRE(k.deadline);
+  CHECK(*k.deadline >= static_cast<std::int64_t>(std::time(nullptr)) + 590);
+  CHECK(k.max_price == 2.5);
+  CHECK(k.value == 10);
+  CHECK(k.decay_s == 60);
+  CHECK(k.best_effort);
+  CHECK_FALSE(parse_fsub_command_line(args{"-M", "auto", "job.sh"}).options.faucets.contract.given());
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"-M", "a", "--max-price", "-1", "j.sh"}); }) ==
+        "--max-price must be a number >= 0, not '-1'");
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"-M", "a", "--value", "ten", "j.sh"}); }) ==
+        "--value must be a number >= 0, not 'ten'");
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"-M", "a", "--value-decay", "nan", "j.sh"}); }) ==
+        "--value-decay must be a number >= 0, not 'nan'");
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"-M", "a", "--deadline", "soonish", "j.sh"}); })
+            .starts_with("--deadline: "));
+  CHECK(error_of<usage_error>([] { parse_fsub_command_line(args{"-M", "a", "--deadline", "now+60", "j.sh"}); }) ==
+        "a contract needs --deadline, --max-price and --value together");
+  CHECK(error_of<usage_error>([] {
+          parse_fsub_command_line(args{"--deadline", "now+60", "--max-price", "1", "--value", "1", "j.sh"});
+        }).starts_with("a contract (--deadline, --max-price, --value, --value-decay, --best-effort) goes with -M"));
+  CHECK(error_of<usage_error>([] { parse_frun_command_line(args{"--deadline", "now+60", "ls"}); }) ==
+        "option '--deadline' is for fsub: frun runs on this cluster only");
 }
 
 TEST_CASE("fsub -M and --faucets: auto or a cluster, command line only, not with frun") {
