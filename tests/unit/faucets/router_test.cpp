@@ -392,6 +392,7 @@ TEST_CASE("a router asked for plugins without a plugin directory refuses to star
   std::string why;
   CHECK(f.router.submit("alice", "auto", m, &why) == 0);
   CHECK(why == "this Faucets server lets no job choose its broker (the admin's --allow-job-plugins)");
+}
 
 // ---- the market: contracts, bids, prices, charges, debt limits -------------
 
