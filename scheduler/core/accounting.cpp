@@ -80,13 +80,14 @@ bool accounting::adopt(const accounting_job& j) {
   l.job = j;
   if (l.job.account.empty()) {
     const account_choice c = choose_account(idx_, j.user, "");
-    if (!c.error.empty()) return false;
-    l.job.account = c.account;
+    if (c.error.empty()) l.job.account = c.account;
   }
   relink(l);
-  if (l.association == account_index::npos) return false;
   drop(j.id);
-  tally_->add_submitted(limit_of(l, 0));
+  // A user in no account (accounts not enforced) still runs: the job is
+  // tracked for its usage only (the record, sacct, the usage reports), with
+  // no limit and its own priority, as Slurm records jobs without associations.
+  if (l.association != account_index::npos) tally_->add_submitted(limit_of(l, 0));
   jobs_[j.id] = std::move(l);
   return true;
 }
@@ -99,7 +100,7 @@ std::optional<limit_job> accounting::limit_job_of(job_id id, std::size_t cpus) c
 
 std::optional<std::string> accounting::account_of(job_id id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return std::nullopt;
+  if (it == jobs_.end() || it->second.job.account.empty()) return std::nullopt;  // in no account
   return it->second.job.account;
 }
 
@@ -218,7 +219,7 @@ fair_share_result accounting::shares(double now) {
 
 std::optional<job_priority> accounting::priority_of(job_id id, std::size_t cluster_procs, double now) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return std::nullopt;
+  if (it == jobs_.end() || it->second.association == account_index::npos) return std::nullopt;
   const live& l = it->second;
   std::uint32_t max_qos = 0;
   for (const qos& q : idx_.tree().qos_list) max_qos = std::max(max_qos, q.priority);

@@ -75,8 +75,9 @@ public:
   accounting_admission submit(const accounting_job& j);
   // Tracks a job as it was stored (after a restart, or an array's task
   // split off its record): no check, its account as given (the user's
-  // default when empty). False when its association is unknown (it is not
-  // tracked: no usage, no limit, as a job of a user without accounts).
+  // default when empty). A job whose association is unknown (a user in no
+  // account) is tracked for its usage only: no limit, no priority of ours,
+  // charged with the account it was given (usually none). Always true.
   bool adopt(const accounting_job& j);
   // Forgets a job that was refused later or cancelled while pending.
   void drop(job_id id);

@@ -214,9 +214,11 @@ std::string job_accounting::check_submission(protocol::job_spec& spec, const std
   if (!a.error.empty()) {
     const bool limit = a.reason != core::limit_reason::none;
     if ((limit && o_.enforce_limits) || (!limit && o_.enforce_associations)) return a.error;
-    // Not enforced: charged where the user has an account, else not tracked.
-    if (!acc_->adopt(j)) return {};
-    a.account = *acc_->account_of(j.id);
+    // Not enforced: charged where the user has an account; a user in no
+    // account is tracked for its usage only (no limit), under the account
+    // it asked for, if any.
+    acc_->adopt(j);
+    a.account = acc_->account_of(j.id).value_or(std::string());
   }
   j.account = a.account;
   if (a.time_limit_s && !spec.walltime_s && o_.enforce_limits) {
@@ -225,7 +227,9 @@ std::string job_accounting::check_submission(protocol::job_spec& spec, const std
   }
   // The account it is charged to is kept with the job (sacct, squeue -A,
   // and the same account after a restart, whatever the default is then).
-  if (spec.geometry && recorded(spec, "account").empty()) spec.geometry->recorded.push_back("account=" + a.account);
+  if (spec.geometry && !a.account.empty() && recorded(spec, "account").empty()) {
+    spec.geometry->recorded.push_back("account=" + a.account);
+  }
   tickets_[ticket] = j;
   return {};
 }

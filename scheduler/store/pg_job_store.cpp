@@ -296,7 +296,10 @@ std::vector<job_usage> pg_job_store::job_usage_of(const std::vector<std::int64_t
         for (const auto& row : tx.exec_prepared("job_usage", id_array)) {
           job_usage u;
           u.job_id = row["job_id"].as<std::int64_t>();
-          if (!row["account"].is_null()) u.account = row["account"].as<std::string>();
+          // A user in no account has a usage record with no account.
+          if (!row["account"].is_null() && !row["account"].as<std::string>().empty()) {
+            u.account = row["account"].as<std::string>();
+          }
           if (!row["cpu_seconds"].is_null()) u.alloc_cpu_seconds = row["cpu_seconds"].as<double>();
           u.measured_nodes = row["nodes"].as<std::int64_t>();
           if (u.measured_nodes > 0) {

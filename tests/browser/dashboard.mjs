@@ -23,7 +23,8 @@
 // job's page (the resize from 8 to 4 in its table; its published residual
 // chart updating while it runs, its rank count 4), ends the rigid job and
 // sees the adaptive one grow back on the grid and its rank chart step
-// 8, 4, 8, opens the utilisation page, and cancels the adaptive job from
+// 8, 4, 8, opens the utilisation page (the rigid job charged to its account
+// there, as /api/v1/usage has it), and cancels the adaptive job from
 // the page. Every wait is on a condition
 // with a generous deadline: the machine may be busy with other tests. The
 // latency from aqsd's new map (its event's time) to the page showing it is
@@ -316,6 +317,28 @@ async function main() {
     await page.click("#nav-utilization");
     await until("utilisation samples on the chart", () => page.evaluate(() =>
       document.querySelector('#util-chart path[data-series="alloc"]') !== null));
+    // Usage per account (issue 32): the cancelled rigid job is charged to
+    // root's account; the page's rows are what /api/v1/usage says for the
+    // same window, account totals the sum of their users.
+    const usageRow = await until("the rigid job's usage in the account table", () => page.evaluate(() => {
+      const tr = document.querySelector('#usage tr[data-user="root"]');
+      return tr && Number(tr.dataset.jobs) >= 1 && Number(tr.dataset.cpuSeconds) > 0
+        ? { account: tr.dataset.account, jobs: Number(tr.dataset.jobs), cpu: Number(tr.dataset.cpuSeconds) } : null;
+    }));
+    const rest = await (await fetch(new URL("/api/v1/usage?since=" + Math.floor(Date.now() / 1000 - 3600), url),
+                                    { headers: { Authorization: "Bearer " + token } })).json();
+    const restRow = rest.usage.find((r) => r.user === "root" && (r.account || "(none)") === usageRow.account);
+    if (!restRow || restRow.jobs !== usageRow.jobs || Math.abs(restRow.cpu_seconds - usageRow.cpu) > 1e-6) {
+      throw new Error(`usage on the page ${JSON.stringify(usageRow)} is not /api/v1/usage's ${JSON.stringify(rest.usage)}`);
+    }
+    const totals = await page.evaluate(() => [...document.querySelectorAll("#usage tr.account")].map((tr) => {
+      const users = [...document.querySelectorAll(`#usage tr[data-user][data-account="${tr.dataset.account}"]`)];
+      return { account: tr.dataset.account, jobs: Number(tr.dataset.jobs),
+               users: users.reduce((t, u) => t + Number(u.dataset.jobs), 0) };
+    }));
+    if (!totals.length || totals.some((t) => t.jobs !== t.users)) throw new Error(`account totals wrong: ${JSON.stringify(totals)}`);
+    log("usage on the page:", JSON.stringify(usageRow), "accounts", JSON.stringify(totals));
+    console.log("usage " + JSON.stringify(usageRow));
     await shoot(page, "dashboard-utilization.png");
 
     // ---- cancel the adaptive job from the page

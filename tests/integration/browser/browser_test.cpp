@@ -125,4 +125,9 @@ TEST_CASE("in Chromium, the dashboard submits an adaptive job, shows it shrink f
   const auto nums = nlohmann::json::parse(measured);
   CHECK(nums.at("from") == 8);
   CHECK(nums.at("to") == 4);
+  // Usage per account on the utilisation page: the cancelled rigid job,
+  // charged to root (dashboard.mjs checked the row against /api/v1/usage).
+  const auto usage = nlohmann::json::parse(line_after(r.out, "usage "));
+  CHECK(usage.at("jobs").get<int>() >= 1);
+  CHECK(usage.at("cpu").get<double>() > 0);
 }

@@ -296,7 +296,8 @@ TEST_CASE("usage: an adaptive job's CPUTime is the integral of its maps, its sus
   }
   REQUIRE(sacct(c, id, "Account", &ann).at(0) == "lab");
   charged_as_integral(c, ann, id, integral);
-  // Bob is in no account: no usage record; the integral comes from the history.
+  // Bob is in no account: charged all the same, with no account (his usage
+  // is recorded for the reports; no limit applies to him).
   integral = adaptive_run(c, bob, id);
   CHECK(sacct(c, id, "Account", &bob).at(0).empty());
   charged_as_integral(c, bob, id, integral);

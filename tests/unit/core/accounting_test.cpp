@@ -641,3 +641,27 @@ TEST_CASE("accounting reload keeps the jobs and refuses a bad tree without chang
   REQUIRE(acc.submit(b).error.empty());
   CHECK(acc.may_start(2, 1) == limit_reason::assoc_grp_cpu);  // alice's running 2 still counted
 }
+
+TEST_CASE("a job of a user in no account is tracked for its usage only: charged with no account, no limit, no priority") {
+  account_tree t = sample_tree();
+  REQUIRE(set_limit(t.accounts[0].lim, "GrpTRES", "cpu=2") == std::optional<std::string>(""));
+  priority_weights w;
+  w.age = 1000;
+  accounting acc(t, w);
+  accounting_job j;
+  j.id = 7;
+  j.user = "dave";  // in no account
+  j.cpus = 4;
+  CHECK(acc.adopt(j));
+  CHECK(acc.tracks(7));
+  CHECK_FALSE(acc.limit_job_of(7, 4));              // no association: no limit applies
+  CHECK(acc.may_start(7, 4) == limit_reason::none);  // root's cpu=2 is not dave's
+  CHECK_FALSE(acc.priority_of(7, 16, 100));          // its priority stays its own
+  acc.start(7, 4, 10);
+  acc.resize(7, 2, 20);
+  const auto charge = acc.finish(7, 30);
+  REQUIRE(charge);
+  CHECK(charge->user == "dave");
+  CHECK(charge->account.empty());
+  CHECK(charge->cpu_seconds == doctest::Approx(4 * 10 + 2 * 10));
+}

@@ -500,7 +500,10 @@ TEST_CASE("job_accounting: without enforcement nothing is refused and users with
   auto bob = r.user(k_bob), alice = r.user(k_alice);
   const auto b = r.submitted(bob, 1, job_in("nowhere"));
   CHECK(r.in_core(b));
-  CHECK_FALSE(r.accounts->state().tracks(static_cast<core::job_id>(b)));
+  // In no account: tracked for its usage only, under the account it asked for.
+  CHECK(r.accounts->state().tracks(static_cast<core::job_id>(b)));
+  CHECK(r.accounts->state().account_of(static_cast<core::job_id>(b)) == "nowhere");
+  CHECK_FALSE(r.accounts->state().limit_job_of(static_cast<core::job_id>(b), 1));
   const auto a = r.submitted(alice, 2, job_in(""));
   CHECK(r.accounts->state().account_of(static_cast<core::job_id>(a)) == "physics");
 }
