@@ -178,7 +178,7 @@ void control_channel::take(std::vector<std::string>& frames) {
       }
     } else if (auto* ok = std::get_if<protocol::ok>(&m)) {
       if (answer_outcome(ok->id)) continue;
-      if (answer_publish(ok->id, nullptr)) continue;
+      if (answer_publish(ok->id, nullptr, &ok->result)) continue;
       if (!answer_claim(ok->id, claim_result::go)) {
         // A control reply lists the job under failed when refused.
         std::string why;
@@ -215,6 +215,15 @@ void control_channel::take(std::vector<std::string>& frames) {
 bool control_channel::publish(const std::string& name, double value) {
   std::lock_guard lock(publish_mu_);
   if (!alive()) return false;
+  const auto now = std::chrono::steady_clock::now();
+  publish_tokens_ = std::min(publish_burst_,
+                             publish_tokens_ + std::chrono::duration<double>(now - publish_refilled_).count() * publish_rate_);
+  publish_refilled_ = now;
+  if (publish_tokens_ < 1.0) {
+    ++dropped_at_source_;  // aqsd would drop it: not sent
+    return true;
+  }
+  publish_tokens_ -= 1.0;
   if (pending_values_.size() >= k_max_pending_values) pending_values_.erase(pending_values_.begin());
   pending_values_.push_back({name, value, wall_clock_us()});
   if (pending_values_.size() >= protocol::k_max_publish_batch) {
@@ -253,11 +262,20 @@ void control_channel::flush_values_locked(bool due_only) {
   pending_values_.clear();
 }
 
-bool control_channel::answer_publish(std::int64_t id, const std::string* error) {
+bool control_channel::answer_publish(std::int64_t id, const std::string* error, const nlohmann::json* result) {
   std::lock_guard lock(publish_mu_);
   const auto it = std::find(publish_ids_.begin(), publish_ids_.end(), id);
   if (it == publish_ids_.end()) return false;
   publish_ids_.erase(it);
+  // aqsd's bucket for this job (older aqsd: none said, the defaults stay).
+  if (result != nullptr && result->is_object()) {
+    const auto rate = result->find("rate"), burst = result->find("burst");
+    if (rate != result->end() && rate->is_number() && rate->get<double>() >= 0) publish_rate_ = rate->get<double>();
+    if (burst != result->end() && burst->is_number() && burst->get<double>() >= 1) {
+      publish_burst_ = burst->get<double>();
+      publish_tokens_ = std::min(publish_tokens_, publish_burst_);
+    }
+  }
   // One line per new reason, not one per batch.
   if (error != nullptr && *error != publish_error_) {
     publish_error_ = *error;

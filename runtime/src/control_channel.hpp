@@ -81,8 +81,12 @@ public:
   // go out in batches of up to protocol::k_max_publish_batch, at once when
   // the last batch left k_publish_interval ago or a batch is full, else by
   // the reader thread within k_publish_interval. At most
-  // k_max_pending_values wait: past them the oldest are dropped (aqsd caps
-  // a job's rate anyway). False when the connection is gone (dropped).
+  // k_max_pending_values wait: past them the oldest are dropped. Values past
+  // the job's rate are dropped here, at the source, by the same token
+  // bucket aqsd keeps (its rate and burst come back with each answer;
+  // aqsd's defaults until the first): a program publishing in a tight loop
+  // costs neither itself the sending nor aqsd the reading. False when the
+  // connection is gone (dropped).
   bool publish(const std::string& name, double value);
   static constexpr std::chrono::milliseconds k_publish_interval{50};
   static constexpr std::size_t k_max_pending_values = 4096;
@@ -138,11 +142,15 @@ private:
   std::vector<protocol::published_value> pending_values_;
   std::chrono::steady_clock::time_point last_batch_{};
   std::deque<std::int64_t> publish_ids_;  // recent publish requests: their errors are told once
+  // The job's token bucket, as aqsd keeps it (publish_mu_).
+  double publish_rate_ = 200, publish_burst_ = 1000, publish_tokens_ = 1000;
+  std::chrono::steady_clock::time_point publish_refilled_ = std::chrono::steady_clock::now();
+  std::uint64_t dropped_at_source_ = 0;
   std::string publish_error_;
   // Sends the waiting values (publish_mu_ held); `due_only`: only if the
   // last batch left k_publish_interval ago.
   void flush_values_locked(bool due_only);
-  bool answer_publish(std::int64_t id, const std::string* error);
+  bool answer_publish(std::int64_t id, const std::string* error, const nlohmann::json* result = nullptr);
   int wake_[2] = {-1, -1};  // the destructor wakes the reader through this pipe
   std::thread reader_;
 };

@@ -136,7 +136,15 @@ void job_telemetry::handle_publish(const std::shared_ptr<connection>& c, const p
   }
   try {
     const outcome o = publish(m.job_id, m.values);
-    c->send(protocol::ok{m.id, {{"accepted", o.accepted}, {"dropped", o.dropped}}});
+    // Its rate and burst go with the answer, so that the shim drops at the
+    // source what aqsd would drop. A job over its rate anyway (frames of
+    // its own, not the shim's) is read no faster than k_drain values a
+    // second past it: each dropped value holds its connection's reads
+    // 1/k_drain s, so a flood costs the flooder a blocked socket, not aqsd
+    // the parsing (benchmarks.md, "Published values").
+    if (o.dropped > 0) c->hold_reads(std::chrono::microseconds(1'000'000 * o.dropped / k_drain));
+    c->send(protocol::ok{m.id,
+                         {{"accepted", o.accepted}, {"dropped", o.dropped}, {"rate", limits_.rate}, {"burst", limits_.burst}}});
   } catch (const protocol::protocol_error& e) {
     reply_error(c, m.id, e.code(), e.what());
   }

@@ -92,6 +92,8 @@ public:
   void handle_publish(const std::shared_ptr<connection>& c, const protocol::publish& m);
 
   const telemetry_limits& limits() const noexcept { return limits_; }
+  // Values a second read past a job's rate (the rest wait in its socket).
+  static constexpr std::size_t k_drain = 20'000;
 
 private:
   struct ring {

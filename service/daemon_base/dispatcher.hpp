@@ -2,6 +2,7 @@
 // requests: who the peer is, how to reach it, and the handler interface.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,6 +53,11 @@ public:
   // The peer opened a stream (watch_job): the connection is never closed as
   // idle from now on. Thread-safe.
   virtual void streaming() {}
+  // Reads nothing more from the peer for `d` from now (the longest of the
+  // holds asked wins): a peer sending faster than it may is slowed at its
+  // socket (its writes block or fail) instead of costing aqsd the parsing.
+  // Thread-safe; takes effect after the message being handled.
+  virtual void hold_reads(std::chrono::microseconds /*d*/) {}
 };
 
 // Handles what peers send after a successful handshake. Calls for one

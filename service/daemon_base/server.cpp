@@ -81,6 +81,7 @@ public:
       : sock_(std::move(sock)),
         timer_(sock_.get_executor()),
         idle_timer_(sock_.get_executor()),
+        hold_timer_(sock_.get_executor()),
         st_(std::move(st)),
         serial_(serial),
         quota_key_(std::move(quota_key)) {
@@ -104,6 +105,14 @@ public:
   std::uint64_t serial() const noexcept override { return serial_; }
   void stop_now() override {
     asio::post(sock_.get_executor(), [self = this->shared_from_this()] { self->shut(); });
+  }
+  void hold_reads(std::chrono::microseconds d) override {
+    const auto until = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           (std::chrono::steady_clock::now() + d).time_since_epoch())
+                           .count();
+    std::int64_t cur = hold_until_ns_.load();
+    while (cur < until && !hold_until_ns_.compare_exchange_weak(cur, until)) {
+    }
   }
   void streaming() override {
     asio::post(sock_.get_executor(), [self = this->shared_from_this()] {
@@ -135,6 +144,13 @@ private:
         m.reset();
         if (!co_await read_into(m, false)) break;
         dispatch(std::move(*m));
+        // The handler asked to slow this peer (a job publishing past its
+        // rate): nothing more is read, or parsed, until the hold ends.
+        if (const auto wait = hold_left(); wait.count() > 0 && !closing_) {
+          hold_timer_.expires_after(wait);
+          boost::system::error_code ec;
+          co_await hold_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+        }
       }
     }
     if (!closing_) close_after_writes();
@@ -459,11 +475,18 @@ private:
     if (!writing_) shut();
   }
 
+  std::chrono::nanoseconds hold_left() const {
+    const std::chrono::nanoseconds until(hold_until_ns_.load());
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return until > now ? std::chrono::duration_cast<std::chrono::nanoseconds>(until - now) : std::chrono::nanoseconds(0);
+  }
+
   void shut() {
     closing_ = true;
     boost::system::error_code ec;
     timer_.cancel();
     idle_timer_.cancel();
+    hold_timer_.cancel();
     if (sock_.is_open()) {
       sock_.shutdown(asio::socket_base::shutdown_both, ec);
       sock_.close(ec);  // a write in flight completes with an error
@@ -479,6 +502,8 @@ private:
       asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>, strand_t>;
   timer_t timer_;
   timer_t idle_timer_;
+  timer_t hold_timer_;                          // hold_reads
+  std::atomic<std::int64_t> hold_until_ns_{0};  // steady clock; reads wait until then
   std::shared_ptr<server::state> st_;
   std::uint64_t serial_;
   std::string quota_key_;  // what this connection counts against (guarded by st_->mu)

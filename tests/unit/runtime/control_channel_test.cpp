@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "control_channel.hpp"
@@ -133,4 +135,94 @@ TEST_CASE("nothing listening is an error naming the address") {
   test::temp_dir dir;
   const std::string path = (dir.path() / "none.sock").string();
   CHECK_THROWS_WITH_AS(runtime::control_channel(at(path)), doctest::Contains(path.c_str()), std::runtime_error);
+}
+
+namespace {
+
+// After the handshake, reads what the job sends: the values of its publish
+// frames; answers each publish with `answer` (its id filled in) if given.
+class publish_sink {
+public:
+  publish_sink(const std::string& path, std::optional<nlohmann::json> answer) {
+    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listen_fd_, 1) == 0);
+    server_ = std::thread([this, answer = std::move(answer)] {
+      conn_ = ::accept(listen_fd_, nullptr, nullptr);
+      if (conn_ < 0) return;
+      protocol::frame_decoder dec;
+      std::vector<std::string> frames;
+      char buf[65536];
+      bool hello = false;
+      for (;;) {
+        const ssize_t n = ::recv(conn_, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        frames.clear();
+        dec.feed(std::string_view(buf, static_cast<std::size_t>(n)), frames);
+        for (const std::string& f : frames) {
+          if (!hello) {
+            hello = true;
+            const std::string ok = protocol::encode(protocol::ok{1, {}});
+            [[maybe_unused]] auto w = ::send(conn_, ok.data(), ok.size(), MSG_NOSIGNAL);
+            continue;
+          }
+          const auto m = protocol::parse_message(nlohmann::json::parse(f));
+          if (const auto* p = std::get_if<protocol::publish>(&m)) {
+            values_ += p->values.size();
+            if (answer) {
+              const std::string ok = protocol::encode(protocol::ok{p->id, *answer});
+              [[maybe_unused]] auto w = ::send(conn_, ok.data(), ok.size(), MSG_NOSIGNAL);
+            }
+          }
+        }
+      }
+    });
+  }
+  ~publish_sink() {
+    if (conn_ >= 0) ::shutdown(conn_, SHUT_RDWR);
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    if (server_.joinable()) server_.join();
+    if (conn_ >= 0) ::close(conn_);
+    ::close(listen_fd_);
+  }
+  std::size_t values() const { return values_.load(); }
+
+private:
+  int listen_fd_ = -1;
+  int conn_ = -1;
+  std::atomic<std::size_t> values_{0};
+  std::thread server_;
+};
+
+}  // namespace
+
+TEST_CASE("a program publishing in a tight loop sends no more than the job's rate allows: the rest is dropped at the source") {
+  test::temp_dir dir;
+  const std::string path = (dir.path() / "aqsd.sock").string();
+  publish_sink sink(path, std::nullopt);
+  runtime::control_channel c(at(path));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20000; ++i) REQUIRE(c.publish("flood", i));
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::this_thread::sleep_for(300ms);  // the reader thread sends what is due
+  // aqsd's defaults until it says otherwise: a burst of 1,000, 200 a second.
+  CHECK(sink.values() >= 1000);
+  CHECK(static_cast<double>(sink.values()) <= 1000 + 200 * (elapsed + 0.3) + 1);
+}
+
+TEST_CASE("the shim keeps the rate aqsd answers with") {
+  test::temp_dir dir;
+  const std::string path = (dir.path() / "aqsd.sock").string();
+  publish_sink sink(path, nlohmann::json{{"accepted", 1}, {"dropped", 0}, {"rate", 0}, {"burst", 1}});
+  runtime::control_channel c(at(path));
+  REQUIRE(c.publish("x", 1));  // the first batch goes at once; its answer says: no more
+  for (int i = 0; i < 100 && sink.values() == 0; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(sink.values() == 1);
+  std::this_thread::sleep_for(200ms);  // the answer is read
+  for (int i = 0; i < 500; ++i) REQUIRE(c.publish("x", i));
+  std::this_thread::sleep_for(300ms);
+  CHECK(sink.values() <= 2);  // at most the one token left of its burst of 1
 }
