@@ -87,6 +87,11 @@ setting seconds_setting(std::string_view key, std::string_view flag, std::chrono
   return make(key, flag, setting::unit::seconds, help, &v, least, most);
 }
 
+setting number_setting(std::string_view key, std::string_view flag, double& v, std::string_view help, double least,
+                       double most) {
+  return make(key, flag, setting::unit::number, help, &v, least, most);
+}
+
 std::string_view setting_name(const setting& s) { return s.key.empty() ? s.flag : s.key; }
 
 std::string setting_text(const setting& s) {
@@ -109,6 +114,14 @@ std::variant<double, std::string> setting_value(const setting& s, std::string_vi
     if (t.empty() || end != t.c_str() + t.size() || !(d >= s.least) || d > s.most) {
       return name + " takes seconds (" + (s.least > 0 ? "more than 0" : std::string("0")) + " to " +
              plain(s.most) + "), not '" + t + "'";
+    }
+    return d;
+  }
+  if (s.kind == setting::unit::number) {
+    char* end = nullptr;
+    const double d = std::strtod(t.c_str(), &end);
+    if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(d) || !(d >= s.least) || d > s.most) {
+      return name + " takes a number from " + range + ", not '" + t + "'";
     }
     return d;
   }
@@ -139,6 +152,8 @@ void store_setting(const setting& s, double value) {
         using T = std::remove_pointer_t<decltype(p)>;
         if constexpr (std::is_same_v<T, std::chrono::milliseconds>) {
           *p = std::chrono::milliseconds(static_cast<std::int64_t>(value * 1000 + 0.5));
+        } else if constexpr (std::is_same_v<T, double>) {
+          *p = value;
         } else {
           *p = static_cast<T>(value);
         }

@@ -18,8 +18,8 @@
 namespace aqs::core {
 
 struct setting {
-  enum class unit : unsigned char { count, bytes, seconds };
-  using target_ptr = std::variant<std::size_t*, std::int64_t*, std::chrono::milliseconds*>;
+  enum class unit : unsigned char { count, bytes, seconds, number };
+  using target_ptr = std::variant<std::size_t*, std::int64_t*, std::chrono::milliseconds*, double*>;
 
   std::string_view key;   // the config file's Key (case-insensitive); empty: a flag only
   std::string_view flag;  // --flag
@@ -44,6 +44,9 @@ setting bytes_setting(std::string_view key, std::string_view flag, std::int64_t&
                       double least = 1, double most = static_cast<double>(std::int64_t{1} << 40));
 setting seconds_setting(std::string_view key, std::string_view flag, std::chrono::milliseconds& v,
                         std::string_view help, double least = 0.001, double most = 86400.0 * 7);
+// A decimal number (a rate, a speed score).
+setting number_setting(std::string_view key, std::string_view flag, double& v, std::string_view help, double least,
+                       double most);
 
 // The setting's name in messages: its key, or its flag when it has no key.
 std::string_view setting_name(const setting& s);
@@ -53,7 +56,7 @@ std::string setting_text(const setting& s);
 std::string setting_help(const setting& s);
 
 // Parses `text` for `s` (counts whole; bytes with K, M or G, powers of
-// 1024; seconds a decimal) within its bounds: the value in the unit, or the
+// 1024; seconds and numbers a decimal) within its bounds: the value in the unit, or the
 // one-line reason ("HttpHeadTimeout takes seconds (more than 0 to 604800),
 // not 'soon'").
 std::variant<double, std::string> setting_value(const setting& s, std::string_view text);

@@ -68,6 +68,18 @@ std::vector<core::setting> port_settings(server_options& s, http::http_options& 
   };
 }
 
+// This cluster's terms at a Faucets server (its bids): a flag and an
+// aqs.conf line each, read at start.
+std::vector<core::setting> faucets_settings(double& speed, double& rate) {
+  return {
+      core::number_setting("FaucetsSpeed", "--faucets-speed", speed,
+        "per-processor speed score reported to the Faucets server", 0.001, 1000.0),
+      core::number_setting("FaucetsRate", "--faucets-rate", rate,
+        "credits per processor-second this cluster asks of the Faucets server's other owners, scaled by its load",
+        0.0, 1e6),
+  };
+}
+
 // Reads and parses aqs.conf into `out` (the partitions) and the lines of
 // `table`'s settings (the ports' limits and the per-user caps) where they
 // point; a null `table` only takes the limit lines out (as on SIGHUP: the
@@ -85,9 +97,11 @@ std::string load_config(const std::string& path, core::site_config& out, std::ve
     http::http_options h_unused;
     user_limits u_unused;
     std::vector<core::setting> unused;
+    double speed_unused = 1, rate_unused = 1;
     if (table == nullptr) {
       unused = port_settings(s_unused, h_unused);
       for (auto& u : user_limit_settings(u_unused)) unused.push_back(std::move(u));
+      for (auto& f : faucets_settings(speed_unused, rate_unused)) unused.push_back(std::move(f));
     }
     accounting_options acc_unused;
     const std::string rest = take_accounting_lines(text.str(), path, acc != nullptr ? *acc : acc_unused);
@@ -121,6 +135,8 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
   user_limits limits;
   std::vector<core::setting> settings = port_settings(o.server, o.http);
   for (auto& u : user_limit_settings(limits)) settings.push_back(std::move(u));
+  double faucets_speed = 1.0, faucets_rate = 1.0;
+  for (auto& f : faucets_settings(faucets_speed, faucets_rate)) settings.push_back(std::move(f));
   std::string http_cert, http_key;
   double token_lifespan_s = static_cast<double>(token_authority::k_default_lifespan_s);
   app.add_option("--state-dir", o.state_dir, "holds the cluster key, the socket, the log and the private database")
@@ -159,7 +175,6 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
   app.add_option("--token-lifespan", token_lifespan_s, "seconds an ftoken token lasts unless it asks (default 3600)")
       ->check(CLI::Range(1.0, static_cast<double>(protocol::k_max_token_lifespan_s)));
   std::string faucets_server, faucets_name, faucets_ca, faucets_key, faucets_users, faucets_datasets;
-  double faucets_speed = 1.0, faucets_rate = 1.0;
   app.add_option("--faucets-server", faucets_server, "HOST:PORT of a Faucets server (faucetsd) to join over TLS");
   app.add_option("--faucets-name", faucets_name, "this cluster's name at the Faucets server");
   app.add_option("--faucets-ca", faucets_ca, "CA certificate (PEM) that verifies the Faucets server")
@@ -169,12 +184,6 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
   app.add_option("--faucets-users", faucets_users,
                  "which Faucets users may run here as whom: \"SERVER_USER LOCAL_USER\" per line")
       ->check(CLI::ExistingFile);
-  app.add_option("--faucets-speed", faucets_speed, "per-processor speed score reported to the server (default 1.0)")
-      ->check(CLI::Range(0.001, 1000.0));
-  app.add_option("--faucets-rate", faucets_rate,
-                 "credits per processor-second this cluster asks of the Faucets server's other owners, scaled by "
-                 "its load (default 1.0)")
-      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--faucets-datasets", faucets_datasets, "data sets this cluster holds, comma-separated");
   app.add_option("--log-level", o.log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));

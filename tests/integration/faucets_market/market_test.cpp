@@ -74,9 +74,12 @@ public:
   std::vector<std::string> join_args(const std::string& name, double speed, double rate) const {
     const fs::path d = dir_.path();
     write_file(d / (name + ".users"), "* *\n");
+    // The speed and the rate as an administrator writes them: aqs.conf lines.
+    write_file(d / (name + ".conf"), "FaucetsSpeed=" + std::to_string(speed) + "\nFaucetsRate=" + std::to_string(rate) +
+                                         "\nPartitionName=all Nodes=ALL Default=YES\n");
     return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", ca(), "--faucets-key",
-            (d / (name + ".key")).string(), "--faucets-users", (d / (name + ".users")).string(), "--faucets-speed",
-            std::to_string(speed), "--faucets-rate", std::to_string(rate)};
+            (d / (name + ".key")).string(), "--faucets-users", (d / (name + ".users")).string(), "--config",
+            (d / (name + ".conf")).string()};
   }
   std::string token_for(const aqs::test::test_user* u) const {
     const run_result r = run({FTOKEN_BINARY, "--socket", (dir_.path() / "state" / "faucetsd.sock").string()}, {},

@@ -104,3 +104,28 @@ TEST_CASE("a flag's help names its default as it would be typed and its config k
   k.head = 250ms;
   CHECK(setting_text(t[3]) == "0.25");
 }
+
+TEST_CASE("a number setting (FaucetsRate) takes decimals within its bounds from the file or its flag, else one line") {
+  double rate = 1.0;
+  std::vector<setting> t{number_setting("FaucetsRate", "--faucets-rate", rate, "credits per processor-second", 0, 1e6)};
+  const std::string rest = take_setting_lines("FaucetsRate=2.5\nPartitionName=debug Nodes=ALL\n", "aqs.conf", t, true);
+  CHECK(rate == 2.5);
+  CHECK(rest == "\nPartitionName=debug Nodes=ALL\n");
+  CHECK(setting_help(t[0]) == "credits per processor-second (default 2.5; aqs.conf FaucetsRate=)");
+  for (const char* bad : {"cheap", "-1", "1e7", "nan", "inf", ""}) {
+    CAPTURE(bad);
+    try {
+      take_setting_lines(std::string("FaucetsRate=") + bad + "\n", "aqs.conf", t, true);
+      FAIL("no error");
+    } catch (const std::invalid_argument& e) {
+      CHECK(std::string(e.what()) ==
+            std::string("aqs.conf:1: FaucetsRate takes a number from 0 to 1000000, not '") + bad + "'");
+    }
+  }
+  CHECK(rate == 2.5);  // nothing changed
+  t[0].typed = "0.75";
+  CHECK_FALSE(apply_typed_flags(t));
+  CHECK(rate == 0.75);
+  t[0].typed = "lots";
+  CHECK(apply_typed_flags(t) == std::optional<std::string>("--faucets-rate: FaucetsRate takes a number from 0 to 1000000, not 'lots'"));
+}
