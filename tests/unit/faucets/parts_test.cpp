@@ -7,6 +7,7 @@
 #include <map>
 
 #include <future>
+#include <utility>  // before Boost.Asio's awaitable.hpp, which needs std::exchange
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
