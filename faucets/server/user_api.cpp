@@ -182,6 +182,7 @@ async function refresh() {
       sel.add(new Option(x.name, x.name));
     }
     sel.value = chosen || 'auto';
+    if (sel.value === '') sel.value = 'auto';  // the chosen cluster left the server's list
     const jb = $('#jobs tbody'); jb.replaceChildren();
     for (const x of j.jobs) {
       const tr = jb.insertRow();
