@@ -208,6 +208,10 @@ void cluster_hub::on_message(entry& c, const json& m) {
   } else if (type == "synced") {
     c.synced = true;
     listener_->capacity_changed();
+  } else if (desk_ && (type == "job_view_reply" ||
+                       (type == "estimate_reply" && m.contains("qid") && m["qid"].is_number_integer() &&
+                        m["qid"].get<std::int64_t>() >= k_desk_qid_base))) {
+    desk_(c.name, type, m);
   } else if (type == "forwarded" || type == "refused" || type == "estimate_reply" || type == "start" ||
              type == "job_update") {
     listener_->job_message(c.name, type, m);

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,6 +73,14 @@ public:
   virtual void note_placed(const std::string& cluster, std::int64_t procs) = 0;
 };
 
+// Questions the web desk (web_desk.hpp) asks clusters carry qids from here
+// up: their estimate_reply goes to the desk, not the router (whose qids count
+// from 1). The uplink takes qids up to 2^40.
+inline constexpr std::int64_t k_desk_qid_base = std::int64_t{1} << 39;
+// Where the hub hands the desk's answers: job_view_reply, and estimate_reply
+// with a qid from k_desk_qid_base.
+using desk_handler = std::function<void(const std::string& cluster, const std::string& type, const nlohmann::json& m)>;
+
 // The admin's cluster table: "NAME KEYFILE" per line (a relative key file is
 // relative to the table), as name -> key. Throws std::runtime_error naming
 // the file and line, or when it names no cluster.
@@ -99,6 +108,8 @@ public:
 
   // Where job messages go; set before start().
   void set_listener(cluster_listener& l) noexcept { listener_ = &l; }
+  // Where the web desk's answers go; set before start().
+  void set_desk(desk_handler d) { desk_ = std::move(d); }
   // Binds the listener (throws std::runtime_error naming the address) and
   // starts accepting and pinging.
   void start();
@@ -145,6 +156,7 @@ private:
   boost::asio::io_context& io_;
   hub_options options_;
   cluster_listener* listener_ = nullptr;
+  desk_handler desk_;
   std::unique_ptr<boost::asio::ssl::context> tls_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   unsigned short port_ = 0;

@@ -9,7 +9,8 @@ using nlohmann::json;
 // only part that changes jobs), read jobs from the store, clusters from the hub.
 class faucets_server::backend final : public user_backend {
 public:
-  backend(faucets_store& store, cluster_hub& hub, job_router& router) : store_(store), hub_(hub), router_(router) {}
+  backend(faucets_store& store, cluster_hub& hub, job_router& router, web_desk& desk)
+      : store_(store), hub_(hub), router_(router), desk_(desk) {}
   std::int64_t submit(const std::string& owner, const std::string& cluster, json submit_message,
                       std::string* error) override {
     return router_.submit(owner, cluster, std::move(submit_message), error);
@@ -26,11 +27,19 @@ public:
   std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) override {
     return store_.entries(owner, limit);
   }
+  boost::asio::awaitable<desk_answer> quote(const std::string& owner, const json& body) override {
+    return desk_.quote(owner, body);
+  }
+  boost::asio::awaitable<desk_answer> view(const stored_job& j, const std::string& what, double since,
+                                           std::int64_t bytes) override {
+    return desk_.view(j, what, since, bytes);
+  }
 
 private:
   faucets_store& store_;
   cluster_hub& hub_;
   job_router& router_;
+  web_desk& desk_;
 };
 
 namespace {
@@ -54,8 +63,12 @@ faucets_server::faucets_server(boost::asio::io_context& io, faucets_store& store
       hub_(io, hub_options{options_.listen, options_.cert, options_.key, options_.cluster_keys, options_.policy,
                            options_.cluster_timeout, options_.silence_limit, options_.limits}),
       router_(io, store, hub_, options_.users, router_options_of(options_), &store, options_.owners),
-      backend_(std::make_unique<backend>(store, hub_, router_)) {
+      desk_(io, hub_, options_.users, options_.estimate_timeout),
+      backend_(std::make_unique<backend>(store, hub_, router_, desk_)) {
   hub_.set_listener(router_);
+  hub_.set_desk([this](const std::string& cluster, const std::string& type, const json& m) {
+    desk_.on_answer(cluster, type, m);
+  });
   if (options_.http) {
     api_ = std::make_unique<user_api>(
         io, user_api_options{*options_.http, options_.http_tls, options_.cert, options_.key, options_.limits},

@@ -75,6 +75,7 @@ private:
   daemon::token_authority tokens_;
   cluster_hub hub_;
   job_router router_;
+  web_desk desk_;  // the page's quotes and job views (asks the clusters through hub_)
   std::unique_ptr<backend> backend_;
   std::unique_ptr<user_api> api_;
 };

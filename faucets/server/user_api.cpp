@@ -40,6 +40,13 @@ const std::vector<user_route>& user_routes() {
       {"GET", "/api/v1/jobs/{id}/history", true, false, k::history},
       {"POST", "/api/v1/jobs/{id}/cancel", true, false, k::cancel},
       {"GET", "/api/v1/ledger", true, false, k::ledger},
+      // The browser's (issue 35): a job's page (its data come from the API
+      // with the token), a quote before submitting, a placed job's values and
+      // output asked of the cluster that runs it.
+      {"GET", "/jobs/{id}", false, false, k::job_page},
+      {"POST", "/api/v1/quote", true, true, k::quote},
+      {"GET", "/api/v1/jobs/{id}/values", true, false, k::values},
+      {"GET", "/api/v1/jobs/{id}/output", true, false, k::output},
   };
   return all;
 }
@@ -63,46 +70,175 @@ constexpr const char* k_overview = R"html(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Faucets</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}
 td,th{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left}th{background:#f4f4f4}
-.UP{color:#080}.UNREACHABLE{color:#b00}</style></head><body>
-<h1>Faucets server</h1>
-<p><label>Token <input id="token" size="60" placeholder="ftoken --socket .../faucetsd.sock"></label>
-<button id="go">Show</button> <span id="msg"></span></p>
+.UP{color:#080}.UNREACHABLE{color:#b00}.err{color:#b00}fieldset{margin-bottom:1em;max-width:60em}
+label{display:inline-block;margin:3px 12px 3px 0}pre{background:#f6f6f6;padding:8px;max-height:30em;overflow:auto}
+svg{border:1px solid #ddd;margin:4px 12px 4px 0}</style></head><body>
+<h1><a href="/">Faucets server</a></h1>
+<p><label>Token <input id="token" type="password" size="60" placeholder="ftoken --socket .../faucetsd.sock"></label>
+<button id="go">Show</button> <span id="msg" class="err"></span></p>
+<div id="overview">
+<h2>Submit a job</h2>
+<form id="submit-form"><fieldset><legend>Job</legend>
+<label>Name <input id="f-name" value="web-job"></label>
+<label>Working directory <input id="f-workdir" size="40" placeholder="/home/you"></label><br>
+<label>Script or command<br><textarea id="f-script" rows="4" cols="70" placeholder="#!/bin/sh&#10;echo hello"></textarea></label><br>
+<label>Processors <input id="f-procs" type="number" value="1"></label>
+<label>Adaptive: min <input id="f-min" type="number" size="4"></label>
+<label>max <input id="f-max" type="number" size="4"></label>
+<label>Time limit (minutes) <input id="f-time" type="number" value="10"></label>
+<label>Cluster <select id="f-cluster"><option value="auto">auto (the server's policy)</option></select></label>
+</fieldset><fieldset><legend>Contract (optional)</legend>
+<label>Deadline <input id="f-deadline" type="datetime-local"></label>
+<label>Max price <input id="f-price" type="number" step="any"></label>
+<label>Value <input id="f-value" type="number" step="any"></label>
+<label><input id="f-best" type="checkbox"> best effort</label>
+</fieldset>
+<button type="button" id="quote-btn">When would it start?</button> <button type="submit" id="submit-btn">Submit</button>
+<span id="form-msg" class="err"></span></form>
+<table id="quote"><thead><tr><th>cluster</th><th>state</th><th>would start in (s)</th><th>done in (s)</th>
+<th>price</th><th>note</th></tr></thead><tbody></tbody></table>
 <h2>Clusters</h2><table id="clusters"><thead><tr><th>cluster</th><th>state</th><th>processors free/total</th>
 <th>shrinkable</th><th>queued</th><th>speed</th><th>latency ms</th><th>bandwidth Mbit/s</th></tr></thead><tbody></tbody></table>
 <h2>Jobs</h2><table id="jobs"><thead><tr><th>id</th><th>global id</th><th>cluster</th><th>user</th><th>name</th>
 <th>state</th><th>processors</th><th>submitted</th></tr></thead><tbody></tbody></table>
+</div>
+<div id="job" hidden>
+<h2>Job <span id="job-id"></span>: <span id="job-name"></span></h2>
+<p>Cluster <b id="job-cluster"></b> (its id there <span id="job-local"></span>), state <b id="job-state"></b>,
+processors <span id="job-procs"></span>, exit code <span id="job-exit"></span></p>
+<h3>History</h3><table id="history"><thead><tr><th>time</th><th>event</th><th>detail</th></tr></thead><tbody></tbody></table>
+<h3>Output (its tail)</h3><pre id="output"></pre><span id="output-msg" class="err"></span>
+<h3>Published values</h3><div id="charts"></div><span id="values-msg" class="err"></span>
+</div>
 <script>
 const $ = (s) => document.querySelector(s);
 const cell = (tr, text, cls) => { const td = tr.insertCell(); td.textContent = text ?? ''; if (cls) td.className = cls; };
-async function get(path) {
-  const r = await fetch(path, {headers: {Authorization: 'Bearer ' + $('#token').value.trim()}});
-  const body = await r.json();
-  if (!r.ok) throw new Error(body.error || r.statusText);
+async function call(method, path, body) {
+  const init = {method, headers: {Authorization: 'Bearer ' + $('#token').value.trim()}};
+  if (body !== undefined) { init.body = JSON.stringify(body); init.headers['Content-Type'] = 'application/json'; }
+  const r = await fetch(path, init);
+  const text = await r.text();
+  let parsed; try { parsed = JSON.parse(text); } catch { parsed = {error: text}; }
+  if (!r.ok) throw new Error(parsed.error || r.statusText);
+  return parsed;
+}
+const get = (path) => call('GET', path);
+const jobPage = location.pathname.match(/^\/jobs\/(\d+)$/);
+// The form as POST /api/v1/jobs takes it; a bad number is the server's to refuse, in one line.
+function formBody() {
+  const num = (id) => $(id).value.trim() === '' ? undefined : Number($(id).value);
+  let text = $('#f-script').value;
+  if (!text.startsWith('#!')) text = '#!/bin/sh\n' + text + '\n';
+  const job = {name: $('#f-name').value.trim() || 'web-job', script: text, workdir: $('#f-workdir').value.trim()};
+  const lo = num('#f-min'), hi = num('#f-max');
+  if (lo !== undefined || hi !== undefined) {
+    job.min_pe = lo ?? hi; job.max_pe = hi ?? lo; job.adaptive = job.min_pe !== job.max_pe;
+  } else {
+    job.min_pe = job.max_pe = num('#f-procs') ?? 1;
+  }
+  const minutes = num('#f-time');
+  if (minutes !== undefined) job.walltime_s = Math.round(minutes * 60);
+  const body = {cluster: $('#f-cluster').value, job};
+  if ($('#f-deadline').value || num('#f-price') !== undefined || num('#f-value') !== undefined) {
+    const when = $('#f-deadline').value ? new Date($('#f-deadline').value).getTime() / 1000 : 0;
+    body.contract = {deadline: when, max_price: num('#f-price') ?? 0, value: num('#f-value') ?? 0,
+                     best_effort: $('#f-best').checked};
+  }
   return body;
+}
+async function quote() {
+  $('#form-msg').textContent = '';
+  const tb = $('#quote tbody'); tb.replaceChildren();
+  try {
+    const q = await call('POST', '/api/v1/quote', formBody());
+    for (const c of q.clusters) {
+      const tr = tb.insertRow(); tr.dataset.cluster = c.name;
+      const r = (x) => x === null ? '' : Number(x).toFixed(1);
+      cell(tr, c.name); cell(tr, c.state, c.state); cell(tr, r(c.start_in_s)); cell(tr, r(c.completion_in_s));
+      cell(tr, c.price === null ? '' : Number(c.price).toFixed(3)); cell(tr, c.why || '');
+    }
+  } catch (e) { $('#form-msg').textContent = e.message; }
+}
+async function submit(ev) {
+  ev.preventDefault();
+  $('#form-msg').textContent = '';
+  try {
+    const r = await call('POST', '/api/v1/jobs', formBody());
+    location.href = '/jobs/' + r.id;
+  } catch (e) { $('#form-msg').textContent = e.message; }
 }
 async function refresh() {
   try {
     const [c, j] = await Promise.all([get('/api/v1/clusters'), get('/api/v1/jobs?all=1')]);
     const cb = $('#clusters tbody'); cb.replaceChildren();
+    const sel = $('#f-cluster'); const chosen = sel.value;
+    for (const o of [...sel.options]) if (o.value !== 'auto') o.remove();
     for (const x of c.clusters) {
       const tr = cb.insertRow(); const r = x.report || {};
       cell(tr, x.name); cell(tr, x.state, x.state);
       cell(tr, r.procs_total === undefined ? '' : r.procs_free + '/' + r.procs_total);
       cell(tr, r.shrinkable); cell(tr, r.pending_jobs); cell(tr, r.speed);
       cell(tr, x.latency_ms.toFixed(2)); cell(tr, x.bandwidth_mbps.toFixed(0));
+      sel.add(new Option(x.name, x.name));
     }
+    sel.value = chosen || 'auto';
+    if (sel.value === '') sel.value = 'auto';  // the chosen cluster left the server's list
     const jb = $('#jobs tbody'); jb.replaceChildren();
     for (const x of j.jobs) {
       const tr = jb.insertRow();
-      cell(tr, x.id); cell(tr, x.gid); cell(tr, x.cluster); cell(tr, x.user); cell(tr, x.name);
+      const td = tr.insertCell(); const a = document.createElement('a'); a.href = '/jobs/' + x.id; a.textContent = x.id;
+      td.append(a);
+      cell(tr, x.gid); cell(tr, x.cluster); cell(tr, x.user); cell(tr, x.name);
       cell(tr, x.state); cell(tr, x.nprocs); cell(tr, x.submit_time);
     }
     $('#msg').textContent = '';
   } catch (e) { $('#msg').textContent = e.message; }
 }
-$('#go').onclick = () => { localStorage.faucetsToken = $('#token').value; refresh(); };
+function chart(name, points) {
+  const w = 360, h = 120, ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg'); svg.setAttribute('width', w); svg.setAttribute('height', h);
+  svg.dataset.series = name;
+  const ts = points.map((p) => p[0]), vs = points.map((p) => p[1]);
+  const t0 = Math.min(...ts), t1 = Math.max(...ts), v0 = Math.min(...vs), v1 = Math.max(...vs);
+  const x = (t) => 30 + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * (w - 40);
+  const y = (v) => h - 20 - (v1 > v0 ? (v - v0) / (v1 - v0) : 0.5) * (h - 40);
+  const line = document.createElementNS(ns, 'polyline');
+  line.setAttribute('points', points.map((p) => x(p[0]) + ',' + y(p[1])).join(' '));
+  line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#06c');
+  const label = document.createElementNS(ns, 'text'); label.setAttribute('x', 4); label.setAttribute('y', 14);
+  label.textContent = name + ': ' + (vs.length ? vs[vs.length - 1] : '');
+  svg.append(line, label);
+  return svg;
+}
+async function refreshJob(id) {
+  try {
+    const h = await get('/api/v1/jobs/' + id + '/history');
+    const j = h.job;
+    $('#job-id').textContent = j.id; $('#job-name').textContent = j.name; $('#job-cluster').textContent = j.cluster ?? '(not placed yet)';
+    $('#job-local').textContent = j.local_id ?? ''; $('#job-state').textContent = j.state;
+    $('#job-procs').textContent = j.nprocs; $('#job-exit').textContent = j.exit_code ?? '';
+    const tb = $('#history tbody'); tb.replaceChildren();
+    for (const e of h.events) { const tr = tb.insertRow(); cell(tr, e.time); cell(tr, e.event); cell(tr, e.detail); }
+    $('#msg').textContent = '';
+    if (j.cluster) {
+      try { const o = await get('/api/v1/jobs/' + id + '/output?bytes=8192'); $('#output').textContent = o.output; $('#output-msg').textContent = ''; }
+      catch (e) { $('#output-msg').textContent = e.message; }
+      try {
+        const v = await get('/api/v1/jobs/' + id + '/values');
+        const box = $('#charts'); box.replaceChildren();
+        for (const [name, s] of Object.entries((v.values || {}).series || {})) box.append(chart(name, s.points));
+        $('#values-msg').textContent = '';
+      } catch (e) { $('#values-msg').textContent = e.message; }
+    }
+  } catch (e) { $('#msg').textContent = e.message; }
+}
+function tick() { if (jobPage) refreshJob(jobPage[1]); else refresh(); }
+$('#go').onclick = () => { localStorage.faucetsToken = $('#token').value; tick(); };
+$('#quote-btn').onclick = quote;
+$('#submit-form').onsubmit = submit;
 $('#token').value = localStorage.faucetsToken || '';
-setInterval(refresh, 2000); refresh();
+if (jobPage) { $('#overview').hidden = true; $('#job').hidden = false; }
+setInterval(tick, 2000); tick();
 </script></body></html>
 )html";
 
@@ -278,7 +414,7 @@ api_response answer(user_backend& b, const user_call& call, const api_request& r
   const std::string_view query = qmark == std::string_view::npos ? std::string_view{} : target.substr(qmark + 1);
   const bool admin = call.who && call.who->uid == 0;
   std::optional<stored_job> job;
-  if (call.route->path.find("{id}") != std::string_view::npos) {
+  if (call.route->token && call.route->path.find("{id}") != std::string_view::npos) {
     job = b.job(call.id);
     // Someone else's job is as absent as a missing one.
     if (!job || (!admin && job->owner != call.who->user)) return error_reply(404, "no job " + std::to_string(call.id));
@@ -303,12 +439,58 @@ api_response answer(user_backend& b, const user_call& call, const api_request& r
     }
     case user_route_kind::ledger:
       return ledger(b, call, query, admin);
+    case user_route_kind::job_page:
+      return overview_page();
+    case user_route_kind::quote:
+    case user_route_kind::values:
+    case user_route_kind::output:
+      return error_reply(500, "this route is answered asynchronously");
     case user_route_kind::cancel:
       if (auto why = b.cancel(*job)) return error_reply(409, *why);
       logging::info("job {} cancelled by {}", call.id, call.who->user);
       return reply(200, json{{"id", call.id}, {"state", "CANCELLED"}});
   }
   return error_reply(500, "a route without a handler");
+}
+
+asio::awaitable<api_response> answer_async(user_backend& b, user_call call, const api_request& req) {
+  const auto kind = call.route->kind;
+  if (kind != user_route_kind::quote && kind != user_route_kind::values && kind != user_route_kind::output) {
+    co_return answer(b, call, req);
+  }
+  desk_answer a;
+  if (kind == user_route_kind::quote) {
+    json body;
+    try {
+      body = protocol::parse_json_bounded(req.body());
+    } catch (const std::exception& e) {
+      co_return error_reply(400, std::string("the body is not JSON: ") + e.what());
+    }
+    a = co_await b.quote(call.who->user, body);
+    if (const auto* why = std::get_if<std::string>(&a)) co_return error_reply(400, *why);
+    co_return reply(200, std::get<json>(a));
+  }
+  const bool admin = call.who->uid == 0;
+  const auto job = b.job(call.id);
+  // Someone else's job is as absent as a missing one.
+  if (!job || (!admin && job->owner != call.who->user)) co_return error_reply(404, "no job " + std::to_string(call.id));
+  const std::string_view target(req.target().data(), req.target().size());
+  const auto qmark = target.find('?');
+  const auto query = query_of(qmark == std::string_view::npos ? std::string_view{} : target.substr(qmark + 1));
+  double since = 0;
+  std::int64_t bytes = 4096;
+  try {
+    if (query.contains("since")) since = std::stod(query.at("since"));
+    if (query.contains("bytes")) bytes = std::stoll(query.at("bytes"));
+  } catch (const std::exception&) {
+    co_return error_reply(400, "since must be a number (Unix seconds) and bytes a whole number");
+  }
+  if (!(since >= 0 && since < 1e11) || bytes < 1 || bytes > k_max_output_tail) {
+    co_return error_reply(400, "since must be >= 0 and bytes from 1 to " + std::to_string(k_max_output_tail));
+  }
+  a = co_await b.view(*job, kind == user_route_kind::values ? "values" : "output", since, bytes);
+  if (const auto* why = std::get_if<std::string>(&a)) co_return error_reply(409, *why);
+  co_return reply(200, std::get<json>(a));
 }
 
 user_api::user_api(asio::io_context& io, user_api_options options, user_backend& backend,
@@ -470,7 +652,7 @@ asio::awaitable<void> user_api::session(Stream& stream, conn_slot& slot, watchdo
     api_request req = parser.release();
     api_response res;
     try {
-      res = answer(backend_, call, req);
+      res = co_await answer_async(backend_, call, req);
     } catch (const pqxx::broken_connection& e) {
       // Nothing was changed: the request may be sent again.
       logging::warn("HTTP {} {}: the store is unavailable: {}", std::string(req.method_string()),

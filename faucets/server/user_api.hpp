@@ -33,6 +33,7 @@
 #include "daemon_base/token_authority.hpp"
 #include "server/conn_limits.hpp"
 #include "server/faucets_store.hpp"
+#include "server/web_desk.hpp"
 
 namespace aqs::faucets {
 
@@ -60,11 +61,20 @@ public:
   // entries newest first (owner set: those it pays or earns).
   virtual std::map<std::string, std::int64_t> balances() = 0;
   virtual std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) = 0;
+  // The page's questions to the clusters (web_desk): a quote for a job not
+  // submitted (`owner` asking), and a view ("values" or "output") of a placed
+  // job, asked of its cluster. The answer, or the one-line reason.
+  virtual boost::asio::awaitable<desk_answer> quote(const std::string& owner, const nlohmann::json& body) = 0;
+  virtual boost::asio::awaitable<desk_answer> view(const stored_job& j, const std::string& what, double since,
+                                                   std::int64_t bytes) = 0;
 };
 
 // What a route does (each has exactly one handler in user_api.cpp: a switch
 // the compiler holds to this list).
-enum class user_route_kind : unsigned char { overview, clusters, list_jobs, submit, job, history, cancel, ledger };
+// job_page, quote, values, output: the browser's (issue 35).
+enum class user_route_kind : unsigned char {
+  overview, clusters, list_jobs, submit, job, history, cancel, ledger, job_page, quote, values, output
+};
 
 // One route of the users' API.
 struct user_route {
@@ -100,7 +110,10 @@ struct user_call {
 std::variant<api_response, user_call> authorize(const daemon::token_authority& tokens,
                                                 const boost::beast::http::request_header<>& head, std::int64_t now_us);
 // Answers an authorized call with its body. Throws what the backend throws.
+// The routes that ask a cluster (quote, values, output) wait for it: only
+// answer_async answers those (answer() says 500).
 api_response answer(user_backend& backend, const user_call& call, const api_request& req);
+boost::asio::awaitable<api_response> answer_async(user_backend& backend, user_call call, const api_request& req);
 // {"error": message} with `status`, as every refusal of the API.
 api_response error_reply(unsigned status, const std::string& message);
 

@@ -3,10 +3,17 @@
 #include "daemon/faucets_uplink.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <variant>
 #include <atomic>
 #include <fstream>
 #include <sstream>
 #include <pwd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -20,6 +27,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/output_pattern.hpp"
+#include "core/utf8.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon/reply_connection.hpp"
@@ -220,6 +229,8 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
   void report_copies(std::vector<faucets_copy> copies);
   void on_estimate(const json& m);
   void on_cancel(const json& m);
+  // faucetsd's page asks for a job's values or output's tail (issue 35).
+  void on_job_view(const json& m);
   void on_change(const job_change& ch);
   // Start grants: a job the server placed here launches only once the server
   // has recorded that it starts (faucets_gate::on_start).
@@ -366,6 +377,7 @@ void faucets_uplink::state::handle(const json& m) {
   if (type == "start_no") return on_start_answer(m, false);
   if (type == "estimate") return on_estimate(m);
   if (type == "cancel") return on_cancel(m);
+  if (type == "job_view") return on_job_view(m);
   if (type == "ping") {
     const auto pad = faucets::opt_string_field(m, "pad", faucets::k_max_link_frame).value_or("");
     send(json{{"type", "pong"}, {"t", m.value("t", 0.0)}, {"bytes", pad.size()}});
@@ -581,6 +593,126 @@ void faucets_uplink::state::on_estimate(const json& m) {
         self->send(std::move(reply));
       });
     });
+  });
+}
+
+namespace {
+
+// The last `bytes` of the job's output file at `path`, read only when it is
+// a regular file owned by the job's user (not through a symlink): what that
+// user could read anyway, nothing of anyone else's. Invalid UTF-8 bytes
+// become '?'. The reason when it cannot be read.
+std::variant<json, std::string> output_tail(const std::string& path, uid_t owner, std::int64_t bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return json{{"output", ""}, {"size", 0}, {"path", path}};
+    return "cannot open " + path + ": " + std::strerror(errno);
+  }
+  struct stat st {};
+  std::string text;
+  std::string why;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) {
+    why = path + " is not a regular file of the job's user";
+  } else {
+    const off_t from = st.st_size > bytes ? st.st_size - bytes : 0;
+    text.resize(static_cast<std::size_t>(st.st_size - from));
+    const ssize_t n = ::pread(fd, text.data(), text.size(), from);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  if (!why.empty()) return why;
+  std::string clean;
+  clean.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t len = core::utf8_sequence_length(text, i);
+    if (len == 0) {
+      clean += '?';
+      ++i;
+    } else {
+      clean.append(text, i, len);
+      i += len;
+    }
+  }
+  return json{{"output", clean}, {"size", st.st_size}, {"path", path}};
+}
+
+}  // namespace
+
+void faucets_uplink::state::on_job_view(const json& m) {
+  constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
+  const std::int64_t qid = faucets::int_field(m, "qid", 0, big);
+  const std::int64_t id = faucets::int_field(m, "job_id", 1, big);
+  const std::string user = faucets::string_field(m, "user");
+  const std::string local = faucets::string_field(m, "local_user");
+  const std::string what = faucets::string_field(m, "what");
+  auto refuse = [this, qid](const std::string& why) {
+    send(json{{"type", "job_view_reply"}, {"qid", qid}, {"error", why}});
+  };
+  // Only what the server could do as this user anyway: the table must let it act as them.
+  if (auto why = options.users.refusal(user, local)) return refuse(*why);
+  const auto account = account_of(local);
+  if (!account || account->uid == 0) return refuse("no local user '" + local + "' here");
+  if (what != "values" && what != "output") return refuse("what must be \"values\" or \"output\"");
+  const double since = what == "values" && m.contains("since") ? faucets::number_field(m, "since", 0, 1e11) : 0.0;
+  std::string workdir, pattern, name;
+  std::int64_t bytes = 4096;
+  if (what == "output") {
+    workdir = faucets::string_field(m, "workdir", protocol::k_max_path);
+    pattern = faucets::string_field(m, "stdout", protocol::k_max_path);
+    name = faucets::opt_string_field(m, "name", 1024).value_or("");
+    bytes = faucets::int_field(m, "bytes", 1, 65536);
+    if (workdir.empty() || workdir.front() != '/') return refuse("the job's working directory must be absolute");
+  }
+  protocol::list_jobs q;
+  q.id = 1;
+  q.all = true;
+  q.job_ids = {id};
+  auto self = shared_from_this();
+  const uid_t uid = account->uid;
+  ask(as_root(), q, [self, qid, id, local, uid, what, since, workdir, pattern, name, bytes](protocol::message r) {
+    auto refuse = [&](const std::string& why) {
+      self->send(json{{"type", "job_view_reply"}, {"qid", qid}, {"error", why}});
+    };
+    std::optional<protocol::job_info> job;
+    if (const auto* ok = std::get_if<protocol::ok>(&r)) {
+      try {
+        const auto back = protocol::parse_message(protocol::encode_body(*ok));
+        for (auto& j : protocol::read_reply<protocol::list_jobs_reply>(std::get<protocol::ok>(back)).jobs) {
+          if (j.id == id) job = std::move(j);
+        }
+      } catch (const std::exception& e) {
+        return refuse(std::string("cannot read the job: ") + e.what());
+      }
+    }
+    // Another user's job is as absent as a missing one.
+    if (!job || job->user != local) return refuse("no job " + std::to_string(id) + " of " + local + " here");
+    json reply{{"type", "job_view_reply"}, {"qid", qid}};
+    if (what == "values") {
+      const auto v = self->ctl.telemetry().read(id, since);
+      json series = json::object();
+      if (v) {
+        for (const auto& s : v->series) {
+          json points = json::array();
+          for (const auto& p : s.points) points.push_back(json::array({std::round(p.time * 1000.0) / 1000.0, p.value}));
+          series[s.name] = {{"total", s.total}, {"points", std::move(points)}};
+        }
+      }
+      reply["values"] = {{"job_id", id}, {"ended", v ? v->ended : false}, {"series", std::move(series)}};
+    } else {
+      std::string node = job->nodes.substr(0, job->nodes.find(':'));
+      core::pattern_values pv;
+      pv.job_id = id;
+      pv.job_name = name;
+      pv.user = local;
+      pv.node = node;
+      pv.array_job_id = id;
+      const std::string file = core::expand_output_pattern(pattern, pv);
+      const std::string path = file.starts_with("/") ? file : workdir + "/" + file;
+      auto tail = output_tail(path, uid, bytes);
+      if (const auto* why = std::get_if<std::string>(&tail)) return refuse(*why);
+      for (auto& [k, v] : std::get<json>(tail).items()) reply[k] = v;
+    }
+    self->send(std::move(reply));
   });
 }
 

@@ -6,7 +6,12 @@
 
 #include <map>
 
+#include <future>
+#include <utility>  // before Boost.Asio's awaitable.hpp, which needs std::exchange
+
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/beast/http.hpp>
 
 #include "server/cluster_hub.hpp"
@@ -86,6 +91,16 @@ public:
     return out;
   }
 
+  // The page's questions: a quote names the asker; a view the job and what.
+  boost::asio::awaitable<desk_answer> quote(const std::string& owner, const json& body) override {
+    if (body.value("cluster", std::string("auto")) != "auto") co_return std::string("no such cluster");
+    co_return json{{"owner", owner}, {"clusters", json::array()}};
+  }
+  boost::asio::awaitable<desk_answer> view(const stored_job& j, const std::string& what, double,
+                                           std::int64_t) override {
+    co_return json{{"id", j.id}, {"what", what}};
+  }
+
   std::vector<stored_job> jobs_;
   std::vector<ledger_entry> entries_;
 };
@@ -105,7 +120,11 @@ struct fixture {
     req.prepare_payload();
     auto verdict = authorize(tokens, req, k_now_us);
     if (auto* refusal = std::get_if<api_response>(&verdict)) return std::move(*refusal);
-    return answer(backend, std::get<user_call>(verdict), req);
+    boost::asio::io_context io;
+    auto done = boost::asio::co_spawn(io, answer_async(backend, std::get<user_call>(verdict), req),
+                                      boost::asio::use_future);
+    io.run();
+    return done.get();
   }
 };
 
@@ -131,7 +150,9 @@ TEST_CASE("every declared route of faucetsd's users' API is reached and answered
     if (!r.token) CHECK(f.send(std::string(r.method), path, std::nullopt).result_int() / 100 == 2);
   }
   // Only the submission takes a job's body.
-  for (const auto& r : user_routes()) CHECK(r.job_body == (r.method == "POST" && r.path == "/api/v1/jobs"));
+  for (const auto& r : user_routes()) {
+    CHECK(r.job_body == (r.method == "POST" && (r.path == "/api/v1/jobs" || r.path == "/api/v1/quote")));
+  }
 }
 
 TEST_CASE("faucetsd refuses undeclared routes: 404 outside the API, 401 then 404 inside, 405 with Allow for a known path") {
@@ -251,4 +272,31 @@ TEST_CASE("the ledger route: balances to every token holder, entries of one's ow
   CHECK(bad.result_int() == 400);
   CHECK(json::parse(bad.body()).at("error") == "limit must be a number in 1..100000");
   CHECK(f.send("POST", "/api/v1/ledger", f.alice).result_int() == 405);
+}
+
+TEST_CASE("the browser's routes: a job's page opens without a token, its values and output only for its owner or root, "
+          "a quote only with a token and for the asker") {
+  fixture f;
+  // The page itself holds no data: anyone may load it; its data need the token.
+  CHECK(f.send("GET", "/jobs/2", std::nullopt).result_int() == 200);
+  for (const char* path : {"/api/v1/jobs/1/values", "/api/v1/jobs/1/output"}) {
+    CAPTURE(path);
+    CHECK(f.send("GET", path, std::nullopt).result_int() == 401);
+    CHECK(f.send("GET", path, "forged").result_int() == 401);
+    CHECK(f.send("GET", path, f.alice).result_int() == 200);
+  }
+  // bob's job: absent to alice, there for root.
+  CHECK(f.send("GET", "/api/v1/jobs/2/values", f.alice).result_int() == 404);
+  CHECK(f.send("GET", "/api/v1/jobs/2/output", f.alice).result_int() == 404);
+  CHECK(f.send("GET", "/api/v1/jobs/2/output", f.root).result_int() == 200);
+  CHECK(f.send("GET", "/api/v1/jobs/1/output?bytes=0", f.alice).result_int() == 400);
+  CHECK(f.send("GET", "/api/v1/jobs/1/values?since=x", f.alice).result_int() == 400);
+  CHECK(f.send("POST", "/api/v1/quote", std::nullopt, R"({"job": {}})").result_int() == 401);
+  const auto q = f.send("POST", "/api/v1/quote", f.alice, R"({"job": {}})");
+  REQUIRE(q.result_int() == 200);
+  CHECK(json::parse(q.body()).at("owner") == "alice");
+  const auto bad = f.send("POST", "/api/v1/quote", f.alice, R"({"cluster": "nowhere", "job": {}})");
+  CHECK(bad.result_int() == 400);
+  CHECK(json::parse(bad.body()).at("error") == "no such cluster");
+  CHECK(f.send("POST", "/api/v1/quote", f.alice, "{").result_int() == 400);
 }
