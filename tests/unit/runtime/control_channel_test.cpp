@@ -22,18 +22,24 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// A listening Unix socket at `path` (one connection at a time).
+int listen_at(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+  return fd;
+}
+
 // A one-connection server: accepts, reads the hello, then sends `reply`
 // (one or more frames) in a single write, and keeps the connection open
 // until destroyed.
 class scripted_aqsd {
 public:
   scripted_aqsd(const std::string& path, std::string reply) : path_(path) {
-    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(listen_fd_, 1) == 0);
+    listen_fd_ = listen_at(path);
     server_ = std::thread([this, reply = std::move(reply)] {
       conn_ = ::accept(listen_fd_, nullptr, nullptr);
       if (conn_ < 0) return;
@@ -144,12 +150,7 @@ namespace {
 class publish_sink {
 public:
   publish_sink(const std::string& path, std::optional<nlohmann::json> answer) {
-    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(listen_fd_, 1) == 0);
+    listen_fd_ = listen_at(path);
     server_ = std::thread([this, answer = std::move(answer)] {
       conn_ = ::accept(listen_fd_, nullptr, nullptr);
       if (conn_ < 0) return;
