@@ -16,21 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "browser_tools.hpp"
 #include "e2e.hpp"
 
 namespace {
 
-// What is missing to run the browser, or "" when all is there.
-std::string missing_tools() {
-  std::string why;
-  const char* chromium = std::getenv("CHROMIUM");
-  if (!fs::exists(chromium != nullptr ? chromium : "/usr/bin/chromium")) why += " chromium (Debian package chromium);";
-  if (!fs::exists(AQS_NODEJS)) why += " node (Node.js 20 or newer);";
-  if (!fs::exists(fs::path(AQS_BROWSER_DIR) / "node_modules" / "playwright-core" / "package.json")) {
-    why += " playwright-core (npm ci in tests/browser: scripts/setup-deps does it);";
-  }
-  return why;
-}
+std::string missing_tools() { return aqs::test::missing_browser_tools(AQS_NODEJS, AQS_BROWSER_DIR); }
 
 // The value after `key` on the line starting with `key` in `out`.
 std::string line_after(const std::string& out, const std::string& key) {

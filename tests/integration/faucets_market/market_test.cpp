@@ -22,6 +22,7 @@
 
 #include "e2e.hpp"
 #include "faucets_client/faucets_api.hpp"
+#include "faucets_site.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
 
@@ -34,92 +35,21 @@ namespace fc = aqs::client::faucets;
 namespace {
 
 // One faucetsd (policy contract, an owners table) in a directory of its own.
-class market_site {
+class market_site : public aqs::test::faucets_site {
 public:
-  market_site(const std::vector<std::string>& clusters, const std::string& owners) : dir_("aqs-market", 0755) {
-    const fs::path d = dir_.path();
-    const run_result cert = run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                                 (d / "server.key").string(), "-out", (d / "server.crt").string()});
-    REQUIRE_MESSAGE(cert.status == 0, cert.err);
-    ::chmod((d / "server.crt").c_str(), 0644);
-    std::string table;
-    for (const auto& name : clusters) {
-      write_file(d / (name + ".key"), aqs::protocol::random_hex(32) + "\n", 0600);
-      table += name + " " + name + ".key\n";
-    }
-    write_file(d / "clusters", table);
-    write_file(d / "users", "* * *\n");
-    write_file(d / "owners", owners);
-    fs::create_directories(d / "state");
-    ::chmod((d / "state").c_str(), 0755);
-    const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    pid_ = aqs::test::spawn({FAUCETSD_BINARY, "--state-dir", (d / "state").string(), "--listen", "127.0.0.1:0",
-                             "--http", "127.0.0.1:0", "--cert", (d / "server.crt").string(), "--key",
-                             (d / "server.key").string(), "--clusters", (d / "clusters").string(), "--users",
-                             (d / "users").string(), "--owners", (d / "owners").string(), "--policy", "contract"},
-                            {}, std::nullopt, std::nullopt, "", fd, fd);
-    ::close(fd);
-    for (int i = 0; i < 600 && !(fs::exists(d / "state" / "faucetsd.http") && fs::exists(d / "state" / "faucetsd.addr"));
-         ++i) {
-      REQUIRE_MESSAGE(aqs::test::alive(pid_), "faucetsd exited at start: " << log());
-      std::this_thread::sleep_for(50ms);
-    }
-    addr_ = trimmed(slurp(d / "state" / "faucetsd.addr"));
-    url_ = trimmed(slurp(d / "state" / "faucetsd.http"));
-  }
-  ~market_site() {
-    if (pid_ > 0) aqs::test::stop_process(pid_, 20s);
+  market_site(const std::vector<std::string>& clusters, const std::string& owners)
+      : faucets_site(clusters, "aqs-market") {
+    write_file(dir() / "owners", owners);
+    start({"--owners", (dir() / "owners").string(), "--policy", "contract"});
   }
   std::vector<std::string> join_args(const std::string& name, double speed, double rate) const {
-    const fs::path d = dir_.path();
-    write_file(d / (name + ".users"), "* *\n");
     // The speed and the rate as an administrator writes them: aqs.conf lines.
-    write_file(d / (name + ".conf"), "FaucetsSpeed=" + std::to_string(speed) + "\nFaucetsRate=" + std::to_string(rate) +
-                                         "\nPartitionName=all Nodes=ALL Default=YES\n");
-    return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", ca(), "--faucets-key",
-            (d / (name + ".key")).string(), "--faucets-users", (d / (name + ".users")).string(), "--config",
-            (d / (name + ".conf")).string()};
+    write_file(dir() / (name + ".conf"), "FaucetsSpeed=" + std::to_string(speed) + "\nFaucetsRate=" +
+                                             std::to_string(rate) + "\nPartitionName=all Nodes=ALL Default=YES\n");
+    std::vector<std::string> a = faucets_site::join_args(name);
+    a.insert(a.end(), {"--config", (dir() / (name + ".conf")).string()});
+    return a;
   }
-  std::string token_for(const aqs::test::test_user* u) const {
-    const run_result r = run({FTOKEN_BINARY, "--socket", (dir_.path() / "state" / "faucetsd.sock").string()}, {},
-                             u ? std::optional<uid_t>(u->uid) : std::nullopt,
-                             u ? std::optional<gid_t>(u->gid) : std::nullopt);
-    REQUIRE_MESSAGE(r.status == 0, r.err);
-    const std::string last = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
-    return last.substr(last.rfind('\n') + 1);
-  }
-  fc::client client(const std::string& token) const {
-    fc::client_options o;
-    o.url = fc::parse_base_url(url_);
-    o.ca_file = ca();
-    o.token = token;
-    return fc::client(o);
-  }
-  void wait_up(const std::string& token, std::size_t n) const {
-    auto c = client(token);
-    for (int i = 0; i < 300; ++i) {
-      std::size_t up = 0;
-      for (const auto& x : c.clusters()) {
-        up += x["state"] == "UP" && x.contains("report") && x["report"]["nodes_up"].get<int>() > 0;
-      }
-      if (up == n) return;
-      std::this_thread::sleep_for(200ms);
-    }
-    FAIL("clusters not up at the server; its log:\n" << log());
-  }
-  std::string log() const { return slurp(dir_.path() / "faucetsd.log"); }
-  const std::string& url() const { return url_; }
-  std::string ca() const { return (dir_.path() / "server.crt").string(); }
-
-private:
-  static std::string trimmed(std::string s) {
-    while (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-  }
-  aqs::test::temp_dir dir_;
-  pid_t pid_ = -1;
-  std::string addr_, url_;
 };
 
 run_result as_user(const market_site& site, const std::string& token, const aqs::test::test_user& u,

@@ -22,8 +22,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "browser_tools.hpp"
 #include "e2e.hpp"
 #include "faucets_client/faucets_api.hpp"
+#include "faucets_site.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
 
@@ -35,100 +37,19 @@ namespace fc = aqs::client::faucets;
 
 namespace {
 
-// What is missing to run the browser, or "" when all is there.
-std::string missing_tools() {
-  std::string why;
-  const char* chromium = std::getenv("CHROMIUM");
-  if (!fs::exists(chromium != nullptr ? chromium : "/usr/bin/chromium")) why += " chromium (Debian package chromium);";
-  if (!fs::exists(AQS_NODEJS)) why += " node (Node.js 20 or newer);";
-  if (!fs::exists(fs::path(AQS_BROWSER_DIR) / "node_modules" / "playwright-core" / "package.json")) {
-    why += " playwright-core (npm ci in tests/browser: scripts/setup-deps does it);";
-  }
-  return why;
-}
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
+std::string missing_tools() { return aqs::test::missing_browser_tools(AQS_NODEJS, AQS_BROWSER_DIR); }
 
 // One faucetsd (--policy fastest-cpu, plain HTTP on loopback) in a directory of its own.
-class web_site {
+class web_site : public aqs::test::faucets_site {
 public:
-  explicit web_site(const std::vector<std::string>& clusters) : dir_("aqs-webform", 0755) {
-    const fs::path d = dir_.path();
-    const run_result cert = run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                                 (d / "server.key").string(), "-out", (d / "server.crt").string()});
-    REQUIRE_MESSAGE(cert.status == 0, cert.err);
-    ::chmod((d / "server.crt").c_str(), 0644);
-    std::string table;
-    for (const auto& name : clusters) {
-      write_file(d / (name + ".key"), aqs::protocol::random_hex(32) + "\n", 0600);
-      table += name + " " + name + ".key\n";
-    }
-    write_file(d / "clusters", table);
-    write_file(d / "users", "* * *\n");
-    fs::create_directories(d / "state");
-    ::chmod((d / "state").c_str(), 0755);
-    const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    pid_ = aqs::test::spawn({FAUCETSD_BINARY, "--state-dir", (d / "state").string(), "--listen", "127.0.0.1:0",
-                             "--http", "127.0.0.1:0", "--http-plain", "--cert", (d / "server.crt").string(), "--key",
-                             (d / "server.key").string(), "--clusters", (d / "clusters").string(), "--users",
-                             (d / "users").string(), "--policy", "fastest-cpu"},
-                            {}, std::nullopt, std::nullopt, "", fd, fd);
-    ::close(fd);
-    for (int i = 0; i < 600 && !(fs::exists(d / "state" / "faucetsd.http") && fs::exists(d / "state" / "faucetsd.addr"));
-         ++i) {
-      REQUIRE_MESSAGE(aqs::test::alive(pid_), "faucetsd exited at start: " << log());
-      std::this_thread::sleep_for(50ms);
-    }
-    addr_ = trimmed(slurp(d / "state" / "faucetsd.addr"));
-    url_ = trimmed(slurp(d / "state" / "faucetsd.http"));
-  }
-  ~web_site() {
-    if (pid_ > 0) aqs::test::stop_process(pid_, 20s);
+  explicit web_site(const std::vector<std::string>& clusters) : faucets_site(clusters, "aqs-webform") {
+    start({"--http-plain", "--policy", "fastest-cpu"});
   }
   std::vector<std::string> join_args(const std::string& name, double speed) const {
-    const fs::path d = dir_.path();
-    write_file(d / (name + ".users"), "* *\n");
-    return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", (d / "server.crt").string(),
-            "--faucets-key", (d / (name + ".key")).string(), "--faucets-users", (d / (name + ".users")).string(),
-            "--faucets-speed", std::to_string(speed)};
+    std::vector<std::string> a = faucets_site::join_args(name);
+    a.insert(a.end(), {"--faucets-speed", std::to_string(speed)});
+    return a;
   }
-  std::string token_for(const aqs::test::test_user* u) const {
-    const run_result r = run({FTOKEN_BINARY, "--socket", (dir_.path() / "state" / "faucetsd.sock").string()}, {},
-                             u ? std::optional<uid_t>(u->uid) : std::nullopt,
-                             u ? std::optional<gid_t>(u->gid) : std::nullopt);
-    REQUIRE_MESSAGE(r.status == 0, r.err);
-    const std::string last = trimmed(r.out);
-    return last.substr(last.rfind('\n') + 1);
-  }
-  fc::client client(const std::string& token) const {
-    fc::client_options o;
-    o.url = fc::parse_base_url(url_);
-    o.token = token;
-    return fc::client(o);
-  }
-  void wait_up(const std::string& token, std::size_t n) const {
-    auto c = client(token);
-    for (int i = 0; i < 300; ++i) {
-      std::size_t up = 0;
-      for (const auto& x : c.clusters()) {
-        up += x["state"] == "UP" && x.contains("report") && x["report"]["nodes_up"].get<int>() > 0;
-      }
-      if (up == n) return;
-      std::this_thread::sleep_for(200ms);
-    }
-    FAIL("clusters not up at the server; its log:\n" << log());
-  }
-  std::string log() const { return slurp(dir_.path() / "faucetsd.log"); }
-  const std::string& url() const { return url_; }
-
-private:
-  aqs::test::temp_dir dir_;
-  pid_t pid_ = -1;
-  std::string addr_, url_;
 };
 
 cluster::options one_node(int procs, std::vector<std::string> aqsd_args) {
