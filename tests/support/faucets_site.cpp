@@ -49,11 +49,16 @@ faucets_site::~faucets_site() {
   if (pid_ > 0) stop_process(pid_, 20s);
 }
 
+std::vector<std::string> faucets_site::base_args() const {
+  const fs::path d = dir();
+  return {AQS_SITE_FAUCETSD, "--state-dir", state().string(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+          "--cert", ca().string(), "--key", (d / "server.key").string(), "--clusters", (d / "clusters").string(),
+          "--users", (d / "users").string()};
+}
+
 void faucets_site::start(const std::vector<std::string>& more) {
   const fs::path d = dir();
-  std::vector<std::string> argv{AQS_SITE_FAUCETSD, "--state-dir", state().string(), "--listen", "127.0.0.1:0",
-                                "--http", "127.0.0.1:0", "--cert", ca().string(), "--key", (d / "server.key").string(),
-                                "--clusters", (d / "clusters").string(), "--users", (d / "users").string()};
+  std::vector<std::string> argv = base_args();
   argv.insert(argv.end(), more.begin(), more.end());
   const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   pid_ = spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);

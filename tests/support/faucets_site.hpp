@@ -31,6 +31,8 @@ public:
   // port) with `more` flags (a policy, --owners, --http-plain ...) and waits
   // until it serves.
   void start(const std::vector<std::string>& more = {});
+  // faucetsd's command line as start() begins it (to run it otherwise).
+  std::vector<std::string> base_args() const;
 
   const std::filesystem::path& dir() const { return dir_.path(); }
   std::filesystem::path state() const { return dir() / "state"; }

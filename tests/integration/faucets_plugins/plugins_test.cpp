@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e.hpp"
+#include "faucets_site.hpp"
 #include "faucets_client/faucets_api.hpp"
 #include "protocol/auth.hpp"
 #include "temp_dir.hpp"
@@ -30,24 +31,9 @@ using nlohmann::json;
 namespace {
 
 // The files of one faucetsd (certificate, cluster keys, tables, plugins).
-class plugin_site {
+class plugin_site : public aqs::test::faucets_site {
 public:
-  explicit plugin_site(const std::vector<std::string>& clusters) : dir_("aqs-plugins-site", 0755) {
-    const fs::path d = dir_.path();
-    const run_result cert = run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                                 "-keyout", (d / "server.key").string(), "-out", (d / "server.crt").string()});
-    REQUIRE_MESSAGE(cert.status == 0, cert.err);
-    ::chmod((d / "server.crt").c_str(), 0644);
-    std::string table;
-    for (const auto& name : clusters) {
-      write_file(d / (name + ".key"), aqs::protocol::random_hex(32) + "\n", 0600);
-      table += name + " " + name + ".key\n";
-    }
-    write_file(d / "clusters", table);
-    write_file(d / "users", "* * *\n");
-    fs::create_directories(d / "state");
-    ::chmod((d / "state").c_str(), 0755);
+  explicit plugin_site(const std::vector<std::string>& clusters) : faucets_site(clusters, "aqs-plugins-site") {
     const fs::path p = plugins();
     fs::create_directories(p);
     ::chmod(p.c_str(), 0755);
@@ -58,52 +44,26 @@ public:
     write_file(p / "babbles", "#!/bin/sh\necho '[\"nowhere\"]'\n", 0755);
     for (const char* f : {"last-name", "last-name-c.so"}) ::chmod((p / f).c_str(), 0755);
   }
-  ~plugin_site() {
-    if (pid_ > 0) aqs::test::stop_process(pid_, 20s);
-  }
-  fs::path plugins() const { return dir_.path() / "plugins"; }
-  fs::path state() const { return dir_.path() / "state"; }
+  fs::path plugins() const { return dir() / "plugins"; }
 
   // faucetsd's flags but the policy's.
   std::vector<std::string> base_args() const {
-    const fs::path d = dir_.path();
-    return {FAUCETSD_BINARY, "--state-dir", state().string(), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-            "--cert", (d / "server.crt").string(), "--key", (d / "server.key").string(), "--clusters",
-            (d / "clusters").string(), "--users", (d / "users").string(), "--plugin-dir", plugins().string(),
-            "--cluster-timeout", "5"};
+    std::vector<std::string> a = faucets_site::base_args();
+    a.insert(a.end(), {"--plugin-dir", plugins().string(), "--cluster-timeout", "5"});
+    return a;
   }
   // Starts faucetsd with `more` flags and waits until it serves.
   void start(const std::vector<std::string>& more) {
-    std::vector<std::string> argv = base_args();
-    argv.insert(argv.end(), more.begin(), more.end());
-    const int fd = ::open((dir_.path() / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    pid_ = aqs::test::spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);
-    ::close(fd);
-    REQUIRE_MESSAGE(eventually([&] { return fs::exists(state() / "faucetsd.http") && fs::exists(state() / "faucetsd.addr"); }, 120s),
-                    "faucetsd did not come up: " << log());
-    addr_ = first_line(state() / "faucetsd.addr");
-    url_ = first_line(state() / "faucetsd.http");
+    std::vector<std::string> a{"--plugin-dir", plugins().string(), "--cluster-timeout", "5"};
+    a.insert(a.end(), more.begin(), more.end());
+    faucets_site::start(a);
   }
   std::vector<std::string> join_args(const std::string& name, double speed) const {
-    const fs::path d = dir_.path();
-    write_file(d / (name + ".users"), "* *\n");
-    return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", (d / "server.crt").string(),
-            "--faucets-key", (d / (name + ".key")).string(), "--faucets-users", (d / (name + ".users")).string(),
-            "--faucets-speed", std::to_string(speed)};
+    std::vector<std::string> a = faucets_site::join_args(name);
+    a.insert(a.end(), {"--faucets-speed", std::to_string(speed)});
+    return a;
   }
-  std::string token_for(const aqs::test::test_user& u) const {
-    const run_result r = run({FTOKEN_BINARY, "--socket", (state() / "faucetsd.sock").string()}, {}, u.uid, u.gid);
-    REQUIRE_MESSAGE(r.status == 0, r.err);
-    std::string last = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
-    return last.substr(last.rfind('\n') + 1);
-  }
-  aqs::client::faucets::client client(const std::string& token) const {
-    aqs::client::faucets::client_options o;
-    o.url = aqs::client::faucets::parse_base_url(url_);
-    o.ca_file = (dir_.path() / "server.crt").string();
-    o.token = token;
-    return aqs::client::faucets::client(o);
-  }
+  std::string token_for(const aqs::test::test_user& u) const { return faucets_site::token_for(&u); }
   void wait_up(const std::string& token, const std::set<std::string>& names) {
     auto c = client(token);
     const bool up = eventually(
@@ -120,21 +80,10 @@ public:
     REQUIRE_MESSAGE(up, "clusters not up at the server; its log:\n" << log());
   }
   run_result fsub(const std::string& token, const aqs::test::test_user& u, std::vector<std::string> args) const {
-    std::vector<std::string> argv{aqs::test::bin().fsub, "--faucets", url_, "--faucets-ca",
-                                  (dir_.path() / "server.crt").string()};
+    std::vector<std::string> argv{aqs::test::bin().fsub, "--faucets", url(), "--faucets-ca", ca().string()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv, {{"AQS_TOKEN", token}}, u.uid, u.gid, u.home.string());
   }
-  std::string log() const { return slurp(dir_.path() / "faucetsd.log"); }
-
-private:
-  static std::string first_line(const fs::path& p) {
-    std::string s = slurp(p);
-    return s.substr(0, s.find('\n'));
-  }
-  aqs::test::temp_dir dir_;
-  pid_t pid_ = -1;
-  std::string addr_, url_;
 };
 
 cluster::options shape(int nodes, int procs, std::vector<std::string> aqsd_args) {
