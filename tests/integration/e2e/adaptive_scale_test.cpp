@@ -5,10 +5,13 @@
 //   AQS_TEST_BIG_JOBS=1        plain MPI jobs of 64, 96 and 128 ranks (32 a
 //                              host), and an adaptive jacobi2d of 128 ranks
 //                              that shrinks off a host and grows back, over
-//                              four hosts. KNOWN TO FAIL (branch h30): 64
-//                              ranks on 2 hosts run, 96 on 3 and 128 on 4 are
-//                              fenced by their steps while the machine stalls
-//                              (docs/testing.md); AQS_TEST_MPI_VERBOSE=N adds
+//                              four hosts (they were fenced by their steps
+//                              while the machine stalled, until steps kept
+//                              their agent's session: docs/testing.md,
+//                              "Jobs of 96 and 128 ranks: what ended them");
+//                              on failure every log is printed: the jobs'
+//                              (mpirun's and the ranks'), aqsd's, each
+//                              agent's. AQS_TEST_MPI_VERBOSE=N adds
 //                              OpenMPI's launch and out-of-band traces to the
 //                              jobs' output, AQS_TEST_MPI_EXTRA shell lines
 //                              to their script, AQS_TEST_BIG_SIZES=N runs
@@ -22,7 +25,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <string>
@@ -129,6 +134,27 @@ std::string logs_of(test::cluster& c, int agents, const fs::path& job_out) {
   return all;
 }
 
+// Every log of a cluster when the case unwinds on a failed REQUIRE (or an
+// exception of the harness, as a command that timed out): each job's
+// output in the work directory (mpirun's and the ranks'), aqsd's, each
+// agent's. The failing CHECKs print the same in their message.
+struct logs_on_failure {
+  test::cluster& c;
+  int agents;
+  ~logs_on_failure() {
+    if (std::uncaught_exceptions() == 0) return;
+    std::string all;
+    for (const auto& e : fs::directory_iterator(c.workdir())) {
+      if (e.path().extension() == ".out") all += "== " + e.path().filename().string() + "\n" + slurp(e.path());
+    }
+    all += "== aqsd\n" + slurp(c.dir() / "aqsd.log");
+    for (int i = 0; i < agents; ++i) {
+      all += "== node" + std::to_string(i) + "\n" + slurp(c.dir() / ("node" + std::to_string(i) + ".log"));
+    }
+    std::cerr << all;
+  }
+};
+
 // An adaptive job of 2 to 4 processors over two hosts, paced at 20 ms an
 // iteration of its grid, started and running on all 4.
 struct paced_job {
@@ -170,6 +196,7 @@ TEST_CASE("plain MPI jobs of 64 and 128 ranks and an adaptive one of 128 over fo
   if (wanted("AQS_TEST_BIG_JOBS") == 0 || !test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts(db, 4, 32));
+  const logs_on_failure logs{c, 4};
   const fs::path work = c.workdir();
 
   // Plain: every rank reports its host; 32 per host.
@@ -242,6 +269,7 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
   test::test_database db;
   auto o = hosts(db, 2, 2);
   test::cluster c(o);
+  const logs_on_failure logs{c, 2};
   // Long enough for the cycles (about 2-6 s each here), then it finishes.
   const auto job = start_paced(c, "cycles", "cyc", std::to_string(cycles * 200 + 300));
   const std::int64_t a = job.id;
@@ -276,6 +304,7 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   if (cycles == 0 || !test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts(db, 2, 2));
+  const logs_on_failure logs{c, 2};
   const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 100 + 300));
   const std::int64_t a = job.id;
   for (int i = 0; i < 600 && slurp(job.log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
