@@ -500,7 +500,8 @@ void job_supervisor::arm_warning(job& j, std::chrono::milliseconds left) {
     if (s.batch_only) {
       ::kill(jj.pgid, s.signal);  // the batch shell leads the job's group
     } else {
-      signal_job_steps(jj.pgid, jj.step, s.signal);
+      signal_job_steps(jj.pgid, 0, s.signal);
+      signal_tagged(job_id, s.signal, jj.pgid);  // what left the job's group (steps have no session of their own)
       if (on_warning_) on_warning_(job_id, s.signal);
     }
   });
@@ -516,7 +517,8 @@ void job_supervisor::write_warning(std::int64_t id, const core::signal_spec& s, 
 bool job_supervisor::signal_steps(std::int64_t job_id, int sig) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
-  signal_job_steps(it->second.pgid, it->second.step, sig);
+  signal_job_steps(it->second.pgid, 0, sig);
+  signal_tagged(job_id, sig, it->second.pgid);  // what left the job's group (steps have no session of their own)
   return true;
 }
 
