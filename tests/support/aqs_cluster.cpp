@@ -51,7 +51,8 @@ bool alive(pid_t pid) {
 // fork + exec in a process group of its own; the child's stdout/stderr go to
 // the given descriptors (or a log file).
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd, int out_fd, int err_fd) {
+            std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd, int out_fd, int err_fd,
+            bool own_session) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -62,7 +63,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    ::setpgid(0, 0);
+    if (!own_session || ::setsid() < 0) ::setpgid(0, 0);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     ::dup2(null_fd, 0);
     ::dup2(out_fd, 1);
@@ -256,7 +257,11 @@ void cluster::start_aqsd() {
     argv.push_back("--listen");
     argv.push_back(hosts_->root_ip() + ":" + std::to_string(tcp_port_));
   }
-  aqsd_ = spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);
+  // aqsd in a session of its own, as on a head node apart from the
+  // compute nodes: the agents' job steps keep their agents' session (the
+  // test's), and 128 oversubscribed ranks there left aqsd too little CPU to
+  // answer fjobs within a minute (issue 30).
+  aqsd_ = spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd, true);
   ::close(fd);
   for (int i = 0; i < 600; ++i) {
     if (fs::exists(socket()) && cmd(bin().fnodes, {"--json"}).status == 0) return;

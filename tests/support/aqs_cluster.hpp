@@ -33,9 +33,12 @@ run_result run(const std::vector<std::string>& argv, const std::map<std::string,
                const std::string& cwd = "", std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // fork + exec of argv in a process group of its own, `env` added, as
-// uid/gid if given, in `cwd`; stdout and stderr to the descriptors.
+// uid/gid if given, in `cwd`; stdout and stderr to the descriptors. With
+// own_session, in a session of its own (and so, with kernel autogroups, its
+// own share of the CPU), as a daemon started by a service manager is.
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-            std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd, int out_fd, int err_fd);
+            std::optional<uid_t> uid, std::optional<gid_t> gid, const std::string& cwd, int out_fd, int err_fd,
+            bool own_session = false);
 // SIGTERM, then SIGKILL to its group after `grace`; reaps; sets pid to -1.
 void stop_process(pid_t& pid, std::chrono::milliseconds grace);
 

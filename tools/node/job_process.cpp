@@ -285,7 +285,7 @@ void signal_session(pid_t session, pid_t except, int sig) noexcept {
   ::closedir(d);
 }
 
-int signal_tagged(std::int64_t job_id, int sig) noexcept {
+int signal_tagged(std::int64_t job_id, int sig, pid_t except_group) noexcept {
   char tag[48];
   const int tag_len = std::snprintf(tag, sizeof tag, "AQS_JOB_ID=%lld", static_cast<long long>(job_id));
   const pid_t self = ::getpid();
@@ -297,6 +297,16 @@ int signal_tagged(std::int64_t job_id, int sig) noexcept {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || pid <= 1 || pid == self) continue;
+    if (except_group > 0) {
+      const auto st = read_proc_stat(static_cast<pid_t>(pid));
+      if (!st || pid == except_group || st->group == except_group) continue;
+    }
+    // Only our own descendants: other agents on this machine (virtual
+    // nodes) may run another part, or a new instance, of the same job.
+    // Asked first, from stat files alone: reading a process's environ
+    // waits for its memory-map lock, which a busy process may hold for
+    // seconds (issue 30), so no other process's environment is read.
+    if (!descends_from(static_cast<pid_t>(pid), self)) continue;
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%ld/environ", pid);
     const unique_fd fd(::open(path, O_RDONLY | O_CLOEXEC));
@@ -310,9 +320,7 @@ int signal_tagged(std::int64_t job_id, int sig) noexcept {
       const char* entry = env.data() + at;
       const std::size_t elen = ::strnlen(entry, len - at);
       if (elen == static_cast<std::size_t>(tag_len) && std::memcmp(entry, tag, elen) == 0) {
-        // Only our own descendants: other agents on this machine (virtual
-        // nodes) may run another part, or a new instance, of the same job.
-        if (descends_from(static_cast<pid_t>(pid), self) && ::kill(static_cast<pid_t>(pid), sig) == 0) ++n;
+        if (::kill(static_cast<pid_t>(pid), sig) == 0) ++n;
         break;
       }
       at += elen + 1;

@@ -98,8 +98,10 @@ void signal_session(pid_t session, pid_t except, int sig) noexcept;
 // Sends sig to every descendant of this process (the agent, a child
 // subreaper: orphans come back to it) whose environment has
 // AQS_JOB_ID=job_id: what a job started that left its group and session,
-// such as an MPI daemon that made itself a session leader. Returns how many.
-int signal_tagged(std::int64_t job_id, int sig) noexcept;
+// such as an MPI daemon that made itself a session leader. With
+// except_group, not to that process group nor its leader (what
+// signal_job_steps reached already, and the batch shell). Returns how many.
+int signal_tagged(std::int64_t job_id, int sig, pid_t except_group = 0) noexcept;
 // True while any process of the group is alive (zombies included until
 // reaped by their parent).
 bool job_alive(pid_t pgid) noexcept;

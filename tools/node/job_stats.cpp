@@ -12,7 +12,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
@@ -181,6 +183,8 @@ job_stats_server::job_stats_server(asio::io_context& io, std::string node, const
     : io_(io), node_(std::move(node)), supervisor_(supervisor), acceptor_(io), timer_(io) {}
 
 job_stats_server::~job_stats_server() {
+  alive_.reset();
+  worker_.join();  // a scan under way ends; what it posts back finds alive_ expired
   boost::system::error_code ec;
   acceptor_.close(ec);
   timer_.cancel();
@@ -195,50 +199,95 @@ void job_stats_server::start(const std::string& name) {
   sample();
 }
 
-std::vector<proc_usage> job_stats_server::processes_of(std::int64_t job_id) const {
-  std::vector<proc_usage> out;
+job_stats_server::job_view job_stats_server::view_of(std::int64_t job_id) const {
+  job_view v;
+  v.id = job_id;
   const auto sg = supervisor_.step_and_group(job_id);
-  if (!sg) return out;
-  const auto [step, group] = *sg;
-  // The job's session (its step made one) or process group, and in a
-  // cgroup whatever else is in it: every process but the step's own.
-  std::set<pid_t> in_cgroup;
+  if (!sg) return v;
+  std::tie(v.step, v.group) = *sg;
   if (supervisor_.contained(job_id) && supervisor_.containment() != nullptr) {
-    for (pid_t p : supervisor_.containment()->procs(job_id)) in_cgroup.insert(p);
+    for (pid_t p : supervisor_.containment()->procs(job_id)) v.in_cgroup.insert(p);
   }
-  if (in_cgroup.empty() && step <= 0 && group <= 0) return out;
+  return v;
+}
+
+std::map<std::int64_t, std::vector<proc_usage>> job_stats_server::scan(const std::vector<job_view>& jobs) {
+  std::map<std::int64_t, std::vector<proc_usage>> out;
+  std::vector<const job_view*> wanted;
+  for (const auto& v : jobs) {
+    out[v.id];
+    if (!v.in_cgroup.empty() || v.step > 0 || v.group > 0) wanted.push_back(&v);
+  }
+  if (wanted.empty()) return out;
   DIR* d = ::opendir("/proc");
   if (d == nullptr) return out;
   static const std::uint64_t page_kb = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 1024;
   static const std::uint64_t ticks = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+  const std::lock_guard lock(tags_mutex_);
+  std::set<pid_t> seen;
   while (const dirent* e = ::readdir(d)) {
     const auto pid = number<pid_t>(e->d_name);
-    if (!pid || *pid == step) continue;
-    // The stat line alone says whether it is the job's; only then are its
-    // status and environment read.
+    if (!pid) continue;
+    // The stat line alone says whether it is a job's (its session, made by
+    // the step, or process group, or its cgroup; never the step itself).
     const std::string dir = "/proc/" + std::string(e->d_name);
     const std::string stat = read_text(dir + "/stat", 4096);
     const auto first = parse_proc_usage(stat, "", "", page_kb, ticks);
     if (!first) continue;
-    if (in_cgroup.count(*pid) == 0 && !(step > 0 && first->sid == step) && !(group > 0 && first->pgid == group)) {
-      continue;
+    const job_view* of = nullptr;
+    for (const job_view* v : wanted) {
+      if (*pid == v->step) continue;
+      if (v->in_cgroup.count(*pid) != 0 || (v->step > 0 && first->sid == v->step) ||
+          (v->group > 0 && first->pgid == v->group)) {
+        of = v;
+        break;
+      }
     }
-    if (auto u = parse_proc_usage(stat, read_text(dir + "/status", 16384), read_text(dir + "/environ", 256 * 1024),
-                                  page_kb, ticks)) {
-      out.push_back(std::move(*u));
+    if (of == nullptr) continue;
+    seen.insert(*pid);
+    // Its start time (field 22) and name: the same process as last time?
+    const auto open = stat.find('('), close = stat.rfind(')');
+    const std::string comm = open != std::string::npos && close != std::string::npos && close > open
+                                 ? stat.substr(open + 1, close - open - 1)
+                                 : std::string();
+    std::uint64_t start = 0;
+    {
+      std::istringstream rest(close != std::string::npos ? stat.substr(close + 1) : std::string());
+      std::string field;
+      for (int i = 3; i <= 22 && rest >> field; ++i) {
+        if (i == 22) start = number<std::uint64_t>(field).value_or(0);
+      }
+    }
+    auto known = tags_.find(*pid);
+    const bool same = known != tags_.end() && known->second.start == start && known->second.comm == comm;
+    const std::string status = read_text(dir + "/status", 16384);
+    if (same) {
+      if (auto u = parse_proc_usage(stat, status, "", page_kb, ticks)) {
+        u->step = known->second.step;
+        u->task = known->second.task;
+        out[of->id].push_back(std::move(*u));
+      }
+    } else if (auto u = parse_proc_usage(stat, status, read_text(dir + "/environ", 256 * 1024), page_kb, ticks)) {
+      tags_[*pid] = tag{start, comm, u->step, u->task};
+      out[of->id].push_back(std::move(*u));
     }
   }
   ::closedir(d);
+  for (auto it = tags_.begin(); it != tags_.end();) it = seen.count(it->first) != 0 ? std::next(it) : tags_.erase(it);
   return out;
 }
 
 std::string job_stats_server::answer(std::int64_t job_id, uid_t caller) {
+  if (!supervisor_.is_running(job_id)) return reply_for(job_id, caller, {});
+  return reply_for(job_id, caller, scan({view_of(job_id)})[job_id]);
+}
+
+std::string job_stats_server::reply_for(std::int64_t job_id, uid_t caller, const std::vector<proc_usage>& procs) {
   using nlohmann::json;
   auto error = [&](const char* code, const std::string& message) {
     return json{{"error", code}, {"message", message}, {"node", node_}, {"job_id", job_id}}.dump() + "\n";
   };
   if (!supervisor_.is_running(job_id)) return error("not_found", "job " + std::to_string(job_id) + " is not running on " + node_);
-  const auto procs = processes_of(job_id);
   // The owner: the launch's uid; for a job adopted from an earlier agent,
   // the real uid its processes run as.
   std::optional<uid_t> owner;
@@ -273,17 +322,29 @@ std::string job_stats_server::answer(std::int64_t job_id, uid_t caller) {
 }
 
 void job_stats_server::sample() {
-  // Forget what ended; raise the peaks of what runs.
+  // Forget what ended; raise the peaks of what runs: /proc read on the
+  // worker, the peaks kept here.
   for (auto it = peaks_.begin(); it != peaks_.end();) {
     it = supervisor_.is_running(it->first) ? std::next(it) : peaks_.erase(it);
   }
   for (auto it = owners_.begin(); it != owners_.end();) {
     it = supervisor_.is_running(it->first) ? std::next(it) : owners_.erase(it);
   }
-  for (std::int64_t id : supervisor_.running()) (void)group_usage(processes_of(id), peaks_[id]);
-  timer_.expires_after(k_sample_every);
-  timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) sample();
+  std::vector<job_view> views;
+  for (std::int64_t id : supervisor_.running()) views.push_back(view_of(id));
+  std::weak_ptr<int> alive = alive_;
+  asio::post(worker_, [this, alive, views = std::move(views)] {
+    auto found = scan(views);
+    asio::post(io_, [this, alive, found = std::move(found)] {
+      if (alive.expired()) return;
+      for (const auto& [id, procs] : found) {
+        if (supervisor_.is_running(id)) (void)group_usage(procs, peaks_[id]);
+      }
+      timer_.expires_after(k_sample_every);
+      timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) sample();
+      });
+    });
   });
 }
 
@@ -306,17 +367,31 @@ void job_stats_server::accept() {
         std::string line(asio::buffers_begin(buf->data()), asio::buffers_begin(buf->data()) + static_cast<std::ptrdiff_t>(n));
         ucred cred{};
         socklen_t len = sizeof cred;
-        std::string reply;
         if (::getsockopt(s->native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return;
+        const auto send = [s](std::string reply) {
+          auto out = std::make_shared<std::string>(std::move(reply));
+          asio::async_write(*s, asio::buffer(*out), [s, out](const boost::system::error_code&, std::size_t) {});
+        };
+        std::int64_t id = 0;
         try {
-          const auto j = nlohmann::json::parse(line);
-          const std::int64_t id = j.at("job_id").get<std::int64_t>();
-          reply = answer(id, cred.uid);
+          id = nlohmann::json::parse(line).at("job_id").get<std::int64_t>();
         } catch (const std::exception&) {
-          reply = nlohmann::json{{"error", "bad_request"}, {"message", "expected {\"job_id\":N}"}}.dump() + "\n";
+          send(nlohmann::json{{"error", "bad_request"}, {"message", "expected {\"job_id\":N}"}}.dump() + "\n");
+          return;
         }
-        auto out = std::make_shared<std::string>(std::move(reply));
-        asio::async_write(*s, asio::buffer(*out), [s, out](const boost::system::error_code&, std::size_t) {});
+        const uid_t caller = cred.uid;
+        if (!supervisor_.is_running(id)) {
+          send(reply_for(id, caller, {}));
+          return;
+        }
+        // /proc is read on the worker (scan), the reply made back here.
+        std::weak_ptr<int> alive = alive_;
+        asio::post(worker_, [this, alive, id, caller, send, view = view_of(id)] {
+          auto procs = scan({view})[id];
+          asio::post(io_, [this, alive, id, caller, send, procs = std::move(procs)] {
+            if (!alive.expired()) send(reply_for(id, caller, procs));
+          });
+        });
       });
     }
     accept();

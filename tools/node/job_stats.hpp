@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "job_supervisor.hpp"
 #include "protocol/stat_socket.hpp"
@@ -78,13 +81,28 @@ public:
   void start(const std::string& name);
   // The owner of a job launched here (the launch's uid).
   void owner(std::int64_t job_id, uid_t uid) { owners_[job_id] = uid; }
-  // What the reply to a request from `caller` about `job_id` is (the JSON line).
+  // What the reply to a request from `caller` about `job_id` is (the JSON
+  // line), read from /proc on the calling thread.
   std::string answer(std::int64_t job_id, uid_t caller);
 
 private:
+  // What says which processes are a job's, taken on the io thread (the
+  // supervisor is not shared with the worker).
+  struct job_view {
+    std::int64_t id = 0;
+    pid_t step = 0, group = 0;
+    std::set<pid_t> in_cgroup;
+  };
   void accept();
   void sample();
-  std::vector<proc_usage> processes_of(std::int64_t job_id) const;
+  job_view view_of(std::int64_t job_id) const;
+  // One pass over /proc for these jobs: their processes by job id. Runs on
+  // the worker: reading a process's /proc files waits for its memory map
+  // lock (seen for 3 s on a loaded node while ranks start), and on the io
+  // thread that wait held back the agent's heartbeats until aqsd and the
+  // steps' fencing took the node for dead.
+  std::map<std::int64_t, std::vector<proc_usage>> scan(const std::vector<job_view>& jobs);
+  std::string reply_for(std::int64_t job_id, uid_t caller, const std::vector<proc_usage>& procs);
 
   boost::asio::io_context& io_;
   std::string node_;
@@ -93,6 +111,19 @@ private:
   boost::asio::steady_timer timer_;
   std::map<std::int64_t, uid_t> owners_;
   std::map<std::int64_t, peak_table> peaks_;
+  // A process's step and task, from its environment, read once per
+  // process (pid, start time and name: an exec renames it) and not every
+  // sample. Worker side, under its mutex (answer() may scan too).
+  struct tag {
+    std::uint64_t start = 0;
+    std::string comm;
+    std::string step;
+    std::int64_t task = 0;
+  };
+  std::mutex tags_mutex_;
+  std::map<pid_t, tag> tags_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // expired once destroyed: late io handlers return
+  boost::asio::thread_pool worker_{1};
 };
 
 }  // namespace aqs::node

@@ -17,6 +17,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -116,12 +117,12 @@ bool lease_lost(int lease, std::int64_t& renewed) {
   return (p.revents & (POLLHUP | POLLERR)) != 0;
 }
 
-// The step's fencing: everything of the job goes, in its group, in the
-// step's session, and the step's descendants tagged with the job's id (what
-// made itself a session leader; the step is their subreaper, so they stay
-// its descendants).
+// The step's fencing: everything of the job goes, in its group, and the
+// step's descendants tagged with the job's id (what left the group or made
+// itself a session leader; the step is their subreaper, so they stay its
+// descendants). The step has no session of its own to signal (start_async).
 void fence_job(pid_t pgid, std::int64_t job_id, int sig, cgroup_backend* cg) {
-  signal_job(pgid, ::getpid(), sig);
+  signal_job(pgid, 0, sig);
   signal_tagged(job_id, sig);
   if (cg != nullptr) {
     // And everything in its cgroup, wherever it went.
@@ -294,7 +295,23 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     // The step: a single-threaded copy of the agent that outlives it. It
     // keeps nothing of the agent's (above all not its connection to aqsd).
     report_r.reset();
-    ::setsid();
+    // A process group of its own (out of the agent's: a signal to the
+    // agent's group leaves the job alone), but not a session of its own.
+    // With kernel autogroups (sched_autogroup_enabled, the default of most
+    // distributions) a new session is a new CPU scheduling group: a step per
+    // host each holding dozens of ranks spinning in MPI_Init stalled the
+    // whole machine for 10-30 s (millions of context switches a second, no
+    // heartbeat sent) until the steps fenced their jobs; in the agent's
+    // session the same 128-rank job ran (docs/admin-guide.md, "Job steps and
+    // the CPU scheduler"). What leaves the job's group is still found: by
+    // its cgroup, or by its AQS_JOB_ID among the step's descendants.
+    ::setpgid(0, 0);
+    // Nor the agent's controlling terminal, if it was started from one: no
+    // job may write to (or read from) an administrator's terminal.
+    if (const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC); tty >= 0) {
+      (void)::ioctl(tty, TIOCNOTTY);
+      ::close(tty);
+    }
     // Orphans of the job (an MPI daemon whose mpirun died) stay ours, so a
     // fencing kill still finds them by descent when the agent is gone.
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -337,8 +354,7 @@ void job_supervisor::start_async(std::int64_t job_id, const launch_spec& spec,
     if (pgid <= 0) ::_exit(0);
     std::int64_t fenced = 0;
     const int status = step_wait(pgid, job_id, lease_r.get(), fence_, cgroups_.get(), fenced);
-    ::kill(-pgid, SIGKILL);  // what the job left in its group,
-    signal_session(::getpid(), ::getpid(), SIGKILL);  // in the step's session,
+    ::kill(-pgid, SIGKILL);  // what the job left in its group
     signal_tagged(job_id, SIGKILL);  // and what left both (still ours: we are its subreaper)
     // In a cgroup: everything in it, wherever it went, and then the cgroup,
     // once its OOM kills are counted for the record.
@@ -484,7 +500,8 @@ void job_supervisor::arm_warning(job& j, std::chrono::milliseconds left) {
     if (s.batch_only) {
       ::kill(jj.pgid, s.signal);  // the batch shell leads the job's group
     } else {
-      signal_job_steps(jj.pgid, jj.step, s.signal);
+      signal_job_steps(jj.pgid, 0, s.signal);
+      signal_tagged(job_id, s.signal, jj.pgid);  // what left the job's group (steps have no session of their own)
       if (on_warning_) on_warning_(job_id, s.signal);
     }
   });
@@ -500,7 +517,8 @@ void job_supervisor::write_warning(std::int64_t id, const core::signal_spec& s, 
 bool job_supervisor::signal_steps(std::int64_t job_id, int sig) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || it->second.starting) return it != jobs_.end();
-  signal_job_steps(it->second.pgid, it->second.step, sig);
+  signal_job_steps(it->second.pgid, 0, sig);
+  signal_tagged(job_id, sig, it->second.pgid);  // what left the job's group (steps have no session of their own)
   return true;
 }
 

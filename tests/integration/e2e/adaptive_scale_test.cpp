@@ -3,12 +3,15 @@
 // only when its variable is set in the environment, and returns at once
 // otherwise (saying so):
 //   AQS_TEST_BIG_JOBS=1        plain MPI jobs of 64, 96 and 128 ranks (32 a
-//                              host), and an adaptive jacobi2d of 128 ranks
-//                              that shrinks off a host and grows back, over
-//                              four hosts. KNOWN TO FAIL (branch h30): 64
-//                              ranks on 2 hosts run, 96 on 3 and 128 on 4 are
-//                              fenced by their steps while the machine stalls
-//                              (docs/testing.md); AQS_TEST_MPI_VERBOSE=N adds
+//                              host), and adaptive jacobi2d jobs of 128 and
+//                              64 ranks that shrink off a host and grow
+//                              back, over four hosts (they were fenced by their steps
+//                              while the machine stalled, until steps kept
+//                              their agent's session: docs/testing.md,
+//                              "Jobs of 96 and 128 ranks: what ended them");
+//                              on failure every log is printed: the jobs'
+//                              (mpirun's and the ranks'), aqsd's, each
+//                              agent's. AQS_TEST_MPI_VERBOSE=N adds
 //                              OpenMPI's launch and out-of-band traces to the
 //                              jobs' output, AQS_TEST_MPI_EXTRA shell lines
 //                              to their script, AQS_TEST_BIG_SIZES=N runs
@@ -22,7 +25,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <string>
@@ -129,6 +134,27 @@ std::string logs_of(test::cluster& c, int agents, const fs::path& job_out) {
   return all;
 }
 
+// Every log of a cluster when the case unwinds on a failed REQUIRE (or an
+// exception of the harness, as a command that timed out): each job's
+// output in the work directory (mpirun's and the ranks'), aqsd's, each
+// agent's. The failing CHECKs print the same in their message.
+struct logs_on_failure {
+  test::cluster& c;
+  int agents;
+  ~logs_on_failure() {
+    if (std::uncaught_exceptions() == 0) return;
+    std::string all;
+    for (const auto& e : fs::directory_iterator(c.workdir())) {
+      if (e.path().extension() == ".out") all += "== " + e.path().filename().string() + "\n" + slurp(e.path());
+    }
+    all += "== aqsd\n" + slurp(c.dir() / "aqsd.log");
+    for (int i = 0; i < agents; ++i) {
+      all += "== node" + std::to_string(i) + "\n" + slurp(c.dir() / ("node" + std::to_string(i) + ".log"));
+    }
+    std::cerr << all;
+  }
+};
+
 // An adaptive job of 2 to 4 processors over two hosts, paced at 20 ms an
 // iteration of its grid, started and running on all 4.
 struct paced_job {
@@ -164,12 +190,47 @@ int expands_undone(const history& h) {
   return undone;
 }
 
+// An adaptive jacobi2d of 3n/4..n ranks on a cluster of four hosts of n/4
+// processors: launched on all four, a rigid job of one host takes it back
+// (shrink to 3n/4), and when that ends it grows back to n; it ends
+// bit-identical to the unresized run.
+void adaptive_over_four_hosts(test::cluster& c, int n) {
+  const fs::path work = c.workdir();
+  const std::string name = "big" + std::to_string(n);
+  const int less = n - n / 4;
+  const std::vector<std::string> grid = {"--rows", "512", "--cols", "32", "--iters", "1500", "--pace-ms", "40"};
+  const fs::path ref = reference(work, {"--rows", "512", "--cols", "32", "--iters", "1500"});
+  const fs::path out = work / (name + ".grid"), log = work / (name + ".out");
+  const auto t0 = clk::now();
+  const std::int64_t a =
+      c.submit({"-J", name, "-o", log.string(), adaptive_script(work, name, less, n, grid, out).string()});
+  REQUIRE(c.wait_state(a, {job_state::running}, 300s).nprocs == n);
+  for (int i = 0; i < 6000 && slurp(log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
+  REQUIRE_MESSAGE(slurp(log).find("iter ") != std::string::npos, logs_of(c, 4, log));
+  MESSAGE("measured: adaptive job of " << n << " ranks: submission to its first report " << seconds_since(t0) << " s");
+  const auto t1 = clk::now();
+  const std::int64_t b = c.submit({"-n", std::to_string(n / 4), "-J", "rigid", "--wrap", "sleep 5"});
+  c.wait_state(b, {job_state::running, job_state::completed}, 300s);
+  MESSAGE("measured: shrink " << n << " -> " << less << " until the rigid job runs " << seconds_since(t1) << " s");
+  c.wait_state(b, {job_state::completed}, 300s);
+  const auto t2 = clk::now();
+  CHECK(eventually([&] { return c.job(a)->nprocs == n && c.job(a)->state == job_state::running; }, 300s));
+  MESSAGE("measured: grow " << less << " -> " << n << " after the rigid job " << seconds_since(t2) << " s");
+  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 1800s);
+  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 4, log));
+  CHECK(slurp(out) == slurp(ref));
+  const auto h = history_of(c, a);
+  CHECK_MESSAGE(h.acked == std::vector<int>({less, n}), h.text);
+  for (const auto& [why, k] : h.abandoned) MESSAGE("undone expand x" << k << ": " << why);
+}
+
 }  // namespace
 
-TEST_CASE("plain MPI jobs of 64 and 128 ranks and an adaptive one of 128 over four namespace hosts launch, shrink and grow") {
+TEST_CASE("plain MPI jobs of 64 and 128 ranks and adaptive ones of 64 and 128 over four namespace hosts launch, shrink and grow") {
   if (wanted("AQS_TEST_BIG_JOBS") == 0 || !test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts(db, 4, 32));
+  const logs_on_failure logs{c, 4};
   const fs::path work = c.workdir();
 
   // Plain: every rank reports its host; 32 per host.
@@ -208,32 +269,13 @@ TEST_CASE("plain MPI jobs of 64 and 128 ranks and an adaptive one of 128 over fo
   }
 
   if (std::getenv("AQS_TEST_BIG_SIZES") != nullptr) return;
-  // Adaptive, 96..128: launched on all four hosts, a rigid job of one host
-  // takes it back (shrink to 96), and when that ends it grows back to 128.
-  const std::vector<std::string> grid = {"--rows", "512", "--cols", "32", "--iters", "1500", "--pace-ms", "40"};
-  const fs::path ref = reference(work, {"--rows", "512", "--cols", "32", "--iters", "1500"});
-  const fs::path out = work / "big.grid", log = work / "big.out";
-  const auto t0 = clk::now();
-  const std::int64_t a =
-      c.submit({"-J", "big", "-o", log.string(), adaptive_script(work, "big", 96, 128, grid, out).string()});
-  REQUIRE(c.wait_state(a, {job_state::running}, 300s).nprocs == 128);
-  for (int i = 0; i < 6000 && slurp(log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
-  REQUIRE_MESSAGE(slurp(log).find("iter ") != std::string::npos, logs_of(c, 4, log));
-  MESSAGE("measured: adaptive job of 128 ranks: submission to its first report " << seconds_since(t0) << " s");
-  const auto t1 = clk::now();
-  const std::int64_t b = c.submit({"-n", "32", "-J", "rigid", "--wrap", "sleep 5"});
-  c.wait_state(b, {job_state::running, job_state::completed}, 300s);
-  MESSAGE("measured: shrink 128 -> 96 until the rigid job runs " << seconds_since(t1) << " s");
-  c.wait_state(b, {job_state::completed}, 300s);
-  const auto t2 = clk::now();
-  CHECK(eventually([&] { return c.job(a)->nprocs == 128 && c.job(a)->state == job_state::running; }, 300s));
-  MESSAGE("measured: grow 96 -> 128 after the rigid job " << seconds_since(t2) << " s");
-  const auto jf = c.wait_state(a, {job_state::completed, job_state::failed, job_state::node_fail}, 1800s);
-  REQUIRE_MESSAGE(jf.state == job_state::completed, logs_of(c, 4, log));
-  CHECK(slurp(out) == slurp(ref));
-  const auto h = history_of(c, a);
-  CHECK_MESSAGE(h.acked == std::vector<int>({96, 128}), h.text);
-  for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
+  adaptive_over_four_hosts(c, 128);
+  // And one of 64 ranks on four hosts of 16 processors (a cluster and a
+  // database of its own).
+  test::test_database db64;
+  test::cluster c64(hosts(db64, 4, 16));
+  const logs_on_failure logs64{c64, 4};
+  adaptive_over_four_hosts(c64, 64);
 }
 
 TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it many times under load, bit-identical") {
@@ -242,6 +284,7 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
   test::test_database db;
   auto o = hosts(db, 2, 2);
   test::cluster c(o);
+  const logs_on_failure logs{c, 2};
   // Long enough for the cycles (about 2-6 s each here), then it finishes.
   const auto job = start_paced(c, "cycles", "cyc", std::to_string(cycles * 200 + 300));
   const std::int64_t a = job.id;
@@ -276,6 +319,7 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   if (cycles == 0 || !test::netns_available()) return;
   test::test_database db;
   test::cluster c(hosts(db, 2, 2));
+  const logs_on_failure logs{c, 2};
   const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 100 + 300));
   const std::int64_t a = job.id;
   for (int i = 0; i < 600 && slurp(job.log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);

@@ -304,3 +304,18 @@ TEST_CASE("a job is adoptable from the moment it runs, even if the agent dies be
   REQUIRE(done.count(71) == 1);
   CHECK(done.at(71).state == job_state::cancelled);
 }
+
+TEST_CASE("a job's step keeps the agent's session: a process group of its own, no session (and autogroup) of its own") {
+  // Issue 30: a session per step is a kernel autogroup per step; 128 ranks
+  // over four such groups stalled the machine until the steps fenced them.
+  bench b;
+  b.sup.start(1, b.shell("read -r _ _ _ _ pgid sid _ < /proc/$$/stat; echo \"$$ $pgid $sid\" > ids.txt"));
+  CHECK(b.wait(1).state == job_state::completed);
+  std::istringstream ids(b.read("ids.txt"));
+  pid_t pid = 0, pgid = 0, sid = 0;
+  ids >> pid >> pgid >> sid;
+  REQUIRE(pid > 0);
+  CHECK(pgid == pid);           // the job leads its own group (signals, kills)
+  CHECK(pgid != ::getpgrp());   // not the agent's
+  CHECK(sid == ::getsid(0));    // but the agent's session, not one of the step's
+}
