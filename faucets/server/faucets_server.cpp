@@ -26,6 +26,12 @@ public:
   std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) override {
     return store_.entries(owner, limit);
   }
+  json staged_outputs(std::int64_t id) override {
+    const auto r = store_.stage_result_of(id);
+    if (!r) return nullptr;
+    return json{{"outputs", r->outputs}, {"detail", r->detail}, {"in_bytes", r->in_bytes}, {"out_bytes", r->out_bytes},
+                {"files", r->outputs == "back" ? protocol::to_json(store_.staged(id, "out")) : json::array()}};
+  }
 
 private:
   faucets_store& store_;
@@ -56,6 +62,7 @@ faucets_server::faucets_server(boost::asio::io_context& io, faucets_store& store
       router_(io, store, hub_, options_.users, router_options_of(options_), &store, options_.owners),
       backend_(std::make_unique<backend>(store, hub_, router_)) {
   hub_.set_listener(router_);
+  router_.set_stage(&store, options_.stage_max_bytes);
   if (options_.http) {
     api_ = std::make_unique<user_api>(
         io, user_api_options{*options_.http, options_.http_tls, options_.cert, options_.key, options_.limits},

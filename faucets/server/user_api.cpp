@@ -40,6 +40,7 @@ const std::vector<user_route>& user_routes() {
       {"GET", "/api/v1/jobs/{id}/history", true, false, k::history},
       {"POST", "/api/v1/jobs/{id}/cancel", true, false, k::cancel},
       {"GET", "/api/v1/ledger", true, false, k::ledger},
+      {"GET", "/api/v1/jobs/{id}/outputs", true, false, k::outputs},  // staged files back (fjobs -M --fetch)
   };
   return all;
 }
@@ -183,6 +184,8 @@ api_response submit(user_backend& b, const user_call& call, const api_request& r
   if (body.contains("broker")) message["broker"] = body["broker"];  // a plugin by name, where the admin allows it
   // The QoS contract (docs/faucets.md "Contracts"): checked by the router, kept at the server.
   if (body.contains("contract")) message["contract"] = body["contract"];
+  // Staged files (fsub -M --stage-in): checked by the router, kept at the server.
+  if (body.contains("stage_in")) message["stage_in"] = body["stage_in"];
   std::string why;
   const std::int64_t id = b.submit(call.who->user, cluster, std::move(message), &why);
   if (id == 0) return error_reply(400, why);
@@ -307,6 +310,13 @@ api_response answer(user_backend& b, const user_call& call, const api_request& r
       if (auto why = b.cancel(*job)) return error_reply(409, *why);
       logging::info("job {} cancelled by {}", call.id, call.who->user);
       return reply(200, json{{"id", call.id}, {"state", "CANCELLED"}});
+    case user_route_kind::outputs: {
+      json o = b.staged_outputs(call.id);
+      if (o.is_null()) return error_reply(404, "job " + std::to_string(call.id) + " staged no files");
+      o["id"] = call.id;
+      o["state"] = job->state;
+      return reply(200, o);
+    }
   }
   return error_reply(500, "a route without a handler");
 }

@@ -60,11 +60,15 @@ public:
   // entries newest first (owner set: those it pays or earns).
   virtual std::map<std::string, std::int64_t> balances() = 0;
   virtual std::vector<ledger_entry> ledger_entries(const std::optional<std::string>& owner, std::int64_t limit) = 0;
+  // Staged files (GET /api/v1/jobs/{id}/outputs): {"outputs": waiting|back|failed,
+  // "detail", "in_bytes", "out_bytes", "files": [...] (wire form, protocol/staged_files.hpp)},
+  // or null when the job staged nothing.
+  virtual nlohmann::json staged_outputs(std::int64_t /*id*/) { return nullptr; }
 };
 
 // What a route does (each has exactly one handler in user_api.cpp: a switch
 // the compiler holds to this list).
-enum class user_route_kind : unsigned char { overview, clusters, list_jobs, submit, job, history, cancel, ledger };
+enum class user_route_kind : unsigned char { overview, clusters, list_jobs, submit, job, history, cancel, ledger, outputs };
 
 // One route of the users' API.
 struct user_route {
