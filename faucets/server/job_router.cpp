@@ -535,7 +535,8 @@ void job_router::on_outputs(const std::string& cluster, const json& m) {
   // A cluster speaks only of its own placement, and only when asked: a
   // cluster with a key of its own cannot put files into another's job.
   if (!j || j->cluster != cluster || j->local_id != local_id || !outputs_asked_.contains(fid) || stage_ == nullptr) {
-    refuse_claim(cluster, fid, local_id, "outputs");
+    logging::warn("cluster '{}' sent outputs of job {} (its {}) unasked, or for a job not placed there: refused",
+                  cluster, fid, local_id);
     return;
   }
   outputs_asked_.erase(fid);
