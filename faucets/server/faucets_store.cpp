@@ -418,4 +418,17 @@ void faucets_store::outputs_failed(std::int64_t id, const std::string& why) {
   });
 }
 
+std::vector<std::int64_t> faucets_store::outputs_waiting() {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<std::int64_t> out;
+    for (const auto& r : tx.exec_params(
+             "SELECT r.job_id FROM faucets_stage_results r JOIN faucets_jobs j ON j.id = r.job_id "
+             "WHERE r.outputs = 'waiting' AND j.state = ANY($1::text[]) ORDER BY r.job_id",
+             final_states_array())) {
+      out.push_back(r["job_id"].as<std::int64_t>());
+    }
+    return out;
+  });
+}
+
 }  // namespace aqs::faucets

@@ -135,6 +135,10 @@ public:
   // (its inputs are dropped too), with the job's event.
   virtual void outputs_back(std::int64_t id, const std::vector<protocol::staged_file>& files) = 0;
   virtual void outputs_failed(std::int64_t id, const std::string& why) = 0;
+  // Jobs that have ended and whose outputs are still "waiting" (asked for
+  // again when their cluster connects: the answer may have been lost with
+  // the link, or with a restart of faucetsd).
+  virtual std::vector<std::int64_t> outputs_waiting() = 0;
 };
 
 // The jobs in PostgreSQL. One connection, used from faucetsd's one thread.
@@ -178,6 +182,7 @@ public:
   std::optional<stage_result> stage_result_of(std::int64_t id) override;
   void outputs_back(std::int64_t id, const std::vector<protocol::staged_file>& files) override;
   void outputs_failed(std::int64_t id, const std::string& why) override;
+  std::vector<std::int64_t> outputs_waiting() override;
 
 private:
   template <class F>

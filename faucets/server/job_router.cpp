@@ -580,6 +580,12 @@ void job_router::cluster_up(const std::string& cluster) {
     if (j.cluster == cluster && j.local_id) follow.push_back(json{{"fid", j.id}, {"job_id", *j.local_id}});
   }
   hub_.send(cluster, json{{"type", "follow"}, {"jobs", follow}});
+  // Staged jobs that ended there and whose outputs never came back: asked again.
+  if (stage_ != nullptr) {
+    for (const auto id : stage_->outputs_waiting()) {
+      if (const auto j = store_.job(id); j && j->cluster == cluster) ask_outputs(cluster, *j);
+    }
+  }
   wake();
 }
 

@@ -634,6 +634,14 @@ public:
     results[id].outputs = "failed";
     results[id].detail = why;
   }
+  std::vector<std::int64_t> outputs_waiting() override {
+    std::vector<std::int64_t> ids;
+    for (const auto& [id, r] : results) {
+      if (r.outputs == "waiting" && records != nullptr && is_final_state(records->jobs.at(id).state)) ids.push_back(id);
+    }
+    return ids;
+  }
+  memory_records* records = nullptr;
   std::map<std::int64_t, std::vector<aqs::protocol::staged_file>> in, out;
   std::map<std::int64_t, stage_result> results;
 };
@@ -726,4 +734,29 @@ TEST_CASE("staged files: '..', absolute, oversized or without a stage book are r
   CHECK(why == "staged files are over the limit of 10 bytes");
   CHECK(f.records.jobs.empty());
   CHECK(stage.in.empty());
+}
+
+TEST_CASE("staged files: outputs whose answer was lost with the link are asked for again when the cluster is back") {
+  memory_stage stage;
+  fixture f;
+  stage.records = &f.records;
+  f.router.set_stage(&stage, 1000);
+  std::string why;
+  const auto id = f.router.submit("alice", "auto", with_files(file_json("a", "1")), &why);
+  REQUIRE(id != 0);
+  f.place(id, 5);
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "COMPLETED";
+  u.nprocs = 2;
+  f.say("one", "job_update", to_json(u));
+  REQUIRE(f.links.of_type("fetch").size() == 1);
+  f.router.cluster_down("one");  // the answer is lost
+  f.router.cluster_up("one");
+  REQUIRE(f.links.of_type("fetch").size() == 2);
+  f.say("one", "outputs", {{"fid", id}, {"job_id", 5}, {"files", file_json("r", "2")}});
+  CHECK(stage.results.at(id).outputs == "back");
+  f.router.cluster_up("one");  // nothing left to ask
+  CHECK(f.links.of_type("fetch").size() == 2);
 }
