@@ -213,7 +213,7 @@ void cluster_hub::on_message(entry& c, const json& m) {
                         m["qid"].get<std::int64_t>() >= k_desk_qid_base))) {
     desk_(c.name, type, m);
   } else if (type == "forwarded" || type == "refused" || type == "estimate_reply" || type == "start" ||
-             type == "job_update") {
+             type == "job_update" || type == "outputs") {
     listener_->job_message(c.name, type, m);
   } else if (type == "pong") {
     const double sent = number_field(m, "t", 0, 1e12);

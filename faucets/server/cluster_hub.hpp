@@ -47,7 +47,7 @@ public:
   virtual void cluster_down(const std::string& cluster) = 0;
   // Away longer than the hub's lost_after, once per loss.
   virtual void cluster_lost(const std::string& cluster) = 0;
-  // A message about jobs: forwarded, refused, estimate_reply, start, job_update.
+  // A message about jobs: forwarded, refused, estimate_reply, start, job_update, outputs.
   virtual void job_message(const std::string& cluster, const std::string& type, const nlohmann::json& m) = 0;
   // What the clusters offer changed (a report, a sync): placing may go on.
   virtual void capacity_changed() = 0;

@@ -34,6 +34,12 @@ public:
                                            std::int64_t bytes) override {
     return desk_.view(j, what, since, bytes);
   }
+  json staged_outputs(std::int64_t id) override {
+    const auto r = store_.stage_result_of(id);
+    if (!r) return nullptr;
+    return json{{"outputs", r->outputs}, {"detail", r->detail}, {"in_bytes", r->in_bytes}, {"out_bytes", r->out_bytes},
+                {"files", r->outputs == "back" ? protocol::to_json(store_.staged(id, "out")) : json::array()}};
+  }
 
 private:
   faucets_store& store_;
@@ -69,6 +75,7 @@ faucets_server::faucets_server(boost::asio::io_context& io, faucets_store& store
   hub_.set_desk([this](const std::string& cluster, const std::string& type, const json& m) {
     desk_.on_answer(cluster, type, m);
   });
+  router_.set_stage(&store, options_.stage_max_bytes);
   if (options_.http) {
     api_ = std::make_unique<user_api>(
         io, user_api_options{*options_.http, options_.http_tls, options_.cert, options_.key, options_.limits},

@@ -51,6 +51,8 @@ struct server_options {
   std::string token_key;  // signs the users' bearer tokens
   std::optional<std::filesystem::path> revoked_tokens;
   server_limits limits;  // caps and deadlines of every port (conn_limits.hpp)
+  // Staged files: the most a job may take in, or bring back (--stage-max-bytes).
+  std::size_t stage_max_bytes = protocol::k_default_stage_max_bytes;
 };
 
 class faucets_server {

@@ -344,3 +344,91 @@ std::vector<ledger_entry> faucets_store::entries(const std::optional<std::string
 }
 
 }  // namespace aqs::faucets
+
+// ---- staged files (004_staged_files.sql) ------------------------------
+
+namespace aqs::faucets {
+
+void faucets_store::stage_inputs(std::int64_t id, const std::vector<protocol::staged_file>& files) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("INSERT INTO faucets_stage_results (job_id, in_bytes) VALUES ($1, $2)", id,
+                   static_cast<std::int64_t>(protocol::staged_bytes(files)));
+    for (const auto& f : files) {
+      tx.exec_params("INSERT INTO faucets_staged_files (job_id, direction, path, mode, data) VALUES ($1, 'in', $2, $3, $4)",
+                     id, f.path, static_cast<int>(f.mode), pqxx::binarystring(f.data.data(), f.data.size()));
+    }
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'staged', $2)", id,
+                   std::to_string(files.size()) + " file(s), " + std::to_string(protocol::staged_bytes(files)) +
+                       " bytes");
+  });
+}
+
+std::vector<protocol::staged_file> faucets_store::staged(std::int64_t id, const std::string& direction) {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<protocol::staged_file> out;
+    for (const auto& r : tx.exec_params(
+             "SELECT path, mode, data FROM faucets_staged_files WHERE job_id = $1 AND direction = $2 ORDER BY path", id,
+             direction)) {
+      protocol::staged_file f;
+      f.path = r["path"].as<std::string>();
+      f.mode = static_cast<std::uint32_t>(r["mode"].as<int>());
+      f.data = pqxx::binarystring(r["data"]).str();
+      out.push_back(std::move(f));
+    }
+    return out;
+  });
+}
+
+std::optional<stage_result> faucets_store::stage_result_of(std::int64_t id) {
+  return with_tx([&](pqxx::work& tx) -> std::optional<stage_result> {
+    const auto rows = tx.exec_params(
+        "SELECT outputs, detail, in_bytes, out_bytes FROM faucets_stage_results WHERE job_id = $1", id);
+    if (rows.empty()) return std::nullopt;
+    stage_result s;
+    s.outputs = rows[0]["outputs"].as<std::string>();
+    s.detail = rows[0]["detail"].as<std::string>();
+    s.in_bytes = rows[0]["in_bytes"].as<std::int64_t>();
+    s.out_bytes = rows[0]["out_bytes"].as<std::int64_t>();
+    return s;
+  });
+}
+
+void faucets_store::outputs_back(std::int64_t id, const std::vector<protocol::staged_file>& files) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("DELETE FROM faucets_staged_files WHERE job_id = $1", id);
+    for (const auto& f : files) {
+      tx.exec_params("INSERT INTO faucets_staged_files (job_id, direction, path, mode, data) VALUES ($1, 'out', $2, $3, $4)",
+                     id, f.path, static_cast<int>(f.mode), pqxx::binarystring(f.data.data(), f.data.size()));
+    }
+    const auto bytes = static_cast<std::int64_t>(protocol::staged_bytes(files));
+    tx.exec_params("UPDATE faucets_stage_results SET outputs = 'back', detail = '', out_bytes = $2, time = now() "
+                   "WHERE job_id = $1", id, bytes);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'outputs', $2)", id,
+                   std::to_string(files.size()) + " file(s), " + std::to_string(bytes) + " bytes back");
+  });
+}
+
+void faucets_store::outputs_failed(std::int64_t id, const std::string& why) {
+  with_tx([&](pqxx::work& tx) {
+    tx.exec_params("DELETE FROM faucets_staged_files WHERE job_id = $1", id);
+    tx.exec_params("UPDATE faucets_stage_results SET outputs = 'failed', detail = $2, time = now() WHERE job_id = $1",
+                   id, why);
+    tx.exec_params("INSERT INTO faucets_events (job_id, event, detail) VALUES ($1, 'outputs', $2)", id,
+                   "not back: " + why);
+  });
+}
+
+std::vector<std::int64_t> faucets_store::outputs_waiting() {
+  return with_tx([&](pqxx::work& tx) {
+    std::vector<std::int64_t> out;
+    for (const auto& r : tx.exec_params(
+             "SELECT r.job_id FROM faucets_stage_results r JOIN faucets_jobs j ON j.id = r.job_id "
+             "WHERE r.outputs = 'waiting' AND j.state = ANY($1::text[]) ORDER BY r.job_id",
+             final_states_array())) {
+      out.push_back(r["job_id"].as<std::int64_t>());
+    }
+    return out;
+  });
+}
+
+}  // namespace aqs::faucets

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/connection>
 
+#include "protocol/staged_files.hpp"
 #include "server/market.hpp"
 #include "store/migrations.hpp"
 
@@ -113,8 +114,35 @@ public:
   virtual std::vector<ledger_entry> entries(const std::optional<std::string>& owner, std::int64_t limit) = 0;
 };
 
+// Staged files (faucets/sql/004_staged_files.sql): a job's inputs until its
+// outputs are back, then its outputs. The faucets_store below, or an
+// in-memory book in the unit tests. Every call may throw the store's errors.
+struct stage_result {
+  std::string outputs = "waiting";  // waiting | back | failed
+  std::string detail;
+  std::int64_t in_bytes = 0, out_bytes = 0;
+};
+class stage_book {
+public:
+  virtual ~stage_book() = default;
+  // Job `id` takes these files (its stage_result "waiting").
+  virtual void stage_inputs(std::int64_t id, const std::vector<protocol::staged_file>& files) = 0;
+  // "in" or "out", by path.
+  virtual std::vector<protocol::staged_file> staged(std::int64_t id, const std::string& direction) = 0;
+  // nullopt: the job staged nothing.
+  virtual std::optional<stage_result> stage_result_of(std::int64_t id) = 0;
+  // Its outputs came back (its inputs are dropped), or why they cannot
+  // (its inputs are dropped too), with the job's event.
+  virtual void outputs_back(std::int64_t id, const std::vector<protocol::staged_file>& files) = 0;
+  virtual void outputs_failed(std::int64_t id, const std::string& why) = 0;
+  // Jobs that have ended and whose outputs are still "waiting" (asked for
+  // again when their cluster connects: the answer may have been lost with
+  // the link, or with a restart of faucetsd).
+  virtual std::vector<std::int64_t> outputs_waiting() = 0;
+};
+
 // The jobs in PostgreSQL. One connection, used from faucetsd's one thread.
-class faucets_store final : public job_records, public ledger_book {
+class faucets_store final : public job_records, public ledger_book, public stage_book {
 public:
   // Connects and applies faucets/sql migrations. Throws pqxx errors or
   // store::schema_mismatch.
@@ -148,6 +176,13 @@ public:
   bool charge(const ledger_entry& e, const std::string& detail) override;
   std::map<std::string, std::int64_t> balances() override;
   std::vector<ledger_entry> entries(const std::optional<std::string>& owner, std::int64_t limit) override;
+
+  void stage_inputs(std::int64_t id, const std::vector<protocol::staged_file>& files) override;
+  std::vector<protocol::staged_file> staged(std::int64_t id, const std::string& direction) override;
+  std::optional<stage_result> stage_result_of(std::int64_t id) override;
+  void outputs_back(std::int64_t id, const std::vector<protocol::staged_file>& files) override;
+  void outputs_failed(std::int64_t id, const std::string& why) override;
+  std::vector<std::int64_t> outputs_waiting() override;
 
 private:
   template <class F>

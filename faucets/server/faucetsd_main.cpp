@@ -29,6 +29,7 @@
 #include "daemon_base/service_notify.hpp"
 #include "daemon_base/state_dir.hpp"
 #include "logging/log.hpp"
+#include "protocol/staged_files.hpp"
 #include "server/faucets_server.hpp"
 #include "server/token_desk.hpp"
 #include "store/pg_server.hpp"
@@ -44,6 +45,7 @@ struct config {
   std::string policy = "earliest-start", log_level;
   std::string plugin_dir, job_plugins, pid_file, log_file;
   double cluster_timeout_s = 60, plugin_timeout_s = 5;
+  std::size_t stage_max_bytes = protocol::k_default_stage_max_bytes;
   std::uint64_t seed = 0;
   bool foreground = false, http_plain = false, daemonize = false;
   std::int64_t token_lifespan = daemon::token_authority::k_default_lifespan_s;
@@ -83,6 +85,10 @@ void add_options(CLI::App& app, config& c, std::vector<core::setting>& settings)
   app.add_option("--cluster-timeout", c.cluster_timeout_s,
                  "seconds a cluster may be unreachable before its queued jobs go elsewhere (default 60)")
       ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--stage-max-bytes", c.stage_max_bytes,
+                 "the most a job may stage in with fsub -M --stage-in, and bring back, in bytes (default " +
+                     std::to_string(protocol::k_default_stage_max_bytes) + ")")
+      ->check(CLI::Range(std::size_t{0}, protocol::k_max_stage_bytes));
   app.add_option("--seed", c.seed, "seed of the random policy (default: from the clock)");
   app.add_option("--token-lifespan", c.token_lifespan, "seconds a token lasts unless it asks (default 3600)");
   // Limits (docs/security.md "Limits: faucetsd"): what one peer, address or
@@ -196,6 +202,7 @@ faucets::server_options server_options_of(config& c, const daemon::state_dir& di
   if (!c.plugin_dir.empty()) o.plugins = std::make_shared<const faucets::plugin_host>(plugin_options_of(c));
   o.job_plugins = job_plugin_names(c.job_plugins);
   o.cluster_timeout = std::chrono::seconds(static_cast<long>(c.cluster_timeout_s + 0.5));
+  o.stage_max_bytes = c.stage_max_bytes;
   o.token_key = dir.load_or_create_key();
   o.revoked_tokens = dir.revoked_tokens_file();
   c.limits.max_bodies_in_flight = std::max(c.limits.max_bodies_in_flight, c.limits.max_job_body);

@@ -252,6 +252,23 @@ std::int64_t job_router::submit(const std::string& owner, const std::string& clu
     *error = "interactive jobs (frun) cannot go through the Faucets server";
     return 0;
   }
+  // Staged files: checked here (the client is not trusted), kept in the
+  // stage book, sent with each forward; the stored message says how many.
+  std::vector<protocol::staged_file> staged;
+  if (const auto f = submit_message.find("stage_in"); f != submit_message.end()) {
+    if (stage_ == nullptr) {
+      *error = "this Faucets server takes no staged files";
+      return 0;
+    }
+    try {
+      staged = protocol::parse_staged_files(*f, stage_max_bytes_);
+    } catch (const std::invalid_argument& e) {
+      *error = e.what();
+      return 0;
+    }
+    submit_message.erase("stage_in");
+    if (!staged.empty()) submit_message["staged_files"] = staged.size();
+  }
   stored_job j;
   j.owner = owner;
   j.name = s->job.name;
@@ -263,6 +280,7 @@ std::int64_t job_router::submit(const std::string& owner, const std::string& clu
   j.adaptive = s->job.adaptive;
   j.walltime_s = s->job.walltime_s ? static_cast<double>(*s->job.walltime_s) : 3600.0;
   const std::int64_t id = store_.add_job(j);
+  if (!staged.empty()) stage_->stage_inputs(id, staged);
   logging::info("job {} of {} ({} to {} processors) queued for {}", id, owner, j.min_pe, j.max_pe, cluster);
   wake();
   return id;
@@ -439,8 +457,11 @@ asio::awaitable<bool> job_router::place(stored_job j) {
   forwards_[j.id] = forward_wait{cluster, attempt, std::nullopt, std::nullopt, false};
   json to_send = submit;
   to_send.erase("contract");
-  hub_.send(cluster, json{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
-                          {"local_user", local}, {"submit", to_send}});
+  to_send.erase("staged_files");
+  json forward{{"type", "forward"}, {"fid", j.id}, {"attempt", attempt}, {"user", j.owner},
+               {"local_user", local}, {"submit", to_send}};
+  if (submit.contains("staged_files") && stage_ != nullptr) forward["files"] = protocol::to_json(stage_->staged(j.id, "in"));
+  hub_.send(cluster, std::move(forward));
   co_await wait_answers(std::chrono::steady_clock::now() + options_.forward_timeout, [&] {
     const auto& w = forwards_[j.id];
     return w.local_id || w.refusal || w.lost;
@@ -490,7 +511,51 @@ void job_router::job_message(const std::string& cluster, const std::string& type
     on_start(cluster, int_field(m, "fid", 1, k_max_id), int_field(m, "job_id", 1, k_max_id));
   } else if (type == "job_update") {
     on_update(cluster, parse_job_update(m));
+  } else if (type == "outputs") {
+    on_outputs(cluster, m);
   }
+}
+
+void job_router::ask_outputs(const std::string& cluster, const stored_job& j) {
+  if (stage_ == nullptr || !j.local_id) return;
+  const auto r = stage_->stage_result_of(j.id);
+  if (!r || r->outputs != "waiting") return;
+  const auto local = users_.local_user(j.owner, cluster);
+  if (!local) return;
+  if (hub_.send(cluster, json{{"type", "fetch"}, {"fid", j.id}, {"attempt", j.attempts}, {"job_id", *j.local_id},
+                              {"local_user", *local}})) {
+    outputs_asked_.insert(j.id);
+  }
+}
+
+void job_router::on_outputs(const std::string& cluster, const json& m) {
+  const std::int64_t fid = int_field(m, "fid", 1, k_max_id);
+  const std::int64_t local_id = int_field(m, "job_id", 1, k_max_id);
+  const auto j = store_.job(fid);
+  // A cluster speaks only of its own placement, and only when asked: a
+  // cluster with a key of its own cannot put files into another's job.
+  if (!j || j->cluster != cluster || j->local_id != local_id || !outputs_asked_.contains(fid) || stage_ == nullptr) {
+    logging::warn("cluster '{}' sent outputs of job {} (its {}) unasked, or for a job not placed there: refused",
+                  cluster, fid, local_id);
+    return;
+  }
+  outputs_asked_.erase(fid);
+  if (const auto e = m.find("error"); e != m.end()) {
+    const std::string why = opt_string_field(m, "error", 4096).value_or("failed");
+    stage_->outputs_failed(fid, cluster + ": " + why);
+    logging::warn("job {}: its outputs did not come back from {}: {}", fid, cluster, why);
+    return;
+  }
+  std::vector<protocol::staged_file> files;
+  try {
+    files = protocol::parse_staged_files(m.contains("files") ? m["files"] : json::array(), stage_max_bytes_);
+  } catch (const std::invalid_argument& e) {
+    stage_->outputs_failed(fid, cluster + " sent outputs that are refused: " + e.what());
+    logging::warn("job {}: outputs from {} refused: {}", fid, cluster, e.what());
+    return;
+  }
+  stage_->outputs_back(fid, files);
+  logging::info("job {}: {} output file(s) back from {}", fid, files.size(), cluster);
 }
 
 void job_router::cluster_up(const std::string& cluster) {
@@ -515,6 +580,12 @@ void job_router::cluster_up(const std::string& cluster) {
     if (j.cluster == cluster && j.local_id) follow.push_back(json{{"fid", j.id}, {"job_id", *j.local_id}});
   }
   hub_.send(cluster, json{{"type", "follow"}, {"jobs", follow}});
+  // Staged jobs that ended there and whose outputs never came back: asked again.
+  if (stage_ != nullptr) {
+    for (const auto id : stage_->outputs_waiting()) {
+      if (const auto j = store_.job(id); j && j->cluster == cluster) ask_outputs(cluster, *j);
+    }
+  }
   wake();
 }
 
@@ -648,6 +719,7 @@ void job_router::on_update(const std::string& cluster, const job_update& u) {
   store_.update(j->id, u.state, u.nprocs, u.exit_code, u.start_time, u.end_time);
   if (is_final_state(u.state)) {
     charge_ended(*j, u);
+    ask_outputs(cluster, *j);
     wake();
   }
 }

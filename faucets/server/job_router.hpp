@@ -70,6 +70,12 @@ public:
 
   void start();
   void stop();  // posted: call from any thread
+  // Staged files (fsub -M --stage-in): kept in `book`, at most `max_bytes`
+  // a job each way; without a book, a job with files is refused.
+  void set_stage(stage_book* book, std::size_t max_bytes) noexcept {
+    stage_ = book;
+    stage_max_bytes_ = max_bytes;
+  }
 
   // Takes a user's job into the server's queue: its id, or 0 with `error`
   // set (an unknown cluster, a user the table lets in nowhere or maps to
@@ -132,6 +138,11 @@ private:
   void on_start(const std::string& cluster, std::int64_t fid, std::int64_t local_id);
   // A cluster spoke of a job faucetsd never forwarded there: one log line.
   void refuse_claim(const std::string& cluster, std::int64_t fid, std::int64_t local_id, const std::string& what);
+  // A staged job ended on its cluster: ask it for the job's directory.
+  void ask_outputs(const std::string& cluster, const stored_job& j);
+  // The cluster's answer: believed only from the job's own cluster, for its
+  // copy there, while asked.
+  void on_outputs(const std::string& cluster, const nlohmann::json& m);
   // Tells `cluster` to cancel its copy `local_id` of job `fid`, as `local`.
   void send_cancel(const std::string& cluster, std::int64_t fid, std::int64_t local_id, const std::string& local);
 
@@ -140,6 +151,9 @@ private:
   const user_map& users_;
   router_options options_;
   ledger_book* ledger_;
+  stage_book* stage_ = nullptr;
+  std::size_t stage_max_bytes_ = protocol::k_default_stage_max_bytes;
+  std::set<std::int64_t> outputs_asked_;  // fids asked for their outputs, not yet answered
   owners_table owners_;
   std::unique_ptr<broker> broker_;
   boost::asio::steady_timer wake_, answer_wake_;

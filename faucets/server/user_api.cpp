@@ -47,6 +47,7 @@ const std::vector<user_route>& user_routes() {
       {"POST", "/api/v1/quote", true, true, k::quote},
       {"GET", "/api/v1/jobs/{id}/values", true, false, k::values},
       {"GET", "/api/v1/jobs/{id}/output", true, false, k::output},
+      {"GET", "/api/v1/jobs/{id}/outputs", true, false, k::outputs},  // staged files back (fjobs -M --fetch)
   };
   return all;
 }
@@ -319,6 +320,8 @@ api_response submit(user_backend& b, const user_call& call, const api_request& r
   if (body.contains("broker")) message["broker"] = body["broker"];  // a plugin by name, where the admin allows it
   // The QoS contract (docs/faucets.md "Contracts"): checked by the router, kept at the server.
   if (body.contains("contract")) message["contract"] = body["contract"];
+  // Staged files (fsub -M --stage-in): checked by the router, kept at the server.
+  if (body.contains("stage_in")) message["stage_in"] = body["stage_in"];
   std::string why;
   const std::int64_t id = b.submit(call.who->user, cluster, std::move(message), &why);
   if (id == 0) return error_reply(400, why);
@@ -449,6 +452,13 @@ api_response answer(user_backend& b, const user_call& call, const api_request& r
       if (auto why = b.cancel(*job)) return error_reply(409, *why);
       logging::info("job {} cancelled by {}", call.id, call.who->user);
       return reply(200, json{{"id", call.id}, {"state", "CANCELLED"}});
+    case user_route_kind::outputs: {
+      json o = b.staged_outputs(call.id);
+      if (o.is_null()) return error_reply(404, "job " + std::to_string(call.id) + " staged no files");
+      o["id"] = call.id;
+      o["state"] = job->state;
+      return reply(200, o);
+    }
   }
   return error_reply(500, "a route without a handler");
 }

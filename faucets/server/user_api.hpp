@@ -67,13 +67,17 @@ public:
   virtual boost::asio::awaitable<desk_answer> quote(const std::string& owner, const nlohmann::json& body) = 0;
   virtual boost::asio::awaitable<desk_answer> view(const stored_job& j, const std::string& what, double since,
                                                    std::int64_t bytes) = 0;
+  // Staged files (GET /api/v1/jobs/{id}/outputs): {"outputs": waiting|back|failed,
+  // "detail", "in_bytes", "out_bytes", "files": [...] (wire form, protocol/staged_files.hpp)},
+  // or null when the job staged nothing.
+  virtual nlohmann::json staged_outputs(std::int64_t /*id*/) { return nullptr; }
 };
 
 // What a route does (each has exactly one handler in user_api.cpp: a switch
 // the compiler holds to this list).
-// job_page, quote, values, output: the browser's (issue 35).
+// job_page, quote, values, output: the browser's; outputs: staged files back (issue 35).
 enum class user_route_kind : unsigned char {
-  overview, clusters, list_jobs, submit, job, history, cancel, ledger, job_page, quote, values, output
+  overview, clusters, list_jobs, submit, job, history, cancel, ledger, job_page, quote, values, output, outputs
 };
 
 // One route of the users' API.

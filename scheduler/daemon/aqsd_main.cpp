@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
                     hopts.public_read ? " (read-only views public)" : "");
     }
     const std::string faucets_server = uplink_opts ? uplink_opts->server + " as cluster '" + uplink_opts->cluster + "'" : "";
+    if (uplink_opts && uplink_opts->stage_root.empty()) uplink_opts->stage_root = dir.root / "faucets-stage";
     if (uplink_opts) uplink = std::make_unique<daemon::faucets_uplink>(io, ctl, std::move(*uplink_opts));
     ctl.start();
     if (uplink) {

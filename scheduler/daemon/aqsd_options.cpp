@@ -1,6 +1,8 @@
 // aqsd_options: aqsd's flags and aqs.conf read into one struct (aqsd_options.hpp).
 #include "daemon/aqsd_options.hpp"
 
+#include "protocol/staged_files.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -185,6 +187,14 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
                  "which Faucets users may run here as whom: \"SERVER_USER LOCAL_USER\" per line")
       ->check(CLI::ExistingFile);
   app.add_option("--faucets-datasets", faucets_datasets, "data sets this cluster holds, comma-separated");
+  std::string faucets_stage_dir;
+  std::size_t faucets_stage_max = protocol::k_default_stage_max_bytes;
+  app.add_option("--faucets-stage-dir", faucets_stage_dir,
+                 "where forwarded jobs' staged files get a directory each (default STATE_DIR/faucets-stage)");
+  app.add_option("--faucets-stage-max-bytes", faucets_stage_max,
+                 "the most a forwarded job may stage in, or send back, in bytes (default " +
+                     std::to_string(protocol::k_default_stage_max_bytes) + ")")
+      ->check(CLI::Range(std::size_t{0}, protocol::k_max_stage_bytes));
   app.add_option("--log-level", o.log_level, "debug, info, warning or error (default info, or $AQS_LOG_LEVEL)")
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
   try {
@@ -242,6 +252,8 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
       u.users = faucets_user_table::load(faucets_users);
       u.speed = faucets_speed;
       u.rate = faucets_rate;
+      if (!faucets_stage_dir.empty()) u.stage_root = std::filesystem::absolute(faucets_stage_dir);
+      u.stage_max_bytes = faucets_stage_max;
       std::stringstream ds(faucets_datasets);
       for (std::string d; std::getline(ds, d, ',');) {
         if (!d.empty()) u.datasets.push_back(d);
@@ -250,7 +262,8 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
     } catch (const std::exception& e) {
       return refuse(e.what());
     }
-  } else if (!faucets_name.empty() || !faucets_ca.empty() || !faucets_key.empty() || !faucets_users.empty()) {
+  } else if (!faucets_name.empty() || !faucets_ca.empty() || !faucets_key.empty() || !faucets_users.empty() ||
+             !faucets_stage_dir.empty()) {
     return refuse("--faucets-name, --faucets-ca, --faucets-key and --faucets-users need --faucets-server");
   }
 

@@ -2,6 +2,9 @@
 // uplink's strand; requests reach the controller as a local user's would.
 #include "daemon/faucets_uplink.hpp"
 
+#include "daemon/job_files.hpp"
+#include "protocol/staged_files.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -231,6 +234,8 @@ struct faucets_uplink::state : std::enable_shared_from_this<faucets_uplink::stat
   void on_cancel(const json& m);
   // faucetsd's page asks for a job's values or output's tail (issue 35).
   void on_job_view(const json& m);
+  // Staged files (job_files.hpp): the job's directory read back and removed.
+  void on_fetch(const json& m);
   void on_change(const job_change& ch);
   // Start grants: a job the server placed here launches only once the server
   // has recorded that it starts (faucets_gate::on_start).
@@ -378,6 +383,7 @@ void faucets_uplink::state::handle(const json& m) {
   if (type == "estimate") return on_estimate(m);
   if (type == "cancel") return on_cancel(m);
   if (type == "job_view") return on_job_view(m);
+  if (type == "fetch") return on_fetch(m);
   if (type == "ping") {
     const auto pad = faucets::opt_string_field(m, "pad", faucets::k_max_link_frame).value_or("");
     send(json{{"type", "pong"}, {"t", m.value("t", 0.0)}, {"bytes", pad.size()}});
@@ -414,8 +420,22 @@ void faucets_uplink::state::on_forward(const json& m) {
   // the store returns the job it already has for this token.
   sub->job.submit_token = faucets_token(options.cluster, fid, attempt);
   sub->id = fid;
+  // Staged files: into the job's own directory, as its user; the job runs there.
+  std::optional<std::filesystem::path> staged_dir;
+  if (const auto f = m.find("files"); f != m.end()) {
+    try {
+      const auto files = protocol::parse_staged_files(*f, options.stage_max_bytes);
+      staged_dir = stage_in(options.stage_root, fid, attempt, stage_owner{account->uid, account->gid}, files);
+    } catch (const std::exception& e) {
+      return refuse(std::string("staged files refused: ") + e.what());
+    }
+    sub->job.workdir = staged_dir->string();
+  }
   auto self = shared_from_this();
-  ask(as_user(*account, options.server), std::move(*sub), [self, fid, user, local](protocol::message r) {
+  ask(as_user(*account, options.server), std::move(*sub), [self, fid, user, local, staged_dir,
+                                                          owner = stage_owner{account->uid, account->gid}](
+                                                             protocol::message r) {
+    if (staged_dir && !std::holds_alternative<protocol::ok>(r)) remove_stage_dir(*staged_dir, owner);
     if (const auto* ok = std::get_if<protocol::ok>(&r)) {
       try {
         const auto reply = protocol::read_reply<protocol::submit_reply>(*ok);
@@ -735,6 +755,52 @@ void faucets_uplink::state::on_cancel(const json& m) {
       logging::warn("Faucets server {}: cancelling job {}: {}", server, id, message_text(r));
     }
   });
+}
+
+void faucets_uplink::state::on_fetch(const json& m) {
+  constexpr std::int64_t big = (std::int64_t{1} << 53) - 1;
+  const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
+  const std::int64_t id = faucets::int_field(m, "job_id", 1, big);
+  const std::int64_t attempt = faucets::opt_int_field(m, "attempt", 0, big).value_or(0);
+  const std::string local = faucets::string_field(m, "local_user");
+  auto fail = [&](const std::string& why) {
+    logging::warn("Faucets job {} (job {} here): outputs not sent: {}", fid, id, why);
+    send(json{{"type", "outputs"}, {"fid", fid}, {"job_id", id}, {"error", why}});
+  };
+  const auto account = account_of(local);
+  if (!account || account->uid == 0) return fail("no local user '" + local + "' here");
+  // The directory of the forward that made this copy: the one asked, else
+  // the newest of this job's (a copy adopted from an earlier forward).
+  std::filesystem::path dir = stage_dir_of(options.stage_root, fid, attempt);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    std::int64_t best = -1;
+    const std::string prefix = "f" + std::to_string(fid) + ".";
+    for (auto it = std::filesystem::directory_iterator(options.stage_root, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (!n.starts_with(prefix)) continue;
+      const std::string rest = n.substr(prefix.size());
+      if (rest.empty() || rest.find_first_not_of("0123456789") != std::string::npos || rest.size() > 15) continue;
+      if (const std::int64_t a = std::stoll(rest); a > best) {
+        best = a;
+        dir = it->path();
+      }
+    }
+    if (best < 0) return fail("the job's directory is gone");
+  }
+  const stage_owner owner{account->uid, account->gid};
+  std::vector<protocol::staged_file> files;
+  try {
+    files = collect_outputs(dir, owner, options.stage_max_bytes);
+  } catch (const std::exception& e) {
+    return fail(e.what());  // kept there: the admin or the user may take it
+  }
+  const auto bytes = protocol::staged_bytes(files);
+  send(json{{"type", "outputs"}, {"fid", fid}, {"job_id", id}, {"files", protocol::to_json(files)}});
+  if (auto why = remove_stage_dir(dir, owner); !why.empty()) logging::warn("Faucets job {}: cleaning up: {}", fid, why);
+  logging::info("Faucets job {} (job {} here): {} output file(s), {} bytes sent; its directory removed", fid, id,
+                files.size(), bytes);
 }
 
 void faucets_uplink::state::on_change(const job_change& ch) {

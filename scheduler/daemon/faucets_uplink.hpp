@@ -94,6 +94,11 @@ struct uplink_options {
   std::chrono::milliseconds silence_limit{10'000};
   // A job's start the server has not confirmed by then: the link is dead.
   std::chrono::milliseconds start_timeout{5000};
+  // Staged files (job_files.hpp): where forwarded jobs' directories are
+  // made (empty: STATE_DIR/faucets-stage, set by aqsd), and the most a job
+  // may bring in or send back (--faucets-stage-max-bytes).
+  std::filesystem::path stage_root;
+  std::size_t stage_max_bytes = std::size_t{8} << 20;  // protocol::k_default_stage_max_bytes
 };
 
 class uplink_error : public std::runtime_error {

@@ -296,14 +296,15 @@ std::string fctl_usage() {
 }
 
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
-  static constexpr std::array<opt_spec, 8> specific = {{{'a', "all", false},
+  static constexpr std::array<opt_spec, 9> specific = {{{'a', "all", false},
                                                          {'r', "array", false},
                                                          {'u', "user", true},
                                                          {'j', "jobs", true},
                                                          {'t', "states", true},
                                                          {0, "history", true},
                                                          {0, "limit", true},
-                                                         {0, "efficiency", true}}};
+                                                         {0, "efficiency", true},
+                                                         {0, "fetch", true}}};
   const scanned s = scan(args, with_faucets(specific), "fjobs");
   fjobs_command_line out;
   for (const auto& [name, value] : s.options) {
@@ -323,6 +324,7 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
       }
     }
     if (name == "efficiency") out.efficiency = parse_job_id(value);
+    if (name == "fetch") out.fetch = parse_job_id(value);
     if (name == "limit") {
       const auto v = digits(value, 15);
       if (!v) throw usage_error("invalid --limit '" + shown(value) + "' (a number of jobs; 0: no limit)");
@@ -354,6 +356,12 @@ fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args) {
     throw usage_error("--efficiency shows one job: it takes only --json (no -a, -u, -j, -t, -r, --limit, --history or -M)");
   }
   check_faucets_options(out.faucets, cluster_choice::list, out.common.socket.has_value(), "fjobs");
+  if (out.fetch && !out.faucets.used()) {
+    throw usage_error("--fetch goes with -M or --faucets (the staged outputs of a job sent through a Faucets server)");
+  }
+  if (out.fetch && (out.all || out.history || out.history_task)) {
+    throw usage_error("--fetch fetches one job's outputs: it takes no -a or --history");
+  }
   if (out.faucets.used() &&
       (out.user || !out.job_ids.empty() || !out.states.empty() || out.limit || out.expand_arrays || out.history_task)) {
     const char* which = out.user ? "-u" : !out.job_ids.empty() ? "-j" : !out.states.empty() ? "-t" : out.limit ? "--limit"
@@ -431,6 +439,8 @@ std::string fjobs_usage() {
          "                        (CPU time measured against its core-walltime, for an\n"
          "                        adaptive job the integral of its maps; peak memory\n"
          "                        against --mem); measured figures: its owner and root\n"
+         "      --fetch ID        through a Faucets server (-M): job ID's outputs (its\n"
+         "                        directory there, fsub -M --stage-in) into this directory\n"
          "      --json            print one JSON array of jobs (or of the events; with\n"
          "                        --efficiency one object)\n"
          "      --socket PATH     aqsd's socket (default: $AQS_SOCKET, else the system one)\n"

@@ -68,6 +68,7 @@ struct fjobs_command_line {
   std::optional<std::int64_t> limit;    // --limit N: the newest N (0: no limit)
   bool expand_arrays = false;           // -r, --array: each pending array task on its own line
   std::optional<std::int64_t> efficiency;  // --efficiency ID: that job's CPU and memory efficiency
+  std::optional<std::int64_t> fetch;       // -M --fetch ID: that job's staged outputs into the current directory
 };
 fjobs_command_line parse_fjobs_command_line(std::span<const std::string> args);
 // How many of the newest matching jobs fjobs shows: --limit N (0: all);

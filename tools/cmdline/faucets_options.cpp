@@ -50,6 +50,9 @@ void check_faucets_options(const faucets_options& o, cluster_choice what, bool s
                       " the command goes through the Faucets server instead: give one of them");
   }
   if (o.url && o.url->empty()) throw usage_error("empty value for --faucets");
+  if (!o.stage_in.empty() && !o.used()) {
+    throw usage_error("--stage-in goes with -M or --faucets (files sent with a job through a Faucets server)");
+  }
   if (o.broker) {
     if (!o.used()) throw usage_error("--broker goes with -M or --faucets (a Faucets server's broker plugin)");
     if (!valid_cluster_name(*o.broker)) {
@@ -88,7 +91,7 @@ std::string faucets_usage(cluster_choice what) {
                        col);
       break;
   }
-  for (const std::string_view name : {"clusters", "broker", "faucets", "faucets-ca", "token-file", "deadline", "max-price",
+  for (const std::string_view name : {"clusters", "broker", "stage-in", "faucets", "faucets-ca", "token-file", "deadline", "max-price",
                                       "value", "value-decay", "best-effort"}) {
     const submit_option* o = find_option(name, option_scope::batch);
     if (what != cluster_choice::submit && (name == "clusters" || name == "broker")) continue;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace aqs::cmdline {
 
@@ -42,6 +43,10 @@ struct faucets_options {
   std::optional<std::string> token_file;  // --token-file
   std::optional<std::string> broker;      // fsub --broker: the server's broker plugin for this job
   contract_options contract;              // fsub only
+  // fsub --stage-in PATH (repeatable): files (or directories, walked) under
+  // the submit directory sent with the job to its own directory on the
+  // cluster (docs/user-guide.md "Staged files").
+  std::vector<std::string> stage_in;
   // Whether the command goes through a Faucets server.
   bool used() const noexcept { return cluster.has_value() || url.has_value(); }
   friend bool operator==(const faucets_options&, const faucets_options&) = default;

@@ -463,6 +463,7 @@ void merge(job_options& base, const job_options& over) {
        &job_options::speedup, &job_options::resize_cost_s);
   take(base.faucets, over.faucets, &faucets_options::cluster, &faucets_options::url, &faucets_options::ca_file,
        &faucets_options::token_file, &faucets_options::broker);
+  if (!over.faucets.stage_in.empty()) base.faucets.stage_in = over.faucets.stage_in;
   base.recorded.insert(base.recorded.end(), over.recorded.begin(), over.recorded.end());
   base.json = base.json || over.json;
   base.help = base.help || over.help;

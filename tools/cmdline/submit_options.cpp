@@ -245,6 +245,7 @@ AQS_SETTER(set_faucets) { o.faucets.url = nonempty(ctx, value, opt); }
 AQS_SETTER(set_faucets_ca) { o.faucets.ca_file = nonempty(ctx, value, opt); }
 AQS_SETTER(set_token_file) { o.faucets.token_file = nonempty(ctx, value, opt); }
 AQS_SETTER(set_broker) { o.faucets.broker = nonempty(ctx, value, opt); }
+AQS_SETTER(set_stage_in) { o.faucets.stage_in.push_back(nonempty(ctx, value, opt)); }
 // The contract (faucets_options.hpp): numbers >= 0, the deadline in
 // sbatch --begin's forms. A deadline already past is the server's to refuse.
 double contract_number(const option_context& ctx, std::string_view value, std::string_view opt) {
@@ -439,6 +440,13 @@ constexpr auto k_options = std::to_array<submit_option>({
      .help = "through a Faucets server: let its broker plugin NAME choose\n"
              "the cluster (where the server's admin allows it)",
      .set = set_broker},
+    {.name = "stage-in", .arg = a::required, .scope = s::batch, .command_line_only = true,
+     .other_scope = "is for fsub: frun runs on this cluster only",
+     .usage = "    --stage-in PATH",
+     .help = "through a Faucets server: send PATH (a file or directory under\n"
+             "this one; repeat for more) to the job's own directory on its cluster,\n"
+             "where it runs; fjobs -M --fetch ID brings the outputs back",
+     .set = set_stage_in},
     {.name = "faucets", .arg = a::required, .scope = s::batch, .command_line_only = true,
      .other_scope = "is for fsub: frun runs on this cluster only",
      .usage = "    --faucets URL",

@@ -574,11 +574,12 @@ nlohmann::json array_member(const nlohmann::json& j, const char* key, const std:
 }  // namespace
 
 submitted client::submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker,
-                         const nlohmann::json& contract) {
+                         const nlohmann::json& contract, const nlohmann::json& stage_in) {
   const std::string target = "/api/v1/jobs";
   nlohmann::json body = {{"cluster", std::string(cluster)}, {"job", job}};
   if (broker) body["broker"] = *broker;
   if (!contract.is_null()) body["contract"] = contract;
+  if (!stage_in.is_null()) body["stage_in"] = stage_in;
   submitted s;
   s.json = call("POST", target, body);
   s.id = integer(s.json, "id", target);
@@ -595,6 +596,13 @@ nlohmann::json client::list_jobs(bool all, const std::optional<std::string>& clu
   if (cluster) query += (query.empty() ? "" : "&") + std::string("cluster=") + url_encode(*cluster);
   if (!query.empty()) target += "?" + query;
   return array_member(call("GET", target), "jobs", target);
+}
+
+nlohmann::json client::outputs(std::int64_t id) {
+  const std::string target = "/api/v1/jobs/" + std::to_string(id) + "/outputs";
+  auto j = call("GET", target);
+  if (!j.is_object()) unexpected(target, "not an object");
+  return j;
 }
 
 nlohmann::json client::job(std::int64_t id) {

@@ -145,8 +145,11 @@ public:
   // (job: the "job" object of aqsd's submit message, protocol::to_json).
   // `broker`: a broker plugin of the server's for this job (faucetsd --allow-job-plugins);
   // contract: the QoS contract object (docs/faucets.md "Contracts"), null: none.
+  // stage_in: staged files in their wire form (protocol/staged_files.hpp), null: none.
   submitted submit(std::string_view cluster, const nlohmann::json& job, const std::optional<std::string>& broker = std::nullopt,
-                   const nlohmann::json& contract = nullptr);
+                   const nlohmann::json& contract = nullptr, const nlohmann::json& stage_in = nullptr);
+  // GET /api/v1/jobs/{id}/outputs: {"outputs": waiting|back|failed, "detail", "files", ...}.
+  nlohmann::json outputs(std::int64_t id);
   // GET /api/v1/jobs[?all=1][&cluster=NAME]: the "jobs" array.
   nlohmann::json list_jobs(bool all = false, const std::optional<std::string>& cluster = std::nullopt);
   // GET /api/v1/jobs/{id}: the job object.

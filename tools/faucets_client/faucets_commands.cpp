@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
 #include "client/format.hpp"
+#include "faucets_client/stage_files.hpp"
+#include "protocol/staged_files.hpp"
 #include "cmdline/time_limit.hpp"
 #include "protocol/messages.hpp"
 
@@ -161,7 +164,18 @@ int fsub_through_faucets(faucets::client& c, const cmdline::fsub_command_line& c
     contract = {{"deadline", *k.deadline}, {"max_price", *k.max_price}, {"value", *k.value},
                 {"decay_s", k.decay_s.value_or(0.0)}, {"best_effort", k.best_effort}};
   }
-  faucets::submitted s = c.submit(cluster, message.at("job"), cmd.options.faucets.broker, contract);
+  // Staged files: read (and checked) here, under the submit directory.
+  nlohmann::json stage_in = nullptr;
+  if (!cmd.options.faucets.stage_in.empty()) {
+    try {
+      stage_in = protocol::to_json(read_stage_in(std::filesystem::current_path(), cmd.options.faucets.stage_in,
+                                                 protocol::k_max_stage_bytes));
+    } catch (const stage_error& e) {
+      write_line(err, std::string("fsub: ") + e.what());
+      return 1;
+    }
+  }
+  faucets::submitted s = c.submit(cluster, message.at("job"), cmd.options.faucets.broker, contract, stage_in);
   if (k.given()) {
     // The server asks the clusters for bids and awards the job, or refuses
     // it: the user hears which before fsub ends (up to 30 s).
@@ -202,6 +216,36 @@ int fsub_through_faucets(faucets::client& c, const cmdline::fsub_command_line& c
 }
 
 int fjobs_through_faucets(faucets::client& c, const cmdline::fjobs_command_line& cmd, std::FILE* out) {
+  if (cmd.fetch) {
+    const std::string job = "job " + std::to_string(*cmd.fetch);
+    const nlohmann::json o = c.outputs(*cmd.fetch);
+    const std::string state = o.value("outputs", "");
+    if (state == "waiting") {
+      write_line(stderr, "fjobs: " + job + ": its outputs are not back yet (it is " + o.value("state", "?") + ")");
+      return 1;
+    }
+    if (state != "back") {
+      write_line(stderr, "fjobs: " + job + ": its outputs did not come back: " + o.value("detail", state));
+      return 1;
+    }
+    std::vector<protocol::staged_file> files;
+    try {
+      files = protocol::parse_staged_files(o.contains("files") ? o["files"] : nlohmann::json::array(),
+                                           protocol::k_max_stage_bytes);
+      write_outputs(std::filesystem::current_path(), files);
+    } catch (const std::exception& e) {
+      write_line(stderr, "fjobs: " + job + ": " + e.what());
+      return 1;
+    }
+    if (cmd.common.json) {
+      nlohmann::json names = nlohmann::json::array();
+      for (const auto& f : files) names.push_back(f.path);
+      write_line(out, nlohmann::json{{"id", *cmd.fetch}, {"files", names}, {"bytes", protocol::staged_bytes(files)}}.dump());
+    } else {
+      for (const auto& f : files) write_line(out, f.path);
+    }
+    return 0;
+  }
   if (cmd.history) {
     const nlohmann::json events = c.history(*cmd.history);
     if (cmd.common.json) {

@@ -605,3 +605,158 @@ TEST_CASE("a cluster cannot charge for a job it was never given: its job_update 
   CHECK(ledger.book.empty());
   CHECK(f.records.events.back().second == "not charged: it ran on a cluster of its home's owner 'uni'");
 }
+
+// ---- staged files (fsub -M --stage-in) --------------------------------
+
+namespace {
+
+// faucets_store's stage book, in memory.
+class memory_stage final : public stage_book {
+public:
+  void stage_inputs(std::int64_t id, const std::vector<aqs::protocol::staged_file>& files) override {
+    results[id] = stage_result{};
+    in[id] = files;
+  }
+  std::vector<aqs::protocol::staged_file> staged(std::int64_t id, const std::string& direction) override {
+    auto& m = direction == "in" ? in : out;
+    return m.contains(id) ? m.at(id) : std::vector<aqs::protocol::staged_file>{};
+  }
+  std::optional<stage_result> stage_result_of(std::int64_t id) override {
+    return results.contains(id) ? std::optional<stage_result>(results.at(id)) : std::nullopt;
+  }
+  void outputs_back(std::int64_t id, const std::vector<aqs::protocol::staged_file>& files) override {
+    in.erase(id);
+    out[id] = files;
+    results[id].outputs = "back";
+  }
+  void outputs_failed(std::int64_t id, const std::string& why) override {
+    in.erase(id);
+    results[id].outputs = "failed";
+    results[id].detail = why;
+  }
+  std::vector<std::int64_t> outputs_waiting() override {
+    std::vector<std::int64_t> ids;
+    for (const auto& [id, r] : results) {
+      if (r.outputs == "waiting" && records != nullptr && is_final_state(records->jobs.at(id).state)) ids.push_back(id);
+    }
+    return ids;
+  }
+  memory_records* records = nullptr;
+  std::map<std::int64_t, std::vector<aqs::protocol::staged_file>> in, out;
+  std::map<std::int64_t, stage_result> results;
+};
+
+json with_files(json files) {
+  json m = job_message();
+  m["stage_in"] = std::move(files);
+  return m;
+}
+
+json file_json(const std::string& path, const std::string& data) {
+  return aqs::protocol::to_json(std::vector<aqs::protocol::staged_file>{{path, 0644, data}});
+}
+
+}  // namespace
+
+TEST_CASE("staged files: kept at submission, sent with the forward, fetched at the end from the job's own cluster only") {
+  memory_stage stage;
+  fixture f({"one", "two"});
+  f.router.set_stage(&stage, 1000);
+  std::string why;
+  const auto id = f.router.submit("alice", "auto", with_files(file_json("in/data.txt", "hello")), &why);
+  REQUIRE_MESSAGE(id != 0, why);
+  CHECK(stage.in.at(id).size() == 1);
+  CHECK(json::parse(f.records.jobs.at(id).submit).value("staged_files", 0) == 1);
+  const auto [on, fwd] = f.forward_of(id);
+  REQUIRE(fwd.contains("files"));
+  CHECK(fwd["files"][0]["path"] == "in/data.txt");
+  CHECK_FALSE(fwd["submit"].contains("staged_files"));
+  f.say(on, "forwarded", {{"fid", id}, {"job_id", 5}});
+  f.run_until([&] { return f.records.jobs.at(id).local_id == 5; });
+  const std::string other = on == "one" ? "two" : "one";
+  const json good = {{"fid", id}, {"job_id", 5}, {"files", file_json("result.txt", "42")}};
+  // Before the end, nobody was asked: outputs are not taken, even from its cluster.
+  f.say(on, "outputs", good);
+  CHECK(stage.results.at(id).outputs == "waiting");
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "COMPLETED";
+  u.nprocs = 2;
+  f.say(on, "job_update", to_json(u));
+  REQUIRE(f.links.of_type("fetch").size() == 1);
+  CHECK(f.links.of_type("fetch")[0].first == on);
+  CHECK(f.links.of_type("fetch")[0].second["local_user"] == "alice");
+  // Another cluster (it proved a key of its own) cannot put files into this job.
+  f.say(other, "outputs", {{"fid", id}, {"job_id", 5}, {"files", file_json("result.txt", "forged")}});
+  CHECK(stage.results.at(id).outputs == "waiting");
+  CHECK_FALSE(stage.out.contains(id));
+  // Outputs with a path out of the job's directory are refused whole.
+  f.say(on, "outputs", {{"fid", id}, {"job_id", 5}, {"files", file_json("../evil", "x")}});
+  CHECK(stage.results.at(id).outputs == "failed");
+  CHECK(stage.results.at(id).detail.find("'..'") != std::string::npos);
+  CHECK_FALSE(stage.out.contains(id));
+}
+
+TEST_CASE("staged files: its own cluster's outputs are kept as sent") {
+  memory_stage stage;
+  fixture f;
+  f.router.set_stage(&stage, 1000);
+  std::string why;
+  const auto id = f.router.submit("alice", "auto", with_files(file_json("a", "1")), &why);
+  REQUIRE(id != 0);
+  f.place(id, 5);
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "FAILED";
+  u.nprocs = 2;
+  f.say("one", "job_update", to_json(u));
+  f.say("one", "outputs", {{"fid", id}, {"job_id", 5}, {"files", file_json("sub/b.bin", std::string("\0\xff", 2))}});
+  REQUIRE(stage.results.at(id).outputs == "back");
+  CHECK(stage.out.at(id).at(0).path == "sub/b.bin");
+  CHECK(stage.out.at(id).at(0).data == std::string("\0\xff", 2));
+  CHECK_FALSE(stage.in.contains(id));
+}
+
+TEST_CASE("staged files: '..', absolute, oversized or without a stage book are refused at submission, nothing queued") {
+  memory_stage stage;
+  fixture f;
+  std::string why;
+  CHECK(f.router.submit("alice", "auto", with_files(file_json("a", "1")), &why) == 0);
+  CHECK(why == "this Faucets server takes no staged files");
+  f.router.set_stage(&stage, 10);
+  CHECK(f.router.submit("alice", "auto", with_files(file_json("x/../../etc/passwd", "1")), &why) == 0);
+  CHECK(why == "staged path 'x/../../etc/passwd' contains '..': staged paths stay inside the job's directory");
+  CHECK(f.router.submit("alice", "auto", with_files(file_json("/etc/passwd", "1")), &why) == 0);
+  CHECK(why.find("is absolute") != std::string::npos);
+  CHECK(f.router.submit("alice", "auto", with_files(file_json("big", std::string(11, 'x'))), &why) == 0);
+  CHECK(why == "staged files are over the limit of 10 bytes");
+  CHECK(f.records.jobs.empty());
+  CHECK(stage.in.empty());
+}
+
+TEST_CASE("staged files: outputs whose answer was lost with the link are asked for again when the cluster is back") {
+  memory_stage stage;
+  fixture f;
+  stage.records = &f.records;
+  f.router.set_stage(&stage, 1000);
+  std::string why;
+  const auto id = f.router.submit("alice", "auto", with_files(file_json("a", "1")), &why);
+  REQUIRE(id != 0);
+  f.place(id, 5);
+  job_update u;
+  u.fid = id;
+  u.job_id = 5;
+  u.state = "COMPLETED";
+  u.nprocs = 2;
+  f.say("one", "job_update", to_json(u));
+  REQUIRE(f.links.of_type("fetch").size() == 1);
+  f.router.cluster_down("one");  // the answer is lost
+  f.router.cluster_up("one");
+  REQUIRE(f.links.of_type("fetch").size() == 2);
+  f.say("one", "outputs", {{"fid", id}, {"job_id", 5}, {"files", file_json("r", "2")}});
+  CHECK(stage.results.at(id).outputs == "back");
+  f.router.cluster_up("one");  // nothing left to ask
+  CHECK(f.links.of_type("fetch").size() == 2);
+}

@@ -108,3 +108,37 @@ TEST_CASE("migration 003: prices per placement, a job charged once, balances sum
                           "price, amount_micro) VALUES (1, 'a', 'x', 'x', 'h', 'c', 1, 1, 1)"),
                   pqxx::check_violation);
 }
+
+TEST_CASE("migration 004: staged inputs kept byte for byte, replaced by the outputs, waiting ones listed once ended") {
+  auto db = aqs::test::test_database::empty();
+  faucets_store store(db.conninfo());
+  stored_job j;
+  j.owner = "alice";
+  j.name = "staged";
+  j.submit = "{}";
+  const auto id = store.add_job(j);
+  const auto other = store.add_job(j);
+  CHECK_FALSE(store.stage_result_of(id));
+  const std::string bytes("\0\x01\xfe\xff\n'\\", 7);
+  store.stage_inputs(id, {{"in/data.bin", 0640, bytes}, {"b", 0600, ""}});
+  const auto in = store.staged(id, "in");
+  REQUIRE(in.size() == 2);
+  CHECK(in[1].path == "in/data.bin");
+  CHECK(in[1].data == bytes);
+  CHECK(in[1].mode == 0640);
+  CHECK(store.stage_result_of(id)->outputs == "waiting");
+  CHECK(store.stage_result_of(id)->in_bytes == 7);
+  CHECK(store.outputs_waiting().empty());  // it has not ended
+  store.set_state(id, "COMPLETED", "completed", "");
+  CHECK(store.outputs_waiting() == std::vector<std::int64_t>{id});
+  store.outputs_back(id, {{"out.txt", 0644, bytes + bytes}});
+  CHECK(store.staged(id, "in").empty());
+  REQUIRE(store.staged(id, "out").size() == 1);
+  CHECK(store.staged(id, "out")[0].data == bytes + bytes);
+  CHECK(store.stage_result_of(id)->outputs == "back");
+  CHECK(store.stage_result_of(id)->out_bytes == 14);
+  CHECK(store.outputs_waiting().empty());
+  // A path out of the job's directory cannot be stored even by mistake.
+  CHECK_THROWS(store.stage_inputs(other, {{"/etc/passwd", 0644, "x"}}));
+  CHECK_FALSE(store.stage_result_of(other));
+}

@@ -35,6 +35,7 @@ const std::map<std::string, std::string, std::less<>> k_samples = {
     {"pref", "2"},         {"speedup", "amdahl:0.9"}, {"resize-cost", "10"},
     {"clusters", "auto"},  {"faucets", "https://f:1"}, {"faucets-ca", "/ca.pem"}, {"token-file", "/token"},
     {"broker", "last-name"},
+    {"stage-in", "input.dat"},
     {"deadline", "now+600"}, {"max-price", "2.5"},   {"value", "10"},         {"value-decay", "60"},
 };
 
