@@ -378,7 +378,8 @@ int main(int argc, char** argv) {
         };
         std::printf("%5d %-17s %8.1fs %7.1fs %6.1f%% %8.1fs %8.1fs %8.1fs %8.1fs %8d %5d/%-3d %5.1f (%5.1f) %3.0f%%\n",
                     round, policy.c_str(), r["makespan_s"].get<double>(), r["ideal_s"].get<double>(),
-                    r["over_ideal_pct"].get<double>(), r["mean_wait_s"].get<double>(), r["mean_response_s"].get<double>(),
+                    r["over_ideal_pct"].get<double>(), r["mean_wait_s"].get<double>(),
+                    r["mean_response_s"].get<double>(),
                     r["rigid_mean_response_s"].get<double>(), r["adaptive_mean_response_s"].get<double>(),
                     r["resizes"].get<int>(), r["grids_identical"].get<int>(), r["adaptive_jobs"].get<int>(),
                     stat("load_average_1m", "mean"), stat("load_average_1m", "max"), stat("cpu_busy_pct", "mean"));
