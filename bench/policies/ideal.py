@@ -14,7 +14,7 @@ never waiting and never resized. A policy that keeps EASY for the rigid jobs
 
 Prints a table (seed by seed and the mean: easy, the ideal, each policy,
 and the share of the ideal's gain each policy gets) and the share of that
-gain the target asks, and writes $AQS_BENCH_RESULTS/policy_ideal.json (default
+gain the target asks, and writes $AQS_BENCH_RESULTS/policy_ideal-<percent>.json (default
 bench/results/).
 
   bench/policies/ideal.py [--sim build/scheduler/sim/aqs-sim] [--trace traces/KTH-SP2-1996-2.1-cln.swf.gz]
@@ -78,9 +78,11 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--policies", default="payoff_lxf,payoff,pref_common_pool,equipartition")
     ap.add_argument("--target", type=float, default=0.30, help="cut of mean response below easy the issue asks")
-    ap.add_argument("--json", default=os.path.join(
-        os.environ.get("AQS_BENCH_RESULTS", os.path.join(classes.ROOT, "bench/results")), "policy_ideal.json"))
+    ap.add_argument("--json", default="", help="default: bench/results/policy_ideal-<percent malleable>.json")
     a = ap.parse_args()
+    if not a.json:
+        a.json = os.path.join(os.environ.get("AQS_BENCH_RESULTS", os.path.join(classes.ROOT, "bench/results")),
+                              f"policy_ideal-{round(a.malleable * 100)}.json")
     a.policies = [p for p in a.policies.split(",") if p]
     if not os.access(a.sim, os.X_OK):
         sys.exit(f"ideal: no aqs-sim at {a.sim} (build it, or give --sim)")
