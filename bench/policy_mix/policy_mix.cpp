@@ -6,9 +6,10 @@
 // $AQS_NPROCS ranks, min ceil(p/2), max min(2p, 32) for the mix's size p,
 // doing the same work p x d processor-seconds (--work-ms: the ranks sleep
 // the largest block's share of it, so the job speeds up with its size).
-// No job declares a preferred size (as in the first runs of this benchmark,
-// so that the runs compare), so the preferred-size policies take each
-// adaptive job's minimum (core::preferred_size).
+// By default no job declares a preferred size (as in the first runs of this
+// benchmark, so that the runs compare), so the preferred-size policies take
+// each adaptive job's minimum (core::preferred_size); --pref declares the
+// mix's size p as every adaptive job's preferred size (fsub --pref p).
 // Measures, per policy: makespan (first submission to last end) against the
 // ideal (total work / 64 processors), mean wait and mean response (all jobs,
 // rigid, adaptive), the adaptive jobs' resizes, and whether every adaptive
@@ -22,7 +23,7 @@
 // order, so that a load that rises or falls through the session does not
 // always favour the same policy.
 // Prints a table and writes $AQS_BENCH_RESULTS/policy_mix.json.
-//   bench_policy_mix [--quick] [--policies easy,equipartition,...] [--adaptive-every K] [--rounds N]
+//   bench_policy_mix [--quick] [--policies easy,equipartition,...] [--adaptive-every K] [--rounds N] [--pref]
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +66,7 @@ struct options {
   std::vector<std::string> policies = {"easy", "equipartition", "pref_common_pool", "payoff", "payoff_lxf"};
   int adaptive_every = 5;
   int rounds = 1;
+  bool pref = false;  // adaptive jobs declare the mix's size as their preferred size
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -86,12 +88,14 @@ options parse(int argc, char** argv) {
     } else if (a == "--adaptive-every" && i + 1 < argc) {
       o.adaptive_every = std::atoi(argv[++i]);
       if (o.adaptive_every < 1) throw std::runtime_error("--adaptive-every: an integer >= 1");
+    } else if (a == "--pref") {
+      o.pref = true;
     } else if (a == "--rounds" && i + 1 < argc) {
       o.rounds = std::atoi(argv[++i]);
       if (o.rounds < 1) throw std::runtime_error("--rounds: an integer >= 1");
     } else {
       throw std::runtime_error(
-          "usage: bench_policy_mix [--quick] [--policies a,b,...] [--adaptive-every K] [--rounds N]");
+          "usage: bench_policy_mix [--quick] [--policies a,b,...] [--adaptive-every K] [--rounds N] [--pref]");
     }
   }
   if (o.policies.empty()) throw std::runtime_error("--policies: at least one policy");
@@ -130,7 +134,7 @@ std::vector<mix_job> make_mix(int n, int adaptive_every) {
   return out;
 }
 
-protocol::submit to_submit(client::connection& w, const mix_job& j, int index, const fs::path& work) {
+protocol::submit to_submit(client::connection& w, const mix_job& j, int index, const fs::path& work, bool pref) {
   protocol::submit s;
   s.id = w.next_id();
   s.job.workdir = work.string();
@@ -156,6 +160,13 @@ protocol::submit to_submit(client::connection& w, const mix_job& j, int index, c
   s.job.adaptive = true;
   s.job.min_pe = (j.p + 1) / 2;
   s.job.max_pe = std::min(2 * j.p, 32);
+  if (pref) {
+    // As fsub --min m --max M --pref p gives it (one processor per rank).
+    protocol::job_geometry g;
+    g.ntasks = s.job.min_pe;
+    g.pref_pe = j.p;
+    s.job.geometry = g;
+  }
   // At its minimum it runs up to twice as long, plus mpirun's start and its
   // resizes (seconds each on a loaded machine, whose time limit kills it).
   s.job.walltime_s = static_cast<std::int64_t>(std::ceil(2 * j.d)) + 30;
@@ -253,14 +264,15 @@ private:
   std::thread thread_;
 };
 
-nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>& mix, const std::string& reference) {
+nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>& mix, const std::string& reference,
+                          bool pref) {
   const double load_before = load_average();
   load_sampler load;
   bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, k_nodes, k_procs_per_node, {"--policy", policy}});
   const fs::path work = sys.work();
   client::connection w(sys.socket());
   std::vector<protocol::submit> batch;
-  for (std::size_t i = 0; i < mix.size(); ++i) batch.push_back(to_submit(w, mix[i], static_cast<int>(i), work));
+  for (std::size_t i = 0; i < mix.size(); ++i) batch.push_back(to_submit(w, mix[i], static_cast<int>(i), work, pref));
   std::int64_t first = 0;
   for (const auto& s : batch) {
     const auto id = w.call(s)["job_id"].get<std::int64_t>();
@@ -357,7 +369,7 @@ int main(int argc, char** argv) {
   }
   nlohmann::json results = {{"benchmark", "policy_mix"}, {"nodes", k_nodes}, {"procs", k_procs},
                             {"adaptive_every", o.adaptive_every}, {"rounds", o.rounds},
-                            {"preferred_size", "none declared: the minimum"}};
+                            {"preferred_size", o.pref ? "declared: the mix's size p" : "none declared: the minimum"}};
   return bench::measure_and_write("policy_mix", results, [&](nlohmann::json& out) {
     const auto mix = make_mix(o.quick ? 40 : 200, o.adaptive_every);
     const fs::path tmp = fs::temp_directory_path() / ("aqs-policy-mix-" + std::to_string(::getpid()));
@@ -370,7 +382,7 @@ int main(int argc, char** argv) {
       auto order = o.policies;
       if (round % 2 == 0) std::reverse(order.begin(), order.end());
       for (const auto& policy : order) {
-        auto r = run_policy(policy, mix, reference);
+        auto r = run_policy(policy, mix, reference, o.pref);
         r["round"] = round;
         const auto& load = r["load"];
         auto stat = [&](const char* what, const char* which) {
