@@ -382,7 +382,18 @@ int main(int argc, char** argv) {
       auto order = o.policies;
       if (round % 2 == 0) std::reverse(order.begin(), order.end());
       for (const auto& policy : order) {
-        auto r = run_policy(policy, mix, reference, o.pref);
+        nlohmann::json r;
+        try {
+          r = run_policy(policy, mix, reference, o.pref);
+        } catch (const std::exception& e) {
+          // One run that could not be made (aqsd not up in time on a loaded
+          // machine) is said and kept as such; the other runs go on.
+          bench::throw_if_interrupted();
+          std::printf("%5d %-17s failed: %s\n", round, policy.c_str(), e.what());
+          out["failed_runs"].push_back({{"round", round}, {"policy", policy}, {"error", e.what()}});
+          bench::write_results("policy_mix", out);
+          continue;
+        }
         r["round"] = round;
         const auto& load = r["load"];
         auto stat = [&](const char* what, const char* which) {
