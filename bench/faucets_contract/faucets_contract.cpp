@@ -181,7 +181,8 @@ policy_result run_policy(const fb::site& s, const std::string& policy, const std
                         {"value", j.value},
                         {"decay_s", j.decay_s},
                         {"best_effort", j.best_effort}};
-    const auto sub = api.submit("auto", job, contract);
+    // No broker plugin (the third argument): the server's policy places it.
+    const auto sub = api.submit("auto", job, std::nullopt, contract);
     submitted[sub.id] = {i, at};
     ids.insert(sub.id);
   }
