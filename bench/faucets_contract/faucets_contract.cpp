@@ -27,21 +27,15 @@
 // $AQS_BENCH_RESULTS/faucets_contract.json.
 //   bench_faucets_contract [--quick] [--policy NAME]...
 // --quick: 20 jobs (a smoke test). Needs root.
-#include <grp.h>
-#include <pwd.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -49,13 +43,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "faucets_client/faucets_api.hpp"
-
-#include "bench_probe.hpp"
-#include "bench_system.hpp"
+#include "bench_faucets.hpp"
 
 namespace fs = std::filesystem;
-namespace fc = aqs::client::faucets;
+namespace fb = aqs::bench::faucets;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
@@ -117,16 +108,6 @@ std::vector<job_spec> workload(int n, double span_s) {
   return out;
 }
 
-double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
-std::string hex_key() {
-  std::random_device rd;
-  static const char* digits = "0123456789abcdef";
-  std::string k;
-  for (int i = 0; i < 64; ++i) k += digits[rd() % 16];
-  return k;
-}
-
 double value_at(const job_spec& j, double submit, double end) {
   const double late = end - (submit + j.deadline_s);
   if (late <= 0) return j.value;
@@ -144,12 +125,6 @@ std::string sleeper(double work_s) {
   return script + " esac; exit 3";
 }
 
-struct setup {
-  fs::path top;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
 struct policy_result {
   std::string policy;
   int jobs = 0, completed = 0, refused = 0, missed = 0, over_price = 0, other_end = 0;
@@ -160,81 +135,39 @@ struct policy_result {
   std::size_t ledger_entries = 0;
 };
 
-policy_result run_policy(const setup& s, const std::string& policy, const std::vector<job_spec>& jobs) {
+policy_result run_policy(const fb::site& s, const std::string& policy, const std::vector<job_spec>& jobs) {
   policy_result r;
   r.policy = policy;
   const auto t_setup = std::chrono::steady_clock::now();
-  const fs::path state = s.top / ("faucetsd-" + policy);
-  fs::create_directories(state);
-  fs::permissions(state, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-  const fs::path flog = s.top / ("faucetsd-" + policy + ".log");
-  aqs::bench::child faucetsd({AQS_FAUCETSD_BINARY, "--state-dir", state.string(), "--listen", "127.0.0.1:0", "--http",
-                              "127.0.0.1:0", "--cert", (s.top / "server.crt").string(), "--key",
-                              (s.top / "server.key").string(), "--clusters", (s.top / "clusters").string(), "--users",
-                              (s.top / "users").string(), "--owners", (s.top / "owners").string(), "--policy", policy,
-                              "--cluster-timeout", "60", "--seed", "7"},
-                             flog);
-  const std::string addr = aqs::bench::wait_file(state / "faucetsd.addr", 120s, flog);
-  const std::string url = aqs::bench::wait_file(state / "faucetsd.http", 10s, flog);
-
+  fb::broker broker(s, AQS_FAUCETSD_BINARY, policy);
   std::vector<std::unique_ptr<aqs::bench::system>> clusters;
   for (const auto& c : k_clusters) {
-    aqs::bench::system::options o;
-    o.aqsd = AQS_AQSD_BINARY;
-    o.aqs_node = AQS_NODE_BINARY;
-    o.nodes = 1;
-    o.procs_per_node = c.procs;
-    o.node_prefix = c.name;
     char speed[32], rate[32];
     std::snprintf(speed, sizeof speed, "%.2f", c.speed);
     std::snprintf(rate, sizeof rate, "%.2f", c.rate);
-    o.aqsd_args = {"--faucets-server", addr, "--faucets-name", c.name, "--faucets-ca", (s.top / "server.crt").string(),
-                   "--faucets-key", (s.top / (c.name + ".key")).string(), "--faucets-users",
-                   (s.top / "cluster-users").string(), "--faucets-speed", speed, "--faucets-rate", rate};
-    clusters.push_back(std::make_unique<aqs::bench::system>(o));
+    clusters.push_back(broker.start_cluster(AQS_AQSD_BINARY, AQS_NODE_BINARY, c.name, c.procs,
+                                            {"--faucets-speed", speed, "--faucets-rate", rate}, c.name));
     if (c.background_procs > 0) {
       // Load: a long job of the cluster's own users, straight to its aqsd.
-      aqs::bench::run_as(s.uid, s.gid,
+      aqs::bench::run_as(s.uid(), s.gid(),
                          {AQS_FSUB_BINARY, "--socket", clusters.back()->socket(), "-n",
                           std::to_string(c.background_procs), "-t", "30:00", "-o", "/dev/null", "-D",
-                          (s.top / "work").string(), "--wrap", "sleep 1800"});
+                          s.work().string(), "--wrap", "sleep 1800"});
     }
   }
-
-  const std::string out = aqs::bench::run_as(s.uid, s.gid, {AQS_FTOKEN_BINARY, "--socket", (state / "faucetsd.sock").string()});
-  std::string token = aqs::bench::trim(out);
-  if (const auto nl = token.rfind('\n'); nl != std::string::npos) token = token.substr(nl + 1);
-  fc::client_options co;
-  co.url = fc::parse_base_url(url);
-  co.ca_file = (s.top / "server.crt").string();
-  co.token = token;
-  fc::client api(co);
-  {
-    const auto until = std::chrono::steady_clock::now() + 60s;
-    for (;;) {
-      aqs::bench::throw_if_interrupted();
-      int up = 0;
-      for (const auto& c : api.clusters()) {
-        up += c.value("state", "") == "UP" && c.contains("report") && c["report"].value("nodes_up", 0) > 0;
-      }
-      if (up == static_cast<int>(k_clusters.size())) break;
-      if (std::chrono::steady_clock::now() > until) throw std::runtime_error("clusters not all UP: " + api.clusters().dump());
-      std::this_thread::sleep_for(200ms);
-    }
-  }
+  auto api = broker.user_client(AQS_FTOKEN_BINARY);
+  fb::wait_clusters_up(api, k_clusters.size(), 60s,
+                       [](const json& c) { return c.contains("report") && c["report"].value("nodes_up", 0) > 0; });
   std::this_thread::sleep_for(1500ms);  // medium's background job is running and reported
   r.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count();
 
-  const std::string work = (s.top / "work").string();
+  const std::string work = s.work().string();
   std::map<std::int64_t, std::pair<std::size_t, double>> submitted;  // id -> job index, submit time
-  const double t0 = now_s();
+  std::set<std::int64_t> ids;
+  const double t0 = fb::now_s();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& j = jobs[i];
-    const double due = t0 + j.arrive_s;
-    while (now_s() < due) {
-      aqs::bench::throw_if_interrupted();
-      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.05, due - now_s())));
-    }
+    fb::sleep_until(t0 + j.arrive_s);
     const json job{{"name", std::string(j.urgent ? "urgent" : "relaxed") + std::to_string(i)},
                    {"argv", {"/bin/sh", "-c", sleeper(j.work_s)}},
                    {"workdir", work},
@@ -242,38 +175,19 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
                    {"min_pe", j.procs},
                    {"max_pe", j.procs},
                    {"walltime_s", j.walltime_s}};
-    const double at = now_s();
+    const double at = fb::now_s();
     const json contract{{"deadline", at + j.deadline_s},
                         {"max_price", j.max_price},
                         {"value", j.value},
                         {"decay_s", j.decay_s},
                         {"best_effort", j.best_effort}};
-    const auto sub = api.submit("auto", job, contract);
+    // No broker plugin (the third argument): the server's policy places it.
+    const auto sub = api.submit("auto", job, std::nullopt, contract);
     submitted[sub.id] = {i, at};
+    ids.insert(sub.id);
   }
+  const json final_jobs = fb::wait_ended(api, ids, 900s);
 
-  json final_jobs;
-  const auto until = std::chrono::steady_clock::now() + 900s;
-  for (;;) {
-    aqs::bench::throw_if_interrupted();
-    const json all = api.list_jobs(true);
-    int ended = 0;
-    for (const auto& j : all) {
-      if (!submitted.count(j.value("id", std::int64_t{0}))) continue;
-      const std::string st = j.value("state", "");
-      const bool final = st == "COMPLETED" || st == "FAILED" || st == "CANCELLED" || st == "TIMEOUT" ||
-                         st == "NODE_FAIL" || st == "OUT_OF_MEMORY";
-      ended += final && (st == "FAILED" || (j.contains("end_time") && j["end_time"].is_string()));
-    }
-    if (ended == static_cast<int>(submitted.size())) {
-      final_jobs = all;
-      break;
-    }
-    if (std::chrono::steady_clock::now() > until) {
-      throw std::runtime_error("jobs not all ended within 900 s (" + std::to_string(ended) + ")");
-    }
-    std::this_thread::sleep_for(500ms);
-  }
   // The price each job was placed at: its ledger entry (every cluster has
   // its own owner, and every user's home is a cluster of none of them).
   json ledger;
@@ -315,34 +229,21 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
     r.value += v;
     (spec.urgent ? r.urgent_value : r.relaxed_value) += v;
   }
-  double sum = 0;
-  for (double v : response) sum += v;
-  r.mean_response_s = response.empty() ? 0 : sum / static_cast<double>(response.size());
+  r.mean_response_s = aqs::bench::mean(response);
   for (auto& c : clusters) c->stop();
-  faucetsd.stop();
+  broker.stop();
   return r;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::vector<std::string> policies;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
-      policies.emplace_back(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: bench_faucets_contract [--quick] [--policy NAME]...\n");
-      return 2;
-    }
-  }
-  if (policies.empty()) policies = {"contract", "earliest-start", "random"};
-  if (::geteuid() != 0) {
-    std::fprintf(stderr, "bench_faucets_contract: needs root (a throwaway user submits through faucetsd)\n");
-    return 2;
-  }
+  fb::options opts;
+  const int usage =
+      fb::parse_options(argc, argv, "bench_faucets_contract", {"contract", "earliest-start", "random"}, opts);
+  if (usage != 0) return usage;
+  const bool quick = opts.quick;
+  const auto& policies = opts.policies;
   aqs::bench::stop_on_signals();
   const int n = quick ? 20 : 100;
   const double span = quick ? 15 : 70;
@@ -354,46 +255,16 @@ int main(int argc, char** argv) {
     value_max += j.value;
   }
 
-  setup s;
-  std::string tmpl = (fs::temp_directory_path() / "aqs-fcontract.XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  s.top = tmpl;
   int rc = 0;
   json results = json::array();
   try {
-    fs::permissions(s.top, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    if (::getpwnam(k_user) == nullptr) {
-      const int st = std::system(
-          (std::string("/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin ") + k_user).c_str());
-      if (st != 0 && WEXITSTATUS(st) != 9) throw std::runtime_error("useradd failed");
-    }
-    const passwd* pw = ::getpwnam(k_user);
-    if (!pw) throw std::runtime_error(std::string("no user ") + k_user);
-    s.uid = pw->pw_uid;
-    s.gid = pw->pw_gid;
-    fs::create_directories(s.top / "work");
-    if (::chown((s.top / "work").c_str(), s.uid, s.gid) != 0) throw std::runtime_error("chown work failed");
-    const std::string openssl = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-                                "-addext subjectAltName=IP:127.0.0.1 -keyout " +
-                                (s.top / "server.key").string() + " -out " + (s.top / "server.crt").string() +
-                                " >/dev/null 2>&1";
-    if (std::system(openssl.c_str()) != 0) throw std::runtime_error("openssl req failed");
-    fs::permissions(s.top / "server.crt", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                                              fs::perms::others_read);
-    std::string table, owners = "cluster portal users\nhome * portal\n";
+    std::vector<std::string> names;
+    std::string owners = "cluster portal users\nhome * portal\n";
     for (const auto& c : k_clusters) {
-      aqs::bench::write_text(s.top / (c.name + ".key"), hex_key() + "\n");
-      table += c.name + " " + (s.top / (c.name + ".key")).string() + "\n";
+      names.push_back(c.name);
       owners += "cluster " + c.name + " owner-" + c.name + "\n";
     }
-    aqs::bench::write_text(s.top / "clusters", table);
-    aqs::bench::write_text(s.top / "users", "* * *\n");
-    aqs::bench::write_text(s.top / "cluster-users", "* *\n");
-    aqs::bench::write_text(s.top / "owners", owners);
-
+    const fb::site s("aqs-fcontract", k_user, names, owners);
     std::printf("Faucets contracts: %zu jobs (seed 35; %d urgent, %zu relaxed), total value %.0f, arriving over %.0f s;\n"
                 "clusters fast 8 procs speed 2 rate 3, medium 8 procs speed 1 rate 1 (4 busy), slow 4 procs speed 0.5 "
                 "rate 0.4\n\n",
@@ -429,12 +300,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_faucets_contract: %s\n", e.what());
     rc = 1;
-  }
-  if (std::getenv("AQS_BENCH_KEEP") != nullptr) {
-    std::fprintf(stderr, "AQS_BENCH_KEEP: kept %s\n", s.top.c_str());
-  } else {
-    std::error_code ec;
-    fs::remove_all(s.top, ec);
   }
   return rc;
 }

@@ -14,35 +14,25 @@
 // $AQS_BENCH_RESULTS/faucets_server.json.
 //   bench_faucets_server [--quick] [--policy NAME]...
 // --quick: 12 jobs over ~8 s (a smoke test). Needs root.
-#include <grp.h>
-#include <pwd.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "faucets_client/faucets_api.hpp"
-
-#include "bench_probe.hpp"
-#include "bench_system.hpp"
+#include "bench_faucets.hpp"
 
 namespace fs = std::filesystem;
-namespace fc = aqs::client::faucets;
+namespace fb = aqs::bench::faucets;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
@@ -83,24 +73,6 @@ std::vector<job_spec> workload(int n, double mean_gap_s) {
   return out;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string hex_key() {
-  std::random_device rd;
-  static const char* digits = "0123456789abcdef";
-  std::string k;
-  for (int i = 0; i < 64; ++i) k += digits[rd() % 16];
-  return k;
-}
-
-struct setup {
-  fs::path top;  // cert, keys, tables, work dir
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
 struct policy_result {
   std::string policy;
   int jobs = 0, completed = 0, other_end = 0;
@@ -110,73 +82,27 @@ struct policy_result {
   std::map<std::string, int> states;
 };
 
-policy_result run_policy(const setup& s, const std::string& policy, const std::vector<job_spec>& jobs) {
+policy_result run_policy(const fb::site& s, const std::string& policy, const std::vector<job_spec>& jobs) {
   policy_result r;
   r.policy = policy;
   const auto t_setup = std::chrono::steady_clock::now();
-  const fs::path state = s.top / ("faucetsd-" + policy);
-  fs::create_directories(state);
-  fs::permissions(state, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-  const fs::path flog = s.top / ("faucetsd-" + policy + ".log");
-  aqs::bench::child faucetsd({AQS_FAUCETSD_BINARY, "--state-dir", state.string(), "--listen", "127.0.0.1:0", "--http",
-                              "127.0.0.1:0", "--cert", (s.top / "server.crt").string(), "--key",
-                              (s.top / "server.key").string(), "--clusters", (s.top / "clusters").string(), "--users",
-                              (s.top / "users").string(), "--policy", policy, "--cluster-timeout", "60", "--seed", "7"},
-                             flog);
-  const std::string addr = aqs::bench::wait_file(state / "faucetsd.addr", 120s, flog);
-  const std::string url = aqs::bench::wait_file(state / "faucetsd.http", 10s, flog);
-
+  fb::broker broker(s, AQS_FAUCETSD_BINARY, policy);
   std::vector<std::unique_ptr<aqs::bench::system>> clusters;
   for (const auto& c : k_clusters) {
-    aqs::bench::system::options o;
-    o.aqsd = AQS_AQSD_BINARY;
-    o.aqs_node = AQS_NODE_BINARY;
-    o.nodes = 1;
-    o.procs_per_node = c.procs;
-    o.aqsd_args = {"--faucets-server", addr, "--faucets-name", c.name, "--faucets-ca", (s.top / "server.crt").string(),
-                   "--faucets-key", (s.top / (c.name + ".key")).string(), "--faucets-users",
-                   (s.top / "cluster-users").string()};
-    clusters.push_back(std::make_unique<aqs::bench::system>(o));
+    clusters.push_back(broker.start_cluster(AQS_AQSD_BINARY, AQS_NODE_BINARY, c.name, c.procs));
   }
-
-  // The user's token: ftoken's last line.
-  const std::string out = aqs::bench::run_as(s.uid, s.gid, {AQS_FTOKEN_BINARY, "--socket", (state / "faucetsd.sock").string()});
-  std::string token = aqs::bench::trim(out);
-  if (const auto nl = token.rfind('\n'); nl != std::string::npos) token = token.substr(nl + 1);
-
-  fc::client_options co;
-  co.url = fc::parse_base_url(url);
-  co.ca_file = (s.top / "server.crt").string();
-  co.token = token;
-  fc::client api(co);
-
-  // Every cluster UP at the server.
-  {
-    const auto until = std::chrono::steady_clock::now() + 60s;
-    for (;;) {
-      aqs::bench::throw_if_interrupted();
-      int up = 0;
-      for (const auto& c : api.clusters()) up += c.value("state", "") == "UP";
-      if (up == static_cast<int>(k_clusters.size())) break;
-      if (std::chrono::steady_clock::now() > until) {
-        throw std::runtime_error("clusters not all UP at faucetsd within 60 s: " + api.clusters().dump());
-      }
-      std::this_thread::sleep_for(200ms);
-    }
-  }
+  auto api = broker.user_client(AQS_FTOKEN_BINARY);
+  fb::wait_clusters_up(api, k_clusters.size(), 60s);
   r.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count();
 
   // Submit on schedule.
-  const std::string work = (s.top / "work").string();
+  const std::string work = s.work().string();
   std::map<std::int64_t, double> submitted;  // server id -> our submit time
-  const double t0 = now_s();
+  std::set<std::int64_t> ids;
+  const double t0 = fb::now_s();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& j = jobs[i];
-    const double due = t0 + j.arrive_s;
-    while (now_s() < due) {
-      aqs::bench::throw_if_interrupted();
-      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(0.05, due - now_s())));
-    }
+    fb::sleep_until(t0 + j.arrive_s);
     char run[32];
     std::snprintf(run, sizeof run, "%.1f", j.run_s);
     const json job{{"name", "fb" + std::to_string(i)},
@@ -186,35 +112,13 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
                    {"min_pe", j.procs},
                    {"max_pe", j.procs},
                    {"walltime_s", j.walltime_s}};
-    const double at = now_s();
+    const double at = fb::now_s();
     const auto sub = api.submit("auto", job);
     submitted[sub.id] = at;
+    ids.insert(sub.id);
   }
-  const double submit_end = now_s();
-
-  // Until every job has ended.
-  json final_jobs;
-  const auto until = std::chrono::steady_clock::now() + 600s;
-  for (;;) {
-    aqs::bench::throw_if_interrupted();
-    const json all = api.list_jobs(true);
-    int ended = 0;
-    for (const auto& j : all) {
-      if (!submitted.count(j.value("id", std::int64_t{0}))) continue;
-      const std::string st = j.value("state", "");
-      ended += (st == "COMPLETED" || st == "FAILED" || st == "CANCELLED" || st == "TIMEOUT" || st == "NODE_FAIL") &&
-               j.contains("end_time") && j["end_time"].is_string();
-    }
-    if (ended == static_cast<int>(submitted.size())) {
-      final_jobs = all;
-      break;
-    }
-    if (std::chrono::steady_clock::now() > until) {
-      throw std::runtime_error("jobs not all ended within 600 s (" + std::to_string(ended) + " of " +
-                               std::to_string(submitted.size()) + ")");
-    }
-    std::this_thread::sleep_for(500ms);
-  }
+  const double submit_end = fb::now_s();
+  const json final_jobs = fb::wait_ended(api, ids, 600s);
 
   std::vector<double> response, wait;
   double last_end = 0;
@@ -226,6 +130,7 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
     ++r.states[st];
     (st == "COMPLETED" ? r.completed : r.other_end) += 1;
     r.per_cluster[j["cluster"].is_string() ? j["cluster"].get<std::string>() : "-"] += 1;
+    if (!j["end_time"].is_string()) continue;  // never placed
     const double end = aqs::bench::iso_seconds(j["end_time"].get<std::string>());
     last_end = std::max(last_end, end);
     response.push_back(end - it->second);
@@ -246,41 +151,26 @@ policy_result run_policy(const setup& s, const std::string& policy, const std::v
   }
   r.placement_median_ms = aqs::bench::median(placement);
   r.placement_max_ms = aqs::bench::pct(placement, 1.0);
-  double sum = 0;
-  for (double v : response) sum += v;
-  r.mean_response_s = response.empty() ? 0 : sum / static_cast<double>(response.size());
-  sum = 0;
-  for (double v : wait) sum += v;
-  r.mean_wait_s = wait.empty() ? 0 : sum / static_cast<double>(wait.size());
+  r.mean_response_s = aqs::bench::mean(response);
+  r.mean_wait_s = aqs::bench::mean(wait);
   r.p90_response_s = aqs::bench::pct(response, 0.9);
   r.makespan_s = last_end - t0;
   std::fprintf(stderr, "  %s: submitted over %.1f s, setup %.1f s\n", policy.c_str(), submit_end - t0, r.setup_s);
 
   for (auto& c : clusters) c->stop();
-  faucetsd.stop();
+  broker.stop();
   return r;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::vector<std::string> policies;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--policy") == 0 && i + 1 < argc) {
-      policies.emplace_back(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: bench_faucets_server [--quick] [--policy NAME]...\n");
-      return 2;
-    }
-  }
-  if (policies.empty()) policies = {"random", "fastest-cpu", "fastest-queue", "data", "earliest-start"};
-  if (::geteuid() != 0) {
-    std::fprintf(stderr, "bench_faucets_server: needs root (a throwaway user submits through faucetsd)\n");
-    return 2;
-  }
+  fb::options opts;
+  const int usage = fb::parse_options(argc, argv, "bench_faucets_server",
+                                      {"random", "fastest-cpu", "fastest-queue", "data", "earliest-start"}, opts);
+  if (usage != 0) return usage;
+  const bool quick = opts.quick;
+  const auto& policies = opts.policies;
   aqs::bench::stop_on_signals();
   const int n = quick ? 12 : 48;
   const double gap = quick ? 0.7 : 0.65;
@@ -288,45 +178,12 @@ int main(int argc, char** argv) {
   double work = 0;
   for (const auto& j : jobs) work += j.procs * j.run_s;
 
-  setup s;
-  std::string tmpl = (fs::temp_directory_path() / "aqs-fbench.XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  s.top = tmpl;
   int rc = 0;
   nlohmann::json results = nlohmann::json::array();
   try {
-    fs::permissions(s.top, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    if (::getpwnam(k_user) == nullptr) {
-      const int st = std::system(
-          (std::string("/usr/sbin/useradd --system --no-create-home --shell /usr/sbin/nologin ") + k_user).c_str());
-      if (st != 0 && WEXITSTATUS(st) != 9) throw std::runtime_error("useradd failed");
-    }
-    const passwd* pw = ::getpwnam(k_user);
-    if (!pw) throw std::runtime_error(std::string("no user ") + k_user);
-    s.uid = pw->pw_uid;
-    s.gid = pw->pw_gid;
-    fs::create_directories(s.top / "work");
-    if (::chown((s.top / "work").c_str(), s.uid, s.gid) != 0) throw std::runtime_error("chown work failed");
-
-    const std::string openssl = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
-                                "-addext subjectAltName=IP:127.0.0.1 -keyout " +
-                                (s.top / "server.key").string() + " -out " + (s.top / "server.crt").string() +
-                                " >/dev/null 2>&1";
-    if (std::system(openssl.c_str()) != 0) throw std::runtime_error("openssl req failed");
-    fs::permissions(s.top / "server.crt", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                                              fs::perms::others_read);
-    std::string table;
-    for (const auto& c : k_clusters) {
-      aqs::bench::write_text(s.top / (c.name + ".key"), hex_key() + "\n");
-      table += c.name + " " + (s.top / (c.name + ".key")).string() + "\n";
-    }
-    aqs::bench::write_text(s.top / "clusters", table);
-    aqs::bench::write_text(s.top / "users", "* * *\n");
-    aqs::bench::write_text(s.top / "cluster-users", "* *\n");
-
+    std::vector<std::string> names;
+    for (const auto& c : k_clusters) names.push_back(c.name);
+    const fb::site s("aqs-fbench", k_user, names);
     std::printf("Faucets server: %zu rigid sleep jobs (seed 42, 1..8 processors, 2..10 s, limit +2 s), %.0f "
                 "processor-seconds, arriving over %.1f s; clusters small 4, medium 8, large 16 processors\n\n",
                 jobs.size(), work, jobs.back().arrive_s);
@@ -358,12 +215,6 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_faucets_server: %s\n", e.what());
     rc = 1;
-  }
-  if (std::getenv("AQS_BENCH_KEEP") != nullptr) {
-    std::fprintf(stderr, "AQS_BENCH_KEEP: kept %s\n", s.top.c_str());
-  } else {
-    std::error_code ec;
-    fs::remove_all(s.top, ec);
   }
   return rc;
 }

@@ -6,28 +6,39 @@
 // $AQS_NPROCS ranks, min ceil(p/2), max min(2p, 32) for the mix's size p,
 // doing the same work p x d processor-seconds (--work-ms: the ranks sleep
 // the largest block's share of it, so the job speeds up with its size).
-// No job declares a preferred size (the submission path has no --pref yet),
-// so the preferred-size policies take each adaptive job's minimum
-// (core::preferred_size).
+// By default no job declares a preferred size (as in the first runs of this
+// benchmark, so that the runs compare), so the preferred-size policies take
+// each adaptive job's minimum (core::preferred_size); --pref declares the
+// mix's size p as every adaptive job's preferred size (fsub --pref p).
 // Measures, per policy: makespan (first submission to last end) against the
 // ideal (total work / 64 processors), mean wait and mean response (all jobs,
 // rigid, adaptive), the adaptive jobs' resizes, and whether every adaptive
 // job's final grid is byte-identical to one jacobi2d run never resized
 // (plain mpirun, 2 ranks), as tests/integration/e2e/adaptive_test.cpp checks.
+// The machine's load is sampled every 2 s during each policy's run (the
+// 1-minute load average, the runnable processes and the share of CPU time
+// busy, from /proc as uptime and vmstat show them): the benchmark shares
+// its 2 cores with whatever else runs.
+// --rounds N runs the policy list N times, every other round in reverse
+// order, so that a load that rises or falls through the session does not
+// always favour the same policy.
 // Prints a table and writes $AQS_BENCH_RESULTS/policy_mix.json.
-//   bench_policy_mix [--quick] [--policies easy,equipartition,...] [--adaptive-every K]
+//   bench_policy_mix [--quick] [--policies easy,equipartition,...] [--adaptive-every K] [--rounds N] [--pref]
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,8 +63,10 @@ const char* const k_migrate_args = " --migrate-every 5";
 
 struct options {
   bool quick = false;
-  std::vector<std::string> policies = {"easy", "equipartition", "pref_common_pool", "payoff"};
+  std::vector<std::string> policies = {"easy", "equipartition", "pref_common_pool", "payoff", "payoff_lxf"};
   int adaptive_every = 5;
+  int rounds = 1;
+  bool pref = false;  // adaptive jobs declare the mix's size as their preferred size
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -75,8 +88,14 @@ options parse(int argc, char** argv) {
     } else if (a == "--adaptive-every" && i + 1 < argc) {
       o.adaptive_every = std::atoi(argv[++i]);
       if (o.adaptive_every < 1) throw std::runtime_error("--adaptive-every: an integer >= 1");
+    } else if (a == "--pref") {
+      o.pref = true;
+    } else if (a == "--rounds" && i + 1 < argc) {
+      o.rounds = std::atoi(argv[++i]);
+      if (o.rounds < 1) throw std::runtime_error("--rounds: an integer >= 1");
     } else {
-      throw std::runtime_error("usage: bench_policy_mix [--quick] [--policies a,b,...] [--adaptive-every K]");
+      throw std::runtime_error(
+          "usage: bench_policy_mix [--quick] [--policies a,b,...] [--adaptive-every K] [--rounds N] [--pref]");
     }
   }
   if (o.policies.empty()) throw std::runtime_error("--policies: at least one policy");
@@ -115,7 +134,7 @@ std::vector<mix_job> make_mix(int n, int adaptive_every) {
   return out;
 }
 
-protocol::submit to_submit(client::connection& w, const mix_job& j, int index, const fs::path& work) {
+protocol::submit to_submit(client::connection& w, const mix_job& j, int index, const fs::path& work, bool pref) {
   protocol::submit s;
   s.id = w.next_id();
   s.job.workdir = work.string();
@@ -141,6 +160,13 @@ protocol::submit to_submit(client::connection& w, const mix_job& j, int index, c
   s.job.adaptive = true;
   s.job.min_pe = (j.p + 1) / 2;
   s.job.max_pe = std::min(2 * j.p, 32);
+  if (pref) {
+    // As fsub --min m --max M --pref p gives it (one processor per rank).
+    protocol::job_geometry g;
+    g.ntasks = s.job.min_pe;
+    g.pref_pe = j.p;
+    s.job.geometry = g;
+  }
   // At its minimum it runs up to twice as long, plus mpirun's start and its
   // resizes (seconds each on a loaded machine, whose time limit kills it).
   s.job.walltime_s = static_cast<std::int64_t>(std::ceil(2 * j.d)) + 30;
@@ -169,13 +195,84 @@ double load_average() {
   return ::getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
-nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>& mix, const std::string& reference) {
+// The machine's load while it lives: every 2 s the 1-minute load average,
+// the runnable processes (/proc/loadavg's 4th field, vmstat's r less itself)
+// and the CPU time busy since the last sample (/proc/stat: all but idle and
+// iowait), as a summary in JSON.
+class load_sampler {
+public:
+  load_sampler() : thread_([this] { run(); }) {}
+  load_sampler(const load_sampler&) = delete;
+  load_sampler& operator=(const load_sampler&) = delete;
+  ~load_sampler() { stop(); }
+
+  nlohmann::json summary() {
+    stop();
+    auto stats = [](std::vector<double> v) {
+      if (v.empty()) return nlohmann::json{};
+      double sum = 0;
+      for (double x : v) sum += x;
+      std::sort(v.begin(), v.end());
+      return nlohmann::json{{"min", v.front()}, {"mean", sum / v.size()}, {"max", v.back()}};
+    };
+    return {{"samples", load_.size()}, {"interval_s", 2}, {"load_average_1m", stats(load_)},
+            {"runnable", stats(runnable_)}, {"cpu_busy_pct", stats(busy_)}};
+  }
+
+private:
+  struct cpu_times {
+    double busy = 0, total = 0;
+  };
+  static cpu_times read_cpu() {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    in >> cpu;
+    cpu_times t;
+    double v = 0;
+    for (int i = 0; i < 8 && in >> v; ++i) {
+      t.total += v;
+      if (i != 3 && i != 4) t.busy += v;  // idle, iowait
+    }
+    return t;
+  }
+  void sample(cpu_times& last) {
+    std::ifstream in("/proc/loadavg");
+    double l1 = 0, l5 = 0, l15 = 0;
+    std::string procs;
+    if (in >> l1 >> l5 >> l15 >> procs) {
+      load_.push_back(l1);
+      runnable_.push_back(std::atof(procs.substr(0, procs.find('/')).c_str()));
+    }
+    const cpu_times now = read_cpu();
+    if (now.total > last.total) busy_.push_back(100 * (now.busy - last.busy) / (now.total - last.total));
+    last = now;
+  }
+  void run() {
+    cpu_times last = read_cpu();
+    while (!stop_) {
+      for (int i = 0; i < 20 && !stop_; ++i) std::this_thread::sleep_for(100ms);
+      if (!stop_) sample(last);
+    }
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::atomic<bool> stop_{false};
+  std::vector<double> load_, runnable_, busy_;
+  std::thread thread_;
+};
+
+nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>& mix, const std::string& reference,
+                          bool pref) {
   const double load_before = load_average();
+  load_sampler load;
   bench::system sys({AQS_AQSD_BINARY, AQS_NODE_BINARY, k_nodes, k_procs_per_node, {"--policy", policy}});
   const fs::path work = sys.work();
   client::connection w(sys.socket());
   std::vector<protocol::submit> batch;
-  for (std::size_t i = 0; i < mix.size(); ++i) batch.push_back(to_submit(w, mix[i], static_cast<int>(i), work));
+  for (std::size_t i = 0; i < mix.size(); ++i) batch.push_back(to_submit(w, mix[i], static_cast<int>(i), work, pref));
   std::int64_t first = 0;
   for (const auto& s : batch) {
     const auto id = w.call(s)["job_id"].get<std::int64_t>();
@@ -253,7 +350,8 @@ nlohmann::json run_policy(const std::string& policy, const std::vector<mix_job>&
                       {"grids_different", different},
                       {"problems", problems},
                       {"load_average_before", load_before},
-                      {"load_average_after", load_average()}};
+                      {"load_average_after", load_average()},
+                      {"load", load.summary()}};
   return r;
 }
 
@@ -270,25 +368,49 @@ int main(int argc, char** argv) {
     return 2;
   }
   nlohmann::json results = {{"benchmark", "policy_mix"}, {"nodes", k_nodes}, {"procs", k_procs},
-                            {"adaptive_every", o.adaptive_every}, {"preferred_size", "none declared: the minimum"}};
+                            {"adaptive_every", o.adaptive_every}, {"rounds", o.rounds},
+                            {"preferred_size", o.pref ? "declared: the mix's size p" : "none declared: the minimum"}};
   return bench::measure_and_write("policy_mix", results, [&](nlohmann::json& out) {
     const auto mix = make_mix(o.quick ? 40 : 200, o.adaptive_every);
     const fs::path tmp = fs::temp_directory_path() / ("aqs-policy-mix-" + std::to_string(::getpid()));
     fs::create_directories(tmp);
     const std::string reference = reference_grid(tmp);
     fs::remove_all(tmp);
-    std::printf("%-17s %9s %8s %7s %9s %9s %9s %9s %8s %9s %11s\n", "policy", "makespan", "ideal", "over", "mean wait",
-                "mean resp", "rigid", "adaptive", "resizes", "identical", "load");
-    for (const auto& policy : o.policies) {
-      const auto r = run_policy(policy, mix, reference);
-      std::printf("%-17s %8.1fs %7.1fs %6.1f%% %8.1fs %8.1fs %8.1fs %8.1fs %8d %5d/%d %5.1f-%4.1f\n", policy.c_str(),
-                  r["makespan_s"].get<double>(), r["ideal_s"].get<double>(), r["over_ideal_pct"].get<double>(),
-                  r["mean_wait_s"].get<double>(), r["mean_response_s"].get<double>(),
-                  r["rigid_mean_response_s"].get<double>(), r["adaptive_mean_response_s"].get<double>(),
-                  r["resizes"].get<int>(), r["grids_identical"].get<int>(), r["adaptive_jobs"].get<int>(),
-                  r["load_average_before"].get<double>(), r["load_average_after"].get<double>());
-      for (const auto& p : r["problems"]) std::printf("  %s\n", p.get<std::string>().c_str());
-      out["runs"].push_back(r);
+    std::printf("%5s %-17s %9s %8s %7s %9s %9s %9s %9s %8s %9s %17s\n", "round", "policy", "makespan", "ideal", "over",
+                "mean wait", "mean resp", "rigid", "adaptive", "resizes", "identical", "load (max) busy");
+    for (int round = 1; round <= o.rounds; ++round) {
+      auto order = o.policies;
+      if (round % 2 == 0) std::reverse(order.begin(), order.end());
+      for (const auto& policy : order) {
+        nlohmann::json r;
+        try {
+          r = run_policy(policy, mix, reference, o.pref);
+        } catch (const std::exception& e) {
+          // One run that could not be made (aqsd not up in time on a loaded
+          // machine) is said and kept as such; the other runs go on.
+          bench::throw_if_interrupted();
+          std::printf("%5d %-17s failed: %s\n", round, policy.c_str(), e.what());
+          out["failed_runs"].push_back({{"round", round}, {"policy", policy}, {"error", e.what()}});
+          bench::write_results("policy_mix", out);
+          continue;
+        }
+        r["round"] = round;
+        const auto& load = r["load"];
+        auto stat = [&](const char* what, const char* which) {
+          return load[what].is_null() ? -1.0 : load[what][which].get<double>();
+        };
+        std::printf("%5d %-17s %8.1fs %7.1fs %6.1f%% %8.1fs %8.1fs %8.1fs %8.1fs %8d %5d/%-3d %5.1f (%5.1f) %3.0f%%\n",
+                    round, policy.c_str(), r["makespan_s"].get<double>(), r["ideal_s"].get<double>(),
+                    r["over_ideal_pct"].get<double>(), r["mean_wait_s"].get<double>(),
+                    r["mean_response_s"].get<double>(),
+                    r["rigid_mean_response_s"].get<double>(), r["adaptive_mean_response_s"].get<double>(),
+                    r["resizes"].get<int>(), r["grids_identical"].get<int>(), r["adaptive_jobs"].get<int>(),
+                    stat("load_average_1m", "mean"), stat("load_average_1m", "max"), stat("cpu_busy_pct", "mean"));
+        for (const auto& p : r["problems"]) std::printf("  %s\n", p.get<std::string>().c_str());
+        out["runs"].push_back(r);
+        // Kept after every run, so that an interrupted session keeps what it measured.
+        bench::write_results("policy_mix", out);
+      }
     }
   });
 }

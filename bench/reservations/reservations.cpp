@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client_connection.hpp"
+#include "core/processor_set.hpp"
 #include "protocol/messages.hpp"
 #include "protocol/results.hpp"
 
@@ -92,22 +93,14 @@ struct round_result {
 };
 
 // The node the job does not hold processors on (nodes register in any
-// order: node0 is not always processors 0-3).
+// order: node0 is not always processors 0-3). A node's processors come as a
+// range list of global numbers ("4-7"), the job's map as 0/1 text.
 std::string other_node(client::connection& c, const std::string& map) {
-  const auto nodes = c.ask(protocol::list_nodes{c.next_id()}).nodes;
-  for (const auto& nd : nodes) {
-    bool mine = false;
-    std::size_t at = 0;
-    while (at < nd.procs.size()) {
-      const std::size_t comma = nd.procs.find(',', at);
-      const std::string item = nd.procs.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      const std::size_t dash = item.find('-');
-      const std::size_t lo = std::stoul(item.substr(0, dash));
-      const std::size_t hi = dash == std::string::npos ? lo : std::stoul(item.substr(dash + 1));
-      for (std::size_t p = lo; p <= hi; ++p) mine = mine || (p < map.size() && map[p] == '1');
-      at = comma == std::string::npos ? nd.procs.size() : comma + 1;
-    }
-    if (!mine) return nd.name;
+  constexpr std::size_t k_universe = 4096;  // more processors than any bench cluster has
+  auto job = core::processor_set::from_string(map);
+  job.resize(k_universe);
+  for (const auto& nd : c.ask(protocol::list_nodes{c.next_id()}).nodes) {
+    if (!core::processor_set::from_ranges(k_universe, nd.procs).intersects(job)) return nd.name;
   }
   throw std::runtime_error("no node is free of the first job");
 }

@@ -240,6 +240,12 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
 double median(std::vector<double> v) { return pct(std::move(v), 0.5); }
 
 double pct(std::vector<double> v, double p) {

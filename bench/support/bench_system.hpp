@@ -109,7 +109,8 @@ std::vector<protocol::job_info> jobs_after(client::connection& w, std::int64_t a
 // A whole file as a string ("" if it cannot be read): jobs' outputs.
 std::string slurp(const std::filesystem::path& p);
 
-// The median and the p-quantile (0..1) of `v`, 0 when empty.
+// The mean, the median and the p-quantile (0..1) of `v`, 0 when empty.
+double mean(const std::vector<double>& v);
 double median(std::vector<double> v);
 double pct(std::vector<double> v, double p);
 
