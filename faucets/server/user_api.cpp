@@ -87,7 +87,8 @@ svg{border:1px solid #ddd;margin:4px 12px 4px 0}</style></head><body>
 <label>Adaptive: min <input id="f-min" type="number" size="4"></label>
 <label>max <input id="f-max" type="number" size="4"></label>
 <label>Time limit (minutes) <input id="f-time" type="number" value="10"></label>
-<label>Cluster <select id="f-cluster"><option value="auto">auto (the server's policy)</option></select></label>
+<label>Cluster <select id="f-cluster"><option value="auto">auto (the server's policy)</option></select></label><br>
+<label>Files to send with it (staged into its own directory there) <input id="f-files" type="file" multiple></label>
 </fieldset><fieldset><legend>Contract (optional)</legend>
 <label>Deadline <input id="f-deadline" type="datetime-local"></label>
 <label>Max price <input id="f-price" type="number" step="any"></label>
@@ -110,6 +111,7 @@ processors <span id="job-procs"></span>, exit code <span id="job-exit"></span></
 <h3>History</h3><table id="history"><thead><tr><th>time</th><th>event</th><th>detail</th></tr></thead><tbody></tbody></table>
 <h3>Output (its tail)</h3><pre id="output"></pre><span id="output-msg" class="err"></span>
 <h3>Published values</h3><div id="charts"></div><span id="values-msg" class="err"></span>
+<div id="outputs-box" hidden><h3>Its files (staged in, and what it left)</h3><p id="outputs-state"></p><ul id="outputs"></ul></div>
 </div>
 <script>
 const $ = (s) => document.querySelector(s);
@@ -125,8 +127,15 @@ async function call(method, path, body) {
 }
 const get = (path) => call('GET', path);
 const jobPage = location.pathname.match(/^\/jobs\/(\d+)$/);
+// A file as staged files travel (protocol/staged_files.hpp): its name, mode and base64 data.
+async function staged(f) {
+  const bytes = new Uint8Array(await f.arrayBuffer());
+  let bin = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return {path: f.name, mode: 0o644, data: btoa(bin)};
+}
 // The form as POST /api/v1/jobs takes it; a bad number is the server's to refuse, in one line.
-function formBody() {
+async function formBody() {
   const num = (id) => $(id).value.trim() === '' ? undefined : Number($(id).value);
   let text = $('#f-script').value;
   if (!text.startsWith('#!')) text = '#!/bin/sh\n' + text + '\n';
@@ -140,6 +149,8 @@ function formBody() {
   const minutes = num('#f-time');
   if (minutes !== undefined) job.walltime_s = Math.round(minutes * 60);
   const body = {cluster: $('#f-cluster').value, job};
+  const files = [...$('#f-files').files];
+  if (files.length) body.stage_in = await Promise.all(files.map(staged));
   if ($('#f-deadline').value || num('#f-price') !== undefined || num('#f-value') !== undefined) {
     const when = $('#f-deadline').value ? new Date($('#f-deadline').value).getTime() / 1000 : 0;
     body.contract = {deadline: when, max_price: num('#f-price') ?? 0, value: num('#f-value') ?? 0,
@@ -151,7 +162,7 @@ async function quote() {
   $('#form-msg').textContent = '';
   const tb = $('#quote tbody'); tb.replaceChildren();
   try {
-    const q = await call('POST', '/api/v1/quote', formBody());
+    const q = await call('POST', '/api/v1/quote', await formBody());
     for (const c of q.clusters) {
       const tr = tb.insertRow(); tr.dataset.cluster = c.name;
       const r = (x) => x === null ? '' : Number(x).toFixed(1);
@@ -164,7 +175,7 @@ async function submit(ev) {
   ev.preventDefault();
   $('#form-msg').textContent = '';
   try {
-    const r = await call('POST', '/api/v1/jobs', formBody());
+    const r = await call('POST', '/api/v1/jobs', await formBody());
     location.href = '/jobs/' + r.id;
   } catch (e) { $('#form-msg').textContent = e.message; }
 }
@@ -230,8 +241,28 @@ async function refreshJob(id) {
         for (const [name, s] of Object.entries((v.values || {}).series || {})) box.append(chart(name, s.points));
         $('#values-msg').textContent = '';
       } catch (e) { $('#values-msg').textContent = e.message; }
+      await refreshOutputs(id);
     }
   } catch (e) { $('#msg').textContent = e.message; }
+}
+// A job that staged files: its directory's files once back (fjobs -M --fetch), each a download.
+async function refreshOutputs(id) {
+  let o;
+  try { o = await get('/api/v1/jobs/' + id + '/outputs'); } catch (e) { return; }  // staged nothing
+  $('#outputs-box').hidden = false;
+  $('#outputs-state').textContent = o.outputs === 'back' ? 'back from its cluster' :
+    o.outputs === 'failed' ? 'did not come back: ' + o.detail : 'not back yet (they come when it ends)';
+  const ul = $('#outputs');
+  if (ul.dataset.shown === o.outputs) return;
+  ul.dataset.shown = o.outputs; ul.replaceChildren();
+  for (const f of o.files || []) {
+    const bin = atob(f.data), bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; ++i) bytes[i] = bin.charCodeAt(i);
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([bytes])); a.download = f.path.split('/').pop(); a.textContent = f.path;
+    a.dataset.size = bytes.length;
+    const li = document.createElement('li'); li.append(a, ' (' + bytes.length + ' bytes)'); ul.append(li);
+  }
 }
 function tick() { if (jobPage) refreshJob(jobPage[1]); else refresh(); }
 $('#go').onclick = () => { localStorage.faucetsToken = $('#token').value; tick(); };

@@ -165,6 +165,7 @@ asio::awaitable<desk_answer> web_desk::view(const stored_job& j, const std::stri
     const json submit = json::parse(j.submit, nullptr, false);
     const json job = submit.is_object() ? submit.value("job", json::object()) : json::object();
     m["workdir"] = job.value("workdir", std::string());
+    m["attempt"] = j.attempts;  // a staged job runs in its forward's own directory there instead
     m["stdout"] = job.value("stdout", std::string("aqs-%j.out"));
     m["name"] = j.name;
     m["bytes"] = std::clamp<std::int64_t>(bytes, 1, k_max_output_tail);

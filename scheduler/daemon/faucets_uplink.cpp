@@ -625,7 +625,14 @@ namespace {
 std::variant<json, std::string> output_tail(const std::string& path, uid_t owner, std::int64_t bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return json{{"output", ""}, {"size", 0}, {"path", path}};
+    if (errno == ENOENT) {
+      // Not written yet is an empty tail; no directory at all is a reason
+      // (a staged job's directory went back to the server when it ended).
+      std::error_code ec;
+      const auto dir = std::filesystem::path(path).parent_path();
+      if (!std::filesystem::is_directory(dir, ec)) return "no directory " + dir.string() + " here (any more)";
+      return json{{"output", ""}, {"size", 0}, {"path", path}};
+    }
     return "cannot open " + path + ": " + std::strerror(errno);
   }
   struct stat st {};
@@ -682,6 +689,15 @@ void faucets_uplink::state::on_job_view(const json& m) {
     name = faucets::opt_string_field(m, "name", 1024).value_or("");
     bytes = faucets::int_field(m, "bytes", 1, 65536);
     if (workdir.empty() || workdir.front() != '/') return refuse("the job's working directory must be absolute");
+    // A job that staged files ran in its forward's own directory (job_files.hpp).
+    const std::int64_t fid = faucets::int_field(m, "fid", 1, big);
+    const std::int64_t attempt = m.contains("attempt") ? faucets::int_field(m, "attempt", 0, big) : 0;
+    std::error_code ec;
+    if (attempt > 0 && !options.stage_root.empty()) {
+      if (const auto d = stage_dir_of(options.stage_root, fid, attempt); std::filesystem::is_directory(d, ec)) {
+        workdir = d.string();
+      }
+    }
   }
   protocol::list_jobs q;
   q.id = 1;

@@ -16,6 +16,8 @@
 // cluster, its output, its published value's chart and its end. It prints
 // "job ID CLUSTER" for the C++ side, which checks what really happened.
 import { chromium } from "playwright-core";
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 
 const env = (name, fallback) => {
@@ -138,6 +140,33 @@ async function main() {
     const history = await page.$$eval("#history tbody tr", (trs) => trs.map((tr) => tr.cells[1].textContent));
     console.log(`history ${JSON.stringify(history)}`);
     console.log(`job ${id} ${cluster}`);
+
+    // A job with a file sent along from the form (staged): it runs in a
+    // directory of its own on its cluster and reads the file there; its page
+    // shows that output, and once it ends the files it left, back at the server.
+    const input = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "aqs-faucets-web-")), "staged-input.txt");
+    fs.writeFileSync(input, "staged-content-4711\n");
+    await page.goto(url);
+    await until("the form again", async () =>
+      (await page.$$eval("#f-cluster option", (os) => os.length)) === 3);
+    await fill(page, { ...good, "#f-name": "web-staged",
+                       "#f-script": "cat staged-input.txt\necho made > result.txt\nsleep 4\necho staged-done" });
+    await page.setInputFiles("#f-files", input);
+    await page.click("#submit-btn");
+    await page.waitForURL(/\/jobs\/\d+$/);
+    const staged = Number(page.url().match(/\/jobs\/(\d+)$/)[1]);
+    if (staged === id) throw new Error("the staged job's page is the first job's");
+    await until("the staged file's content in its output", async () =>
+      (await page.textContent("#output")).includes("staged-content-4711"));
+    const files = await until("its files back on its page", async () => {
+      const xs = await page.$$eval("#outputs a", (as) => as.map((a) => [a.textContent, Number(a.dataset.size)]));
+      return xs.some((x) => x[0] === "result.txt") ? xs : null;
+    });
+    const sizes = Object.fromEntries(files);
+    if (sizes["result.txt"] !== 5 || sizes["staged-input.txt"] !== 20) {
+      throw new Error(`the staged job's files came back wrong: ${JSON.stringify(files)}`);
+    }
+    console.log(`staged ${staged} ${JSON.stringify(files)}`);
   } catch (e) {
     if (artifacts) await page.screenshot({ path: path.join(artifacts, "faucets-failure.png"), fullPage: true }).catch(() => {});
     console.log("page text:", await page.textContent("body").catch(() => ""));

@@ -185,6 +185,15 @@ TEST_CASE("from faucetsd's page in Chromium, a job is quoted, submitted, runs wh
     CHECK(file.find("hello-from-the-browser") != std::string::npos);
     const json v = c.call("GET", "/api/v1/jobs/" + std::to_string(id) + "/values");
     CHECK(v["values"]["series"]["progress"]["total"] == 2);
+    // The job staged from the form: its files back at the server, as the page listed them.
+    const auto st = r.out.find("\nstaged ");
+    REQUIRE(st != std::string::npos);
+    const std::int64_t staged = std::stoll(r.out.substr(st + 8));
+    const json back = c.call("GET", "/api/v1/jobs/" + std::to_string(staged) + "/outputs");
+    CHECK(back["outputs"] == "back");
+    bool result = false;
+    for (const auto& f : back["files"]) result = result || (f["path"] == "result.txt" && f["data"] == "bWFkZQo=");  // "made\n"
+    CHECK_MESSAGE(result, back.dump());
     // The refusals were one line each, and the right ones.
     CHECK(r.out.find("refusal negative processors: ") != std::string::npos);
     CHECK(r.out.find("refusal a past deadline: the contract's deadline is in the past") != std::string::npos);
