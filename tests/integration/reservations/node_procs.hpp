@@ -7,25 +7,17 @@
 #include <string>
 
 #include "aqs_cluster.hpp"
+#include "core/processor_set.hpp"
 
 namespace aqs::test {
 
-// The node's processors, from fnodes' range list ("4-7", "0-1,3").
+// The node's processors, from fnodes' range list ("4-7", "0-1,3"), read as
+// the core reads ranges.
 inline std::set<std::size_t> node_procs(cluster& c, const std::string& name) {
   std::set<std::size_t> out;
   for (const auto& n : c.nodes()) {
     if (n.name != name) continue;
-    std::size_t at = 0;
-    const std::string& r = n.procs;
-    while (at < r.size()) {
-      const std::size_t comma = r.find(',', at);
-      const std::string item = r.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      const std::size_t dash = item.find('-');
-      const std::size_t lo = std::stoul(item.substr(0, dash));
-      const std::size_t hi = dash == std::string::npos ? lo : std::stoul(item.substr(dash + 1));
-      for (std::size_t p = lo; p <= hi; ++p) out.insert(p);
-      at = comma == std::string::npos ? r.size() : comma + 1;
-    }
+    for (std::size_t p : core::processor_set::from_ranges(std::size_t{1} << 20, n.procs).members()) out.insert(p);
   }
   return out;
 }
