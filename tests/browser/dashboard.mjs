@@ -30,39 +30,16 @@
 // latency from aqsd's new map (its event's time) to the page showing it is
 // printed as a "measured" JSON line, not asserted (speed belongs in bench/).
 import { chromium } from "playwright-core";
+import { env, log, long, sleep, until } from "./waits.mjs";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
-const env = (name, fallback) => {
-  const v = process.env[name] ?? fallback;
-  if (v === undefined) throw new Error(`${name} is not set`);
-  return v;
-};
 const url = env("AQS_URL");
 const token = env("AQS_TOKEN");
 const procs = Number(env("AQS_PROCS", "8"));
 const shots = env("AQS_SHOTS", "");
 const artifacts = env("AQS_ARTIFACTS", "");
-const long = 120_000;  // ms: a deadline for anything that waits on the system
-
-const log = (...a) => console.log(new Date().toISOString(), ...a);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, fn, timeout = long, every = 100) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}` + (last ? `: ${last.message}` : ""));
-    await sleep(every);
-  }
-}
 
 // Every job event aqsd streams, as the page sees them (its own connection).
 class events {

@@ -16,39 +16,17 @@
 // cluster, its output, its published value's chart and its end. It prints
 // "job ID CLUSTER" for the C++ side, which checks what really happened.
 import { chromium } from "playwright-core";
+import { env, log, long, sleep, until } from "./waits.mjs";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-const env = (name, fallback) => {
-  const v = process.env[name] ?? fallback;
-  if (v === undefined) throw new Error(`${name} is not set`);
-  return v;
-};
 const url = env("AQS_URL");
 const token = env("AQS_TOKEN");
 const workdir = env("AQS_WORKDIR");
 const publish = env("AQS_PUBLISH");
 const expect = env("AQS_EXPECT");
 const artifacts = env("AQS_ARTIFACTS", "");
-const long = 120_000;
-const log = (...a) => console.log(new Date().toISOString(), ...a);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, fn, timeout = long, every = 200) {
-  const end = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}` + (last ? `: ${last.message}` : ""));
-    await sleep(every);
-  }
-}
 
 // The user's jobs as the API has them (the page's own token).
 const jobCount = async (page) => page.evaluate(async (t) => {
