@@ -1,6 +1,7 @@
 // scheduler: applies events to the state and turns a strategy's plan into placed decisions.
 #include "core/scheduler.hpp"
 
+#include "core/adaptive_placement.hpp"
 #include "core/placement.hpp"
 
 #include <algorithm>
@@ -29,18 +30,10 @@ queue_key key_of(const job_request& r) { return {-r.priority, r.submit_time, r.i
 
 std::string job_name(job_id id) { return "job " + std::to_string(id); }
 
-// An adaptive job is placed by its processor count, within its node limit,
-// in whole ranks of its cpus_per_task processors each on one node,
-// unless it asks for what only place_shaped accounts for (memory, GPUs,
-// whole nodes, tasks per node, a node minimum): the client refuses those
-// for adaptive jobs, and such a job from elsewhere is placed as before.
-bool placed_by_count(const job_request& r) {
-  if (!r.adaptive) return false;
-  job_shape s = r.shape;
-  s.max_nodes = 0;
-  s.cpus_per_task = 1;  // whole ranks: scheduler::rank_size
-  return s.plain();
-}
+// Every adaptive job is placed by scheduler::place_adaptive, in whole ranks
+// within its node limit and, with a shape, within its bounds per node
+// (adaptive_placement.hpp); a rigid job with a shape by place_shaped.
+bool placed_by_count(const job_request& r) { return r.adaptive; }
 
 }  // namespace
 
@@ -101,13 +94,24 @@ std::size_t scheduler::max_size(const job& j) const {
   if (scope_ && parts_[*scope_].max_cpus_per_job > 0) {
     most = std::min(most, parts_[*scope_].max_cpus_per_job / per_rank * per_rank);
   }
-  if (limit == 0 && per_rank == 1) return most;
-  // Only for jobs with a limit or ranks of several processors (rare): the
-  // node sizes, in whole ranks, are sorted per call.
+  const job_shape& shape = j.req.shape;
+  const bool bound = node_bound(shape);
+  if (limit == 0 && per_rank == 1 && !bound) return most;
+  // Only for jobs with a limit, ranks of several processors or bounds per
+  // node (rare): the node sizes, in whole ranks, are sorted per call. A node
+  // that could never hold its memory or GPUs counts for nothing, one with a
+  // ranks-per-node bound for no more than that many ranks.
   const processor_set& usable = scoped_ ? scope_usable_ : usable_;
   std::vector<std::size_t> sizes;
-  for (const node& nd : cluster_.nodes()) {
-    const std::size_t n = usable.count_range(nd.first_proc, nd.first_proc + nd.procs) / per_rank * per_rank;
+  for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
+    const node& nd = cluster_.at(i);
+    std::size_t n = usable.count_range(nd.first_proc, nd.first_proc + nd.procs);
+    if (bound) {
+      if (res_[i].memory_mb < shape.mem_per_node_mb || res_[i].gpus < shape.gpus_per_node) n = 0;
+      if (shape.mem_per_cpu_mb != 0) n = std::min<std::size_t>(n, res_[i].memory_mb / shape.mem_per_cpu_mb);
+      if (shape.tasks_per_node != 0) n = std::min(n, shape.tasks_per_node * per_rank);
+    }
+    n = n / per_rank * per_rank;
     if (n > 0) sizes.push_back(n);
   }
   const std::size_t k = limit == 0 ? sizes.size() : std::min(limit, sizes.size());
@@ -360,6 +364,7 @@ std::optional<std::string> scheduler::never_fits(const job_request& r, const std
     });
     if (all.empty()) return std::string("none of the nodes it may use (--nodelist, --exclude) is in the cluster");
   }
+  if (r.adaptive && node_bound(r.shape)) return adaptive_never_fits(cluster_, res_, all, r.shape, r.min_pe, r.max_pe);
   if (r.shape.plain()) {
     std::size_t total = 0;
     for (const std::size_t i : all) total += i < cluster_.nodes().size() ? cluster_.at(i).procs : 0;
@@ -369,6 +374,13 @@ std::optional<std::string> scheduler::never_fits(const job_request& r, const std
     return std::nullopt;
   }
   return core::never_fits(cluster_, res_, all, r.shape, r.min_pe);
+}
+
+void scheduler::follow_map(job& j, const processor_set& map) {
+  if (!j.req.adaptive || !takes_node_resources(j.req.shape)) return;
+  give_back_resources(j);
+  j.placed = adaptive_allocation(cluster_, j.req.shape, rank_size(j.req), map);
+  take_resources(j);
 }
 
 void scheduler::take_resources(job& j) {
@@ -442,6 +454,10 @@ void scheduler::apply(const event& e) {
       }
       if (const std::size_t g = rank_size(r); r.min_pe % g != 0 || r.max_pe % g != 0) {
         misuse(job_name(r.id) + ": min_pe and max_pe must be whole ranks of " + std::to_string(g) + " processors");
+      }
+      if (r.adaptive && r.shape.min_nodes > 1 && r.min_pe < r.shape.min_nodes * rank_size(r)) {
+        misuse(job_name(r.id) + ": its minimum must be at least one rank on each of its " +
+               std::to_string(r.shape.min_nodes) + " nodes");
       }
       job j;
       j.req = r;
@@ -573,6 +589,7 @@ void scheduler::apply(const event& e) {
         j.frozen = true;
         ++j.resize_timeouts;
       }
+      follow_map(j, j.procs);
       j.target = processor_set(cluster_.size());
       j.ntarget = 0;
       j.state = job_state::running;
@@ -692,6 +709,7 @@ void scheduler::restore(const job_request& r, job_state state, const processor_s
     }
   }
   if (!r.shape.plain() && !placed_by_count(r)) restore_placement(j);
+  follow_map(j, procs);
   jobs_.emplace(r.id, std::move(j));
   refresh_counts();
 }
@@ -713,6 +731,7 @@ void scheduler::restore_resize(job_id id, const processor_set& target) {
   j.target = target;
   j.ntarget = n;
   j.state = job_state::resizing;
+  follow_map(j, j.procs | target);
   refresh_counts();
 }
 
@@ -751,6 +770,7 @@ void scheduler::start_job(job& j, const processor_set& procs, double now, std::v
   held_ |= procs;
   by_end_.insert({j.estimated_end, j.req.id});
   if (j.req.adaptive) adaptive_.insert(j.req.id);
+  follow_map(j, procs);
   decision d;
   d.what = decision::kind::start;
   d.job = j.req.id;
@@ -793,6 +813,7 @@ void scheduler::resume_job(job& j, const processor_set& procs, std::size_t n, do
     j.ntarget = n;
     j.state = job_state::resizing;
     ++j.resizes;
+    follow_map(j, procs);
   } else {
     j.state = job_state::running;
     if (!j.req.shape.plain()) {
@@ -839,6 +860,10 @@ void scheduler::check_plan(const plan& p) const {
 processor_set scheduler::place_adaptive(const job& j, const processor_set& held, const processor_set& free,
                                         std::size_t n) const {
   const std::size_t limit = node_limit(j);
+  if (node_bound(j.req.shape)) {
+    return place_adaptive_shaped(cluster_, res_, j.req.shape, rank_size(j.req), limit, held, free, n,
+                                 j.req.max_pe > held.count() ? j.req.max_pe - held.count() : 0);
+  }
   if (const std::size_t per_rank = rank_size(j.req); per_rank > 1) {
     return place_ranks(cluster_, held, free, n, per_rank, limit);
   }
@@ -856,6 +881,9 @@ void scheduler::begin_resize(job& j, const processor_set& to, std::size_t ntarge
   d.to = to;
   // A shrink moves exactly the ranks it drops, a grow none.
   d.ranks_moved = ntarget < j.size() ? j.size() - ntarget : 0;
+  // Memory, GPUs and whole nodes it enters are its own from now on; those of
+  // nodes it leaves only once it has left them (the acknowledgement).
+  if (ntarget > j.size()) follow_map(j, j.procs | to);
   j.target = to;
   j.ntarget = ntarget;
   j.state = job_state::resizing;
@@ -947,10 +975,14 @@ std::vector<decision> scheduler::decide_in_scope(double now) {
     const processor_set keep = any_promised && rank_size(j.req) == 1 && j.procs.intersects(promised)
                                    ? off_up | (j.procs - promised)
                                    : off_up;
-    processor_set to = place_shrink(j.procs, j.size() - t.procs, keep);
+    // Bounded per node: whole ranks, whole nodes first, never below its node minimum.
+    processor_set to = node_bound(j.req.shape) ? shrink_adaptive_shaped(cluster_, j.req.shape, rank_size(j.req), j.req.min_pe,
+                                                                        j.procs, j.size() - t.procs, off_up)
+                                               : place_shrink(j.procs, j.size() - t.procs, keep);
+    if (to.count() == j.size()) continue;
     reserved_ |= j.procs - to;
     j.last_resize_time = now;
-    begin_resize(j, to, t.procs, out);
+    begin_resize(j, to, to.count(), out);
   }
 
   processor_set free = (scoped_ ? scope_usable_ : usable_) - held_;

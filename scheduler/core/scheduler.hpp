@@ -257,6 +257,10 @@ private:
   void refresh_counts() noexcept { counts_dirty_ = true; }
   void refresh_usable();
   void new_epoch();  // arrival or completion: frozen jobs may be asked again
+  // An adaptive job that takes memory, GPUs or whole nodes: what it takes
+  // per node becomes what it takes with `map` (its map, or during a grow
+  // its map and its target together). Nothing for other jobs.
+  void follow_map(job& j, const processor_set& map);
   // Takes (or gives back) the memory and GPUs of a shaped job's placement.
   void take_resources(job& j);
   void give_back_resources(job& j);

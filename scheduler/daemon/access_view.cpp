@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/adaptive_placement.hpp"
 #include "daemon_base/permissions.hpp"
 #include "protocol/errors.hpp"
 
@@ -50,7 +51,7 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r) c
       }
       return std::nullopt;
     }
-    return core::never_fits(machine_, resources_, all, r.shape, r.min_pe);
+    return never_fits_shaped(r, all);
   }
   if (r.shape.plain()) {
     if (r.min_pe > machine_.size()) {
@@ -58,7 +59,15 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r) c
     }
     return std::nullopt;
   }
-  return core::never_fits(machine_, resources_, all, r.shape, r.min_pe);
+  return never_fits_shaped(r, all);
+}
+
+std::optional<std::string> access_view::never_fits_shaped(const core::job_request& r,
+                                                          const std::vector<std::size_t>& nodes) const {
+  if (r.adaptive && core::node_bound(r.shape)) {
+    return core::adaptive_never_fits(machine_, resources_, nodes, r.shape, r.min_pe, r.max_pe);
+  }
+  return core::never_fits(machine_, resources_, nodes, r.shape, r.min_pe);
 }
 
 std::optional<std::string> access_view::never_fits(const core::job_request& r, const core::partition& p) const {
@@ -96,7 +105,9 @@ std::optional<std::string> access_view::never_fits(const core::job_request& r, c
   if (!all_known) return std::nullopt;
   core::job_shape shape = r.shape;
   if (p.max_nodes > 0 && (shape.max_nodes == 0 || shape.max_nodes > p.max_nodes)) shape.max_nodes = p.max_nodes;
-  if (auto why = core::never_fits(machine_, resources_, mine, shape, r.min_pe)) return *why + in;
+  core::job_request within = r;
+  within.shape = shape;
+  if (auto why = never_fits_shaped(within, mine)) return *why + in;
   return std::nullopt;
 }
 

@@ -89,6 +89,9 @@ public:
   void check_job_peer(const peer_info& p) const;
 
 private:
+  // never_fits() of a shaped job on these nodes (the lock held): an adaptive
+  // job's bounds by core::adaptive_never_fits, a rigid one's by core::never_fits.
+  std::optional<std::string> never_fits_shaped(const core::job_request& r, const std::vector<std::size_t>& nodes) const;
   bool address_allowed(std::int64_t job, const std::string& address) const;  // mu_ held
 
   const std::string cluster_key_;
