@@ -97,9 +97,8 @@ void controller::capacity(std::function<void(capacity_summary)> done) {
         if (e.req.adaptive && j->size() > e.req.min_pe) {
           c.shrinkable += static_cast<std::int64_t>(j->size() - e.req.min_pe);
         }
-        if (e.geometry && e.geometry->gpus_per_node) {
-          gpus_used += *e.geometry->gpus_per_node * e.geometry->nodes_min.value_or(1);
-        }
+        // What it holds on each node now (an adaptive job's follow its map).
+        for (const auto& on : j->placed) gpus_used += static_cast<std::int64_t>(on.gpus);
       } else if (st == core::job_state::pending) {
         ++c.pending_jobs;
         c.pending_procs += static_cast<std::int64_t>(e.req.min_pe);

@@ -63,10 +63,17 @@ void step_manager::handle_remote_exec(const std::shared_ptr<connection>& c, cons
   l.job.min_pe = l.job.max_pe = 1;
   // The job's layout, so that its ranks here see the job's Slurm variables
   // (and its memory limit applies on this node too).
-  if (e->geometry && !e->req.adaptive) {
+  if (e->geometry) {
     l.job.geometry = e->geometry;
     l.job.geometry->array.reset();
-    l.job.min_pe = l.job.max_pe = e->geometry->ntasks * e->geometry->cpus_per_task;
+    if (e->req.adaptive) {
+      // Its layout now: the ranks of the map it holds (its node bounds are
+      // aqsd's to keep), and its --mem on this node as on every other.
+      l.job.geometry->ntasks = static_cast<std::int64_t>(procs.count()) / l.job.geometry->cpus_per_task;
+      l.job.geometry->nodes_min.reset();
+      l.job.geometry->nodes_max.reset();
+    }
+    l.job.min_pe = l.job.max_pe = l.job.geometry->ntasks * l.job.geometry->cpus_per_task;
   }
   l.user = e->user;
   l.uid = e->uid;

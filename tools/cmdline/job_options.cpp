@@ -242,26 +242,47 @@ std::optional<protocol::job_geometry> geometry_of(const job_options& o, protocol
   if (s.adaptive || by_range) {
     // Per-rank geometry: -c gives each rank that many processors on one
     // node, and --min/--max (or -n) count ranks, as -n does in Slurm. The
-    // scheduler keeps whole ranks as the job changes size; node counts,
-    // tasks per node, whole nodes, memory and GPUs it does not keep, so
-    // they are refused rather than silently dropped.
+    // node options are bounds the scheduler keeps as the job changes size
+    // (core/adaptive_placement.hpp): -N MIN[-MAX] nodes, at most
+    // --ntasks-per-node ranks a node, --mem and GPUs on every node it uses,
+    // --exclusive whole nodes.
     if (!s.adaptive && shaped) {
       throw usage_error("-N, --ntasks-per-node, -c, --exclusive, --mem, --mem-per-cpu and GPUs size a rigid job with "
                         "-n N, not --min/--max");
     }
-    std::vector<std::string> unkept;
-    if (o.nodes_min) unkept.emplace_back("-N");
-    if (o.ntasks_per_node) unkept.emplace_back("--ntasks-per-node");
-    if (o.exclusive) unkept.emplace_back("--exclusive");
-    if (o.mem_mb) unkept.emplace_back("--mem");
-    if (o.mem_per_cpu_mb) unkept.emplace_back("--mem-per-cpu");
-    if (o.gpus_per_node || o.gpus_total) unkept.emplace_back("GPUs");
-    if (!unkept.empty()) {
-      std::string names;
-      for (const auto& n : unkept) names += (names.empty() ? "" : ", ") + n;
-      throw usage_error(names + (unkept.size() == 1 && unkept[0] != "GPUs" ? " is" : " are") +
-                        " not supported for an adaptive job (its ranks go where there is room as it changes size; it "
-                        "takes -c for processors per rank, and --min/--max count ranks)");
+    if (o.mem_per_cpu_mb) {
+      throw usage_error("--mem-per-cpu is not supported for an adaptive job (its memory on a node would change with "
+                        "every resize); give --mem, the memory on each node it uses");
+    }
+    const std::int64_t ranks_min = s.min_pe;
+    const bool whole = o.exclusive.value_or(false) || (o.mem_mb && *o.mem_mb == 0);
+    if (whole && (o.ntasks_per_node || o.cpus_per_task.value_or(1) > 1)) {
+      throw usage_error("--exclusive gives an adaptive job whole nodes, a rank on each of their processors; it takes "
+                        "neither --ntasks-per-node nor -c");
+    }
+    if (o.nodes_min) {
+      if (*o.nodes_min > ranks_min) {
+        throw usage_error("-N " + std::to_string(*o.nodes_min) + " needs a rank on each node: --min must be at least " +
+                          std::to_string(*o.nodes_min) + " (it is " + std::to_string(ranks_min) + ")");
+      }
+      g.nodes_min = o.nodes_min;
+      g.nodes_max = o.nodes_max;
+    }
+    if (o.ntasks_per_node) {
+      if (g.nodes_max && *o.ntasks_per_node * *g.nodes_max < ranks_min) {
+        throw usage_error("--min " + std::to_string(ranks_min) + " ranks at most " + std::to_string(*o.ntasks_per_node) +
+                          " per node need more than the " + std::to_string(*g.nodes_max) + " nodes -N allows");
+      }
+      g.ntasks_per_node = o.ntasks_per_node;
+    }
+    g.exclusive = whole;
+    if (o.mem_mb && *o.mem_mb > 0) g.mem_per_node_mb = o.mem_mb;
+    if (o.gpus_per_node && o.gpus_total) throw usage_error("give --gpus or GPUs per node (--gres=gpu:N, --gpus-per-node), not both");
+    if (o.gpus_per_node && *o.gpus_per_node > 0) g.gpus_per_node = o.gpus_per_node;
+    if (o.gpus_total && *o.gpus_total > 0) {
+      // As for a rigid job: the total over its minimum of nodes, per node.
+      const std::int64_t nodes = o.nodes_min.value_or(1);
+      g.gpus_per_node = (*o.gpus_total + nodes - 1) / nodes;
     }
     const std::int64_t c = o.cpus_per_task.value_or(1);
     if (s.max_pe > protocol::k_max_pe / c) {

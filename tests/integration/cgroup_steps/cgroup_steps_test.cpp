@@ -59,14 +59,17 @@ test::cluster::options one_node_of_two(test::test_database& db) {
 // An adaptive MPI job of 1 to 2 processors (jacobi, 60 ms an iteration,
 // its grid a.grid and its output jacobi.out in the work folder; mpiexec
 // given `mpiexec_args` before the program), submitted and running: its id.
-std::int64_t start_jacobi(test::cluster& c, const std::string& mpiexec_args) {
+std::int64_t start_jacobi(test::cluster& c, const std::string& mpiexec_args, std::vector<std::string> submit_args = {}) {
   const fs::path work = c.workdir();
   const fs::path script = work / "jacobi.sh";
   std::ofstream(script) << "#!/bin/bash\n#AQS --adaptive --min 1 --max 2\n"
                         << "export OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
                         << "exec " MPIEXEC " " << mpiexec_args << JACOBI2D_BINARY
                         << " --rows 64 --cols 48 --iters 3000 --pace-ms 60 --out " << (work / "a.grid").string() << "\n";
-  const std::int64_t id = c.submit({"-J", "jacobi", "-o", (work / "jacobi.out").string(), script.string()});
+  std::vector<std::string> args = {"-J", "jacobi", "-o", (work / "jacobi.out").string()};
+  args.insert(args.end(), submit_args.begin(), submit_args.end());
+  args.push_back(script.string());
+  const std::int64_t id = c.submit(args);
   c.wait_state(id, {job_state::running});
   return id;
 }
@@ -553,6 +556,68 @@ TEST_CASE("an adaptive job over two hosts: its cpuset on the host it grows onto 
   REQUIRE(j);
   CHECK(j->nprocs == 1);
   CHECK_MESSAGE(holds(1, left == a ? all : "0", left == b ? all : "0"), seen << " (left " << left << ", kept " << kept << ")");
+  CHECK(c.cmd(bin().fkill, {std::to_string(job), std::to_string(rigid)}).status == 0);
+  c.wait_idle(90s);
+}
+
+// Issue 30: an adaptive job takes --mem with the meaning it has for a rigid
+// job, on every node it grows onto, and the scheduler counts it there.
+TEST_CASE("an adaptive job with --mem over two hosts: held to it on the host it grows onto, whose memory a job needing it gets once it has left") {
+  SKIP_WITHOUT_V1_CPUSET();
+  two_host_case k;
+  test::cluster& c = k.c;
+  const auto node_of = [&](std::size_t p) {
+    for (const auto& n : c.nodes()) {
+      if (n.first_proc == static_cast<std::int64_t>(p)) return n.name;
+    }
+    return std::string();
+  };
+  const fs::path work = c.workdir();
+  const std::int64_t hold = c.submit({"-n", "1", "-J", "hold", "--wrap", "sleep 300"});
+  const auto held = c.wait_state(hold, {job_state::running});
+  const std::string b = node_of(held.procs.find('1'));
+  const std::string a = b == "node0" ? "node1" : "node0";
+  // 3 GB of each node's 4: no other job asking 2 GB fits beside it.
+  const std::int64_t job = start_jacobi(c, "", {"--mem=3G"});
+  const std::string want = std::to_string(3ULL << 30);
+  // The memory limits under the job's cgroup on a node (its own and its steps').
+  const auto limits_on = [&](const std::string& node) {
+    std::set<std::string> out;
+    const fs::path dir = test::v1_job_cgroup(c, "memory", "memory.limit_in_bytes", job, node);
+    std::error_code ec;
+    if (dir.empty() || !fs::exists(dir, ec)) return out;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      if (it->path().filename() != "memory.limit_in_bytes") continue;
+      std::string t = slurp(it->path());
+      while (!t.empty() && t.back() == '\n') t.pop_back();
+      out.insert(t);
+    }
+    const std::string top = slurp(dir / "memory.limit_in_bytes");
+    if (!top.empty()) out.insert(top.substr(0, top.find('\n')));
+    return out;
+  };
+  std::string seen;
+  CHECK_MESSAGE(eventually([&] { return limits_on(a).count(want) != 0; }, 60s), "limits on " << a);
+  // B frees up: the job grows onto it, and its step there is held to 3 GB.
+  CHECK(c.cmd(bin().fkill, {std::to_string(hold)}).status == 0);
+  CHECK_MESSAGE(eventually([&] {
+                  const auto j = c.job(job);
+                  seen = j ? j->procs + " " + std::string(core::to_string(j->state)) : "no job";
+                  return j && j->state == job_state::running && j->nprocs == 2 && limits_on(b).count(want) != 0;
+                }, 90s),
+                seen << "\n" << slurp(work / "jacobi.out"));
+  // A rigid job asking 2 GB: no node has it free while the job is on both.
+  // The job is shrunk off one, and the rigid job starts there once it has
+  // left (its memory there given back at the acknowledgement).
+  const std::int64_t rigid = c.submit({"-n", "1", "--mem=2G", "--wrap", "sleep 300"});
+  const auto r = c.wait_state(rigid, {job_state::running}, 90s);
+  const std::string left = node_of(r.procs.find('1'));
+  const auto j = c.job(job);
+  REQUIRE(j);
+  CHECK(j->nprocs == 1);
+  CHECK(j->state == job_state::running);
+  CHECK(node_of(j->procs.find('1')) != left);
   CHECK(c.cmd(bin().fkill, {std::to_string(job), std::to_string(rigid)}).status == 0);
   c.wait_idle(90s);
 }

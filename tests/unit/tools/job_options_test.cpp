@@ -505,14 +505,46 @@ TEST_CASE("an adaptive job takes -c: --min/--max count ranks of that many proces
   CHECK(fsub({"--adaptive", "-n", "3", "-c", "2", "j.sh"}).request.job.max_pe == 6);
 }
 
-TEST_CASE("per-rank geometry an adaptive job cannot keep is refused in one line naming the options") {
-  CHECK(fsub_error({"--adaptive", "--min", "1", "--max", "4", "--ntasks-per-node=2", "j.sh"}) ==
-        "--ntasks-per-node is not supported for an adaptive job (its ranks go where there is room as it changes "
-        "size; it takes -c for processors per rank, and --min/--max count ranks)");
-  CHECK(fsub_error({"--adaptive", "--min", "1", "--max", "4", "-N", "2", "--mem-per-cpu=100", "j.sh"})
-            .starts_with("-N, --mem-per-cpu are not supported for an adaptive job"));
-  CHECK(fsub_error({"--adaptive", "--max", "4", "--exclusive", "j.sh"}).starts_with("--exclusive is not supported"));
-  CHECK(fsub_error({"--adaptive", "--max", "4", "--gpus=1", "j.sh"}).starts_with("GPUs are not supported"));
+TEST_CASE("an adaptive job takes -N, --ntasks-per-node, --mem, --exclusive and GPUs as bounds kept as it changes size") {
+  const auto r = fsub({"--adaptive", "--min", "2", "--max", "16", "-N", "2-4", "--ntasks-per-node=4", "--mem=500M",
+                       "--gpus-per-node=1", "j.sh"});
+  const auto& j = r.request.job;
+  CHECK(j.adaptive);
+  CHECK(j.min_pe == 2);
+  CHECK(j.max_pe == 16);
+  REQUIRE(j.geometry);
+  CHECK(j.geometry->nodes_min == 2);
+  CHECK(j.geometry->nodes_max == 4);
+  CHECK(j.geometry->ntasks_per_node == 4);
+  CHECK(j.geometry->mem_per_node_mb == 500);
+  CHECK(j.geometry->gpus_per_node == 1);
+  CHECK_FALSE(j.geometry->exclusive);
+  // --exclusive, and --mem=0 as Slurm means it (all of each node).
+  CHECK(fsub({"--adaptive", "--max", "8", "--exclusive", "j.sh"}).request.job.geometry->exclusive);
+  CHECK(fsub({"--adaptive", "--max", "8", "--mem=0", "j.sh"}).request.job.geometry->exclusive);
+  // --gpus N is a total over its minimum of nodes, as for a rigid job.
+  CHECK(fsub({"--adaptive", "--min", "2", "--max", "8", "-N", "2", "--gpus=3", "j.sh"}).request.job.geometry->gpus_per_node ==
+        2);
+  // From #SBATCH lines too.
+  const auto d = fsub({"j.sh"}, "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --mem=1G\n#AQS --adaptive --min 2 --max 8\n").request.job;
+  REQUIRE(d.geometry);
+  CHECK(d.geometry->nodes_min == 2);
+  CHECK(d.geometry->mem_per_node_mb == 1024);
+}
+
+TEST_CASE("bounds an adaptive job could not keep are refused in one line") {
+  CHECK(fsub_error({"--adaptive", "--min", "1", "--max", "4", "-N", "2", "j.sh"}) ==
+        "-N 2 needs a rank on each node: --min must be at least 2 (it is 1)");
+  CHECK(fsub_error({"--adaptive", "--min", "9", "--max", "12", "-N", "1-2", "--ntasks-per-node=4", "j.sh"}) ==
+        "--min 9 ranks at most 4 per node need more than the 2 nodes -N allows");
+  CHECK(fsub_error({"--adaptive", "--min", "2", "--max", "4", "--mem-per-cpu=100", "j.sh"})
+            .starts_with("--mem-per-cpu is not supported for an adaptive job"));
+  CHECK(fsub_error({"--adaptive", "--max", "4", "--exclusive", "-c", "2", "j.sh"})
+            .starts_with("--exclusive gives an adaptive job whole nodes"));
+  CHECK(fsub_error({"--adaptive", "--max", "4", "--exclusive", "--ntasks-per-node=1", "j.sh"})
+            .starts_with("--exclusive gives an adaptive job whole nodes"));
+  CHECK(fsub_error({"--adaptive", "--max", "4", "--gpus=1", "--gpus-per-node=1", "j.sh"}).find("not both") !=
+        std::string::npos);
   CHECK(fsub_error({"--adaptive", "--max", "100000", "-c", "64", "j.sh"}).find("more than") != std::string::npos);
 }
 
