@@ -75,7 +75,7 @@ accounting_admission accounting::submit(const accounting_job& j) {
   return a;
 }
 
-bool accounting::adopt(const accounting_job& j) {
+void accounting::adopt(const accounting_job& j) {
   live l;
   l.job = j;
   if (l.job.account.empty()) {
@@ -89,7 +89,6 @@ bool accounting::adopt(const accounting_job& j) {
   // no limit and its own priority, as Slurm records jobs without associations.
   if (l.association != account_index::npos) tally_->add_submitted(limit_of(l, 0));
   jobs_[j.id] = std::move(l);
-  return true;
 }
 
 std::optional<limit_job> accounting::limit_job_of(job_id id, std::size_t cpus) const {

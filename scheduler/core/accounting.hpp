@@ -77,8 +77,8 @@ public:
   // split off its record): no check, its account as given (the user's
   // default when empty). A job whose association is unknown (a user in no
   // account) is tracked for its usage only: no limit, no priority of ours,
-  // charged with the account it was given (usually none). Always true.
-  bool adopt(const accounting_job& j);
+  // charged with the account it was given (usually none).
+  void adopt(const accounting_job& j);
   // Forgets a job that was refused later or cancelled while pending.
   void drop(job_id id);
   // Whether the job is tracked, and what it is to the limits holding `cpus`

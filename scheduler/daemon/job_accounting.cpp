@@ -300,7 +300,7 @@ void job_accounting::prioritise(std::int64_t id) {
 
 void job_accounting::restored(std::int64_t id, const job_entry& e, std::size_t procs, double start, bool suspended) {
   const auto cid = static_cast<core::job_id>(id);
-  if (!acc_->tracks(cid) && !acc_->adopt(job_of(id, e))) return;
+  if (!acc_->tracks(cid)) acc_->adopt(job_of(id, e));
   shapes_[id] = e.geometry;
   const std::size_t count = e.req.adaptive ? std::max(procs, e.req.max_pe) : procs;
   if (auto lj = acc_->limit_job_of(cid, count)) {
