@@ -356,6 +356,72 @@ TEST_CASE("adaptive jobs: MaxNodes bounds their nodes, and with -c they hold and
   c.wait_idle();
 }
 
+// Issue 30: an adaptive job's -N, --ntasks-per-node, --exclusive and --mem
+// are bounds on where its ranks go, from fsub through a real aqsd.
+TEST_CASE("adaptive jobs: -N, --ntasks-per-node, --exclusive and --mem bound where they start, and what cannot fit is refused") {
+  test::test_database db;
+  test::cluster::options o;
+  o.db = db.conninfo();
+  o.nodes = 4;
+  o.procs_per_node = 3;
+  o.agent_args = {"--memory", "1G"};
+  test::cluster c(o);
+  c.wait_nodes_up(4);
+  const auto spread = [](const protocol::job_info& j) {
+    std::vector<std::size_t> used;
+    for (const std::size_t n : per_node(j.procs, 3)) {
+      if (n != 0) used.push_back(n);
+    }
+    return used;
+  };
+  // At most one rank a node: 4 of its 12, one on each node.
+  const std::int64_t a = c.submit({"--adaptive", "--min", "1", "--max", "12", "--ntasks-per-node=1", "--wrap", "sleep 300"});
+  const auto ja = c.wait_state(a, {job_state::running});
+  CHECK(ja.nprocs == 4);
+  CHECK(spread(ja) == std::vector<std::size_t>{1, 1, 1, 1});
+  c.cmd(test::bin().fkill, {std::to_string(a)});
+  c.wait_idle();
+  // -N 3 with --max 3: one rank on each of 3 nodes, not 3 on one node.
+  const std::int64_t n3 = c.submit({"--adaptive", "--min", "3", "--max", "3", "-N", "3", "--wrap", "sleep 300"});
+  CHECK(spread(c.wait_state(n3, {job_state::running})) == std::vector<std::size_t>{1, 1, 1});
+  c.cmd(test::bin().fkill, {std::to_string(n3)});
+  c.wait_idle();
+  // --exclusive up to 8: whole nodes of 3 (6), never a part of one; a
+  // rigid job of 1 goes to another node.
+  const std::int64_t x = c.submit({"--adaptive", "--min", "1", "--max", "8", "--exclusive", "--wrap", "sleep 300"});
+  const auto jx = c.wait_state(x, {job_state::running});
+  CHECK(jx.nprocs == 6);
+  CHECK(spread(jx) == std::vector<std::size_t>{3, 3});
+  const std::int64_t r = c.submit({"-n", "1", "--wrap", "sleep 300"});
+  const auto jr = c.wait_state(r, {job_state::running});
+  const auto on_x = per_node(jx.procs, 3), on_r = per_node(jr.procs, 3);
+  for (std::size_t i = 0; i < on_x.size(); ++i) CHECK((on_x[i] == 0 || on_r[i] == 0));
+  c.cmd(test::bin().fkill, {std::to_string(x), std::to_string(r)});
+  c.wait_idle();
+  // --mem 600M a node of 1G: a second such job shares no node with the first.
+  const std::int64_t m1 = c.submit({"--adaptive", "--min", "1", "--max", "6", "--ntasks-per-node=3", "--mem=600M",
+                                    "--wrap", "sleep 300"});
+  const auto jm1 = c.wait_state(m1, {job_state::running});
+  CHECK(jm1.nprocs == 6);
+  const std::int64_t m2 = c.submit({"--adaptive", "--min", "1", "--max", "6", "--mem=600M", "--wrap", "sleep 300"});
+  const auto jm2 = c.wait_state(m2, {job_state::running});
+  const auto on1 = per_node(jm1.procs, 3), on2 = per_node(jm2.procs, 3);
+  for (std::size_t i = 0; i < on1.size(); ++i) CHECK((on1[i] == 0 || on2[i] == 0));
+  c.cmd(test::bin().fkill, {std::to_string(m1), std::to_string(m2)});
+  c.wait_idle();
+  // Bounds no node could ever meet are refused at submission, in one line.
+  auto refused = c.cmd(test::bin().fsub, {"--adaptive", "--max", "2", "--exclusive", "--wrap", "true"});
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("holds whole nodes; the smallest has 3 processors, more than its maximum of 2") !=
+        std::string::npos);
+  refused = c.cmd(test::bin().fsub, {"--adaptive", "--max", "4", "--mem=2G", "--wrap", "true"});
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("MB of memory on a node") != std::string::npos);
+  refused = c.cmd(test::bin().fsub, {"--adaptive", "--min", "1", "--max", "4", "-N", "2", "--wrap", "true"});
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("-N 2 needs a rank on each node") != std::string::npos);
+}
+
 TEST_CASE("aqsd refuses to start on a bad aqs.conf, naming the file and the line") {
   test::temp_dir conf_dir("aqs-partitions");
   const fs::path conf = conf_dir.path() / "aqs.conf";
