@@ -120,6 +120,27 @@ struct two_host_case {
   two_host_case() : c(two_hosts(db, view)) { c.wait_nodes_up(2); }
 };
 
+// Which node of a 2-host case holds processor p (one processor per node).
+std::string node_holding(test::cluster& c, std::size_t p) {
+  for (const auto& n : c.nodes()) {
+    if (n.first_proc == static_cast<std::int64_t>(p)) return n.name;
+  }
+  return {};
+}
+
+// A rigid job holding one of the two hosts: its id, the other node (A,
+// free) and its own (B).
+struct held_host {
+  std::int64_t job;
+  std::string a, b;
+};
+held_host hold_one_host(test::cluster& c) {
+  const std::int64_t hold = c.submit({"-n", "1", "-J", "hold", "--wrap", "sleep 300"});
+  const auto held = c.wait_state(hold, {job_state::running});
+  const std::string b = node_holding(c, held.procs.find('1'));
+  return {hold, b == "node0" ? "node1" : "node0", b};
+}
+
 // A job script: mpirun over the job's two hosts, each rank running `rank`
 // (sh), which finds the batch host in $BATCH_HOST.
 fs::path mpi_script(const test::test_user& u, const std::string& name, const std::string& rank) {
@@ -499,18 +520,9 @@ TEST_CASE("an adaptive job over two hosts: its cpuset on the host it grows onto 
   SKIP_WITHOUT_V1_CPUSET();
   two_host_case k;
   test::cluster& c = k.c;
-  // Which node holds processor p (one processor per node).
-  const auto node_of = [&](std::size_t p) {
-    for (const auto& n : c.nodes()) {
-      if (n.first_proc == static_cast<std::int64_t>(p)) return n.name;
-    }
-    return std::string();
-  };
+  const auto node_of = [&](std::size_t p) { return node_holding(c, p); };
   const fs::path work = c.workdir();
-  const std::int64_t hold = c.submit({"-n", "1", "-J", "hold", "--wrap", "sleep 300"});
-  const auto held = c.wait_state(hold, {job_state::running});
-  const std::string b = node_of(held.procs.find('1'));
-  const std::string a = b == "node0" ? "node1" : "node0";
+  const auto [hold, a, b] = hold_one_host(c);
   const std::int64_t job = start_jacobi(c, "");
   const auto cpuset_on = [&](const std::string& node) {
     std::string t = slurp(test::v1_job_cgroup(c, "cpuset", "cpuset.cpus", job, node) / "cpuset.cpus");
@@ -566,17 +578,9 @@ TEST_CASE("an adaptive job with --mem over two hosts: held to it on the host it 
   SKIP_WITHOUT_V1_CPUSET();
   two_host_case k;
   test::cluster& c = k.c;
-  const auto node_of = [&](std::size_t p) {
-    for (const auto& n : c.nodes()) {
-      if (n.first_proc == static_cast<std::int64_t>(p)) return n.name;
-    }
-    return std::string();
-  };
+  const auto node_of = [&](std::size_t p) { return node_holding(c, p); };
   const fs::path work = c.workdir();
-  const std::int64_t hold = c.submit({"-n", "1", "-J", "hold", "--wrap", "sleep 300"});
-  const auto held = c.wait_state(hold, {job_state::running});
-  const std::string b = node_of(held.procs.find('1'));
-  const std::string a = b == "node0" ? "node1" : "node0";
+  const auto [hold, a, b] = hold_one_host(c);
   // 3 GB of each node's 4: no other job asking 2 GB fits beside it.
   const std::int64_t job = start_jacobi(c, "", {"--mem=3G"});
   const std::string want = std::to_string(3ULL << 30);
