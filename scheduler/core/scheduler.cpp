@@ -319,9 +319,11 @@ void scheduler::evict_from_reservations(double now, std::vector<decision>& out) 
     const std::size_t want = j.size() - kept;
     processor_set to = want > 0 && room.any() ? place_adaptive(j, keep, room, std::min(want, room.count())) : keep;
     const std::size_t n = to.count();
-    // Never below its minimum: then it keeps them, like a rigid job, until
-    // processors elsewhere let it move.
+    // Never below its minimum, nor outside its bounds per node (a part of a
+    // whole node, fewer nodes than its -N): then it keeps them, like a rigid
+    // job, until processors elsewhere let it move.
     if (n < j.req.min_pe || n == 0) continue;
+    if (node_bound(j.req.shape) && !keeps_bounds(j, to)) continue;
     reserved_ |= j.procs - to;
     held_ |= to - j.procs;
     j.last_resize_time = now;
@@ -374,6 +376,22 @@ std::optional<std::string> scheduler::never_fits(const job_request& r, const std
     return std::nullopt;
   }
   return core::never_fits(cluster_, res_, all, r.shape, r.min_pe);
+}
+
+bool scheduler::keeps_bounds(const job& j, const processor_set& map) const {
+  const job_shape& s = j.req.shape;
+  const std::size_t per_rank = rank_size(j.req);
+  std::size_t nodes = 0;
+  for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
+    const node& nd = cluster_.at(i);
+    const std::size_t here = map.count_range(nd.first_proc, nd.first_proc + nd.procs);
+    if (here == 0) continue;
+    ++nodes;
+    if (here % per_rank != 0) return false;
+    if (s.exclusive && here != nd.procs) return false;
+    if (s.tasks_per_node != 0 && here > s.tasks_per_node * per_rank) return false;
+  }
+  return nodes >= s.min_nodes && (s.max_nodes == 0 || nodes <= s.max_nodes);
 }
 
 void scheduler::follow_map(job& j, const processor_set& map) {
@@ -883,7 +901,7 @@ void scheduler::begin_resize(job& j, const processor_set& to, std::size_t ntarge
   d.ranks_moved = ntarget < j.size() ? j.size() - ntarget : 0;
   // Memory, GPUs and whole nodes it enters are its own from now on; those of
   // nodes it leaves only once it has left them (the acknowledgement).
-  if (ntarget > j.size()) follow_map(j, j.procs | to);
+  if ((to - j.procs).any()) follow_map(j, j.procs | to);
   j.target = to;
   j.ntarget = ntarget;
   j.state = job_state::resizing;

@@ -261,6 +261,9 @@ private:
   // per node becomes what it takes with `map` (its map, or during a grow
   // its map and its target together). Nothing for other jobs.
   void follow_map(job& j, const processor_set& map);
+  // Whether `map` keeps an adaptive job's bounds per node (whole ranks, whole
+  // nodes for --exclusive, at most its ranks a node, its node count).
+  bool keeps_bounds(const job& j, const processor_set& map) const;
   // Takes (or gives back) the memory and GPUs of a shaped job's placement.
   void take_resources(job& j);
   void give_back_resources(job& j);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/adaptive_placement.hpp"
+#include "core/reservation.hpp"
 #include "core/scheduler.hpp"
 #include "core_jobs.hpp"
 
@@ -289,4 +290,21 @@ TEST_CASE("shrink_adaptive_shaped: whole ranks, highest nodes first, drained nod
   // With a minimum of 9 no whole node can go.
   left = shrink_adaptive_shaped(c, whole, 1, 9, all, 3, processor_set(12));
   CHECK(left == all);
+}
+
+TEST_CASE("a reservation taking part of an --exclusive adaptive job's node does not leave it on part of a node") {
+  scheduler s(cluster::uniform(2, 4), make_strategy("equipartition"));
+  job_request a = test::adaptive(1, 1, 4);
+  a.shape.exclusive = true;
+  auto d = s.handle(event::arrival(a), 0);
+  REQUIRE(d.size() == 1);
+  REQUIRE(d[0].to == processor_set::range(8, 0, 4));
+  // From 10, processors 0-1 are reserved for others: moving off them would
+  // keep it on half of node0 (node1's 4 would pass its maximum), so it
+  // stays where it is, as a rigid job would.
+  s.set_reservations({advance_reservation{"maint", 10, 100, processor_set::range(8, 0, 2)}});
+  d = s.decide(10);
+  CHECK(for_job(d, 1) == nullptr);
+  CHECK(s.get(1).procs == processor_set::range(8, 0, 4));
+  CHECK(s.get(1).state == job_state::running);
 }
