@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/limits.hpp"
+#include "core/placement.hpp"
 #include "core/time_limit.hpp"
 #include "daemon/job_records.hpp"
 #include "daemon_base/permissions.hpp"
@@ -309,10 +310,28 @@ void job_accounting::restored(std::int64_t id, const job_entry& e, std::size_t p
   }
   acc_->start(cid, procs, start);
   running_[id] = procs;
+  if (const core::job* j = core_.find(cid)) hold_nodes(id, j->procs, start);
   if (suspended) {
     acc_->suspend(cid, clock_.wall_seconds());
     running_.erase(id);
+    hold_nodes(id, std::string(), clock_.wall_seconds());
   }
+}
+
+void job_accounting::hold_nodes(std::int64_t id, const core::processor_set& map, double t) {
+  node_time& n = node_time_[id];
+  if (n.nodes != 0) n.seconds += static_cast<double>(n.nodes) * std::max(0.0, t - n.since);
+  n.nodes = map.size() == core_.machine().size() ? core::nodes_spanned(core_.machine(), map) : 0;
+  n.since = t;
+}
+
+void job_accounting::hold_nodes(std::int64_t id, const std::string& map, double t) {
+  core::processor_set set(core_.machine().size());
+  if (!map.empty()) {
+    set = core::processor_set::from_string(map);
+    set.resize(core_.machine().size());
+  }
+  hold_nodes(id, set, t);
 }
 
 // ---------------------------------------------------------------- changes --
@@ -327,6 +346,7 @@ void job_accounting::on_change(const job_change& ch) {
     case job_state::running: {
       const std::size_t procs = count_ones(ch.procs);
       if (procs == 0) return;
+      hold_nodes(id, ch.procs, t);
       auto it = running_.find(id);
       if (it == running_.end()) {
         acc_->start(cid, procs, t);
@@ -340,6 +360,7 @@ void job_accounting::on_change(const job_change& ch) {
     case job_state::suspended:
     case job_state::pending:
       if (running_.erase(id) != 0) acc_->suspend(cid, t);
+      hold_nodes(id, std::string(), t);
       return;
     default:
       return;
@@ -351,6 +372,12 @@ void job_accounting::charge_final(std::int64_t id, const job_change& ch) {
   const double t = ch.time > 0 ? ch.time : clock_.wall_seconds();
   running_.erase(id);
   held_.erase(id);
+  std::optional<double> node_seconds;
+  if (auto n = node_time_.find(id); n != node_time_.end()) {
+    hold_nodes(id, std::string(), t);
+    node_seconds = n->second.seconds;
+    node_time_.erase(n);
+  }
   std::optional<protocol::job_geometry> shape;
   if (auto s = shapes_.find(id); s != shapes_.end()) {
     shape = s->second;
@@ -374,11 +401,13 @@ void job_accounting::charge_final(std::int64_t id, const job_change& ch) {
     r.end = tp(std::max(charge->end, charge->start));
     r.cpu_seconds = std::max(0.0, charge->cpu_seconds);
     if (shape) {
-      const double elapsed = std::max(0.0, charge->end - charge->start);
-      const double nodes = static_cast<double>(shape->nodes_min.value_or(1));
+      // Per node: the node-seconds it held (its maps over time, suspended
+      // time excluded), else its node minimum over its run.
+      const double held = node_seconds.value_or(static_cast<double>(shape->nodes_min.value_or(1)) *
+                                                std::max(0.0, charge->end - charge->start));
       if (shape->mem_per_cpu_mb) r.mem_mb_seconds = static_cast<double>(*shape->mem_per_cpu_mb) * r.cpu_seconds;
-      if (shape->mem_per_node_mb) r.mem_mb_seconds = static_cast<double>(*shape->mem_per_node_mb) * nodes * elapsed;
-      if (shape->gpus_per_node) r.gpu_seconds = static_cast<double>(*shape->gpus_per_node) * nodes * elapsed;
+      if (shape->mem_per_node_mb) r.mem_mb_seconds = static_cast<double>(*shape->mem_per_node_mb) * held;
+      if (shape->gpus_per_node) r.gpu_seconds = static_cast<double>(*shape->gpus_per_node) * held;
     }
     store::account_store* st = store_.get();
     pipe_.on_readers([st, r] {

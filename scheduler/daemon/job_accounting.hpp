@@ -127,6 +127,9 @@ private:
   void release_held();
   void schedule_priorities();
   void charge_final(std::int64_t id, const job_change& ch);
+  // Node-seconds: the job holds the nodes of `map` from t on (none: "").
+  void hold_nodes(std::int64_t id, const core::processor_set& map, double t);
+  void hold_nodes(std::int64_t id, const std::string& map, double t);
   void change_tree(const std::shared_ptr<connection>& c, const protocol::accounts& m);
 
   accounting_options o_;
@@ -145,6 +148,15 @@ private:
   std::unordered_map<std::int64_t, std::size_t> running_;  // what a started job holds (charged)
   // Geometry of tracked jobs for memory- and GPU-seconds.
   std::unordered_map<std::int64_t, std::optional<protocol::job_geometry>> shapes_;
+  // The nodes a running job holds and since when, and the node-seconds it
+  // held before (--mem and GPUs are per node: an adaptive job's nodes
+  // change with its map, a suspended job holds none).
+  struct node_time {
+    std::size_t nodes = 0;
+    double since = 0;
+    double seconds = 0;
+  };
+  std::unordered_map<std::int64_t, node_time> node_time_;
   std::unique_ptr<timer_handle> timer_;
   std::unordered_map<std::uint64_t, core::accounting_job> tickets_;
   std::atomic<bool> stopped_{false};

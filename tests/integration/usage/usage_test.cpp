@@ -336,3 +336,44 @@ TEST_CASE("usage: a job whose agent was killed with -9 keeps a sane record: meas
     CHECK(e["measured_hidden"] == false);
   }
 }
+
+// Issue 30: --mem is per node, and an adaptive job's nodes are those of its
+// maps over time: its memory is charged for the node-seconds it held.
+TEST_CASE("usage: an adaptive job's --mem is charged per node it held, over the time it held it") {
+  test::test_database db;
+  test::cluster c(test::nodes_of(db, 3, 2, {"--memory", "1G"}));
+  c.wait_nodes_up(3);
+  const auto ann = c.user(k_ann);
+  // At most one rank a node: its 3 ranks are on 3 nodes, so it holds
+  // 3 x 100 MB while it runs (its minimum of nodes is 1).
+  const std::int64_t id = c.submit({"--adaptive", "--min", "3", "--max", "3", "--ntasks-per-node=1", "--mem=100M",
+                                    "-o", "/dev/null", "--wrap", "sleep 4"},
+                                   &ann, ann.home.string());
+  const auto running = c.wait_state(id, {job_state::running});
+  CHECK(running.nprocs == 3);
+  c.wait_state(id, {job_state::completed}, 120s);
+  // The record is written off the job's end: wait for it.
+  double cpu = 0, mem = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  std::string out;
+  while (std::chrono::steady_clock::now() < deadline && cpu == 0) {
+    const auto r = c.cmd(AQS_FUSAGE_BINARY, {"--csv"}, &ann);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    out = r.out;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with(ann.name + ",")) continue;
+      std::vector<std::string> f;
+      std::istringstream cols(line);
+      for (std::string v; std::getline(cols, v, ',');) f.push_back(v);
+      REQUIRE(f.size() >= 6);
+      cpu = std::stod(f.at(3));
+      mem = std::stod(f.at(5));
+    }
+    if (cpu == 0) std::this_thread::sleep_for(200ms);
+  }
+  INFO(out);
+  REQUIRE(cpu > 0);
+  // One processor a node: node-seconds are its CPU-seconds.
+  CHECK(mem == doctest::Approx(100.0 * cpu).epsilon(0.02));
+}
