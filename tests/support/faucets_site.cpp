@@ -73,8 +73,10 @@ void faucets_site::start(const std::vector<std::string>& more) {
   url_ = first_line(state() / "faucetsd.http");
 }
 
-std::vector<std::string> faucets_site::join_args(const std::string& name) const {
-  write_file(dir() / (name + ".users"), "* *\n");
+void faucets_site::set_users(const std::string& table) const { write_file(dir() / "users", table); }
+
+std::vector<std::string> faucets_site::join_args(const std::string& name, const std::string& cluster_users) const {
+  write_file(dir() / (name + ".users"), cluster_users);
   return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", ca().string(), "--faucets-key",
           (dir() / (name + ".key")).string(), "--faucets-users", (dir() / (name + ".users")).string()};
 }

@@ -31,6 +31,8 @@ public:
   // port) with `more` flags (a policy, --owners, --http-plain ...) and waits
   // until it serves.
   void start(const std::vector<std::string>& more = {});
+  // Replaces the users table ("* * *": everyone, every cluster) before start().
+  void set_users(const std::string& table) const;
   // faucetsd's command line as start() begins it (to run it otherwise).
   std::vector<std::string> base_args() const;
 
@@ -40,9 +42,10 @@ public:
   const std::string& url() const { return url_; }    // the users' API
   const std::string& addr() const { return addr_; }  // where clusters join
 
-  // aqsd's flags to join as `name` (the users table "* *"); a test adds
+  // aqsd's flags to join as `name` with the cluster's users table
+  // `cluster_users` (default "* *": any user as themselves); a test adds
   // --faucets-speed, --config and the like.
-  std::vector<std::string> join_args(const std::string& name) const;
+  std::vector<std::string> join_args(const std::string& name, const std::string& cluster_users = "* *\n") const;
   // A token of faucetsd's for `u` (root when null), from ftoken on its socket.
   std::string token_for(const test_user* u) const;
   client::faucets::client client(const std::string& token) const;

@@ -21,6 +21,7 @@
 
 #include "e2e.hpp"
 #include "faucets_client/faucets_api.hpp"
+#include "faucets_site.hpp"
 #include "protocol/auth.hpp"
 #include "protocol/messages.hpp"
 #include "temp_dir.hpp"
@@ -33,104 +34,43 @@ namespace fc = aqs::client::faucets;
 
 namespace {
 
-// One faucetsd in a directory of its own (as integration_faucets' site),
-// with more flags when asked.
+// The test's faucetsd (tests/support/faucets_site) with a users table of
+// its own, and the directory where the cluster keeps jobs' files.
 class stage_site {
 public:
   stage_site(const std::vector<std::string>& clusters, const std::string& users_table,
              std::vector<std::string> extra = {})
-      : dir_("aqs-stage-site", 0755) {
-    const fs::path d = dir_.path();
-    const run_result cert = run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                                 "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout",
-                                 (d / "server.key").string(), "-out", (d / "server.crt").string()});
-    REQUIRE_MESSAGE(cert.status == 0, cert.err);
-    ::chmod((d / "server.crt").c_str(), 0644);
-    std::string table;
-    for (const auto& name : clusters) {
-      write_file(d / (name + ".key"), aqs::protocol::random_hex(32) + "\n", 0600);
-      table += name + " " + name + ".key\n";
-    }
-    write_file(d / "clusters", table);
-    write_file(d / "users", users_table);
-    fs::create_directories(d / "state");
-    ::chmod((d / "state").c_str(), 0755);
-    fs::create_directories(d / "stage-parent");
-    ::chmod((d / "stage-parent").c_str(), 0755);
-    const int fd = ::open((d / "faucetsd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    std::vector<std::string> argv{FAUCETSD_BINARY, "--state-dir", (d / "state").string(), "--listen", "127.0.0.1:0",
-                                  "--http", "127.0.0.1:0", "--cert", (d / "server.crt").string(), "--key",
-                                  (d / "server.key").string(), "--clusters", (d / "clusters").string(), "--users",
-                                  (d / "users").string(), "--policy", "earliest-start", "--cluster-timeout", "5"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    pid_ = aqs::test::spawn(argv, {}, std::nullopt, std::nullopt, "", fd, fd);
-    ::close(fd);
-    for (int i = 0; i < 600 && !(fs::exists(d / "state" / "faucetsd.http") && fs::exists(d / "state" / "faucetsd.addr"));
-         ++i) {
-      REQUIRE_MESSAGE(aqs::test::alive(pid_), "faucetsd exited at start: " << log());
-      std::this_thread::sleep_for(50ms);
-    }
-    REQUIRE_MESSAGE(fs::exists(d / "state" / "faucetsd.http"), "faucetsd did not come up: " << log());
-    addr_ = slurp(d / "state" / "faucetsd.addr");
-    url_ = slurp(d / "state" / "faucetsd.http");
-    while (!addr_.empty() && addr_.back() == '\n') addr_.pop_back();
-    while (!url_.empty() && url_.back() == '\n') url_.pop_back();
-  }
-  ~stage_site() {
-    if (pid_ > 0) aqs::test::stop_process(pid_, 20s);
+      : site_(clusters, "aqs-stage-site") {
+    site_.set_users(users_table);
+    fs::create_directories(site_.dir() / "stage-parent");
+    ::chmod((site_.dir() / "stage-parent").c_str(), 0755);
+    std::vector<std::string> more{"--policy", "earliest-start", "--cluster-timeout", "5"};
+    more.insert(more.end(), extra.begin(), extra.end());
+    site_.start(more);
   }
   // Where the cluster keeps jobs' directories: under a directory anyone may
   // pass through, so that only the stage directories' own modes stand
   // between another user and a job's files.
-  fs::path stage_root() const { return dir_.path() / "stage-parent" / "stage"; }
-  std::vector<std::string> join_args(const std::string& name, const std::string& cluster_users = "* *\n") const {
-    const fs::path d = dir_.path();
-    write_file(d / (name + ".users"), cluster_users);
-    return {"--faucets-server", addr_, "--faucets-name", name, "--faucets-ca", (d / "server.crt").string(),
-            "--faucets-key", (d / (name + ".key")).string(), "--faucets-users", (d / (name + ".users")).string(),
-            "--faucets-stage-dir", stage_root().string()};
+  fs::path stage_root() const { return site_.dir() / "stage-parent" / "stage"; }
+  std::vector<std::string> join_args(const std::string& name) const {
+    std::vector<std::string> args = site_.join_args(name);
+    args.insert(args.end(), {"--faucets-stage-dir", stage_root().string()});
+    return args;
   }
-  std::string token_for(const aqs::test::test_user& u) const {
-    const run_result r = run({FTOKEN_BINARY, "--socket", (dir_.path() / "state" / "faucetsd.sock").string(),
-                              "--lifespan", "3600"},
-                             {}, u.uid, u.gid);
-    REQUIRE_MESSAGE(r.status == 0, r.err);
-    std::string last = r.out.substr(0, r.out.find_last_not_of('\n') + 1);
-    return last.substr(last.rfind('\n') + 1);
-  }
-  fc::client client(const std::string& token) const {
-    fc::client_options o;
-    o.url = fc::parse_base_url(url_);
-    o.ca_file = (dir_.path() / "server.crt").string();
-    o.token = token;
-    return fc::client(o);
-  }
-  void wait_up(const std::string& token, const std::string& name) {
-    auto c = client(token);
-    const auto until = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < until) {
-      for (const auto& x : c.clusters()) {
-        if (x["name"] == name && x["state"] == "UP" && x.contains("report") && x["report"]["nodes_up"].get<int>() > 0) {
-          return;
-        }
-      }
-      std::this_thread::sleep_for(200ms);
-    }
-    FAIL("cluster not up at the server; its log:\n" << log());
-  }
-  std::string log() const { return slurp(dir_.path() / "faucetsd.log"); }
+  std::string token_for(const aqs::test::test_user& u) const { return site_.token_for(&u); }
+  fc::client client(const std::string& token) const { return site_.client(token); }
+  void wait_up(const std::string& token) const { site_.wait_up(token, 1); }
+  std::string log() const { return site_.log(); }
   // fsub / fjobs through this server, as `u`, in `cwd`.
   run_result as(const std::string& binary, const std::string& token, const aqs::test::test_user& u,
                 const fs::path& cwd, std::vector<std::string> args) const {
-    std::vector<std::string> argv{binary, "--faucets", url_, "--faucets-ca", (dir_.path() / "server.crt").string()};
+    std::vector<std::string> argv{binary, "--faucets", site_.url(), "--faucets-ca", site_.ca().string()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv, {{"AQS_TOKEN", token}}, u.uid, u.gid, cwd.string());
   }
 
 private:
-  aqs::test::temp_dir dir_;
-  pid_t pid_ = -1;
-  std::string addr_, url_;
+  aqs::test::faucets_site site_;
 };
 
 cluster::options one_node(std::vector<std::string> aqsd_args) {
@@ -208,7 +148,7 @@ TEST_CASE("staged inputs reach the job in its own directory on the cluster, and 
   one.wait_nodes_up(1);
   const auto alice = one.user("aqs-stage-a");
   const std::string ta = site.token_for(alice);
-  site.wait_up(ta, "one");
+  site.wait_up(ta);
   auto c = site.client(ta);
 
   const fs::path submit = user_dir(alice, "submit");
@@ -271,7 +211,7 @@ TEST_CASE("a staged path with '..', an absolute one, a symlink out or too many b
   one.wait_nodes_up(1);
   const auto alice = one.user("aqs-stage-a");
   const std::string ta = site.token_for(alice);
-  site.wait_up(ta, "one");
+  site.wait_up(ta);
   auto c = site.client(ta);
   const fs::path submit = user_dir(alice, "submit2");
   user_file(alice, alice.home / "outside.txt", "not in the submit directory");
@@ -325,7 +265,7 @@ TEST_CASE("another local user can neither read a job's staged files on the clust
   const auto alice = one.user("aqs-stage-a");
   const auto bob = one.user("aqs-stage-b");
   const std::string ta = site.token_for(alice), tb = site.token_for(bob);
-  site.wait_up(ta, "one");
+  site.wait_up(ta);
   auto c = site.client(ta);
   const fs::path submit = user_dir(alice, "submit3");
   user_file(alice, submit / "secret.txt", "alice's secret\n");
