@@ -7,7 +7,10 @@
 // place) and a new job arrives; apply + decide of each event is timed. Two
 // mixes: all rigid (bench_scale's), and one job in five adaptive (8..32
 // processors, preferred 16, Amdahl 0.95, 10 s per resize), where the
-// preferred-size policies shrink, grow and weigh resizes.
+// preferred-size policies shrink, grow and weigh resizes; and the same with
+// the adaptive jobs bounded per node (issue 30: at most 8 ranks a node and
+// 4 GB on each node of 64 GB, placed by core/adaptive_placement), the cost
+// of keeping those bounds as they start, grow and shrink.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -31,8 +34,12 @@ struct cost {
   double mean_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
 };
 
-cost decision_time(const std::string& policy, std::size_t nodes, std::size_t queued, int events, bool mixed) {
+enum class mix { rigid, adaptive, bounded };
+
+cost decision_time(const std::string& policy, std::size_t nodes, std::size_t queued, int events, mix kind) {
+  const bool mixed = kind != mix::rigid;
   core::scheduler s(core::cluster::uniform(nodes, k_procs_per_node), core::make_strategy(policy));
+  for (std::size_t n = 0; n < nodes; ++n) s.set_node_resources(n, 64 * 1024, 0);
   core::job_id next = 1;
   double now = 0;
   auto request = [&] {
@@ -44,6 +51,10 @@ cost decision_time(const std::string& policy, std::size_t nodes, std::size_t que
       r.pref_pe = k_procs_per_node;
       r.speedup = core::speedup_model::amdahl(0.95);
       r.resize_cost = 10;
+      if (kind == mix::bounded) {
+        r.shape.tasks_per_node = k_procs_per_node / 2;
+        r.shape.mem_per_node_mb = 4096;
+      }
     }
     return r;
   };
@@ -111,17 +122,20 @@ int main(int argc, char** argv) {
   fmt::print("{:>17} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n", "policy", "mix", "nodes", "queued", "mean us",
              "p50 us", "p99 us", "max us");
   for (const auto& policy : policies) {
-    for (bool mixed : {false, true}) {
+    for (const mix kind : {mix::rigid, mix::adaptive, mix::bounded}) {
       for (const auto& [nodes, queued] : sizes) {
         {
-          const cost c = decision_time(policy, nodes, queued, events, mixed);
-          fmt::print("{:>17} {:>6} {:>6} {:>8} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", policy, mixed ? "20%" : "rigid",
-                     nodes, queued, c.mean_us, c.p50_us, c.p99_us, c.max_us);
+          const cost c = decision_time(policy, nodes, queued, events, kind);
+          const char* name = kind == mix::rigid ? "rigid" : kind == mix::adaptive ? "20%" : "20%b";
+          fmt::print("{:>17} {:>6} {:>6} {:>8} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", policy, name, nodes, queued,
+                     c.mean_us, c.p50_us, c.p99_us, c.max_us);
           std::fflush(stdout);
-          json += fmt::format("{}{{\"policy\":\"{}\",\"adaptive_fraction\":{},\"nodes\":{},\"queued\":{},\"events\":{},"
-                              "\"decide_us_mean\":{:.3f},\"decide_us_p50\":{:.3f},\"decide_us_p99\":{:.3f},\"decide_us_max\":{:.1f}}}",
-                              json.size() > 1 ? "," : "", policy, mixed ? 0.2 : 0.0, nodes, queued, events, c.mean_us,
-                              c.p50_us, c.p99_us, c.max_us);
+          json += fmt::format("{}{{\"policy\":\"{}\",\"adaptive_fraction\":{},\"bounded\":{},\"nodes\":{},\"queued\":{},"
+                              "\"events\":{},\"decide_us_mean\":{:.3f},\"decide_us_p50\":{:.3f},\"decide_us_p99\":{:.3f},"
+                              "\"decide_us_max\":{:.1f}}}",
+                              json.size() > 1 ? "," : "", policy, kind == mix::rigid ? 0.0 : 0.2,
+                              kind == mix::bounded ? "true" : "false", nodes, queued, events, c.mean_us, c.p50_us,
+                              c.p99_us, c.max_us);
         }
       }
     }

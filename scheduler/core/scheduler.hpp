@@ -230,6 +230,7 @@ private:
   scheduler& operator=(const scheduler&) = delete;
   job& get_mut(job_id id);
   void release(job& j);  // drops all processors the job holds or was promised
+  void forget(job_id id);  // erases a job from jobs_ (and from named_jobs_)
   void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
   // A suspended job runs again on procs (n of them).
   void resume_job(job& j, const processor_set& procs, std::size_t n, double now, std::vector<decision>& out);
@@ -300,6 +301,7 @@ private:
   std::vector<decision> pending_;  // decisions made by apply() (node loss), returned by decide()
   std::optional<plan::reservation_t> reservation_;
   std::vector<node_resources> res_;  // one per node
+  std::size_t named_jobs_ = 0;       // jobs in jobs_ that name a reservation
   std::set<job_id> suspended_;       // SUSPENDED jobs (their home maps)
   std::vector<partition> parts_;
   std::vector<processor_set> part_procs_;  // one per partition
