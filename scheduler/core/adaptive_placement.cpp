@@ -36,6 +36,25 @@ bool holds_on(const processor_set& set, const node& nd) {
   return set.count_range(nd.first_proc, nd.first_proc + nd.procs) != 0;
 }
 
+// Adds to `out` the lowest n members of `from` in [lo, hi) (no set of the
+// cluster's size is made per node: this runs for every node).
+void take_lowest(processor_set& out, const processor_set& from, std::size_t lo, std::size_t hi, std::size_t n) {
+  for (std::size_t p = from.find_next(lo); n > 0 && p < hi; p = from.find_next(p + 1)) {
+    out.set(p);
+    --n;
+  }
+}
+
+// Removes from `set` its highest n members in [lo, hi).
+void drop_highest(processor_set& set, std::size_t lo, std::size_t hi, std::size_t n) {
+  std::vector<std::size_t> members;
+  for (std::size_t p = set.find_next(lo); p < hi; p = set.find_next(p + 1)) members.push_back(p);
+  for (std::size_t k = 0; k < n && !members.empty(); ++k) {
+    set.reset(members.back());
+    members.pop_back();
+  }
+}
+
 // --exclusive: whole free nodes it may enter, lowest index first, until it
 // has n more (the last node may take it past n), never past `most` more.
 processor_set place_whole_nodes(const cluster& c, const std::vector<node_resources>& res, const job_shape& s,
@@ -87,7 +106,7 @@ processor_set adaptive_room(const cluster& c, const std::vector<node_resources>&
     }
     most = most / per_rank * per_rank;
     if (most == 0) continue;
-    out |= (free & processor_set::range(free.size(), lo, hi)).lowest(most);
+    take_lowest(out, free, lo, hi, most);
   }
   return out;
 }
@@ -115,7 +134,7 @@ processor_set place_adaptive_shaped(const cluster& c, const std::vector<node_res
     std::stable_sort(nodes.begin(), nodes.end(), [](const candidate& a, const candidate& b) { return a.ranks > b.ranks; });
     for (std::size_t k = 0; k < s.min_nodes; ++k) {
       const node& nd = c.at(nodes[k].index);
-      seed |= (room & processor_set::range(room.size(), nd.first_proc, nd.first_proc + nd.procs)).lowest(per_rank);
+      take_lowest(seed, room, nd.first_proc, nd.first_proc + nd.procs, per_rank);
     }
     want = n - s.min_nodes * per_rank;
     if (want == 0) return seed;
@@ -143,7 +162,7 @@ processor_set shrink_adaptive_shaped(const cluster& c, const job_shape& s, std::
       if (s.exclusive) {
         // A whole node: past n only while it keeps its minimum.
         if (spanned <= s.min_nodes || (here > n - given && size - here < min_procs)) continue;
-        out -= processor_set::range(out.size(), lo, hi);
+        drop_highest(out, lo, hi, here);
         given += here;
         size -= here;
         --spanned;
@@ -153,7 +172,7 @@ processor_set shrink_adaptive_shaped(const cluster& c, const job_shape& s, std::
       std::size_t take = std::min(ranks, here_ranks);
       if (take == here_ranks && spanned <= s.min_nodes) --take;  // its last rank there keeps the node
       if (take == 0) continue;
-      out -= (out & processor_set::range(out.size(), lo, hi)).highest(take * per_rank);
+      drop_highest(out, lo, hi, take * per_rank);
       ranks -= take;
       given += take * per_rank;
       if (take == here_ranks) --spanned;

@@ -98,9 +98,14 @@ std::size_t scheduler::max_size(const job& j) const {
   const bool bound = node_bound(shape);
   if (limit == 0 && per_rank == 1 && !bound) return most;
   // Only for jobs with a limit, ranks of several processors or bounds per
-  // node (rare): the node sizes, in whole ranks, are sorted per call. A node
-  // that could never hold its memory or GPUs counts for nothing, one with a
-  // ranks-per-node bound for no more than that many ranks.
+  // node (rare): the node sizes, in whole ranks, are sorted once per such
+  // bounds and machine (cached until the usable processors, the scope or a
+  // node's resources change: the strategy asks for every adaptive job). A
+  // node that could never hold its memory or GPUs counts for nothing, one
+  // with a ranks-per-node bound for no more than that many ranks.
+  const size_key key{limit, per_rank, bound ? shape.tasks_per_node : 0, bound ? shape.mem_per_node_mb : 0,
+                     bound ? shape.mem_per_cpu_mb : 0, bound ? shape.gpus_per_node : 0};
+  if (const auto it = max_sizes_.find(key); it != max_sizes_.end()) return std::min(most, it->second);
   const processor_set& usable = scoped_ ? scope_usable_ : usable_;
   std::vector<std::size_t> sizes;
   for (std::size_t i = 0; i < cluster_.nodes().size(); ++i) {
@@ -118,6 +123,7 @@ std::size_t scheduler::max_size(const job& j) const {
   std::partial_sort(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(k), sizes.end(), std::greater<>());
   std::size_t total = 0;
   for (std::size_t i = 0; i < k; ++i) total += sizes[i];
+  max_sizes_.emplace(key, total);
   return std::min(most, total);
 }
 
@@ -248,6 +254,7 @@ void scheduler::enter_scope(std::optional<std::size_t> part, std::optional<std::
                             double now) {
   scope_ = part;
   scoped_ = true;
+  max_sizes_.clear();
   scope_usable_ = part ? usable_ & part_procs_[*part] : usable_;
   if (kind == scope_kind::general) {
     scope_usable_ -= live_reserved(now);
@@ -292,6 +299,7 @@ void scheduler::enter_scope(std::optional<std::size_t> part, std::optional<std::
 void scheduler::leave_scope() {
   scope_.reset();
   scoped_ = false;
+  max_sizes_.clear();
   scope_usable_ = processor_set();
   scope_queue_.clear();
   scope_adaptive_.clear();
@@ -337,6 +345,7 @@ void scheduler::evict_from_reservations(double now, std::vector<decision>& out) 
 void scheduler::set_node_resources(std::size_t index, std::uint64_t memory_mb, std::size_t gpus) {
   if (index >= res_.size()) misuse("node " + std::to_string(index) + " is not registered");
   res_[index].memory_mb = memory_mb;
+  max_sizes_.clear();
   res_[index].gpus = gpus;
 }
 
@@ -424,6 +433,7 @@ void scheduler::give_back_resources(job& j) {
 
 void scheduler::refresh_usable() {
   usable_ = cluster_.procs_in(node_state::up);
+  max_sizes_.clear();
   refresh_counts();
 }
 

@@ -1,7 +1,9 @@
 // scheduler: the incremental scheduling state that events go into and decisions come out of.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -302,6 +304,10 @@ private:
   std::optional<plan::reservation_t> reservation_;
   std::vector<node_resources> res_;  // one per node
   std::size_t named_jobs_ = 0;       // jobs in jobs_ that name a reservation
+  // max_size() of jobs bounded by nodes, by (node limit, rank size, ranks
+  // per node, memory per node, memory per cpu, GPUs per node).
+  using size_key = std::array<std::uint64_t, 6>;
+  mutable std::map<size_key, std::size_t> max_sizes_;
   std::set<job_id> suspended_;       // SUSPENDED jobs (their home maps)
   std::vector<partition> parts_;
   std::vector<processor_set> part_procs_;  // one per partition
