@@ -10,7 +10,9 @@
 // preferred-size policies shrink, grow and weigh resizes; and the same with
 // the adaptive jobs bounded per node (issue 30: at most 8 ranks a node and
 // 4 GB on each node of 64 GB, placed by core/adaptive_placement), the cost
-// of keeping those bounds as they start, grow and shrink.
+// of keeping those bounds as they start, grow and shrink; and all rigid in
+// one partition of every node (aqs.conf's PartitionName=), the cost of a
+// scoped decision.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "bench_requests.hpp"
 #include "bench_results.hpp"
+#include "core/partition.hpp"
 #include "core/scheduler.hpp"
 
 namespace core = aqs::core;
@@ -34,12 +37,16 @@ struct cost {
   double mean_us = 0, p50_us = 0, p99_us = 0, max_us = 0;
 };
 
-enum class mix { rigid, adaptive, bounded };
+enum class mix { rigid, adaptive, bounded, partitioned };
 
 cost decision_time(const std::string& policy, std::size_t nodes, std::size_t queued, int events, mix kind) {
-  const bool mixed = kind != mix::rigid;
+  const bool mixed = kind == mix::adaptive || kind == mix::bounded;
   core::scheduler s(core::cluster::uniform(nodes, k_procs_per_node), core::make_strategy(policy));
   for (std::size_t n = 0; n < nodes; ++n) s.set_node_resources(n, 64 * 1024, 0);
+  if (kind == mix::partitioned) {
+    const std::string conf = fmt::format("PartitionName=all Nodes=node[0-{}] Default=YES\n", nodes - 1);
+    s.set_partitions(core::parse_config(conf, "bench").partitions);
+  }
   core::job_id next = 1;
   double now = 0;
   auto request = [&] {
@@ -122,19 +129,22 @@ int main(int argc, char** argv) {
   fmt::print("{:>17} {:>6} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10}\n", "policy", "mix", "nodes", "queued", "mean us",
              "p50 us", "p99 us", "max us");
   for (const auto& policy : policies) {
-    for (const mix kind : {mix::rigid, mix::adaptive, mix::bounded}) {
+    for (const mix kind : {mix::rigid, mix::adaptive, mix::bounded, mix::partitioned}) {
       for (const auto& [nodes, queued] : sizes) {
         {
           const cost c = decision_time(policy, nodes, queued, events, kind);
-          const char* name = kind == mix::rigid ? "rigid" : kind == mix::adaptive ? "20%" : "20%b";
+          const char* name = kind == mix::rigid      ? "rigid"
+                             : kind == mix::adaptive ? "20%"
+                             : kind == mix::bounded  ? "20%b"
+                                                     : "part";
           fmt::print("{:>17} {:>6} {:>6} {:>8} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", policy, name, nodes, queued,
                      c.mean_us, c.p50_us, c.p99_us, c.max_us);
           std::fflush(stdout);
-          json += fmt::format("{}{{\"policy\":\"{}\",\"adaptive_fraction\":{},\"bounded\":{},\"nodes\":{},\"queued\":{},"
+          json += fmt::format("{}{{\"policy\":\"{}\",\"adaptive_fraction\":{},\"bounded\":{},\"partition\":{},\"nodes\":{},\"queued\":{},"
                               "\"events\":{},\"decide_us_mean\":{:.3f},\"decide_us_p50\":{:.3f},\"decide_us_p99\":{:.3f},"
                               "\"decide_us_max\":{:.1f}}}",
-                              json.size() > 1 ? "," : "", policy, kind == mix::rigid ? 0.0 : 0.2,
-                              kind == mix::bounded ? "true" : "false", nodes, queued, events, c.mean_us, c.p50_us,
+                              json.size() > 1 ? "," : "", policy, kind == mix::adaptive || kind == mix::bounded ? 0.2 : 0.0,
+                              kind == mix::bounded ? "true" : "false", kind == mix::partitioned ? "true" : "false", nodes, queued, events, c.mean_us, c.p50_us,
                               c.p99_us, c.max_us);
         }
       }

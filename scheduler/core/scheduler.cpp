@@ -134,11 +134,20 @@ void scheduler::set_priority(job_id id, int priority) {
   // In the queue: pending and not held, or suspended and asking to resume.
   // The node is moved, not freed and made again (100,000 re-keyed jobs per
   // recomputation: bench_priority).
-  auto node = queue_.extract(key_of(j.req));
+  const queue_key old_key = key_of(j.req);
+  auto node = queue_.extract(old_key);
   j.req.priority = priority;
   if (!node.empty()) {
     node.value() = key_of(j.req);
     queue_.insert(std::move(node));
+    if (j.req.reservation.empty()) {
+      for (const std::size_t i : j.partitions) {
+        auto pn = part_queue_[i].extract(old_key);
+        if (pn.empty()) continue;
+        pn.value() = key_of(j.req);
+        part_queue_[i].insert(std::move(pn));
+      }
+    }
   }
 }
 
@@ -166,8 +175,9 @@ void scheduler::set_partitions(std::vector<partition> parts) {
   part_policies_ = std::move(policies);
   parts_ = std::move(parts);
   refresh_partition_procs();
+  for (auto& [id, j] : jobs_) assign_partitions(j);
+  refresh_part_queues();
   for (auto& [id, j] : jobs_) {
-    assign_partitions(j);
     if (j.state == job_state::pending) continue;
     // A running job stays where its processors are.
     j.partition = static_cast<std::size_t>(-1);
@@ -177,6 +187,31 @@ void scheduler::set_partitions(std::vector<partition> parts) {
         break;
       }
     }
+  }
+}
+
+void scheduler::enqueue(const job& j) {
+  const queue_key k = key_of(j.req);
+  queue_.insert(k);
+  if (j.req.reservation.empty()) {
+    for (const std::size_t i : j.partitions) part_queue_[i].insert(k);
+  }
+}
+
+void scheduler::dequeue(const job& j) {
+  const queue_key k = key_of(j.req);
+  if (queue_.erase(k) == 0) return;
+  if (j.req.reservation.empty()) {
+    for (const std::size_t i : j.partitions) part_queue_[i].erase(k);
+  }
+}
+
+void scheduler::refresh_part_queues() {
+  part_queue_.assign(parts_.size(), {});
+  for (const queue_key& k : queue_) {
+    const job& j = jobs_.at(k.id);
+    if (!j.req.reservation.empty()) continue;
+    for (const std::size_t i : j.partitions) part_queue_[i].insert(k);
   }
 }
 
@@ -271,10 +306,17 @@ void scheduler::enter_scope(std::optional<std::size_t> part, std::optional<std::
     }
   }
   scope_queue_.clear();
-  for (const queue_key& k : queue_) {
-    const job& j = jobs_.at(k.id);
-    if (part && std::find(j.partitions.begin(), j.partitions.end(), *part) == j.partitions.end()) continue;
-    if (in_scope_queue(j, resv, kind, now)) scope_queue_.insert(k);
+  scope_part_queue_.reset();
+  if (part && kind == scope_kind::general) {
+    // A partition's jobs without a reservation: kept as the queue changes
+    // (building it here walked the whole queue at every decision).
+    scope_part_queue_ = *part;
+  } else {
+    for (const queue_key& k : queue_) {
+      const job& j = jobs_.at(k.id);
+      if (part && std::find(j.partitions.begin(), j.partitions.end(), *part) == j.partitions.end()) continue;
+      if (in_scope_queue(j, resv, kind, now)) scope_queue_.insert(k);
+    }
   }
   scope_adaptive_.clear();
   if (kind != scope_kind::before) {
@@ -302,6 +344,7 @@ void scheduler::leave_scope() {
   max_sizes_.clear();
   scope_usable_ = processor_set();
   scope_queue_.clear();
+  scope_part_queue_.reset();
   scope_adaptive_.clear();
   refresh_counts();
 }
@@ -501,7 +544,7 @@ void scheduler::apply(const event& e) {
       assign_partitions(j);
       if (!r.reservation.empty()) ++named_jobs_;
       jobs_.emplace(r.id, std::move(j));
-      queue_.insert(key_of(r));
+      enqueue(jobs_.at(r.id));
       new_epoch();
       break;
     }
@@ -513,9 +556,9 @@ void scheduler::apply(const event& e) {
                std::string(to_string(e.final_state)) + " is not a legal transition");
       }
       if (j.state == job_state::pending) {
-        queue_.erase(key_of(j.req));
+        dequeue(j);
       } else if (j.state == job_state::suspended) {
-        if (j.resume_wanted) queue_.erase(key_of(j.req));
+        if (j.resume_wanted) dequeue(j);
         suspended_.erase(e.job);
       } else {
         release(j);
@@ -569,7 +612,7 @@ void scheduler::apply(const event& e) {
       if (j.state != job_state::suspended) misuse(job_name(e.job) + " is not suspended");
       if (j.resume_wanted) misuse(job_name(e.job) + " is already waiting to resume");
       j.resume_wanted = true;
-      queue_.insert(key_of(j.req));
+      enqueue(j);
       break;
     }
     case k::hold: {
@@ -577,14 +620,14 @@ void scheduler::apply(const event& e) {
       if (j.state != job_state::pending) misuse(job_name(e.job) + " is not pending");
       if (j.held) misuse(job_name(e.job) + " is already held");
       j.held = true;
-      queue_.erase(key_of(j.req));
+      dequeue(j);
       break;
     }
     case k::release: {
       job& j = get_mut(e.job);
       if (!j.held) misuse(job_name(e.job) + " is not held");
       j.held = false;
-      queue_.insert(key_of(j.req));
+      enqueue(j);
       new_epoch();
       break;
     }
@@ -595,7 +638,7 @@ void scheduler::apply(const event& e) {
       }
       if (j.state == job_state::suspended) {
         suspended_.erase(e.job);
-        if (j.resume_wanted) queue_.erase(key_of(j.req));
+        if (j.resume_wanted) dequeue(j);
       } else {
         release(j);
       }
@@ -604,7 +647,7 @@ void scheduler::apply(const event& e) {
       j.frozen = false;
       j.state = job_state::pending;
       j.partition = static_cast<std::size_t>(-1);
-      queue_.insert(key_of(j.req));
+      enqueue(j);
       refresh_counts();
       new_epoch();
       break;
@@ -664,7 +707,7 @@ void scheduler::apply(const event& e) {
             j.state = job_state::pending;  // NODE_FAIL -> PENDING, the requeue transition
             j.frozen = false;
             j.partition = static_cast<std::size_t>(-1);
-            queue_.insert(key_of(j.req));
+            enqueue(j);
           } else {
             d.what = decision::kind::fail;
             forget(id);
@@ -680,7 +723,7 @@ void scheduler::apply(const event& e) {
         for (job_id id : stopped) {
           job& j = jobs_.at(id);
           suspended_.erase(id);
-          if (j.resume_wanted) queue_.erase(key_of(j.req));
+          if (j.resume_wanted) dequeue(j);
           decision d;
           d.job = id;
           d.from = j.home;
@@ -690,7 +733,7 @@ void scheduler::apply(const event& e) {
           if (j.req.requeue_on_node_fail) {
             d.what = decision::kind::requeue;
             j.state = job_state::pending;
-            queue_.insert(key_of(j.req));
+            enqueue(j);
           } else {
             d.what = decision::kind::fail;
             forget(id);
@@ -797,7 +840,7 @@ void scheduler::restore_placement(job& j) {
 }
 
 void scheduler::start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out) {
-  queue_.erase(key_of(j.req));
+  dequeue(j);
   j.procs = procs;
   j.nprocs = procs.count();
   j.state = job_state::running;
@@ -819,7 +862,7 @@ void scheduler::start_job(job& j, const processor_set& procs, double now, std::v
 
 void scheduler::resume_job(job& j, const processor_set& procs, std::size_t n, double now,
                            std::vector<decision>& out) {
-  queue_.erase(key_of(j.req));
+  dequeue(j);
   suspended_.erase(j.req.id);
   decision d;
   d.what = decision::kind::resume;
@@ -873,7 +916,7 @@ void scheduler::check_plan(const plan& p) const {
     const bool resuming = j.state == job_state::suspended && j.resume_wanted;
     if (j.state != job_state::pending && !resuming) misuse("strategy started " + job_name(s.job) + ", which is not queued");
     if (j.held) misuse("strategy started " + job_name(s.job) + ", which is held");
-    if (scoped_ && scope_queue_.count(key_of(j.req)) == 0) {
+    if (scoped_ && queue().count(key_of(j.req)) == 0) {
       misuse("strategy started " + job_name(s.job) + (scope_ ? " in partition " + parts_[*scope_].name : std::string(" here")) +
              ", not one of its");
     }

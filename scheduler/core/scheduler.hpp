@@ -176,7 +176,10 @@ public:
   const job& get(job_id id) const;  // throws std::invalid_argument if unknown
   // Pending jobs that are not held, and suspended jobs asking to resume
   // (within a partition's strategy run: those of that partition).
-  const std::set<queue_key>& queue() const noexcept { return scoped_ ? scope_queue_ : queue_; }
+  const std::set<queue_key>& queue() const noexcept {
+    if (!scoped_) return queue_;
+    return scope_part_queue_ ? part_queue_[*scope_part_queue_] : scope_queue_;
+  }
   // Jobs holding processors, by estimated end (EASY's release order).
   const std::set<std::pair<double, job_id>>& holding_by_end() const noexcept { return by_end_; }
   // Adaptive jobs holding processors.
@@ -233,6 +236,10 @@ private:
   job& get_mut(job_id id);
   void release(job& j);  // drops all processors the job holds or was promised
   void forget(job_id id);  // erases a job from jobs_ (and from named_jobs_)
+  // queue_ and the partitions' queues together: a job enters or leaves both.
+  void enqueue(const job& j);
+  void dequeue(const job& j);
+  void refresh_part_queues();  // after the partitions or a job's partitions changed
   void start_job(job& j, const processor_set& procs, double now, std::vector<decision>& out);
   // A suspended job runs again on procs (n of them).
   void resume_job(job& j, const processor_set& procs, std::size_t n, double now, std::vector<decision>& out);
@@ -317,7 +324,12 @@ private:
   std::vector<advance_reservation> resvs_;
   double resv_lead_ = 0;
   processor_set scope_usable_;       // usable_ within the scope's partition
-  std::set<queue_key> scope_queue_;  // its pending jobs
+  std::set<queue_key> scope_queue_;  // its pending jobs (unless scope_part_queue_)
+  // Per partition, the queued jobs in it that name no reservation (what a
+  // partition's general scope runs), kept by enqueue()/dequeue(); a scope
+  // that is exactly that uses it in place of scope_queue_.
+  std::vector<std::set<queue_key>> part_queue_;
+  std::optional<std::size_t> scope_part_queue_;
   std::set<job_id> scope_adaptive_;  // adaptive jobs running in it
 };
 
