@@ -23,6 +23,7 @@
 #include "daemon/aqsd_options.hpp"
 #include "daemon/controller.hpp"
 #include "daemon/faucets_uplink.hpp"
+#include "daemon_base/cpu_priority.hpp"
 #include "daemon_base/server.hpp"
 #include "daemon_base/service_notify.hpp"
 #include "daemon_base/state_dir.hpp"
@@ -107,6 +108,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aqsd: %s\n", e.what());
     return 1;
   }
+  // Before any thread (and the private PostgreSQL) starts: they inherit it.
+  std::string cpu_claim;
+  if (opts.nice) {
+    try {
+      cpu_claim = daemon::apply_cpu_nice(*opts.nice);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "aqsd: %s\n", e.what());
+      report_ready(1);
+      return 1;
+    }
+  }
   ::signal(SIGPIPE, SIG_IGN);
   // Thousands of connections need descriptors: take what the hard limit
   // allows (per-user limits, not EMFILE, are what keeps one user in check).
@@ -117,6 +129,7 @@ int main(int argc, char** argv) {
 
   int rc = 0;
   try {
+    if (!cpu_claim.empty()) logging::info("CPU priority: {}", cpu_claim);
     const std::string key = dir.load_or_create_key();
     std::unique_ptr<store::pg_server> pg;
     std::string conninfo = opts.db;
@@ -157,6 +170,15 @@ int main(int argc, char** argv) {
       });
     };
     daemon::controller ctl(io, store, copts, stop);
+    // A stall of the event loop is logged with its cause (a node agent
+    // fences its jobs when its heartbeats go unanswered): the scheduling
+    // strand, and the io threads alone (the sessions' handlers).
+    const daemon::loop_watch::options watch{.threshold = opts.stall_warning};
+    ctl.watch_strand(watch);
+    daemon::loop_watch::options io_watch_options = watch;
+    io_watch_options.own_lateness = false;  // the strand's watch says it
+    daemon::loop_watch io_watch("the io threads", io.get_executor(), io_watch_options);
+    io_watch.start();
     ctl.recover();
 
     sopts.unix_socket = opts.socket.empty() ? dir.socket() : std::filesystem::path(opts.socket);
@@ -218,6 +240,7 @@ int main(int argc, char** argv) {
     for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
     io.run();
     for (auto& t : pool) t.join();
+    io_watch.stop();
     service.stopping();
     // Order matters: the controller's pools and the store's committers call
     // into the controller and the io_context, so they stop first.

@@ -163,6 +163,14 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   app.add_option("--kill-grace", kill_grace_s, "seconds between SIGTERM and SIGKILL when a job is cancelled")
       ->check(CLI::Range(0.0, 3600.0));
+  double stall_warning_s = 2;
+  app.add_option("--stall-warning", stall_warning_s,
+                 "log a stall of the event loop longer than this many seconds, with what held it (0: off)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--nice", o.nice,
+                 "aqsd's nice value, and its session's scheduling autogroup's when it leads one (as detached, or "
+                 "started with setsid): its share of the CPU against jobs on the same machine (default: as started)")
+      ->check(CLI::Range(-20, 19));
   app.add_option("--threads", o.threads, "threads serving connections")->check(CLI::Range(1u, 256u));
   // The limits (ports and per user): a flag wins over its aqs.conf line.
   for (auto& l : settings) app.add_option(std::string(l.flag), l.typed, core::setting_help(l));
@@ -267,6 +275,7 @@ std::variant<aqsd_options, int> parse_aqsd_options(int argc, char** argv) {
     return refuse("--faucets-name, --faucets-ca, --faucets-key and --faucets-users need --faucets-server");
   }
 
+  o.stall_warning = ms(stall_warning_s);
   controller_options& c = o.controller;
   c.policy = policy;
   c.heartbeat_timeout = ms(heartbeat_timeout_s);

@@ -4,6 +4,7 @@
 // assembles the parts from it.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <variant>
@@ -24,6 +25,12 @@ struct aqsd_options {
   bool foreground = false;
   unsigned threads = 2;
   std::string log_level;  // empty: info, or $AQS_LOG_LEVEL
+  // A stall of the event loop (the scheduling strand, the io threads)
+  // longer than this is logged with its cause; 0: not watched.
+  std::chrono::milliseconds stall_warning{2000};
+  // --nice: aqsd's nice and its own session's autogroup's (cpu_priority.hpp);
+  // unset: left as started.
+  std::optional<int> nice;
   // aqs.conf: the file read (again on SIGHUP), and whether --config named it
   // (then it must exist).
   std::string config_path;

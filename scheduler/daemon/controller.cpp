@@ -240,7 +240,7 @@ void controller::on_message(const conn_ptr& c, protocol::message m) {
     return;
   }
   if (r.where == runs_on::session) return r.handle(*this, c, m);
-  pipe_.post([this, &r, c, m = std::move(m)] { r.handle(*this, c, m); });
+  pipe_.post([this, &r, c, m = std::move(m)] { r.handle(*this, c, m); }, r.type.data());
 }
 
 // ------------------------------------------------------------ deciding --

@@ -131,6 +131,9 @@ public:
   void reload_partitions(core::site_config partitions);
   // The store failed for good: the daemon should exit non-zero.
   bool failed() const noexcept { return pipe_.failed(); }
+  // Logs each stall of the scheduling strand longer than o.threshold, with
+  // what held it (daemon_base/loop_watch.hpp). Call before start().
+  void watch_strand(loop_watch::options o) { pipe_.watch_strand(o); }
 
   // dispatcher
   void on_open(const std::shared_ptr<connection>& conn) override;

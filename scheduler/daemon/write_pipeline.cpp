@@ -12,7 +12,14 @@ namespace asio = boost::asio;
 write_pipeline::write_pipeline(asio::io_context& io, store::job_store& store)
     : io_(io), store_(store), strand_(asio::make_strand(io)) {}
 
+void write_pipeline::watch_strand(loop_watch::options o) {
+  if (watch_ || o.threshold.count() <= 0) return;
+  watch_ = std::make_unique<loop_watch>("the scheduling strand", strand_, o);
+  watch_->start();
+}
+
 void write_pipeline::stop() {
+  if (watch_) watch_->stop();
   if (stopped_.exchange(true)) return;
   {
     std::lock_guard lock(retry_mu_);  // the writer tests stopped_ under it before it waits
@@ -27,9 +34,10 @@ void write_pipeline::stop() {
   readers_.join();
 }
 
-void write_pipeline::post(std::function<void()> f) {
-  asio::post(strand_, [this, f = std::move(f)] {
+void write_pipeline::post(std::function<void()> f, const char* label) {
+  asio::post(strand_, [this, f = std::move(f), label] {
     if (stopped_) return;
+    const loop_watch::running_scope running(watch_.get(), label);
     try {
       f();
     } catch (const std::exception& e) {
@@ -81,10 +89,12 @@ void write_pipeline::kick() {
     // submissions or job ends is decided once, not once per event.
     if (!decision_posted_) {
       decision_posted_ = true;
-      post([this] {
-        decision_posted_ = false;
-        decide_and_write();
-      });
+      post(
+          [this] {
+            decision_posted_ = false;
+            decide_and_write();
+          },
+          "a scheduling decision");
     }
     return;
   }
@@ -186,7 +196,7 @@ void write_pipeline::write_batch(batch b) {
       post([this, why = std::string(e.what())] { fatal("the job store failed: " + why); });
       return;
     }
-    post([this, shared] { committed(std::move(*shared)); });
+    post([this, shared] { committed(std::move(*shared)); }, "what waited for a commit (launches, replies)");
   });
 }
 

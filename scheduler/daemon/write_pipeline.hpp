@@ -26,6 +26,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "daemon/metrics.hpp"
+#include "daemon_base/loop_watch.hpp"
 #include "daemon/pipeline.hpp"
 #include "store/job_store.hpp"
 
@@ -67,7 +69,12 @@ public:
   store::job_store& store() noexcept { return store_; }
 
   // Runs `f` on the strand (nothing once stopped; an exception is logged).
-  void post(std::function<void()> f);
+  // `label` (a static string: a message type) names it in the loop watch's
+  // report if it holds the strand too long.
+  void post(std::function<void()> f, const char* label = nullptr);
+  // Logs every stall of the strand longer than `o.threshold` with what held
+  // it (loop_watch.hpp); off until called, and with a threshold of 0.
+  void watch_strand(loop_watch::options o);
   // Runs `f` on the read pool (store reads that answer clients).
   void on_readers(std::function<void()> f);
   // Runs `f` on the writer thread, in order with the batches' writes.
@@ -124,6 +131,7 @@ private:
   strand_type strand_;
   boost::asio::thread_pool writer_{1};
   boost::asio::thread_pool readers_{2};
+  std::unique_ptr<loop_watch> watch_;  // set before the strand runs work
   std::atomic<bool> stopped_{false};
   std::atomic<bool> failed_{false};
   std::mutex retry_mu_;  // wakes the writer from its wait for the store on stop()

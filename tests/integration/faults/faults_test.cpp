@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -438,4 +439,58 @@ TEST_CASE("a submit token is the submitting user's own: another user's same toke
   CHECK(ia->user == "aqs-test-toka");
   CHECK(ib->user == "aqs-test-tokb");
   c.wait_idle(60s);
+}
+
+// Issue 30: a node agent fences its jobs when aqsd answers none of its
+// heartbeats, and aqsd had logged nothing about why. Stopped with SIGSTOP
+// (as a starved process is, for the kernel), aqsd says so once it runs
+// again: its loop watch's own thread woke late.
+TEST_CASE("aqsd that was stopped says in its log that it was not scheduled, for how long") {
+  auto o = test::nodes_of(1, 2);
+  o.aqsd_args = {"--stall-warning", "0.5"};
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const std::filesystem::path log = c.dir() / "aqsd.log";
+  ::kill(c.aqsd_pid(), SIGSTOP);
+  std::this_thread::sleep_for(2s);  // at least this long, whatever the load: past the threshold
+  ::kill(c.aqsd_pid(), SIGCONT);
+  std::string text;
+  for (int i = 0; i < 600; ++i) {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+    if (text.find("this process was not scheduled for") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK_MESSAGE(text.find("aqsd: warning: this process was not scheduled for") != std::string::npos, text);
+  // And it still serves.
+  CHECK(c.cmd(test::bin().fnodes, {"--json"}).status == 0);
+}
+
+// Issue 30: aqsd starved of the CPU by 96 oversubscribed ranks in another
+// session (its threads waited up to 30 s for a CPU while runnable). --nice
+// sets its nice, and its session's autogroup's (the tests' harness starts
+// aqsd in a session of its own, as a detached aqsd is).
+TEST_CASE("aqsd --nice sets its nice and its own session's scheduling autogroup's; a nice out of range is refused") {
+  auto o = test::nodes_of(1, 2);
+  o.aqsd_args = {"--nice", "-7"};
+  test::cluster c(o);
+  c.wait_nodes_up(1);
+  const std::string proc = "/proc/" + std::to_string(c.aqsd_pid());
+  std::ifstream stat(proc + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  std::istringstream fields(line.substr(line.rfind(')') + 2));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  REQUIRE(f.size() > 16);
+  CHECK(f[16] == "-7");  // field 19 of stat: nice
+  if (std::ifstream ag(proc + "/autogroup"); ag) {
+    std::string group;
+    std::getline(ag, group);
+    CHECK_MESSAGE(group.find("nice -7") != std::string::npos, group);
+  }
+  const auto bad = test::run({test::bin().aqsd, "--state-dir", (c.dir() / "other").string(), "--nice", "25"});
+  CHECK(bad.status == 2);
+  CHECK_MESSAGE(bad.err.find("--nice") != std::string::npos, bad.err);
 }
