@@ -285,8 +285,12 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
   auto o = hosts(db, 2, 2);
   test::cluster c(o);
   const logs_on_failure logs{c, 2};
-  // Long enough for the cycles (about 2-6 s each here), then it finishes.
-  const auto job = start_paced(c, "cycles", "cyc", std::to_string(cycles * 200 + 300));
+  // Long enough for the cycles, then it finishes: 400 iterations (8 s at
+  // 20 ms) a cycle. At 200 (4 s) the job ran out before its cycles under
+  // three busy loops and a compile (load 40-80 on 2 cores): a cycle took
+  // 5.3 s there (measured, 22 cycles in 116 s), and the loop stops when the
+  // job has ended, short of its count.
+  const auto job = start_paced(c, "cycles", "cyc", std::to_string(cycles * 400 + 300));
   const std::int64_t a = job.id;
   int done = 0, not_regrown = 0;
   const auto t0 = clk::now();
