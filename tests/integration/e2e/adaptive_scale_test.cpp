@@ -324,11 +324,7 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   test::test_database db;
   test::cluster c(hosts(db, 2, 2));
   const logs_on_failure logs{c, 2};
-  // 300 iterations (6 s at 20 ms) a cycle: the job computes between a
-  // resume and the next suspend, which under three busy loops and a compile
-  // is a few commands of a second or more each (fctl, the waits for the
-  // state); at 100 (2 s) it could end before its cycles, short of the count.
-  const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 300 + 300));
+  const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 100 + 300));
   const std::int64_t a = job.id;
   for (int i = 0; i < 600 && slurp(job.log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
   int done = 0, retried = 0, quick = 0;
