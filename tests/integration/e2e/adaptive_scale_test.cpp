@@ -366,7 +366,7 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   test::cluster c(hosts(db, 2, 2, 60));
   const logs_on_failure logs{c, 2};
   // 50 iterations (1 s at 20 ms) a cycle: 50 cycles took 37 s of the job's
-  // time under that load (all done before its iteration 1530 of 5300, the
+  // time under that load (all done before its iteration 1530, the
   // first minute's wait for its output included); what is left over is
   // computed after the cycles, at about 6 iterations a second there.
   const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 50 + 300));
