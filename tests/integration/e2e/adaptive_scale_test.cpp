@@ -18,6 +18,9 @@
 //                              the plain job of N ranks alone.
 //   AQS_TEST_RESIZE_CYCLES=N   N cycles of shrink off a host, grow back onto
 //                              it, of an adaptive jacobi2d over two hosts
+//                              (a succession of jobs of
+//                              AQS_TEST_CYCLE_JOB_ITERS iterations, 1500
+//                              unless told, each checked as it ends)
 //   AQS_TEST_SUSPEND_CYCLES=N  N suspend/resume cycles of the same job
 // Each ends bit-identical to the unresized run, and prints what it counted
 // (undone expands and their reasons, times) as MESSAGE lines.
@@ -50,10 +53,10 @@ int wanted(const char* name) {
   return n;
 }
 
-test::cluster::options hosts(const test::test_database& db, int n, int procs) {
+test::cluster::options hosts(const test::test_database& db, int n, int procs, double heartbeat_timeout_s = 30) {
   auto o = test::nodes_of(db, n, procs);
   o.netns = true;
-  o.heartbeat_timeout_s = 30;  // hundreds of ranks on 2 cores: no node may look dead for being slow
+  o.heartbeat_timeout_s = heartbeat_timeout_s;  // hundreds of ranks on 2 cores: no node may look dead for being slow
   // ... and the agents must know it: their steps fence (SIGTERM) a job once
   // no heartbeat was acknowledged for their --node-down-timeout less 2.5 s
   // (default 10 s). Left at 10, the 96- and 128-rank jobs were fenced 7.5 s
@@ -168,10 +171,10 @@ struct paced_job {
   fs::path out, log, ref;  // its grid, its output, the grid it must end with
 };
 paced_job start_paced(test::cluster& c, const std::string& job_name, const std::string& file_stem,
-                      const std::string& iters) {
+                      const std::string& iters, const fs::path& ref = {}) {
   const fs::path work = c.workdir();
   paced_job j;
-  j.ref = reference(work, {"--rows", "64", "--cols", "48", "--iters", iters});
+  j.ref = ref.empty() ? reference(work, {"--rows", "64", "--cols", "48", "--iters", iters}) : ref;
   j.out = work / (file_stem + ".grid");
   j.log = work / (file_stem + ".out");
   j.id = c.submit({"-J", job_name, "-o", j.log.string(),
@@ -288,35 +291,71 @@ TEST_CASE("an adaptive job over two hosts shrinks off one and grows back onto it
   const int cycles = wanted("AQS_TEST_RESIZE_CYCLES");
   if (cycles == 0 || !test::netns_available()) return;
   test::test_database db;
-  auto o = hosts(db, 2, 2);
+  // 60 s before a node is dead or a step fences: under three busy loops and
+  // a compile, beside other engineers' jobs of 128 ranks, the whole machine
+  // stalled 27-28 s twice in five minutes (every agent: "heartbeat 28089 ms
+  // late (this agent was not scheduled)"), and at 30 an agent fenced the
+  // job at 28.5 s, FAILED with no fault of its resizes.
+  auto o = hosts(db, 2, 2, 60);
   test::cluster c(o);
   const logs_on_failure logs{c, 2};
-  // Long enough for the cycles (about 2-6 s each here), then it finishes.
-  const auto job = start_paced(c, "cycles", "cyc", std::to_string(cycles * 200 + 300));
-  const std::int64_t a = job.id;
-  int done = 0, not_regrown = 0;
+  // The cycles run on a succession of jobs of AQS_TEST_CYCLE_JOB_ITERS
+  // iterations each (default 1500): when one ends (it must end COMPLETED,
+  // bit-identical to the unresized run, and not killed), the next takes the
+  // cycles on. One job sized for all the cycles cannot be: a job's length is
+  // its iterations, and how many it computes in a cycle depends on the load.
+  // Under three busy loops and a compile a cycle took 4.7-5.3 s while the
+  // job computed about 5 iterations a second (a rank's pacing sleeps counted
+  // with strace): at 200 iterations a cycle the job ran out before its 200
+  // cycles; at 400 the cycles were done in 16 minutes and the job would have
+  // computed 3 hours more before it could be checked.
+  const char* per_job = std::getenv("AQS_TEST_CYCLE_JOB_ITERS");
+  const std::string iters = per_job != nullptr && std::atoi(per_job) > 0 ? per_job : "1500";
+  const fs::path ref = reference(c.workdir(), {"--rows", "64", "--cols", "48", "--iters", iters});
+  int done = 0, not_regrown = 0, jobs = 0, acked = 0, undone = 0, killed = 0;
+  std::map<std::string, int> causes;
+  // Checks a job's end and adds its history to the counts.
+  auto finish = [&](const paced_job& j) {
+    const auto h = ended_identical(c, j);
+    CHECK_FALSE_MESSAGE(h.killed, h.text);
+    killed += h.killed ? 1 : 0;
+    acked += static_cast<int>(h.acked.size());
+    undone += expands_undone(h);
+    for (const auto& [why, n] : h.abandoned) causes[why] += n;
+  };
   const auto t0 = clk::now();
-  for (; done < cycles; ++done) {
-    if (core::is_final(c.job(a)->state)) break;
+  auto job = start_paced(c, "cycles", "cyc0", iters, ref);
+  ++jobs;
+  while (done < cycles) {
+    if (core::is_final(c.job(job.id)->state)) {
+      finish(job);
+      job = start_paced(c, "cycles", "cyc" + std::to_string(jobs), iters, ref);
+      ++jobs;
+    }
+    const std::int64_t a = job.id;
     // A rigid job of one host: the adaptive one shrinks off it; it ends, and
     // the adaptive one grows back (or, if its expand is undone, stays on 2
-    // until the next cycle).
+    // until the next cycle). A cycle counts when the job is still running
+    // after it: one its job ended in is done again on the next job.
     const std::int64_t b = c.submit({"-n", "2", "--wrap", "sleep 0.5"});
     const auto jb = c.wait_state(b, {job_state::completed, job_state::failed, job_state::cancelled}, 300s);
     REQUIRE_MESSAGE(jb.state == job_state::completed, logs_of(c, 2, job.log));
+    bool ended = false;
     if (!eventually([&] {
           const auto j = c.job(a);
-          return core::is_final(j->state) || (j->state == job_state::running && j->nprocs == 4);
+          ended = core::is_final(j->state);
+          return ended || (j->state == job_state::running && j->nprocs == 4);
         }, 120s)) {
       ++not_regrown;
     }
+    if (!ended) ++done;
   }
   const double took = seconds_since(t0);
-  const auto h = ended_identical(c, job);
-  CHECK_FALSE(h.killed);
-  MESSAGE("measured: " << done << " cycles in " << took << " s; " << h.acked.size() << " maps acknowledged; "
-                       << expands_undone(h) << " expands undone; " << not_regrown << " cycles not grown back within 120 s");
-  for (const auto& [why, n] : h.abandoned) MESSAGE("undone expand x" << n << ": " << why);
+  finish(job);
+  MESSAGE("measured: " << done << " cycles in " << took << " s over " << jobs << " jobs, each completed bit-identical; "
+                       << acked << " maps acknowledged; " << undone << " expands undone; " << killed << " jobs killed; "
+                       << not_regrown << " cycles not grown back within 120 s");
+  for (const auto& [why, n] : causes) MESSAGE("undone expand x" << n << ": " << why);
   CHECK(done == cycles);
 }
 
@@ -324,9 +363,19 @@ TEST_CASE("an adaptive MPI job across two hosts is suspended and resumed many ti
   const int cycles = wanted("AQS_TEST_SUSPEND_CYCLES");
   if (cycles == 0 || !test::netns_available()) return;
   test::test_database db;
-  test::cluster c(hosts(db, 2, 2));
+  // 60 s before a node is dead or a step fences: under three busy loops and
+  // a compile, beside other work, the whole machine stalled 27.5 s (every
+  // agent logged "heartbeat 27528 ms late (this agent was not scheduled)")
+  // and an agent fenced this job at 27.7 s (its --node-down-timeout of 30
+  // less 2.3 s) while it computed its last iterations; the resizes and
+  // suspensions, not the fencing, are what this case is about.
+  test::cluster c(hosts(db, 2, 2, 60));
   const logs_on_failure logs{c, 2};
-  const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 100 + 300));
+  // 50 iterations (1 s at 20 ms) a cycle: 50 cycles took 37 s of the job's
+  // time under that load (all done before its iteration 1530, the
+  // first minute's wait for its output included); what is left over is
+  // computed after the cycles, at about 6 iterations a second there.
+  const auto job = start_paced(c, "susp", "susp", std::to_string(cycles * 50 + 300));
   const std::int64_t a = job.id;
   for (int i = 0; i < 600 && slurp(job.log).find("iter ") == std::string::npos; ++i) std::this_thread::sleep_for(100ms);
   int done = 0, retried = 0, quick = 0;
